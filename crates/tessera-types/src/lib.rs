@@ -1,0 +1,21 @@
+//! Tessera's data model: values and their types, space schemas and the space description
+//! language, search predicates, and atomic operations ("funcalls").
+//!
+//! Everything here is pure: no I/O, no clocks. The server, the client and the geometry all
+//! speak in these types, so a request is validated once, against the schema, into a *checked*
+//! form (`CheckedPredicate`, `CheckedFuncall`) that cannot fail on a type mismatch later.
+
+pub mod constants;
+pub mod funcall;
+pub mod object;
+pub mod parse;
+pub mod predicate;
+pub mod schema;
+pub mod value;
+
+pub use funcall::{apply_all, CheckedFuncall, Funcall, FuncallCheckError, FuncallError, FuncallOp, NumOp};
+pub use object::Object;
+pub use parse::{parse_space, ParseError};
+pub use predicate::{matches_all, CheckedPredicate, Predicate, PredicateError, PredicateOp};
+pub use schema::{AttrIndex, Attribute, SchemaError, SpaceSchema, Subspace, SubspaceId};
+pub use value::{AttributeType, PrimitiveType, Value};

@@ -1,0 +1,48 @@
+//! Objects: one value per attribute of their space, the key first.
+
+use serde::{Deserialize, Serialize};
+
+use crate::schema::{AttrIndex, SpaceSchema};
+use crate::value::Value;
+
+/// An object of a space. `values[i]` is the value of attribute `i`; `values[0]` is the key.
+/// Every value has its attribute's type (see [`Object::conforms_to`]).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Object {
+    pub values: Vec<Value>,
+}
+
+impl Object {
+    /// A new object with the given key and every other attribute at its type's default, which
+    /// is what a put sees before it applies its assignments to an absent key.
+    pub fn with_defaults(schema: &SpaceSchema, key: Value) -> Object {
+        let mut values = Vec::with_capacity(schema.attributes.len());
+        values.push(key);
+        values.extend(schema.attributes[1..].iter().map(|a| a.ty.default_value()));
+        let object = Object { values };
+        debug_assert!(object.conforms_to(schema));
+        object
+    }
+
+    pub fn key(&self) -> &Value {
+        &self.values[0]
+    }
+
+    pub fn get(&self, attr: AttrIndex) -> &Value {
+        &self.values[attr.get()]
+    }
+
+    /// Whether this object has exactly the shape and types of `schema`.
+    pub fn conforms_to(&self, schema: &SpaceSchema) -> bool {
+        self.values.len() == schema.attributes.len()
+            && self.values.iter().zip(&schema.attributes).all(|(v, a)| a.ty.admits(v))
+    }
+
+    /// The attributes other than the key, with their names, in schema order.
+    pub fn named_attributes<'a>(
+        &'a self,
+        schema: &'a SpaceSchema,
+    ) -> impl Iterator<Item = (&'a str, &'a Value)> + 'a {
+        schema.attributes[1..].iter().zip(&self.values[1..]).map(|(a, v)| (a.name.as_str(), v))
+    }
+}

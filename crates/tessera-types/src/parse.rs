@@ -1,0 +1,470 @@
+//! The space description language (HyperDex-compatible):
+//!
+//! ```text
+//! space hotels                      # comments run to the end of the line
+//! key id                            # untyped means string
+//! attributes string city, int stars, int price, set(string) tags, map(string, int) rooms
+//! subspace city, price
+//! subspace stars
+//! create 64 partitions              # optional, default 64
+//! tolerate 1 failure                # optional, default 1
+//! ```
+//!
+//! Every error names the line and column where it was found.
+
+use std::fmt;
+
+use crate::constants::{PARTITIONS_DEFAULT, TOLERATE_DEFAULT};
+use crate::schema::{Attribute, SchemaError, SpaceSchema};
+use crate::value::{AttributeType, PrimitiveType};
+
+/// A description that could not be parsed, or that parsed into an invalid space.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{line}:{column}: {message}")]
+pub struct ParseError {
+    /// 1-based line.
+    pub line: u32,
+    /// 1-based column, in characters.
+    pub column: u32,
+    pub message: String,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+enum Token {
+    Word(String),
+    Number(u64),
+    LParen,
+    RParen,
+    Comma,
+    End,
+}
+
+impl fmt::Display for Token {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Token::Word(w) => write!(f, "{w:?}"),
+            Token::Number(n) => write!(f, "{n}"),
+            Token::LParen => f.write_str("'('"),
+            Token::RParen => f.write_str("')'"),
+            Token::Comma => f.write_str("','"),
+            Token::End => f.write_str("end of input"),
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Pos {
+    line: u32,
+    column: u32,
+}
+
+fn tokenize(text: &str) -> Result<Vec<(Token, Pos)>, ParseError> {
+    let mut tokens = Vec::new();
+    let mut chars = text.chars().peekable();
+    let (mut line, mut column) = (1u32, 1u32);
+    while let Some(&c) = chars.peek() {
+        let pos = Pos { line, column };
+        if c == '\n' {
+            chars.next();
+            line += 1;
+            column = 1;
+        } else if c.is_whitespace() {
+            chars.next();
+            column += 1;
+        } else if c == '#' {
+            while let Some(&c) = chars.peek() {
+                if c == '\n' {
+                    break;
+                }
+                chars.next();
+                column += 1;
+            }
+        } else if c.is_ascii_alphabetic() || c == '_' {
+            let mut word = String::new();
+            while let Some(&c) = chars.peek() {
+                if c.is_ascii_alphanumeric() || c == '_' {
+                    word.push(c);
+                    chars.next();
+                    column += 1;
+                } else {
+                    break;
+                }
+            }
+            tokens.push((Token::Word(word), pos));
+        } else if c.is_ascii_digit() {
+            let mut digits = String::new();
+            while let Some(&c) = chars.peek() {
+                if c.is_ascii_digit() {
+                    digits.push(c);
+                    chars.next();
+                    column += 1;
+                } else {
+                    break;
+                }
+            }
+            let n = digits.parse::<u64>().map_err(|_| ParseError {
+                line: pos.line,
+                column: pos.column,
+                message: format!("number {digits} is too large"),
+            })?;
+            tokens.push((Token::Number(n), pos));
+        } else {
+            let token = match c {
+                '(' => Token::LParen,
+                ')' => Token::RParen,
+                ',' => Token::Comma,
+                other => {
+                    return Err(ParseError {
+                        line,
+                        column,
+                        message: format!("unexpected character {other:?}"),
+                    })
+                }
+            };
+            chars.next();
+            column += 1;
+            tokens.push((token, pos));
+        }
+    }
+    tokens.push((Token::End, Pos { line, column }));
+    Ok(tokens)
+}
+
+struct Parser {
+    tokens: Vec<(Token, Pos)>,
+    at: usize,
+}
+
+impl Parser {
+    fn peek(&self) -> &Token {
+        &self.tokens[self.at].0
+    }
+
+    fn pos(&self) -> Pos {
+        self.tokens[self.at].1
+    }
+
+    fn next(&mut self) -> (Token, Pos) {
+        let t = self.tokens[self.at].clone();
+        if self.at + 1 < self.tokens.len() {
+            self.at += 1;
+        }
+        t
+    }
+
+    fn error_at(&self, pos: Pos, message: String) -> ParseError {
+        ParseError { line: pos.line, column: pos.column, message }
+    }
+
+    fn expect_word(&mut self, what: &str) -> Result<(String, Pos), ParseError> {
+        match self.next() {
+            (Token::Word(w), pos) => Ok((w, pos)),
+            (other, pos) => Err(self.error_at(pos, format!("expected {what}, found {other}"))),
+        }
+    }
+
+    fn expect_keyword(&mut self, keyword: &str) -> Result<(), ParseError> {
+        match self.next() {
+            (Token::Word(w), _) if w == keyword => Ok(()),
+            (other, pos) => Err(self.error_at(pos, format!("expected {keyword:?}, found {other}"))),
+        }
+    }
+
+    fn expect(&mut self, token: Token) -> Result<(), ParseError> {
+        let (t, pos) = self.next();
+        if t == token {
+            Ok(())
+        } else {
+            Err(self.error_at(pos, format!("expected {token}, found {t}")))
+        }
+    }
+
+    fn at_keyword(&self, keyword: &str) -> bool {
+        matches!(self.peek(), Token::Word(w) if w == keyword)
+    }
+
+    fn primitive(&mut self) -> Result<PrimitiveType, ParseError> {
+        let (w, pos) = self.expect_word("a type (string, int or float)")?;
+        primitive_named(&w).ok_or_else(|| {
+            self.error_at(pos, format!("unknown type {w:?}: expected string, int or float"))
+        })
+    }
+
+    /// `[type] name`, where a type is a primitive or `list(T)`, `set(T)`, `map(K, V)`.
+    fn typed_name(&mut self, what: &str) -> Result<(Attribute, Pos), ParseError> {
+        let (first, first_pos) = self.expect_word(what)?;
+        let container = matches!(first.as_str(), "list" | "set" | "map");
+        let ty = if container && *self.peek() == Token::LParen {
+            self.next();
+            let ty = match first.as_str() {
+                "list" => AttributeType::List(self.primitive()?),
+                "set" => AttributeType::Set(self.primitive()?),
+                _ => {
+                    let k = self.primitive()?;
+                    self.expect(Token::Comma)?;
+                    AttributeType::Map(k, self.primitive()?)
+                }
+            };
+            self.expect(Token::RParen)?;
+            Some(ty)
+        } else if let Some(p) = primitive_named(&first) {
+            // `int stars` is a typed name; a lone `int` followed by ',' or a keyword is an
+            // attribute called "int" (as in HyperDex, untyped names are strings).
+            match self.peek() {
+                Token::Word(w) if !is_keyword(w) => Some(AttributeType::Primitive(p)),
+                _ => None,
+            }
+        } else {
+            None
+        };
+        match ty {
+            Some(ty) => {
+                let (name, pos) = self.expect_word(what)?;
+                Ok((Attribute { name, ty }, pos))
+            }
+            None => Ok((Attribute { name: first, ty: AttributeType::STRING }, first_pos)),
+        }
+    }
+}
+
+fn primitive_named(word: &str) -> Option<PrimitiveType> {
+    match word {
+        "string" => Some(PrimitiveType::String),
+        "int" | "int64" => Some(PrimitiveType::Int),
+        "float" => Some(PrimitiveType::Float),
+        _ => None,
+    }
+}
+
+fn is_keyword(word: &str) -> bool {
+    matches!(word, "space" | "key" | "attributes" | "subspace" | "create" | "tolerate")
+}
+
+/// Parses a space description. See the module documentation for the grammar.
+pub fn parse_space(text: &str) -> Result<SpaceSchema, ParseError> {
+    let mut p = Parser { tokens: tokenize(text)?, at: 0 };
+    p.expect_keyword("space")?;
+    let (name, name_pos) = p.expect_word("the space name")?;
+    p.expect_keyword("key")?;
+    let (key, key_pos) = p.typed_name("the key name")?;
+
+    let mut attributes: Vec<(Attribute, Pos)> = Vec::new();
+    if p.at_keyword("attributes") {
+        p.next();
+        loop {
+            attributes.push(p.typed_name("an attribute name")?);
+            if *p.peek() == Token::Comma {
+                p.next();
+            } else {
+                break;
+            }
+        }
+    }
+
+    let mut subspaces: Vec<(Vec<String>, Vec<Pos>)> = Vec::new();
+    while p.at_keyword("subspace") {
+        p.next();
+        let (mut names, mut positions) = (Vec::new(), Vec::new());
+        loop {
+            let (n, pos) = p.expect_word("an attribute name")?;
+            names.push(n);
+            positions.push(pos);
+            if *p.peek() == Token::Comma {
+                p.next();
+            } else {
+                break;
+            }
+        }
+        subspaces.push((names, positions));
+    }
+
+    let mut partitions = PARTITIONS_DEFAULT;
+    let mut partitions_pos = p.pos();
+    if p.at_keyword("create") {
+        p.next();
+        partitions_pos = p.pos();
+        partitions = match p.next() {
+            (Token::Number(n), _) => u32::try_from(n).unwrap_or(u32::MAX),
+            (other, pos) => {
+                return Err(p.error_at(pos, format!("expected a partition count, found {other}")))
+            }
+        };
+        p.expect_keyword("partitions")?;
+    }
+
+    let mut tolerate = TOLERATE_DEFAULT;
+    let mut tolerate_pos = p.pos();
+    if p.at_keyword("tolerate") {
+        p.next();
+        tolerate_pos = p.pos();
+        tolerate = match p.next() {
+            (Token::Number(n), _) => u32::try_from(n).unwrap_or(u32::MAX),
+            (other, pos) => {
+                return Err(p.error_at(pos, format!("expected a failure count, found {other}")))
+            }
+        };
+        match p.next() {
+            (Token::Word(w), _) if w == "failure" || w == "failures" => {}
+            (other, pos) => {
+                return Err(p.error_at(pos, format!("expected \"failures\", found {other}")))
+            }
+        }
+    }
+
+    let (end, end_pos) = p.next();
+    if end != Token::End {
+        return Err(p.error_at(end_pos, format!("unexpected {end} after the space description")));
+    }
+
+    let attr_positions: Vec<Pos> = attributes.iter().map(|(_, pos)| *pos).collect();
+    let subspace_names: Vec<Vec<String>> = subspaces.iter().map(|(n, _)| n.clone()).collect();
+    SpaceSchema::new(
+        &name,
+        key,
+        attributes.into_iter().map(|(a, _)| a).collect(),
+        subspace_names,
+        partitions,
+        tolerate,
+    )
+    .map_err(|e| {
+        // Point at the most specific place the error concerns.
+        let pos = match &e {
+            SchemaError::InvalidName(n) if *n == name => name_pos,
+            SchemaError::KeyNotPrimitive { .. } => key_pos,
+            SchemaError::InvalidName(n) | SchemaError::DuplicateAttribute(n) => attr_positions
+                .iter()
+                .zip(text_names(text, &attr_positions))
+                .filter(|(_, name)| name == n)
+                .map(|(pos, _)| *pos)
+                .last()
+                .unwrap_or(key_pos),
+            SchemaError::UnknownAttribute(n)
+            | SchemaError::KeyInSubspace(n)
+            | SchemaError::DuplicateDimension(n)
+            | SchemaError::DimensionNotPrimitive { name: n, .. } => subspaces
+                .iter()
+                .flat_map(|(names, positions)| names.iter().zip(positions))
+                .filter(|(name, _)| *name == n)
+                .map(|(_, pos)| *pos)
+                .last()
+                .unwrap_or(name_pos),
+            SchemaError::TooManyDimensions { .. } | SchemaError::TooManySubspaces { .. } => {
+                subspaces.last().and_then(|(_, p)| p.first().copied()).unwrap_or(name_pos)
+            }
+            SchemaError::BadPartitions(_) => partitions_pos,
+            SchemaError::BadTolerate(_) => tolerate_pos,
+            _ => name_pos,
+        };
+        ParseError { line: pos.line, column: pos.column, message: e.to_string() }
+    })
+}
+
+/// The identifier found at each position of `text` (used to map schema errors back to places).
+fn text_names(text: &str, positions: &[Pos]) -> Vec<String> {
+    let lines: Vec<&str> = text.lines().collect();
+    positions
+        .iter()
+        .map(|pos| {
+            lines
+                .get(pos.line as usize - 1)
+                .map(|l| {
+                    l.chars()
+                        .skip(pos.column as usize - 1)
+                        .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                        .collect()
+                })
+                .unwrap_or_default()
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::schema::AttrIndex;
+
+    const HOTELS: &str = "space hotels
+key id
+attributes string city, int stars, int price, string address, string postcode, string tel,
+           set(string) tags, map(string, int) rooms
+subspace city, price
+subspace stars
+create 64 partitions
+tolerate 1 failure
+";
+
+    #[test]
+    fn parses_the_hotel_space() {
+        let s = parse_space(HOTELS).unwrap();
+        assert_eq!(s.name, "hotels");
+        assert_eq!(s.key().name, "id");
+        assert_eq!(s.key().ty, AttributeType::STRING);
+        assert_eq!(s.attributes.len(), 9);
+        assert_eq!(s.attribute(AttrIndex(7)).ty, AttributeType::Set(PrimitiveType::String));
+        assert_eq!(
+            s.attribute(AttrIndex(8)).ty,
+            AttributeType::Map(PrimitiveType::String, PrimitiveType::Int)
+        );
+        assert_eq!(s.subspaces.len(), 3);
+        assert_eq!(s.subspaces[1].dimensions, vec![AttrIndex(1), AttrIndex(3)]);
+        assert_eq!(s.subspaces[2].dimensions, vec![AttrIndex(2)]);
+        assert_eq!((s.partitions, s.tolerate), (64, 1));
+    }
+
+    #[test]
+    fn defaults_and_comments() {
+        let s = parse_space("# a comment\nspace kv key int k # trailing\n").unwrap();
+        assert_eq!(s.key().ty, AttributeType::INT);
+        assert_eq!((s.partitions, s.tolerate), (PARTITIONS_DEFAULT, TOLERATE_DEFAULT));
+        assert_eq!(s.subspaces.len(), 1);
+    }
+
+    #[test]
+    fn untyped_attributes_are_strings_even_when_named_like_types() {
+        let s = parse_space("space t key k attributes a, int, float b").unwrap();
+        assert_eq!(s.attributes[2].name, "int");
+        assert_eq!(s.attributes[2].ty, AttributeType::STRING);
+        assert_eq!(s.attributes[3].ty, AttributeType::FLOAT);
+    }
+
+    #[test]
+    fn display_round_trips() {
+        let s = parse_space(HOTELS).unwrap();
+        assert_eq!(parse_space(&s.to_string()).unwrap(), s);
+    }
+
+    fn err(text: &str) -> (u32, u32, String) {
+        let e = parse_space(text).unwrap_err();
+        (e.line, e.column, e.message)
+    }
+
+    #[test]
+    fn errors_name_line_and_column() {
+        let (l, c, m) = err("space t\nkey k\nattributes int a,\n  bogus(int) b");
+        assert_eq!((l, c), (4, 8), "{m}");
+        let (l, c, m) = err("space t key k attributes a\nsubspace b");
+        assert_eq!((l, c), (2, 10));
+        assert!(m.contains("unknown attribute \"b\""), "{m}");
+        let (l, c, _) = err("space t key k attributes a, a");
+        assert_eq!((l, c), (1, 29));
+        let (l, c, m) = err("space t key k create 0 partitions");
+        assert_eq!((l, c), (1, 22));
+        assert!(m.contains("partitions"), "{m}");
+        let (l, c, m) = err("space t key k attributes list(int) l subspace l");
+        assert_eq!((l, c), (1, 47));
+        assert!(m.contains("dimensions"), "{m}");
+        let (_, _, m) = err("space t key list(int) k");
+        assert!(m.contains("keys must be"), "{m}");
+        let (l, c, m) = err("space t key k $");
+        assert_eq!((l, c), (1, 15));
+        assert!(m.contains("unexpected character"), "{m}");
+        let (_, _, m) = err("space t key k tolerate 1 failure extra");
+        assert!(m.contains("unexpected"), "{m}");
+        let (_, _, m) = err("");
+        assert!(m.contains("expected \"space\""), "{m}");
+        let (_, _, m) = err("space t key k subspace k");
+        assert!(m.contains("key"), "{m}");
+        let (_, _, m) = err("space t key k tolerate 99 failures");
+        assert!(m.contains("tolerate"), "{m}");
+    }
+}

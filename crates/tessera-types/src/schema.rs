@@ -1,0 +1,232 @@
+//! Space schemas: the key, the typed attributes, the subspaces, partitions and fault tolerance.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use crate::constants::*;
+use crate::value::{AttributeType, PrimitiveType};
+
+/// Index of an attribute within its space. Index 0 is always the key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct AttrIndex(pub u16);
+
+impl AttrIndex {
+    pub const KEY: AttrIndex = AttrIndex(0);
+
+    pub fn get(self) -> usize {
+        self.0 as usize
+    }
+}
+
+/// Index of a subspace within its space. Subspace 0 is always the key subspace.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct SubspaceId(pub u16);
+
+impl SubspaceId {
+    pub const KEY: SubspaceId = SubspaceId(0);
+
+    pub fn get(self) -> usize {
+        self.0 as usize
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Attribute {
+    pub name: String,
+    pub ty: AttributeType,
+}
+
+/// An ordered set of attributes spanning one hyperspace. Its dimensions are primitives.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Subspace {
+    pub dimensions: Vec<AttrIndex>,
+}
+
+/// A space: a table with a key, typed attributes, subspaces, a partition count and a fault
+/// tolerance level. Built by [`crate::parse_space`] or [`SpaceSchema::new`], both of which
+/// validate it; a `SpaceSchema` in hand is always valid.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SpaceSchema {
+    pub name: String,
+    /// All attributes; `attributes[0]` is the key.
+    pub attributes: Vec<Attribute>,
+    /// All subspaces; `subspaces[0]` is the key subspace (one dimension, the key).
+    pub subspaces: Vec<Subspace>,
+    /// Regions per subspace (approximately: see the tessellation in tessera-geometry).
+    pub partitions: u32,
+    /// Failures tolerated: every region has `tolerate + 1` replicas.
+    pub tolerate: u32,
+}
+
+/// Why a space description, though well formed, is not a valid space.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error, Serialize, Deserialize)]
+#[non_exhaustive]
+pub enum SchemaError {
+    #[error("name {0:?} is not valid: names are 1..={NAME_BYTES_MAX} bytes of letters, digits and '_', not starting with a digit")]
+    InvalidName(String),
+    #[error("attribute {0:?} is declared twice")]
+    DuplicateAttribute(String),
+    #[error("key {name:?} has type {ty}: keys must be string, int or float")]
+    KeyNotPrimitive { name: String, ty: AttributeType },
+    #[error("subspace names unknown attribute {0:?}")]
+    UnknownAttribute(String),
+    #[error("subspace names attribute {name:?} of type {ty}: only string, int and float attributes can be dimensions")]
+    DimensionNotPrimitive { name: String, ty: AttributeType },
+    #[error("subspace names the key {0:?}: the key has its own subspace already")]
+    KeyInSubspace(String),
+    #[error("subspace names attribute {0:?} twice")]
+    DuplicateDimension(String),
+    #[error("a subspace needs at least one attribute")]
+    EmptySubspace,
+    #[error("too many attributes: {count} (at most {ATTRIBUTES_MAX}, key included)")]
+    TooManyAttributes { count: usize },
+    #[error("too many subspaces: {count} (at most {SUBSPACES_MAX}, key subspace included)")]
+    TooManySubspaces { count: usize },
+    #[error("subspace has {count} dimensions (at most {SUBSPACE_DIMENSIONS_MAX})")]
+    TooManyDimensions { count: usize },
+    #[error("{0} partitions: partitions must be between 1 and {PARTITIONS_MAX}")]
+    BadPartitions(u32),
+    #[error("tolerate {0} failures: at most {TOLERATE_MAX}")]
+    BadTolerate(u32),
+}
+
+pub fn is_valid_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    match chars.next() {
+        Some(c) if c.is_ascii_alphabetic() || c == '_' => {}
+        _ => return false,
+    }
+    name.len() <= NAME_BYTES_MAX && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+impl SpaceSchema {
+    /// Builds and validates a schema. `subspaces` lists the non-key subspaces by attribute
+    /// name, in declaration order.
+    pub fn new(
+        name: &str,
+        key: Attribute,
+        attributes: Vec<Attribute>,
+        subspaces: Vec<Vec<String>>,
+        partitions: u32,
+        tolerate: u32,
+    ) -> Result<SpaceSchema, SchemaError> {
+        if !is_valid_name(name) {
+            return Err(SchemaError::InvalidName(name.to_owned()));
+        }
+        if !key.ty.is_primitive() {
+            return Err(SchemaError::KeyNotPrimitive { name: key.name, ty: key.ty });
+        }
+        let mut all = Vec::with_capacity(attributes.len() + 1);
+        all.push(key);
+        all.extend(attributes);
+        if all.len() > ATTRIBUTES_MAX {
+            return Err(SchemaError::TooManyAttributes { count: all.len() });
+        }
+        for (i, a) in all.iter().enumerate() {
+            if !is_valid_name(&a.name) {
+                return Err(SchemaError::InvalidName(a.name.clone()));
+            }
+            if all[..i].iter().any(|b| b.name == a.name) {
+                return Err(SchemaError::DuplicateAttribute(a.name.clone()));
+            }
+        }
+        if subspaces.len() + 1 > SUBSPACES_MAX {
+            return Err(SchemaError::TooManySubspaces { count: subspaces.len() + 1 });
+        }
+        let mut resolved = vec![Subspace { dimensions: vec![AttrIndex::KEY] }];
+        for names in subspaces {
+            if names.is_empty() {
+                return Err(SchemaError::EmptySubspace);
+            }
+            if names.len() > SUBSPACE_DIMENSIONS_MAX {
+                return Err(SchemaError::TooManyDimensions { count: names.len() });
+            }
+            let mut dimensions = Vec::with_capacity(names.len());
+            for n in names {
+                let idx = all
+                    .iter()
+                    .position(|a| a.name == n)
+                    .ok_or_else(|| SchemaError::UnknownAttribute(n.clone()))?;
+                if idx == 0 {
+                    return Err(SchemaError::KeyInSubspace(n));
+                }
+                if !all[idx].ty.is_primitive() {
+                    return Err(SchemaError::DimensionNotPrimitive { name: n, ty: all[idx].ty });
+                }
+                let idx = AttrIndex(idx as u16);
+                if dimensions.contains(&idx) {
+                    return Err(SchemaError::DuplicateDimension(n));
+                }
+                dimensions.push(idx);
+            }
+            resolved.push(Subspace { dimensions });
+        }
+        if partitions == 0 || partitions > PARTITIONS_MAX {
+            return Err(SchemaError::BadPartitions(partitions));
+        }
+        if tolerate > TOLERATE_MAX {
+            return Err(SchemaError::BadTolerate(tolerate));
+        }
+        Ok(SpaceSchema { name: name.to_owned(), attributes: all, subspaces: resolved, partitions, tolerate })
+    }
+
+    pub fn key(&self) -> &Attribute {
+        &self.attributes[0]
+    }
+
+    pub fn key_type(&self) -> PrimitiveType {
+        self.attributes[0].ty.as_primitive().expect("schema invariant: the key is primitive")
+    }
+
+    pub fn attribute(&self, idx: AttrIndex) -> &Attribute {
+        &self.attributes[idx.get()]
+    }
+
+    pub fn attribute_index(&self, name: &str) -> Option<AttrIndex> {
+        self.attributes.iter().position(|a| a.name == name).map(|i| AttrIndex(i as u16))
+    }
+
+    pub fn subspace(&self, id: SubspaceId) -> &Subspace {
+        &self.subspaces[id.get()]
+    }
+
+    pub fn subspace_ids(&self) -> impl Iterator<Item = SubspaceId> {
+        (0..self.subspaces.len()).map(|i| SubspaceId(i as u16))
+    }
+
+    /// The replica set size K = f + 1.
+    pub fn replicas(&self) -> u32 {
+        self.tolerate + 1
+    }
+}
+
+impl fmt::Display for SpaceSchema {
+    /// Renders the space in the description language; parsing the output gives the same schema.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "space {}", self.name)?;
+        writeln!(f, "key {} {}", self.key().ty, self.key().name)?;
+        if self.attributes.len() > 1 {
+            f.write_str("attributes ")?;
+            for (i, a) in self.attributes[1..].iter().enumerate() {
+                if i > 0 {
+                    f.write_str(", ")?;
+                }
+                write!(f, "{} {}", a.ty, a.name)?;
+            }
+            writeln!(f)?;
+        }
+        for s in &self.subspaces[1..] {
+            f.write_str("subspace ")?;
+            for (i, d) in s.dimensions.iter().enumerate() {
+                if i > 0 {
+                    f.write_str(", ")?;
+                }
+                f.write_str(&self.attribute(*d).name)?;
+            }
+            writeln!(f)?;
+        }
+        writeln!(f, "create {} partitions", self.partitions)?;
+        writeln!(f, "tolerate {} failures", self.tolerate)
+    }
+}
