@@ -1,1 +1,22 @@
+//! Hyperspace hashing as pure functions (DESIGN §4-5). No I/O.
+//!
+//! * [`coordinate`]: a primitive value onto its axis (`u64`): strings hashed (equality only),
+//!   ints and floats order-preserving, so a range of values is an interval of the axis.
+//! * [`Tessellation`]: a subspace of `d` dimensions cut into about `R` regions, each dimension
+//!   into ⌈R^(1/d)⌉ or ⌊R^(1/d)⌋ intervals.
+//! * [`SearchBox`]: the axis-aligned box of coordinates a set of predicates selects in one
+//!   subspace, and the regions it crosses; [`choose_subspace`] picks the cheapest subspace.
+//! * [`chain`]: the value-dependent chain of an update.
+//! * [`zorder`]: Z-order interleaving of a point, and the BIGMIN step that lets storage skip
+//!   from a Z-value outside a box to the next one inside it.
 
+pub mod chain;
+pub mod coordinate;
+pub mod search;
+pub mod tessellation;
+pub mod zorder;
+
+
+pub use coordinate::{coordinate, key_coordinate, point};
+
+pub use tessellation::{RegionIndex, Tessellation};

@@ -7,12 +7,14 @@
 
 pub mod constants;
 pub mod funcall;
+pub mod ids;
 pub mod object;
 pub mod parse;
 pub mod predicate;
 pub mod schema;
 pub mod value;
 
+pub use ids::{Epoch, ServerId, Version};
 pub use funcall::{apply_all, CheckedFuncall, Funcall, FuncallCheckError, FuncallError, FuncallOp, NumOp};
 pub use object::Object;
 pub use parse::{parse_space, ParseError};

@@ -127,7 +127,8 @@ pub fn coerce_primitive(ty: PrimitiveType, value: Value) -> Option<Value> {
     match (ty, value) {
         (PrimitiveType::String, v @ Value::String(_)) => Some(v),
         (PrimitiveType::Int, v @ Value::Int(_)) => Some(v),
-        (PrimitiveType::Float, Value::Float(f)) if !f.is_nan() => Some(Value::Float(f)),
+        // -0.0 becomes 0.0: the two are equal to users, and must share a coordinate.
+        (PrimitiveType::Float, Value::Float(f)) if !f.is_nan() => Some(Value::Float(f + 0.0)),
         (PrimitiveType::Float, Value::Int(i)) => Some(Value::Float(i as f64)),
         _ => None,
     }

@@ -1,0 +1,1 @@
+//! Value-dependent chains. (to be written)

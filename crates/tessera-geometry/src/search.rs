@@ -1,0 +1,1 @@
+//! Search boxes, regions crossed, subspace choice. (to be written)

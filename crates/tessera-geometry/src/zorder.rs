@@ -1,0 +1,1 @@
+//! Z-order. (to be written)

@@ -1,0 +1,38 @@
+//! Identifiers and counters shared by every crate. Newtypes, so one is never mistaken for
+//! another.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+/// A server of the cluster. Stable across restarts: a restarted server keeps its id.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct ServerId(pub u64);
+
+/// A configuration's number. Every configuration change makes a strictly greater epoch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct Epoch(pub u64);
+
+/// The version of one key's object, assigned by its point leader: strictly increasing per key.
+/// Version 0 never names a stored object.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct Version(pub u64);
+
+impl Version {
+    pub const NONE: Version = Version(0);
+
+    pub fn next(self) -> Version {
+        Version(self.0.checked_add(1).expect("a key's version space is 2^64"))
+    }
+}
+
+macro_rules! display_as_number {
+    ($($t:ty),*) => {$(
+        impl fmt::Display for $t {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                write!(f, "{}", self.0)
+            }
+        }
+    )*};
+}
+display_as_number!(ServerId, Epoch, Version);
