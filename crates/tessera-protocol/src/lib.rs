@@ -1,1 +1,31 @@
+//! Tessera's wire protocol, spoken by clients and servers (and, later, along chains).
+//!
+//! A connection carries *frames*: a 4-byte big-endian length, then a body. A body is
+//! [`PROTOCOL_VERSION`] (one byte) followed by a postcard-encoded [`RequestFrame`] or
+//! [`ResponseFrame`]. Every frame carries a request id, chosen by the client, so many requests
+//! can be in flight on one connection and their responses may come back in any order
+//! (pipelining). Every frame carries an epoch: the configuration the sender acts on.
+//!
+//! A request gets exactly one response, except a search, which gets zero or more
+//! [`Response::SearchItems`] frames and then one [`Response::SearchDone`] (or an error), all
+//! with the request's id.
+//!
+//! Frames larger than [`constants::FRAME_BYTES_MAX`] are refused: the receiver closes the
+//! connection, because it can no longer find the next frame boundary safely.
 
+pub mod config;
+pub mod constants;
+pub mod frame;
+pub mod message;
+pub mod status;
+
+pub use config::{Configuration, ServerInfo, SpaceConfig};
+pub use frame::{codec, decode_request, decode_response, encode_request, encode_response, FrameError};
+pub use message::{
+    Explanation, Request, RequestFrame, Response, ResponseFrame, SortOrder, WireObject, WriteMode,
+};
+pub use status::{ErrorReply, Status};
+
+/// The protocol version this build speaks. A frame with another version is refused with
+/// [`Status::UnsupportedProtocol`].
+pub const PROTOCOL_VERSION: u8 = 1;

@@ -1,0 +1,16 @@
+//! Limits of the wire protocol.
+
+use tessera_types::constants::OBJECT_BYTES_MAX;
+
+/// Largest frame body either side accepts. Big enough for one object at its limit plus its
+/// key and request framing; a search streams its results in many frames, each under
+/// [`SEARCH_BATCH_BYTES`].
+pub const FRAME_BYTES_MAX: usize = 2 * OBJECT_BYTES_MAX + 64 * 1024;
+
+/// A search result frame is cut once it holds this many bytes of objects.
+pub const SEARCH_BATCH_BYTES: usize = 256 * 1024;
+
+/// Largest space description accepted by add-space.
+pub const DESCRIPTION_BYTES_MAX: usize = 64 * 1024;
+
+const _: () = assert!(SEARCH_BATCH_BYTES + OBJECT_BYTES_MAX < FRAME_BYTES_MAX);

@@ -1,0 +1,136 @@
+//! Requests and responses.
+
+use serde::{Deserialize, Serialize};
+use tessera_types::{Epoch, Funcall, Predicate, SubspaceId, Value, Version};
+
+use crate::config::Configuration;
+use crate::status::ErrorReply;
+
+/// What a write requires of the key's current object.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum WriteMode {
+    /// Update the object, or create it (other attributes at their defaults): `put`.
+    Upsert,
+    /// Create the object; fail with `CmpFail` if it exists: `put_if_not_exist`.
+    CreateOnly,
+    /// Update an existing object; fail with `NotFound` if absent: `cond_put` and the atomic
+    /// operations, as in HyperDex.
+    UpdateOnly,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum SortOrder {
+    /// Smallest first.
+    Ascending,
+    /// Largest first.
+    Descending,
+}
+
+/// A request from a client.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum Request {
+    /// The current configuration (servers, spaces, regions and their replicas, epoch).
+    GetConfig,
+    AddSpace { description: String },
+    RmSpace { name: String },
+    Get { space: String, key: Value },
+    /// Every write to one key: put, put_if_not_exist, cond_put, the atomic operations.
+    /// `conditions` must hold on the current object (they are ignored when it is absent and
+    /// the mode creates it). All funcalls apply, or none.
+    Put {
+        space: String,
+        key: Value,
+        mode: WriteMode,
+        conditions: Vec<Predicate>,
+        funcalls: Vec<Funcall>,
+    },
+    /// del (no conditions) and cond_del.
+    Del { space: String, key: Value, conditions: Vec<Predicate> },
+    /// Streams every matching object: `SearchItems`* then `SearchDone`.
+    Search { space: String, predicates: Vec<Predicate> },
+    Count { space: String, predicates: Vec<Predicate> },
+    /// At most `limit` matching objects, ordered by `sort_by`.
+    SortedSearch {
+        space: String,
+        predicates: Vec<Predicate>,
+        sort_by: String,
+        limit: u32,
+        order: SortOrder,
+    },
+    /// Deletes every matching object; answers how many.
+    GroupDel { space: String, predicates: Vec<Predicate> },
+    /// How a search would run: the subspace chosen and the regions it contacts.
+    Explain { space: String, predicates: Vec<Predicate> },
+}
+
+impl Request {
+    /// The space a request names, if any (for error messages and routing).
+    pub fn space(&self) -> Option<&str> {
+        match self {
+            Request::GetConfig | Request::AddSpace { .. } => None,
+            Request::RmSpace { name } => Some(name),
+            Request::Get { space, .. }
+            | Request::Put { space, .. }
+            | Request::Del { space, .. }
+            | Request::Search { space, .. }
+            | Request::Count { space, .. }
+            | Request::SortedSearch { space, .. }
+            | Request::GroupDel { space, .. }
+            | Request::Explain { space, .. } => Some(space),
+        }
+    }
+}
+
+/// An object as it travels: its version and its values in schema order (key first). The
+/// client names the values from the schema in its configuration.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct WireObject {
+    pub version: Version,
+    pub values: Vec<Value>,
+}
+
+/// How a search would run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Explanation {
+    pub subspace: SubspaceId,
+    /// The chosen subspace's dimensions, by name.
+    pub dimensions: Vec<String>,
+    /// Regions the chosen subspace has.
+    pub subspace_regions: u64,
+    /// Regions the search contacts (0 when the predicates contradict each other).
+    pub regions_contacted: u64,
+    /// Servers the search contacts (one replica per region).
+    pub servers_contacted: u64,
+    /// Per subspace considered: (subspace, regions its box crosses).
+    pub candidates: Vec<(SubspaceId, u64)>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum Response {
+    /// A write or admin request succeeded.
+    Done,
+    Config(Box<Configuration>),
+    /// `get`: the object, or `None` when the key has none.
+    Object(Option<WireObject>),
+    SearchItems(Vec<WireObject>),
+    SearchDone,
+    Count(u64),
+    Explain(Explanation),
+    Error(ErrorReply),
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RequestFrame {
+    pub id: u64,
+    /// The configuration the client acted on; `Epoch(0)` when it has none yet.
+    pub epoch: Epoch,
+    pub request: Request,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ResponseFrame {
+    pub id: u64,
+    /// The server's current configuration; a client seeing a newer one refreshes its copy.
+    pub epoch: Epoch,
+    pub response: Response,
+}

@@ -1,0 +1,108 @@
+//! Typed outcomes. Every error a server sends has a stable status code, a symbol and a
+//! human message; clients map statuses to their own error types.
+
+use serde::{Deserialize, Serialize};
+
+/// Why a request did not succeed. Codes are stable: they are part of the protocol.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[non_exhaustive]
+pub enum Status {
+    /// The key has no object.
+    NotFound,
+    /// A condition did not hold, an object already existed for put-if-not-exist, or an atomic
+    /// operation could not apply to the stored value (overflow, division by zero). Nothing
+    /// changed.
+    CmpFail,
+    /// No space of that name.
+    UnknownSpace,
+    /// add-space of a name that exists.
+    SpaceExists,
+    /// The request names an attribute the space does not have.
+    UnknownAttribute,
+    /// A value does not have the type its attribute needs, or an operation or predicate does
+    /// not apply to the attribute's type.
+    WrongType,
+    /// A space description that does not parse or is not a valid space.
+    BadDescription,
+    /// A predicate that is not valid (a regex that does not compile, for instance).
+    BadPredicate,
+    /// A key, object, description or request over its documented limit.
+    TooLarge,
+    /// A frame that could not be decoded.
+    Malformed,
+    /// A frame of a protocol version this server does not speak.
+    UnsupportedProtocol,
+    /// The request was built on an older configuration; fetch the new one and retry.
+    StaleEpoch,
+    /// The server stopped accepting writes after a storage failure (it needs a restart and an
+    /// operator's look at its disk). Reads may still work.
+    ReadOnly,
+    /// The server is shutting down or overloaded; retry elsewhere or later.
+    Unavailable,
+    /// A bug or an unexpected storage error; the message says more.
+    Internal,
+}
+
+impl Status {
+    /// The stable numeric code.
+    pub fn code(self) -> u16 {
+        match self {
+            Status::NotFound => 8001,
+            Status::CmpFail => 8002,
+            Status::UnknownSpace => 8003,
+            Status::SpaceExists => 8004,
+            Status::UnknownAttribute => 8005,
+            Status::WrongType => 8006,
+            Status::BadDescription => 8007,
+            Status::BadPredicate => 8008,
+            Status::TooLarge => 8009,
+            Status::Malformed => 8010,
+            Status::UnsupportedProtocol => 8011,
+            Status::StaleEpoch => 8012,
+            Status::ReadOnly => 8013,
+            Status::Unavailable => 8014,
+            Status::Internal => 8015,
+        }
+    }
+
+    /// The stable symbol, in the style of HyperDex's status names.
+    pub fn symbol(self) -> &'static str {
+        match self {
+            Status::NotFound => "NOTFOUND",
+            Status::CmpFail => "CMPFAIL",
+            Status::UnknownSpace => "UNKNOWNSPACE",
+            Status::SpaceExists => "DUPLICATE",
+            Status::UnknownAttribute => "UNKNOWNATTR",
+            Status::WrongType => "WRONGTYPE",
+            Status::BadDescription => "BADDESCRIPTION",
+            Status::BadPredicate => "BADPREDICATE",
+            Status::TooLarge => "TOOLARGE",
+            Status::Malformed => "MALFORMED",
+            Status::UnsupportedProtocol => "BADPROTOCOL",
+            Status::StaleEpoch => "RECONFIGURE",
+            Status::ReadOnly => "READONLY",
+            Status::Unavailable => "UNAVAILABLE",
+            Status::Internal => "INTERNAL",
+        }
+    }
+
+    /// Whether the same request may succeed if simply sent again (after refreshing the
+    /// configuration, for [`Status::StaleEpoch`]).
+    pub fn is_retryable(self) -> bool {
+        matches!(self, Status::StaleEpoch | Status::Unavailable)
+    }
+}
+
+/// An error as it travels: a status and a message for people.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
+#[error("{} ({}): {message}", status.symbol(), status.code())]
+pub struct ErrorReply {
+    pub status: Status,
+    pub message: String,
+}
+
+impl ErrorReply {
+    pub fn new(status: Status, message: impl Into<String>) -> ErrorReply {
+        ErrorReply { status, message: message.into() }
+    }
+}
