@@ -16,7 +16,9 @@ pub mod search;
 pub mod tessellation;
 pub mod zorder;
 
-
+pub use chain::{chain_for_update, ChainHop, ReplicaMap};
 pub use coordinate::{coordinate, key_coordinate, point};
+pub use search::{choose_subspace, SearchBox, SearchPlan};
 
 pub use tessellation::{RegionIndex, Tessellation};
+pub use zorder::{deinterleave, interleave, next_in_box};

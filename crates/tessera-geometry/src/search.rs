@@ -1,1 +1,598 @@
-//! Search boxes, regions crossed, subspace choice. (to be written)
+//! Search boxes, the regions they cross, and the choice of subspace (DESIGN §4, §8).
+//!
+//! A conjunction of predicates selects, in each subspace, an axis-aligned box of coordinates:
+//! equality fixes a dimension to one coordinate, a range on an order-preserving (int or float,
+//! non-key) dimension bounds it to an interval, anything else leaves it open. Hashed axes
+//! (strings, and every key) keep no order, so only equality can narrow them. The box is a
+//! superset of the matching objects' points: objects are filtered again after the read.
+
+use tessera_types::{
+    AttrIndex, CheckedPredicate, PredicateOp, PrimitiveType, SpaceSchema, SubspaceId, Value,
+};
+
+use crate::coordinate::dimension_coordinate;
+use crate::tessellation::{RegionIndex, Tessellation};
+
+/// The coordinates a search selects in one subspace: an inclusive `(lo, hi)` range per
+/// dimension, in subspace order. Every range has `lo <= hi`; an empty selection is no box
+/// at all (`Option<SearchBox>` is `None`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SearchBox {
+    pub ranges: Vec<(u64, u64)>,
+}
+
+/// What one predicate says about one dimension's coordinate.
+enum Constraint {
+    /// Nothing: the predicate cannot be answered from the coordinate (hashed axis, or an
+    /// operator that is not a comparison).
+    Open,
+    /// The coordinate lies in this inclusive interval.
+    Within(u64, u64),
+    /// No coordinate can satisfy the predicate (a strict bound past the end of the axis).
+    Nothing,
+}
+
+impl SearchBox {
+    /// The whole subspace: every coordinate on every dimension.
+    pub fn full(dimensions: usize) -> SearchBox {
+        assert!(dimensions >= 1, "a subspace has at least one dimension");
+        SearchBox {
+            ranges: vec![(0, u64::MAX); dimensions],
+        }
+    }
+
+    /// The box `predicates` select in `subspace`, or `None` when they contradict each other
+    /// there (then no object can match, and the search need contact nobody).
+    pub fn for_predicates(
+        schema: &SpaceSchema,
+        subspace: SubspaceId,
+        predicates: &[CheckedPredicate],
+    ) -> Option<SearchBox> {
+        let dimensions = &schema.subspace(subspace).dimensions;
+        let mut ranges = vec![(0u64, u64::MAX); dimensions.len()];
+        for p in predicates {
+            let Some(dim) = dimensions.iter().position(|&a| a == p.attr) else {
+                continue;
+            };
+            let (lo, hi) = &mut ranges[dim];
+            match constraint(schema, subspace, p.attr, &p.op) {
+                Constraint::Open => {}
+                Constraint::Within(l, h) => {
+                    *lo = (*lo).max(l);
+                    *hi = (*hi).min(h);
+                    if lo > hi {
+                        return None;
+                    }
+                }
+                Constraint::Nothing => return None,
+            }
+        }
+        Some(SearchBox { ranges })
+    }
+
+    pub fn dimensions(&self) -> usize {
+        self.ranges.len()
+    }
+
+    /// Whether `point` (one coordinate per dimension) lies in the box.
+    pub fn contains(&self, point: &[u64]) -> bool {
+        assert_eq!(
+            point.len(),
+            self.ranges.len(),
+            "point and box have different dimensions"
+        );
+        point
+            .iter()
+            .zip(&self.ranges)
+            .all(|(c, (lo, hi))| lo <= c && c <= hi)
+    }
+
+    /// The intersection with another box of the same subspace (for example a region's bounds,
+    /// which is what a server scans), or `None` when they do not overlap.
+    pub fn intersect(&self, other_ranges: &[(u64, u64)]) -> Option<SearchBox> {
+        assert_eq!(
+            other_ranges.len(),
+            self.ranges.len(),
+            "boxes have different dimensions"
+        );
+        let ranges: Vec<(u64, u64)> = self
+            .ranges
+            .iter()
+            .zip(other_ranges)
+            .map(|(&(a, b), &(c, d))| (a.max(c), b.min(d)))
+            .collect();
+        ranges
+            .iter()
+            .all(|(lo, hi)| lo <= hi)
+            .then_some(SearchBox { ranges })
+    }
+
+    /// Per dimension, the first and last interval of `t` the box crosses.
+    fn cells_crossed(&self, t: &Tessellation) -> Vec<(u32, u32)> {
+        assert_eq!(
+            t.dimensions(),
+            self.ranges.len(),
+            "box and tessellation have different dimensions"
+        );
+        self.ranges
+            .iter()
+            .enumerate()
+            .map(|(d, &(lo, hi))| {
+                assert!(lo <= hi, "a search box is never empty");
+                (t.interval_of(d, lo), t.interval_of(d, hi))
+            })
+            .collect()
+    }
+
+    /// Every region of `t` the box crosses, in ascending order.
+    pub fn regions(&self, t: &Tessellation) -> Vec<RegionIndex> {
+        let crossed = self.cells_crossed(t);
+        let mut regions = Vec::with_capacity(self.regions_count(t) as usize);
+        // An odometer over the crossed cells, last dimension fastest: region numbers are mixed
+        // radix with the first dimension most significant, so this yields them ascending.
+        let mut cells: Vec<u32> = crossed.iter().map(|&(first, _)| first).collect();
+        loop {
+            regions.push(t.region_at(&cells));
+            let Some(d) = (0..cells.len()).rev().find(|&d| cells[d] < crossed[d].1) else {
+                break;
+            };
+            cells[d] += 1;
+            for (c, &(first, _)) in cells[d + 1..].iter_mut().zip(&crossed[d + 1..]) {
+                *c = first;
+            }
+        }
+        debug_assert!(regions.windows(2).all(|w| w[0] < w[1]));
+        regions
+    }
+
+    /// How many regions of `t` the box crosses, without listing them.
+    pub fn regions_count(&self, t: &Tessellation) -> u64 {
+        self.cells_crossed(t)
+            .iter()
+            .map(|&(first, last)| (last - first) as u64 + 1)
+            .product()
+    }
+}
+
+/// What predicate `op` on attribute `attr`, a dimension of `subspace`, says about its coordinate.
+fn constraint(
+    schema: &SpaceSchema,
+    subspace: SubspaceId,
+    attr: AttrIndex,
+    op: &PredicateOp,
+) -> Constraint {
+    let Some(ty) = schema.attribute(attr).ty.as_primitive() else {
+        return Constraint::Open;
+    };
+    // An operand of another type cannot be placed on this axis. CheckedPredicate coerces
+    // operands to the attribute's type, so this only guards against hand-built predicates.
+    let on_axis = |v: &Value| v.primitive_type() == Some(ty);
+    // Only int and float coordinates of non-key dimensions preserve order.
+    let ordered =
+        subspace != SubspaceId::KEY && matches!(ty, PrimitiveType::Int | PrimitiveType::Float);
+    let c = |v: &Value| dimension_coordinate(subspace, attr, v);
+    match op {
+        PredicateOp::Equals(v) if on_axis(v) => Constraint::Within(c(v), c(v)),
+        _ if !ordered => Constraint::Open,
+        PredicateOp::LessThan(v) if on_axis(v) => match c(v).checked_sub(1) {
+            Some(hi) => Constraint::Within(0, hi),
+            None => Constraint::Nothing,
+        },
+        PredicateOp::LessEqual(v) if on_axis(v) => Constraint::Within(0, c(v)),
+        PredicateOp::GreaterThan(v) if on_axis(v) => match c(v).checked_add(1) {
+            Some(lo) => Constraint::Within(lo, u64::MAX),
+            None => Constraint::Nothing,
+        },
+        PredicateOp::GreaterEqual(v) if on_axis(v) => Constraint::Within(c(v), u64::MAX),
+        PredicateOp::Range(lo, hi) if on_axis(lo) && on_axis(hi) => {
+            if c(lo) <= c(hi) {
+                Constraint::Within(c(lo), c(hi))
+            } else {
+                Constraint::Nothing
+            }
+        }
+        _ => Constraint::Open,
+    }
+}
+
+/// Which subspace a search should use, and what it costs there.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SearchPlan {
+    pub subspace: SubspaceId,
+    /// `None` when the predicates contradict each other: the search contacts no region.
+    pub search_box: Option<SearchBox>,
+    pub regions_count: u64,
+}
+
+/// The subspace whose box crosses the fewest regions (each region costs a server a scan, so
+/// this is the cheapest search, DESIGN §8). Ties go to the subspace with fewer dimensions, then
+/// to the first declared, so the choice is deterministic and every client makes the same one.
+/// `tessellations[i]` is the tessellation of `schema.subspaces[i]`.
+pub fn choose_subspace(
+    schema: &SpaceSchema,
+    tessellations: &[Tessellation],
+    predicates: &[CheckedPredicate],
+) -> SearchPlan {
+    assert_eq!(
+        tessellations.len(),
+        schema.subspaces.len(),
+        "one tessellation per subspace"
+    );
+    schema
+        .subspace_ids()
+        .zip(tessellations)
+        .map(|(id, t)| {
+            let search_box = SearchBox::for_predicates(schema, id, predicates);
+            let regions_count = search_box.as_ref().map_or(0, |b| b.regions_count(t));
+            SearchPlan {
+                subspace: id,
+                search_box,
+                regions_count,
+            }
+        })
+        .min_by_key(|plan| {
+            (
+                plan.regions_count,
+                schema.subspace(plan.subspace).dimensions.len(),
+                plan.subspace,
+            )
+        })
+        .expect("a schema always has the key subspace")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::coordinate::point;
+    use proptest::prelude::*;
+    use tessera_types::{parse_space, Attribute, AttributeType, Object, Predicate};
+
+    fn check(schema: &SpaceSchema, attr: &str, op: PredicateOp) -> CheckedPredicate {
+        CheckedPredicate::check(schema, &Predicate::new(attr, op)).expect("test predicate is valid")
+    }
+
+    fn tessellations(schema: &SpaceSchema) -> Vec<Tessellation> {
+        schema
+            .subspaces
+            .iter()
+            .map(|s| Tessellation::new(s.dimensions.len(), schema.partitions))
+            .collect()
+    }
+
+    fn space() -> SpaceSchema {
+        parse_space(
+            "space t key int k attributes int x, float y, string s, list(int) l \
+             subspace x, y subspace s create 64 partitions",
+        )
+        .expect("valid space")
+    }
+
+    #[test]
+    fn equality_ranges_and_hashes() {
+        let s = space();
+        let xy = SubspaceId(1);
+        let x = |op| check(&s, "x", op);
+        let b = SearchBox::for_predicates(&s, xy, &[x(PredicateOp::Range(3.into(), 7.into()))])
+            .expect("box");
+        assert_eq!(
+            b.ranges[0],
+            (crate::coordinate(&3.into()), crate::coordinate(&7.into()))
+        );
+        assert_eq!(b.ranges[1], (0, u64::MAX));
+        let b = SearchBox::for_predicates(
+            &s,
+            xy,
+            &[
+                x(PredicateOp::LessThan(3.into())),
+                x(PredicateOp::GreaterEqual(1.into())),
+            ],
+        )
+        .expect("box");
+        assert_eq!(
+            b.ranges[0],
+            (crate::coordinate(&1.into()), crate::coordinate(&2.into()))
+        );
+        // Contradictions.
+        assert_eq!(
+            SearchBox::for_predicates(
+                &s,
+                xy,
+                &[
+                    x(PredicateOp::LessThan(3.into())),
+                    x(PredicateOp::GreaterThan(5.into()))
+                ]
+            ),
+            None
+        );
+        assert_eq!(
+            SearchBox::for_predicates(
+                &s,
+                xy,
+                &[
+                    x(PredicateOp::Equals(1.into())),
+                    x(PredicateOp::Equals(2.into()))
+                ]
+            ),
+            None
+        );
+        assert_eq!(
+            SearchBox::for_predicates(&s, xy, &[x(PredicateOp::LessThan(i64::MIN.into()))]),
+            None
+        );
+        assert_eq!(
+            SearchBox::for_predicates(&s, xy, &[x(PredicateOp::GreaterThan(i64::MAX.into()))]),
+            None
+        );
+        assert_eq!(
+            SearchBox::for_predicates(&s, xy, &[x(PredicateOp::Range(7.into(), 3.into()))]),
+            None
+        );
+        // Strings and the key are hashed: only equality narrows them.
+        let sub_s = SubspaceId(2);
+        let lt = check(&s, "s", PredicateOp::LessThan("m".into()));
+        assert_eq!(
+            SearchBox::for_predicates(&s, sub_s, &[lt]),
+            Some(SearchBox::full(1))
+        );
+        let k_lt = check(&s, "k", PredicateOp::LessThan(5.into()));
+        assert_eq!(
+            SearchBox::for_predicates(&s, SubspaceId::KEY, &[k_lt]),
+            Some(SearchBox::full(1))
+        );
+        let k_eq = check(&s, "k", PredicateOp::Equals(5.into()));
+        let c = crate::key_coordinate(&5.into());
+        assert_eq!(
+            SearchBox::for_predicates(&s, SubspaceId::KEY, &[k_eq]),
+            Some(SearchBox {
+                ranges: vec![(c, c)]
+            })
+        );
+        // Non-dimension predicates leave every box open.
+        let l = check(&s, "l", PredicateOp::LengthEquals(2));
+        assert_eq!(
+            SearchBox::for_predicates(&s, xy, &[l]),
+            Some(SearchBox::full(2))
+        );
+    }
+
+    #[test]
+    fn intersect_and_contains() {
+        let b = SearchBox {
+            ranges: vec![(10, 20), (0, 5)],
+        };
+        assert!(b.contains(&[10, 5]) && !b.contains(&[21, 0]));
+        assert_eq!(
+            b.intersect(&[(15, 30), (5, 9)]),
+            Some(SearchBox {
+                ranges: vec![(15, 20), (5, 5)]
+            })
+        );
+        assert_eq!(b.intersect(&[(21, 30), (0, 9)]), None);
+    }
+
+    #[test]
+    fn plans() {
+        let s = space();
+        let ts = tessellations(&s);
+        // No predicate: every subspace is open; the key subspace (64) ties with s (64) and
+        // beats x,y (8x8 = 64) on dimensions; key subspace declared first.
+        let plan = choose_subspace(&s, &ts, &[]);
+        assert_eq!((plan.subspace, plan.regions_count), (SubspaceId::KEY, 64));
+        // A key lookup is one region.
+        let plan = choose_subspace(&s, &ts, &[check(&s, "k", PredicateOp::Equals(1.into()))]);
+        assert_eq!((plan.subspace, plan.regions_count), (SubspaceId::KEY, 1));
+        // x fixed: 8 regions of x,y.
+        let plan = choose_subspace(&s, &ts, &[check(&s, "x", PredicateOp::Equals(1.into()))]);
+        assert_eq!((plan.subspace, plan.regions_count), (SubspaceId(1), 8));
+        // A contradiction anywhere: nothing to contact.
+        let preds = [
+            check(&s, "x", PredicateOp::Equals(1.into())),
+            check(&s, "x", PredicateOp::Equals(2.into())),
+        ];
+        let plan = choose_subspace(&s, &ts, &preds);
+        assert_eq!(
+            (plan.subspace, plan.search_box, plan.regions_count),
+            (SubspaceId(1), None, 0)
+        );
+    }
+
+    // ---- property tests over random small schemas ----
+
+    const INTS: [i64; 7] = [i64::MIN, -2, -1, 0, 1, 2, i64::MAX];
+    const FLOATS: [f64; 6] = [f64::NEG_INFINITY, -1.5, 0.0, 0.5, 2.5, f64::INFINITY];
+    const STRINGS: [&str; 3] = ["", "a", "b"];
+
+    fn primitive() -> impl Strategy<Value = PrimitiveType> {
+        prop_oneof![
+            Just(PrimitiveType::Int),
+            Just(PrimitiveType::Float),
+            Just(PrimitiveType::String)
+        ]
+    }
+
+    /// A value of type `ty` from a small domain, so that equality and ranges often match.
+    fn value(ty: PrimitiveType) -> BoxedStrategy<Value> {
+        match ty {
+            PrimitiveType::Int => prop::sample::select(&INTS[..]).prop_map(Value::Int).boxed(),
+            PrimitiveType::Float => prop::sample::select(&FLOATS[..])
+                .prop_map(Value::Float)
+                .boxed(),
+            PrimitiveType::String => prop::sample::select(&STRINGS[..])
+                .prop_map(Value::from)
+                .boxed(),
+        }
+    }
+
+    /// A space: a key and four attributes of random primitive types, 1 to 3 subspaces of 1 to 3
+    /// dimensions, 1 to 200 partitions.
+    fn schema() -> impl Strategy<Value = SpaceSchema> {
+        let subspaces = prop::collection::vec(
+            prop::sample::subsequence(vec![1usize, 2, 3, 4], 1..=3).prop_shuffle(),
+            1..=3,
+        );
+        (
+            primitive(),
+            prop::collection::vec(primitive(), 4),
+            subspaces,
+            1u32..200,
+        )
+            .prop_map(|(key, attrs, subspaces, partitions)| {
+                let attribute = |name: String, ty| Attribute {
+                    name,
+                    ty: AttributeType::Primitive(ty),
+                };
+                let attributes = attrs
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &ty)| attribute(format!("a{}", i + 1), ty))
+                    .collect();
+                let subspaces = subspaces
+                    .iter()
+                    .map(|dims| dims.iter().map(|i| format!("a{i}")).collect())
+                    .collect();
+                SpaceSchema::new(
+                    "t",
+                    attribute("k".into(), key),
+                    attributes,
+                    subspaces,
+                    partitions,
+                    1,
+                )
+                .expect("valid schema")
+            })
+    }
+
+    fn object(schema: &SpaceSchema) -> BoxedStrategy<Object> {
+        let types: Vec<PrimitiveType> = schema
+            .attributes
+            .iter()
+            .map(|a| a.ty.as_primitive().expect("primitive"))
+            .collect();
+        types
+            .into_iter()
+            .map(value)
+            .collect::<Vec<_>>()
+            .prop_map(|values| Object { values })
+            .boxed()
+    }
+
+    fn predicate(schema: &SpaceSchema) -> BoxedStrategy<CheckedPredicate> {
+        let schema = schema.clone();
+        (0..schema.attributes.len())
+            .prop_flat_map(move |i| {
+                let ty = schema.attributes[i].ty.as_primitive().expect("primitive");
+                let name = schema.attributes[i].name.clone();
+                let schema = schema.clone();
+                (0..7u8, value(ty), value(ty)).prop_map(move |(op, a, b)| {
+                    let op = match op {
+                        0 => PredicateOp::Equals(a),
+                        1 => PredicateOp::LessThan(a),
+                        2 => PredicateOp::LessEqual(a),
+                        3 => PredicateOp::GreaterThan(a),
+                        4 => PredicateOp::GreaterEqual(a),
+                        5 => PredicateOp::Range(a, b),
+                        _ if ty == PrimitiveType::String => PredicateOp::Contains(a),
+                        _ => PredicateOp::Equals(a),
+                    };
+                    check(&schema, &name, op)
+                })
+            })
+            .boxed()
+    }
+
+    /// A schema, objects, and predicates (the last one is the "added" predicate of (c)).
+    fn case() -> impl Strategy<Value = (SpaceSchema, Vec<Object>, Vec<CheckedPredicate>)> {
+        schema().prop_flat_map(|s| {
+            let objects = prop::collection::vec(object(&s), 1..8);
+            let predicates = prop::collection::vec(predicate(&s), 1..4);
+            (Just(s), objects, predicates)
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(512))]
+
+        /// (a) and (b): a matching object lies in the box and its region is among the regions
+        /// searched; every object has exactly one region per subspace.
+        #[test]
+        fn boxes_hold_every_match((s, objects, predicates) in case()) {
+            let ts = tessellations(&s);
+            for o in &objects {
+                let matched = predicates.iter().all(|p| p.matches(o));
+                for (id, t) in s.subspace_ids().zip(&ts) {
+                    let p = point(&s, id, o);
+                    let holding: Vec<RegionIndex> = (0..t.regions_count()).map(RegionIndex)
+                        .filter(|&r| t.region_bounds(r).iter().zip(&p).all(|((lo, hi), c)| lo <= c && c <= hi))
+                        .collect();
+                    prop_assert_eq!(&holding, &vec![t.region_of(&p)]);
+                    if matched {
+                        let b = SearchBox::for_predicates(&s, id, &predicates);
+                        prop_assert!(b.is_some(), "a box that some object matches is not empty");
+                        let b = b.expect("checked");
+                        prop_assert!(b.contains(&p));
+                        prop_assert!(b.regions(t).contains(&t.region_of(&p)));
+                    }
+                }
+            }
+        }
+
+        /// (c) and (d): one more predicate never widens a box nor the chosen plan, and the
+        /// counted regions are the listed ones.
+        #[test]
+        fn more_predicates_never_cost_more((s, _objects, predicates) in case()) {
+            let ts = tessellations(&s);
+            let (fewer, all) = (&predicates[..predicates.len() - 1], &predicates[..]);
+            let count = |id: SubspaceId, ps: &[CheckedPredicate]| {
+                SearchBox::for_predicates(&s, id, ps).map_or(0, |b| {
+                    let t = &ts[id.get()];
+                    assert_eq!(b.regions_count(t), b.regions(t).len() as u64);
+                    b.regions_count(t)
+                })
+            };
+            for id in s.subspace_ids() {
+                prop_assert!(count(id, all) <= count(id, fewer));
+            }
+            let (before, after) = (choose_subspace(&s, &ts, fewer), choose_subspace(&s, &ts, all));
+            prop_assert!(after.regions_count <= before.regions_count);
+            prop_assert_eq!(after.regions_count, count(after.subspace, all));
+        }
+
+        /// (e) and (f): fixing every dimension is one region; on a hashed subspace of d
+        /// dimensions cut into n^d regions, fixing |S| - |E| dimensions crosses
+        /// CR(Q) = R^(|E|/|S|) = n^|E| regions (DESIGN §8).
+        #[test]
+        fn regions_contacted_match_the_model(d in 1usize..=3, n in 1u32..=6, fixed in prop::collection::vec(any::<bool>(), 3),
+                                             values in prop::collection::vec(prop::sample::select(&STRINGS[..]), 3)) {
+            let r = n.pow(d as u32);
+            let names: Vec<String> = (1..=d).map(|i| format!("a{i}")).collect();
+            let attributes = names.iter().map(|n| Attribute { name: n.clone(), ty: AttributeType::STRING }).collect();
+            let s = SpaceSchema::new("t", Attribute { name: "k".into(), ty: AttributeType::STRING }, attributes, vec![names.clone()], r, 0)
+                .expect("valid schema");
+            let t = Tessellation::new(d, r);
+            prop_assert_eq!(t.regions_count(), r);
+            let mut predicates: Vec<CheckedPredicate> = (0..d).filter(|&i| fixed[i])
+                .map(|i| check(&s, &names[i], PredicateOp::Equals(values[i].into()))).collect();
+            let open = d - predicates.len();
+            let b = SearchBox::for_predicates(&s, SubspaceId(1), &predicates).expect("no contradiction");
+            let cr = (r as f64).powf(open as f64 / d as f64).round() as u64;
+            prop_assert_eq!(b.regions_count(&t), cr);
+            predicates.extend((0..d).map(|i| check(&s, &names[i], PredicateOp::Equals(values[i].into()))));
+            let b = SearchBox::for_predicates(&s, SubspaceId(1), &predicates).expect("no contradiction");
+            prop_assert_eq!(b.regions(&t).len(), 1);
+        }
+    }
+
+    #[test]
+    fn model_example_two_dims_64_regions() {
+        let s = space();
+        let t = Tessellation::new(2, 64);
+        let b = SearchBox::for_predicates(
+            &s,
+            SubspaceId(1),
+            &[check(&s, "y", PredicateOp::Equals(1.5.into()))],
+        )
+        .expect("box");
+        assert_eq!(b.regions_count(&t), 8);
+        assert_eq!(b.regions(&t).len(), 8);
+    }
+}

@@ -66,7 +66,7 @@ impl Tessellation {
     pub fn interval_bounds(&self, dim: usize, i: u32) -> (u64, u64) {
         let n = self.intervals[dim] as u128;
         assert!((i as u128) < n);
-        let start = |i: u128| -> u128 { ((i << 64) + n - 1) / n };
+        let start = |i: u128| -> u128 { (i << 64).div_ceil(n) };
         let lo = start(i as u128);
         let hi = start(i as u128 + 1) - 1;
         (lo as u64, hi.min(u64::MAX as u128) as u64)
