@@ -1,0 +1,192 @@
+//! One TCP connection with any number of requests in flight.
+//!
+//! A writer task sends encoded frames, flushing once per burst; a reader task matches each
+//! response to its request by id. A request waits on a oneshot channel; a search on an
+//! unbounded channel that receives every frame of its stream.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures::{SinkExt, StreamExt};
+use tessera_protocol::{
+    codec, decode_response, encode_request, FrameError, Request, RequestFrame, Response, Status,
+};
+use tessera_types::Epoch;
+use tokio::net::TcpStream;
+use tokio::sync::{mpsc, oneshot};
+use tokio_util::codec::{FramedRead, FramedWrite};
+
+use crate::ClientError;
+
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+const OUTBOX_FRAMES: usize = 1024;
+
+enum Waiter {
+    One(oneshot::Sender<Result<(Response, Epoch), ClientError>>),
+    Stream(mpsc::UnboundedSender<Result<Response, ClientError>>),
+}
+
+impl Waiter {
+    fn fail(self, error: ClientError) {
+        match self {
+            Waiter::One(tx) => {
+                let _ = tx.send(Err(error));
+            }
+            Waiter::Stream(tx) => {
+                let _ = tx.send(Err(error));
+            }
+        }
+    }
+}
+
+#[derive(Default)]
+struct Waiters {
+    by_id: HashMap<u64, Waiter>,
+    /// Set once the connection is gone: later requests fail at once.
+    closed: bool,
+}
+
+impl Waiters {
+    fn fail_all(&mut self, make: impl Fn() -> ClientError) {
+        self.closed = true;
+        for (_, w) in self.by_id.drain() {
+            w.fail(make());
+        }
+    }
+}
+
+pub(crate) struct Connection {
+    outbox: mpsc::Sender<Bytes>,
+    waiters: Arc<Mutex<Waiters>>,
+    next_id: AtomicU64,
+}
+
+impl Connection {
+    pub(crate) async fn open(address: &str) -> Result<Connection, ClientError> {
+        let stream = tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(address))
+            .await
+            .map_err(|_| {
+                ClientError::Io(std::io::Error::new(
+                    std::io::ErrorKind::TimedOut,
+                    format!("connecting to {address} took over {CONNECT_TIMEOUT:?}"),
+                ))
+            })??;
+        stream.set_nodelay(true)?;
+        let (read_half, write_half) = stream.into_split();
+        let waiters = Arc::new(Mutex::new(Waiters::default()));
+        let (outbox, rx) = mpsc::channel(OUTBOX_FRAMES);
+        tokio::spawn(write_frames(write_half, rx, waiters.clone()));
+        tokio::spawn(read_frames(read_half, waiters.clone()));
+        Ok(Connection { outbox, waiters, next_id: AtomicU64::new(1) })
+    }
+
+    async fn send(&self, request: Request, epoch: Epoch, waiter: Waiter) -> Result<(), ClientError> {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let bytes = encode_request(&RequestFrame { id, epoch, request }).map_err(|e| match e {
+            FrameError::TooLarge(_) => ClientError::Server { status: Status::TooLarge, message: e.to_string() },
+            other => ClientError::Protocol(other.to_string()),
+        })?;
+        {
+            let mut waiters = self.waiters.lock().expect("waiters lock");
+            if waiters.closed {
+                return Err(ClientError::ConnectionClosed);
+            }
+            waiters.by_id.insert(id, waiter);
+        }
+        if self.outbox.send(bytes).await.is_err() {
+            if let Some(w) = self.waiters.lock().expect("waiters lock").by_id.remove(&id) {
+                w.fail(ClientError::ConnectionClosed);
+            }
+        }
+        Ok(())
+    }
+
+    /// Sends a request; returns its response and the epoch the server answered in.
+    pub(crate) async fn call_with_epoch(&self, request: Request, epoch: Epoch) -> Result<(Response, Epoch), ClientError> {
+        let (tx, rx) = oneshot::channel();
+        self.send(request, epoch, Waiter::One(tx)).await?;
+        rx.await.map_err(|_| ClientError::ConnectionClosed)?
+    }
+
+    pub(crate) async fn call(&self, request: Request, epoch: Epoch) -> Result<Response, ClientError> {
+        Ok(self.call_with_epoch(request, epoch).await?.0)
+    }
+
+    /// Sends a request answered by a stream of frames (a search).
+    pub(crate) async fn stream(
+        &self,
+        request: Request,
+        epoch: Epoch,
+    ) -> Result<mpsc::UnboundedReceiver<Result<Response, ClientError>>, ClientError> {
+        let (tx, rx) = mpsc::unbounded_channel();
+        self.send(request, epoch, Waiter::Stream(tx)).await?;
+        Ok(rx)
+    }
+}
+
+async fn write_frames(
+    stream: tokio::net::tcp::OwnedWriteHalf,
+    mut rx: mpsc::Receiver<Bytes>,
+    waiters: Arc<Mutex<Waiters>>,
+) {
+    let mut sink = FramedWrite::new(stream, codec());
+    while let Some(frame) = rx.recv().await {
+        let mut ok = sink.feed(frame).await.is_ok();
+        while ok {
+            match rx.try_recv() {
+                Ok(frame) => ok = sink.feed(frame).await.is_ok(),
+                Err(_) => break,
+            }
+        }
+        if !ok || SinkExt::<Bytes>::flush(&mut sink).await.is_err() {
+            waiters.lock().expect("waiters lock").fail_all(|| ClientError::ConnectionClosed);
+            return;
+        }
+    }
+}
+
+async fn read_frames(stream: tokio::net::tcp::OwnedReadHalf, waiters: Arc<Mutex<Waiters>>) {
+    let mut frames = FramedRead::new(stream, codec());
+    while let Some(frame) = frames.next().await {
+        let frame = match frame.map_err(ClientError::Io).and_then(|body| {
+            decode_response(&body).map_err(|e| ClientError::Protocol(e.to_string()))
+        }) {
+            Ok(frame) => frame,
+            Err(e) => {
+                let message = e.to_string();
+                waiters.lock().expect("waiters lock").fail_all(|| ClientError::Protocol(message.clone()));
+                return;
+            }
+        };
+        let mut w = waiters.lock().expect("waiters lock");
+        if frame.id == 0 {
+            // About the connection, not one request: the server is closing it.
+            if let Response::Error(e) = frame.response {
+                w.fail_all(|| ClientError::from(e.clone()));
+            }
+            continue;
+        }
+        if let Response::SearchItems(_) = &frame.response {
+            // One frame of a stream: the stream stays open until its last frame.
+            if let Some(Waiter::Stream(tx)) = w.by_id.get(&frame.id) {
+                let _ = tx.send(Ok(frame.response));
+            }
+            continue;
+        }
+        let waiter = w.by_id.remove(&frame.id);
+        drop(w);
+        match waiter {
+            Some(Waiter::One(tx)) => {
+                let _ = tx.send(Ok((frame.response, frame.epoch)));
+            }
+            Some(Waiter::Stream(tx)) => {
+                let _ = tx.send(Ok(frame.response));
+            }
+            None => {} // the caller stopped waiting
+        }
+    }
+    waiters.lock().expect("waiters lock").fail_all(|| ClientError::ConnectionClosed);
+}
