@@ -1,1 +1,357 @@
+//! `tessera bench`: the YCSB core workloads A–F against Tessera or Redis.
+//!
+//! The `tessera` binary embeds [`BenchArgs`] as its `bench` subcommand, calls [`run`] and prints
+//! the [`Report`] as JSON. Everything that decides *what* is requested — the key distributions
+//! ([`generator`]), the workloads and records ([`workload`]) — is pure and seeded; the driver
+//! ([`driver`]) and the targets ([`target`]) are the I/O shell.
+//!
+//! Scans follow HyperDex's YCSB port (seed 002 §6.2): each record carries its number split into
+//! two int attributes, `prefix = n / 1000` and `suffix = n % 1000`, and a scan is a search fixing
+//! `prefix` and bounding `suffix` — a search on secondary attributes, not on the key.
+//!
+//! ```no_run
+//! use clap::Parser;
+//!
+//! #[derive(Parser)]
+//! struct Cli {
+//!     #[command(flatten)]
+//!     bench: tessera_bench::BenchArgs,
+//! }
+//!
+//! # async fn demo() -> Result<(), tessera_bench::BenchError> {
+//! let cli = Cli::parse_from(["bench", "--target", "redis://127.0.0.1:6379", "--workload", "c"]);
+//! let report = tessera_bench::run(cli.bench).await?;
+//! println!("{}", serde_json::to_string(&report).expect("reports serialise"));
+//! # Ok(())
+//! # }
+//! ```
 
+use std::io::IsTerminal;
+use std::time::Duration;
+
+pub mod driver;
+pub mod generator;
+pub mod report;
+pub mod resp;
+pub mod target;
+pub mod workload;
+
+pub use report::{OpReport, PhaseReport, Report};
+pub use workload::Workload;
+
+use driver::{run_phase, PhaseKind, PhasePlan};
+use target::memory::MemoryTarget;
+use target::redis::RedisTarget;
+use target::tessera::TesseraTarget;
+use target::{Target, TargetError};
+
+/// Which phases to run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Phase {
+    /// Insert records `0..records`.
+    Load,
+    /// Run `operations` operations over already loaded records.
+    Run,
+    /// Load, then run (the default).
+    Both,
+}
+
+/// When to draw a progress bar on stderr.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum ProgressMode {
+    /// Only when stderr is a terminal, so logs and CI output stay clean.
+    Auto,
+    Always,
+    Never,
+}
+
+/// `tessera bench` options (YCSB's property names in parentheses).
+#[derive(Clone, Debug, clap::Args)]
+pub struct BenchArgs {
+    /// What to benchmark: `tessera://HOST:PORT`, `redis://HOST:PORT`, or `memory://` (an
+    /// in-process map: measures the driver's own overhead).
+    #[arg(long, default_value = "tessera://127.0.0.1:1982")]
+    pub target: String,
+
+    /// YCSB core workload: a (50/50 read/update), b (95/5 read/update), c (read only),
+    /// d (95/5 read/insert, latest), e (95/5 scan/insert), f (50/50 read/read-modify-write).
+    #[arg(long, short = 'w', value_enum, default_value_t = Workload::A)]
+    pub workload: Workload,
+
+    /// Records loaded, and assumed loaded by `--phase run` (recordcount).
+    #[arg(long, default_value_t = 100_000)]
+    pub records: u64,
+
+    /// Operations in the run phase (operationcount).
+    #[arg(long, default_value_t = 100_000)]
+    pub operations: u64,
+
+    /// Concurrent closed-loop clients (threadcount). Redis gets one connection each; Tessera
+    /// shares one pipelined client among them.
+    #[arg(long, short = 't', visible_alias = "connections", default_value_t = 8)]
+    pub threads: usize,
+
+    /// Which phases to run.
+    #[arg(long, value_enum, default_value_t = Phase::Both)]
+    pub phase: Phase,
+
+    /// Seed of every random choice: the same seed replays the same requests per task.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+
+    /// Progress bar on stderr.
+    #[arg(long, value_enum, default_value_t = ProgressMode::Auto)]
+    pub progress: ProgressMode,
+
+    /// Stop the run phase after this many seconds even if operations remain (maxexecutiontime).
+    /// The load phase always completes, so a later run finds every record.
+    #[arg(long)]
+    pub duration_s: Option<f64>,
+}
+
+/// Why a benchmark could not run. Failures of single operations are not errors: they are
+/// counted in the report.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum BenchError {
+    /// The options are inconsistent (zero records or threads, a bad URL, a negative duration).
+    #[error("invalid arguments: {0}")]
+    InvalidArgs(String),
+    /// The target could not be reached at start.
+    #[error("cannot connect to {target}: {source}")]
+    Connect {
+        target: String,
+        #[source]
+        source: TargetError,
+    },
+    /// The target's preparation (creating the benchmark space) failed.
+    #[error("cannot prepare {target}: {source}")]
+    Prepare {
+        target: String,
+        #[source]
+        source: TargetError,
+    },
+    /// The target kind exists but cannot be driven by this build.
+    #[error("target not supported: {0}")]
+    TargetUnsupported(String),
+}
+
+/// The target named by a `--target` URL.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum TargetKind {
+    Tessera(String),
+    Redis(String),
+    Memory,
+}
+
+fn parse_target(url: &str) -> Result<TargetKind, BenchError> {
+    if url.starts_with("tessera://") {
+        target::tessera::parse_url(url).map(TargetKind::Tessera).map_err(BenchError::InvalidArgs)
+    } else if url.starts_with("redis://") {
+        target::redis::parse_url(url).map(TargetKind::Redis).map_err(BenchError::InvalidArgs)
+    } else if url == "memory://" || url == "memory" {
+        Ok(TargetKind::Memory)
+    } else {
+        Err(BenchError::InvalidArgs(format!(
+            "unknown target {url:?}: expected tessera://HOST:PORT, redis://HOST:PORT or memory://"
+        )))
+    }
+}
+
+/// Runs the benchmark `args` describes and returns what it measured.
+pub async fn run(args: BenchArgs) -> Result<Report, BenchError> {
+    if args.records == 0 {
+        return Err(BenchError::InvalidArgs("--records must be at least 1".into()));
+    }
+    if args.threads == 0 {
+        return Err(BenchError::InvalidArgs("--threads must be at least 1".into()));
+    }
+    let duration = match args.duration_s {
+        None => None,
+        Some(s) if s.is_finite() && s > 0.0 => Some(Duration::from_secs_f64(s)),
+        Some(s) => return Err(BenchError::InvalidArgs(format!("--duration-s {s} is not a positive number"))),
+    };
+    let connect_error = |source: TargetError| match source {
+        TargetError::Unsupported(why) => BenchError::TargetUnsupported(why),
+        source => BenchError::Connect { target: args.target.clone(), source },
+    };
+    let (load, run) = match parse_target(&args.target)? {
+        TargetKind::Memory => {
+            let shared = MemoryTarget::new();
+            drive(vec![shared; args.threads], &args, duration).await?
+        }
+        TargetKind::Redis(addr) => {
+            // One connection per task: Redis answers one connection's commands in order, so
+            // concurrency comes from connections.
+            let mut targets = Vec::with_capacity(args.threads);
+            for _ in 0..args.threads {
+                targets.push(RedisTarget::connect(&addr).await.map_err(connect_error)?);
+            }
+            drive(targets, &args, duration).await?
+        }
+        TargetKind::Tessera(addr) => {
+            // One pipelined client shared by every task: concurrency comes from requests in
+            // flight on one connection.
+            let client = TesseraTarget::connect(&addr).await.map_err(connect_error)?;
+            drive(vec![client; args.threads], &args, duration).await?
+        }
+    };
+    Ok(Report {
+        target: args.target,
+        workload: args.workload,
+        records: args.records,
+        operations: args.operations,
+        threads: args.threads,
+        seed: args.seed,
+        load,
+        run,
+    })
+}
+
+/// Runs the requested phases over `targets` (one per task).
+async fn drive<T: Target>(
+    mut targets: Vec<T>,
+    args: &BenchArgs,
+    duration: Option<Duration>,
+) -> Result<(Option<PhaseReport>, Option<PhaseReport>), BenchError> {
+    let progress = match args.progress {
+        ProgressMode::Always => true,
+        ProgressMode::Never => false,
+        ProgressMode::Auto => std::io::stderr().is_terminal(),
+    };
+    let plan = |kind, duration| PhasePlan {
+        kind,
+        spec: args.workload.spec(),
+        records: args.records,
+        operations: args.operations,
+        seed: args.seed,
+        duration,
+        progress,
+    };
+    let mut load = None;
+    if matches!(args.phase, Phase::Load | Phase::Both) {
+        if let Some(first) = targets.first_mut() {
+            first
+                .prepare()
+                .await
+                .map_err(|source| BenchError::Prepare { target: args.target.clone(), source })?;
+        }
+        let (back, report) = run_phase(targets, plan(PhaseKind::Load, None)).await;
+        targets = back;
+        load = Some(report);
+    }
+    let mut run = None;
+    if matches!(args.phase, Phase::Run | Phase::Both) {
+        let (_, report) = run_phase(targets, plan(PhaseKind::Run, duration)).await;
+        run = Some(report);
+    }
+    Ok((load, run))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        bench: BenchArgs,
+    }
+
+    fn args(extra: &[&str]) -> BenchArgs {
+        let mut argv = vec!["bench", "--progress", "never"];
+        argv.extend_from_slice(extra);
+        Cli::parse_from(argv).bench
+    }
+
+    #[test]
+    fn cli_definition_is_valid_and_defaults_match_the_docs() {
+        use clap::CommandFactory;
+        Cli::command().debug_assert();
+        let a = Cli::parse_from(["bench"]).bench;
+        assert_eq!(a.target, "tessera://127.0.0.1:1982");
+        assert_eq!(a.workload, Workload::A);
+        assert_eq!(a.phase, Phase::Both);
+        assert_eq!(a.progress, ProgressMode::Auto);
+        let b = Cli::parse_from(["bench", "--connections", "3", "-w", "e", "--duration-s", "1.5"]).bench;
+        assert_eq!((b.threads, b.workload, b.duration_s), (3, Workload::E, Some(1.5)));
+    }
+
+    #[test]
+    fn target_urls() {
+        assert_eq!(parse_target("redis://h:1").ok(), Some(TargetKind::Redis("h:1".into())));
+        assert_eq!(parse_target("tessera://h").ok(), Some(TargetKind::Tessera("h:1982".into())));
+        assert_eq!(parse_target("memory://").ok(), Some(TargetKind::Memory));
+        assert!(matches!(parse_target("http://h"), Err(BenchError::InvalidArgs(_))));
+    }
+
+    #[tokio::test]
+    async fn every_workload_runs_on_the_memory_target() {
+        for w in ["a", "b", "c", "d", "e", "f"] {
+            let report = run(args(&["--target", "memory://", "-w", w, "--records", "2000", "--operations", "3000", "-t", "4"]))
+                .await
+                .expect("memory benchmark runs");
+            let load = report.load.as_ref().expect("load ran");
+            assert_eq!(load.operations, 2000);
+            assert_eq!(load.errors, 0);
+            let run = report.run.as_ref().expect("run ran");
+            assert_eq!(run.operations + run.errors, 3000, "workload {w}");
+            assert_eq!(run.errors, 0, "workload {w}: {run:?}");
+            assert!(!run.stopped_by_duration);
+            let names: Vec<&str> = run.ops.keys().map(|s| s.as_str()).collect();
+            let expected: &[&str] = match w {
+                "a" | "b" => &["read", "update"],
+                "c" => &["read"],
+                "d" => &["insert", "read"],
+                "e" => &["insert", "scan"],
+                _ => &["read", "read_modify_write"],
+            };
+            assert_eq!(names, expected, "workload {w}");
+            if w == "e" {
+                let scan = &run.ops["scan"];
+                // Scans average ~50 records when the prefix group has room.
+                assert!(scan.records_scanned.unwrap_or(0) > scan.count * 10, "{scan:?}");
+            }
+            let json = serde_json::to_value(&report).expect("serialises");
+            assert!(json["run"]["ops"]["read"]["p999_us"].is_u64() || w == "e");
+            assert!(json["run"]["overall_throughput"].is_f64());
+        }
+    }
+
+    #[tokio::test]
+    async fn duration_caps_the_run_phase() {
+        let report = run(args(&[
+            "--target",
+            "memory://",
+            "--records",
+            "100",
+            "--operations",
+            "1000000000",
+            "--duration-s",
+            "0.3",
+        ]))
+        .await
+        .expect("runs");
+        let run = report.run.expect("run ran");
+        assert!(run.stopped_by_duration);
+        assert!(run.elapsed_s < 5.0, "{}", run.elapsed_s);
+    }
+
+    #[tokio::test]
+    async fn bad_arguments_are_refused() {
+        assert!(matches!(run(args(&["--target", "memory://", "--records", "0"])).await, Err(BenchError::InvalidArgs(_))));
+        assert!(matches!(run(args(&["--target", "memory://", "-t", "0"])).await, Err(BenchError::InvalidArgs(_))));
+        assert!(matches!(
+            run(args(&["--target", "memory://", "--duration-s=-1"])).await,
+            Err(BenchError::InvalidArgs(_))
+        ));
+    }
+
+    #[tokio::test]
+    async fn unreachable_redis_fails_at_connect() {
+        // Port 1 on loopback: nothing listens there.
+        let r = run(args(&["--target", "redis://127.0.0.1:1", "--records", "10"])).await;
+        assert!(matches!(r, Err(BenchError::Connect { .. })), "{r:?}");
+    }
+}

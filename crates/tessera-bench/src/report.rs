@@ -1,0 +1,95 @@
+//! What a benchmark run measured, serialised as JSON by `tessera bench`.
+//!
+//! Units are in the field names: `_us` microseconds, `_s` seconds; throughputs are operations
+//! per second of the phase's wall-clock time.
+
+use std::collections::BTreeMap;
+
+use hdrhistogram::Histogram;
+use serde::Serialize;
+
+use crate::workload::Workload;
+
+/// The whole run: its parameters, then one section per phase that ran.
+#[derive(Clone, Debug, Serialize)]
+pub struct Report {
+    /// The `--target` URL.
+    pub target: String,
+    pub workload: Workload,
+    pub records: u64,
+    pub operations: u64,
+    pub threads: usize,
+    pub seed: u64,
+    /// Present when the load phase ran.
+    pub load: Option<PhaseReport>,
+    /// Present when the run phase ran.
+    pub run: Option<PhaseReport>,
+}
+
+/// One phase (load or run).
+#[derive(Clone, Debug, Serialize)]
+pub struct PhaseReport {
+    /// Successful operations of every type per second.
+    pub overall_throughput: f64,
+    pub elapsed_s: f64,
+    /// Successful operations of every type.
+    pub operations: u64,
+    /// Failed operations of every type.
+    pub errors: u64,
+    /// True when `--duration-s` stopped the phase before all its operations were issued.
+    pub stopped_by_duration: bool,
+    /// Per operation type that was attempted: `read`, `update`, `insert`, `scan`,
+    /// `read_modify_write`.
+    pub ops: BTreeMap<String, OpReport>,
+}
+
+/// One operation type within a phase. Latencies cover successful operations only, from the call
+/// into the target until its reply, in microseconds (HdrHistogram, 3 significant digits).
+#[derive(Clone, Debug, Serialize)]
+pub struct OpReport {
+    /// Successful operations.
+    pub count: u64,
+    /// Failed operations: connection or server errors, and reads of records that were not found
+    /// (YCSB counts `NOT_FOUND` as a failure too).
+    pub errors: u64,
+    /// The part of `errors` that were reads finding no record.
+    pub not_found: u64,
+    /// `count` per second of the phase.
+    pub throughput: f64,
+    pub mean_us: f64,
+    pub p50_us: u64,
+    pub p95_us: u64,
+    pub p99_us: u64,
+    pub p999_us: u64,
+    pub max_us: u64,
+    /// Scans only: records returned in total, to check that scans found data.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub records_scanned: Option<u64>,
+}
+
+impl OpReport {
+    pub(crate) fn new(
+        histogram: &Histogram<u64>,
+        errors: u64,
+        not_found: u64,
+        elapsed_s: f64,
+        records_scanned: Option<u64>,
+    ) -> OpReport {
+        let count = histogram.len();
+        let empty = count == 0;
+        let q = |quantile: f64| if empty { 0 } else { histogram.value_at_quantile(quantile) };
+        OpReport {
+            count,
+            errors,
+            not_found,
+            throughput: if elapsed_s > 0.0 { count as f64 / elapsed_s } else { 0.0 },
+            mean_us: if empty { 0.0 } else { histogram.mean() },
+            p50_us: q(0.50),
+            p95_us: q(0.95),
+            p99_us: q(0.99),
+            p999_us: q(0.999),
+            max_us: if empty { 0 } else { histogram.max() },
+            records_scanned,
+        }
+    }
+}

@@ -1,0 +1,317 @@
+//! The YCSB core workloads A–F (`workloads/workloada` … `workloadf` in the YCSB repository; seed
+//! 002 Table 1) and the records they read and write.
+//!
+//! A record is YCSB's usertable row — ten string fields `field0..field9` of 100 bytes each —
+//! plus the two int attributes HyperDex added for scans (seed 002 §6.2): `prefix = n / 1000` and
+//! `suffix = n % 1000`. A scan of `len` records from record `n` becomes the search
+//! `prefix == n/1000 && n%1000 <= suffix <= min(n%1000 + len - 1, 999)`, answered by the
+//! `subspace prefix, suffix` of the benchmark space without touching every server.
+
+use std::fmt;
+use std::sync::Arc;
+
+use rand::Rng;
+
+use crate::generator::{AcknowledgedCounter, Latest, ScrambledZipfian, Uniform};
+
+/// Fields per record (YCSB `fieldcount`).
+pub const FIELD_COUNT: usize = 10;
+/// Bytes per field (YCSB `fieldlength`); ten of them make YCSB's 1 kB object.
+pub const FIELD_LENGTH: usize = 100;
+/// Records per scan prefix group: scans never cross a prefix, as in HyperDex's YCSB binding.
+pub const SCAN_GROUP_SIZE: u64 = 1000;
+/// YCSB `maxscanlength` for workload E.
+pub const MAX_SCAN_LENGTH: u64 = 100;
+
+/// The Tessera space the benchmark loads into. Its name is also the Redis key namespace.
+pub const SPACE_NAME: &str = "ycsb";
+
+/// The description `load` adds when the space is absent. Tolerating no failures matches a single
+/// `tessera dev` server; the extra subspace makes a scan one region lookup (seed 002 §6.2).
+pub const SPACE_DESCRIPTION: &str = "space ycsb
+key id
+attributes string field0, string field1, string field2, string field3, string field4, string field5, string field6, string field7, string field8, string field9, int prefix, int suffix
+subspace prefix, suffix
+create 64 partitions
+tolerate 0 failures
+";
+
+/// The name of field `i` (`field0`..`field9`).
+pub fn field_name(i: usize) -> &'static str {
+    const NAMES: [&str; FIELD_COUNT] =
+        ["field0", "field1", "field2", "field3", "field4", "field5", "field6", "field7", "field8", "field9"];
+    NAMES[i]
+}
+
+/// The key of record `n`: YCSB's `user` prefix with the record number in plain order (YCSB's
+/// hashed insert order is optional and not used: the scan attributes carry the order instead).
+pub fn record_key(n: u64) -> String {
+    format!("user{n}")
+}
+
+/// The scan attributes of record `n`.
+pub fn prefix_suffix(n: u64) -> (i64, i64) {
+    ((n / SCAN_GROUP_SIZE) as i64, (n % SCAN_GROUP_SIZE) as i64)
+}
+
+/// The records a scan of `len` from record `n` covers: `(prefix, suffix_lo, suffix_hi)`, clamped
+/// to the prefix group. Every target scans exactly these records so their results compare.
+pub fn scan_bounds(n: u64, len: u64) -> (i64, i64, i64) {
+    let (prefix, lo) = prefix_suffix(n);
+    let hi = (lo as u64 + len.max(1) - 1).min(SCAN_GROUP_SIZE - 1) as i64;
+    (prefix, lo, hi)
+}
+
+/// A record's ten fields (random printable ASCII, as YCSB's `RandomByteIterator` produces).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Record {
+    pub fields: Vec<String>,
+}
+
+impl Record {
+    pub fn random<R: Rng + ?Sized>(rng: &mut R) -> Record {
+        Record { fields: (0..FIELD_COUNT).map(|_| random_field(rng)).collect() }
+    }
+}
+
+/// One field value of `FIELD_LENGTH` random printable bytes.
+pub fn random_field<R: Rng + ?Sized>(rng: &mut R) -> String {
+    (0..FIELD_LENGTH).map(|_| rng.random_range(b' '..=b'~') as char).collect()
+}
+
+/// A YCSB core workload.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Workload {
+    /// Update heavy: 50% read, 50% update, zipfian.
+    A,
+    /// Read mostly: 95% read, 5% update, zipfian.
+    B,
+    /// Read only: 100% read, zipfian.
+    C,
+    /// Read latest: 95% read, 5% insert, latest.
+    D,
+    /// Short ranges: 95% scan (length uniform 1..=100), 5% insert, zipfian.
+    E,
+    /// Read-modify-write: 50% read, 50% read-modify-write, zipfian.
+    F,
+}
+
+impl fmt::Display for Workload {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let s = match self {
+            Workload::A => "a",
+            Workload::B => "b",
+            Workload::C => "c",
+            Workload::D => "d",
+            Workload::E => "e",
+            Workload::F => "f",
+        };
+        f.write_str(s)
+    }
+}
+
+/// The request distribution of a workload's keys.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Distribution {
+    Zipfian,
+    Latest,
+    Uniform,
+}
+
+/// The operations of the core workloads; also the keys of the report's `ops` map.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Operation {
+    Read,
+    Update,
+    Insert,
+    Scan,
+    ReadModifyWrite,
+}
+
+impl Operation {
+    pub const ALL: [Operation; 5] =
+        [Operation::Read, Operation::Update, Operation::Insert, Operation::Scan, Operation::ReadModifyWrite];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Operation::Read => "read",
+            Operation::Update => "update",
+            Operation::Insert => "insert",
+            Operation::Scan => "scan",
+            Operation::ReadModifyWrite => "read_modify_write",
+        }
+    }
+
+    pub fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// Operation proportions and key distribution of a workload (YCSB `CoreWorkload` properties).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct WorkloadSpec {
+    pub read: f64,
+    pub update: f64,
+    pub insert: f64,
+    pub scan: f64,
+    pub read_modify_write: f64,
+    pub distribution: Distribution,
+}
+
+impl Workload {
+    pub fn spec(self) -> WorkloadSpec {
+        let base = WorkloadSpec {
+            read: 0.0,
+            update: 0.0,
+            insert: 0.0,
+            scan: 0.0,
+            read_modify_write: 0.0,
+            distribution: Distribution::Zipfian,
+        };
+        match self {
+            Workload::A => WorkloadSpec { read: 0.5, update: 0.5, ..base },
+            Workload::B => WorkloadSpec { read: 0.95, update: 0.05, ..base },
+            Workload::C => WorkloadSpec { read: 1.0, ..base },
+            Workload::D => WorkloadSpec { read: 0.95, insert: 0.05, distribution: Distribution::Latest, ..base },
+            Workload::E => WorkloadSpec { scan: 0.95, insert: 0.05, ..base },
+            Workload::F => WorkloadSpec { read: 0.5, read_modify_write: 0.5, ..base },
+        }
+    }
+}
+
+impl WorkloadSpec {
+    /// YCSB's `DiscreteGenerator` over the proportions.
+    pub fn choose<R: Rng + ?Sized>(&self, rng: &mut R) -> Operation {
+        let weights = [
+            (Operation::Read, self.read),
+            (Operation::Update, self.update),
+            (Operation::Insert, self.insert),
+            (Operation::Scan, self.scan),
+            (Operation::ReadModifyWrite, self.read_modify_write),
+        ];
+        let total: f64 = weights.iter().map(|(_, w)| w).sum();
+        let mut x = rng.random::<f64>() * total;
+        for (op, w) in weights {
+            if x < w {
+                return op;
+            }
+            x -= w;
+        }
+        // Rounding left a sliver past the last weight: give it to the last non-zero operation.
+        weights.iter().rev().find(|(_, w)| *w > 0.0).map(|(op, _)| *op).unwrap_or(Operation::Read)
+    }
+}
+
+/// Chooses the record an operation touches, per task, over keys whose inserts have completed.
+#[derive(Clone, Debug)]
+pub enum KeyChooser {
+    Zipfian(ScrambledZipfian),
+    Latest(Latest),
+    Uniform(Uniform),
+}
+
+impl KeyChooser {
+    /// As YCSB's `CoreWorkload.init`: the zipfian space covers the loaded records plus twice the
+    /// inserts the run expects, so new records can become popular.
+    pub fn new(spec: &WorkloadSpec, records: u64, operations: u64, counter: &AcknowledgedCounter) -> KeyChooser {
+        assert!(records > 0);
+        match spec.distribution {
+            Distribution::Zipfian => {
+                let expected_new_keys = (operations as f64 * spec.insert * 2.0) as u64;
+                KeyChooser::Zipfian(ScrambledZipfian::new(0, records + expected_new_keys - 1))
+            }
+            Distribution::Latest => KeyChooser::Latest(Latest::new(counter.last_value())),
+            Distribution::Uniform => KeyChooser::Uniform(Uniform::new(0, records - 1)),
+        }
+    }
+
+    /// YCSB's `nextKeynum`: redraws until the key's insert has been acknowledged.
+    pub fn next<R: Rng + ?Sized>(&mut self, rng: &mut R, counter: &Arc<AcknowledgedCounter>) -> u64 {
+        let last = counter.last_value();
+        match self {
+            KeyChooser::Latest(l) => l.next(rng, last),
+            KeyChooser::Zipfian(z) => loop {
+                let k = z.next(rng);
+                if k <= last {
+                    return k;
+                }
+            },
+            KeyChooser::Uniform(u) => loop {
+                let k = u.next(rng);
+                if k <= last {
+                    return k;
+                }
+            },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::rngs::SmallRng;
+    use rand::SeedableRng;
+
+    #[test]
+    fn workload_mixes_match_ycsb() {
+        let mut rng = SmallRng::seed_from_u64(1);
+        let n = 100_000;
+        for (w, op, share) in [
+            (Workload::A, Operation::Read, 0.5),
+            (Workload::B, Operation::Update, 0.05),
+            (Workload::C, Operation::Read, 1.0),
+            (Workload::D, Operation::Insert, 0.05),
+            (Workload::E, Operation::Scan, 0.95),
+            (Workload::F, Operation::ReadModifyWrite, 0.5),
+        ] {
+            let spec = w.spec();
+            let got = (0..n).filter(|_| spec.choose(&mut rng) == op).count() as f64 / n as f64;
+            assert!((got - share).abs() < 0.01, "workload {w}: {op:?} share {got}, expected {share}");
+        }
+    }
+
+    #[test]
+    fn scans_stay_inside_one_prefix_group() {
+        assert_eq!(scan_bounds(12_345, 10), (12, 345, 354));
+        assert_eq!(scan_bounds(12_995, 100), (12, 995, 999));
+        assert_eq!(scan_bounds(7, 1), (0, 7, 7));
+        assert_eq!(prefix_suffix(1_000_999), (1000, 999));
+    }
+
+    #[test]
+    fn records_are_ten_printable_100_byte_fields() {
+        let mut rng = SmallRng::seed_from_u64(2);
+        let r = Record::random(&mut rng);
+        assert_eq!(r.fields.len(), FIELD_COUNT);
+        for f in &r.fields {
+            assert_eq!(f.len(), FIELD_LENGTH);
+            assert!(f.bytes().all(|b| (b' '..=b'~').contains(&b)));
+        }
+    }
+
+    #[test]
+    fn key_chooser_never_returns_unacknowledged_keys() {
+        let counter = Arc::new(AcknowledgedCounter::new(100));
+        let spec = Workload::E.spec();
+        let mut chooser = KeyChooser::new(&spec, 100, 10_000, &counter);
+        let mut rng = SmallRng::seed_from_u64(3);
+        // Hand out inserts without acknowledging them: the chooser must stay below 100.
+        for _ in 0..50 {
+            counter.next_key();
+        }
+        for _ in 0..10_000 {
+            assert!(chooser.next(&mut rng, &counter) < 100);
+        }
+    }
+
+    #[test]
+    fn space_description_names_every_attribute() {
+        for i in 0..FIELD_COUNT {
+            assert!(SPACE_DESCRIPTION.contains(&format!("string {}", field_name(i))));
+        }
+        assert!(SPACE_DESCRIPTION.contains("subspace prefix, suffix"));
+        let schema = tessera_types::parse_space(SPACE_DESCRIPTION).expect("the benchmark space parses");
+        assert_eq!(schema.name, SPACE_NAME);
+    }
+}
