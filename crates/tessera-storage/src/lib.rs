@@ -1,1 +1,550 @@
+//! A Tessera server's durable store (DESIGN §7), on the LSM engine `fjall` 3.
+//!
+//! # Layout
+//!
+//! One fjall database per server. Inside it:
+//! * the keyspace `catalog` maps a space name to `[CATALOG_FORMAT] | postcard(SpaceSchema)`;
+//! * one keyspace per (space, subspace), named `s{space}_{n}` (`n` the subspace number; space
+//!   names are at most 128 bytes of `[A-Za-z0-9_]`, so names stay far below fjall's 255 and the
+//!   last `_` separates them unambiguously). Every object has exactly one entry in every
+//!   subspace keyspace of its space:
+//!   * key subspace (n = 0): `region (u32 BE) | canonical key bytes`, so `get` is one point
+//!     lookup: hash the key, find its region, look up;
+//!   * other subspaces: `region (u32 BE) | zorder::interleave(point) | canonical key bytes`, so
+//!     within a region the entries are in Z-order of their points;
+//!   * the value is always `version (u64 BE) | postcard(Object)`: the full object everywhere,
+//!     so a search never needs a second read. Byte formats are in [`codec`].
+//!
+//! A [`Store::search`] for the box `[lo, hi]` scans, in each requested region, the Z-range from
+//! `interleave(lo')` to `interleave(hi')` (the box clipped to the region); whenever an entry's
+//! point is outside the box it seeks straight to `next_in_box` (BIGMIN), so the entries read
+//! grow with the matches and the box's boundary, not with the region's size
+//! ([`StoreStats::keys_scanned`] counts them). The key subspace has no Z part: a search there
+//! reads the whole of each region it is asked for (key-hash boxes are whole regions in practice).
+//!
+//! # Durability contract
+//!
+//! * [`Store::commit`] applies all its writes in one fjall batch across keyspaces: after a crash
+//!   either all of them are there or none. With [`FsyncPolicy::Always`] (the default) the
+//!   journal is fsynced (`PersistMode::SyncAll`) before `commit` returns, so every acknowledged
+//!   write survives `kill -9` and power loss. `Periodic` fsyncs from a background thread every
+//!   `interval_ms` (a power loss may lose the last interval; a process crash loses nothing,
+//!   since every batch is handed to the OS before `commit` returns); `Never` only hands batches
+//!   to the OS.
+//! * [`Store::create_space`] and [`Store::drop_space`] are fsynced before they return, whatever
+//!   the policy. A crash between creating a space's keyspaces and its catalog entry (or between
+//!   removing the entry and the keyspaces) leaves keyspaces no catalog entry names: `open`
+//!   deletes them.
+//! * After any failed write or fsync the store is *poisoned*: every later write returns
+//!   [`StorageError::Poisoned`] until the process restarts and recovers from the journal
+//!   (after a failed fsync the page cache's state is unknown: see fjall's `Error::Poisoned`).
+//!   Reads keep working.
+//! * The store trusts `ObjectWrite::Put::old` / `Delete::old` to be the stored object (the point
+//!   leader's order guarantees it); a wrong `old` would leave a stale subspace entry.
+//!
+//! # Memory
+//!
+//! RSS ≈ `cache_bytes` (fjall's block cache, which also holds index and filter blocks; default
+//! 64 MiB) + write buffers + fixed overhead (a few MiB: threads, file descriptors, catalog).
+//! Write buffers: each keyspace's memtable is rotated at [`MEMTABLE_BYTES_MAX`] (8 MiB), and the
+//! journal is capped at [`JOURNAL_BYTES_MAX`] (64 MiB, fjall's minimum): past it, fjall flushes
+//! the memtables that pin the oldest journal, so unflushed data stays around 64 MiB whatever
+//! the number of spaces. Background work runs on [`WORKER_THREADS`] fjall threads (plus one
+//! fsync thread under `Periodic`).
 
+pub mod codec;
+mod search;
+
+use std::collections::hash_map::Entry;
+use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, RwLock};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use fjall::{Database, Keyspace, KeyspaceCreateOptions, PersistMode};
+use tessera_geometry::{key_coordinate, RegionIndex, Tessellation};
+use tessera_types::{Object, SpaceSchema, SubspaceId, Value, Version};
+
+pub use search::SearchIter;
+
+/// Memtable size at which a keyspace's memtable is sealed and flushed.
+pub const MEMTABLE_BYTES_MAX: u64 = 8 * 1024 * 1024;
+/// Journal size past which fjall flushes the oldest memtables (fjall's minimum, 64 MiB).
+pub const JOURNAL_BYTES_MAX: u64 = 64 * 1024 * 1024;
+/// fjall flush and compaction threads. Two: one flush can proceed while a compaction runs,
+/// without taking more than the two cores the reference machine has.
+pub const WORKER_THREADS: usize = 2;
+/// Default block cache.
+pub const CACHE_BYTES_DEFAULT: u64 = 64 * 1024 * 1024;
+
+const CATALOG: &str = "catalog";
+/// Format byte leading every catalog value.
+const CATALOG_FORMAT: u8 = 1;
+
+const _: () = assert!(MEMTABLE_BYTES_MAX < JOURNAL_BYTES_MAX);
+// `s{space}_{n}` must fit fjall's 255-byte keyspace names.
+const _: () = assert!(1 + tessera_types::constants::NAME_BYTES_MAX + 1 + 5 <= 255);
+
+/// When commits are fsynced.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum FsyncPolicy {
+    /// Every `commit()` is fsynced before it returns.
+    #[default]
+    Always,
+    /// A background thread fsyncs every `interval_ms`.
+    Periodic { interval_ms: u64 },
+    /// Never fsync explicitly (batches still reach the OS before `commit` returns).
+    Never,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StoreOptions {
+    pub fsync: FsyncPolicy,
+    /// The engine's block cache, in bytes.
+    pub cache_bytes: u64,
+}
+
+impl Default for StoreOptions {
+    fn default() -> StoreOptions {
+        StoreOptions { fsync: FsyncPolicy::Always, cache_bytes: CACHE_BYTES_DEFAULT }
+    }
+}
+
+/// An object with its version.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StoredObject {
+    pub version: Version,
+    pub object: Object,
+}
+
+/// One key's change. The store derives every subspace entry from the old and new objects.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ObjectWrite {
+    /// Store `new`, replacing `old` (the currently stored object of that key, if any).
+    Put { space: String, old: Option<Object>, new: StoredObject },
+    /// Remove `old`, the currently stored object of its key.
+    Delete { space: String, old: Object },
+}
+
+/// Why a storage operation failed.
+#[derive(thiserror::Error, Debug)]
+#[non_exhaustive]
+pub enum StorageError {
+    /// The file system failed.
+    #[error("I/O error: {0}")]
+    Io(#[from] std::io::Error),
+    /// The engine failed for another reason (bad journal, locked directory, ...).
+    #[error("storage engine error: {0}")]
+    Engine(fjall::Error),
+    /// Stored bytes do not decode: the disk or a bug corrupted them.
+    #[error("corrupt storage: {0}")]
+    Corrupt(String),
+    /// No space of that name.
+    #[error("unknown space {0:?}")]
+    UnknownSpace(String),
+    /// `create_space` of a name that exists.
+    #[error("space {0:?} exists")]
+    SpaceExists(String),
+    /// The request does not fit the space's schema (wrong key type, object shape, subspace,
+    /// region or box dimensions). Nothing was written.
+    #[error("invalid request: {0}")]
+    Invalid(String),
+    /// A write or fsync failed earlier: the store refuses writes until the process restarts.
+    #[error("storage is poisoned by an earlier failed write or fsync; restart to recover")]
+    Poisoned,
+}
+
+impl From<fjall::Error> for StorageError {
+    fn from(e: fjall::Error) -> StorageError {
+        match e {
+            fjall::Error::Poisoned => StorageError::Poisoned,
+            fjall::Error::Io(io) => StorageError::Io(io),
+            other => StorageError::Engine(other),
+        }
+    }
+}
+
+/// Counters since `open`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct StoreStats {
+    /// Storage entries read by searches (in range, out of box, and the one that ends a scan).
+    pub keys_scanned: u64,
+    pub searches: u64,
+    /// Non-empty `commit` calls that succeeded, and the object writes they held.
+    pub commits: u64,
+    pub object_writes: u64,
+    /// Approximate number of stored objects, over all spaces.
+    pub objects_count_estimate: u64,
+}
+
+/// A space's schema with its tessellations and keyspace handles, one per subspace.
+struct Space {
+    schema: SpaceSchema,
+    tessellations: Vec<Tessellation>,
+    keyspaces: Vec<Keyspace>,
+}
+
+#[derive(Default)]
+struct Counters {
+    keys_scanned: AtomicU64,
+    searches: AtomicU64,
+    commits: AtomicU64,
+    object_writes: AtomicU64,
+}
+
+/// The periodic fsync thread and its stop signal.
+struct Syncer {
+    stop: Arc<(Mutex<bool>, Condvar)>,
+    thread: Option<JoinHandle<()>>,
+}
+
+/// A server's durable store. `Send + Sync`: share it through an `Arc`.
+pub struct Store {
+    db: Database,
+    catalog: Keyspace,
+    spaces: RwLock<BTreeMap<String, Arc<Space>>>,
+    poisoned: Arc<AtomicBool>,
+    counters: Arc<Counters>,
+    fsync: FsyncPolicy,
+    syncer: Option<Syncer>,
+}
+
+fn keyspace_name(space: &str, subspace: usize) -> String {
+    format!("s{space}_{subspace}")
+}
+
+fn keyspace_options() -> KeyspaceCreateOptions {
+    KeyspaceCreateOptions::default().max_memtable_size(MEMTABLE_BYTES_MAX)
+}
+
+impl Store {
+    /// Opens the store in `dir`, creating it if needed, recovering it otherwise (the catalog, the
+    /// data, and the removal of keyspaces that no catalog entry names).
+    pub fn open(dir: &Path, options: StoreOptions) -> Result<Store, StorageError> {
+        let db = Database::builder(dir)
+            .cache_size(options.cache_bytes)
+            .worker_threads(WORKER_THREADS)
+            .max_journaling_size(JOURNAL_BYTES_MAX)
+            .open()?;
+        let catalog = db.keyspace(CATALOG, KeyspaceCreateOptions::default)?;
+        let mut spaces = BTreeMap::new();
+        for guard in catalog.iter() {
+            let (name, value) = guard.into_inner()?;
+            let schema = decode_schema(&value)?;
+            if schema.name.as_bytes() != &*name {
+                return Err(StorageError::Corrupt(format!("catalog entry {name:?} holds space {:?}", schema.name)));
+            }
+            let space = open_space(&db, schema)?;
+            spaces.insert(space.schema.name.clone(), Arc::new(space));
+        }
+        let expected: Vec<String> = spaces
+            .values()
+            .flat_map(|s: &Arc<Space>| (0..s.keyspaces.len()).map(|n| keyspace_name(&s.schema.name, n)))
+            .collect();
+        for name in db.list_keyspace_names() {
+            let name: &str = &name;
+            if name != CATALOG && !expected.iter().any(|e| e == name) {
+                let orphan = db.keyspace(name, KeyspaceCreateOptions::default)?;
+                db.delete_keyspace(orphan)?;
+            }
+        }
+        let poisoned = Arc::new(AtomicBool::new(false));
+        let syncer = match options.fsync {
+            FsyncPolicy::Periodic { interval_ms } => {
+                Some(start_syncer(db.clone(), poisoned.clone(), Duration::from_millis(interval_ms.max(1))))
+            }
+            FsyncPolicy::Always | FsyncPolicy::Never => None,
+        };
+        Ok(Store {
+            db,
+            catalog,
+            spaces: RwLock::new(spaces),
+            poisoned,
+            counters: Arc::default(),
+            fsync: options.fsync,
+            syncer,
+        })
+    }
+
+    /// The catalog: every space's schema, by name.
+    pub fn spaces(&self) -> Vec<SpaceSchema> {
+        self.spaces.read().expect("lock").values().map(|s| s.schema.clone()).collect()
+    }
+
+    /// Creates a space; durable (fsynced) before it returns.
+    pub fn create_space(&self, schema: &SpaceSchema) -> Result<(), StorageError> {
+        self.check_writable()?;
+        if !tessera_types::schema::is_valid_name(&schema.name) || schema.subspaces.is_empty() {
+            return Err(StorageError::Invalid(format!("not a valid schema: {:?}", schema.name)));
+        }
+        let mut spaces = self.spaces.write().expect("lock");
+        if spaces.contains_key(&schema.name) {
+            return Err(StorageError::SpaceExists(schema.name.clone()));
+        }
+        let space = self.poison_on_error(open_space(&self.db, schema.clone()))?;
+        assert!(space.keyspaces.iter().all(|k| k.approximate_len() == 0), "a new space starts empty");
+        let mut value = vec![CATALOG_FORMAT];
+        postcard::to_io(schema, &mut value).expect("writing to a Vec cannot fail");
+        let mut batch = self.db.batch().durability(Some(PersistMode::SyncAll));
+        batch.insert(&self.catalog, schema.name.as_bytes(), value);
+        self.poison_on_error(batch.commit())?;
+        spaces.insert(schema.name.clone(), Arc::new(space));
+        Ok(())
+    }
+
+    /// Removes a space's catalog entry and all its data; durable before it returns. Searches
+    /// already running on the space finish on their snapshot.
+    pub fn drop_space(&self, name: &str) -> Result<(), StorageError> {
+        self.check_writable()?;
+        let mut spaces = self.spaces.write().expect("lock");
+        let space = spaces.get(name).ok_or_else(|| StorageError::UnknownSpace(name.to_owned()))?.clone();
+        let mut batch = self.db.batch().durability(Some(PersistMode::SyncAll));
+        batch.remove(&self.catalog, name.as_bytes());
+        self.poison_on_error(batch.commit())?;
+        spaces.remove(name);
+        for keyspace in &space.keyspaces {
+            self.poison_on_error(self.db.delete_keyspace(keyspace.clone()))?;
+        }
+        Ok(())
+    }
+
+    /// The stored object of `key` in `space`, if any.
+    pub fn get(&self, space: &str, key: &Value) -> Result<Option<StoredObject>, StorageError> {
+        let space = self.space(space)?;
+        if key.primitive_type() != Some(space.schema.key_type()) {
+            return Err(StorageError::Invalid(format!(
+                "key {key} is a {}, the key of {:?} is a {}",
+                key.kind_name(),
+                space.schema.name,
+                space.schema.key_type()
+            )));
+        }
+        let region = space.tessellations[0].region_of(&[key_coordinate(key)]);
+        let mut storage_key = codec::region_prefix(region).to_vec();
+        storage_key.extend_from_slice(&codec::key_bytes(key));
+        let Some(bytes) = space.keyspaces[0].get(&storage_key)? else {
+            return Ok(None);
+        };
+        let stored = codec::decode_value(&bytes)?;
+        if stored.object.key() != key || !stored.object.conforms_to(&space.schema) {
+            return Err(StorageError::Corrupt(format!("entry of key {key} holds {:?}", stored.object)));
+        }
+        Ok(Some(stored))
+    }
+
+    /// Applies all `writes` atomically (one engine batch across keyspaces), durable per the fsync
+    /// policy before it returns. Later writes of the same storage entry win, so a group commit
+    /// may hold several successive writes of one key, each `old` being the previous `new`.
+    /// Writes are validated first: on an error nothing is written.
+    pub fn commit(&self, writes: &[ObjectWrite]) -> Result<(), StorageError> {
+        self.check_writable()?;
+        if writes.is_empty() {
+            return Ok(());
+        }
+        let spaces = self.spaces.read().expect("lock");
+        // Entries to write, in write order; a later write of the same entry replaces the value.
+        let mut pending = Pending::default();
+        for write in writes {
+            let (name, old, new) = match write {
+                ObjectWrite::Put { space, old, new } => (space, old.as_ref(), Some(new)),
+                ObjectWrite::Delete { space, old } => (space, Some(old), None),
+            };
+            let space = spaces.get(name.as_str()).ok_or_else(|| StorageError::UnknownSpace(name.clone()))?;
+            check_write(&space.schema, old, new)?;
+            for (n, (keyspace, tessellation)) in space.keyspaces.iter().zip(&space.tessellations).enumerate() {
+                let subspace = SubspaceId(n as u16);
+                let entry_of = |o: &Object| codec::entry_key(&space.schema, subspace, tessellation, o);
+                let new_key = new.map(|n| entry_of(&n.object));
+                if let Some(old_key) = old.map(entry_of).filter(|k| Some(k) != new_key.as_ref()) {
+                    pending.set(name, n, keyspace, old_key, None);
+                }
+                if let (Some(new_key), Some(new)) = (new_key, new) {
+                    pending.set(name, n, keyspace, new_key, Some(codec::encode_value(new)));
+                }
+            }
+        }
+        let mode = match self.fsync {
+            FsyncPolicy::Always => PersistMode::SyncAll,
+            FsyncPolicy::Periodic { .. } | FsyncPolicy::Never => PersistMode::Buffer,
+        };
+        let mut batch = self.db.batch().durability(Some(mode));
+        for (keyspace, key, value) in pending.entries {
+            match value {
+                Some(value) => batch.insert(keyspace, key, value),
+                None => batch.remove(keyspace, key),
+            }
+        }
+        self.poison_on_error(batch.commit())?;
+        self.counters.commits.fetch_add(1, Ordering::Relaxed);
+        self.counters.object_writes.fetch_add(writes.len() as u64, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Every stored object of `regions` of `subspace` whose point lies in the inclusive box
+    /// `[lo, hi]`, read from one consistent snapshot, each once. The caller filters by its
+    /// predicates afterwards (string hash collisions, attributes that are not dimensions).
+    pub fn search(
+        &self,
+        space: &str,
+        subspace: SubspaceId,
+        regions: &[RegionIndex],
+        lo: &[u64],
+        hi: &[u64],
+    ) -> Result<SearchIter, StorageError> {
+        let space = self.space(space)?;
+        let n = subspace.get();
+        let (Some(keyspace), Some(tessellation)) = (space.keyspaces.get(n), space.tessellations.get(n)) else {
+            return Err(StorageError::Invalid(format!("{:?} has no subspace {n}", space.schema.name)));
+        };
+        let d = tessellation.dimensions();
+        if lo.len() != d || hi.len() != d {
+            return Err(StorageError::Invalid(format!("subspace {n} has {d} dimensions, the box {}", lo.len())));
+        }
+        if let Some(r) = regions.iter().find(|r| r.0 >= tessellation.regions_count()) {
+            return Err(StorageError::Invalid(format!("subspace {n} has no region {}", r.0)));
+        }
+        let mut regions = regions.to_vec();
+        regions.sort_unstable();
+        regions.dedup();
+        // Clip the box to each region; drop the regions it misses.
+        let boxes = regions
+            .into_iter()
+            .filter_map(|region| {
+                let bounds = tessellation.region_bounds(region);
+                let lo: Vec<u64> = lo.iter().zip(&bounds).map(|(l, b)| (*l).max(b.0)).collect();
+                let hi: Vec<u64> = hi.iter().zip(&bounds).map(|(h, b)| (*h).min(b.1)).collect();
+                lo.iter().zip(&hi).all(|(l, h)| l <= h).then_some((region, lo, hi))
+            })
+            .collect();
+        self.counters.searches.fetch_add(1, Ordering::Relaxed);
+        Ok(SearchIter::new(
+            self.db.snapshot(),
+            keyspace.clone(),
+            subspace == SubspaceId::KEY,
+            boxes,
+            self.counters.clone(),
+        ))
+    }
+
+    pub fn stats(&self) -> StoreStats {
+        let c = &self.counters;
+        let spaces = self.spaces.read().expect("lock");
+        StoreStats {
+            keys_scanned: c.keys_scanned.load(Ordering::Relaxed),
+            searches: c.searches.load(Ordering::Relaxed),
+            commits: c.commits.load(Ordering::Relaxed),
+            object_writes: c.object_writes.load(Ordering::Relaxed),
+            objects_count_estimate: spaces.values().map(|s| s.keyspaces[0].approximate_len() as u64).sum(),
+        }
+    }
+
+    fn space(&self, name: &str) -> Result<Arc<Space>, StorageError> {
+        let spaces = self.spaces.read().expect("lock");
+        spaces.get(name).cloned().ok_or_else(|| StorageError::UnknownSpace(name.to_owned()))
+    }
+
+    fn check_writable(&self) -> Result<(), StorageError> {
+        if self.poisoned.load(Ordering::Acquire) {
+            return Err(StorageError::Poisoned);
+        }
+        Ok(())
+    }
+
+    /// Poisons the store if `result` is an engine error: its state on disk is unknown.
+    fn poison_on_error<T>(&self, result: Result<T, fjall::Error>) -> Result<T, StorageError> {
+        result.map_err(|e| {
+            self.poisoned.store(true, Ordering::Release);
+            StorageError::from(e)
+        })
+    }
+}
+
+impl Drop for Store {
+    fn drop(&mut self) {
+        if let Some(syncer) = &mut self.syncer {
+            *syncer.stop.0.lock().expect("lock") = true;
+            syncer.stop.1.notify_all();
+            if let Some(thread) = syncer.thread.take() {
+                let _ = thread.join();
+            }
+        }
+    }
+}
+
+/// A commit's storage entries in write order; a later write of an entry replaces its value, so
+/// the batch holds each entry once (fjall gives a whole batch one sequence number).
+#[derive(Default)]
+struct Pending<'a> {
+    entries: Vec<(&'a Keyspace, Vec<u8>, Option<Vec<u8>>)>,
+    /// (space, subspace, storage key) to its index in `entries`.
+    index: HashMap<(&'a str, usize, Vec<u8>), usize>,
+}
+
+impl<'a> Pending<'a> {
+    fn set(&mut self, space: &'a str, subspace: usize, keyspace: &'a Keyspace, key: Vec<u8>, value: Option<Vec<u8>>) {
+        match self.index.entry((space, subspace, key.clone())) {
+            Entry::Occupied(slot) => self.entries[*slot.get()].2 = value,
+            Entry::Vacant(slot) => {
+                slot.insert(self.entries.len());
+                self.entries.push((keyspace, key, value));
+            }
+        }
+    }
+}
+
+fn open_space(db: &Database, schema: SpaceSchema) -> Result<Space, fjall::Error> {
+    let tessellations: Vec<Tessellation> =
+        schema.subspaces.iter().map(|s| Tessellation::new(s.dimensions.len(), schema.partitions)).collect();
+    let keyspaces = (0..schema.subspaces.len())
+        .map(|n| db.keyspace(&keyspace_name(&schema.name, n), keyspace_options))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Space { schema, tessellations, keyspaces })
+}
+
+fn decode_schema(bytes: &[u8]) -> Result<SpaceSchema, StorageError> {
+    match bytes.split_first() {
+        Some((&CATALOG_FORMAT, rest)) => postcard::from_bytes(rest)
+            .map_err(|e| StorageError::Corrupt(format!("undecodable catalog entry: {e}"))),
+        _ => Err(StorageError::Corrupt("catalog entry of an unknown format".to_owned())),
+    }
+}
+
+/// The objects of one write fit the schema and name the same key.
+fn check_write(schema: &SpaceSchema, old: Option<&Object>, new: Option<&StoredObject>) -> Result<(), StorageError> {
+    let invalid = |what: String| Err(StorageError::Invalid(format!("{what} in space {:?}", schema.name)));
+    for o in old.into_iter().chain(new.map(|n| &n.object)) {
+        if !o.conforms_to(schema) || o.values.iter().any(Value::contains_nan) {
+            return invalid(format!("object {o:?} does not fit the schema"));
+        }
+    }
+    if let (Some(old), Some(new)) = (old, new) {
+        if old.key() != new.object.key() {
+            return invalid(format!("a put changes key {} into {}", old.key(), new.object.key()));
+        }
+    }
+    if new.is_some_and(|n| n.version == Version::NONE) {
+        return invalid("version 0 names no object".to_owned());
+    }
+    Ok(())
+}
+
+fn start_syncer(db: Database, poisoned: Arc<AtomicBool>, interval: Duration) -> Syncer {
+    let stop = Arc::new((Mutex::new(false), Condvar::new()));
+    let signal = stop.clone();
+    let thread = std::thread::Builder::new()
+        .name("tessera-fsync".to_owned())
+        .spawn(move || {
+            let (lock, condvar) = &*signal;
+            let mut stopped = lock.lock().expect("lock");
+            while !*stopped {
+                stopped = condvar.wait_timeout(stopped, interval).expect("lock").0;
+                if !poisoned.load(Ordering::Acquire) && db.persist(PersistMode::SyncAll).is_err() {
+                    poisoned.store(true, Ordering::Release);
+                }
+            }
+        })
+        .expect("spawning the fsync thread");
+    Syncer { stop, thread: Some(thread) }
+}

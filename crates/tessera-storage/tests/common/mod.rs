@@ -1,0 +1,33 @@
+//! Shared test fixtures: a small space and its objects.
+#![allow(dead_code)]
+
+use tessera_geometry::Tessellation;
+use tessera_storage::{ObjectWrite, StoredObject};
+use tessera_types::{Attribute, AttributeType, Object, SpaceSchema, Value, Version};
+
+/// `space people key string id attributes int a, int b, string s subspace a, b subspace s`.
+pub fn people(name: &str, partitions: u32) -> SpaceSchema {
+    let attr = |name: &str, ty| Attribute { name: name.to_owned(), ty };
+    SpaceSchema::new(
+        name,
+        attr("id", AttributeType::STRING),
+        vec![attr("a", AttributeType::INT), attr("b", AttributeType::INT), attr("s", AttributeType::STRING)],
+        vec![vec!["a".into(), "b".into()], vec!["s".into()]],
+        partitions,
+        0,
+    )
+    .expect("valid schema")
+}
+
+pub fn person(key: &str, a: i64, b: i64, s: &str) -> Object {
+    Object { values: vec![Value::from(key), Value::Int(a), Value::Int(b), Value::from(s)] }
+}
+
+pub fn put(space: &str, old: Option<Object>, version: u64, new: Object) -> ObjectWrite {
+    ObjectWrite::Put { space: space.to_owned(), old, new: StoredObject { version: Version(version), object: new } }
+}
+
+pub fn all_regions(schema: &SpaceSchema, subspace: usize) -> Vec<tessera_geometry::RegionIndex> {
+    let t = Tessellation::new(schema.subspaces[subspace].dimensions.len(), schema.partitions);
+    (0..t.regions_count()).map(tessera_geometry::RegionIndex).collect()
+}
