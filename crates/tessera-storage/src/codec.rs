@@ -58,7 +58,10 @@ pub(crate) fn encode_value(stored: &StoredObject) -> Vec<u8> {
 
 pub(crate) fn decode_value(bytes: &[u8]) -> Result<StoredObject, StorageError> {
     if bytes.len() < VERSION_BYTES {
-        return Err(StorageError::Corrupt(format!("value of {} bytes has no version", bytes.len())));
+        return Err(StorageError::Corrupt(format!(
+            "value of {} bytes has no version",
+            bytes.len()
+        )));
     }
     let (version, object) = bytes.split_at(VERSION_BYTES);
     let version = Version(u64::from_be_bytes(version.try_into().expect("8 bytes")));
@@ -75,17 +78,28 @@ mod tests {
     fn key_bytes_are_stable() {
         assert_eq!(key_bytes(&Value::from("ab")), b"ab");
         assert_eq!(key_bytes(&Value::Int(0)), [0x80, 0, 0, 0, 0, 0, 0, 0]);
-        assert_eq!(key_bytes(&Value::Int(-1)), [0x7f, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff]);
-        assert_eq!(key_bytes(&Value::Float(1.0)), (1.0f64.to_bits() | 1 << 63).to_be_bytes());
+        assert_eq!(
+            key_bytes(&Value::Int(-1)),
+            [0x7f, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff]
+        );
+        assert_eq!(
+            key_bytes(&Value::Float(1.0)),
+            (1.0f64.to_bits() | 1 << 63).to_be_bytes()
+        );
     }
 
     #[test]
     fn values_round_trip() {
         let stored = StoredObject {
             version: Version(7),
-            object: Object { values: vec![Value::from("k"), Value::Int(-3), Value::Float(2.5)] },
+            object: Object {
+                values: vec![Value::from("k"), Value::Int(-3), Value::Float(2.5)],
+            },
         };
         assert_eq!(decode_value(&encode_value(&stored)).unwrap(), stored);
-        assert!(matches!(decode_value(&[1, 2]), Err(StorageError::Corrupt(_))));
+        assert!(matches!(
+            decode_value(&[1, 2]),
+            Err(StorageError::Corrupt(_))
+        ));
     }
 }

@@ -108,7 +108,10 @@ pub struct StoreOptions {
 
 impl Default for StoreOptions {
     fn default() -> StoreOptions {
-        StoreOptions { fsync: FsyncPolicy::Always, cache_bytes: CACHE_BYTES_DEFAULT }
+        StoreOptions {
+            fsync: FsyncPolicy::Always,
+            cache_bytes: CACHE_BYTES_DEFAULT,
+        }
     }
 }
 
@@ -123,7 +126,11 @@ pub struct StoredObject {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ObjectWrite {
     /// Store `new`, replacing `old` (the currently stored object of that key, if any).
-    Put { space: String, old: Option<Object>, new: StoredObject },
+    Put {
+        space: String,
+        old: Option<Object>,
+        new: StoredObject,
+    },
     /// Remove `old`, the currently stored object of its key.
     Delete { space: String, old: Object },
 }
@@ -234,14 +241,19 @@ impl Store {
             let (name, value) = guard.into_inner()?;
             let schema = decode_schema(&value)?;
             if schema.name.as_bytes() != &*name {
-                return Err(StorageError::Corrupt(format!("catalog entry {name:?} holds space {:?}", schema.name)));
+                return Err(StorageError::Corrupt(format!(
+                    "catalog entry {name:?} holds space {:?}",
+                    schema.name
+                )));
             }
             let space = open_space(&db, schema)?;
             spaces.insert(space.schema.name.clone(), Arc::new(space));
         }
         let expected: Vec<String> = spaces
             .values()
-            .flat_map(|s: &Arc<Space>| (0..s.keyspaces.len()).map(|n| keyspace_name(&s.schema.name, n)))
+            .flat_map(|s: &Arc<Space>| {
+                (0..s.keyspaces.len()).map(|n| keyspace_name(&s.schema.name, n))
+            })
             .collect();
         for name in db.list_keyspace_names() {
             let name: &str = &name;
@@ -252,9 +264,11 @@ impl Store {
         }
         let poisoned = Arc::new(AtomicBool::new(false));
         let syncer = match options.fsync {
-            FsyncPolicy::Periodic { interval_ms } => {
-                Some(start_syncer(db.clone(), poisoned.clone(), Duration::from_millis(interval_ms.max(1))))
-            }
+            FsyncPolicy::Periodic { interval_ms } => Some(start_syncer(
+                db.clone(),
+                poisoned.clone(),
+                Duration::from_millis(interval_ms.max(1)),
+            )),
             FsyncPolicy::Always | FsyncPolicy::Never => None,
         };
         Ok(Store {
@@ -270,21 +284,32 @@ impl Store {
 
     /// The catalog: every space's schema, by name.
     pub fn spaces(&self) -> Vec<SpaceSchema> {
-        self.spaces.read().expect("lock").values().map(|s| s.schema.clone()).collect()
+        self.spaces
+            .read()
+            .expect("lock")
+            .values()
+            .map(|s| s.schema.clone())
+            .collect()
     }
 
     /// Creates a space; durable (fsynced) before it returns.
     pub fn create_space(&self, schema: &SpaceSchema) -> Result<(), StorageError> {
         self.check_writable()?;
         if !tessera_types::schema::is_valid_name(&schema.name) || schema.subspaces.is_empty() {
-            return Err(StorageError::Invalid(format!("not a valid schema: {:?}", schema.name)));
+            return Err(StorageError::Invalid(format!(
+                "not a valid schema: {:?}",
+                schema.name
+            )));
         }
         let mut spaces = self.spaces.write().expect("lock");
         if spaces.contains_key(&schema.name) {
             return Err(StorageError::SpaceExists(schema.name.clone()));
         }
         let space = self.poison_on_error(open_space(&self.db, schema.clone()))?;
-        assert!(space.keyspaces.iter().all(|k| k.approximate_len() == 0), "a new space starts empty");
+        assert!(
+            space.keyspaces.iter().all(|k| k.approximate_len() == 0),
+            "a new space starts empty"
+        );
         let mut value = vec![CATALOG_FORMAT];
         postcard::to_io(schema, &mut value).expect("writing to a Vec cannot fail");
         let mut batch = self.db.batch().durability(Some(PersistMode::SyncAll));
@@ -299,7 +324,10 @@ impl Store {
     pub fn drop_space(&self, name: &str) -> Result<(), StorageError> {
         self.check_writable()?;
         let mut spaces = self.spaces.write().expect("lock");
-        let space = spaces.get(name).ok_or_else(|| StorageError::UnknownSpace(name.to_owned()))?.clone();
+        let space = spaces
+            .get(name)
+            .ok_or_else(|| StorageError::UnknownSpace(name.to_owned()))?
+            .clone();
         let mut batch = self.db.batch().durability(Some(PersistMode::SyncAll));
         batch.remove(&self.catalog, name.as_bytes());
         self.poison_on_error(batch.commit())?;
@@ -329,7 +357,10 @@ impl Store {
         };
         let stored = codec::decode_value(&bytes)?;
         if stored.object.key() != key || !stored.object.conforms_to(&space.schema) {
-            return Err(StorageError::Corrupt(format!("entry of key {key} holds {:?}", stored.object)));
+            return Err(StorageError::Corrupt(format!(
+                "entry of key {key} holds {:?}",
+                stored.object
+            )));
         }
         Ok(Some(stored))
     }
@@ -351,11 +382,16 @@ impl Store {
                 ObjectWrite::Put { space, old, new } => (space, old.as_ref(), Some(new)),
                 ObjectWrite::Delete { space, old } => (space, Some(old), None),
             };
-            let space = spaces.get(name.as_str()).ok_or_else(|| StorageError::UnknownSpace(name.clone()))?;
+            let space = spaces
+                .get(name.as_str())
+                .ok_or_else(|| StorageError::UnknownSpace(name.clone()))?;
             check_write(&space.schema, old, new)?;
-            for (n, (keyspace, tessellation)) in space.keyspaces.iter().zip(&space.tessellations).enumerate() {
+            for (n, (keyspace, tessellation)) in
+                space.keyspaces.iter().zip(&space.tessellations).enumerate()
+            {
                 let subspace = SubspaceId(n as u16);
-                let entry_of = |o: &Object| codec::entry_key(&space.schema, subspace, tessellation, o);
+                let entry_of =
+                    |o: &Object| codec::entry_key(&space.schema, subspace, tessellation, o);
                 let new_key = new.map(|n| entry_of(&n.object));
                 if let Some(old_key) = old.map(entry_of).filter(|k| Some(k) != new_key.as_ref()) {
                     pending.set(name, n, keyspace, old_key, None);
@@ -378,7 +414,9 @@ impl Store {
         }
         self.poison_on_error(batch.commit())?;
         self.counters.commits.fetch_add(1, Ordering::Relaxed);
-        self.counters.object_writes.fetch_add(writes.len() as u64, Ordering::Relaxed);
+        self.counters
+            .object_writes
+            .fetch_add(writes.len() as u64, Ordering::Relaxed);
         Ok(())
     }
 
@@ -395,15 +433,26 @@ impl Store {
     ) -> Result<SearchIter, StorageError> {
         let space = self.space(space)?;
         let n = subspace.get();
-        let (Some(keyspace), Some(tessellation)) = (space.keyspaces.get(n), space.tessellations.get(n)) else {
-            return Err(StorageError::Invalid(format!("{:?} has no subspace {n}", space.schema.name)));
+        let (Some(keyspace), Some(tessellation)) =
+            (space.keyspaces.get(n), space.tessellations.get(n))
+        else {
+            return Err(StorageError::Invalid(format!(
+                "{:?} has no subspace {n}",
+                space.schema.name
+            )));
         };
         let d = tessellation.dimensions();
         if lo.len() != d || hi.len() != d {
-            return Err(StorageError::Invalid(format!("subspace {n} has {d} dimensions, the box {}", lo.len())));
+            return Err(StorageError::Invalid(format!(
+                "subspace {n} has {d} dimensions, the box {}",
+                lo.len()
+            )));
         }
         if let Some(r) = regions.iter().find(|r| r.0 >= tessellation.regions_count()) {
-            return Err(StorageError::Invalid(format!("subspace {n} has no region {}", r.0)));
+            return Err(StorageError::Invalid(format!(
+                "subspace {n} has no region {}",
+                r.0
+            )));
         }
         let mut regions = regions.to_vec();
         regions.sort_unstable();
@@ -415,7 +464,10 @@ impl Store {
                 let bounds = tessellation.region_bounds(region);
                 let lo: Vec<u64> = lo.iter().zip(&bounds).map(|(l, b)| (*l).max(b.0)).collect();
                 let hi: Vec<u64> = hi.iter().zip(&bounds).map(|(h, b)| (*h).min(b.1)).collect();
-                lo.iter().zip(&hi).all(|(l, h)| l <= h).then_some((region, lo, hi))
+                lo.iter()
+                    .zip(&hi)
+                    .all(|(l, h)| l <= h)
+                    .then_some((region, lo, hi))
             })
             .collect();
         self.counters.searches.fetch_add(1, Ordering::Relaxed);
@@ -436,13 +488,19 @@ impl Store {
             searches: c.searches.load(Ordering::Relaxed),
             commits: c.commits.load(Ordering::Relaxed),
             object_writes: c.object_writes.load(Ordering::Relaxed),
-            objects_count_estimate: spaces.values().map(|s| s.keyspaces[0].approximate_len() as u64).sum(),
+            objects_count_estimate: spaces
+                .values()
+                .map(|s| s.keyspaces[0].approximate_len() as u64)
+                .sum(),
         }
     }
 
     fn space(&self, name: &str) -> Result<Arc<Space>, StorageError> {
         let spaces = self.spaces.read().expect("lock");
-        spaces.get(name).cloned().ok_or_else(|| StorageError::UnknownSpace(name.to_owned()))
+        spaces
+            .get(name)
+            .cloned()
+            .ok_or_else(|| StorageError::UnknownSpace(name.to_owned()))
     }
 
     fn check_writable(&self) -> Result<(), StorageError> {
@@ -473,17 +531,27 @@ impl Drop for Store {
     }
 }
 
+type PendingEntry<'a> = (&'a Keyspace, Vec<u8>, Option<Vec<u8>>);
+
 /// A commit's storage entries in write order; a later write of an entry replaces its value, so
 /// the batch holds each entry once (fjall gives a whole batch one sequence number).
 #[derive(Default)]
 struct Pending<'a> {
-    entries: Vec<(&'a Keyspace, Vec<u8>, Option<Vec<u8>>)>,
+    /// (keyspace, storage key, value or `None` to remove).
+    entries: Vec<PendingEntry<'a>>,
     /// (space, subspace, storage key) to its index in `entries`.
     index: HashMap<(&'a str, usize, Vec<u8>), usize>,
 }
 
 impl<'a> Pending<'a> {
-    fn set(&mut self, space: &'a str, subspace: usize, keyspace: &'a Keyspace, key: Vec<u8>, value: Option<Vec<u8>>) {
+    fn set(
+        &mut self,
+        space: &'a str,
+        subspace: usize,
+        keyspace: &'a Keyspace,
+        key: Vec<u8>,
+        value: Option<Vec<u8>>,
+    ) {
         match self.index.entry((space, subspace, key.clone())) {
             Entry::Occupied(slot) => self.entries[*slot.get()].2 = value,
             Entry::Vacant(slot) => {
@@ -495,25 +563,43 @@ impl<'a> Pending<'a> {
 }
 
 fn open_space(db: &Database, schema: SpaceSchema) -> Result<Space, fjall::Error> {
-    let tessellations: Vec<Tessellation> =
-        schema.subspaces.iter().map(|s| Tessellation::new(s.dimensions.len(), schema.partitions)).collect();
+    let tessellations: Vec<Tessellation> = schema
+        .subspaces
+        .iter()
+        .map(|s| Tessellation::new(s.dimensions.len(), schema.partitions))
+        .collect();
     let keyspaces = (0..schema.subspaces.len())
         .map(|n| db.keyspace(&keyspace_name(&schema.name, n), keyspace_options))
         .collect::<Result<Vec<_>, _>>()?;
-    Ok(Space { schema, tessellations, keyspaces })
+    Ok(Space {
+        schema,
+        tessellations,
+        keyspaces,
+    })
 }
 
 fn decode_schema(bytes: &[u8]) -> Result<SpaceSchema, StorageError> {
     match bytes.split_first() {
         Some((&CATALOG_FORMAT, rest)) => postcard::from_bytes(rest)
             .map_err(|e| StorageError::Corrupt(format!("undecodable catalog entry: {e}"))),
-        _ => Err(StorageError::Corrupt("catalog entry of an unknown format".to_owned())),
+        _ => Err(StorageError::Corrupt(
+            "catalog entry of an unknown format".to_owned(),
+        )),
     }
 }
 
 /// The objects of one write fit the schema and name the same key.
-fn check_write(schema: &SpaceSchema, old: Option<&Object>, new: Option<&StoredObject>) -> Result<(), StorageError> {
-    let invalid = |what: String| Err(StorageError::Invalid(format!("{what} in space {:?}", schema.name)));
+fn check_write(
+    schema: &SpaceSchema,
+    old: Option<&Object>,
+    new: Option<&StoredObject>,
+) -> Result<(), StorageError> {
+    let invalid = |what: String| {
+        Err(StorageError::Invalid(format!(
+            "{what} in space {:?}",
+            schema.name
+        )))
+    };
     for o in old.into_iter().chain(new.map(|n| &n.object)) {
         if !o.conforms_to(schema) || o.values.iter().any(Value::contains_nan) {
             return invalid(format!("object {o:?} does not fit the schema"));
@@ -521,7 +607,11 @@ fn check_write(schema: &SpaceSchema, old: Option<&Object>, new: Option<&StoredOb
     }
     if let (Some(old), Some(new)) = (old, new) {
         if old.key() != new.object.key() {
-            return invalid(format!("a put changes key {} into {}", old.key(), new.object.key()));
+            return invalid(format!(
+                "a put changes key {} into {}",
+                old.key(),
+                new.object.key()
+            ));
         }
     }
     if new.is_some_and(|n| n.version == Version::NONE) {
@@ -546,5 +636,61 @@ fn start_syncer(db: Database, poisoned: Arc<AtomicBool>, interval: Duration) -> 
             }
         })
         .expect("spawning the fsync thread");
-    Syncer { stop, thread: Some(thread) }
+    Syncer {
+        stop,
+        thread: Some(thread),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tessera_types::{Attribute, AttributeType};
+
+    #[test]
+    fn a_poisoned_store_refuses_writes_and_still_reads() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path(), StoreOptions::default()).unwrap();
+        let key = Attribute {
+            name: "k".into(),
+            ty: AttributeType::INT,
+        };
+        let schema = SpaceSchema::new("s", key, vec![], vec![], 4, 0).unwrap();
+        store.create_space(&schema).unwrap();
+        let object = Object {
+            values: vec![Value::Int(1)],
+        };
+        let write = ObjectWrite::Put {
+            space: "s".into(),
+            old: None,
+            new: StoredObject {
+                version: Version(1),
+                object,
+            },
+        };
+        store.commit(std::slice::from_ref(&write)).unwrap();
+        // What `poison_on_error` does when the engine fails a write or an fsync.
+        assert!(matches!(
+            store.poison_on_error::<()>(Err(fjall::Error::Poisoned)),
+            Err(StorageError::Poisoned)
+        ));
+        assert!(matches!(
+            store.commit(&[write]),
+            Err(StorageError::Poisoned)
+        ));
+        assert!(matches!(store.commit(&[]), Err(StorageError::Poisoned)));
+        assert!(matches!(
+            store.create_space(&SpaceSchema {
+                name: "t".into(),
+                ..schema
+            }),
+            Err(StorageError::Poisoned)
+        ));
+        assert!(matches!(store.drop_space("s"), Err(StorageError::Poisoned)));
+        assert_eq!(
+            store.get("s", &Value::Int(1)).unwrap().unwrap().version,
+            Version(1)
+        );
+        assert_eq!(store.spaces().len(), 1);
+    }
 }

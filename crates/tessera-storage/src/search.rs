@@ -14,7 +14,9 @@ use tessera_geometry::zorder;
 
 use crate::{Counters, StorageError, StoredObject};
 
-/// The objects a [`crate::Store::search`] finds, streamed from one snapshot of the store.
+/// The objects a [`crate::Store::search`] finds, streamed from one snapshot of the store: later
+/// commits are not seen. The snapshot keeps the versions it sees from being compacted away, so
+/// drop the iterator when done rather than keeping it around.
 pub struct SearchIter {
     snapshot: Snapshot,
     keyspace: Keyspace,
@@ -35,8 +37,18 @@ impl SearchIter {
         boxes: Vec<(RegionIndex, Vec<u64>, Vec<u64>)>,
         counters: Arc<Counters>,
     ) -> SearchIter {
-        debug_assert!(boxes.iter().all(|(_, lo, hi)| lo.iter().zip(hi).all(|(l, h)| l <= h)));
-        SearchIter { snapshot, keyspace, key_subspace, boxes: boxes.into(), scan: None, counters, failed: false }
+        debug_assert!(boxes
+            .iter()
+            .all(|(_, lo, hi)| lo.iter().zip(hi).all(|(l, h)| l <= h)));
+        SearchIter {
+            snapshot,
+            keyspace,
+            key_subspace,
+            boxes: boxes.into(),
+            scan: None,
+            counters,
+            failed: false,
+        }
     }
 
     /// A scan of the current region from `start` (inclusive) to the end of the box's Z-range.
@@ -51,7 +63,8 @@ impl SearchIter {
             Some(end) => Bound::Excluded(end),
             None => Bound::Unbounded,
         };
-        self.snapshot.range(&self.keyspace, (Bound::Included(start), end))
+        self.snapshot
+            .range(&self.keyspace, (Bound::Included(start), end))
     }
 
     fn step(&mut self) -> Result<Option<StoredObject>, StorageError> {
@@ -76,7 +89,9 @@ impl SearchIter {
             let (key, value) = guard.into_inner()?;
             self.counters.keys_scanned.fetch_add(1, Ordering::Relaxed);
             if key.len() <= REGION_BYTES + z_bytes || key[..REGION_BYTES] != prefix {
-                return Err(StorageError::Corrupt(format!("entry key {key:?} outside its region's range")));
+                return Err(StorageError::Corrupt(format!(
+                    "entry key {key:?} outside its region's range"
+                )));
             }
             if self.key_subspace {
                 let stored = codec::decode_value(&value)?;
@@ -88,7 +103,11 @@ impl SearchIter {
             }
             let z = &key[REGION_BYTES..REGION_BYTES + z_bytes];
             let point = zorder::deinterleave(z, lo.len());
-            if point.iter().zip(lo.iter().zip(hi)).all(|(c, (l, h))| l <= c && c <= h) {
+            if point
+                .iter()
+                .zip(lo.iter().zip(hi))
+                .all(|(c, (l, h))| l <= c && c <= h)
+            {
                 return Ok(Some(codec::decode_value(&value)?));
             }
             // Outside the box: jump to the next Z-value inside it, or end this region.

@@ -6,39 +6,94 @@ use common::{all_regions, people, person, put};
 use tessera_storage::{FsyncPolicy, ObjectWrite, StorageError, Store, StoreOptions};
 use tessera_types::{SubspaceId, Value};
 
-fn count(store: &Store, space: &str, subspace: u16, regions: &[tessera_geometry::RegionIndex], d: usize) -> usize {
-    store.search(space, SubspaceId(subspace), regions, &vec![0; d], &vec![u64::MAX; d]).unwrap().map(Result::unwrap).count()
+fn count(
+    store: &Store,
+    space: &str,
+    subspace: u16,
+    regions: &[tessera_geometry::RegionIndex],
+    d: usize,
+) -> usize {
+    store
+        .search(
+            space,
+            SubspaceId(subspace),
+            regions,
+            &vec![0; d],
+            &vec![u64::MAX; d],
+        )
+        .unwrap()
+        .map(Result::unwrap)
+        .count()
 }
 
 #[test]
 fn reopen_recovers_catalog_and_data_and_forgets_dropped_spaces() {
-    for fsync in [FsyncPolicy::Always, FsyncPolicy::Periodic { interval_ms: 5 }, FsyncPolicy::Never] {
+    for fsync in [
+        FsyncPolicy::Always,
+        FsyncPolicy::Periodic { interval_ms: 5 },
+        FsyncPolicy::Never,
+    ] {
         let dir = tempfile::tempdir().unwrap();
-        let options = StoreOptions { fsync, ..StoreOptions::default() };
+        let options = StoreOptions {
+            fsync,
+            ..StoreOptions::default()
+        };
         let (p, q) = (people("people", 8), people("other", 3));
         {
             let store = Store::open(dir.path(), options.clone()).unwrap();
             store.create_space(&p).unwrap();
             store.create_space(&q).unwrap();
-            let writes: Vec<_> = (0..200).map(|i| put("people", None, 7, person(&format!("k{i}"), i, -i, "s"))).collect();
+            let writes: Vec<_> = (0..200)
+                .map(|i| put("people", None, 7, person(&format!("k{i}"), i, -i, "s")))
+                .collect();
             store.commit(&writes).unwrap();
-            store.commit(&[put("other", None, 1, person("x", 1, 2, "y"))]).unwrap();
+            store
+                .commit(&[put("other", None, 1, person("x", 1, 2, "y"))])
+                .unwrap();
         }
         {
             let store = Store::open(dir.path(), options.clone()).unwrap();
             let mut names: Vec<String> = store.spaces().into_iter().map(|s| s.name).collect();
             names.sort();
             assert_eq!(names, ["other", "people"]);
-            assert_eq!(store.spaces().into_iter().find(|s| s.name == "people").unwrap(), p);
+            assert_eq!(
+                store
+                    .spaces()
+                    .into_iter()
+                    .find(|s| s.name == "people")
+                    .unwrap(),
+                p
+            );
             for i in 0..200 {
-                let got = store.get("people", &Value::from(format!("k{i}").as_str())).unwrap().unwrap();
-                assert_eq!((got.version.0, got.object), (7, person(&format!("k{i}"), i, -i, "s")));
+                let got = store
+                    .get("people", &Value::from(format!("k{i}").as_str()))
+                    .unwrap()
+                    .unwrap();
+                assert_eq!(
+                    (got.version.0, got.object),
+                    (7, person(&format!("k{i}"), i, -i, "s"))
+                );
             }
             for (subspace, d) in [(0, 1), (1, 2), (2, 1)] {
-                assert_eq!(count(&store, "people", subspace, &all_regions(&p, subspace as usize), d), 200);
+                assert_eq!(
+                    count(
+                        &store,
+                        "people",
+                        subspace,
+                        &all_regions(&p, subspace as usize),
+                        d
+                    ),
+                    200
+                );
             }
             store.drop_space("people").unwrap();
-            assert_eq!(store.get("people", &Value::from("k1")).unwrap_err().to_string(), "unknown space \"people\"");
+            assert_eq!(
+                store
+                    .get("people", &Value::from("k1"))
+                    .unwrap_err()
+                    .to_string(),
+                "unknown space \"people\""
+            );
         }
         let store = Store::open(dir.path(), options).unwrap();
         assert_eq!(store.spaces(), vec![q.clone()]);
@@ -58,28 +113,96 @@ fn errors_are_typed_and_change_nothing() {
     let p = people("people", 4);
     store.create_space(&p).unwrap();
     assert!(matches!(store.create_space(&p), Err(StorageError::SpaceExists(n)) if n == "people"));
-    assert!(matches!(store.get("nope", &Value::from("k")), Err(StorageError::UnknownSpace(n)) if n == "nope"));
-    assert!(matches!(store.search("nope", SubspaceId(0), &[], &[0], &[1]), Err(StorageError::UnknownSpace(_))));
-    assert!(matches!(store.drop_space("nope"), Err(StorageError::UnknownSpace(_))));
+    assert!(
+        matches!(store.get("nope", &Value::from("k")), Err(StorageError::UnknownSpace(n)) if n == "nope")
+    );
+    assert!(matches!(
+        store.search("nope", SubspaceId(0), &[], &[0], &[1]),
+        Err(StorageError::UnknownSpace(_))
+    ));
+    assert!(matches!(
+        store.drop_space("nope"),
+        Err(StorageError::UnknownSpace(_))
+    ));
     // A batch naming an unknown space writes none of its writes.
     let ok = put("people", None, 1, person("a", 1, 1, "s"));
-    assert!(matches!(store.commit(&[ok.clone(), put("nope", None, 1, person("b", 1, 1, "s"))]), Err(StorageError::UnknownSpace(_))));
+    assert!(matches!(
+        store.commit(&[ok.clone(), put("nope", None, 1, person("b", 1, 1, "s"))]),
+        Err(StorageError::UnknownSpace(_))
+    ));
     assert_eq!(store.get("people", &Value::from("a")).unwrap(), None);
     // Malformed requests.
-    assert!(matches!(store.get("people", &Value::Int(3)), Err(StorageError::Invalid(_))));
-    assert!(matches!(store.search("people", SubspaceId(9), &[], &[0], &[1]), Err(StorageError::Invalid(_))));
-    assert!(matches!(store.search("people", SubspaceId(1), &[], &[0], &[1]), Err(StorageError::Invalid(_))));
-    assert!(matches!(store.search("people", SubspaceId(0), &[tessera_geometry::RegionIndex(99)], &[0], &[1]), Err(StorageError::Invalid(_))));
-    let wrong_shape = tessera_types::Object { values: vec![Value::from("c")] };
-    assert!(matches!(store.commit(&[put("people", None, 1, wrong_shape)]), Err(StorageError::Invalid(_))));
-    let moved_key = put("people", Some(person("a", 1, 1, "s")), 2, person("z", 1, 1, "s"));
-    assert!(matches!(store.commit(&[moved_key]), Err(StorageError::Invalid(_))));
-    assert!(matches!(store.commit(&[put("people", None, 0, person("a", 1, 1, "s"))]), Err(StorageError::Invalid(_))));
+    assert!(matches!(
+        store.get("people", &Value::Int(3)),
+        Err(StorageError::Invalid(_))
+    ));
+    assert!(matches!(
+        store.search("people", SubspaceId(9), &[], &[0], &[1]),
+        Err(StorageError::Invalid(_))
+    ));
+    assert!(matches!(
+        store.search("people", SubspaceId(1), &[], &[0], &[1]),
+        Err(StorageError::Invalid(_))
+    ));
+    assert!(matches!(
+        store.search(
+            "people",
+            SubspaceId(0),
+            &[tessera_geometry::RegionIndex(99)],
+            &[0],
+            &[1]
+        ),
+        Err(StorageError::Invalid(_))
+    ));
+    let wrong_shape = tessera_types::Object {
+        values: vec![Value::from("c")],
+    };
+    assert!(matches!(
+        store.commit(&[put("people", None, 1, wrong_shape)]),
+        Err(StorageError::Invalid(_))
+    ));
+    let moved_key = put(
+        "people",
+        Some(person("a", 1, 1, "s")),
+        2,
+        person("z", 1, 1, "s"),
+    );
+    assert!(matches!(
+        store.commit(&[moved_key]),
+        Err(StorageError::Invalid(_))
+    ));
+    assert!(matches!(
+        store.commit(&[put("people", None, 0, person("a", 1, 1, "s"))]),
+        Err(StorageError::Invalid(_))
+    ));
     // An empty box, or no regions, finds nothing.
     store.commit(&[ok]).unwrap();
-    assert_eq!(store.search("people", SubspaceId(1), &all_regions(&p, 1), &[5, 5], &[4, 9]).unwrap().count(), 0);
-    assert_eq!(store.search("people", SubspaceId(1), &[], &[0, 0], &[u64::MAX; 2]).unwrap().count(), 0);
-    store.commit(&[ObjectWrite::Delete { space: "people".into(), old: person("a", 1, 1, "s") }]).unwrap();
+    assert_eq!(
+        store
+            .search(
+                "people",
+                SubspaceId(1),
+                &all_regions(&p, 1),
+                &[5, 5],
+                &[4, 9]
+            )
+            .unwrap()
+            .count(),
+        0
+    );
+    assert_eq!(
+        store
+            .search("people", SubspaceId(1), &[], &[0, 0], &[u64::MAX; 2])
+            .unwrap()
+            .count(),
+        0
+    );
+    store
+        .commit(&[ObjectWrite::Delete {
+            space: "people".into(),
+            old: person("a", 1, 1, "s"),
+        }])
+        .unwrap();
     assert_eq!(store.get("people", &Value::from("a")).unwrap(), None);
     let stats = store.stats();
     assert_eq!((stats.commits, stats.object_writes), (2, 2));

@@ -25,7 +25,14 @@ fn op() -> impl Strategy<Value = Op> {
 }
 
 fn open(dir: &std::path::Path) -> Store {
-    Store::open(dir, StoreOptions { fsync: FsyncPolicy::Never, cache_bytes: 4 << 20 }).unwrap()
+    Store::open(
+        dir,
+        StoreOptions {
+            fsync: FsyncPolicy::Never,
+            cache_bytes: 4 << 20,
+        },
+    )
+    .unwrap()
 }
 
 fn sorted(mut objects: Vec<StoredObject>) -> Vec<StoredObject> {
@@ -33,8 +40,19 @@ fn sorted(mut objects: Vec<StoredObject>) -> Vec<StoredObject> {
     objects
 }
 
-fn search_all(store: &Store, schema: &SpaceSchema, subspace: usize, regions: &[RegionIndex], lo: &[u64], hi: &[u64]) -> Vec<StoredObject> {
-    store.search(&schema.name, SubspaceId(subspace as u16), regions, lo, hi).unwrap().map(Result::unwrap).collect()
+fn search_all(
+    store: &Store,
+    schema: &SpaceSchema,
+    subspace: usize,
+    regions: &[RegionIndex],
+    lo: &[u64],
+    hi: &[u64],
+) -> Vec<StoredObject> {
+    store
+        .search(&schema.name, SubspaceId(subspace as u16), regions, lo, hi)
+        .unwrap()
+        .map(Result::unwrap)
+        .collect()
 }
 
 /// Applies `commits` to the store and the model; returns the model.
@@ -49,12 +67,26 @@ fn run(store: &Store, schema: &SpaceSchema, commits: &[Vec<Op>]) -> BTreeMap<Val
                     let old = model.get(&Value::from(key.as_str())).cloned();
                     let version = old.as_ref().map_or(1, |o| o.version.0 + 1);
                     let new = person(&key, a, b, &format!("s{s}"));
-                    writes.push(put(&schema.name, old.map(|o| o.object), version, new.clone()));
-                    model.insert(Value::from(key.as_str()), StoredObject { version: tessera_types::Version(version), object: new });
+                    writes.push(put(
+                        &schema.name,
+                        old.map(|o| o.object),
+                        version,
+                        new.clone(),
+                    ));
+                    model.insert(
+                        Value::from(key.as_str()),
+                        StoredObject {
+                            version: tessera_types::Version(version),
+                            object: new,
+                        },
+                    );
                 }
                 Op::Delete { key } => {
                     if let Some(old) = model.remove(&Value::from(format!("k{key}").as_str())) {
-                        writes.push(ObjectWrite::Delete { space: schema.name.clone(), old: old.object });
+                        writes.push(ObjectWrite::Delete {
+                            space: schema.name.clone(),
+                            old: old.object,
+                        });
                     }
                 }
             }
@@ -118,7 +150,11 @@ fn one_commit_may_write_a_key_several_times() {
     let store = open(dir.path());
     let schema = people("people", 4);
     store.create_space(&schema).unwrap();
-    let (v1, v2, v3) = (person("k", 1, 1, "x"), person("k", -5, 3, "y"), person("k", 1, 1, "x"));
+    let (v1, v2, v3) = (
+        person("k", 1, 1, "x"),
+        person("k", -5, 3, "y"),
+        person("k", 1, 1, "x"),
+    );
     store
         .commit(&[
             put("people", None, 1, v1.clone()),
@@ -130,11 +166,36 @@ fn one_commit_may_write_a_key_several_times() {
     assert_eq!((got.version.0, &got.object), (3, &v3));
     for subspace in 1..3 {
         let d = schema.subspaces[subspace].dimensions.len();
-        let found = search_all(&store, &schema, subspace, &all_regions(&schema, subspace), &vec![0; d], &vec![u64::MAX; d]);
+        let found = search_all(
+            &store,
+            &schema,
+            subspace,
+            &all_regions(&schema, subspace),
+            &vec![0; d],
+            &vec![u64::MAX; d],
+        );
         assert_eq!(found.len(), 1, "subspace {subspace} holds k once");
         assert_eq!(found[0].object, v3);
     }
-    store.commit(&[put("people", Some(v3.clone()), 4, v2.clone()), ObjectWrite::Delete { space: "people".into(), old: v2 }]).unwrap();
+    store
+        .commit(&[
+            put("people", Some(v3.clone()), 4, v2.clone()),
+            ObjectWrite::Delete {
+                space: "people".into(),
+                old: v2,
+            },
+        ])
+        .unwrap();
     assert_eq!(store.get("people", &Value::from("k")).unwrap(), None);
-    assert_eq!(search_all(&store, &schema, 1, &all_regions(&schema, 1), &[0, 0], &[u64::MAX, u64::MAX]), vec![]);
+    assert_eq!(
+        search_all(
+            &store,
+            &schema,
+            1,
+            &all_regions(&schema, 1),
+            &[0, 0],
+            &[u64::MAX, u64::MAX]
+        ),
+        vec![]
+    );
 }

@@ -7,11 +7,18 @@ use tessera_types::{Attribute, AttributeType, Object, SpaceSchema, Value, Versio
 
 /// `space people key string id attributes int a, int b, string s subspace a, b subspace s`.
 pub fn people(name: &str, partitions: u32) -> SpaceSchema {
-    let attr = |name: &str, ty| Attribute { name: name.to_owned(), ty };
+    let attr = |name: &str, ty| Attribute {
+        name: name.to_owned(),
+        ty,
+    };
     SpaceSchema::new(
         name,
         attr("id", AttributeType::STRING),
-        vec![attr("a", AttributeType::INT), attr("b", AttributeType::INT), attr("s", AttributeType::STRING)],
+        vec![
+            attr("a", AttributeType::INT),
+            attr("b", AttributeType::INT),
+            attr("s", AttributeType::STRING),
+        ],
         vec![vec!["a".into(), "b".into()], vec!["s".into()]],
         partitions,
         0,
@@ -20,14 +27,33 @@ pub fn people(name: &str, partitions: u32) -> SpaceSchema {
 }
 
 pub fn person(key: &str, a: i64, b: i64, s: &str) -> Object {
-    Object { values: vec![Value::from(key), Value::Int(a), Value::Int(b), Value::from(s)] }
+    Object {
+        values: vec![
+            Value::from(key),
+            Value::Int(a),
+            Value::Int(b),
+            Value::from(s),
+        ],
+    }
 }
 
 pub fn put(space: &str, old: Option<Object>, version: u64, new: Object) -> ObjectWrite {
-    ObjectWrite::Put { space: space.to_owned(), old, new: StoredObject { version: Version(version), object: new } }
+    ObjectWrite::Put {
+        space: space.to_owned(),
+        old,
+        new: StoredObject {
+            version: Version(version),
+            object: new,
+        },
+    }
 }
 
 pub fn all_regions(schema: &SpaceSchema, subspace: usize) -> Vec<tessera_geometry::RegionIndex> {
-    let t = Tessellation::new(schema.subspaces[subspace].dimensions.len(), schema.partitions);
-    (0..t.regions_count()).map(tessera_geometry::RegionIndex).collect()
+    let t = Tessellation::new(
+        schema.subspaces[subspace].dimensions.len(),
+        schema.partitions,
+    );
+    (0..t.regions_count())
+        .map(tessera_geometry::RegionIndex)
+        .collect()
 }
