@@ -1,12 +1,19 @@
-//! `tessera://HOST:PORT`: the Tessera target.
+//! `tessera://HOST:PORT`: Tessera through `tessera-client`.
 //!
-//! NOT YET WIRED: it is written against `tessera-client`, which has not landed yet. Until it
-//! does, `connect` fails with `TargetError::Unsupported` and `run` reports
-//! `BenchError::TargetUnsupported`. The space and the scan predicates it will use are already
-//! fixed in `workload` (`SPACE_DESCRIPTION`, `scan_bounds`).
+//! Every driver task holds a clone of one `Client`: the client pipelines, so N tasks put N
+//! requests in flight on one connection, which is how a Tessera application is meant to use
+//! it. (If that connection fails, every later operation fails and is counted as an error; the
+//! client does not reconnect by itself, and neither does this target.)
+//!
+//! Record `n` is the object `user{n}` in space `ycsb` (`workload::SPACE_DESCRIPTION`) with
+//! `field0..field9` and the scan attributes `prefix`, `suffix`; a scan is the search
+//! `prefix == p && suffix in [lo, hi]`, which the `prefix, suffix` subspace answers from one
+//! region (seed 002 §6.2).
+
+use tessera_client::{Client, ClientError, Predicate, PredicateOp, Status, Value};
 
 use super::{Target, TargetError};
-use crate::workload::Record;
+use crate::workload::{field_name, prefix_suffix, record_key, scan_bounds, Record, SPACE_DESCRIPTION, SPACE_NAME};
 
 /// Parses `tessera://HOST:PORT` into `HOST:PORT` (port 1982, the `tessera dev` default, when
 /// absent).
@@ -25,43 +32,80 @@ pub fn parse_url(url: &str) -> Result<String, String> {
     }
 }
 
-/// Placeholder until `tessera-client` lands; see the module documentation.
-#[derive(Clone, Debug)]
+/// One task's handle on the shared pipelined client.
+#[derive(Clone)]
 pub struct TesseraTarget {
-    _private: (),
+    client: Client,
 }
 
 impl TesseraTarget {
     pub async fn connect(addr: &str) -> Result<TesseraTarget, TargetError> {
-        Err(TargetError::Unsupported(format!(
-            "tessera://{addr}: the Tessera target is not wired yet (tessera-client has not landed)"
-        )))
+        Ok(TesseraTarget { client: Client::connect(addr).await.map_err(to_target_error)? })
     }
 }
 
-fn unwired() -> TargetError {
-    TargetError::Unsupported("the Tessera target is not wired yet".into())
+fn to_target_error(e: ClientError) -> TargetError {
+    match e {
+        ClientError::Io(io) => TargetError::Io(io),
+        ClientError::ConnectionClosed => TargetError::Io(std::io::ErrorKind::ConnectionAborted.into()),
+        ClientError::Protocol(p) => TargetError::Protocol(p),
+        other => TargetError::Server(other.to_string()),
+    }
 }
+
+/// The attributes the benchmark writes and searches; an existing `ycsb` space without them
+/// would turn every operation into an error, so `prepare` checks for them.
+const SCAN_ATTRIBUTES: [&str; 2] = ["prefix", "suffix"];
 
 impl Target for TesseraTarget {
+    /// Creates space `ycsb` unless it exists (a second `load` reuses it and overwrites records).
     async fn prepare(&mut self) -> Result<(), TargetError> {
-        Err(unwired())
+        match self.client.add_space(SPACE_DESCRIPTION).await {
+            Ok(()) => return Ok(()),
+            Err(e) if e.status() == Some(Status::SpaceExists) => {}
+            Err(e) => return Err(to_target_error(e)),
+        }
+        let schema = self.client.describe_space(SPACE_NAME).await.map_err(to_target_error)?;
+        for attr in SCAN_ATTRIBUTES {
+            if !schema.attributes.iter().any(|a| a.name == attr) {
+                return Err(TargetError::Server(format!(
+                    "space {SPACE_NAME:?} exists without attribute {attr:?}: remove it (tessera rm-space {SPACE_NAME}) and load again"
+                )));
+            }
+        }
+        Ok(())
     }
 
-    async fn insert(&mut self, _n: u64, _record: &Record) -> Result<(), TargetError> {
-        Err(unwired())
+    async fn insert(&mut self, n: u64, record: &Record) -> Result<(), TargetError> {
+        let (prefix, suffix) = prefix_suffix(n);
+        let mut attrs: Vec<(&str, Value)> =
+            record.fields.iter().enumerate().map(|(i, f)| (field_name(i), Value::String(f.clone()))).collect();
+        attrs.push(("prefix", Value::Int(prefix)));
+        attrs.push(("suffix", Value::Int(suffix)));
+        self.client.put(SPACE_NAME, record_key(n), attrs).await.map_err(to_target_error)
     }
 
-    async fn read(&mut self, _n: u64) -> Result<bool, TargetError> {
-        Err(unwired())
+    async fn read(&mut self, n: u64) -> Result<bool, TargetError> {
+        match self.client.get(SPACE_NAME, record_key(n)).await {
+            Ok(found) => Ok(found.is_some()),
+            Err(e) if e.is_not_found() => Ok(false),
+            Err(e) => Err(to_target_error(e)),
+        }
     }
 
-    async fn update(&mut self, _n: u64, _field: usize, _value: &str) -> Result<(), TargetError> {
-        Err(unwired())
+    async fn update(&mut self, n: u64, field: usize, value: &str) -> Result<(), TargetError> {
+        let attrs = [(field_name(field), Value::String(value.to_owned()))];
+        self.client.put(SPACE_NAME, record_key(n), attrs).await.map_err(to_target_error)
     }
 
-    async fn scan(&mut self, _n: u64, _len: u64) -> Result<u64, TargetError> {
-        Err(unwired())
+    async fn scan(&mut self, n: u64, len: u64) -> Result<u64, TargetError> {
+        let (prefix, lo, hi) = scan_bounds(n, len);
+        let predicates = vec![
+            Predicate::equals("prefix", Value::Int(prefix)),
+            Predicate::new("suffix", PredicateOp::Range(Value::Int(lo), Value::Int(hi))),
+        ];
+        let found = self.client.search(SPACE_NAME, predicates).await.map_err(to_target_error)?;
+        Ok(found.len() as u64)
     }
 }
 
