@@ -1,1 +1,101 @@
+//! The Tessera server: the I/O shell around storage and the point leader.
+//!
+//! Shape (HyperDex's daemon, one manager per concern):
+//! * [`connection`]: one task per TCP connection reads frames, answers reads itself, and hands
+//!   writes to the write loop; a second task per connection writes responses, batching them
+//!   into one flush whenever several are ready.
+//! * [`writer`]: the write loop, on its own thread. It is the point leader of every key: it
+//!   orders each key's updates, evaluates conditions and atomic operations against the key's
+//!   latest value, and commits everything that arrived while the previous commit was on disk
+//!   as one atomic, fsynced batch (group commit) before any of those requests is answered.
+//! * [`reads`]: get, search, count, sorted search and explain, from committed state.
+//! * [`state`]: the configuration this server acts on, persisted in its data directory.
+//!
+//! Today one server owns every region of every space: a cluster whose replica sets have one
+//! member. The multi-server work replaces the write loop's single-member chain with the
+//! replication state machine and the local configuration with the coordinator's.
 
+pub mod connection;
+pub mod reads;
+pub mod state;
+pub mod writer;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use tessera_storage::{FsyncPolicy, Store, StoreOptions};
+use tokio::net::TcpListener;
+
+pub use state::ServerError;
+
+/// How to run a server.
+#[derive(Clone, Debug)]
+pub struct ServerOptions {
+    /// Where the store and the configuration live. Created if absent.
+    pub data_dir: PathBuf,
+    /// Address to listen on, e.g. `127.0.0.1:1982`. Port 0 picks a free port.
+    pub listen: SocketAddr,
+    /// When writes reach the disk. The default, `Always`, fsyncs every group commit before
+    /// acknowledging any write in it.
+    pub fsync: FsyncPolicy,
+    /// Storage block cache, in bytes.
+    pub cache_bytes: u64,
+}
+
+impl ServerOptions {
+    pub fn new(data_dir: impl Into<PathBuf>, listen: SocketAddr) -> ServerOptions {
+        ServerOptions {
+            data_dir: data_dir.into(),
+            listen,
+            fsync: FsyncPolicy::Always,
+            cache_bytes: StoreOptions::default().cache_bytes,
+        }
+    }
+}
+
+/// A bound, running server. Dropping it does not stop it: call [`Server::shutdown`].
+pub struct Server {
+    local_addr: SocketAddr,
+    shared: Arc<state::Shared>,
+    accept: tokio::task::JoinHandle<()>,
+    writer: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Server {
+    /// Opens (or recovers) the data directory, binds the listener and starts serving.
+    pub async fn start(options: ServerOptions) -> Result<Server, ServerError> {
+        std::fs::create_dir_all(&options.data_dir).map_err(ServerError::Io)?;
+        let listener = TcpListener::bind(options.listen).await.map_err(ServerError::Io)?;
+        let local_addr = listener.local_addr().map_err(ServerError::Io)?;
+        let store = Store::open(
+            &options.data_dir.join("store"),
+            StoreOptions { fsync: options.fsync, cache_bytes: options.cache_bytes },
+        )?;
+        let config = state::recover(&options.data_dir, &store, local_addr)?;
+        let (write_tx, write_rx) = writer::channel();
+        let shared = Arc::new(state::Shared::new(
+            options.data_dir.clone(),
+            Arc::new(store),
+            config,
+            write_tx,
+        ));
+        let writer = writer::spawn(shared.clone(), write_rx);
+        let accept = tokio::spawn(connection::accept_loop(listener, shared.clone()));
+        tracing::info!(%local_addr, data_dir = %options.data_dir.display(), "serving");
+        Ok(Server { local_addr, shared, accept, writer: Some(writer) })
+    }
+
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+
+    /// Stops accepting connections, lets the write loop finish what it has, and waits for it.
+    pub async fn shutdown(mut self) {
+        self.accept.abort();
+        self.shared.shutdown();
+        if let Some(w) = self.writer.take() {
+            let _ = tokio::task::spawn_blocking(move || w.join()).await;
+        }
+    }
+}

@@ -1,1 +1,281 @@
-fn main() {}
+//! `tessera`: run the local database, talk to it, benchmark it.
+
+mod json;
+mod predicates;
+
+use std::io::{Read, Write};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand, ValueEnum};
+use tessera_client::{Client, ClientError, Status};
+use tessera_server::{Server, ServerOptions};
+use tessera_storage::FsyncPolicy;
+
+const ABOUT: &str = "Tessera: a searchable, strongly consistent key-value store.
+
+Start a local database with `tessera dev`, then use the client commands against it.
+Client commands exit 0 on success, 1 when the object is not found or a condition
+failed, and 2 on a usage or server error (the error goes to stderr).";
+
+#[derive(Parser)]
+#[command(name = "tessera", version, about = "Tessera: a searchable, strongly consistent key-value store", long_about = ABOUT)]
+struct Cli {
+    /// Server address for client commands.
+    #[arg(long, global = true, env = "TESSERA_ADDR", default_value = "127.0.0.1:1982")]
+    addr: String,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum Fsync {
+    /// fsync every group commit before acknowledging its writes (no acknowledged write is
+    /// ever lost).
+    Always,
+    /// fsync about once a second: a crash may lose the last second of acknowledged writes.
+    Periodic,
+    /// leave it to the operating system: a machine crash may lose recent writes.
+    Never,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the local database in the foreground (one server owning every region).
+    ///
+    /// Prints one line on stdout once it accepts connections. Stop it with Ctrl-C.
+    Dev {
+        /// Data directory (created if absent).
+        #[arg(long, default_value = "./tessera-data")]
+        data_dir: PathBuf,
+        /// Address to listen on.
+        #[arg(long, default_value = "127.0.0.1:1982")]
+        listen: SocketAddr,
+        /// When writes reach the disk.
+        #[arg(long, value_enum, default_value = "always")]
+        fsync: Fsync,
+        /// Storage block cache, in MiB. Resident memory is about this plus a fixed overhead.
+        #[arg(long, default_value_t = 64)]
+        cache_mb: u64,
+    },
+    /// Create a space from its description, read from FILE or, without one, from stdin.
+    ///
+    /// Example description:
+    ///   space hotels
+    ///   key id
+    ///   attributes string city, int stars, int price
+    ///   subspace city, price
+    ///   create 64 partitions
+    ///   tolerate 0 failures
+    AddSpace {
+        /// File holding the description; `-` or nothing for stdin.
+        file: Option<PathBuf>,
+    },
+    /// Remove a space and all its objects.
+    RmSpace { space: String },
+    /// List the spaces, one name per line (with --describe: their full descriptions).
+    ListSpaces {
+        #[arg(long)]
+        describe: bool,
+    },
+    /// Store an object: `tessera put hotels h1 '{"city": "Ithaca", "stars": 4}'`.
+    ///
+    /// Attributes not given keep their value, or take their type's default ("", 0, 0.0,
+    /// empty) when the object is new. Sets and lists are JSON arrays, maps JSON objects.
+    Put { space: String, key: String, json: String },
+    /// Print an object as one line of JSON (exit 1 if there is none).
+    Get { space: String, key: String },
+    /// Delete an object (exit 1 if there is none).
+    Del { space: String, key: String },
+    /// Print every object matching all predicates, one JSON object per line.
+    ///
+    /// Predicates: attr=value, attr<value, attr<=value, attr>value, attr>=value, attr~regex.
+    /// No predicate matches everything. Quote them for the shell: 'price<=100'.
+    Search { space: String, predicates: Vec<String> },
+    /// Print how many objects match all predicates.
+    Count { space: String, predicates: Vec<String> },
+    /// Show how a search would run: the subspace chosen and the regions it contacts (JSON).
+    Explain { space: String, predicates: Vec<String> },
+    /// Benchmark with the YCSB core workloads (against Tessera or, to compare, Redis).
+    Bench(tessera_bench::BenchArgs),
+}
+
+/// How a command failed: exit 1 for "not found" and "condition failed", 2 for the rest.
+enum Failure {
+    Negative(String),
+    Error(String),
+}
+
+impl From<ClientError> for Failure {
+    fn from(e: ClientError) -> Self {
+        match e.status() {
+            Some(Status::NotFound | Status::CmpFail) => Failure::Negative(e.to_string()),
+            _ => Failure::Error(e.to_string()),
+        }
+    }
+}
+
+impl From<String> for Failure {
+    fn from(e: String) -> Self {
+        Failure::Error(e)
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("tokio runtime");
+    match runtime.block_on(run(cli)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(Failure::Negative(m)) => {
+            eprintln!("{m}");
+            ExitCode::from(1)
+        }
+        Err(Failure::Error(m)) => {
+            eprintln!("error: {m}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+async fn connect(addr: &str) -> Result<Client, Failure> {
+    Client::connect(addr)
+        .await
+        .map_err(|e| Failure::Error(format!("cannot reach a Tessera server at {addr}: {e} (is `tessera dev` running?)")))
+}
+
+fn print_line(json: &serde_json::Value) -> Result<(), Failure> {
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "{json}").map_err(|e| Failure::Error(format!("writing output: {e}")))
+}
+
+async fn run(cli: Cli) -> Result<(), Failure> {
+    match cli.command {
+        Command::Dev { data_dir, listen, fsync, cache_mb } => dev(data_dir, listen, fsync, cache_mb).await,
+        Command::Bench(args) => {
+            let report = tessera_bench::run(args).await.map_err(|e| Failure::Error(e.to_string()))?;
+            let json = serde_json::to_value(&report).map_err(|e| Failure::Error(e.to_string()))?;
+            println!("{}", serde_json::to_string_pretty(&json).expect("JSON"));
+            Ok(())
+        }
+        Command::AddSpace { file } => {
+            let description = match file {
+                Some(path) if path.as_os_str() != "-" => std::fs::read_to_string(&path)
+                    .map_err(|e| Failure::Error(format!("reading {}: {e}", path.display())))?,
+                _ => {
+                    let mut text = String::new();
+                    std::io::stdin()
+                        .read_to_string(&mut text)
+                        .map_err(|e| Failure::Error(format!("reading stdin: {e}")))?;
+                    text
+                }
+            };
+            connect(&cli.addr).await?.add_space(&description).await?;
+            Ok(())
+        }
+        Command::RmSpace { space } => Ok(connect(&cli.addr).await?.rm_space(&space).await?),
+        Command::ListSpaces { describe } => {
+            for schema in connect(&cli.addr).await?.list_spaces().await? {
+                if describe {
+                    println!("{schema}");
+                } else {
+                    println!("{}", schema.name);
+                }
+            }
+            Ok(())
+        }
+        Command::Put { space, key, json: text } => {
+            let client = connect(&cli.addr).await?;
+            let schema = client.describe_space(&space).await?;
+            let key = predicates::parse_key(&schema, &key)?;
+            let attributes = json::attributes_from_json(&schema, &text)?;
+            client.put(&space, key, attributes).await?;
+            Ok(())
+        }
+        Command::Get { space, key } => {
+            let client = connect(&cli.addr).await?;
+            let schema = client.describe_space(&space).await?;
+            let key = predicates::parse_key(&schema, &key)?;
+            match client.get(&space, key.clone()).await? {
+                Some(record) => print_line(&json::object_to_json(&schema, &record.key, &record.attributes)),
+                None => Err(Failure::Negative(format!("not found: no object with key {key} in {space:?}"))),
+            }
+        }
+        Command::Del { space, key } => {
+            let client = connect(&cli.addr).await?;
+            let schema = client.describe_space(&space).await?;
+            client.del(&space, predicates::parse_key(&schema, &key)?).await?;
+            Ok(())
+        }
+        Command::Search { space, predicates: texts } => {
+            let client = connect(&cli.addr).await?;
+            let schema = client.describe_space(&space).await?;
+            let preds = texts.iter().map(|t| predicates::parse_predicate(&schema, t)).collect::<Result<Vec<_>, _>>()?;
+            let mut stream = client.search_stream(&space, preds).await?;
+            while let Some(record) = stream.next().await? {
+                print_line(&json::object_to_json(&schema, &record.key, &record.attributes))?;
+            }
+            Ok(())
+        }
+        Command::Count { space, predicates: texts } => {
+            let client = connect(&cli.addr).await?;
+            let schema = client.describe_space(&space).await?;
+            let preds = texts.iter().map(|t| predicates::parse_predicate(&schema, t)).collect::<Result<Vec<_>, _>>()?;
+            println!("{}", client.count(&space, preds).await?);
+            Ok(())
+        }
+        Command::Explain { space, predicates: texts } => {
+            let client = connect(&cli.addr).await?;
+            let schema = client.describe_space(&space).await?;
+            let preds = texts.iter().map(|t| predicates::parse_predicate(&schema, t)).collect::<Result<Vec<_>, _>>()?;
+            let e = client.explain(&space, preds).await?;
+            let name = |s: tessera_types::SubspaceId| {
+                schema.subspace(s).dimensions.iter().map(|&a| schema.attribute(a).name.clone()).collect::<Vec<_>>()
+            };
+            print_line(&serde_json::json!({
+                "subspace": e.subspace.0,
+                "dimensions": e.dimensions,
+                "subspace_regions": e.subspace_regions,
+                "regions_contacted": e.regions_contacted,
+                "servers_contacted": e.servers_contacted,
+                "candidates": e.candidates.iter().map(|(s, n)| serde_json::json!({
+                    "subspace": s.0, "dimensions": name(*s), "regions": n
+                })).collect::<Vec<_>>(),
+            }))
+        }
+    }
+}
+
+async fn dev(data_dir: PathBuf, listen: SocketAddr, fsync: Fsync, cache_mb: u64) -> Result<(), Failure> {
+    let mut options = ServerOptions::new(&data_dir, listen);
+    options.fsync = match fsync {
+        Fsync::Always => FsyncPolicy::Always,
+        Fsync::Periodic => FsyncPolicy::Periodic { interval_ms: 1000 },
+        Fsync::Never => FsyncPolicy::Never,
+    };
+    options.cache_bytes = cache_mb * 1024 * 1024;
+    let server = Server::start(options)
+        .await
+        .map_err(|e| Failure::Error(format!("cannot start: {e}")))?;
+    println!("tessera dev: ready on {}, data in {}", server.local_addr(), data_dir.display());
+    let _ = std::io::stdout().flush();
+    wait_for_stop_signal().await;
+    eprintln!("tessera dev: stopping");
+    server.shutdown().await;
+    Ok(())
+}
+
+async fn wait_for_stop_signal() {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut term = signal(SignalKind::terminate()).expect("installing a SIGTERM handler");
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term.recv() => {}
+    }
+}

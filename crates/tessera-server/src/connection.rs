@@ -1,0 +1,356 @@
+//! Connections: framing, validation, dispatch, and batched response writing.
+//!
+//! Each connection has a reader (this module's [`serve`]) and a writer task. The reader
+//! decodes each frame, validates the request against the current schema — so the write loop
+//! only ever sees well-typed work — and either answers it (reads), hands it to the write
+//! loop, or runs it on the blocking pool (searches). Responses reach the writer task through a
+//! bounded queue; it writes every response that is ready and flushes once (write batching).
+//!
+//! A frame that decodes badly but arrived whole is answered with `Malformed` and the
+//! connection goes on: its length prefix still marks where the next frame starts. A frame
+//! over the size limit, or of another protocol version, is answered and the connection is
+//! closed, because nothing after it can be trusted. At most [`IN_FLIGHT_MAX`] requests of
+//! one connection are in progress at once; the reader stops reading until one completes.
+
+use std::ops::ControlFlow;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use futures::{SinkExt, StreamExt};
+use tessera_protocol::constants::{DESCRIPTION_BYTES_MAX, SEARCH_BATCH_BYTES};
+use tessera_protocol::frame::peek_request_id;
+use tessera_protocol::{
+    codec, decode_request, encode_response, ErrorReply, FrameError, Request, RequestFrame, Response,
+    ResponseFrame, Status,
+};
+use tessera_types::constants::KEY_BYTES_MAX;
+use tessera_types::funcall::FuncallCheckError;
+use tessera_types::predicate::PredicateError;
+use tessera_types::{parse_space, CheckedFuncall, CheckedPredicate, Epoch, Predicate, Value};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
+use tokio_util::codec::{FramedRead, FramedWrite};
+
+use crate::reads;
+use crate::state::{ServedSpace, Shared};
+use crate::writer::{WriteJob, WriteRequest};
+
+/// Requests of one connection in progress at once.
+pub const IN_FLIGHT_MAX: usize = 1024;
+
+/// Encoded responses queued for one connection's writer task.
+const OUTBOX_FRAMES: usize = 1024;
+
+pub async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
+    loop {
+        match listener.accept().await {
+            Ok((stream, peer)) => {
+                tracing::debug!(%peer, "connection");
+                tokio::spawn(serve(shared.clone(), stream));
+            }
+            Err(e) => {
+                // Out of file descriptors, typically: wait instead of spinning.
+                tracing::warn!(error = %e, "accept failed");
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            }
+        }
+    }
+}
+
+/// Where a connection's responses go.
+#[derive(Clone)]
+pub struct Outbox {
+    tx: mpsc::Sender<Bytes>,
+    runtime: tokio::runtime::Handle,
+}
+
+impl Outbox {
+    fn frame(id: u64, epoch: Epoch, response: Response) -> Bytes {
+        let frame = ResponseFrame { id, epoch, response };
+        encode_response(&frame).unwrap_or_else(|e| {
+            let error = ErrorReply::new(Status::Internal, format!("encoding the response: {e}"));
+            encode_response(&ResponseFrame { id, epoch, response: Response::Error(error) })
+                .expect("an error response always encodes")
+        })
+    }
+
+    /// Queues a response without ever blocking the caller (the write loop must not wait for
+    /// a slow client). Memory stays bounded by the connection's in-flight limit.
+    fn send_nowait(&self, id: u64, epoch: Epoch, response: Response) {
+        match self.tx.try_send(Self::frame(id, epoch, response)) {
+            Ok(()) | Err(mpsc::error::TrySendError::Closed(_)) => {}
+            Err(mpsc::error::TrySendError::Full(bytes)) => {
+                let tx = self.tx.clone();
+                self.runtime.spawn(async move {
+                    let _ = tx.send(bytes).await;
+                });
+            }
+        }
+    }
+
+    /// Queues a response from a blocking thread, waiting while the client is slow to read
+    /// (searches stream this way, so a slow reader slows its own search, nobody else).
+    /// Fails when the client is gone.
+    fn send_blocking(&self, id: u64, epoch: Epoch, response: Response) -> Result<(), ()> {
+        self.tx.blocking_send(Self::frame(id, epoch, response)).map_err(|_| ())
+    }
+}
+
+/// The right to answer one request. Answering releases the connection's in-flight slot.
+pub struct Replier {
+    id: u64,
+    outbox: Outbox,
+    _permit: OwnedSemaphorePermit,
+}
+
+impl Replier {
+    pub fn send(self, epoch: Epoch, response: Response) {
+        self.outbox.send_nowait(self.id, epoch, response);
+    }
+}
+
+async fn write_frames(stream: tokio::net::tcp::OwnedWriteHalf, mut rx: mpsc::Receiver<Bytes>) {
+    let mut sink = FramedWrite::new(stream, codec());
+    while let Some(frame) = rx.recv().await {
+        if sink.feed(frame).await.is_err() {
+            return;
+        }
+        while let Ok(frame) = rx.try_recv() {
+            if sink.feed(frame).await.is_err() {
+                return;
+            }
+        }
+        if SinkExt::<Bytes>::flush(&mut sink).await.is_err() {
+            return;
+        }
+    }
+}
+
+pub async fn serve(shared: Arc<Shared>, stream: TcpStream) {
+    let _ = stream.set_nodelay(true);
+    let (read_half, write_half) = stream.into_split();
+    let (tx, rx) = mpsc::channel(OUTBOX_FRAMES);
+    let writer = tokio::spawn(write_frames(write_half, rx));
+    let outbox = Outbox { tx, runtime: tokio::runtime::Handle::current() };
+    let permits = Arc::new(Semaphore::new(IN_FLIGHT_MAX));
+    let mut frames = FramedRead::new(read_half, codec());
+    while let Some(frame) = frames.next().await {
+        let permit = permits.clone().acquire_owned().await.expect("never closed");
+        let epoch = shared.view().epoch();
+        let body = match frame {
+            Ok(body) => body,
+            Err(e) => {
+                // Over the frame limit, or the stream failed: the frame boundary is lost.
+                if e.kind() == std::io::ErrorKind::InvalidData {
+                    let error = ErrorReply::new(Status::TooLarge, format!("frame refused: {e}"));
+                    outbox.send_nowait(0, epoch, Response::Error(error));
+                }
+                break;
+            }
+        };
+        match decode_request(&body) {
+            Ok(frame) => {
+                let replier = Replier { id: frame.id, outbox: outbox.clone(), _permit: permit };
+                dispatch(&shared, frame, replier).await;
+            }
+            Err(FrameError::UnsupportedVersion(v)) => {
+                let error = ErrorReply::new(
+                    Status::UnsupportedProtocol,
+                    format!("protocol version {v} is not spoken here (this server speaks {})", tessera_protocol::PROTOCOL_VERSION),
+                );
+                outbox.send_nowait(0, epoch, Response::Error(error));
+                break;
+            }
+            Err(e) => {
+                let id = peek_request_id(&body).unwrap_or(0);
+                let error = ErrorReply::new(Status::Malformed, format!("could not decode the request: {e}"));
+                outbox.send_nowait(id, epoch, Response::Error(error));
+            }
+        }
+    }
+    drop(outbox);
+    // The writer task ends once every in-flight request has been answered (or dropped).
+    let _ = writer.await;
+}
+
+fn predicate_error(e: PredicateError) -> ErrorReply {
+    let status = match &e {
+        PredicateError::UnknownAttribute(_) => Status::UnknownAttribute,
+        PredicateError::WrongType { .. } | PredicateError::NotApplicable { .. } => Status::WrongType,
+        PredicateError::BadRegex { .. } => Status::BadPredicate,
+        PredicateError::TooMany(_) => Status::TooLarge,
+        _ => Status::BadPredicate,
+    };
+    ErrorReply::new(status, e.to_string())
+}
+
+fn funcall_error(e: FuncallCheckError) -> ErrorReply {
+    let status = match &e {
+        FuncallCheckError::UnknownAttribute(_) => Status::UnknownAttribute,
+        FuncallCheckError::TooMany(_) => Status::TooLarge,
+        _ => Status::WrongType,
+    };
+    ErrorReply::new(status, e.to_string())
+}
+
+/// The key, converted to the space's key type and within the size limit.
+fn check_key(space: &ServedSpace, key: Value) -> Result<Value, ErrorReply> {
+    let schema = &space.config.schema;
+    let ty = schema.key().ty;
+    let given = key.kind_name();
+    let key = ty.coerce(key).ok_or_else(|| {
+        ErrorReply::new(Status::WrongType, format!("the key of space {:?} is a {ty}, not a {given}", schema.name))
+    })?;
+    if let Value::String(s) = &key {
+        if s.len() > KEY_BYTES_MAX {
+            return Err(ErrorReply::new(
+                Status::TooLarge,
+                format!("a key of {} bytes is over the {KEY_BYTES_MAX}-byte limit", s.len()),
+            ));
+        }
+    }
+    Ok(key)
+}
+
+fn check_predicates(space: &ServedSpace, predicates: &[Predicate]) -> Result<Vec<CheckedPredicate>, ErrorReply> {
+    CheckedPredicate::check_all(&space.config.schema, predicates).map_err(predicate_error)
+}
+
+async fn dispatch(shared: &Arc<Shared>, frame: RequestFrame, replier: Replier) {
+    let view = shared.view();
+    let epoch = view.epoch();
+    if frame.epoch > epoch {
+        let error = ErrorReply::new(
+            Status::StaleEpoch,
+            format!("request built on epoch {} but this server is at {epoch}; retry", frame.epoch),
+        );
+        return replier.send(epoch, Response::Error(error));
+    }
+    if shared.is_shutting_down() {
+        return replier.send(epoch, Response::Error(ErrorReply::new(Status::Unavailable, "shutting down")));
+    }
+    let space = |name: &str| view.space(name);
+    let job = match frame.request {
+        Request::GetConfig => return replier.send(epoch, Response::Config(Box::new((*view.config).clone()))),
+        Request::Get { space: name, key } => {
+            let result = space(&name)
+                .and_then(|s| Ok((check_key(&s, key)?, s)))
+                .and_then(|(key, s)| reads::get(&shared.store, &s, &key));
+            return replier.send(epoch, result.map_or_else(Response::Error, Response::Object));
+        }
+        Request::Explain { space: name, predicates } => {
+            let result = space(&name).and_then(|s| Ok(reads::explain(&s, &check_predicates(&s, &predicates)?)));
+            return replier.send(epoch, result.map_or_else(Response::Error, Response::Explain));
+        }
+        Request::Search { .. } | Request::Count { .. } | Request::SortedSearch { .. } => {
+            return search(shared, view.space(frame.request.space().expect("names a space")), frame.request, replier);
+        }
+        Request::AddSpace { description } => {
+            if description.len() > DESCRIPTION_BYTES_MAX {
+                Err(ErrorReply::new(Status::TooLarge, format!("descriptions are at most {DESCRIPTION_BYTES_MAX} bytes")))
+            } else {
+                parse_space(&description)
+                    .map(|schema| WriteJob::AddSpace { schema })
+                    .map_err(|e| ErrorReply::new(Status::BadDescription, e.to_string()))
+            }
+        }
+        Request::RmSpace { name } => Ok(WriteJob::RmSpace { name }),
+        Request::Put { space: name, key, mode, conditions, funcalls } => (|| {
+            let space = space(&name)?;
+            let key = check_key(&space, key)?;
+            let conditions = check_predicates(&space, &conditions)?;
+            let funcalls =
+                CheckedFuncall::check_all(&space.config.schema, &funcalls).map_err(funcall_error)?;
+            Ok(WriteJob::Put { space, key, mode, conditions, funcalls })
+        })(),
+        Request::Del { space: name, key, conditions } => (|| {
+            let space = space(&name)?;
+            let key = check_key(&space, key)?;
+            let conditions = check_predicates(&space, &conditions)?;
+            Ok(WriteJob::Del { space, key, conditions })
+        })(),
+        Request::GroupDel { space: name, predicates } => (|| {
+            let space = space(&name)?;
+            let predicates = check_predicates(&space, &predicates)?;
+            Ok(WriteJob::GroupDel { space, predicates })
+        })(),
+    };
+    match job {
+        Err(e) => replier.send(epoch, Response::Error(e)),
+        Ok(job) => {
+            if let Err(rejected) = shared.writes.send(WriteRequest { job, reply: replier }).await {
+                let error = ErrorReply::new(Status::Unavailable, "the server is shutting down");
+                rejected.reply.send(epoch, Response::Error(error));
+            }
+        }
+    }
+}
+
+/// Search, count and sorted search run on the blocking pool: they may read many objects.
+fn search(shared: &Arc<Shared>, space: Result<Arc<ServedSpace>, ErrorReply>, request: Request, replier: Replier) {
+    let shared = shared.clone();
+    tokio::task::spawn_blocking(move || {
+        let epoch = shared.view().epoch();
+        let store = &shared.store;
+        let outcome = (|| -> Result<Option<Response>, ErrorReply> {
+            let space = space?;
+            match request {
+                Request::Count { predicates, .. } => {
+                    Ok(Some(Response::Count(reads::count(store, &space, &check_predicates(&space, &predicates)?)?)))
+                }
+                Request::SortedSearch { predicates, sort_by, limit, order, .. } => {
+                    let predicates = check_predicates(&space, &predicates)?;
+                    let schema = &space.config.schema;
+                    let attr = schema.attribute_index(&sort_by).ok_or_else(|| {
+                        ErrorReply::new(Status::UnknownAttribute, format!("unknown attribute {sort_by:?}"))
+                    })?;
+                    if !schema.attribute(attr).ty.is_primitive() {
+                        return Err(ErrorReply::new(
+                            Status::WrongType,
+                            format!("cannot sort by {sort_by:?}: only string, int and float attributes sort"),
+                        ));
+                    }
+                    let found = reads::sorted_search(store, &space, &predicates, attr, limit as usize, order)?;
+                    for chunk in found.chunks(256) {
+                        if replier.outbox.send_blocking(replier.id, epoch, Response::SearchItems(chunk.to_vec())).is_err() {
+                            return Ok(None);
+                        }
+                    }
+                    Ok(Some(Response::SearchDone))
+                }
+                Request::Search { predicates, .. } => {
+                    let predicates = check_predicates(&space, &predicates)?;
+                    let (mut batch, mut bytes, mut gone) = (Vec::new(), 0usize, false);
+                    reads::for_each_match(store, &space, &predicates, |o| {
+                        bytes += postcard::experimental::serialized_size(&o.object.values).unwrap_or(0);
+                        batch.push(reads::wire(o));
+                        if bytes >= SEARCH_BATCH_BYTES {
+                            bytes = 0;
+                            let items = Response::SearchItems(std::mem::take(&mut batch));
+                            if replier.outbox.send_blocking(replier.id, epoch, items).is_err() {
+                                gone = true;
+                                return ControlFlow::Break(());
+                            }
+                        }
+                        ControlFlow::Continue(())
+                    })?;
+                    if gone {
+                        return Ok(None);
+                    }
+                    if !batch.is_empty()
+                        && replier.outbox.send_blocking(replier.id, epoch, Response::SearchItems(batch)).is_err()
+                    {
+                        return Ok(None);
+                    }
+                    Ok(Some(Response::SearchDone))
+                }
+                _ => unreachable!("only searches come here"),
+            }
+        })();
+        match outcome {
+            Ok(Some(last)) => replier.send(epoch, last),
+            Ok(None) => {} // the client went away mid-search
+            Err(e) => replier.send(epoch, Response::Error(e)),
+        }
+    });
+}

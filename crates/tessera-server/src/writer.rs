@@ -1,0 +1,341 @@
+//! The write loop: point leader and group commit.
+//!
+//! One thread owns every write. It takes whatever requests have queued up (at most
+//! [`BATCH_JOBS_MAX`]), evaluates each against the key's latest value — the committed value,
+//! or the value an earlier request of the same batch left — and commits all their storage
+//! writes as one atomic batch, fsynced under the default policy. Only then are the requests
+//! answered, so an acknowledged write is on disk, and no reply (a failed condition included)
+//! describes a state that a crash could still erase (DESIGN §5.6). While one batch is on disk
+//! the next one queues: the fsync cost is shared by every write that arrives meanwhile.
+//!
+//! Because one thread orders every write, each key's updates are linearized in the order the
+//! loop takes them; versions increase by one per update of a key.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use tessera_protocol::{Configuration, ErrorReply, Response, SpaceConfig, Status, WriteMode};
+use tessera_storage::{ObjectWrite, StorageError, StoredObject};
+use tessera_types::constants::OBJECT_BYTES_MAX;
+use tessera_types::funcall::apply_all;
+use tessera_types::predicate::matches_all;
+use tessera_types::{CheckedFuncall, CheckedPredicate, Epoch, Object, SpaceSchema, Value, Version};
+use tokio::sync::mpsc;
+
+use crate::connection::Replier;
+use crate::reads;
+use crate::state::{ServedSpace, Shared, SINGLE_SERVER_ID};
+
+/// Most requests taken into one group commit. Bounds the latency a request can add to the
+/// others of its batch.
+pub const BATCH_JOBS_MAX: usize = 1024;
+
+/// Requests queued for the write loop before connections wait (backpressure).
+pub const QUEUE_JOBS_MAX: usize = 8192;
+
+/// Deletes per commit in a group delete.
+const GROUP_DEL_CHUNK: usize = 1024;
+
+/// A write, validated against the schema by the connection that received it.
+pub enum WriteJob {
+    Put {
+        space: Arc<ServedSpace>,
+        key: Value,
+        mode: WriteMode,
+        conditions: Vec<CheckedPredicate>,
+        funcalls: Vec<CheckedFuncall>,
+    },
+    Del { space: Arc<ServedSpace>, key: Value, conditions: Vec<CheckedPredicate> },
+    GroupDel { space: Arc<ServedSpace>, predicates: Vec<CheckedPredicate> },
+    AddSpace { schema: SpaceSchema },
+    RmSpace { name: String },
+}
+
+pub struct WriteRequest {
+    pub job: WriteJob,
+    pub reply: Replier,
+}
+
+enum Message {
+    Write(WriteRequest),
+    Stop,
+}
+
+/// The connections' handle on the write loop.
+#[derive(Clone)]
+pub struct WriteSender(mpsc::Sender<Message>);
+
+impl WriteSender {
+    /// Queues a write; waits while the queue is full. Fails only when the loop has stopped.
+    pub async fn send(&self, request: WriteRequest) -> Result<(), WriteRequest> {
+        self.0.send(Message::Write(request)).await.map_err(|e| match e.0 {
+            Message::Write(r) => r,
+            Message::Stop => unreachable!(),
+        })
+    }
+
+    /// Asks the loop to stop after the batch it is working on.
+    pub fn close(&self) {
+        let _ = self.0.try_send(Message::Stop);
+    }
+}
+
+pub struct WriteReceiver(mpsc::Receiver<Message>);
+
+pub fn channel() -> (WriteSender, WriteReceiver) {
+    let (tx, rx) = mpsc::channel(QUEUE_JOBS_MAX);
+    (WriteSender(tx), WriteReceiver(rx))
+}
+
+pub fn spawn(shared: Arc<Shared>, rx: WriteReceiver) -> std::thread::JoinHandle<()> {
+    std::thread::Builder::new()
+        .name("tessera-writer".into())
+        .spawn(move || WriteLoop { shared, batch: Batch::default() }.run(rx.0))
+        .expect("spawning the write loop")
+}
+
+#[derive(Default)]
+struct Batch {
+    /// The latest value of every key this batch touched (`None`: deleted), by space id.
+    overlay: BTreeMap<(u64, Value), Option<StoredObject>>,
+    writes: Vec<ObjectWrite>,
+    replies: Vec<(Replier, Response)>,
+}
+
+struct WriteLoop {
+    shared: Arc<Shared>,
+    batch: Batch,
+}
+
+impl WriteLoop {
+    fn run(mut self, mut rx: mpsc::Receiver<Message>) {
+        let mut jobs = Vec::with_capacity(BATCH_JOBS_MAX);
+        loop {
+            let Some(first) = rx.blocking_recv() else { return };
+            let mut stop = false;
+            for message in std::iter::once(first).chain(std::iter::from_fn(|| rx.try_recv().ok())) {
+                match message {
+                    Message::Write(w) => jobs.push(w),
+                    Message::Stop => stop = true,
+                }
+                if stop || jobs.len() == BATCH_JOBS_MAX {
+                    break;
+                }
+            }
+            for WriteRequest { job, reply } in jobs.drain(..) {
+                self.on_job(job, reply);
+            }
+            self.flush();
+            if stop || self.shared.is_shutting_down() {
+                return;
+            }
+        }
+    }
+
+    fn epoch(&self) -> Epoch {
+        self.shared.view().epoch()
+    }
+
+    fn on_job(&mut self, job: WriteJob, reply: Replier) {
+        let response = match job {
+            WriteJob::Put { space, key, mode, conditions, funcalls } => {
+                self.on_put(&space, key, mode, &conditions, &funcalls)
+            }
+            WriteJob::Del { space, key, conditions } => self.on_del(&space, key, &conditions),
+            WriteJob::GroupDel { space, predicates } => {
+                self.flush();
+                self.on_group_del(&space, &predicates)
+            }
+            WriteJob::AddSpace { schema } => {
+                self.flush();
+                self.on_add_space(schema)
+            }
+            WriteJob::RmSpace { name } => {
+                self.flush();
+                self.on_rm_space(&name)
+            }
+        };
+        match response {
+            Ok(r) => self.batch.replies.push((reply, r)),
+            Err(e) => self.batch.replies.push((reply, Response::Error(e))),
+        }
+    }
+
+    /// The space is still the one the request was validated against (not dropped, not
+    /// dropped and created again under the same name).
+    fn check_current(&self, space: &ServedSpace) -> Result<(), ErrorReply> {
+        let view = self.shared.view();
+        match view.spaces.get(&space.config.schema.name) {
+            Some(s) if s.config.id == space.config.id => Ok(()),
+            _ => Err(ErrorReply::new(
+                Status::UnknownSpace,
+                format!("space {:?} was removed", space.config.schema.name),
+            )),
+        }
+    }
+
+    fn latest(&self, space: &ServedSpace, key: &Value) -> Result<Option<StoredObject>, ErrorReply> {
+        if let Some(o) = self.batch.overlay.get(&(space.config.id, key.clone())) {
+            return Ok(o.clone());
+        }
+        self.shared.store.get(&space.config.schema.name, key).map_err(storage_error)
+    }
+
+    fn on_put(
+        &mut self,
+        space: &ServedSpace,
+        key: Value,
+        mode: WriteMode,
+        conditions: &[CheckedPredicate],
+        funcalls: &[CheckedFuncall],
+    ) -> Result<Response, ErrorReply> {
+        self.check_current(space)?;
+        let schema = &space.config.schema;
+        let current = self.latest(space, &key)?;
+        let (base, version) = match (&current, mode) {
+            (None, WriteMode::UpdateOnly) => {
+                return Err(ErrorReply::new(Status::NotFound, "no object with that key"))
+            }
+            (Some(_), WriteMode::CreateOnly) => {
+                return Err(ErrorReply::new(Status::CmpFail, "an object with that key exists"))
+            }
+            (None, _) => (Object::with_defaults(schema, key.clone()), Version(1)),
+            (Some(c), _) => {
+                if !matches_all(conditions, &c.object) {
+                    return Err(ErrorReply::new(Status::CmpFail, "a condition does not hold"));
+                }
+                (c.object.clone(), c.version.next())
+            }
+        };
+        let object = apply_all(funcalls, &base)
+            .map_err(|e| ErrorReply::new(Status::CmpFail, format!("the update cannot apply: {e}")))?;
+        debug_assert!(object.conforms_to(schema));
+        let size = encoded_len(&object);
+        if size > OBJECT_BYTES_MAX {
+            return Err(ErrorReply::new(
+                Status::TooLarge,
+                format!("the object would be {size} bytes; the limit is {OBJECT_BYTES_MAX}"),
+            ));
+        }
+        let new = StoredObject { version, object };
+        self.batch.writes.push(ObjectWrite::Put {
+            space: schema.name.clone(),
+            old: current.map(|c| c.object),
+            new: new.clone(),
+        });
+        self.batch.overlay.insert((space.config.id, key), Some(new));
+        Ok(Response::Done)
+    }
+
+    fn on_del(
+        &mut self,
+        space: &ServedSpace,
+        key: Value,
+        conditions: &[CheckedPredicate],
+    ) -> Result<Response, ErrorReply> {
+        self.check_current(space)?;
+        let Some(current) = self.latest(space, &key)? else {
+            return Err(ErrorReply::new(Status::NotFound, "no object with that key"));
+        };
+        if !matches_all(conditions, &current.object) {
+            return Err(ErrorReply::new(Status::CmpFail, "a condition does not hold"));
+        }
+        self.batch
+            .writes
+            .push(ObjectWrite::Delete { space: space.config.schema.name.clone(), old: current.object });
+        self.batch.overlay.insert((space.config.id, key), None);
+        Ok(Response::Done)
+    }
+
+    fn on_group_del(
+        &mut self,
+        space: &ServedSpace,
+        predicates: &[CheckedPredicate],
+    ) -> Result<Response, ErrorReply> {
+        self.check_current(space)?;
+        debug_assert!(self.batch.writes.is_empty(), "flushed before a group delete");
+        let name = &space.config.schema.name;
+        let mut doomed = Vec::new();
+        reads::for_each_match(&self.shared.store, space, predicates, |o| {
+            doomed.push(ObjectWrite::Delete { space: name.clone(), old: o.object });
+            std::ops::ControlFlow::Continue(())
+        })?;
+        let count = doomed.len() as u64;
+        for chunk in doomed.chunks(GROUP_DEL_CHUNK) {
+            self.shared.store.commit(chunk).map_err(storage_error)?;
+        }
+        Ok(Response::Count(count))
+    }
+
+    fn on_add_space(&mut self, schema: SpaceSchema) -> Result<Response, ErrorReply> {
+        let view = self.shared.view();
+        if view.config.space(&schema.name).is_some() {
+            return Err(ErrorReply::new(
+                Status::SpaceExists,
+                format!("a space named {:?} exists", schema.name),
+            ));
+        }
+        self.shared.store.create_space(&schema).map_err(storage_error)?;
+        let epoch = Epoch(view.epoch().0 + 1);
+        let mut config = Configuration::clone(&view.config);
+        config.epoch = epoch;
+        config.spaces.push(SpaceConfig::owned_by(epoch.0, schema, &[SINGLE_SERVER_ID]));
+        self.shared
+            .install(config)
+            .map_err(|e| ErrorReply::new(Status::Internal, format!("saving the configuration: {e}")))?;
+        Ok(Response::Done)
+    }
+
+    fn on_rm_space(&mut self, name: &str) -> Result<Response, ErrorReply> {
+        let view = self.shared.view();
+        if view.config.space(name).is_none() {
+            return Err(ErrorReply::new(Status::UnknownSpace, format!("no space named {name:?}")));
+        }
+        let mut config = Configuration::clone(&view.config);
+        config.epoch = Epoch(view.epoch().0 + 1);
+        config.spaces.retain(|s| s.schema.name != name);
+        // The configuration first: if the drop below fails or the server dies, the next start
+        // drops the leftover data, because the configuration no longer lists the space.
+        self.shared
+            .install(config)
+            .map_err(|e| ErrorReply::new(Status::Internal, format!("saving the configuration: {e}")))?;
+        self.shared.store.drop_space(name).map_err(storage_error)?;
+        Ok(Response::Done)
+    }
+
+    /// Commits the batch's writes, then answers its requests.
+    fn flush(&mut self) {
+        let batch = std::mem::take(&mut self.batch);
+        let mut replies = batch.replies;
+        if !batch.writes.is_empty() {
+            if let Err(e) = self.shared.store.commit(&batch.writes) {
+                tracing::error!(error = %e, "commit failed; refusing writes from now on");
+                // Nothing of this batch is known to be durable, and every reply in it may
+                // depend on a write of it: none may claim an outcome.
+                let failure = storage_error(e);
+                for (_, r) in replies.iter_mut() {
+                    *r = Response::Error(failure.clone());
+                }
+            }
+        }
+        let epoch = self.epoch();
+        for (replier, response) in replies {
+            replier.send(epoch, response);
+        }
+    }
+}
+
+pub fn storage_error(e: StorageError) -> ErrorReply {
+    match e {
+        StorageError::Poisoned => ErrorReply::new(
+            Status::ReadOnly,
+            "the server stopped accepting writes after a storage failure; check its disk and restart it",
+        ),
+        StorageError::UnknownSpace(s) => ErrorReply::new(Status::UnknownSpace, format!("no space named {s:?}")),
+        other => ErrorReply::new(Status::Internal, format!("storage: {other}")),
+    }
+}
+
+fn encoded_len(object: &Object) -> usize {
+    postcard::experimental::serialized_size(&object.values).unwrap_or(usize::MAX)
+}

@@ -1,0 +1,144 @@
+//! Values to and from JSON, directed by the attribute's type (JSON has no sets, no int/float
+//! distinction worth trusting, and only string object keys).
+
+use serde_json::{Map, Number, Value as Json};
+use tessera_types::{AttributeType, PrimitiveType, SpaceSchema, Value};
+
+/// A value as JSON: sets become arrays, map keys become strings, non-finite floats become
+/// the strings "inf", "-inf".
+pub fn to_json(value: &Value) -> Json {
+    match value {
+        Value::String(s) => Json::String(s.clone()),
+        Value::Int(i) => Json::Number((*i).into()),
+        Value::Float(f) => Number::from_f64(*f).map(Json::Number).unwrap_or_else(|| {
+            Json::String(if *f > 0.0 { "inf".into() } else { "-inf".into() })
+        }),
+        Value::List(items) => Json::Array(items.iter().map(to_json).collect()),
+        Value::Set(items) => Json::Array(items.iter().map(to_json).collect()),
+        Value::Map(entries) => Json::Object(
+            entries
+                .iter()
+                .map(|(k, v)| {
+                    let key = match k {
+                        Value::String(s) => s.clone(),
+                        other => other.to_string(),
+                    };
+                    (key, to_json(v))
+                })
+                .collect(),
+        ),
+    }
+}
+
+/// An object as one JSON object: the key under its attribute name, then every attribute.
+pub fn object_to_json(schema: &SpaceSchema, key: &Value, attributes: &std::collections::BTreeMap<String, Value>) -> Json {
+    let mut out = Map::new();
+    out.insert(schema.key().name.clone(), to_json(key));
+    for a in &schema.attributes[1..] {
+        if let Some(v) = attributes.get(&a.name) {
+            out.insert(a.name.clone(), to_json(v));
+        }
+    }
+    Json::Object(out)
+}
+
+fn primitive_from_json(ty: PrimitiveType, json: &Json) -> Result<Value, String> {
+    match (ty, json) {
+        (PrimitiveType::String, Json::String(s)) => Ok(Value::String(s.clone())),
+        (PrimitiveType::Int, Json::Number(n)) => n
+            .as_i64()
+            .map(Value::Int)
+            .ok_or_else(|| format!("{n} is not an int (64-bit signed integer)")),
+        (PrimitiveType::Float, Json::Number(n)) => {
+            n.as_f64().map(Value::Float).ok_or_else(|| format!("{n} is not a float"))
+        }
+        (_, other) => Err(format!("expected {}, got {other}", with_article(&ty.to_string()))),
+    }
+}
+
+fn with_article(noun: &str) -> String {
+    let article = if noun.starts_with(['a', 'e', 'i', 'o', 'u']) { "an" } else { "a" };
+    format!("{article} {noun}")
+}
+
+/// Parses text as a primitive of type `ty` (used for keys, map keys and predicate operands).
+pub fn primitive_from_text(ty: PrimitiveType, text: &str) -> Result<Value, String> {
+    match ty {
+        PrimitiveType::String => Ok(Value::String(text.to_owned())),
+        PrimitiveType::Int => text.trim().parse::<i64>().map(Value::Int).map_err(|_| format!("{text:?} is not an int")),
+        PrimitiveType::Float => match text.trim().parse::<f64>() {
+            Ok(f) if !f.is_nan() => Ok(Value::Float(f)),
+            _ => Err(format!("{text:?} is not a float")),
+        },
+    }
+}
+
+/// Converts JSON to a value of type `ty`.
+pub fn from_json(ty: AttributeType, json: &Json) -> Result<Value, String> {
+    match (ty, json) {
+        (AttributeType::Primitive(p), j) => primitive_from_json(p, j),
+        (AttributeType::List(p), Json::Array(items)) => {
+            Ok(Value::List(items.iter().map(|j| primitive_from_json(p, j)).collect::<Result<_, _>>()?))
+        }
+        (AttributeType::Set(p), Json::Array(items)) => {
+            Ok(Value::Set(items.iter().map(|j| primitive_from_json(p, j)).collect::<Result<_, _>>()?))
+        }
+        (AttributeType::Map(k, v), Json::Object(entries)) => Ok(Value::Map(
+            entries
+                .iter()
+                .map(|(key, val)| Ok((primitive_from_text(k, key)?, primitive_from_json(v, val)?)))
+                .collect::<Result<_, String>>()?,
+        )),
+        (ty, other) => Err(format!("expected {}, got {other}", with_article(&ty.to_string()))),
+    }
+}
+
+/// Parses a put's JSON object into (attribute, value) pairs, typed by the schema.
+pub fn attributes_from_json(schema: &SpaceSchema, text: &str) -> Result<Vec<(String, Value)>, String> {
+    let json: Json = serde_json::from_str(text).map_err(|e| format!("invalid JSON: {e}"))?;
+    let Json::Object(entries) = json else {
+        return Err("expected a JSON object of attribute names to values".into());
+    };
+    entries
+        .iter()
+        .map(|(name, j)| {
+            let idx = schema
+                .attribute_index(name)
+                .ok_or_else(|| format!("space {:?} has no attribute {name:?}", schema.name))?;
+            if idx.get() == 0 {
+                return Err(format!("{name:?} is the key: give it as the KEY argument"));
+            }
+            let value = from_json(schema.attribute(idx).ty, j).map_err(|e| format!("attribute {name:?}: {e}"))?;
+            Ok((name.clone(), value))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tessera_types::parse_space;
+
+    #[test]
+    fn round_trip_through_json() {
+        let schema = parse_space("space t key k attributes int i, float f, set(string) s, map(int, string) m, list(float) l").unwrap();
+        let attrs = attributes_from_json(&schema, r#"{"i": -3, "f": 2, "s": ["b", "a", "b"], "m": {"7": "x"}, "l": [1.5]}"#).unwrap();
+        assert_eq!(attrs[0], ("f".into(), Value::Float(2.0)));
+        assert_eq!(attrs[1], ("i".into(), Value::Int(-3)));
+        let m = &attrs[4].1;
+        assert_eq!(to_json(m), serde_json::json!({"7": "x"}));
+        assert_eq!(to_json(&attrs[2].1), serde_json::json!([1.5]));
+        assert_eq!(to_json(&attrs[3].1), serde_json::json!(["a", "b"]));
+    }
+
+    #[test]
+    fn mistakes_are_explained() {
+        let schema = parse_space("space t key k attributes int i").unwrap();
+        assert!(attributes_from_json(&schema, r#"{"i": "x"}"#).unwrap_err().contains("expected an int"));
+        assert!(attributes_from_json(&schema, r#"{"j": 1}"#).unwrap_err().contains("no attribute"));
+        assert!(attributes_from_json(&schema, r#"{"i": 1.5}"#).unwrap_err().contains("not an int"));
+        assert!(attributes_from_json(&schema, r#"[1]"#).unwrap_err().contains("JSON object"));
+        assert!(attributes_from_json(&schema, r#"{"k": "x"}"#).unwrap_err().contains("is the key"));
+        assert!(attributes_from_json(&schema, r#"{"i": 99999999999999999999}"#).is_err());
+    }
+}
