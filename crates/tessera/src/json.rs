@@ -122,13 +122,18 @@ mod tests {
     #[test]
     fn round_trip_through_json() {
         let schema = parse_space("space t key k attributes int i, float f, set(string) s, map(int, string) m, list(float) l").unwrap();
-        let attrs = attributes_from_json(&schema, r#"{"i": -3, "f": 2, "s": ["b", "a", "b"], "m": {"7": "x"}, "l": [1.5]}"#).unwrap();
-        assert_eq!(attrs[0], ("f".into(), Value::Float(2.0)));
-        assert_eq!(attrs[1], ("i".into(), Value::Int(-3)));
-        let m = &attrs[4].1;
-        assert_eq!(to_json(m), serde_json::json!({"7": "x"}));
-        assert_eq!(to_json(&attrs[2].1), serde_json::json!([1.5]));
-        assert_eq!(to_json(&attrs[3].1), serde_json::json!(["a", "b"]));
+        let attrs: std::collections::BTreeMap<String, Value> = attributes_from_json(
+            &schema,
+            r#"{"i": -3, "f": 2, "s": ["b", "a", "b"], "m": {"7": "x"}, "l": [1.5]}"#,
+        )
+        .unwrap()
+        .into_iter()
+        .collect();
+        assert_eq!(attrs["f"], Value::Float(2.0));
+        assert_eq!(attrs["i"], Value::Int(-3));
+        assert_eq!(to_json(&attrs["m"]), serde_json::json!({"7": "x"}));
+        assert_eq!(to_json(&attrs["l"]), serde_json::json!([1.5]));
+        assert_eq!(to_json(&attrs["s"]), serde_json::json!(["a", "b"]));
     }
 
     #[test]
