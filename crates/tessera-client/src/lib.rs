@@ -145,14 +145,21 @@ impl Client {
     }
 
     async fn record(&self, space: &str, object: WireObject) -> Result<Record, ClientError> {
-        let mut schema = self.space(space).await?.schema;
-        if object.values.len() != schema.attributes.len() {
-            // The space changed shape since the configuration was cached.
-            schema = self.refresh().await?.space(space).map(|s| s.schema.clone()).ok_or_else(|| {
-                ClientError::Server { status: Status::UnknownSpace, message: format!("no space named {space:?}") }
-            })?;
+        // The cached configuration names the values without copying the schema.
+        let config = self.configuration();
+        if let Some(s) = config.space(space).filter(|s| s.schema.attributes.len() == object.values.len()) {
+            return Ok(to_record(&s.schema, object));
         }
-        Ok(to_record(&schema, object))
+        // The space changed shape (or appeared) since the configuration was cached.
+        let config = self.refresh().await?;
+        let schema = &config
+            .space(space)
+            .ok_or_else(|| ClientError::Server { status: Status::UnknownSpace, message: format!("no space named {space:?}") })?
+            .schema;
+        if schema.attributes.len() != object.values.len() {
+            return Err(ClientError::Protocol(format!("an object of {space:?} does not fit its schema")));
+        }
+        Ok(to_record(schema, object))
     }
 
     // ---- spaces -------------------------------------------------------------------------
