@@ -468,3 +468,74 @@ tolerate 1 failure
         assert!(m.contains("tolerate"), "{m}");
     }
 }
+
+#[cfg(test)]
+mod properties {
+    use super::*;
+    use crate::value::{AttributeType, PrimitiveType};
+    use proptest::prelude::*;
+
+    fn primitive() -> impl Strategy<Value = PrimitiveType> {
+        prop_oneof![Just(PrimitiveType::String), Just(PrimitiveType::Int), Just(PrimitiveType::Float)]
+    }
+
+    fn attribute_type() -> impl Strategy<Value = AttributeType> {
+        prop_oneof![
+            primitive().prop_map(AttributeType::Primitive),
+            primitive().prop_map(AttributeType::List),
+            primitive().prop_map(AttributeType::Set),
+            (primitive(), primitive()).prop_map(|(k, v)| AttributeType::Map(k, v)),
+        ]
+    }
+
+    /// Random valid schemas: a primitive key, up to 8 attributes, subspaces over primitives.
+    fn schema() -> impl Strategy<Value = SpaceSchema> {
+        (primitive(), proptest::collection::vec(attribute_type(), 0..8), 1u32..5000, 0u32..4, any::<u64>())
+            .prop_map(|(key, types, partitions, tolerate, seed)| {
+                let attributes: Vec<Attribute> = types
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &ty)| Attribute { name: format!("a{i}"), ty })
+                    .collect();
+                let dims: Vec<String> =
+                    attributes.iter().filter(|a| a.ty.is_primitive()).map(|a| a.name.clone()).collect();
+                let mut subspaces = Vec::new();
+                for s in 0..(seed % 3) as usize {
+                    let chosen: Vec<String> = dims
+                        .iter()
+                        .enumerate()
+                        .filter(|(i, _)| (seed >> (s * 8 + i)) & 1 == 1)
+                        .map(|(_, n)| n.clone())
+                        .collect();
+                    if !chosen.is_empty() {
+                        subspaces.push(chosen);
+                    }
+                }
+                SpaceSchema::new(
+                    "s",
+                    Attribute { name: "k".into(), ty: AttributeType::Primitive(key) },
+                    attributes,
+                    subspaces,
+                    partitions,
+                    tolerate,
+                )
+                .expect("generated schemas are valid")
+            })
+    }
+
+    proptest! {
+        #[test]
+        fn printed_descriptions_parse_back(s in schema()) {
+            prop_assert_eq!(parse_space(&s.to_string()).unwrap(), s);
+        }
+
+        /// No input makes the parser panic; every error points inside the text.
+        #[test]
+        fn parser_never_panics(text in "[a-z0-9(), #\n]{0,80}") {
+            if let Err(e) = parse_space(&text) {
+                prop_assert!(e.line >= 1 && e.column >= 1);
+                prop_assert!(e.line as usize <= text.lines().count().max(1) + 1);
+            }
+        }
+    }
+}
