@@ -1,0 +1,95 @@
+//! The command line's contract: exit codes (0 success, 1 not found or condition failed,
+//! 2 usage or server error), errors on stderr, JSON on stdout, descriptions from files.
+
+mod common;
+
+use std::io::Write;
+use std::process::{Command, Output, Stdio};
+
+use common::{DevServer, TESSERA};
+
+fn tessera(addr: &str, args: &[&str]) -> Output {
+    Command::new(TESSERA).args(args).env("TESSERA_ADDR", addr).output().expect("running tessera")
+}
+
+fn tessera_stdin(addr: &str, args: &[&str], stdin: &str) -> Output {
+    let mut child = Command::new(TESSERA)
+        .args(args)
+        .env("TESSERA_ADDR", addr)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
+    child.wait_with_output().unwrap()
+}
+
+fn code(o: &Output) -> i32 {
+    o.status.code().expect("exited")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+#[test]
+fn exit_codes_and_messages() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = DevServer::start(&dir.path().join("data"));
+    let a = server.addr.as_str();
+
+    // A description from a file, with a comment and an int key.
+    let file = dir.path().join("people.space");
+    std::fs::write(&file, "# people\nspace people\nkey int id\nattributes string name, float height, map(string, int) scores\nsubspace height\n").unwrap();
+    let o = tessera(a, &["add-space", file.to_str().unwrap()]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let o = tessera(a, &["add-space", file.to_str().unwrap()]);
+    assert_eq!(code(&o), 2);
+    assert!(stderr(&o).contains("DUPLICATE"), "{}", stderr(&o));
+
+    let o = tessera_stdin(a, &["add-space"], "space broken\nkey k\nattributes int a\nsubspace b\n");
+    assert_eq!(code(&o), 2);
+    assert!(stderr(&o).contains("4:10"), "line:column in {}", stderr(&o));
+
+    assert_eq!(code(&tessera(a, &["put", "people", "7", r#"{"name": "Ada", "height": 1.7, "scores": {"go": 3}}"#])), 0);
+    let o = tessera(a, &["get", "people", "7"]);
+    assert_eq!(code(&o), 0);
+    assert_eq!(stdout(&o), "{\"id\":7,\"name\":\"Ada\",\"height\":1.7,\"scores\":{\"go\":3}}\n");
+
+    // Not found: exit 1, message on stderr, nothing on stdout.
+    let o = tessera(a, &["get", "people", "8"]);
+    assert_eq!((code(&o), stdout(&o).as_str()), (1, ""));
+    assert!(stderr(&o).contains("not found"));
+    assert_eq!(code(&tessera(a, &["del", "people", "8"])), 1);
+
+    // Usage and server errors: exit 2.
+    let o = tessera(a, &["get", "people", "seven"]);
+    assert_eq!(code(&o), 2);
+    assert!(stderr(&o).contains("not an int"), "{}", stderr(&o));
+    let o = tessera(a, &["put", "people", "7", "{not json"]);
+    assert_eq!(code(&o), 2);
+    assert!(stderr(&o).contains("invalid JSON"));
+    let o = tessera(a, &["search", "nope"]);
+    assert_eq!(code(&o), 2);
+    assert!(stderr(&o).contains("UNKNOWNSPACE"));
+    let o = tessera(a, &["search", "people", "name~("]);
+    assert_eq!(code(&o), 2);
+    assert!(stderr(&o).contains("BADPREDICATE"), "{}", stderr(&o));
+    assert_eq!(code(&tessera(a, &["get"])), 2);
+    let o = tessera("127.0.0.1:1", &["list-spaces"]);
+    assert_eq!(code(&o), 2);
+    assert!(stderr(&o).contains("cannot reach"));
+
+    // Nothing above changed the object.
+    assert_eq!(stdout(&tessera(a, &["search", "people", "height>=1.5", "height<2"])), "{\"id\":7,\"name\":\"Ada\",\"height\":1.7,\"scores\":{\"go\":3}}\n");
+    assert_eq!(stdout(&tessera(a, &["count", "people"])), "1\n");
+    let o = tessera(a, &["list-spaces", "--describe"]);
+    assert!(stdout(&o).contains("subspace height"), "{}", stdout(&o));
+    assert_eq!(code(&tessera(a, &["rm-space", "people"])), 0);
+    assert_eq!(code(&tessera(a, &["rm-space", "people"])), 2);
+}
