@@ -285,12 +285,7 @@ impl Client {
 
     /// Every object matching all predicates (an empty list matches everything).
     pub async fn search(&self, space: &str, predicates: Vec<Predicate>) -> Result<Vec<Record>, ClientError> {
-        let mut stream = self.search_stream(space, predicates).await?;
-        let mut out = Vec::new();
-        while let Some(r) = stream.next().await? {
-            out.push(r);
-        }
-        Ok(out)
+        self.search_stream(space, predicates).await?.collect().await
     }
 
     /// Like [`Client::search`], but yields objects as the server streams them.
@@ -324,12 +319,7 @@ impl Client {
         let request =
             Request::SortedSearch { space: space.to_owned(), predicates, sort_by: sort_by.to_owned(), limit, order };
         let responses = self.connection.stream(request, epoch).await?;
-        let mut stream = SearchStream { schema, responses, buffered: Vec::new().into_iter(), done: false };
-        let mut out = Vec::new();
-        while let Some(r) = stream.next().await? {
-            out.push(r);
-        }
-        Ok(out)
+        SearchStream { schema, responses, buffered: Vec::new().into_iter(), done: false }.collect().await
     }
 
     /// Deletes every matching object; returns how many.
@@ -358,6 +348,15 @@ pub struct SearchStream {
 }
 
 impl SearchStream {
+    /// Every remaining object.
+    pub async fn collect(mut self) -> Result<Vec<Record>, ClientError> {
+        let mut out = Vec::new();
+        while let Some(r) = self.next().await? {
+            out.push(r);
+        }
+        Ok(out)
+    }
+
     /// The next object, or `None` at the end.
     pub async fn next(&mut self) -> Result<Option<Record>, ClientError> {
         loop {
