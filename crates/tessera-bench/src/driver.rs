@@ -283,6 +283,18 @@ async fn task<T: Target>(mut target: T, id: u64, shared: Arc<Shared>) -> (T, Tas
                         // An empty scan is a valid answer, not a failure.
                         stats.record(op, started, outcome.map(|_| true));
                     }
+                    Operation::Search => {
+                        let n = chooser.next(&mut rng, &shared.insert_keys);
+                        let started = Instant::now();
+                        let outcome = target.search(n).await.and_then(|found| match found {
+                            0 => Ok(false),
+                            1 => Ok(true),
+                            k => Err(TargetError::Protocol(format!(
+                                "search for record {n} by (prefix, suffix) returned {k} records, expected 1"
+                            ))),
+                        });
+                        stats.record(op, started, outcome);
+                    }
                     Operation::ReadModifyWrite => {
                         let n = chooser.next(&mut rng, &shared.insert_keys);
                         let field = rng.random_range(0..FIELD_COUNT);

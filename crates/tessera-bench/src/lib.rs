@@ -74,7 +74,9 @@ pub struct BenchArgs {
     pub target: String,
 
     /// YCSB core workload: a (50/50 read/update), b (95/5 read/update), c (read only),
-    /// d (95/5 read/insert, latest), e (95/5 scan/insert), f (50/50 read/read-modify-write).
+    /// d (95/5 read/insert, latest), e (95/5 scan/insert), f (50/50 read/read-modify-write);
+    /// s (not YCSB: 100% searches fixing both dimensions of the `prefix, suffix` subspace, zipfian
+    /// as c, to compare with c's gets; Tessera and memory targets only).
     #[arg(long, short = 'w', value_enum, default_value_t = Workload::A)]
     pub workload: Workload,
 
@@ -179,6 +181,11 @@ pub async fn run(args: BenchArgs) -> Result<Report, BenchError> {
         TargetKind::Memory => {
             let shared = MemoryTarget::new();
             drive(vec![shared; args.threads], &args, duration).await?
+        }
+        TargetKind::Redis(_) if args.workload == Workload::S => {
+            return Err(BenchError::TargetUnsupported(
+                "workload s (search-read) needs searches on secondary attributes: run it against tessera:// and compare with workload c there".into(),
+            ));
         }
         TargetKind::Redis(addr) => {
             // One connection per task: Redis answers one connection's commands in order, so
@@ -288,7 +295,7 @@ mod tests {
 
     #[tokio::test]
     async fn every_workload_runs_on_the_memory_target() {
-        for w in ["a", "b", "c", "d", "e", "f"] {
+        for w in ["a", "b", "c", "d", "e", "f", "s"] {
             let report = run(args(&["--target", "memory://", "-w", w, "--records", "2000", "--operations", "3000", "-t", "4"]))
                 .await
                 .expect("memory benchmark runs");
@@ -305,6 +312,7 @@ mod tests {
                 "c" => &["read"],
                 "d" => &["insert", "read"],
                 "e" => &["insert", "scan"],
+                "s" => &["search"],
                 _ => &["read", "read_modify_write"],
             };
             assert_eq!(names, expected, "workload {w}");
@@ -314,7 +322,7 @@ mod tests {
                 assert!(scan.records_scanned.unwrap_or(0) > scan.count * 10, "{scan:?}");
             }
             let json = serde_json::to_value(&report).expect("serialises");
-            assert!(json["run"]["ops"]["read"]["p999_us"].is_u64() || w == "e");
+            assert!(json["run"]["ops"]["read"]["p999_us"].is_u64() || w == "e" || w == "s");
             assert!(json["run"]["overall_throughput"].is_f64());
         }
     }
@@ -346,6 +354,36 @@ mod tests {
             run(args(&["--target", "memory://", "--duration-s=-1"])).await,
             Err(BenchError::InvalidArgs(_))
         ));
+    }
+
+    #[tokio::test]
+    async fn search_read_finds_each_record_once_and_misses_absent_ones() {
+        // Run only: nothing loaded, so every search finds nothing and counts as not found.
+        let report = run(args(&["--target", "memory://", "-w", "s", "--phase", "run", "--records", "50", "--operations", "200"]))
+            .await
+            .expect("runs");
+        let run = report.run.expect("run ran");
+        let search = &run.ops["search"];
+        assert_eq!((search.count, search.errors, search.not_found), (0, 200, 200));
+        // Loaded: every search returns its record.
+        let report = run_loaded_s().await;
+        let search = &report.ops["search"];
+        assert_eq!((search.count, search.errors), (500, 0));
+    }
+
+    async fn run_loaded_s() -> PhaseReport {
+        run(args(&["--target", "memory://", "-w", "s", "--records", "300", "--operations", "500", "-t", "3"]))
+            .await
+            .expect("runs")
+            .run
+            .expect("run ran")
+    }
+
+    #[tokio::test]
+    async fn workload_s_is_refused_for_redis_before_connecting() {
+        // Port 1: nothing listens, so reaching connect would be a Connect error instead.
+        let r = run(args(&["--target", "redis://127.0.0.1:1", "-w", "s"])).await;
+        assert!(matches!(&r, Err(BenchError::TargetUnsupported(why)) if why.contains("workload s")), "{r:?}");
     }
 
     #[tokio::test]

@@ -95,6 +95,11 @@ pub enum Workload {
     E,
     /// Read-modify-write: 50% read, 50% read-modify-write, zipfian.
     F,
+    /// Search-read (not a YCSB workload): 100% searches fixing both dimensions of the
+    /// `prefix, suffix` subspace for a zipfian-chosen record (`prefix == n/1000 && suffix ==
+    /// n%1000`), each returning exactly that record. Run against workload C it compares a
+    /// fully specified search with a get (issue 2's benchmarks); Tessera only.
+    S,
 }
 
 impl fmt::Display for Workload {
@@ -106,6 +111,7 @@ impl fmt::Display for Workload {
             Workload::D => "d",
             Workload::E => "e",
             Workload::F => "f",
+            Workload::S => "s",
         };
         f.write_str(s)
     }
@@ -127,11 +133,19 @@ pub enum Operation {
     Insert,
     Scan,
     ReadModifyWrite,
+    /// A search fixing every dimension of the `prefix, suffix` subspace (workload S).
+    Search,
 }
 
 impl Operation {
-    pub const ALL: [Operation; 5] =
-        [Operation::Read, Operation::Update, Operation::Insert, Operation::Scan, Operation::ReadModifyWrite];
+    pub const ALL: [Operation; 6] = [
+        Operation::Read,
+        Operation::Update,
+        Operation::Insert,
+        Operation::Scan,
+        Operation::ReadModifyWrite,
+        Operation::Search,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -140,6 +154,7 @@ impl Operation {
             Operation::Insert => "insert",
             Operation::Scan => "scan",
             Operation::ReadModifyWrite => "read_modify_write",
+            Operation::Search => "search",
         }
     }
 
@@ -156,6 +171,8 @@ pub struct WorkloadSpec {
     pub insert: f64,
     pub scan: f64,
     pub read_modify_write: f64,
+    /// Fully specified subspace searches (workload S only).
+    pub search: f64,
     pub distribution: Distribution,
 }
 
@@ -167,6 +184,7 @@ impl Workload {
             insert: 0.0,
             scan: 0.0,
             read_modify_write: 0.0,
+            search: 0.0,
             distribution: Distribution::Zipfian,
         };
         match self {
@@ -176,6 +194,8 @@ impl Workload {
             Workload::D => WorkloadSpec { read: 0.95, insert: 0.05, distribution: Distribution::Latest, ..base },
             Workload::E => WorkloadSpec { scan: 0.95, insert: 0.05, ..base },
             Workload::F => WorkloadSpec { read: 0.5, read_modify_write: 0.5, ..base },
+            // Same zipfian request distribution as C: the two differ only in get vs search.
+            Workload::S => WorkloadSpec { search: 1.0, ..base },
         }
     }
 }
@@ -189,6 +209,7 @@ impl WorkloadSpec {
             (Operation::Insert, self.insert),
             (Operation::Scan, self.scan),
             (Operation::ReadModifyWrite, self.read_modify_write),
+            (Operation::Search, self.search),
         ];
         let total: f64 = weights.iter().map(|(_, w)| w).sum();
         let mut x = rng.random::<f64>() * total;
@@ -264,6 +285,7 @@ mod tests {
             (Workload::D, Operation::Insert, 0.05),
             (Workload::E, Operation::Scan, 0.95),
             (Workload::F, Operation::ReadModifyWrite, 0.5),
+            (Workload::S, Operation::Search, 1.0),
         ] {
             let spec = w.spec();
             let got = (0..n).filter(|_| spec.choose(&mut rng) == op).count() as f64 / n as f64;
@@ -277,6 +299,16 @@ mod tests {
         assert_eq!(scan_bounds(12_995, 100), (12, 995, 999));
         assert_eq!(scan_bounds(7, 1), (0, 7, 7));
         assert_eq!(prefix_suffix(1_000_999), (1000, 999));
+    }
+
+    #[test]
+    fn search_read_is_workload_c_with_searches_instead_of_gets() {
+        let (c, s) = (Workload::C.spec(), Workload::S.spec());
+        assert_eq!(s.distribution, c.distribution);
+        assert_eq!((s.search, s.read, s.insert), (1.0, 0.0, 0.0));
+        assert_eq!(WorkloadSpec { read: 1.0, search: 0.0, ..s }, c);
+        assert_eq!(Workload::S.to_string(), "s");
+        assert_eq!(Operation::Search.name(), "search");
     }
 
     #[test]

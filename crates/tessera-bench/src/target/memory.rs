@@ -60,4 +60,9 @@ impl Target for MemoryTarget {
         let base = prefix as u64 * SCAN_GROUP_SIZE;
         Ok(self.lock().range(base + lo as u64..=base + hi as u64).count() as u64)
     }
+
+    async fn search(&mut self, n: u64) -> Result<u64, TargetError> {
+        // Record n is the only one with its (prefix, suffix): the map is keyed by n.
+        Ok(u64::from(self.lock().contains_key(&n)))
+    }
 }

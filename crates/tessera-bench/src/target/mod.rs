@@ -54,6 +54,15 @@ pub trait Target: Send + 'static {
     /// returns how many were found.
     fn scan(&mut self, n: u64, len: u64) -> impl Future<Output = Result<u64, TargetError>> + Send;
 
+    /// Searches for record `n` by fixing both dimensions of the `prefix, suffix` subspace
+    /// (`prefix == n/1000 && suffix == n%1000`, workload S) and reads every record found;
+    /// returns how many were found (1 when `n` exists, as the scan attributes are unique).
+    /// Targets without searches answer `Unsupported`.
+    fn search(&mut self, n: u64) -> impl Future<Output = Result<u64, TargetError>> + Send {
+        let _ = n;
+        async { Err(TargetError::Unsupported("search-read (workload s) is not supported by this target".into())) }
+    }
+
     /// A read of record `n` followed by an update of one field, as YCSB's workload F does (not
     /// atomic: YCSB's core workload does not ask for it). `Ok(false)` when the read found nothing;
     /// the update is then skipped.

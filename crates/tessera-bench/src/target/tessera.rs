@@ -107,6 +107,16 @@ impl Target for TesseraTarget {
         let found = self.client.search(SPACE_NAME, predicates).await.map_err(to_target_error)?;
         Ok(found.len() as u64)
     }
+
+    /// `prefix == n/1000 && suffix == n%1000`: every dimension of the `prefix, suffix`
+    /// subspace fixed, so the server reads one cell of one region.
+    async fn search(&mut self, n: u64) -> Result<u64, TargetError> {
+        let (prefix, suffix) = prefix_suffix(n);
+        let predicates =
+            vec![Predicate::equals("prefix", Value::Int(prefix)), Predicate::equals("suffix", Value::Int(suffix))];
+        let found = self.client.search(SPACE_NAME, predicates).await.map_err(to_target_error)?;
+        Ok(found.len() as u64)
+    }
 }
 
 #[cfg(test)]
