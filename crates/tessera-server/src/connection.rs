@@ -75,14 +75,17 @@ impl Outbox {
     }
 
     /// Queues a response without ever blocking the caller (the write loop must not wait for
-    /// a slow client). Memory stays bounded by the connection's in-flight limit.
-    fn send_nowait(&self, id: u64, epoch: Epoch, response: Response) {
+    /// a slow client). Memory stays bounded by the connection's in-flight limit: a response
+    /// that waits for room keeps its request's in-flight `permit` until it is queued, so a
+    /// client that does not read its answers stops being read.
+    fn send_nowait(&self, id: u64, epoch: Epoch, response: Response, permit: Option<OwnedSemaphorePermit>) {
         match self.tx.try_send(Self::frame(id, epoch, response)) {
             Ok(()) | Err(mpsc::error::TrySendError::Closed(_)) => {}
             Err(mpsc::error::TrySendError::Full(bytes)) => {
                 let tx = self.tx.clone();
                 self.runtime.spawn(async move {
                     let _ = tx.send(bytes).await;
+                    drop(permit);
                 });
             }
         }
@@ -100,12 +103,12 @@ impl Outbox {
 pub struct Replier {
     id: u64,
     outbox: Outbox,
-    _permit: OwnedSemaphorePermit,
+    permit: OwnedSemaphorePermit,
 }
 
 impl Replier {
     pub fn send(self, epoch: Epoch, response: Response) {
-        self.outbox.send_nowait(self.id, epoch, response);
+        self.outbox.send_nowait(self.id, epoch, response, Some(self.permit));
     }
 }
 
@@ -143,14 +146,14 @@ pub async fn serve(shared: Arc<Shared>, stream: TcpStream) {
                 // Over the frame limit, or the stream failed: the frame boundary is lost.
                 if e.kind() == std::io::ErrorKind::InvalidData {
                     let error = ErrorReply::new(Status::TooLarge, format!("frame refused: {e}"));
-                    outbox.send_nowait(0, epoch, Response::Error(error));
+                    outbox.send_nowait(0, epoch, Response::Error(error), None);
                 }
                 break;
             }
         };
         match decode_request(&body) {
             Ok(frame) => {
-                let replier = Replier { id: frame.id, outbox: outbox.clone(), _permit: permit };
+                let replier = Replier { id: frame.id, outbox: outbox.clone(), permit };
                 dispatch(&shared, frame, replier).await;
             }
             Err(FrameError::UnsupportedVersion(v)) => {
@@ -158,13 +161,13 @@ pub async fn serve(shared: Arc<Shared>, stream: TcpStream) {
                     Status::UnsupportedProtocol,
                     format!("protocol version {v} is not spoken here (this server speaks {})", tessera_protocol::PROTOCOL_VERSION),
                 );
-                outbox.send_nowait(0, epoch, Response::Error(error));
+                outbox.send_nowait(0, epoch, Response::Error(error), None);
                 break;
             }
             Err(e) => {
                 let id = peek_request_id(&body).unwrap_or(0);
                 let error = ErrorReply::new(Status::Malformed, format!("could not decode the request: {e}"));
-                outbox.send_nowait(id, epoch, Response::Error(error));
+                outbox.send_nowait(id, epoch, Response::Error(error), Some(permit));
             }
         }
     }
