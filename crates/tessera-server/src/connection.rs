@@ -11,6 +11,9 @@
 //! over the size limit, or of another protocol version, is answered and the connection is
 //! closed, because nothing after it can be trusted. At most [`IN_FLIGHT_MAX`] requests of
 //! one connection are in progress at once; the reader stops reading until one completes.
+//! Of those, at most [`SEARCHES_IN_FLIGHT_MAX`] are searches: a search holds a thread of the
+//! blocking pool while it waits for its client to read, so a client that pipelines searches
+//! and reads nothing must not take every such thread from everyone else.
 
 use std::ops::ControlFlow;
 use std::sync::Arc;
@@ -38,6 +41,10 @@ use crate::writer::{WriteJob, WriteRequest};
 /// Requests of one connection in progress at once.
 pub const IN_FLIGHT_MAX: usize = 1024;
 
+/// Searches of one connection in progress at once (each holds a blocking-pool thread, of
+/// which tokio has 512 by default).
+pub const SEARCHES_IN_FLIGHT_MAX: usize = 16;
+
 /// Encoded responses queued for one connection's writer task.
 const OUTBOX_FRAMES: usize = 1024;
 
@@ -62,6 +69,8 @@ pub async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
 pub struct Outbox {
     tx: mpsc::Sender<Bytes>,
     runtime: tokio::runtime::Handle,
+    /// The connection's search slots ([`SEARCHES_IN_FLIGHT_MAX`]).
+    searches: Arc<Semaphore>,
 }
 
 impl Outbox {
@@ -134,7 +143,11 @@ pub async fn serve(shared: Arc<Shared>, stream: TcpStream) {
     let (read_half, write_half) = stream.into_split();
     let (tx, rx) = mpsc::channel(OUTBOX_FRAMES);
     let writer = tokio::spawn(write_frames(write_half, rx));
-    let outbox = Outbox { tx, runtime: tokio::runtime::Handle::current() };
+    let outbox = Outbox {
+        tx,
+        runtime: tokio::runtime::Handle::current(),
+        searches: Arc::new(Semaphore::new(SEARCHES_IN_FLIGHT_MAX)),
+    };
     let permits = Arc::new(Semaphore::new(IN_FLIGHT_MAX));
     let mut frames = FramedRead::new(read_half, codec());
     while let Some(frame) = frames.next().await {
@@ -246,7 +259,10 @@ async fn dispatch(shared: &Arc<Shared>, frame: RequestFrame, replier: Replier) {
             return replier.send(epoch, result.map_or_else(Response::Error, Response::Explain));
         }
         Request::Search { .. } | Request::Count { .. } | Request::SortedSearch { .. } => {
-            return search(shared, view.space(frame.request.space().expect("names a space")), frame.request, replier);
+            // Waits (and so stops reading this connection) while its searches are all busy.
+            let slot = replier.outbox.searches.clone().acquire_owned().await.expect("never closed");
+            let space = view.space(frame.request.space().expect("names a space"));
+            return search(shared, space, frame.request, replier, slot);
         }
         Request::AddSpace { description } => {
             if description.len() > DESCRIPTION_BYTES_MAX {
@@ -290,9 +306,16 @@ async fn dispatch(shared: &Arc<Shared>, frame: RequestFrame, replier: Replier) {
 }
 
 /// Search, count and sorted search run on the blocking pool: they may read many objects.
-fn search(shared: &Arc<Shared>, space: Result<Arc<ServedSpace>, ErrorReply>, request: Request, replier: Replier) {
+fn search(
+    shared: &Arc<Shared>,
+    space: Result<Arc<ServedSpace>, ErrorReply>,
+    request: Request,
+    replier: Replier,
+    slot: OwnedSemaphorePermit,
+) {
     let shared = shared.clone();
     tokio::task::spawn_blocking(move || {
+        let _slot = slot;
         let epoch = shared.view().epoch();
         let store = &shared.store;
         let outcome = (|| -> Result<Option<Response>, ErrorReply> {

@@ -1020,3 +1020,60 @@ async fn a_client_that_never_reads_is_held_back_not_buffered() {
     assert_serving(server.addr()).await;
     server.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_never_reads_its_searches_does_not_starve_others() {
+    // Each search holds a blocking-pool thread while it waits for its client to read. A client
+    // pipelining a thousand searches of many result frames, reading none, used to take every
+    // such thread, and nobody else's search or count ran again.
+    let (server, client) = setup().await;
+    client.add_space(PROBE).await.unwrap();
+    let puts = (0..1300i64).map(|n| client.put("probe", format!("k{n:05}"), [("n", n)]));
+    for r in futures::future::join_all(puts).await {
+        r.unwrap();
+    }
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.set_recv_buffer_size(4096).unwrap();
+    let mut conn = Framed::new(socket.connect(server.addr()).await.unwrap(), codec());
+    for id in 1..=1000u64 {
+        let request = Request::SortedSearch {
+            space: "probe".into(),
+            predicates: vec![],
+            sort_by: "n".into(),
+            limit: 2000, // six frames of results each
+            order: SortOrder::Ascending,
+        };
+        conn.feed(
+            encode_request(&RequestFrame {
+                id,
+                epoch: Epoch(0),
+                request,
+            })
+            .unwrap(),
+        )
+        .await
+        .unwrap();
+    }
+    SinkExt::<Bytes>::flush(&mut conn).await.unwrap();
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let in_time = Duration::from_secs(10);
+    let count = tokio::time::timeout(
+        in_time,
+        client.count("probe", vec![Predicate::equals("n", 5i64)]),
+    )
+    .await;
+    assert_eq!(count.expect("another client's count runs").unwrap(), 1);
+    let first = tokio::time::timeout(
+        in_time,
+        client.sorted_search("probe", vec![], "n", 2, SortOrder::Descending),
+    )
+    .await;
+    assert_eq!(
+        first.expect("another client's search runs").unwrap().len(),
+        2
+    );
+    assert_serving(server.addr()).await;
+    drop(conn);
+    assert_serving(server.addr()).await;
+    server.shutdown().await;
+}
