@@ -330,6 +330,16 @@ impl Client {
         }
     }
 
+    /// Applies `funcalls` to every matching object, all of them to an object or none;
+    /// returns how many objects were updated (those on which an operation cannot apply, by
+    /// integer overflow for instance, are left as they were and not counted).
+    pub async fn group_update(&self, space: &str, predicates: Vec<Predicate>, funcalls: Vec<Funcall>) -> Result<u64, ClientError> {
+        match self.call(Request::GroupUpdate { space: space.to_owned(), predicates, funcalls }).await? {
+            Response::Count(n) => Ok(n),
+            other => Err(unexpected(other)),
+        }
+    }
+
     /// How a search would run: the subspace chosen and the regions and servers it contacts.
     pub async fn explain(&self, space: &str, predicates: Vec<Predicate>) -> Result<Explanation, ClientError> {
         match self.call(Request::Explain { space: space.to_owned(), predicates }).await? {

@@ -59,6 +59,9 @@ pub enum Request {
     },
     /// Deletes every matching object; answers how many.
     GroupDel { space: String, predicates: Vec<Predicate> },
+    /// Applies the funcalls to every matching object; answers how many were updated (an object
+    /// on which they cannot apply, by overflow for instance, is left as it was and not counted).
+    GroupUpdate { space: String, predicates: Vec<Predicate>, funcalls: Vec<Funcall> },
     /// How a search would run: the subspace chosen and the regions it contacts.
     Explain { space: String, predicates: Vec<Predicate> },
 }
@@ -76,6 +79,7 @@ impl Request {
             | Request::Count { space, .. }
             | Request::SortedSearch { space, .. }
             | Request::GroupDel { space, .. }
+            | Request::GroupUpdate { space, .. }
             | Request::Explain { space, .. } => Some(space),
         }
     }

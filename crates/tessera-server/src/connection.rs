@@ -293,6 +293,13 @@ async fn dispatch(shared: &Arc<Shared>, frame: RequestFrame, replier: Replier) {
             let predicates = check_predicates(&space, &predicates)?;
             Ok(WriteJob::GroupDel { space, predicates })
         })(),
+        Request::GroupUpdate { space: name, predicates, funcalls } => (|| {
+            let space = space(&name)?;
+            let predicates = check_predicates(&space, &predicates)?;
+            let funcalls =
+                CheckedFuncall::check_all(&space.config.schema, &funcalls).map_err(funcall_error)?;
+            Ok(WriteJob::GroupUpdate { space, predicates, funcalls })
+        })(),
     };
     match job {
         Err(e) => replier.send(epoch, Response::Error(e)),

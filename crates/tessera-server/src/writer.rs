@@ -33,8 +33,8 @@ pub const BATCH_JOBS_MAX: usize = 1024;
 /// Requests queued for the write loop before connections wait (backpressure).
 pub const QUEUE_JOBS_MAX: usize = 8192;
 
-/// Deletes per commit in a group delete.
-const GROUP_DEL_CHUNK: usize = 1024;
+/// Writes per commit in a group delete or update.
+const GROUP_CHUNK: usize = 1024;
 
 /// A write, validated against the schema by the connection that received it.
 pub enum WriteJob {
@@ -47,6 +47,7 @@ pub enum WriteJob {
     },
     Del { space: Arc<ServedSpace>, key: Value, conditions: Vec<CheckedPredicate> },
     GroupDel { space: Arc<ServedSpace>, predicates: Vec<CheckedPredicate> },
+    GroupUpdate { space: Arc<ServedSpace>, predicates: Vec<CheckedPredicate>, funcalls: Vec<CheckedFuncall> },
     AddSpace { schema: SpaceSchema },
     RmSpace { name: String },
 }
@@ -145,6 +146,10 @@ impl WriteLoop {
             WriteJob::GroupDel { space, predicates } => {
                 self.flush();
                 self.on_group_del(&space, &predicates)
+            }
+            WriteJob::GroupUpdate { space, predicates, funcalls } => {
+                self.flush();
+                self.on_group_update(&space, &predicates, &funcalls)
             }
             WriteJob::AddSpace { schema } => {
                 self.flush();
@@ -252,19 +257,48 @@ impl WriteLoop {
         space: &ServedSpace,
         predicates: &[CheckedPredicate],
     ) -> Result<Response, ErrorReply> {
-        self.check_current(space)?;
-        debug_assert!(self.batch.writes.is_empty(), "flushed before a group delete");
         let name = &space.config.schema.name;
-        let mut doomed = Vec::new();
+        self.rewrite_matches(space, predicates, |o| Some(ObjectWrite::Delete { space: name.clone(), old: o.object }))
+    }
+
+    fn on_group_update(
+        &mut self,
+        space: &ServedSpace,
+        predicates: &[CheckedPredicate],
+        funcalls: &[CheckedFuncall],
+    ) -> Result<Response, ErrorReply> {
+        let name = &space.config.schema.name;
+        self.rewrite_matches(space, predicates, |o| {
+            let object = apply_all(funcalls, &o.object).ok()?;
+            if encoded_len(&object) > OBJECT_BYTES_MAX {
+                return None;
+            }
+            let new = StoredObject { version: o.version.next(), object };
+            Some(ObjectWrite::Put { space: name.clone(), old: Some(o.object), new })
+        })
+    }
+
+    /// The group operations: every committed object matching `predicates` becomes the write
+    /// `rewrite` makes of it (or stays as it is on `None`); answers how many were written.
+    /// The matches are collected before any is written, so an object that a write moves within
+    /// the subspace being searched is never met twice.
+    fn rewrite_matches(
+        &mut self,
+        space: &ServedSpace,
+        predicates: &[CheckedPredicate],
+        mut rewrite: impl FnMut(StoredObject) -> Option<ObjectWrite>,
+    ) -> Result<Response, ErrorReply> {
+        self.check_current(space)?;
+        debug_assert!(self.batch.writes.is_empty(), "flushed before a group operation");
+        let mut writes = Vec::new();
         reads::for_each_match(&self.shared.store, space, predicates, |o| {
-            doomed.push(ObjectWrite::Delete { space: name.clone(), old: o.object });
+            writes.extend(rewrite(o));
             std::ops::ControlFlow::Continue(())
         })?;
-        let count = doomed.len() as u64;
-        for chunk in doomed.chunks(GROUP_DEL_CHUNK) {
+        for chunk in writes.chunks(GROUP_CHUNK) {
             self.shared.store.commit(chunk).map_err(storage_error)?;
         }
-        Ok(Response::Count(count))
+        Ok(Response::Count(writes.len() as u64))
     }
 
     fn on_add_space(&mut self, schema: SpaceSchema) -> Result<Response, ErrorReply> {

@@ -1093,6 +1093,59 @@ async fn group_del_removes_exactly_the_matches() {
     server.shutdown().await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn group_update_changes_exactly_the_matches_it_can() {
+    let (server, client) = hotels().await;
+    let all = load_hotels(&client).await;
+    // One match sits at the top of the int range: adding to it overflows, so it is skipped.
+    let top = all.iter().find(|h| h.stars >= 3).unwrap().id.clone();
+    client.put("hotels", top.as_str(), [("price", i(i64::MAX))]).await.unwrap();
+    let before: BTreeMap<String, Record> = client
+        .search("hotels", vec![])
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|r| (string_key(&r), r))
+        .collect();
+    let matches = |r: &Record| r.attributes["stars"] >= i(3);
+    let updatable = before.values().filter(|r| matches(r) && string_key(r) != top).count();
+    assert!(updatable > 0);
+
+    let updated = client
+        .group_update(
+            "hotels",
+            vec![Predicate::new("stars", PredicateOp::GreaterEqual(i(3)))],
+            vec![num("price", NumOp::Add, 10i64), Funcall::set("address", "renovated")],
+        )
+        .await
+        .unwrap();
+    assert_eq!(updated, updatable as u64);
+
+    for (k, old) in &before {
+        let now = client.get("hotels", k.as_str()).await.unwrap().unwrap();
+        if matches(old) && *k != top {
+            let Value::Int(p) = old.attributes["price"] else { panic!("int price") };
+            assert_eq!(now.attributes["price"], i(p + 10), "{k}");
+            assert_eq!(now.attributes["address"], s("renovated"), "{k}");
+            assert_eq!(now.version, old.version.next(), "{k}");
+        } else {
+            assert_eq!(&now, old, "{k} must not change");
+        }
+    }
+    // Moved objects (price is a dimension) are found where they now are, once each.
+    let found = keys(&client.search("hotels", vec![Predicate::new("address", PredicateOp::Equals(s("renovated")))]).await.unwrap());
+    assert_eq!(found.len(), updatable);
+    assert_eq!(sorted_unique(found).len(), updatable);
+    server.shutdown().await;
+}
+
+fn string_key(r: &Record) -> String {
+    match &r.key {
+        Value::String(k) => k.clone(),
+        other => panic!("string keys, got {other:?}"),
+    }
+}
+
 // ---- explain ---------------------------------------------------------------------------
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
