@@ -1,0 +1,582 @@
+//! `tesseradb._native`: the Python binding's native half, over tessera-client.
+//!
+//! Deliberately small: one generic entry point, `call(op, args)`, parses Python arguments
+//! into a Rust future over [`tessera_client::Client`] (with the GIL held), and three front
+//! ends run that future — `call` blocks with the GIL released, `submit` runs it in the
+//! background behind a `NativeDeferred`, `call_async` hands it to asyncio. The HyperDex-style
+//! API (return conventions, predicate classes, exception tree) is pure Python on top, in
+//! `tesseradb/`. All futures run on one tokio runtime, the one `pyo3-async-runtimes` owns,
+//! because the client's connection tasks live on the runtime that created them.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+
+use pyo3::create_exception;
+use pyo3::exceptions::PyException;
+use pyo3::prelude::*;
+use pyo3::types::{
+    PyBool, PyBytes, PyDict, PyFloat, PyFrozenSet, PyInt, PyList, PySet, PyString, PyTuple,
+};
+use tessera_client::{
+    Client, ClientError, Configuration, Explanation, Funcall, FuncallOp, NumOp, Predicate,
+    PredicateOp, Record, SearchStream, SortOrder, SpaceSchema, Value, WriteMode,
+};
+use tokio::sync::oneshot;
+
+create_exception!(
+    _native,
+    NativeError,
+    PyException,
+    "args: (symbol, code, message). The tesseradb package turns it into ClientError subclasses."
+);
+
+/// Codes of failures that happen in the client, not on a server (server codes are 8001+).
+const CODE_CONNECTION: u16 = 8100;
+const CODE_PROTOCOL: u16 = 8101;
+const CODE_WRONGTYPE: u16 = 8006;
+
+/// A failed operation, held without the GIL.
+#[derive(Clone, Debug)]
+struct Failure {
+    symbol: String,
+    code: u16,
+    message: String,
+}
+
+impl Failure {
+    fn wrong_type(message: impl Into<String>) -> Failure {
+        Failure { symbol: "WRONGTYPE".into(), code: CODE_WRONGTYPE, message: message.into() }
+    }
+
+    fn into_py(self) -> PyErr {
+        NativeError::new_err((self.symbol, self.code, self.message))
+    }
+}
+
+impl From<ClientError> for Failure {
+    fn from(e: ClientError) -> Failure {
+        match &e {
+            ClientError::Server { status, message } => Failure {
+                symbol: status.symbol().into(),
+                code: status.code(),
+                message: message.clone(),
+            },
+            ClientError::Io(_) | ClientError::ConnectionClosed => {
+                Failure { symbol: "CONNECTION".into(), code: CODE_CONNECTION, message: e.to_string() }
+            }
+            _ => Failure { symbol: "PROTOCOL".into(), code: CODE_PROTOCOL, message: e.to_string() },
+        }
+    }
+}
+
+/// What an operation produced, held without the GIL; turned into Python objects at the end.
+#[derive(Clone, Debug)]
+enum Outcome {
+    Done,
+    Object(Option<Record>),
+    Records { key_name: String, records: Vec<Record> },
+    Count(u64),
+    Explain(Explanation),
+    Spaces(Vec<SpaceSchema>),
+    Config(Arc<Configuration>),
+}
+
+type Operation = Pin<Box<dyn Future<Output = Result<Outcome, Failure>> + Send>>;
+
+fn runtime() -> &'static tokio::runtime::Runtime {
+    pyo3_async_runtimes::tokio::get_runtime()
+}
+
+// ---- Python values to Rust ----------------------------------------------------------------
+
+fn to_value(obj: &Bound<'_, PyAny>) -> PyResult<Value> {
+    if obj.is_instance_of::<PyBool>() {
+        return Err(Failure::wrong_type("a bool is not a Tessera value: use an int").into_py());
+    }
+    if let Ok(s) = obj.cast::<PyString>() {
+        return Ok(Value::String(s.to_cow()?.into_owned()));
+    }
+    if let Ok(b) = obj.cast::<PyBytes>() {
+        return std::str::from_utf8(b.as_bytes())
+            .map(|s| Value::String(s.to_owned()))
+            .map_err(|_| Failure::wrong_type("bytes must be UTF-8 to be a string").into_py());
+    }
+    if obj.is_instance_of::<PyInt>() {
+        return obj.extract::<i64>().map(Value::Int).map_err(|_| {
+            Failure::wrong_type(format!("{} is outside the int64 range", obj)).into_py()
+        });
+    }
+    if obj.is_instance_of::<PyFloat>() {
+        let f: f64 = obj.extract()?;
+        if f.is_nan() {
+            return Err(Failure::wrong_type("NaN is not a storable float").into_py());
+        }
+        return Ok(Value::Float(f));
+    }
+    if let Ok(l) = obj.cast::<PyList>() {
+        return Ok(Value::List(l.iter().map(|x| to_value(&x)).collect::<PyResult<_>>()?));
+    }
+    if let Ok(t) = obj.cast::<PyTuple>() {
+        return Ok(Value::List(t.iter().map(|x| to_value(&x)).collect::<PyResult<_>>()?));
+    }
+    if let Ok(s) = obj.cast::<PySet>() {
+        return Ok(Value::Set(s.iter().map(|x| to_value(&x)).collect::<PyResult<BTreeSet<_>>>()?));
+    }
+    if let Ok(s) = obj.cast::<PyFrozenSet>() {
+        return Ok(Value::Set(s.iter().map(|x| to_value(&x)).collect::<PyResult<BTreeSet<_>>>()?));
+    }
+    if let Ok(d) = obj.cast::<PyDict>() {
+        let mut map = BTreeMap::new();
+        for (k, v) in d.iter() {
+            map.insert(to_value(&k)?, to_value(&v)?);
+        }
+        return Ok(Value::Map(map));
+    }
+    let type_name = obj.get_type().name().map(|n| n.to_string()).unwrap_or_else(|_| "?".into());
+    Err(Failure::wrong_type(format!("a {type_name} cannot be stored in Tessera")).into_py())
+}
+
+fn bad_argument(message: String) -> PyErr {
+    Failure { symbol: "PROTOCOL".into(), code: CODE_PROTOCOL, message }.into_py()
+}
+
+fn to_predicates(list: &Bound<'_, PyAny>) -> PyResult<Vec<Predicate>> {
+    let mut out = Vec::new();
+    for item in list.try_iter()? {
+        let (attr, op, arg): (String, String, Bound<'_, PyAny>) = item?.extract()?;
+        let length = |arg: &Bound<'_, PyAny>| -> PyResult<u64> {
+            arg.extract::<u64>().map_err(|_| Failure::wrong_type("a length is a non-negative int").into_py())
+        };
+        let op = match op.as_str() {
+            "equals" => PredicateOp::Equals(to_value(&arg)?),
+            "less" => PredicateOp::LessThan(to_value(&arg)?),
+            "less_equal" => PredicateOp::LessEqual(to_value(&arg)?),
+            "greater" => PredicateOp::GreaterThan(to_value(&arg)?),
+            "greater_equal" => PredicateOp::GreaterEqual(to_value(&arg)?),
+            "range" => {
+                let (lo, hi): (Bound<'_, PyAny>, Bound<'_, PyAny>) = arg.extract()?;
+                PredicateOp::Range(to_value(&lo)?, to_value(&hi)?)
+            }
+            "regex" => PredicateOp::Regex(arg.extract()?),
+            "length_equals" => PredicateOp::LengthEquals(length(&arg)?),
+            "length_less_equal" => PredicateOp::LengthLessEqual(length(&arg)?),
+            "length_greater_equal" => PredicateOp::LengthGreaterEqual(length(&arg)?),
+            "contains" => PredicateOp::Contains(to_value(&arg)?),
+            other => return Err(bad_argument(format!("unknown predicate {other:?}"))),
+        };
+        out.push(Predicate::new(attr, op));
+    }
+    Ok(out)
+}
+
+fn num_op(name: &str) -> Option<NumOp> {
+    Some(match name {
+        "add" => NumOp::Add,
+        "sub" => NumOp::Sub,
+        "mul" => NumOp::Mul,
+        "div" => NumOp::Div,
+        "mod" => NumOp::Mod,
+        "and" => NumOp::And,
+        "or" => NumOp::Or,
+        "xor" => NumOp::Xor,
+        "min" => NumOp::Min,
+        "max" => NumOp::Max,
+        _ => return None,
+    })
+}
+
+fn to_funcalls(list: &Bound<'_, PyAny>) -> PyResult<Vec<Funcall>> {
+    let mut out = Vec::new();
+    for item in list.try_iter()? {
+        let (attr, op, arg): (String, String, Bound<'_, PyAny>) = item?.extract()?;
+        let op = match op.as_str() {
+            "set" => FuncallOp::Set,
+            "string_prepend" => FuncallOp::StringPrepend,
+            "string_append" => FuncallOp::StringAppend,
+            "list_lpush" => FuncallOp::ListLPush,
+            "list_rpush" => FuncallOp::ListRPush,
+            "set_add" => FuncallOp::SetAdd,
+            "set_remove" => FuncallOp::SetRemove,
+            "set_union" => FuncallOp::SetUnion,
+            "set_intersect" => FuncallOp::SetIntersect,
+            "map_add" => FuncallOp::MapAdd,
+            "map_remove" => FuncallOp::MapRemove,
+            "map_string_prepend" => FuncallOp::MapStringPrepend,
+            "map_string_append" => FuncallOp::MapStringAppend,
+            other => match (other.strip_prefix("num_"), other.strip_prefix("map_num_")) {
+                (Some(n), _) if num_op(n).is_some() => FuncallOp::Num(num_op(n).expect("checked")),
+                (_, Some(n)) if num_op(n).is_some() => FuncallOp::MapNum(num_op(n).expect("checked")),
+                _ => return Err(bad_argument(format!("unknown operation {other:?}"))),
+            },
+        };
+        out.push(Funcall { attr, op, arg: to_value(&arg)? });
+    }
+    Ok(out)
+}
+
+fn write_mode(name: &str) -> PyResult<WriteMode> {
+    match name {
+        "upsert" => Ok(WriteMode::Upsert),
+        "create" => Ok(WriteMode::CreateOnly),
+        "update" => Ok(WriteMode::UpdateOnly),
+        other => Err(bad_argument(format!("unknown write mode {other:?}"))),
+    }
+}
+
+/// Parses `op(args)` into a future that owns everything it needs (so it can run without the
+/// GIL, on any thread).
+fn operation(client: &Client, op: &str, args: &Bound<'_, PyTuple>) -> PyResult<Operation> {
+    let c = client.clone();
+    let arity = |n: usize| -> PyResult<()> {
+        if args.len() == n {
+            Ok(())
+        } else {
+            Err(bad_argument(format!("{op} takes {n} arguments, got {}", args.len())))
+        }
+    };
+    let s = |i: usize| -> PyResult<String> { args.get_item(i)?.extract::<String>() };
+    let v = |i: usize| -> PyResult<Value> { to_value(&args.get_item(i)?) };
+    let p = |i: usize| -> PyResult<Vec<Predicate>> { to_predicates(&args.get_item(i)?) };
+    let f = |i: usize| -> PyResult<Vec<Funcall>> { to_funcalls(&args.get_item(i)?) };
+    Ok(match op {
+        "get" => {
+            arity(2)?;
+            let (space, key) = (s(0)?, v(1)?);
+            Box::pin(async move { Ok(Outcome::Object(c.get(&space, key).await?)) })
+        }
+        "put" => {
+            arity(5)?;
+            let (space, key, mode, conditions, funcalls) =
+                (s(0)?, v(1)?, write_mode(&s(2)?)?, p(3)?, f(4)?);
+            Box::pin(async move {
+                c.write(&space, key, mode, conditions, funcalls).await?;
+                Ok(Outcome::Done)
+            })
+        }
+        "del" => {
+            arity(3)?;
+            let (space, key, conditions) = (s(0)?, v(1)?, p(2)?);
+            Box::pin(async move {
+                c.cond_del(&space, key, conditions).await?;
+                Ok(Outcome::Done)
+            })
+        }
+        "count" => {
+            arity(2)?;
+            let (space, predicates) = (s(0)?, p(1)?);
+            Box::pin(async move { Ok(Outcome::Count(c.count(&space, predicates).await?)) })
+        }
+        "search" => {
+            arity(2)?;
+            let (space, predicates) = (s(0)?, p(1)?);
+            Box::pin(async move {
+                let key_name = c.describe_space(&space).await?.key().name.clone();
+                Ok(Outcome::Records { key_name, records: c.search(&space, predicates).await? })
+            })
+        }
+        "sorted_search" => {
+            arity(5)?;
+            let (space, predicates, sort_by) = (s(0)?, p(1)?, s(2)?);
+            let limit: u32 = args.get_item(3)?.extract()?;
+            let order = if args.get_item(4)?.is_truthy()? { SortOrder::Descending } else { SortOrder::Ascending };
+            Box::pin(async move {
+                let key_name = c.describe_space(&space).await?.key().name.clone();
+                let records = c.sorted_search(&space, predicates, &sort_by, limit, order).await?;
+                Ok(Outcome::Records { key_name, records })
+            })
+        }
+        "group_del" => {
+            arity(2)?;
+            let (space, predicates) = (s(0)?, p(1)?);
+            Box::pin(async move { Ok(Outcome::Count(c.group_del(&space, predicates).await?)) })
+        }
+        "group_update" => {
+            arity(3)?;
+            let (space, predicates, funcalls) = (s(0)?, p(1)?, f(2)?);
+            Box::pin(async move { Ok(Outcome::Count(c.group_update(&space, predicates, funcalls).await?)) })
+        }
+        "explain" => {
+            arity(2)?;
+            let (space, predicates) = (s(0)?, p(1)?);
+            Box::pin(async move { Ok(Outcome::Explain(c.explain(&space, predicates).await?)) })
+        }
+        "add_space" => {
+            arity(1)?;
+            let description = s(0)?;
+            Box::pin(async move {
+                c.add_space(&description).await?;
+                Ok(Outcome::Done)
+            })
+        }
+        "rm_space" => {
+            arity(1)?;
+            let name = s(0)?;
+            Box::pin(async move {
+                c.rm_space(&name).await?;
+                Ok(Outcome::Done)
+            })
+        }
+        "list_spaces" => {
+            arity(0)?;
+            Box::pin(async move { Ok(Outcome::Spaces(c.list_spaces().await?)) })
+        }
+        "config" => {
+            arity(0)?;
+            Box::pin(async move { Ok(Outcome::Config(c.refresh().await?)) })
+        }
+        other => return Err(bad_argument(format!("unknown operation {other:?}"))),
+    })
+}
+
+// ---- Rust values to Python ----------------------------------------------------------------
+
+fn value_to_py<'py>(py: Python<'py>, value: &Value) -> PyResult<Bound<'py, PyAny>> {
+    Ok(match value {
+        Value::String(s) => PyString::new(py, s).into_any(),
+        Value::Int(i) => i.into_pyobject(py)?.into_any(),
+        Value::Float(f) => PyFloat::new(py, *f).into_any(),
+        Value::List(items) => {
+            PyList::new(py, items.iter().map(|x| value_to_py(py, x)).collect::<PyResult<Vec<_>>>()?)?.into_any()
+        }
+        Value::Set(items) => {
+            PySet::new(py, items.iter().map(|x| value_to_py(py, x)).collect::<PyResult<Vec<_>>>()?)?.into_any()
+        }
+        Value::Map(entries) => {
+            let d = PyDict::new(py);
+            for (k, v) in entries {
+                d.set_item(value_to_py(py, k)?, value_to_py(py, v)?)?;
+            }
+            d.into_any()
+        }
+    })
+}
+
+/// A record as a dict of its attributes, with the key under `key_name` first when given.
+fn record_to_py<'py>(py: Python<'py>, record: &Record, key_name: Option<&str>) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    if let Some(name) = key_name {
+        d.set_item(name, value_to_py(py, &record.key)?)?;
+    }
+    for (name, v) in &record.attributes {
+        d.set_item(name, value_to_py(py, v)?)?;
+    }
+    Ok(d)
+}
+
+fn schema_to_py<'py>(py: Python<'py>, schema: &SpaceSchema) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("name", &schema.name)?;
+    d.set_item("key", &schema.key().name)?;
+    d.set_item("key_type", schema.key().ty.to_string())?;
+    let attributes: Vec<(String, String)> =
+        schema.attributes[1..].iter().map(|a| (a.name.clone(), a.ty.to_string())).collect();
+    d.set_item("attributes", attributes)?;
+    let subspaces: Vec<Vec<String>> = schema.subspaces[1..]
+        .iter()
+        .map(|s| s.dimensions.iter().map(|&a| schema.attribute(a).name.clone()).collect())
+        .collect();
+    d.set_item("subspaces", subspaces)?;
+    d.set_item("partitions", schema.partitions)?;
+    d.set_item("tolerate", schema.tolerate)?;
+    d.set_item("description", schema.to_string())?;
+    Ok(d)
+}
+
+fn outcome_to_py(py: Python<'_>, outcome: Outcome) -> PyResult<Py<PyAny>> {
+    let object: Bound<'_, PyAny> = match outcome {
+        Outcome::Done => PyBool::new(py, true).to_owned().into_any(),
+        Outcome::Object(None) => py.None().into_bound(py),
+        Outcome::Object(Some(r)) => record_to_py(py, &r, None)?.into_any(),
+        Outcome::Records { key_name, records } => PyList::new(
+            py,
+            records.iter().map(|r| record_to_py(py, r, Some(&key_name))).collect::<PyResult<Vec<_>>>()?,
+        )?
+        .into_any(),
+        Outcome::Count(n) => n.into_pyobject(py)?.into_any(),
+        Outcome::Explain(e) => {
+            let d = PyDict::new(py);
+            d.set_item("subspace", e.subspace.0)?;
+            d.set_item("dimensions", e.dimensions)?;
+            d.set_item("subspace_regions", e.subspace_regions)?;
+            d.set_item("regions_contacted", e.regions_contacted)?;
+            d.set_item("servers_contacted", e.servers_contacted)?;
+            let candidates = PyList::empty(py);
+            for (s, n) in e.candidates {
+                let c = PyDict::new(py);
+                c.set_item("subspace", s.0)?;
+                c.set_item("regions", n)?;
+                candidates.append(c)?;
+            }
+            d.set_item("candidates", candidates)?;
+            d.into_any()
+        }
+        Outcome::Spaces(spaces) => {
+            PyList::new(py, spaces.iter().map(|s| schema_to_py(py, s)).collect::<PyResult<Vec<_>>>()?)?.into_any()
+        }
+        Outcome::Config(config) => {
+            let d = PyDict::new(py);
+            d.set_item("epoch", config.epoch.0)?;
+            let servers = PyList::empty(py);
+            for s in &config.servers {
+                let sd = PyDict::new(py);
+                sd.set_item("id", s.id.0)?;
+                sd.set_item("address", &s.address)?;
+                servers.append(sd)?;
+            }
+            d.set_item("servers", servers)?;
+            let spaces = PyList::empty(py);
+            for s in &config.spaces {
+                let sd = PyDict::new(py);
+                sd.set_item("name", &s.schema.name)?;
+                sd.set_item("id", s.id)?;
+                sd.set_item("regions", s.replicas.iter().map(|r| r.len()).collect::<Vec<_>>())?;
+                spaces.append(sd)?;
+            }
+            d.set_item("spaces", spaces)?;
+            d.into_any()
+        }
+    };
+    Ok(object.unbind())
+}
+
+fn finish(py: Python<'_>, result: Result<Outcome, Failure>) -> PyResult<Py<PyAny>> {
+    match result {
+        Ok(outcome) => outcome_to_py(py, outcome),
+        Err(failure) => Err(failure.into_py()),
+    }
+}
+
+// ---- the classes --------------------------------------------------------------------------
+
+/// A connection to a Tessera server, shared by every thread that uses this object.
+#[pyclass(module = "tesseradb._native", frozen)]
+struct NativeClient {
+    client: Client,
+}
+
+#[pymethods]
+impl NativeClient {
+    #[new]
+    fn new(py: Python<'_>, host: String, port: u16) -> PyResult<NativeClient> {
+        let address = format!("{host}:{port}");
+        let client = py
+            .detach(|| runtime().block_on(Client::connect(&address)))
+            .map_err(|e| Failure::from(e).into_py())?;
+        Ok(NativeClient { client })
+    }
+
+    /// Runs `op(*args)` and returns its result, with the GIL released while it waits.
+    fn call(&self, py: Python<'_>, op: &str, args: &Bound<'_, PyTuple>) -> PyResult<Py<PyAny>> {
+        let operation = operation(&self.client, op, args)?;
+        let result = py.detach(|| runtime().block_on(operation));
+        finish(py, result)
+    }
+
+    /// Starts `op(*args)` in the background; `wait()` on the handle returns its result.
+    fn submit(&self, op: &str, args: &Bound<'_, PyTuple>) -> PyResult<NativeDeferred> {
+        let operation = operation(&self.client, op, args)?;
+        let (tx, rx) = oneshot::channel();
+        runtime().spawn(async move {
+            let _ = tx.send(operation.await);
+        });
+        Ok(NativeDeferred { state: Mutex::new(DeferredState::Running(rx)) })
+    }
+
+    /// `op(*args)` as an asyncio awaitable.
+    fn call_async<'py>(&self, py: Python<'py>, op: &str, args: &Bound<'py, PyTuple>) -> PyResult<Bound<'py, PyAny>> {
+        let operation = operation(&self.client, op, args)?;
+        pyo3_async_runtimes::tokio::future_into_py(py, async move {
+            let result = operation.await;
+            Python::attach(|py| finish(py, result))
+        })
+    }
+
+    /// A search whose results are read as they stream in.
+    fn search_iter(&self, py: Python<'_>, space: String, predicates: &Bound<'_, PyAny>) -> PyResult<NativeSearch> {
+        let predicates = to_predicates(predicates)?;
+        let client = self.client.clone();
+        let started = py.detach(|| {
+            runtime().block_on(async move {
+                let key_name = client.describe_space(&space).await?.key().name.clone();
+                let stream = client.search_stream(&space, predicates).await?;
+                Ok::<_, ClientError>((key_name, stream))
+            })
+        });
+        let (key_name, stream) = started.map_err(|e| Failure::from(e).into_py())?;
+        Ok(NativeSearch { key_name, stream: Mutex::new(Some(stream)) })
+    }
+}
+
+enum DeferredState {
+    Running(oneshot::Receiver<Result<Outcome, Failure>>),
+    Finished(Result<Outcome, Failure>),
+}
+
+/// An operation started by `NativeClient.submit`.
+#[pyclass(module = "tesseradb._native", frozen)]
+struct NativeDeferred {
+    state: Mutex<DeferredState>,
+}
+
+#[pymethods]
+impl NativeDeferred {
+    /// Waits for the operation (GIL released) and returns its result; again on later calls.
+    fn wait(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        let result = py.detach(|| {
+            let mut state = self.state.lock().expect("deferred lock");
+            if let DeferredState::Running(rx) = &mut *state {
+                let result = runtime().block_on(rx).unwrap_or_else(|_| {
+                    Err(Failure { symbol: "CONNECTION".into(), code: CODE_CONNECTION, message: "the operation was dropped".into() })
+                });
+                *state = DeferredState::Finished(result);
+            }
+            match &*state {
+                DeferredState::Finished(r) => r.clone(),
+                DeferredState::Running(_) => unreachable!("finished above"),
+            }
+        });
+        finish(py, result)
+    }
+}
+
+/// The objects of a search, as the server streams them (each a dict, key included).
+#[pyclass(module = "tesseradb._native", frozen)]
+struct NativeSearch {
+    key_name: String,
+    stream: Mutex<Option<SearchStream>>,
+}
+
+#[pymethods]
+impl NativeSearch {
+    fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+
+    fn __next__(&self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
+        let next = py.detach(|| {
+            let mut slot = self.stream.lock().expect("search lock");
+            let Some(stream) = slot.as_mut() else { return Ok(None) };
+            let next = runtime().block_on(stream.next());
+            if !matches!(next, Ok(Some(_))) {
+                *slot = None; // finished or failed: later calls end the iteration
+            }
+            next
+        });
+        match next {
+            Ok(Some(record)) => Ok(Some(record_to_py(py, &record, Some(&self.key_name))?.into_any().unbind())),
+            Ok(None) => Ok(None),
+            Err(e) => Err(Failure::from(e).into_py()),
+        }
+    }
+}
+
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("NativeError", m.py().get_type::<NativeError>())?;
+    m.add_class::<NativeClient>()?;
+    m.add_class::<NativeDeferred>()?;
+    m.add_class::<NativeSearch>()?;
+    Ok(())
+}
