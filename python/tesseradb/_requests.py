@@ -1,0 +1,231 @@
+"""Requests to the native module and HyperDex's return conventions, shared by ``Client``,
+``Deferred``, ``tesseradb.aio.Client`` and ``Admin``.
+
+A ``Request`` names the native operation, its arguments, what to make of its result, and
+whether NOTFOUND and CMPFAIL are answers (``None`` and ``False``) rather than errors.
+"""
+
+from __future__ import annotations
+
+from typing import (
+    Any,
+    Callable,
+    Dict,
+    Generic,
+    List,
+    Mapping,
+    Optional,
+    Sequence,
+    Tuple,
+    TypeVar,
+    Union,
+)
+
+from .errors import error_class, from_native
+from .predicates import Predicates, to_native
+
+T = TypeVar("T")
+
+#: A key: ``str`` (``bytes`` are sent as UTF-8 strings) or ``int`` for ``key int`` spaces.
+Key = Union[str, bytes, int]
+#: Attribute values by name, as given to ``put`` and the atomic operations.
+Attributes = Mapping[str, Any]
+#: An object as returned by ``get``, ``search`` and ``sorted_search``.
+Object = Dict[str, Any]
+
+NativeFuncall = Tuple[str, str, Any]
+
+
+def _identity(result: Any) -> Any:
+    return result
+
+
+def _true(result: Any) -> bool:
+    return True
+
+
+def _int(result: Any) -> int:
+    return int(result)
+
+
+class Request(Generic[T]):
+    """One native call: ``op``, ``args``, and the conversion of its outcome."""
+
+    __slots__ = ("op", "args", "post", "answers")
+
+    def __init__(
+        self,
+        op: str,
+        args: Tuple[Any, ...],
+        post: Callable[[Any], T],
+        answers: bool = False,
+    ) -> None:
+        self.op = op
+        self.args = args
+        self.post = post
+        # True when NOTFOUND means ``None`` and CMPFAIL means ``False``.
+        self.answers = answers
+
+    def done(self, result: Any) -> T:
+        return self.post(result)
+
+    def failed(self, native_error: BaseException) -> T:
+        """The answer for a NativeError, or raises the ClientError it stands for."""
+        error = from_native(native_error)
+        if self.answers:
+            if error.symbol == "NOTFOUND":
+                return None  # type: ignore[return-value]
+            if error.symbol == "CMPFAIL":
+                return False  # type: ignore[return-value]
+        raise error from None
+
+
+# Atomic families: the HyperDex method name -> the native funcall op.
+ATOMICS: Dict[str, str] = {
+    "atomic_add": "num_add",
+    "atomic_sub": "num_sub",
+    "atomic_mul": "num_mul",
+    "atomic_div": "num_div",
+    "atomic_mod": "num_mod",
+    "atomic_and": "num_and",
+    "atomic_or": "num_or",
+    "atomic_xor": "num_xor",
+    "atomic_min": "num_min",
+    "atomic_max": "num_max",
+    "string_prepend": "string_prepend",
+    "string_append": "string_append",
+    "list_lpush": "list_lpush",
+    "list_rpush": "list_rpush",
+    "set_add": "set_add",
+    "set_remove": "set_remove",
+    "set_union": "set_union",
+    "set_intersect": "set_intersect",
+    "map_add": "map_add",
+    "map_remove": "map_remove",
+    "map_atomic_add": "map_num_add",
+    "map_atomic_sub": "map_num_sub",
+    "map_atomic_mul": "map_num_mul",
+    "map_atomic_div": "map_num_div",
+    "map_atomic_mod": "map_num_mod",
+    "map_atomic_and": "map_num_and",
+    "map_atomic_or": "map_num_or",
+    "map_atomic_xor": "map_num_xor",
+    "map_atomic_min": "map_num_min",
+    "map_atomic_max": "map_num_max",
+    "map_string_prepend": "map_string_prepend",
+    "map_string_append": "map_string_append",
+}
+
+
+def funcalls(op: str, attrs: Attributes) -> List[NativeFuncall]:
+    if not isinstance(attrs, Mapping):
+        raise TypeError(f"attributes must be a dict {{name: value}}, not {type(attrs).__name__}")
+    out: List[NativeFuncall] = []
+    for attr, value in attrs.items():
+        if not isinstance(attr, str):
+            raise TypeError(f"attribute names are str, not {type(attr).__name__}: {attr!r}")
+        out.append((attr, op, value))
+    return out
+
+
+def get(space: str, key: Key) -> Request[Optional[Object]]:
+    return Request("get", (space, key), _identity, answers=True)
+
+
+def get_partial(space: str, key: Key, attrs: Sequence[str]) -> Request[Optional[Object]]:
+    if isinstance(attrs, str):
+        raise TypeError("get_partial takes a list of attribute names, not one str")
+    wanted = list(attrs)
+
+    def pick(result: Optional[Object]) -> Optional[Object]:
+        if result is None:
+            return None
+        missing = [a for a in wanted if a not in result]
+        if missing:
+            # Same status the server gives for an unknown attribute anywhere else.
+            message = f"unknown attribute {missing[0]!r}"
+            raise error_class("UNKNOWNATTR")(8005, "UNKNOWNATTR", message)
+        return {a: result[a] for a in wanted}
+
+    return Request("get", (space, key), pick, answers=True)
+
+
+def write(
+    space: str, key: Key, mode: str, conditions: Predicates, calls: List[NativeFuncall]
+) -> Request[Optional[bool]]:
+    return Request("put", (space, key, mode, to_native(conditions), calls), _true, answers=True)
+
+
+def put(space: str, key: Key, attrs: Attributes) -> Request[Optional[bool]]:
+    return write(space, key, "upsert", None, funcalls("set", attrs))
+
+
+def put_if_not_exist(space: str, key: Key, attrs: Attributes) -> Request[Optional[bool]]:
+    return write(space, key, "create", None, funcalls("set", attrs))
+
+
+def cond_put(
+    space: str, key: Key, predicates: Predicates, attrs: Attributes
+) -> Request[Optional[bool]]:
+    return write(space, key, "update", predicates, funcalls("set", attrs))
+
+
+def cond_put_or_create(
+    space: str, key: Key, predicates: Predicates, attrs: Attributes
+) -> Request[Optional[bool]]:
+    return write(space, key, "upsert", predicates, funcalls("set", attrs))
+
+
+def atomic(
+    space: str, key: Key, op: str, attrs: Attributes, predicates: Predicates = None
+) -> Request[Optional[bool]]:
+    return write(space, key, "update", predicates, funcalls(op, attrs))
+
+
+def group_atomic(space: str, predicates: Predicates, op: str, attrs: Attributes) -> Request[int]:
+    return Request("group_update", (space, to_native(predicates), funcalls(op, attrs)), _int)
+
+
+def delete(space: str, key: Key, predicates: Predicates = None) -> Request[Optional[bool]]:
+    return Request("del", (space, key, to_native(predicates)), _true, answers=True)
+
+
+def group_del(space: str, predicates: Predicates) -> Request[int]:
+    return Request("group_del", (space, to_native(predicates)), _int)
+
+
+def count(space: str, predicates: Predicates) -> Request[int]:
+    return Request("count", (space, to_native(predicates)), _int)
+
+
+def search(space: str, predicates: Predicates) -> Request[List[Object]]:
+    return Request("search", (space, to_native(predicates)), list)
+
+
+def sorted_search(
+    space: str, predicates: Predicates, sort_by: str, limit: int, maxmin: str
+) -> Request[List[Object]]:
+    if maxmin not in ("max", "min"):
+        raise ValueError(f'sorted_search direction must be "max" or "min", not {maxmin!r}')
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
+        raise ValueError(f"sorted_search limit must be a non-negative int, not {limit!r}")
+    args = (space, to_native(predicates), sort_by, limit, maxmin == "max")
+    return Request("sorted_search", args, list)
+
+
+def describe_explanation(e: Mapping[str, Any]) -> str:
+    """The text of ``search_describe`` for the native ``explain`` result."""
+    servers = e["servers_contacted"]
+    lines = [
+        f"subspace {e['subspace']} ({', '.join(e['dimensions'])}): "
+        f"{e['regions_contacted']} of {e['subspace_regions']} regions, "
+        f"{servers} server{'' if servers == 1 else 's'}"
+    ]
+    for c in e.get("candidates", []):
+        n = c["regions"]
+        lines.append(f"  candidate subspace {c['subspace']}: {n} region{'' if n == 1 else 's'}")
+    return "\n".join(lines)
+
+
+def search_describe(space: str, predicates: Predicates) -> Request[str]:
+    return Request("explain", (space, to_native(predicates)), describe_explanation)

@@ -1,0 +1,898 @@
+"""``tesseradb.aio.Client``: the same operations as ``tesseradb.Client``, as coroutines.
+
+Each operation is awaited on the running event loop; the native module does the network work
+on its own threads and wakes the loop when the answer arrives. ``search`` returns a ``list``
+(all matches, gathered before the coroutine returns); use ``count`` first or narrow the
+predicates when a search could match very many objects. There are no ``async_<op>`` methods
+here: ``asyncio.create_task`` or ``asyncio.gather`` do that job.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, List, Optional, Sequence, TypeVar
+
+from . import _requests as R
+from ._native import NativeClient, NativeError
+from ._requests import Attributes, Key, Object
+from .client import DEFAULT_HOST, DEFAULT_PORT, _connect
+from .errors import ConnectionFailedError
+from .predicates import Predicates
+
+__all__ = ["Client", "connect"]
+
+T = TypeVar("T")
+
+
+async def connect(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT) -> Client:
+    """Connect without blocking the event loop (``Client(...)`` connects synchronously)."""
+    native = await asyncio.get_running_loop().run_in_executor(None, _connect, host, port)
+    return Client(host, port, _native=native)
+
+
+class Client:
+    """An asyncio connection to a Tessera server. Methods must be awaited inside a running
+    event loop. ``Client(host, port)`` connects at once, blocking for the connection's round
+    trip; ``await tesseradb.aio.connect(host, port)`` does not block the loop."""
+
+    def __init__(
+        self,
+        host: str = DEFAULT_HOST,
+        port: int = DEFAULT_PORT,
+        *,
+        _native: Optional[NativeClient] = None,
+    ) -> None:
+        self.host = host
+        self.port = port
+        if _native is None:
+            _native = _connect(host, port)
+        self._native: Optional[NativeClient] = _native
+
+    def __repr__(self) -> str:
+        return f"tesseradb.aio.Client({self.host!r}, {self.port!r})"
+
+    def close(self) -> None:
+        """Drop the connection (operations still in flight finish). Idempotent."""
+        self._native = None
+
+    async def __aenter__(self) -> Client:
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        self.close()
+
+    async def _run(self, request: R.Request[T]) -> T:
+        native = self._native
+        if native is None:
+            raise ConnectionFailedError(8100, "CONNECTION", "the client is closed")
+        try:
+            result = await native.call_async(request.op, request.args)
+        except NativeError as e:
+            return request.failed(e)
+        return request.done(result)
+
+    async def search(self, space: str, predicates: Predicates) -> List[Object]:
+        """Every object matching predicates, key included, as a list."""
+        return await self._run(R.search(space, predicates))
+
+    # One coroutine per HyperDex operation, same names and argument order as tesseradb.Client.
+
+    async def get(self, space: str, key: Key) -> Optional[Object]:
+        """The object's attributes (without the key), or None if the key has no object."""
+        return await self._run(R.get(space, key))
+
+    async def get_partial(self, space: str, key: Key, attrs: Sequence[str]) -> Optional[Object]:
+        """Only the named attributes of the object, or None if the key has no object."""
+        return await self._run(R.get_partial(space, key, attrs))
+
+    async def put(self, space: str, key: Key, attrs: Attributes) -> Optional[bool]:
+        """Create the object, or update the attributes given (others keep their values). True."""
+        return await self._run(R.put(space, key, attrs))
+
+    async def put_if_not_exist(self, space: str, key: Key, attrs: Attributes) -> Optional[bool]:
+        """Create the object: True, or False if the key already has one."""
+        return await self._run(R.put_if_not_exist(space, key, attrs))
+
+    async def cond_put(
+        self,
+        space: str,
+        key: Key,
+        predicates: Predicates,
+        attrs: Attributes,
+    ) -> Optional[bool]:
+        """Update an existing object if it matches predicates: True, False if it does not, None
+        if absent."""
+        return await self._run(R.cond_put(space, key, predicates, attrs))
+
+    async def cond_put_or_create(
+        self,
+        space: str,
+        key: Key,
+        predicates: Predicates,
+        attrs: Attributes,
+    ) -> Optional[bool]:
+        """Create the object, or update it if it matches predicates: True, or False if it does
+        not."""
+        return await self._run(R.cond_put_or_create(space, key, predicates, attrs))
+
+    async def delete(self, space: str, key: Key) -> Optional[bool]:
+        """Delete the object: True, or None if the key had none."""
+        return await self._run(R.delete(space, key))
+
+    async def cond_del(self, space: str, key: Key, predicates: Predicates) -> Optional[bool]:
+        """Delete the object if it matches predicates: True, False if it does not, None if
+        absent."""
+        return await self._run(R.delete(space, key, predicates))
+
+    async def group_del(self, space: str, predicates: Predicates) -> int:
+        """Delete every object matching predicates; the number deleted."""
+        return await self._run(R.group_del(space, predicates))
+
+    async def count(self, space: str, predicates: Predicates) -> int:
+        """The number of objects matching predicates."""
+        return await self._run(R.count(space, predicates))
+
+    async def sorted_search(
+        self,
+        space: str,
+        predicates: Predicates,
+        sort_by: str,
+        limit: int,
+        maxmin: str,
+    ) -> List[Object]:
+        """At most limit matching objects (key included), by sort_by: largest first for "max",
+        smallest first for "min"."""
+        return await self._run(R.sorted_search(space, predicates, sort_by, limit, maxmin))
+
+    async def search_describe(self, space: str, predicates: Predicates) -> str:
+        """How a search for predicates would run: the subspace chosen, the regions and servers
+        it contacts."""
+        return await self._run(R.search_describe(space, predicates))
+
+    async def atomic_add(self, space: str, key: Key, attrs: Attributes) -> Optional[bool]:
+        """Atomically, on an existing object: attr += value (int or float). True; None if
+        absent; False if it cannot apply (overflow, division by zero)."""
+        return await self._run(R.atomic(space, key, "num_add", attrs))
+
+    async def cond_atomic_add(
+        self,
+        space: str,
+        key: Key,
+        predicates: Predicates,
+        attrs: Attributes,
+    ) -> Optional[bool]:
+        """atomic_add, only if the object matches predicates: True; False if not (or it cannot
+        apply); None if absent."""
+        return await self._run(R.atomic(space, key, "num_add", attrs, predicates))
+
+    async def group_atomic_add(self, space: str, predicates: Predicates, attrs: Attributes) -> int:
+        """atomic_add on every object matching predicates; the number changed (objects where it
+        cannot apply are skipped)."""
+        return await self._run(R.group_atomic(space, predicates, "num_add", attrs))
+
+    async def atomic_sub(self, space: str, key: Key, attrs: Attributes) -> Optional[bool]:
+        """Atomically, on an existing object: attr -= value. True; None if absent; False if it
+        cannot apply (overflow, division by zero)."""
+        return await self._run(R.atomic(space, key, "num_sub", attrs))
+
+    async def cond_atomic_sub(
+        self,
+        space: str,
+        key: Key,
+        predicates: Predicates,
+        attrs: Attributes,
+    ) -> Optional[bool]:
+        """atomic_sub, only if the object matches predicates: True; False if not (or it cannot
+        apply); None if absent."""
+        return await self._run(R.atomic(space, key, "num_sub", attrs, predicates))
+
+    async def group_atomic_sub(self, space: str, predicates: Predicates, attrs: Attributes) -> int:
+        """atomic_sub on every object matching predicates; the number changed (objects where it
+        cannot apply are skipped)."""
+        return await self._run(R.group_atomic(space, predicates, "num_sub", attrs))
+
+    async def atomic_mul(self, space: str, key: Key, attrs: Attributes) -> Optional[bool]:
+        """Atomically, on an existing object: attr *= value. True; None if absent; False if it
+        cannot apply (overflow, division by zero)."""
+        return await self._run(R.atomic(space, key, "num_mul", attrs))
+
+    async def cond_atomic_mul(
+        self,
+        space: str,
+        key: Key,
+        predicates: Predicates,
+        attrs: Attributes,
+    ) -> Optional[bool]:
+        """atomic_mul, only if the object matches predicates: True; False if not (or it cannot
+        apply); None if absent."""
+        return await self._run(R.atomic(space, key, "num_mul", attrs, predicates))
+
+    async def group_atomic_mul(self, space: str, predicates: Predicates, attrs: Attributes) -> int:
+        """atomic_mul on every object matching predicates; the number changed (objects where it
+        cannot apply are skipped)."""
+        return await self._run(R.group_atomic(space, predicates, "num_mul", attrs))
+
+    async def atomic_div(self, space: str, key: Key, attrs: Attributes) -> Optional[bool]:
+        """Atomically, on an existing object: attr /= value (ints truncate toward zero). True;
+        None if absent; False if it cannot apply (overflow, division by zero)."""
+        return await self._run(R.atomic(space, key, "num_div", attrs))
+
+    async def cond_atomic_div(
+        self,
+        space: str,
+        key: Key,
+        predicates: Predicates,
+        attrs: Attributes,
+    ) -> Optional[bool]:
+        """atomic_div, only if the object matches predicates: True; False if not (or it cannot
+        apply); None if absent."""
+        return await self._run(R.atomic(space, key, "num_div", attrs, predicates))
+
+    async def group_atomic_div(self, space: str, predicates: Predicates, attrs: Attributes) -> int:
+        """atomic_div on every object matching predicates; the number changed (objects where it
+        cannot apply are skipped)."""
+        return await self._run(R.group_atomic(space, predicates, "num_div", attrs))
+
+    async def atomic_mod(self, space: str, key: Key, attrs: Attributes) -> Optional[bool]:
+        """Atomically, on an existing object: attr %= value (ints: sign of the dividend, as in
+        C). True; None if absent; False if it cannot apply (overflow, division by zero)."""
+        return await self._run(R.atomic(space, key, "num_mod", attrs))
+
+    async def cond_atomic_mod(
+        self,
+        space: str,
+        key: Key,
+        predicates: Predicates,
+        attrs: Attributes,
+    ) -> Optional[bool]:
+        """atomic_mod, only if the object matches predicates: True; False if not (or it cannot
+        apply); None if absent."""
+        return await self._run(R.atomic(space, key, "num_mod", attrs, predicates))
+
+    async def group_atomic_mod(self, space: str, predicates: Predicates, attrs: Attributes) -> int:
+        """atomic_mod on every object matching predicates; the number changed (objects where it
+        cannot apply are skipped)."""
+        return await self._run(R.group_atomic(space, predicates, "num_mod", attrs))
+
+    async def atomic_and(self, space: str, key: Key, attrs: Attributes) -> Optional[bool]:
+        """Atomically, on an existing object: attr &= value (ints). True; None if absent; False
+        if it cannot apply (overflow, division by zero)."""
+        return await self._run(R.atomic(space, key, "num_and", attrs))
+
+    async def cond_atomic_and(
+        self,
+        space: str,
+        key: Key,
+        predicates: Predicates,
+        attrs: Attributes,
+    ) -> Optional[bool]:
+        """atomic_and, only if the object matches predicates: True; False if not (or it cannot
+        apply); None if absent."""
+        return await self._run(R.atomic(space, key, "num_and", attrs, predicates))
+
+    async def group_atomic_and(self, space: str, predicates: Predicates, attrs: Attributes) -> int:
+        """atomic_and on every object matching predicates; the number changed (objects where it
+        cannot apply are skipped)."""
+        return await self._run(R.group_atomic(space, predicates, "num_and", attrs))
+
+    async def atomic_or(self, space: str, key: Key, attrs: Attributes) -> Optional[bool]:
+        """Atomically, on an existing object: attr |= value (ints). True; None if absent; False
+        if it cannot apply (overflow, division by zero)."""
+        return await self._run(R.atomic(space, key, "num_or", attrs))
+
+    async def cond_atomic_or(
+        self,
+        space: str,
+        key: Key,
+        predicates: Predicates,
+        attrs: Attributes,
+    ) -> Optional[bool]:
+        """atomic_or, only if the object matches predicates: True; False if not (or it cannot
+        apply); None if absent."""
+        return await self._run(R.atomic(space, key, "num_or", attrs, predicates))
+
+    async def group_atomic_or(self, space: str, predicates: Predicates, attrs: Attributes) -> int:
+        """atomic_or on every object matching predicates; the number changed (objects where it
+        cannot apply are skipped)."""
+        return await self._run(R.group_atomic(space, predicates, "num_or", attrs))
+
+    async def atomic_xor(self, space: str, key: Key, attrs: Attributes) -> Optional[bool]:
+        """Atomically, on an existing object: attr ^= value (ints). True; None if absent; False
+        if it cannot apply (overflow, division by zero)."""
+        return await self._run(R.atomic(space, key, "num_xor", attrs))
+
+    async def cond_atomic_xor(
+        self,
+        space: str,
+        key: Key,
+        predicates: Predicates,
+        attrs: Attributes,
+    ) -> Optional[bool]:
+        """atomic_xor, only if the object matches predicates: True; False if not (or it cannot
+        apply); None if absent."""
+        return await self._run(R.atomic(space, key, "num_xor", attrs, predicates))
+
+    async def group_atomic_xor(self, space: str, predicates: Predicates, attrs: Attributes) -> int:
+        """atomic_xor on every object matching predicates; the number changed (objects where it
+        cannot apply are skipped)."""
+        return await self._run(R.group_atomic(space, predicates, "num_xor", attrs))
+
+    async def atomic_min(self, space: str, key: Key, attrs: Attributes) -> Optional[bool]:
+        """Atomically, on an existing object: attr = min(attr, value). True; None if absent;
+        False if it cannot apply (overflow, division by zero)."""
+        return await self._run(R.atomic(space, key, "num_min", attrs))
+
+    async def cond_atomic_min(
+        self,
+        space: str,
+        key: Key,
+        predicates: Predicates,
+        attrs: Attributes,
+    ) -> Optional[bool]:
+        """atomic_min, only if the object matches predicates: True; False if not (or it cannot
+        apply); None if absent."""
+        return await self._run(R.atomic(space, key, "num_min", attrs, predicates))
+
+    async def group_atomic_min(self, space: str, predicates: Predicates, attrs: Attributes) -> int:
+        """atomic_min on every object matching predicates; the number changed (objects where it
+        cannot apply are skipped)."""
+        return await self._run(R.group_atomic(space, predicates, "num_min", attrs))
+
+    async def atomic_max(self, space: str, key: Key, attrs: Attributes) -> Optional[bool]:
+        """Atomically, on an existing object: attr = max(attr, value). True; None if absent;
+        False if it cannot apply (overflow, division by zero)."""
+        return await self._run(R.atomic(space, key, "num_max", attrs))
+
+    async def cond_atomic_max(
+        self,
+        space: str,
+        key: Key,
+        predicates: Predicates,
+        attrs: Attributes,
+    ) -> Optional[bool]:
+        """atomic_max, only if the object matches predicates: True; False if not (or it cannot
+        apply); None if absent."""
+        return await self._run(R.atomic(space, key, "num_max", attrs, predicates))
+
+    async def group_atomic_max(self, space: str, predicates: Predicates, attrs: Attributes) -> int:
+        """atomic_max on every object matching predicates; the number changed (objects where it
+        cannot apply are skipped)."""
+        return await self._run(R.group_atomic(space, predicates, "num_max", attrs))
+
+    async def string_prepend(self, space: str, key: Key, attrs: Attributes) -> Optional[bool]:
+        """Atomically, on an existing object: attr = value + attr (strings). True; None if
+        absent; False if it cannot apply (overflow, division by zero)."""
+        return await self._run(R.atomic(space, key, "string_prepend", attrs))
+
+    async def cond_string_prepend(
+        self,
+        space: str,
+        key: Key,
+        predicates: Predicates,
+        attrs: Attributes,
+    ) -> Optional[bool]:
+        """string_prepend, only if the object matches predicates: True; False if not (or it
+        cannot apply); None if absent."""
+        return await self._run(R.atomic(space, key, "string_prepend", attrs, predicates))
+
+    async def group_string_prepend(
+        self,
+        space: str,
+        predicates: Predicates,
+        attrs: Attributes,
+    ) -> int:
+        """string_prepend on every object matching predicates; the number changed (objects
+        where it cannot apply are skipped)."""
+        return await self._run(R.group_atomic(space, predicates, "string_prepend", attrs))
+
+    async def string_append(self, space: str, key: Key, attrs: Attributes) -> Optional[bool]:
+        """Atomically, on an existing object: attr = attr + value (strings). True; None if
+        absent; False if it cannot apply (overflow, division by zero)."""
+        return await self._run(R.atomic(space, key, "string_append", attrs))
+
+    async def cond_string_append(
+        self,
+        space: str,
+        key: Key,
+        predicates: Predicates,
+        attrs: Attributes,
+    ) -> Optional[bool]:
+        """string_append, only if the object matches predicates: True; False if not (or it
+        cannot apply); None if absent."""
+        return await self._run(R.atomic(space, key, "string_append", attrs, predicates))
+
+    async def group_string_append(
+        self,
+        space: str,
+        predicates: Predicates,
+        attrs: Attributes,
+    ) -> int:
+        """string_append on every object matching predicates; the number changed (objects where
+        it cannot apply are skipped)."""
+        return await self._run(R.group_atomic(space, predicates, "string_append", attrs))
+
+    async def list_lpush(self, space: str, key: Key, attrs: Attributes) -> Optional[bool]:
+        """Atomically, on an existing object: insert value at the front of the list. True; None
+        if absent; False if it cannot apply (overflow, division by zero)."""
+        return await self._run(R.atomic(space, key, "list_lpush", attrs))
+
+    async def cond_list_lpush(
+        self,
+        space: str,
+        key: Key,
+        predicates: Predicates,
+        attrs: Attributes,
+    ) -> Optional[bool]:
+        """list_lpush, only if the object matches predicates: True; False if not (or it cannot
+        apply); None if absent."""
+        return await self._run(R.atomic(space, key, "list_lpush", attrs, predicates))
+
+    async def group_list_lpush(self, space: str, predicates: Predicates, attrs: Attributes) -> int:
+        """list_lpush on every object matching predicates; the number changed (objects where it
+        cannot apply are skipped)."""
+        return await self._run(R.group_atomic(space, predicates, "list_lpush", attrs))
+
+    async def list_rpush(self, space: str, key: Key, attrs: Attributes) -> Optional[bool]:
+        """Atomically, on an existing object: append value to the list. True; None if absent;
+        False if it cannot apply (overflow, division by zero)."""
+        return await self._run(R.atomic(space, key, "list_rpush", attrs))
+
+    async def cond_list_rpush(
+        self,
+        space: str,
+        key: Key,
+        predicates: Predicates,
+        attrs: Attributes,
+    ) -> Optional[bool]:
+        """list_rpush, only if the object matches predicates: True; False if not (or it cannot
+        apply); None if absent."""
+        return await self._run(R.atomic(space, key, "list_rpush", attrs, predicates))
+
+    async def group_list_rpush(self, space: str, predicates: Predicates, attrs: Attributes) -> int:
+        """list_rpush on every object matching predicates; the number changed (objects where it
+        cannot apply are skipped)."""
+        return await self._run(R.group_atomic(space, predicates, "list_rpush", attrs))
+
+    async def set_add(self, space: str, key: Key, attrs: Attributes) -> Optional[bool]:
+        """Atomically, on an existing object: add the element value to the set. True; None if
+        absent; False if it cannot apply (overflow, division by zero)."""
+        return await self._run(R.atomic(space, key, "set_add", attrs))
+
+    async def cond_set_add(
+        self,
+        space: str,
+        key: Key,
+        predicates: Predicates,
+        attrs: Attributes,
+    ) -> Optional[bool]:
+        """set_add, only if the object matches predicates: True; False if not (or it cannot
+        apply); None if absent."""
+        return await self._run(R.atomic(space, key, "set_add", attrs, predicates))
+
+    async def group_set_add(self, space: str, predicates: Predicates, attrs: Attributes) -> int:
+        """set_add on every object matching predicates; the number changed (objects where it
+        cannot apply are skipped)."""
+        return await self._run(R.group_atomic(space, predicates, "set_add", attrs))
+
+    async def set_remove(self, space: str, key: Key, attrs: Attributes) -> Optional[bool]:
+        """Atomically, on an existing object: remove the element value from the set. True; None
+        if absent; False if it cannot apply (overflow, division by zero)."""
+        return await self._run(R.atomic(space, key, "set_remove", attrs))
+
+    async def cond_set_remove(
+        self,
+        space: str,
+        key: Key,
+        predicates: Predicates,
+        attrs: Attributes,
+    ) -> Optional[bool]:
+        """set_remove, only if the object matches predicates: True; False if not (or it cannot
+        apply); None if absent."""
+        return await self._run(R.atomic(space, key, "set_remove", attrs, predicates))
+
+    async def group_set_remove(self, space: str, predicates: Predicates, attrs: Attributes) -> int:
+        """set_remove on every object matching predicates; the number changed (objects where it
+        cannot apply are skipped)."""
+        return await self._run(R.group_atomic(space, predicates, "set_remove", attrs))
+
+    async def set_union(self, space: str, key: Key, attrs: Attributes) -> Optional[bool]:
+        """Atomically, on an existing object: add every element of the set value. True; None if
+        absent; False if it cannot apply (overflow, division by zero)."""
+        return await self._run(R.atomic(space, key, "set_union", attrs))
+
+    async def cond_set_union(
+        self,
+        space: str,
+        key: Key,
+        predicates: Predicates,
+        attrs: Attributes,
+    ) -> Optional[bool]:
+        """set_union, only if the object matches predicates: True; False if not (or it cannot
+        apply); None if absent."""
+        return await self._run(R.atomic(space, key, "set_union", attrs, predicates))
+
+    async def group_set_union(self, space: str, predicates: Predicates, attrs: Attributes) -> int:
+        """set_union on every object matching predicates; the number changed (objects where it
+        cannot apply are skipped)."""
+        return await self._run(R.group_atomic(space, predicates, "set_union", attrs))
+
+    async def set_intersect(self, space: str, key: Key, attrs: Attributes) -> Optional[bool]:
+        """Atomically, on an existing object: keep only the elements also in the set value.
+        True; None if absent; False if it cannot apply (overflow, division by zero)."""
+        return await self._run(R.atomic(space, key, "set_intersect", attrs))
+
+    async def cond_set_intersect(
+        self,
+        space: str,
+        key: Key,
+        predicates: Predicates,
+        attrs: Attributes,
+    ) -> Optional[bool]:
+        """set_intersect, only if the object matches predicates: True; False if not (or it
+        cannot apply); None if absent."""
+        return await self._run(R.atomic(space, key, "set_intersect", attrs, predicates))
+
+    async def group_set_intersect(
+        self,
+        space: str,
+        predicates: Predicates,
+        attrs: Attributes,
+    ) -> int:
+        """set_intersect on every object matching predicates; the number changed (objects where
+        it cannot apply are skipped)."""
+        return await self._run(R.group_atomic(space, predicates, "set_intersect", attrs))
+
+    async def map_add(self, space: str, key: Key, attrs: Attributes) -> Optional[bool]:
+        """Atomically, on an existing object: insert or overwrite every entry of the dict
+        value. True; None if absent; False if it cannot apply (overflow, division by zero)."""
+        return await self._run(R.atomic(space, key, "map_add", attrs))
+
+    async def cond_map_add(
+        self,
+        space: str,
+        key: Key,
+        predicates: Predicates,
+        attrs: Attributes,
+    ) -> Optional[bool]:
+        """map_add, only if the object matches predicates: True; False if not (or it cannot
+        apply); None if absent."""
+        return await self._run(R.atomic(space, key, "map_add", attrs, predicates))
+
+    async def group_map_add(self, space: str, predicates: Predicates, attrs: Attributes) -> int:
+        """map_add on every object matching predicates; the number changed (objects where it
+        cannot apply are skipped)."""
+        return await self._run(R.group_atomic(space, predicates, "map_add", attrs))
+
+    async def map_remove(self, space: str, key: Key, attrs: Attributes) -> Optional[bool]:
+        """Atomically, on an existing object: remove the entry whose key is value (absent is
+        fine). True; None if absent; False if it cannot apply (overflow, division by zero)."""
+        return await self._run(R.atomic(space, key, "map_remove", attrs))
+
+    async def cond_map_remove(
+        self,
+        space: str,
+        key: Key,
+        predicates: Predicates,
+        attrs: Attributes,
+    ) -> Optional[bool]:
+        """map_remove, only if the object matches predicates: True; False if not (or it cannot
+        apply); None if absent."""
+        return await self._run(R.atomic(space, key, "map_remove", attrs, predicates))
+
+    async def group_map_remove(self, space: str, predicates: Predicates, attrs: Attributes) -> int:
+        """map_remove on every object matching predicates; the number changed (objects where it
+        cannot apply are skipped)."""
+        return await self._run(R.group_atomic(space, predicates, "map_remove", attrs))
+
+    async def map_atomic_add(self, space: str, key: Key, attrs: Attributes) -> Optional[bool]:
+        """Atomically, on an existing object: map[k] += v for every k: v of the dict value
+        (absent counts as 0). True; None if absent; False if it cannot apply (overflow,
+        division by zero)."""
+        return await self._run(R.atomic(space, key, "map_num_add", attrs))
+
+    async def cond_map_atomic_add(
+        self,
+        space: str,
+        key: Key,
+        predicates: Predicates,
+        attrs: Attributes,
+    ) -> Optional[bool]:
+        """map_atomic_add, only if the object matches predicates: True; False if not (or it
+        cannot apply); None if absent."""
+        return await self._run(R.atomic(space, key, "map_num_add", attrs, predicates))
+
+    async def group_map_atomic_add(
+        self,
+        space: str,
+        predicates: Predicates,
+        attrs: Attributes,
+    ) -> int:
+        """map_atomic_add on every object matching predicates; the number changed (objects
+        where it cannot apply are skipped)."""
+        return await self._run(R.group_atomic(space, predicates, "map_num_add", attrs))
+
+    async def map_atomic_sub(self, space: str, key: Key, attrs: Attributes) -> Optional[bool]:
+        """Atomically, on an existing object: map[k] -= v for every k: v. True; None if absent;
+        False if it cannot apply (overflow, division by zero)."""
+        return await self._run(R.atomic(space, key, "map_num_sub", attrs))
+
+    async def cond_map_atomic_sub(
+        self,
+        space: str,
+        key: Key,
+        predicates: Predicates,
+        attrs: Attributes,
+    ) -> Optional[bool]:
+        """map_atomic_sub, only if the object matches predicates: True; False if not (or it
+        cannot apply); None if absent."""
+        return await self._run(R.atomic(space, key, "map_num_sub", attrs, predicates))
+
+    async def group_map_atomic_sub(
+        self,
+        space: str,
+        predicates: Predicates,
+        attrs: Attributes,
+    ) -> int:
+        """map_atomic_sub on every object matching predicates; the number changed (objects
+        where it cannot apply are skipped)."""
+        return await self._run(R.group_atomic(space, predicates, "map_num_sub", attrs))
+
+    async def map_atomic_mul(self, space: str, key: Key, attrs: Attributes) -> Optional[bool]:
+        """Atomically, on an existing object: map[k] *= v for every k: v. True; None if absent;
+        False if it cannot apply (overflow, division by zero)."""
+        return await self._run(R.atomic(space, key, "map_num_mul", attrs))
+
+    async def cond_map_atomic_mul(
+        self,
+        space: str,
+        key: Key,
+        predicates: Predicates,
+        attrs: Attributes,
+    ) -> Optional[bool]:
+        """map_atomic_mul, only if the object matches predicates: True; False if not (or it
+        cannot apply); None if absent."""
+        return await self._run(R.atomic(space, key, "map_num_mul", attrs, predicates))
+
+    async def group_map_atomic_mul(
+        self,
+        space: str,
+        predicates: Predicates,
+        attrs: Attributes,
+    ) -> int:
+        """map_atomic_mul on every object matching predicates; the number changed (objects
+        where it cannot apply are skipped)."""
+        return await self._run(R.group_atomic(space, predicates, "map_num_mul", attrs))
+
+    async def map_atomic_div(self, space: str, key: Key, attrs: Attributes) -> Optional[bool]:
+        """Atomically, on an existing object: map[k] /= v for every k: v. True; None if absent;
+        False if it cannot apply (overflow, division by zero)."""
+        return await self._run(R.atomic(space, key, "map_num_div", attrs))
+
+    async def cond_map_atomic_div(
+        self,
+        space: str,
+        key: Key,
+        predicates: Predicates,
+        attrs: Attributes,
+    ) -> Optional[bool]:
+        """map_atomic_div, only if the object matches predicates: True; False if not (or it
+        cannot apply); None if absent."""
+        return await self._run(R.atomic(space, key, "map_num_div", attrs, predicates))
+
+    async def group_map_atomic_div(
+        self,
+        space: str,
+        predicates: Predicates,
+        attrs: Attributes,
+    ) -> int:
+        """map_atomic_div on every object matching predicates; the number changed (objects
+        where it cannot apply are skipped)."""
+        return await self._run(R.group_atomic(space, predicates, "map_num_div", attrs))
+
+    async def map_atomic_mod(self, space: str, key: Key, attrs: Attributes) -> Optional[bool]:
+        """Atomically, on an existing object: map[k] %= v for every k: v. True; None if absent;
+        False if it cannot apply (overflow, division by zero)."""
+        return await self._run(R.atomic(space, key, "map_num_mod", attrs))
+
+    async def cond_map_atomic_mod(
+        self,
+        space: str,
+        key: Key,
+        predicates: Predicates,
+        attrs: Attributes,
+    ) -> Optional[bool]:
+        """map_atomic_mod, only if the object matches predicates: True; False if not (or it
+        cannot apply); None if absent."""
+        return await self._run(R.atomic(space, key, "map_num_mod", attrs, predicates))
+
+    async def group_map_atomic_mod(
+        self,
+        space: str,
+        predicates: Predicates,
+        attrs: Attributes,
+    ) -> int:
+        """map_atomic_mod on every object matching predicates; the number changed (objects
+        where it cannot apply are skipped)."""
+        return await self._run(R.group_atomic(space, predicates, "map_num_mod", attrs))
+
+    async def map_atomic_and(self, space: str, key: Key, attrs: Attributes) -> Optional[bool]:
+        """Atomically, on an existing object: map[k] &= v for every k: v. True; None if absent;
+        False if it cannot apply (overflow, division by zero)."""
+        return await self._run(R.atomic(space, key, "map_num_and", attrs))
+
+    async def cond_map_atomic_and(
+        self,
+        space: str,
+        key: Key,
+        predicates: Predicates,
+        attrs: Attributes,
+    ) -> Optional[bool]:
+        """map_atomic_and, only if the object matches predicates: True; False if not (or it
+        cannot apply); None if absent."""
+        return await self._run(R.atomic(space, key, "map_num_and", attrs, predicates))
+
+    async def group_map_atomic_and(
+        self,
+        space: str,
+        predicates: Predicates,
+        attrs: Attributes,
+    ) -> int:
+        """map_atomic_and on every object matching predicates; the number changed (objects
+        where it cannot apply are skipped)."""
+        return await self._run(R.group_atomic(space, predicates, "map_num_and", attrs))
+
+    async def map_atomic_or(self, space: str, key: Key, attrs: Attributes) -> Optional[bool]:
+        """Atomically, on an existing object: map[k] |= v for every k: v. True; None if absent;
+        False if it cannot apply (overflow, division by zero)."""
+        return await self._run(R.atomic(space, key, "map_num_or", attrs))
+
+    async def cond_map_atomic_or(
+        self,
+        space: str,
+        key: Key,
+        predicates: Predicates,
+        attrs: Attributes,
+    ) -> Optional[bool]:
+        """map_atomic_or, only if the object matches predicates: True; False if not (or it
+        cannot apply); None if absent."""
+        return await self._run(R.atomic(space, key, "map_num_or", attrs, predicates))
+
+    async def group_map_atomic_or(
+        self,
+        space: str,
+        predicates: Predicates,
+        attrs: Attributes,
+    ) -> int:
+        """map_atomic_or on every object matching predicates; the number changed (objects where
+        it cannot apply are skipped)."""
+        return await self._run(R.group_atomic(space, predicates, "map_num_or", attrs))
+
+    async def map_atomic_xor(self, space: str, key: Key, attrs: Attributes) -> Optional[bool]:
+        """Atomically, on an existing object: map[k] ^= v for every k: v. True; None if absent;
+        False if it cannot apply (overflow, division by zero)."""
+        return await self._run(R.atomic(space, key, "map_num_xor", attrs))
+
+    async def cond_map_atomic_xor(
+        self,
+        space: str,
+        key: Key,
+        predicates: Predicates,
+        attrs: Attributes,
+    ) -> Optional[bool]:
+        """map_atomic_xor, only if the object matches predicates: True; False if not (or it
+        cannot apply); None if absent."""
+        return await self._run(R.atomic(space, key, "map_num_xor", attrs, predicates))
+
+    async def group_map_atomic_xor(
+        self,
+        space: str,
+        predicates: Predicates,
+        attrs: Attributes,
+    ) -> int:
+        """map_atomic_xor on every object matching predicates; the number changed (objects
+        where it cannot apply are skipped)."""
+        return await self._run(R.group_atomic(space, predicates, "map_num_xor", attrs))
+
+    async def map_atomic_min(self, space: str, key: Key, attrs: Attributes) -> Optional[bool]:
+        """Atomically, on an existing object: map[k] = min(map[k], v) for every k: v. True;
+        None if absent; False if it cannot apply (overflow, division by zero)."""
+        return await self._run(R.atomic(space, key, "map_num_min", attrs))
+
+    async def cond_map_atomic_min(
+        self,
+        space: str,
+        key: Key,
+        predicates: Predicates,
+        attrs: Attributes,
+    ) -> Optional[bool]:
+        """map_atomic_min, only if the object matches predicates: True; False if not (or it
+        cannot apply); None if absent."""
+        return await self._run(R.atomic(space, key, "map_num_min", attrs, predicates))
+
+    async def group_map_atomic_min(
+        self,
+        space: str,
+        predicates: Predicates,
+        attrs: Attributes,
+    ) -> int:
+        """map_atomic_min on every object matching predicates; the number changed (objects
+        where it cannot apply are skipped)."""
+        return await self._run(R.group_atomic(space, predicates, "map_num_min", attrs))
+
+    async def map_atomic_max(self, space: str, key: Key, attrs: Attributes) -> Optional[bool]:
+        """Atomically, on an existing object: map[k] = max(map[k], v) for every k: v. True;
+        None if absent; False if it cannot apply (overflow, division by zero)."""
+        return await self._run(R.atomic(space, key, "map_num_max", attrs))
+
+    async def cond_map_atomic_max(
+        self,
+        space: str,
+        key: Key,
+        predicates: Predicates,
+        attrs: Attributes,
+    ) -> Optional[bool]:
+        """map_atomic_max, only if the object matches predicates: True; False if not (or it
+        cannot apply); None if absent."""
+        return await self._run(R.atomic(space, key, "map_num_max", attrs, predicates))
+
+    async def group_map_atomic_max(
+        self,
+        space: str,
+        predicates: Predicates,
+        attrs: Attributes,
+    ) -> int:
+        """map_atomic_max on every object matching predicates; the number changed (objects
+        where it cannot apply are skipped)."""
+        return await self._run(R.group_atomic(space, predicates, "map_num_max", attrs))
+
+    async def map_string_prepend(self, space: str, key: Key, attrs: Attributes) -> Optional[bool]:
+        """Atomically, on an existing object: map[k] = s + map[k] for every k: s. True; None if
+        absent; False if it cannot apply (overflow, division by zero)."""
+        return await self._run(R.atomic(space, key, "map_string_prepend", attrs))
+
+    async def cond_map_string_prepend(
+        self,
+        space: str,
+        key: Key,
+        predicates: Predicates,
+        attrs: Attributes,
+    ) -> Optional[bool]:
+        """map_string_prepend, only if the object matches predicates: True; False if not (or it
+        cannot apply); None if absent."""
+        return await self._run(R.atomic(space, key, "map_string_prepend", attrs, predicates))
+
+    async def group_map_string_prepend(
+        self,
+        space: str,
+        predicates: Predicates,
+        attrs: Attributes,
+    ) -> int:
+        """map_string_prepend on every object matching predicates; the number changed (objects
+        where it cannot apply are skipped)."""
+        return await self._run(R.group_atomic(space, predicates, "map_string_prepend", attrs))
+
+    async def map_string_append(self, space: str, key: Key, attrs: Attributes) -> Optional[bool]:
+        """Atomically, on an existing object: map[k] = map[k] + s for every k: s. True; None if
+        absent; False if it cannot apply (overflow, division by zero)."""
+        return await self._run(R.atomic(space, key, "map_string_append", attrs))
+
+    async def cond_map_string_append(
+        self,
+        space: str,
+        key: Key,
+        predicates: Predicates,
+        attrs: Attributes,
+    ) -> Optional[bool]:
+        """map_string_append, only if the object matches predicates: True; False if not (or it
+        cannot apply); None if absent."""
+        return await self._run(R.atomic(space, key, "map_string_append", attrs, predicates))
+
+    async def group_map_string_append(
+        self,
+        space: str,
+        predicates: Predicates,
+        attrs: Attributes,
+    ) -> int:
+        """map_string_append on every object matching predicates; the number changed (objects
+        where it cannot apply are skipped)."""
+        return await self._run(R.group_atomic(space, predicates, "map_string_append", attrs))
