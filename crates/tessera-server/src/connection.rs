@@ -88,14 +88,29 @@ impl Outbox {
     /// that waits for room keeps its request's in-flight `permit` until it is queued, so a
     /// client that does not read its answers stops being read.
     fn send_nowait(&self, id: u64, epoch: Epoch, response: Response, permit: Option<OwnedSemaphorePermit>) {
-        match self.tx.try_send(Self::frame(id, epoch, response)) {
-            Ok(()) | Err(mpsc::error::TrySendError::Closed(_)) => {}
-            Err(mpsc::error::TrySendError::Full(bytes)) => {
-                let tx = self.tx.clone();
-                self.runtime.spawn(async move {
-                    let _ = tx.send(bytes).await;
-                    drop(permit);
-                });
+        self.send_all_nowait(vec![Self::frame(id, epoch, response)], permit);
+    }
+
+    /// Queues frames in order without blocking: those that find no room are sent, still in
+    /// order, by a task that waits for it.
+    fn send_all_nowait(&self, frames: Vec<Bytes>, permit: Option<OwnedSemaphorePermit>) {
+        let mut frames = frames.into_iter();
+        while let Some(frame) = frames.next() {
+            match self.tx.try_send(frame) {
+                Ok(()) => {}
+                Err(mpsc::error::TrySendError::Closed(_)) => return,
+                Err(mpsc::error::TrySendError::Full(first)) => {
+                    let tx = self.tx.clone();
+                    self.runtime.spawn(async move {
+                        for frame in std::iter::once(first).chain(frames) {
+                            if tx.send(frame).await.is_err() {
+                                break;
+                            }
+                        }
+                        drop(permit);
+                    });
+                    return;
+                }
             }
         }
     }
@@ -259,10 +274,13 @@ async fn dispatch(shared: &Arc<Shared>, frame: RequestFrame, replier: Replier) {
             return replier.send(epoch, result.map_or_else(Response::Error, Response::Explain));
         }
         Request::Search { .. } | Request::Count { .. } | Request::SortedSearch { .. } => {
+            let space = view.space(frame.request.space().expect("names a space"));
+            let Some((request, replier)) = search_inline(shared, &space, frame.request, replier) else {
+                return;
+            };
             // Waits (and so stops reading this connection) while its searches are all busy.
             let slot = replier.outbox.searches.clone().acquire_owned().await.expect("never closed");
-            let space = view.space(frame.request.space().expect("names a space"));
-            return search(shared, space, frame.request, replier, slot);
+            return search(shared, space, request, replier, slot);
         }
         Request::AddSpace { description } => {
             if description.len() > DESCRIPTION_BYTES_MAX {
@@ -313,6 +331,57 @@ async fn dispatch(shared: &Arc<Shared>, frame: RequestFrame, replier: Replier) {
 }
 
 /// Search, count and sorted search run on the blocking pool: they may read many objects.
+/// Most matches a search answered on the connection's task may have; past it the search starts
+/// again on the blocking pool, which streams with backpressure.
+const INLINE_MATCHES_MAX: usize = 256;
+
+/// Answers a search or count that names a single point of a subspace right here, without the
+/// hand-off to the blocking pool (which cost a search four thread switches: docs/benchmarks.md).
+/// Gives the request back if it is not such a search or has too many matches.
+fn search_inline(
+    shared: &Shared,
+    space: &Result<Arc<ServedSpace>, ErrorReply>,
+    request: Request,
+    replier: Replier,
+) -> Option<(Request, Replier)> {
+    let Ok(space) = space else { return Some((request, replier)) };
+    let predicates = match &request {
+        Request::Search { predicates, .. } | Request::Count { predicates, .. } => predicates,
+        _ => return Some((request, replier)),
+    };
+    let Ok(checked) = check_predicates(space, predicates) else { return Some((request, replier)) };
+    if !reads::is_point_search(space, &checked) {
+        return Some((request, replier));
+    }
+    let mut found = Vec::new();
+    let scanned = reads::for_each_match(&shared.store, space, &checked, |o| {
+        found.push(o);
+        if found.len() > INLINE_MATCHES_MAX {
+            ControlFlow::Break(())
+        } else {
+            ControlFlow::Continue(())
+        }
+    });
+    if found.len() > INLINE_MATCHES_MAX {
+        return Some((request, replier));
+    }
+    let epoch = shared.view().epoch();
+    match (scanned, request) {
+        (Err(e), _) => replier.send(epoch, Response::Error(e)),
+        (Ok(()), Request::Count { .. }) => replier.send(epoch, Response::Count(found.len() as u64)),
+        (Ok(()), _) => {
+            let mut frames = Vec::with_capacity(2);
+            if !found.is_empty() {
+                let items = Response::SearchItems(found.into_iter().map(reads::wire).collect());
+                frames.push(Outbox::frame(replier.id, epoch, items));
+            }
+            frames.push(Outbox::frame(replier.id, epoch, Response::SearchDone));
+            replier.outbox.send_all_nowait(frames, Some(replier.permit));
+        }
+    }
+    None
+}
+
 fn search(
     shared: &Arc<Shared>,
     space: Result<Arc<ServedSpace>, ErrorReply>,

@@ -53,6 +53,14 @@ pub fn for_each_match(
     Ok(())
 }
 
+/// Whether the search names a single point of its subspace (every dimension fixed by
+/// equality) or nothing at all: such a search reads one cell of one region, so it is cheap
+/// enough to answer on the connection's own task.
+pub fn is_point_search(space: &ServedSpace, predicates: &[CheckedPredicate]) -> bool {
+    let plan = choose_subspace(&space.config.schema, &space.tessellations, predicates);
+    plan.search_box.is_none_or(|b| b.ranges.iter().all(|(lo, hi)| lo == hi))
+}
+
 pub fn count(store: &Store, space: &ServedSpace, predicates: &[CheckedPredicate]) -> Result<u64, ErrorReply> {
     let mut n = 0u64;
     for_each_match(store, space, predicates, |_| {

@@ -1475,3 +1475,31 @@ async fn data_and_spaces_survive_a_restart() {
     assert_eq!(client.count("gone", vec![]).await.unwrap(), 0);
     server.shutdown().await;
 }
+
+/// A search naming one point is answered on the connection's task while it has few matches;
+/// with more than fit there (256) it must move to the streaming path and still return all.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn point_searches_with_many_matches_return_them_all() {
+    let server = TestServer::start().await;
+    let client = server.client().await;
+    client
+        .add_space("space points key int id attributes int n, string tag subspace n create 8 partitions tolerate 0 failures")
+        .await
+        .unwrap();
+    let puts = (0..700i64).map(|id| {
+        let client = client.clone();
+        async move {
+            let n = if id < 600 { 5 } else { id };
+            client.put("points", id, [("n", Value::Int(n)), ("tag", Value::from("x"))]).await.unwrap();
+        }
+    });
+    futures::future::join_all(puts).await;
+    for (n, expected) in [(5i64, 600usize), (650, 1), (9999, 0)] {
+        let found = client.search("points", vec![Predicate::equals("n", n)]).await.unwrap();
+        assert_eq!(found.len(), expected, "n = {n}");
+        let unique: BTreeSet<Value> = found.iter().map(|r| r.key.clone()).collect();
+        assert_eq!(unique.len(), expected, "no key twice for n = {n}");
+        assert_eq!(client.count("points", vec![Predicate::equals("n", n)]).await.unwrap(), expected as u64);
+    }
+    server.shutdown().await;
+}

@@ -73,9 +73,12 @@ pub use search::SearchIter;
 pub const MEMTABLE_BYTES_MAX: u64 = 8 * 1024 * 1024;
 /// Journal size past which fjall flushes the oldest memtables (fjall's minimum, 64 MiB).
 pub const JOURNAL_BYTES_MAX: u64 = 64 * 1024 * 1024;
-/// fjall flush and compaction threads. Two: one flush can proceed while a compaction runs,
-/// without taking more than the two cores the reference machine has.
-pub const WORKER_THREADS: usize = 2;
+/// fjall flush and compaction threads. One: with two or more, fjall 3.1's worker 0 hands every
+/// compaction request back to the queue while another worker is busy, and receives it again at
+/// once — a busy loop that took about 15% of a core under YCSB A (docs/benchmarks.md). One
+/// worker flushes and compacts in turn, which is plenty for the two cores the reference
+/// machine has.
+pub const WORKER_THREADS: usize = 1;
 /// Default block cache.
 pub const CACHE_BYTES_DEFAULT: u64 = 64 * 1024 * 1024;
 
