@@ -97,8 +97,9 @@ pub fn spawn(shared: Arc<Shared>, rx: WriteReceiver) -> std::thread::JoinHandle<
 
 #[derive(Default)]
 struct Batch {
-    /// The latest value of every key this batch touched (`None`: deleted), by space id.
-    overlay: BTreeMap<(u64, Value), Option<StoredObject>>,
+    /// For every key this batch touched (by space id), its latest write: an index into
+    /// `writes`. Indexing, not copying, keeps the common batch (each key once) free of clones.
+    overlay: BTreeMap<(u64, Value), usize>,
     writes: Vec<ObjectWrite>,
     replies: Vec<(Replier, Response)>,
 }
@@ -180,8 +181,11 @@ impl WriteLoop {
     }
 
     fn latest(&self, space: &ServedSpace, key: &Value) -> Result<Option<StoredObject>, ErrorReply> {
-        if let Some(o) = self.batch.overlay.get(&(space.config.id, key.clone())) {
-            return Ok(o.clone());
+        if let Some(&at) = self.batch.overlay.get(&(space.config.id, key.clone())) {
+            return Ok(match &self.batch.writes[at] {
+                ObjectWrite::Put { new, .. } => Some(new.clone()),
+                ObjectWrite::Delete { .. } => None,
+            });
         }
         self.shared.store.get(&space.config.schema.name, key).map_err(storage_error)
     }
@@ -223,12 +227,8 @@ impl WriteLoop {
             ));
         }
         let new = StoredObject { version, object };
-        self.batch.writes.push(ObjectWrite::Put {
-            space: schema.name.clone(),
-            old: current.map(|c| c.object),
-            new: new.clone(),
-        });
-        self.batch.overlay.insert((space.config.id, key), Some(new));
+        self.batch.overlay.insert((space.config.id, key), self.batch.writes.len());
+        self.batch.writes.push(ObjectWrite::Put { space: schema.name.clone(), old: current.map(|c| c.object), new });
         Ok(Response::Done)
     }
 
@@ -245,10 +245,10 @@ impl WriteLoop {
         if !matches_all(conditions, &current.object) {
             return Err(ErrorReply::new(Status::CmpFail, "a condition does not hold"));
         }
+        self.batch.overlay.insert((space.config.id, key), self.batch.writes.len());
         self.batch
             .writes
             .push(ObjectWrite::Delete { space: space.config.schema.name.clone(), old: current.object });
-        self.batch.overlay.insert((space.config.id, key), None);
         Ok(Response::Done)
     }
 

@@ -26,7 +26,7 @@
 //!
 //! * [`Store::commit`] applies all its writes in one fjall batch across keyspaces: after a crash
 //!   either all of them are there or none. With [`FsyncPolicy::Always`] (the default) the
-//!   journal is fsynced (`PersistMode::SyncAll`) before `commit` returns, so every acknowledged
+//!   journal is fdatasynced (`PersistMode::SyncData`: the data and the file size, which is all an append needs) before `commit` returns, so every acknowledged
 //!   write survives `kill -9` and power loss. `Periodic` fsyncs from a background thread every
 //!   `interval_ms` (a power loss may lose the last interval; a process crash loses nothing,
 //!   since every batch is handed to the OS before `commit` returns); `Never` only hands batches
@@ -389,6 +389,8 @@ impl Store {
                 .get(name.as_str())
                 .ok_or_else(|| StorageError::UnknownSpace(name.clone()))?;
             check_write(&space.schema, old, new)?;
+            // Encoded once: every subspace entry shares these bytes (a reference-counted slice).
+            let value = new.map(|n| fjall::Slice::from(codec::encode_value(n)));
             for (n, (keyspace, tessellation)) in
                 space.keyspaces.iter().zip(&space.tessellations).enumerate()
             {
@@ -400,12 +402,13 @@ impl Store {
                     pending.set(name, n, keyspace, old_key, None);
                 }
                 if let (Some(new_key), Some(new)) = (new_key, new) {
-                    pending.set(name, n, keyspace, new_key, Some(codec::encode_value(new)));
+                    debug_assert!(value.is_some() && new.version != Version::NONE);
+                    pending.set(name, n, keyspace, new_key, value.clone());
                 }
             }
         }
         let mode = match self.fsync {
-            FsyncPolicy::Always => PersistMode::SyncAll,
+            FsyncPolicy::Always => PersistMode::SyncData,
             FsyncPolicy::Periodic { .. } | FsyncPolicy::Never => PersistMode::Buffer,
         };
         let mut batch = self.db.batch().durability(Some(mode));
@@ -534,7 +537,7 @@ impl Drop for Store {
     }
 }
 
-type PendingEntry<'a> = (&'a Keyspace, Vec<u8>, Option<Vec<u8>>);
+type PendingEntry<'a> = (&'a Keyspace, Vec<u8>, Option<fjall::Slice>);
 
 /// A commit's storage entries in write order; a later write of an entry replaces its value, so
 /// the batch holds each entry once (fjall gives a whole batch one sequence number).
@@ -553,7 +556,7 @@ impl<'a> Pending<'a> {
         subspace: usize,
         keyspace: &'a Keyspace,
         key: Vec<u8>,
-        value: Option<Vec<u8>>,
+        value: Option<fjall::Slice>,
     ) {
         match self.index.entry((space, subspace, key.clone())) {
             Entry::Occupied(slot) => self.entries[*slot.get()].2 = value,
