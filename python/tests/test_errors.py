@@ -95,10 +95,6 @@ def test_wrong_type_from_the_server(client: tesseradb.Client, space: str) -> Non
         lambda: client.put(space, "o", {"s": 1}),
         lambda: client.put(space, "o", {"st": {1, 2}}),
         lambda: client.put(space, "o", {"m": {"a": "b"}}),
-        lambda: client.atomic_add(space, "o", {"s": 1}),
-        lambda: client.string_append(space, "o", {"n": "x"}),
-        lambda: client.list_lpush(space, "o", {"st": "x"}),
-        lambda: client.atomic_and(space, "o", {"f": 1.0}),
         lambda: list(client.search(space, {"n": "x"})),
         lambda: list(client.search(space, {"n": Regex("1")})),
     ]:
@@ -116,6 +112,19 @@ def test_wrong_type_from_python_values(client: tesseradb.Client, space: str, val
         client.put(space, "o", {"n": value})
     assert info.value.status == 8006
     assert client.get(space, "o") is None
+
+
+def test_atomic_operations_of_the_wrong_type_return_false(client: tesseradb.Client, space: str) -> None:
+    """An atomic operation that does not fit its attribute cannot apply: False, as in HyperDex."""
+    client.put(space, "o", {"n": 1, "s": "x"})
+    assert client.atomic_add(space, "o", {"s": 1}) is False  # numbers on a string
+    assert client.atomic_add(space, "o", {"n": "one"}) is False  # a string argument for an int
+    assert client.string_append(space, "o", {"n": "x"}) is False
+    assert client.list_lpush(space, "o", {"st": "x"}) is False
+    assert client.atomic_and(space, "o", {"f": 1.0}) is False  # bitwise on a float
+    assert client.cond_atomic_add(space, "o", {"n": 1}, {"s": 1}) is False
+    assert client.group_atomic_add(space, {}, {"s": 1}) == 0  # applies to no object
+    assert client.get_partial(space, "o", ["n", "s"]) == {"n": 1, "s": "x"}
 
 
 def test_int64_overflow_in_predicates_and_atomics(client: tesseradb.Client, space: str) -> None:

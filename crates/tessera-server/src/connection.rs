@@ -219,6 +219,9 @@ fn funcall_error(e: FuncallCheckError) -> ErrorReply {
     let status = match &e {
         FuncallCheckError::UnknownAttribute(_) => Status::UnknownAttribute,
         FuncallCheckError::TooMany(_) => Status::TooLarge,
+        // An atomic operation that cannot apply to its attribute fails its comparison, as an
+        // overflow does (HyperDex's convention); a plain value of the wrong type is WRONGTYPE.
+        e if e.is_atomic_mismatch() => Status::CmpFail,
         _ => Status::WrongType,
     };
     ErrorReply::new(status, e.to_string())
@@ -311,13 +314,23 @@ async fn dispatch(shared: &Arc<Shared>, frame: RequestFrame, replier: Replier) {
             let predicates = check_predicates(&space, &predicates)?;
             Ok(WriteJob::GroupDel { space, predicates })
         })(),
-        Request::GroupUpdate { space: name, predicates, funcalls } => (|| {
-            let space = space(&name)?;
-            let predicates = check_predicates(&space, &predicates)?;
-            let funcalls =
-                CheckedFuncall::check_all(&space.config.schema, &funcalls).map_err(funcall_error)?;
-            Ok(WriteJob::GroupUpdate { space, predicates, funcalls })
-        })(),
+        Request::GroupUpdate { space: name, predicates, funcalls } => {
+            let job = (|| {
+                let space = space(&name)?;
+                let predicates = check_predicates(&space, &predicates)?;
+                match CheckedFuncall::check_all(&space.config.schema, &funcalls) {
+                    Ok(funcalls) => Ok(Some(WriteJob::GroupUpdate { space, predicates, funcalls })),
+                    // A group update skips the objects its operations cannot apply to; one
+                    // that fits no object's type applies to none.
+                    Err(e) if e.is_atomic_mismatch() => Ok(None),
+                    Err(e) => Err(funcall_error(e)),
+                }
+            })();
+            match job {
+                Ok(None) => return replier.send(epoch, Response::Count(0)),
+                other => other.map(|j| j.expect("Some: None answered above")),
+            }
+        }
     };
     match job {
         Err(e) => replier.send(epoch, Response::Error(e)),

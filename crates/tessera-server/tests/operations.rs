@@ -488,6 +488,8 @@ async fn atomic_failures_change_nothing() {
         Status::CmpFail
     );
 
+    // An atomic operation that does not fit its attribute's type cannot apply: CMPFAIL, as in
+    // HyperDex. (A plain put of a wrong-typed value is WRONGTYPE: tests/bad_input.rs.)
     let wrong_type = [
         num("city", NumOp::Add, 1i64),   // numbers on a string
         num("price", NumOp::Add, "one"), // a string argument for an int
@@ -500,9 +502,16 @@ async fn atomic_failures_change_nothing() {
         Funcall::new("rooms", FuncallOp::MapAdd, map([("suite", "big")])),
         Funcall::new("labels", FuncallOp::MapNum(NumOp::Add), map([("en", 1i64)])),
         Funcall::new("rooms", FuncallOp::MapStringAppend, map([("suite", "x")])),
-        Funcall::new("id", FuncallOp::Set, "other"), // the key cannot change
     ];
     for f in wrong_type {
+        assert_eq!(
+            status(client.atomic("hotels", "h", vec![f.clone()]).await),
+            Status::CmpFail,
+            "{f:?}"
+        );
+    }
+    // The key cannot change, and a plain assignment of the wrong type is a type error.
+    for f in [Funcall::new("id", FuncallOp::Set, "other"), Funcall::set("price", "cheap")] {
         assert_eq!(
             status(client.atomic("hotels", "h", vec![f.clone()]).await),
             Status::WrongType,

@@ -186,6 +186,18 @@ pub enum FuncallCheckError {
     TooMany(usize),
 }
 
+impl FuncallCheckError {
+    /// Whether this is an atomic operation (anything but a plain assignment) that does not fit
+    /// its attribute's type or was given an argument of the wrong type. HyperDex, and Tessera,
+    /// report those as a failed comparison, like an overflow: the operation cannot apply.
+    pub fn is_atomic_mismatch(&self) -> bool {
+        match self {
+            FuncallCheckError::NotApplicable { op, .. } | FuncallCheckError::WrongType { op, .. } => op != "set",
+            _ => false,
+        }
+    }
+}
+
 /// Why a checked funcall could not be applied to the current value. Nothing has been changed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error, Serialize, Deserialize)]
 #[non_exhaustive]
@@ -432,6 +444,9 @@ mod tests {
         assert!(matches!(check(Funcall::new("i", Num(NumOp::Add), "x")), Err(FuncallCheckError::WrongType { .. })));
         assert!(matches!(check(Funcall::new("l", ListRPush, "x")), Err(FuncallCheckError::WrongType { .. })));
         assert!(matches!(check(Funcall::set("k", "other")), Err(FuncallCheckError::KeyImmutable(_))));
+        assert!(check(Funcall::new("s", Num(NumOp::Add), 1i64)).unwrap_err().is_atomic_mismatch());
+        assert!(check(Funcall::new("i", Num(NumOp::Add), "x")).unwrap_err().is_atomic_mismatch());
+        assert!(!check(Funcall::set("i", "x")).unwrap_err().is_atomic_mismatch());
         assert!(matches!(check(Funcall::set("nope", 1i64)), Err(FuncallCheckError::UnknownAttribute(_))));
         assert!(matches!(check(Funcall::new("ms", MapNum(NumOp::Add), Value::Map(Default::default()))), Err(FuncallCheckError::NotApplicable { .. })));
     }
