@@ -363,11 +363,12 @@ fn search_inline(
         _ => return Some((request, replier)),
     };
     let Ok(checked) = check_predicates(space, predicates) else { return Some((request, replier)) };
-    if !reads::is_point_search(space, &checked) {
+    let plan = reads::plan(space, &checked);
+    if !reads::is_point_search(&plan) {
         return Some((request, replier));
     }
     let mut found = Vec::new();
-    let scanned = reads::for_each_match(&shared.store, space, &checked, |o| {
+    let scanned = reads::for_each_match_planned(&shared.store, space, &plan, &checked, |o| {
         found.push(o);
         if found.len() > INLINE_MATCHES_MAX {
             ControlFlow::Break(())

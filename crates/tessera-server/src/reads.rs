@@ -7,7 +7,7 @@
 
 use std::ops::ControlFlow;
 
-use tessera_geometry::{choose_subspace, SearchBox};
+use tessera_geometry::{choose_subspace, SearchBox, SearchPlan};
 use tessera_protocol::{ErrorReply, Explanation, SortOrder, WireObject};
 use tessera_storage::{Store, StoredObject};
 use tessera_types::predicate::matches_all;
@@ -30,11 +30,26 @@ pub fn for_each_match(
     store: &Store,
     space: &ServedSpace,
     predicates: &[CheckedPredicate],
+    f: impl FnMut(StoredObject) -> ControlFlow<()>,
+) -> Result<(), ErrorReply> {
+    for_each_match_planned(store, space, &plan(space, predicates), predicates, f)
+}
+
+/// How a search of `space` by `predicates` runs: the cheapest subspace and its box.
+pub fn plan(space: &ServedSpace, predicates: &[CheckedPredicate]) -> SearchPlan {
+    choose_subspace(&space.config.schema, &space.tessellations, predicates)
+}
+
+/// [`for_each_match`] with the plan already made (`plan` must come from `predicates`).
+pub fn for_each_match_planned(
+    store: &Store,
+    space: &ServedSpace,
+    plan: &SearchPlan,
+    predicates: &[CheckedPredicate],
     mut f: impl FnMut(StoredObject) -> ControlFlow<()>,
 ) -> Result<(), ErrorReply> {
     let schema = &space.config.schema;
-    let plan = choose_subspace(schema, &space.tessellations, predicates);
-    let Some(search_box) = plan.search_box else { return Ok(()) };
+    let Some(search_box) = &plan.search_box else { return Ok(()) };
     let regions: Vec<_> = search_box
         .regions(&space.tessellations[plan.subspace.get()])
         .into_iter()
@@ -56,9 +71,8 @@ pub fn for_each_match(
 /// Whether the search names a single point of its subspace (every dimension fixed by
 /// equality) or nothing at all: such a search reads one cell of one region, so it is cheap
 /// enough to answer on the connection's own task.
-pub fn is_point_search(space: &ServedSpace, predicates: &[CheckedPredicate]) -> bool {
-    let plan = choose_subspace(&space.config.schema, &space.tessellations, predicates);
-    plan.search_box.is_none_or(|b| b.ranges.iter().all(|(lo, hi)| lo == hi))
+pub fn is_point_search(plan: &SearchPlan) -> bool {
+    plan.search_box.as_ref().is_none_or(|b| b.ranges.iter().all(|(lo, hi)| lo == hi))
 }
 
 pub fn count(store: &Store, space: &ServedSpace, predicates: &[CheckedPredicate]) -> Result<u64, ErrorReply> {
@@ -104,7 +118,7 @@ pub fn sorted_search(
 
 pub fn explain(space: &ServedSpace, predicates: &[CheckedPredicate]) -> Explanation {
     let schema = &space.config.schema;
-    let plan = choose_subspace(schema, &space.tessellations, predicates);
+    let plan = plan(space, predicates);
     let candidates = schema
         .subspace_ids()
         .map(|s| {
