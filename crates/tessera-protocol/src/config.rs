@@ -9,11 +9,20 @@ use serde::{Deserialize, Serialize};
 use tessera_geometry::{RegionIndex, Tessellation};
 use tessera_types::{Epoch, ServerId, SpaceSchema, SubspaceId};
 
+/// What the coordinator knows of a server.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub enum ServerState {
+    /// Registered and taking part in replica sets.
+    Available,
+}
+
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ServerInfo {
     pub id: ServerId,
     /// Address clients and other servers reach it at, `host:port`.
     pub address: String,
+    pub state: ServerState,
 }
 
 /// A space in the configuration: its schema and who owns each of its regions.

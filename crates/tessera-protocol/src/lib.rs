@@ -19,10 +19,10 @@ pub mod frame;
 pub mod message;
 pub mod status;
 
-pub use config::{Configuration, ServerInfo, SpaceConfig};
+pub use config::{Configuration, ServerInfo, ServerState, SpaceConfig};
 pub use frame::{codec, decode_request, decode_response, encode_request, encode_response, FrameError};
 pub use message::{
-    Explanation, Request, RequestFrame, Response, ResponseFrame, SortOrder, WireObject, WriteMode,
+    CoordinatorStatus, Explanation, Request, RequestFrame, Response, ResponseFrame, SortOrder, WireObject, WriteMode,
 };
 pub use status::{ErrorReply, Status};
 

@@ -1,7 +1,7 @@
 //! Requests and responses.
 
 use serde::{Deserialize, Serialize};
-use tessera_types::{Epoch, Funcall, Predicate, SubspaceId, Value, Version};
+use tessera_types::{Epoch, Funcall, Predicate, ServerId, SubspaceId, Value, Version};
 
 use crate::config::Configuration;
 use crate::status::ErrorReply;
@@ -64,13 +64,31 @@ pub enum Request {
     GroupUpdate { space: String, predicates: Vec<Predicate>, funcalls: Vec<Funcall> },
     /// How a search would run: the subspace chosen and the regions it contacts.
     Explain { space: String, predicates: Vec<Predicate> },
+    /// To a coordinator, from a server: join the cluster, or come back after a restart.
+    /// `token` is the server's identity, chosen at random on its first start and kept in its
+    /// data directory: registering the same token again (a restart, or a retry after a lost
+    /// reply) returns the same id and records the new address. Answered by `Registered`.
+    RegisterServer { token: u128, address: String },
+    /// To a coordinator: the configuration, once its epoch is greater than `after`, or the
+    /// current one when `timeout_ms` passes first. Servers and clients follow changes with it.
+    WaitConfig { after: Epoch, timeout_ms: u32 },
+    /// To a coordinator: its view of the coordinator group. Answered by `CoordinatorStatus`.
+    CoordinatorStatus,
+    /// To a server, from another server: the rest of this connection carries chain messages
+    /// (tessera-replication), not client requests. Answered by `Done`.
+    PeerHello { from: ServerId },
 }
 
 impl Request {
     /// The space a request names, if any (for error messages and routing).
     pub fn space(&self) -> Option<&str> {
         match self {
-            Request::GetConfig | Request::AddSpace { .. } => None,
+            Request::GetConfig
+            | Request::AddSpace { .. }
+            | Request::RegisterServer { .. }
+            | Request::WaitConfig { .. }
+            | Request::CoordinatorStatus
+            | Request::PeerHello { .. } => None,
             Request::RmSpace { name } => Some(name),
             Request::Get { space, .. }
             | Request::Put { space, .. }
@@ -120,7 +138,26 @@ pub enum Response {
     SearchDone,
     Count(u64),
     Explain(Explanation),
+    /// `RegisterServer`: the server's id, stable for the life of the cluster.
+    Registered(ServerId),
+    CoordinatorStatus(CoordinatorStatus),
     Error(ErrorReply),
+}
+
+/// One coordinator's view of the coordinator group (Raft).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CoordinatorStatus {
+    /// This coordinator's Raft node id.
+    pub id: u64,
+    /// The leader this coordinator knows of, if any.
+    pub leader: Option<u64>,
+    pub term: u64,
+    /// Index of the last log entry applied to the configuration state machine.
+    pub last_applied: u64,
+    /// Every voting member: Raft node id and address.
+    pub members: Vec<(u64, String)>,
+    /// Epoch of the configuration this coordinator has applied.
+    pub epoch: Epoch,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

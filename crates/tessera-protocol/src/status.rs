@@ -41,6 +41,8 @@ pub enum Status {
     Unavailable,
     /// A bug or an unexpected storage error; the message says more.
     Internal,
+    /// A space asks for more replicas (tolerated failures + 1) than the cluster has servers.
+    TooFewServers,
 }
 
 impl Status {
@@ -62,6 +64,7 @@ impl Status {
             Status::ReadOnly => 8013,
             Status::Unavailable => 8014,
             Status::Internal => 8015,
+            Status::TooFewServers => 8016,
         }
     }
 
@@ -83,6 +86,7 @@ impl Status {
             Status::ReadOnly => "READONLY",
             Status::Unavailable => "UNAVAILABLE",
             Status::Internal => "INTERNAL",
+            Status::TooFewServers => "TOOFEWSERVERS",
         }
     }
 

@@ -295,6 +295,14 @@ async fn dispatch(shared: &Arc<Shared>, frame: RequestFrame, replier: Replier) {
             }
         }
         Request::RmSpace { name } => Ok(WriteJob::RmSpace { name }),
+        Request::RegisterServer { .. } | Request::WaitConfig { .. } | Request::CoordinatorStatus => {
+            let error = ErrorReply::new(Status::Malformed, "this is a server; that request is for a coordinator");
+            return replier.send(epoch, Response::Error(error));
+        }
+        Request::PeerHello { .. } => {
+            let error = ErrorReply::new(Status::Malformed, "this server runs standalone: it has no peers");
+            return replier.send(epoch, Response::Error(error));
+        }
         Request::Put { space: name, key, mode, conditions, funcalls } => (|| {
             let space = space(&name)?;
             let key = check_key(&space, key)?;

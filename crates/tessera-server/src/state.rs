@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock};
 
 use tessera_geometry::Tessellation;
-use tessera_protocol::{Configuration, ErrorReply, ServerInfo, SpaceConfig, Status};
+use tessera_protocol::{Configuration, ErrorReply, ServerInfo, ServerState, SpaceConfig, Status};
 use tessera_storage::{StorageError, Store};
 use tessera_types::{Epoch, ServerId};
 
@@ -162,7 +162,7 @@ pub fn recover(dir: &Path, store: &Store, address: SocketAddr) -> Result<Configu
             store.create_space(&space.schema)?;
         }
     }
-    let me = ServerInfo { id: SINGLE_SERVER_ID, address: address.to_string() };
+    let me = ServerInfo { id: SINGLE_SERVER_ID, address: address.to_string(), state: ServerState::Available };
     if config.servers != [me.clone()] {
         config.servers = vec![me];
         config.epoch = Epoch(config.epoch.0 + 1);
