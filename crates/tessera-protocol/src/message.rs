@@ -64,6 +64,11 @@ pub enum Request {
     GroupUpdate { space: String, predicates: Vec<Predicate>, funcalls: Vec<Funcall> },
     /// How a search would run: the subspace chosen and the regions it contacts.
     Explain { space: String, predicates: Vec<Predicate> },
+    /// A cluster client's share of a search: every committed object matching `predicates` in
+    /// `regions` of `subspace`, streamed like `Search`. The client planned the search from its
+    /// configuration (DESIGN §4) and sends each server the regions it picked that server for;
+    /// a server that does not own one of them answers `StaleEpoch`.
+    SearchRegions { space: String, predicates: Vec<Predicate>, subspace: SubspaceId, regions: Vec<u32> },
     /// To a coordinator, from a server: join the cluster, or come back after a restart.
     /// `token` is the server's identity, chosen at random on its first start and kept in its
     /// data directory: registering the same token again (a restart, or a retry after a lost
@@ -94,6 +99,7 @@ impl Request {
             | Request::Put { space, .. }
             | Request::Del { space, .. }
             | Request::Search { space, .. }
+            | Request::SearchRegions { space, .. }
             | Request::Count { space, .. }
             | Request::SortedSearch { space, .. }
             | Request::GroupDel { space, .. }

@@ -136,6 +136,15 @@ pub enum ObjectWrite {
     },
     /// Remove `old`, the currently stored object of its key.
     Delete { space: String, old: Object },
+    /// A change to ONE subspace, for a server that owns only some regions of a space (a hop of
+    /// a value-dependent chain): remove the entry of `remove` and/or store `insert`. Both name
+    /// the same key. A relocation's old-region hop only removes, its new-region hop only inserts.
+    Entry {
+        space: String,
+        subspace: SubspaceId,
+        remove: Option<Object>,
+        insert: Option<StoredObject>,
+    },
 }
 
 /// Why a storage operation failed.
@@ -381,20 +390,34 @@ impl Store {
         // Entries to write, in write order; a later write of the same entry replaces the value.
         let mut pending = Pending::default();
         for write in writes {
-            let (name, old, new) = match write {
-                ObjectWrite::Put { space, old, new } => (space, old.as_ref(), Some(new)),
-                ObjectWrite::Delete { space, old } => (space, Some(old), None),
+            let (name, old, new, only) = match write {
+                ObjectWrite::Put { space, old, new } => (space, old.as_ref(), Some(new), None),
+                ObjectWrite::Delete { space, old } => (space, Some(old), None, None),
+                ObjectWrite::Entry { space, subspace, remove, insert } => {
+                    (space, remove.as_ref(), insert.as_ref(), Some(*subspace))
+                }
             };
             let space = spaces
                 .get(name.as_str())
                 .ok_or_else(|| StorageError::UnknownSpace(name.clone()))?;
             check_write(&space.schema, old, new)?;
+            if let Some(only) = only {
+                if only.get() >= space.keyspaces.len() {
+                    return Err(StorageError::Invalid(format!(
+                        "{name:?} has no subspace {}",
+                        only.get()
+                    )));
+                }
+            }
             // Encoded once: every subspace entry shares these bytes (a reference-counted slice).
             let value = new.map(|n| fjall::Slice::from(codec::encode_value(n)));
             for (n, (keyspace, tessellation)) in
                 space.keyspaces.iter().zip(&space.tessellations).enumerate()
             {
                 let subspace = SubspaceId(n as u16);
+                if only.is_some_and(|o| o != subspace) {
+                    continue;
+                }
                 let entry_of =
                     |o: &Object| codec::entry_key(&space.schema, subspace, tessellation, o);
                 let new_key = new.map(|n| entry_of(&n.object));

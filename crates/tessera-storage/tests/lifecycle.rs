@@ -215,3 +215,39 @@ fn store_and_search_iter_are_shareable() {
     send_sync::<Store>();
     send::<tessera_storage::SearchIter>();
 }
+
+/// A chain hop writes one subspace only: the other subspaces of that server stay as they were,
+/// and a relocation's two hops (remove from the old entry, insert at the new) compose.
+#[test]
+fn entry_writes_touch_one_subspace() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path(), StoreOptions::default()).unwrap();
+    let schema = people("p", 4);
+    store.create_space(&schema).unwrap();
+    let entry = |subspace, remove: Option<tessera_types::Object>, insert: Option<(u64, tessera_types::Object)>| {
+        ObjectWrite::Entry {
+            space: "p".into(),
+            subspace: SubspaceId(subspace),
+            remove,
+            insert: insert.map(|(v, object)| tessera_storage::StoredObject { version: tessera_types::Version(v), object }),
+        }
+    };
+    let (a, b) = (person("k", 1, 2, "x"), person("k", -5, 2, "y"));
+    store.commit(&[entry(1, None, Some((1, a.clone())))]).unwrap();
+    assert_eq!(store.get("p", &Value::from("k")).unwrap(), None, "the key subspace is untouched");
+    assert_eq!(count(&store, "p", 1, &all_regions(&schema, 1), 2), 1);
+    assert_eq!(count(&store, "p", 2, &all_regions(&schema, 2), 1), 0);
+    // The new region's hop inserts, then the old region's hop removes.
+    store.commit(&[entry(1, None, Some((2, b.clone())))]).unwrap();
+    assert_eq!(count(&store, "p", 1, &all_regions(&schema, 1), 2), 2, "both committed for a moment");
+    store.commit(&[entry(1, Some(a), None)]).unwrap();
+    let left: Vec<_> = store
+        .search("p", SubspaceId(1), &all_regions(&schema, 1), &[0, 0], &[u64::MAX, u64::MAX])
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(left.len(), 1);
+    assert_eq!((left[0].version.0, &left[0].object), (2, &b));
+    let bad = store.commit(&[entry(9, None, Some((3, b)))]);
+    assert!(matches!(bad, Err(StorageError::Invalid(_))), "{bad:?}");
+}
