@@ -1,1 +1,64 @@
+//! Tessera's coordinator: the cluster configuration (servers, spaces, replica sets, epoch) as a
+//! state machine replicated with Raft ([openraft] 0.9) over 1, 3 or 5 coordinator processes.
+//!
+//! # Modules
+//! - [`state`]: the pure state machine. [`ClusterState::apply`] takes a [`Command`]
+//!   (register a server, add or remove a space) and either changes the state and bumps the epoch
+//!   by one, or fails and changes nothing. It also assigns replica sets (below).
+//! - `raft_types`, `log_store`, `sm_store`: openraft's type configuration, the durable log and
+//!   vote, the state machine with its snapshots.
+//! - `peer`: coordinator-to-coordinator messages (Raft RPCs, forwarded writes) over TCP.
+//! - `service`: the listener, serving clients, servers and peers on one port.
+//! - [`Coordinator`]: start, address, shutdown.
+//!
+//! # One address, two kinds of frames
+//! A coordinator listens on one `host:port`. Every frame is a 4-byte big-endian length and a
+//! body. A body starting with the protocol version byte is a tessera-protocol request
+//! (`GetConfig`, `WaitConfig`, `AddSpace`, `RmSpace`, `RegisterServer`, `CoordinatorStatus`),
+//! answered by id, out of order (a `WaitConfig` never holds up other requests). A body starting
+//! with [`PEER_TAG`] (0xC7) is a peer message: postcard of a Raft RPC or a forwarded write, one
+//! at a time per connection. Every response carries the coordinator's applied epoch.
+//!
+//! # Writes and forwarding
+//! `AddSpace`, `RmSpace` and `RegisterServer` become a [`Command`] proposed through Raft and
+//! answered once applied. A coordinator that is not the leader sends the command to the leader
+//! as a peer `Forward` message on a fresh connection, answers with the leader's result, and
+//! first waits (up to 2 s) until it has applied that epoch itself, so a read it serves next sees
+//! the change. With no leader, it retries for up to 3 s, then answers `Unavailable` ("no
+//! coordinator leader; retry"). A write whose forwarded request was sent but never answered is
+//! `Unavailable` too; it may have applied (a retried `AddSpace` then says `SpaceExists`).
+//! Reads (`GetConfig`, `WaitConfig`) are served from the local applied state: a follower may lag
+//! a little, but epochs only move forward.
+//!
+//! # Durability
+//! Everything lives in `<data_dir>/raft/`. The vote is written and fsynced (file and directory)
+//! before openraft is told it is saved; appended log entries are written and fsynced before the
+//! flush callback. The state itself is in memory and is rebuilt on start from the last snapshot
+//! (fsynced when built or installed) plus the log entries after it, replayed up to the last
+//! commit index recorded (`committed`, not fsynced: if lost, the leader supplies it). A snapshot
+//! is built every [`RaftTuning::snapshot_every`] applied entries, after which the log before it
+//! is purged (a purge point file, then the log file rewritten). A follower that lags behind the
+//! purged log receives the snapshot from the leader. On the very first start (nothing in the data
+//! directory), the member with the smallest id initializes the group with every member as a
+//! voter; a restarted member never initializes again.
+//!
+//! # Replica assignment
+//! A new space's regions are assigned over the Available servers, region by region: the K
+//! (= tolerated failures + 1) servers holding the fewest regions of this subspace, ties broken by
+//! fewest regions over the whole cluster, then by smaller id; chain order puts first the member
+//! heading the fewest regions of this subspace (ties: fewest heads cluster-wide, smaller id).
+//! Within a subspace no server holds more than `ceil(regions * K / servers)` regions, and heads
+//! spread likewise. See [`state::assign_replicas`].
+
+mod coordinator;
+mod fsutil;
+mod log_store;
+pub mod peer;
+mod raft_types;
+mod service;
+mod sm_store;
 pub mod state;
+
+pub use coordinator::{Coordinator, CoordinatorError, CoordinatorOptions, RaftTuning};
+pub use peer::PEER_TAG;
+pub use state::{ClusterState, Command, CommandError, CommandOutcome};

@@ -1,0 +1,267 @@
+//! Starting and stopping a coordinator.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use openraft::error::{InitializeError, RaftError};
+use openraft::{BasicNode, Config, SnapshotPolicy};
+use tessera_protocol::Configuration;
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use crate::fsutil::{read_checked, write_atomic};
+use crate::log_store::LogStore;
+use crate::peer::PeerNetworkFactory;
+use crate::raft_types::{NodeId, Raft};
+use crate::service::{self, Shared};
+use crate::sm_store::StateMachineStore;
+
+/// How a coordinator runs Raft. The defaults suit a LAN and loopback tests alike.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RaftTuning {
+    /// How often the leader sends heartbeats, in milliseconds.
+    pub heartbeat_ms: u64,
+    /// A follower that hears no leader for a random time in `election_timeout_ms` (min..max)
+    /// starts an election.
+    pub election_timeout_ms: (u64, u64),
+    /// A snapshot is built once this many entries have been applied since the last one; the
+    /// log up to the snapshot is then purged, keeping `logs_kept_after_snapshot` entries for
+    /// followers that lag a little.
+    pub snapshot_every: u64,
+    pub logs_kept_after_snapshot: u64,
+}
+
+impl Default for RaftTuning {
+    fn default() -> Self {
+        RaftTuning { heartbeat_ms: 100, election_timeout_ms: (400, 800), snapshot_every: 1000, logs_kept_after_snapshot: 100 }
+    }
+}
+
+/// Everything a coordinator needs to start.
+#[derive(Clone, Debug)]
+pub struct CoordinatorOptions {
+    /// This coordinator's Raft node id: one of `peers`. Must stay the same across restarts of
+    /// the same data directory.
+    pub id: u64,
+    /// Where the Raft log, vote and snapshot live (`<data_dir>/raft/`).
+    pub data_dir: PathBuf,
+    /// Where to listen for clients, servers and the other coordinators.
+    pub listen: SocketAddr,
+    /// Every member of the coordinator group, this one included: Raft node id and `host:port`.
+    pub peers: Vec<(u64, String)>,
+    pub raft: RaftTuning,
+}
+
+impl CoordinatorOptions {
+    /// Options with the default [`RaftTuning`].
+    pub fn new(id: u64, data_dir: impl Into<PathBuf>, listen: SocketAddr, peers: Vec<(u64, String)>) -> Self {
+        CoordinatorOptions { id, data_dir: data_dir.into(), listen, peers, raft: RaftTuning::default() }
+    }
+}
+
+/// Why a coordinator could not start.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum CoordinatorError {
+    #[error("bad options: {0}")]
+    Options(String),
+    #[error("data directory {path}: {source}")]
+    DataDir { path: PathBuf, source: std::io::Error },
+    #[error("cannot listen on {addr}: {source}")]
+    Listen { addr: SocketAddr, source: std::io::Error },
+    #[error("raft: {0}")]
+    Raft(String),
+}
+
+/// A running coordinator: Raft, the listener and every connection. Stop it with
+/// [`Coordinator::shutdown`]; dropping it stops it too, without waiting.
+pub struct Coordinator {
+    shared: Arc<Shared>,
+    local_addr: SocketAddr,
+    stopped: bool,
+}
+
+const NODE_ID_FILE: &str = "node-id";
+
+impl Coordinator {
+    /// Starts a coordinator listening on `options.listen`.
+    pub async fn start(options: CoordinatorOptions) -> Result<Coordinator, CoordinatorError> {
+        let listener = TcpListener::bind(options.listen)
+            .await
+            .map_err(|source| CoordinatorError::Listen { addr: options.listen, source })?;
+        Coordinator::start_with_listener(options, listener).await
+    }
+
+    /// Starts a coordinator on a listener bound already (`options.listen` is then ignored):
+    /// lets tests pick free ports before they know every peer's address.
+    pub async fn start_with_listener(options: CoordinatorOptions, listener: TcpListener) -> Result<Coordinator, CoordinatorError> {
+        let addresses = check_options(&options)?;
+        let local_addr = listener
+            .local_addr()
+            .map_err(|source| CoordinatorError::Listen { addr: options.listen, source })?;
+        let raft_dir = options.data_dir.join("raft");
+        let data_err = |source| CoordinatorError::DataDir { path: raft_dir.clone(), source };
+        std::fs::create_dir_all(&raft_dir).map_err(data_err)?;
+        check_node_id(&raft_dir, options.id).map_err(data_err)?;
+        let log_store = LogStore::open(&raft_dir).map_err(data_err)?;
+        let (state_machine, config) = StateMachineStore::open(&raft_dir).map_err(data_err)?;
+
+        let t = &options.raft;
+        let raft_config = Config {
+            cluster_name: "tessera-coordinators".into(),
+            heartbeat_interval: t.heartbeat_ms,
+            election_timeout_min: t.election_timeout_ms.0,
+            election_timeout_max: t.election_timeout_ms.1,
+            install_snapshot_timeout: 2000,
+            max_payload_entries: 64,
+            snapshot_policy: SnapshotPolicy::LogsSinceLast(t.snapshot_every),
+            max_in_snapshot_log_to_keep: t.logs_kept_after_snapshot,
+            snapshot_max_chunk_size: 1024 * 1024,
+            ..Config::default()
+        }
+        .validate()
+        .map_err(|e| CoordinatorError::Options(e.to_string()))?;
+
+        let addresses = Arc::new(addresses);
+        let network = PeerNetworkFactory { me: options.id, addresses: addresses.clone() };
+        let raft = Raft::new(options.id, Arc::new(raft_config), network, log_store, state_machine)
+            .await
+            .map_err(|e| CoordinatorError::Raft(e.to_string()))?;
+
+        let shared = Arc::new(Shared {
+            id: options.id,
+            raft: raft.clone(),
+            config,
+            addresses: addresses.clone(),
+            cancel: CancellationToken::new(),
+            tracker: TaskTracker::new(),
+        });
+        shared.tracker.spawn(service::accept_loop(shared.clone(), listener));
+        tracing::info!(id = options.id, addr = %local_addr, members = addresses.len(), "coordinator started");
+
+        let pristine = !raft.is_initialized().await.map_err(|e| CoordinatorError::Raft(e.to_string()))?;
+        let smallest = addresses.keys().next().copied() == Some(options.id);
+        if pristine && smallest {
+            let members: BTreeMap<NodeId, BasicNode> =
+                addresses.iter().map(|(id, addr)| (*id, BasicNode { addr: addr.clone() })).collect();
+            tracing::info!(?members, "initializing the coordinator group");
+            match raft.initialize(members).await {
+                Ok(()) | Err(RaftError::APIError(InitializeError::NotAllowed(_))) => {}
+                Err(e) => {
+                    let _ = raft.shutdown().await;
+                    shared.cancel.cancel();
+                    return Err(CoordinatorError::Raft(e.to_string()));
+                }
+            }
+        }
+        Ok(Coordinator { shared, local_addr, stopped: false })
+    }
+
+    /// The address clients, servers and peers reach this coordinator at.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+
+    pub fn id(&self) -> u64 {
+        self.shared.id
+    }
+
+    /// The configuration this coordinator has applied (followers may lag the leader a little).
+    pub fn configuration(&self) -> Arc<Configuration> {
+        self.shared.config.borrow().clone()
+    }
+
+    /// Follows the applied configuration.
+    pub fn watch_configuration(&self) -> watch::Receiver<Arc<Configuration>> {
+        self.shared.config.clone()
+    }
+
+    /// The leader this coordinator knows of, if any.
+    pub fn leader(&self) -> Option<u64> {
+        self.shared.raft.metrics().borrow().current_leader
+    }
+
+    /// This coordinator's view of the group, as `CoordinatorStatus` answers it.
+    pub fn status(&self) -> tessera_protocol::CoordinatorStatus {
+        service::status(&self.shared)
+    }
+
+    /// Index of the last log entry purged from this coordinator's log (after a snapshot), if
+    /// any. For tests and diagnostics.
+    pub fn log_purged_upto(&self) -> Option<u64> {
+        self.shared.raft.metrics().borrow().purged.map(|l| l.index)
+    }
+
+    /// Index of the last log entry in this coordinator's current snapshot, if any.
+    pub fn snapshot_upto(&self) -> Option<u64> {
+        self.shared.raft.metrics().borrow().snapshot.map(|l| l.index)
+    }
+
+    /// Stops accepting, closes every connection, stops Raft, and waits for every task.
+    pub async fn shutdown(mut self) {
+        self.stopped = true;
+        tracing::info!(id = self.shared.id, "coordinator shutting down");
+        self.shared.cancel.cancel();
+        self.shared.tracker.close();
+        if let Err(e) = self.shared.raft.shutdown().await {
+            tracing::warn!(error = %e, "raft did not stop cleanly");
+        }
+        self.shared.tracker.wait().await;
+    }
+}
+
+impl Drop for Coordinator {
+    fn drop(&mut self) {
+        if self.stopped {
+            return;
+        }
+        self.shared.cancel.cancel();
+        self.shared.tracker.close();
+        if let Ok(handle) = tokio::runtime::Handle::try_current() {
+            let raft = self.shared.raft.clone();
+            handle.spawn(async move {
+                let _ = raft.shutdown().await;
+            });
+        }
+    }
+}
+
+fn check_options(options: &CoordinatorOptions) -> Result<BTreeMap<NodeId, String>, CoordinatorError> {
+    let mut addresses = BTreeMap::new();
+    for (id, addr) in &options.peers {
+        if addr.is_empty() {
+            return Err(CoordinatorError::Options(format!("member {id} has an empty address")));
+        }
+        if addresses.insert(*id, addr.clone()).is_some() {
+            return Err(CoordinatorError::Options(format!("member {id} is listed twice")));
+        }
+    }
+    if !addresses.contains_key(&options.id) {
+        return Err(CoordinatorError::Options(format!("this coordinator's id {} is not among the members", options.id)));
+    }
+    Ok(addresses)
+}
+
+/// Refuses a data directory that belongs to another node id: its vote and log would be wrong.
+fn check_node_id(dir: &Path, id: u64) -> std::io::Result<()> {
+    match read_checked(&dir.join(NODE_ID_FILE))? {
+        Some(bytes) => {
+            let stored: u64 = postcard::from_bytes(&bytes).map_err(crate::fsutil::invalid)?;
+            if stored != id {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::InvalidInput,
+                    format!("belongs to coordinator {stored}, not {id}"),
+                ));
+            }
+            Ok(())
+        }
+        None => {
+            let body = postcard::to_allocvec(&id).map_err(crate::fsutil::invalid)?;
+            write_atomic(dir, NODE_ID_FILE, &body, true)
+        }
+    }
+}

@@ -1,0 +1,338 @@
+//! The listener: client requests (tessera-protocol frames) and peer messages on one port.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures::{SinkExt, StreamExt};
+use openraft::error::{ClientWriteError, RaftError};
+use tessera_protocol::constants::{DESCRIPTION_BYTES_MAX, FRAME_BYTES_MAX};
+use tessera_protocol::frame::peek_request_id;
+use tessera_protocol::{
+    decode_request, encode_response, Configuration, CoordinatorStatus, ErrorReply, FrameError, Request, RequestFrame,
+    Response, ResponseFrame, Status,
+};
+use tessera_types::{parse_space, Epoch};
+use tokio::net::tcp::OwnedWriteHalf;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{mpsc, watch, Semaphore};
+use tokio::time::Instant;
+use tokio_util::codec::{FramedRead, FramedWrite};
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use crate::peer::{self, CallError, ForwardError, PeerConnection, PeerRequest, PeerResponse, PEER_TAG};
+use crate::raft_types::{ApplyResult, NodeId, Raft};
+use crate::state::{Command, CommandError, CommandOutcome};
+
+/// Longest a `WaitConfig` may wait.
+const WAIT_CONFIG_MAX: Duration = Duration::from_secs(60);
+/// How long a write keeps looking for a leader (elections take well under this).
+const WRITE_DEADLINE: Duration = Duration::from_secs(3);
+/// How long a forwarded call to the leader may take.
+const FORWARD_TIMEOUT: Duration = Duration::from_secs(5);
+/// After a forwarded write, how long to wait for this coordinator to apply it too, so the
+/// writer's next read here sees it.
+const CATCH_UP_WAIT: Duration = Duration::from_secs(2);
+/// Client requests in flight per connection.
+const IN_FLIGHT_MAX: usize = 256;
+
+pub(crate) struct Shared {
+    pub(crate) id: NodeId,
+    pub(crate) raft: Raft,
+    pub(crate) config: watch::Receiver<Arc<Configuration>>,
+    pub(crate) addresses: Arc<BTreeMap<NodeId, String>>,
+    pub(crate) cancel: CancellationToken,
+    pub(crate) tracker: TaskTracker,
+}
+
+impl Shared {
+    fn epoch(&self) -> Epoch {
+        self.config.borrow().epoch
+    }
+}
+
+pub(crate) async fn accept_loop(shared: Arc<Shared>, listener: TcpListener) {
+    loop {
+        let accepted = tokio::select! {
+            _ = shared.cancel.cancelled() => return,
+            accepted = listener.accept() => accepted,
+        };
+        match accepted {
+            Ok((stream, peer)) => {
+                tracing::trace!(%peer, "connection");
+                shared.tracker.spawn(serve_connection(shared.clone(), stream));
+            }
+            Err(e) => {
+                // Out of file descriptors and the like: do not spin.
+                tracing::warn!(error = %e, "accept failed");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
+    }
+}
+
+async fn serve_connection(shared: Arc<Shared>, stream: TcpStream) {
+    let _ = stream.set_nodelay(true);
+    let (read, write) = stream.into_split();
+    let mut reader = FramedRead::new(read, peer::codec());
+    let (tx, rx) = mpsc::channel::<Bytes>(64);
+    shared.tracker.spawn(write_loop(write, rx, shared.cancel.clone()));
+    let permits = Arc::new(Semaphore::new(IN_FLIGHT_MAX));
+    loop {
+        let frame = tokio::select! {
+            _ = shared.cancel.cancelled() => break,
+            frame = reader.next() => frame,
+        };
+        let body = match frame {
+            None => break,
+            Some(Err(e)) => {
+                tracing::debug!(error = %e, "closing a connection after a framing error");
+                break;
+            }
+            Some(Ok(body)) => body.freeze(),
+        };
+        if body.first() == Some(&PEER_TAG) {
+            let Some(reply) = serve_peer(&shared, &body).await else { break };
+            if tx.send(reply).await.is_err() {
+                break;
+            }
+            continue;
+        }
+        if body.len() > FRAME_BYTES_MAX {
+            let id = peek_request_id(&body).unwrap_or(0);
+            let msg = format!("frame of {} bytes is over the {FRAME_BYTES_MAX}-byte limit", body.len());
+            let _ = send(&tx, &shared, id, Response::Error(ErrorReply::new(Status::TooLarge, msg))).await;
+            break;
+        }
+        match decode_request(&body) {
+            Ok(frame) => {
+                let permit = tokio::select! {
+                    _ = shared.cancel.cancelled() => break,
+                    permit = permits.clone().acquire_owned() => match permit { Ok(p) => p, Err(_) => break },
+                };
+                let (shared2, tx2) = (shared.clone(), tx.clone());
+                shared.tracker.spawn(async move {
+                    let RequestFrame { id, request, .. } = frame;
+                    let response = handle(&shared2, request).await;
+                    let _ = send(&tx2, &shared2, id, response).await;
+                    drop(permit);
+                });
+            }
+            Err(FrameError::UnsupportedVersion(v)) => {
+                let msg = format!("protocol version {v}, this coordinator speaks {}", tessera_protocol::PROTOCOL_VERSION);
+                let _ = send(&tx, &shared, 0, Response::Error(ErrorReply::new(Status::UnsupportedProtocol, msg))).await;
+                break;
+            }
+            Err(e) => {
+                let id = peek_request_id(&body).unwrap_or(0);
+                if send(&tx, &shared, id, Response::Error(ErrorReply::new(Status::Malformed, e.to_string()))).await.is_err() {
+                    break;
+                }
+            }
+        }
+    }
+}
+
+async fn send(tx: &mpsc::Sender<Bytes>, shared: &Shared, id: u64, response: Response) -> Result<(), ()> {
+    let frame = ResponseFrame { id, epoch: shared.epoch(), response };
+    let bytes = match encode_response(&frame) {
+        Ok(b) => b,
+        Err(e) => {
+            tracing::error!(error = %e, "cannot encode a response");
+            let frame = ResponseFrame {
+                id,
+                epoch: frame.epoch,
+                response: Response::Error(ErrorReply::new(Status::Internal, format!("cannot encode the response: {e}"))),
+            };
+            encode_response(&frame).map_err(|_| ())?
+        }
+    };
+    tx.send(bytes).await.map_err(|_| ())
+}
+
+/// Writes whatever responses are ready, then flushes once.
+async fn write_loop(write: OwnedWriteHalf, mut rx: mpsc::Receiver<Bytes>, cancel: CancellationToken) {
+    let mut out = FramedWrite::new(write, peer::codec());
+    let work = async {
+        while let Some(bytes) = rx.recv().await {
+            out.feed(bytes).await?;
+            while let Ok(bytes) = rx.try_recv() {
+                out.feed(bytes).await?;
+            }
+            SinkExt::<Bytes>::flush(&mut out).await?;
+        }
+        Ok::<(), std::io::Error>(())
+    };
+    tokio::select! {
+        _ = cancel.cancelled() => {}
+        result = work => if let Err(e) = result { tracing::debug!(error = %e, "connection write failed") },
+    }
+}
+
+/// Answers one peer message; `None` closes the connection (undecodable: the peer is confused).
+async fn serve_peer(shared: &Shared, body: &[u8]) -> Option<Bytes> {
+    let request: PeerRequest = match peer::decode(body) {
+        Ok(r) => r,
+        Err(e) => {
+            tracing::warn!(error = %e, "undecodable peer message");
+            return None;
+        }
+    };
+    let response = match request {
+        PeerRequest::AppendEntries(rpc) => PeerResponse::AppendEntries(shared.raft.append_entries(rpc).await),
+        PeerRequest::Vote(rpc) => PeerResponse::Vote(shared.raft.vote(rpc).await),
+        PeerRequest::InstallSnapshot(rpc) => PeerResponse::InstallSnapshot(shared.raft.install_snapshot(rpc).await),
+        PeerRequest::Forward(command) => PeerResponse::Forward(match shared.raft.client_write(command).await {
+            Ok(r) => Ok(r.data),
+            Err(RaftError::APIError(ClientWriteError::ForwardToLeader(f))) => {
+                Err(ForwardError::NotLeader { leader: f.leader_id })
+            }
+            Err(RaftError::Fatal(_)) => Err(ForwardError::NotLeader { leader: None }),
+            Err(e) => Err(ForwardError::Failed(e.to_string())),
+        }),
+    };
+    match peer::encode(&response) {
+        Ok(b) => Some(b),
+        Err(e) => {
+            tracing::error!(error = %e, "cannot encode a peer response");
+            None
+        }
+    }
+}
+
+fn error(status: Status, message: impl Into<String>) -> Response {
+    Response::Error(ErrorReply::new(status, message))
+}
+
+async fn handle(shared: &Shared, request: Request) -> Response {
+    match request {
+        Request::GetConfig => Response::Config(Box::new((**shared.config.borrow()).clone())),
+        Request::WaitConfig { after, timeout_ms } => {
+            let timeout = Duration::from_millis(timeout_ms as u64).min(WAIT_CONFIG_MAX);
+            let mut rx = shared.config.clone();
+            tokio::select! {
+                _ = shared.cancel.cancelled() => {}
+                _ = tokio::time::timeout(timeout, rx.wait_for(|c| c.epoch > after)) => {}
+            }
+            let config = (**shared.config.borrow()).clone();
+            Response::Config(Box::new(config))
+        }
+        Request::AddSpace { description } => {
+            if description.len() > DESCRIPTION_BYTES_MAX {
+                return error(
+                    Status::TooLarge,
+                    format!("description of {} bytes is over the {DESCRIPTION_BYTES_MAX}-byte limit", description.len()),
+                );
+            }
+            match parse_space(&description) {
+                Ok(schema) => write(shared, Command::AddSpace { schema }).await,
+                Err(e) => error(Status::BadDescription, e.to_string()),
+            }
+        }
+        Request::RmSpace { name } => write(shared, Command::RmSpace { name }).await,
+        Request::RegisterServer { token, address } => write(shared, Command::RegisterServer { token, address }).await,
+        Request::CoordinatorStatus => Response::CoordinatorStatus(status(shared)),
+        _ => error(Status::Malformed, "that request is for a server"),
+    }
+}
+
+pub(crate) fn status(shared: &Shared) -> CoordinatorStatus {
+    let metrics = shared.raft.metrics().borrow().clone();
+    let members = metrics
+        .membership_config
+        .membership()
+        .nodes()
+        .filter(|(id, _)| metrics.membership_config.membership().voter_ids().any(|v| v == **id))
+        .map(|(id, node)| (*id, shared.addresses.get(id).cloned().unwrap_or_else(|| node.addr.clone())))
+        .collect();
+    CoordinatorStatus {
+        id: shared.id,
+        leader: metrics.current_leader,
+        term: metrics.current_term,
+        last_applied: metrics.last_applied.map(|l| l.index).unwrap_or(0),
+        members,
+        epoch: shared.epoch(),
+    }
+}
+
+fn outcome_response(result: ApplyResult) -> Response {
+    match result.outcome {
+        Some(Ok(CommandOutcome::Registered { id, .. })) => Response::Registered(id),
+        Some(Ok(CommandOutcome::SpaceAdded { .. } | CommandOutcome::SpaceRemoved)) => Response::Done,
+        Some(Err(e)) => {
+            let status = match &e {
+                CommandError::SpaceExists(_) => Status::SpaceExists,
+                CommandError::UnknownSpace(_) => Status::UnknownSpace,
+                CommandError::TooFewServers { .. } => Status::TooFewServers,
+                CommandError::InvalidSchema(_) => Status::BadDescription,
+                CommandError::ConfigurationTooLarge { .. } => Status::TooLarge,
+                CommandError::InvalidAddress(_) => Status::Malformed,
+            };
+            error(status, e.to_string())
+        }
+        None => error(Status::Internal, "the log entry carried no command"),
+    }
+}
+
+/// Proposes `command` through Raft: here if this coordinator leads, else on the leader.
+async fn write(shared: &Shared, command: Command) -> Response {
+    let deadline = Instant::now() + WRITE_DEADLINE;
+    loop {
+        let leader = match shared.raft.client_write(command.clone()).await {
+            Ok(r) => return outcome_response(r.data),
+            Err(RaftError::APIError(ClientWriteError::ForwardToLeader(f))) => f.leader_id,
+            Err(RaftError::APIError(e)) => return error(Status::Internal, e.to_string()),
+            Err(RaftError::Fatal(e)) => return error(Status::Unavailable, format!("coordinator stopping: {e}")),
+        };
+        if let Some(leader) = leader.filter(|l| *l != shared.id) {
+            match forward(shared, leader, &command).await {
+                Ok(result) => {
+                    // Let this coordinator apply it too, so reads here right after see it.
+                    let mut rx = shared.config.clone();
+                    let _ = tokio::time::timeout(CATCH_UP_WAIT, rx.wait_for(|c| c.epoch >= result.epoch)).await;
+                    return outcome_response(result);
+                }
+                Err(Forwarding::Retry(why)) => tracing::debug!(leader, %why, "forwarding failed; retrying"),
+                Err(Forwarding::Ambiguous(why)) => {
+                    return error(
+                        Status::Unavailable,
+                        format!("lost the coordinator leader mid-request ({why}); the change may or may not have applied: retry"),
+                    )
+                }
+                Err(Forwarding::Failed(why)) => return error(Status::Internal, why),
+            }
+        }
+        if Instant::now() >= deadline {
+            return error(Status::Unavailable, "no coordinator leader; retry");
+        }
+        tokio::select! {
+            _ = shared.cancel.cancelled() => return error(Status::Unavailable, "coordinator stopping; retry"),
+            _ = tokio::time::sleep(Duration::from_millis(50)) => {}
+        }
+    }
+}
+
+enum Forwarding {
+    /// Nothing was proposed: safe to try again.
+    Retry(String),
+    /// The request went out and no answer came back.
+    Ambiguous(String),
+    Failed(String),
+}
+
+async fn forward(shared: &Shared, leader: NodeId, command: &Command) -> Result<ApplyResult, Forwarding> {
+    let Some(addr) = shared.addresses.get(&leader) else {
+        return Err(Forwarding::Retry(format!("leader {leader} is not a known member")));
+    };
+    let mut connection = PeerConnection::new(addr.clone());
+    match connection.call(&PeerRequest::Forward(command.clone()), FORWARD_TIMEOUT).await {
+        Ok(PeerResponse::Forward(Ok(result))) => Ok(result),
+        Ok(PeerResponse::Forward(Err(ForwardError::NotLeader { .. }))) => Err(Forwarding::Retry("not the leader any more".into())),
+        Ok(PeerResponse::Forward(Err(ForwardError::Failed(why)))) => Err(Forwarding::Failed(why)),
+        Ok(_) => Err(Forwarding::Failed("unexpected peer response".into())),
+        Err(e @ CallError::Connect { .. }) => Err(Forwarding::Retry(e.to_string())),
+        Err(e) => Err(Forwarding::Ambiguous(e.to_string())),
+    }
+}

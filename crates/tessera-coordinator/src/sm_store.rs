@@ -1,0 +1,194 @@
+//! The Raft state machine around [`ClusterState`], and its snapshots.
+//!
+//! The state lives in memory; what makes it durable is the log plus the last snapshot. A
+//! snapshot (`<data>/raft/snapshot`: checksum, then postcard of its metadata and the postcard of
+//! the `ClusterState`) is written and fsynced when openraft builds one or installs one sent by
+//! the leader. On start, the state is the snapshot's, and openraft replays the log entries after
+//! it up to the last known commit index.
+//!
+//! Every apply that changes the epoch publishes the new [`Configuration`] on a watch channel,
+//! which is what `GetConfig` and `WaitConfig` read.
+
+use std::io::{self, Cursor};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use openraft::storage::RaftStateMachine;
+use openraft::{AnyError, EntryPayload, RaftSnapshotBuilder, StorageIOError};
+use serde::{Deserialize, Serialize};
+use tessera_protocol::Configuration;
+use tokio::sync::watch;
+
+use crate::fsutil::{blocking, invalid, read_checked, write_atomic};
+use crate::raft_types::{
+    ApplyResult, Entry, LogId, Snapshot, SnapshotMeta, StorageError, StoredMembership, TypeConfig,
+};
+use crate::state::ClusterState;
+
+const SNAPSHOT: &str = "snapshot";
+
+#[derive(Clone, Serialize, Deserialize)]
+struct StoredSnapshot {
+    meta: SnapshotMeta,
+    /// postcard of the [`ClusterState`].
+    data: Vec<u8>,
+}
+
+struct Applied {
+    last_applied: Option<LogId>,
+    membership: StoredMembership,
+    state: ClusterState,
+}
+
+struct Shared {
+    dir: PathBuf,
+    applied: Mutex<Applied>,
+    current: Mutex<Option<StoredSnapshot>>,
+    published: watch::Sender<Arc<Configuration>>,
+    /// Serializes snapshot file writes (builds and installs).
+    writing: tokio::sync::Mutex<()>,
+    builds: AtomicU64,
+}
+
+/// The state machine handed to openraft. Clones share everything.
+#[derive(Clone)]
+pub(crate) struct StateMachineStore {
+    shared: Arc<Shared>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl StateMachineStore {
+    /// Opens the state machine in `dir`, starting from the snapshot there if there is one.
+    pub(crate) fn open(dir: &Path) -> io::Result<(StateMachineStore, watch::Receiver<Arc<Configuration>>)> {
+        std::fs::create_dir_all(dir)?;
+        let current = read_checked(&dir.join(SNAPSHOT))?
+            .map(|b| postcard::from_bytes::<StoredSnapshot>(&b).map_err(invalid))
+            .transpose()?;
+        let applied = match &current {
+            Some(s) => Applied {
+                last_applied: s.meta.last_log_id,
+                membership: s.meta.last_membership.clone(),
+                state: postcard::from_bytes(&s.data).map_err(invalid)?,
+            },
+            None => Applied { last_applied: None, membership: StoredMembership::default(), state: ClusterState::default() },
+        };
+        tracing::debug!(last_applied = ?applied.last_applied, epoch = applied.state.epoch.0, "opened the state machine");
+        let (published, rx) = watch::channel(Arc::new(applied.state.configuration()));
+        let shared = Shared {
+            dir: dir.to_path_buf(),
+            applied: Mutex::new(applied),
+            current: Mutex::new(current),
+            published,
+            writing: tokio::sync::Mutex::new(()),
+            builds: AtomicU64::new(0),
+        };
+        Ok((StateMachineStore { shared: Arc::new(shared) }, rx))
+    }
+
+    /// Persists `snapshot` and makes it the current one, unless a newer one is current already.
+    async fn store(&self, snapshot: StoredSnapshot) -> Result<(), StorageError> {
+        let signature = snapshot.meta.signature();
+        let _writing = self.shared.writing.lock().await;
+        if lock(&self.shared.current).as_ref().is_some_and(|c| c.meta.last_log_id > snapshot.meta.last_log_id) {
+            return Ok(());
+        }
+        let body = postcard::to_allocvec(&snapshot)
+            .map_err(|e| StorageIOError::write_snapshot(Some(signature.clone()), AnyError::new(&e)))?;
+        let dir = self.shared.dir.clone();
+        blocking(move || write_atomic(&dir, SNAPSHOT, &body, true))
+            .await
+            .map_err(|e| StorageIOError::write_snapshot(Some(signature), AnyError::new(&e)))?;
+        *lock(&self.shared.current) = Some(snapshot);
+        Ok(())
+    }
+}
+
+impl RaftSnapshotBuilder<TypeConfig> for StateMachineStore {
+    async fn build_snapshot(&mut self) -> Result<Snapshot, StorageError> {
+        let (last_applied, membership, data) = {
+            let applied = lock(&self.shared.applied);
+            let data = postcard::to_allocvec(&applied.state).map_err(|e| StorageIOError::read_state_machine(AnyError::new(&e)))?;
+            (applied.last_applied, applied.membership.clone(), data)
+        };
+        let n = self.shared.builds.fetch_add(1, Ordering::Relaxed);
+        let snapshot_id = match last_applied {
+            Some(l) => format!("{}-{}-{}", l.leader_id, l.index, n),
+            None => format!("none-{n}"),
+        };
+        let meta = SnapshotMeta { last_log_id: last_applied, last_membership: membership, snapshot_id };
+        tracing::info!(snapshot = %meta, bytes = data.len(), "built a snapshot");
+        self.store(StoredSnapshot { meta: meta.clone(), data: data.clone() }).await?;
+        Ok(Snapshot { meta, snapshot: Box::new(Cursor::new(data)) })
+    }
+}
+
+impl RaftStateMachine<TypeConfig> for StateMachineStore {
+    type SnapshotBuilder = StateMachineStore;
+
+    async fn applied_state(&mut self) -> Result<(Option<LogId>, StoredMembership), StorageError> {
+        let applied = lock(&self.shared.applied);
+        Ok((applied.last_applied, applied.membership.clone()))
+    }
+
+    async fn apply<I>(&mut self, entries: I) -> Result<Vec<ApplyResult>, StorageError>
+    where
+        I: IntoIterator<Item = Entry> + Send,
+        I::IntoIter: Send,
+    {
+        let mut results = Vec::new();
+        let mut applied = lock(&self.shared.applied);
+        let epoch_before = applied.state.epoch;
+        for entry in entries {
+            applied.last_applied = Some(entry.log_id);
+            let outcome = match entry.payload {
+                EntryPayload::Blank => None,
+                EntryPayload::Normal(command) => {
+                    let result = applied.state.apply(command);
+                    tracing::debug!(log_id = %entry.log_id, ?result, epoch = applied.state.epoch.0, "applied");
+                    Some(result)
+                }
+                EntryPayload::Membership(m) => {
+                    applied.membership = StoredMembership::new(Some(entry.log_id), m);
+                    None
+                }
+            };
+            results.push(ApplyResult { epoch: applied.state.epoch, outcome });
+        }
+        if applied.state.epoch != epoch_before {
+            self.shared.published.send_replace(Arc::new(applied.state.configuration()));
+        }
+        Ok(results)
+    }
+
+    async fn get_snapshot_builder(&mut self) -> Self::SnapshotBuilder {
+        self.clone()
+    }
+
+    async fn begin_receiving_snapshot(&mut self) -> Result<Box<Cursor<Vec<u8>>>, StorageError> {
+        Ok(Box::new(Cursor::new(Vec::new())))
+    }
+
+    async fn install_snapshot(&mut self, meta: &SnapshotMeta, snapshot: Box<Cursor<Vec<u8>>>) -> Result<(), StorageError> {
+        let data = snapshot.into_inner();
+        let state: ClusterState = postcard::from_bytes(&data)
+            .map_err(|e| StorageIOError::read_snapshot(Some(meta.signature()), AnyError::new(&e)))?;
+        tracing::info!(snapshot = %meta, epoch = state.epoch.0, "installing a snapshot from the leader");
+        self.store(StoredSnapshot { meta: meta.clone(), data }).await?;
+        let mut applied = lock(&self.shared.applied);
+        applied.last_applied = meta.last_log_id;
+        applied.membership = meta.last_membership.clone();
+        applied.state = state;
+        self.shared.published.send_replace(Arc::new(applied.state.configuration()));
+        Ok(())
+    }
+
+    async fn get_current_snapshot(&mut self) -> Result<Option<Snapshot>, StorageError> {
+        Ok(lock(&self.shared.current)
+            .as_ref()
+            .map(|s| Snapshot { meta: s.meta.clone(), snapshot: Box::new(Cursor::new(s.data.clone())) }))
+    }
+}
