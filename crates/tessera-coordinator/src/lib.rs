@@ -17,7 +17,9 @@
 //! (`GetConfig`, `WaitConfig`, `AddSpace`, `RmSpace`, `RegisterServer`, `CoordinatorStatus`),
 //! answered by id, out of order (a `WaitConfig` never holds up other requests). A body starting
 //! with [`PEER_TAG`] (0xC7) is a peer message: postcard of a Raft RPC or a forwarded write, one
-//! at a time per connection. Every response carries the coordinator's applied epoch.
+//! at a time per connection. Every response carries the coordinator's applied epoch (a
+//! `Config` response: the epoch of the configuration it carries). Peer frames may be up to
+//! [`PEER_FRAME_BYTES_MAX`]; client frames are held to the protocol's `FRAME_BYTES_MAX`.
 //!
 //! # Writes and forwarding
 //! `AddSpace`, `RmSpace` and `RegisterServer` become a [`Command`] proposed through Raft and
@@ -40,7 +42,8 @@
 //! is purged (a purge point file, then the log file rewritten). A follower that lags behind the
 //! purged log receives the snapshot from the leader. On the very first start (nothing in the data
 //! directory), the member with the smallest id initializes the group with every member as a
-//! voter; a restarted member never initializes again.
+//! voter (the others wait for it: it must come up at least once); a restarted member never
+//! initializes again. `<data_dir>/raft/node-id` pins the directory to its node id.
 //!
 //! # Replica assignment
 //! A new space's regions are assigned over the Available servers, region by region: the K
@@ -53,12 +56,12 @@
 mod coordinator;
 mod fsutil;
 mod log_store;
-pub mod peer;
+mod peer;
 mod raft_types;
 mod service;
 mod sm_store;
 pub mod state;
 
 pub use coordinator::{Coordinator, CoordinatorError, CoordinatorOptions, RaftTuning};
-pub use peer::PEER_TAG;
+pub use peer::{PEER_FRAME_BYTES_MAX, PEER_TAG};
 pub use state::{ClusterState, Command, CommandError, CommandOutcome};

@@ -126,6 +126,25 @@ impl LogStore {
         })
     }
 
+    /// Makes `entries` readable at once, and returns once they are on disk.
+    pub(crate) async fn append_durably(&self, entries: Vec<Entry>) -> io::Result<()> {
+        if entries.is_empty() {
+            return Ok(());
+        }
+        let mut records = Vec::with_capacity(entries.len());
+        for e in &entries {
+            records.push((e.log_id.index, postcard::to_allocvec(e).map_err(invalid)?));
+        }
+        {
+            let mut memory = lock(&self.memory);
+            for e in entries {
+                memory.entries.insert(e.log_id.index, e);
+            }
+        }
+        let disk = self.disk.clone();
+        blocking(move || lock(&disk).append(&records)).await
+    }
+
     fn disk_dir(&self) -> PathBuf {
         lock(&self.disk).dir.clone()
     }
@@ -235,24 +254,7 @@ impl RaftLogStorage<TypeConfig> for LogStore {
         I: IntoIterator<Item = Entry> + Send,
         I::IntoIter: Send,
     {
-        let entries: Vec<Entry> = entries.into_iter().collect();
-        if entries.is_empty() {
-            callback.log_io_completed(Ok(()));
-            return Ok(());
-        }
-        let mut records = Vec::with_capacity(entries.len());
-        for e in &entries {
-            let payload = postcard::to_allocvec(e).map_err(|err| StorageIOError::write_log_entry(e.log_id, AnyError::new(&err)))?;
-            records.push((e.log_id.index, payload));
-        }
-        {
-            let mut memory = lock(&self.memory);
-            for e in entries {
-                memory.entries.insert(e.log_id.index, e);
-            }
-        }
-        let disk = self.disk.clone();
-        let result = blocking(move || lock(&disk).append(&records)).await;
+        let result = self.append_durably(entries.into_iter().collect()).await;
         match result {
             Ok(()) => {
                 callback.log_io_completed(Ok(()));
@@ -292,5 +294,111 @@ impl RaftLogStorage<TypeConfig> for LogStore {
         memory.last_purged = Some(log_id);
         memory.entries = memory.entries.split_off(&(log_id.index + 1));
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use openraft::{CommittedLeaderId, EntryPayload};
+
+    use crate::state::Command;
+
+    fn entry(term: u64, index: u64) -> Entry {
+        Entry {
+            log_id: LogId::new(CommittedLeaderId::new(term, 1), index),
+            payload: EntryPayload::Normal(Command::RmSpace { name: format!("e{index}") }),
+        }
+    }
+
+    async fn indexes(store: &mut LogStore) -> Vec<(u64, u64)> {
+        store.try_get_log_entries(..).await.unwrap().iter().map(|e| (e.log_id.leader_id.term, e.log_id.index)).collect()
+    }
+
+    #[tokio::test]
+    async fn entries_vote_and_purge_survive_reopening() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = LogStore::open(dir.path()).unwrap();
+        assert_eq!(store.get_log_state().await.unwrap(), LogState::default());
+        store.append_durably((1..=6).map(|i| entry(1, i)).collect()).await.unwrap();
+        let vote = Vote::new(3, 2);
+        store.save_vote(&vote).await.unwrap();
+        store.save_committed(Some(entry(1, 4).log_id)).await.unwrap();
+        // Conflicting entries from a new leader replace 5 and 6.
+        store.truncate(entry(1, 5).log_id).await.unwrap();
+        store.append_durably(vec![entry(2, 5)]).await.unwrap();
+        store.purge(entry(1, 2).log_id).await.unwrap();
+        assert_eq!(indexes(&mut store).await, vec![(1, 3), (1, 4), (2, 5)]);
+        drop(store);
+
+        let mut store = LogStore::open(dir.path()).unwrap();
+        assert_eq!(store.read_vote().await.unwrap(), Some(vote));
+        assert_eq!(store.read_committed().await.unwrap(), Some(entry(1, 4).log_id));
+        assert_eq!(indexes(&mut store).await, vec![(1, 3), (1, 4), (2, 5)]);
+        let state = store.get_log_state().await.unwrap();
+        assert_eq!(state.last_purged_log_id, Some(entry(1, 2).log_id));
+        assert_eq!(state.last_log_id, Some(entry(2, 5).log_id));
+        // Appends after reopening land after the rewritten log.
+        store.append_durably(vec![entry(2, 6)]).await.unwrap();
+        store.truncate(entry(2, 6).log_id).await.unwrap();
+        store.append_durably(vec![entry(3, 6), entry(3, 7)]).await.unwrap();
+        drop(store);
+        let mut store = LogStore::open(dir.path()).unwrap();
+        assert_eq!(indexes(&mut store).await, vec![(1, 3), (1, 4), (2, 5), (3, 6), (3, 7)]);
+        // Purging everything leaves the purge point as the last log id.
+        store.purge(entry(3, 7).log_id).await.unwrap();
+        drop(store);
+        let mut store = LogStore::open(dir.path()).unwrap();
+        assert!(indexes(&mut store).await.is_empty());
+        let state = store.get_log_state().await.unwrap();
+        assert_eq!(state.last_log_id, Some(entry(3, 7).log_id));
+        store.append_durably(vec![entry(3, 8)]).await.unwrap();
+        drop(store);
+        let mut store = LogStore::open(dir.path()).unwrap();
+        assert_eq!(indexes(&mut store).await, vec![(3, 8)]);
+    }
+
+    #[tokio::test]
+    async fn a_torn_tail_is_cut_off() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = LogStore::open(dir.path()).unwrap();
+        store.append_durably((1..=3).map(|i| entry(1, i)).collect()).await.unwrap();
+        drop(store);
+        let path = dir.path().join(LOG);
+        let len = std::fs::metadata(&path).unwrap().len();
+        for cut in [1, 5, RECORD_HEADER as u64 + 2] {
+            let f = OpenOptions::new().write(true).open(&path).unwrap();
+            f.set_len(len - cut).unwrap();
+            drop(f);
+            let mut store = LogStore::open(dir.path()).unwrap();
+            assert_eq!(indexes(&mut store).await, vec![(1, 1), (1, 2)], "cut {cut}");
+            // The torn record is gone from the file too: a new append follows entry 2.
+            store.append_durably(vec![entry(1, 3)]).await.unwrap();
+            drop(store);
+            let mut store = LogStore::open(dir.path()).unwrap();
+            assert_eq!(indexes(&mut store).await, vec![(1, 1), (1, 2), (1, 3)]);
+        }
+        // A flipped byte in the middle: everything from that record on is dropped.
+        let mut bytes = std::fs::read(&path).unwrap();
+        let middle = bytes.len() / 2;
+        bytes[middle] ^= 0xFF;
+        std::fs::write(&path, &bytes).unwrap();
+        let mut store = LogStore::open(dir.path()).unwrap();
+        let got = indexes(&mut store).await;
+        assert!(got.len() < 3 && got.iter().enumerate().all(|(i, e)| *e == (1, i as u64 + 1)), "{got:?}");
+    }
+
+    #[tokio::test]
+    async fn a_corrupt_vote_is_an_error_not_a_silent_reset() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = LogStore::open(dir.path()).unwrap();
+        store.save_vote(&Vote::new(2, 1)).await.unwrap();
+        drop(store);
+        let path = dir.path().join(VOTE);
+        let mut bytes = std::fs::read(&path).unwrap();
+        let last = bytes.len() - 1;
+        bytes[last] ^= 1;
+        std::fs::write(&path, &bytes).unwrap();
+        assert!(LogStore::open(dir.path()).is_err());
     }
 }

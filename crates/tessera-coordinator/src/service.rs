@@ -136,7 +136,12 @@ async fn serve_connection(shared: Arc<Shared>, stream: TcpStream) {
 }
 
 async fn send(tx: &mpsc::Sender<Bytes>, shared: &Shared, id: u64, response: Response) -> Result<(), ()> {
-    let frame = ResponseFrame { id, epoch: shared.epoch(), response };
+    // A configuration travels with its own epoch; anything else with the applied one.
+    let epoch = match &response {
+        Response::Config(c) => c.epoch,
+        _ => shared.epoch(),
+    };
+    let frame = ResponseFrame { id, epoch, response };
     let bytes = match encode_response(&frame) {
         Ok(b) => b,
         Err(e) => {

@@ -254,3 +254,28 @@ async fn a_lagging_coordinator_catches_up_from_a_snapshot() {
     assert_eq!(config_at_least(cluster.addrs[lagging], Epoch(31)).await, want);
     cluster.stop_all().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn five_coordinators_agree() {
+    let mut cluster = Cluster::start(5, fast_tuning()).await;
+    cluster.leader().await;
+    for i in 0..5 {
+        let (id, _) = register(cluster.addrs[i], 40 + i as u128, &format!("n{i}:1")).await;
+        assert_eq!(id, ServerId(i as u64 + 1));
+    }
+    let r = write(cluster.addrs[4], Request::AddSpace { description: SPACE.replace("tolerate 1 failure", "tolerate 2 failures") }).await;
+    assert_eq!(r.response, Response::Done);
+    let want = config_at_least(cluster.addrs[0], Epoch(6)).await;
+    check_replicas(&want, "users", 3);
+    // Two of five may fail.
+    let leader = cluster.leader().await;
+    cluster.stop(cluster.node_index(leader)).await;
+    let other = cluster.running()[0];
+    cluster.stop(other).await;
+    let r = write(cluster.addrs[cluster.running()[0]], Request::RmSpace { name: "users".into() }).await;
+    assert_eq!(r.response, Response::Done);
+    for i in cluster.running() {
+        assert_eq!(config_at_least(cluster.addrs[i], Epoch(7)).await.spaces.len(), 0);
+    }
+    cluster.stop_all().await;
+}
