@@ -65,3 +65,9 @@ pub mod state;
 pub use coordinator::{Coordinator, CoordinatorError, CoordinatorOptions, RaftTuning};
 pub use peer::{PEER_FRAME_BYTES_MAX, PEER_TAG};
 pub use state::{ClusterState, Command, CommandError, CommandOutcome};
+
+// The CLI and tests hold a coordinator across tasks and threads.
+const _: fn() = || {
+    fn send_sync<T: Send + Sync>() {}
+    send_sync::<Coordinator>();
+};

@@ -279,3 +279,39 @@ async fn five_coordinators_agree() {
     }
     cluster.stop_all().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_frames_are_answered_and_a_dropped_coordinator_stops() {
+    use futures::{SinkExt, StreamExt};
+    use tessera_protocol::{codec, decode_response};
+    let mut cluster = Cluster::start(1, fast_tuning()).await;
+    let addr = cluster.addrs[0];
+    let stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let mut framed = tokio_util::codec::Framed::new(stream, codec());
+    // Version byte right, body garbage: Malformed, and the connection goes on.
+    framed.send(bytes::Bytes::from_static(&[tessera_protocol::PROTOCOL_VERSION, 5, 0xFF, 0xFF])).await.unwrap();
+    let r = decode_response(&framed.next().await.unwrap().unwrap()).unwrap();
+    assert_eq!((r.id, error_of(&r).0), (5, Status::Malformed));
+    let ok = tessera_protocol::encode_request(&tessera_protocol::RequestFrame {
+        id: 6,
+        epoch: Epoch(0),
+        request: Request::GetConfig,
+    })
+    .unwrap();
+    framed.send(ok).await.unwrap();
+    let r = decode_response(&framed.next().await.unwrap().unwrap()).unwrap();
+    assert!(matches!(r.response, Response::Config(_)) && r.id == 6);
+    // Another protocol version: answered, then closed.
+    framed.send(bytes::Bytes::from_static(&[99, 1, 2])).await.unwrap();
+    let r = decode_response(&framed.next().await.unwrap().unwrap()).unwrap();
+    assert_eq!(error_of(&r).0, Status::UnsupportedProtocol);
+    assert!(framed.next().await.is_none(), "closed after a version mismatch");
+
+    // Dropping without shutdown stops serving.
+    drop(cluster.nodes[0].take());
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    while tokio::net::TcpStream::connect(addr).await.is_ok() {
+        assert!(tokio::time::Instant::now() < deadline, "still accepting after drop");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
