@@ -27,7 +27,9 @@ pub fn codec() -> LengthDelimitedCodec {
     LengthDelimitedCodec::builder().length_field_length(4).max_frame_length(FRAME_BYTES_MAX).new_codec()
 }
 
-fn encode<T: serde::Serialize>(value: &T) -> Result<Bytes, FrameError> {
+/// Encodes any message as a frame body (version byte, then postcard). Servers use it for the
+/// chain messages they exchange after a `PeerHello`.
+pub fn encode<T: serde::Serialize>(value: &T) -> Result<Bytes, FrameError> {
     let mut buf = BytesMut::with_capacity(128).writer();
     std::io::Write::write_all(&mut buf, &[PROTOCOL_VERSION]).expect("writing to memory");
     let buf = postcard::to_io(value, buf)?;
@@ -38,7 +40,8 @@ fn encode<T: serde::Serialize>(value: &T) -> Result<Bytes, FrameError> {
     Ok(bytes)
 }
 
-fn decode<'a, T: serde::Deserialize<'a>>(body: &'a [u8]) -> Result<T, FrameError> {
+/// Decodes a frame body made by [`encode`].
+pub fn decode<'a, T: serde::Deserialize<'a>>(body: &'a [u8]) -> Result<T, FrameError> {
     match body.split_first() {
         None => Err(FrameError::Empty),
         Some((&PROTOCOL_VERSION, rest)) => Ok(postcard::from_bytes(rest)?),

@@ -377,6 +377,30 @@ impl Store {
         Ok(Some(stored))
     }
 
+    /// The version of the entry that stores exactly `object` (its key at its point) in
+    /// `subspace`, if this store holds one. A chain hop uses it to tell whether the update
+    /// that produced `object` has committed here.
+    pub fn entry_version(
+        &self,
+        space: &str,
+        subspace: SubspaceId,
+        object: &Object,
+    ) -> Result<Option<Version>, StorageError> {
+        let space = self.space(space)?;
+        let n = subspace.get();
+        let (Some(keyspace), Some(tessellation)) = (space.keyspaces.get(n), space.tessellations.get(n)) else {
+            return Err(StorageError::Invalid(format!("{:?} has no subspace {n}", space.schema.name)));
+        };
+        if !object.conforms_to(&space.schema) {
+            return Err(StorageError::Invalid(format!("object {object:?} does not fit the schema")));
+        }
+        let Some(bytes) = keyspace.get(codec::entry_key(&space.schema, subspace, tessellation, object))? else {
+            return Ok(None);
+        };
+        let stored = codec::decode_value(&bytes)?;
+        Ok((stored.object.key() == object.key()).then_some(stored.version))
+    }
+
     /// Applies all `writes` atomically (one engine batch across keyspaces), durable per the fsync
     /// policy before it returns. Later writes of the same storage entry win, so a group commit
     /// may hold several successive writes of one key, each `old` being the previous `new`.

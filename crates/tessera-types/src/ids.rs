@@ -14,8 +14,8 @@ pub struct ServerId(pub u64);
 pub struct Epoch(pub u64);
 
 /// The version of one key's object, assigned by its point leader: strictly increasing per key.
-/// Version 0 never names a stored object.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+/// Version 0 never names a stored object (and is the default: "no version yet").
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct Version(pub u64);
 
 impl Version {

@@ -1,0 +1,17 @@
+//! Value-dependent chain replication (DESIGN §5, seed 002 §4.1) as a deterministic state
+//! machine. No sockets, no clocks, no files: the server is the I/O shell around
+//! [`Replica`], and `tests/simulation.rs` runs many of them over a seeded, hostile network.
+//!
+//! - [`write`]: how a write changes a key's object (shared with the standalone server);
+//! - [`message`]: what servers send each other;
+//! - [`link`]: exactly-once, in-order delivery per pair of servers;
+//! - [`replica`]: one server's part in every chain.
+
+pub mod link;
+pub mod message;
+pub mod replica;
+pub mod write;
+
+pub use message::{ChainAck, ChainUpdate, Envelope, PeerMessage};
+pub use replica::{ClientId, CommittedReader, Input, Outputs, Replica};
+pub use write::{evaluate, KeyWrite};

@@ -1,0 +1,73 @@
+//! What servers send each other along chains.
+
+use serde::{Deserialize, Serialize};
+use tessera_types::{Epoch, Object, ServerId, Value, Version};
+
+/// An update travelling down its value-dependent chain (DESIGN §5 items 2–4).
+///
+/// It carries both the old and the new object, so every hop can recompute the chain and tell
+/// which of its regions the update leaves, enters or stays in, without reading its storage.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ChainUpdate {
+    /// `SpaceConfig::id`: a space dropped and created again under its name is another space.
+    pub space: u64,
+    /// The configuration the point leader built the chain on.
+    pub epoch: Epoch,
+    pub version: Version,
+    /// A version every hop that does not *enter* a region must have applied before this one,
+    /// or `None` when no earlier update can still be travelling (the point leader knew every
+    /// earlier one committed, or the previous one was destructive and so acknowledged first).
+    pub after: Option<Version>,
+    /// The key's object before (absent for a create) and after (absent for a delete).
+    pub old: Option<Object>,
+    pub new: Option<Object>,
+    /// The index, in the chain, of the hop this message is for.
+    pub hop: u32,
+}
+
+impl ChainUpdate {
+    pub fn key(&self) -> &Value {
+        self.new
+            .as_ref()
+            .or(self.old.as_ref())
+            .expect("an update has an old or a new object")
+            .key()
+    }
+}
+
+/// The tail's acknowledgement of an update, travelling back up the chain: each hop commits
+/// on it, then passes it on, until the point leader answers the client.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ChainAck {
+    pub space: u64,
+    pub epoch: Epoch,
+    pub key: Value,
+    pub version: Version,
+    /// The index of the hop this acknowledgement is for.
+    pub hop: u32,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum PeerMessage {
+    Chain(ChainUpdate),
+    Ack(ChainAck),
+}
+
+/// The unit servers exchange: chain messages numbered per link, so that whatever the network
+/// does (delay, reorder, duplicate, drop on reconnect) each message is delivered to the state
+/// machine exactly once and in the order it was sent (see [`crate::link`]).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Envelope {
+    pub from: ServerId,
+    /// The sender's process incarnation: a restarted server numbers its messages afresh.
+    pub incarnation: u64,
+    /// The receiver's incarnation as the sender knows it (0: not known yet). A restarted
+    /// receiver drops envelopes meant for its former self.
+    pub to_incarnation: u64,
+    /// The message's number on the link from `from` to the receiver, from 1; 0 for an envelope
+    /// that only acknowledges.
+    pub seq: u64,
+    /// Every message the sender received from the receiver up to this number arrived.
+    pub ack: u64,
+    pub body: Option<PeerMessage>,
+}
