@@ -29,13 +29,17 @@ use tessera_protocol::{
 use tessera_types::constants::KEY_BYTES_MAX;
 use tessera_types::funcall::FuncallCheckError;
 use tessera_types::predicate::PredicateError;
-use tessera_types::{parse_space, CheckedFuncall, CheckedPredicate, Epoch, Predicate, Value};
+use tessera_geometry::{RegionIndex, SearchBox};
+use tessera_replication::KeyWrite;
+use tessera_storage::StoredObject;
+use tessera_types::{parse_space, CheckedFuncall, CheckedPredicate, Epoch, Predicate, SubspaceId, Value};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
 use tokio_util::codec::{FramedRead, FramedWrite};
 
+use crate::cluster::{self, LoopInput};
 use crate::reads;
-use crate::state::{ServedSpace, Shared};
+use crate::state::{ServedSpace, Shared, Writes};
 use crate::writer::{WriteJob, WriteRequest};
 
 /// Requests of one connection in progress at once.
@@ -180,6 +184,19 @@ pub async fn serve(shared: Arc<Shared>, stream: TcpStream) {
             }
         };
         match decode_request(&body) {
+            Ok(RequestFrame { id, request: Request::PeerHello { from }, .. }) => {
+                if let Writes::Cluster(chain) = &shared.writes {
+                    // From now on this connection carries a peer's chain messages.
+                    tracing::debug!(peer = %from, "peer connected");
+                    outbox.send_nowait(id, epoch, Response::Done, Some(permit));
+                    drop(outbox);
+                    cluster::serve_peer(frames, chain.clone()).await;
+                    let _ = writer.await;
+                    return;
+                }
+                let error = ErrorReply::new(Status::Malformed, "this server runs standalone: it has no peers");
+                outbox.send_nowait(id, epoch, Response::Error(error), Some(permit));
+            }
             Ok(frame) => {
                 let replier = Replier { id: frame.id, outbox: outbox.clone(), permit };
                 dispatch(&shared, frame, replier).await;
@@ -263,20 +280,48 @@ async fn dispatch(shared: &Arc<Shared>, frame: RequestFrame, replier: Replier) {
     if shared.is_shutting_down() {
         return replier.send(epoch, Response::Error(ErrorReply::new(Status::Unavailable, "shutting down")));
     }
+    if shared.is_cluster() {
+        let refused = match &frame.request {
+            Request::AddSpace { .. } | Request::RmSpace { .. } => Some("send space changes to a coordinator"),
+            Request::Search { .. }
+            | Request::Count { .. }
+            | Request::SortedSearch { .. }
+            | Request::GroupDel { .. }
+            | Request::GroupUpdate { .. }
+            | Request::Explain { .. } => {
+                Some("searches go through a cluster client, which sends each server its regions (SearchRegions)")
+            }
+            _ => None,
+        };
+        if let Some(why) = refused {
+            return replier.send(epoch, Response::Error(cluster::not_here(why)));
+        }
+    }
     let space = |name: &str| view.space(name);
     let job = match frame.request {
         Request::GetConfig => return replier.send(epoch, Response::Config(Box::new((*view.config).clone()))),
         Request::Get { space: name, key } => {
             let result = space(&name)
                 .and_then(|s| Ok((check_key(&s, key)?, s)))
-                .and_then(|(key, s)| reads::get(&shared.store, &s, &key));
+                .and_then(|(key, s)| {
+                    // Only the point leader answers: it alone knows the key's committed state
+                    // in this epoch (DESIGN §5, reads).
+                    let leader = s.point_leader(&key);
+                    if leader != shared.me {
+                        return Err(ErrorReply::new(
+                            Status::StaleEpoch,
+                            format!("server {leader} leads that key in epoch {epoch}; refresh the configuration"),
+                        ));
+                    }
+                    reads::get(&shared.store, &s, &key)
+                });
             return replier.send(epoch, result.map_or_else(Response::Error, Response::Object));
         }
         Request::Explain { space: name, predicates } => {
             let result = space(&name).and_then(|s| Ok(reads::explain(&s, &check_predicates(&s, &predicates)?)));
             return replier.send(epoch, result.map_or_else(Response::Error, Response::Explain));
         }
-        Request::Search { .. } | Request::Count { .. } | Request::SortedSearch { .. } => {
+        Request::Search { .. } | Request::Count { .. } | Request::SortedSearch { .. } | Request::SearchRegions { .. } => {
             let space = view.space(frame.request.space().expect("names a space"));
             let Some((request, replier)) = search_inline(shared, &space, frame.request, replier) else {
                 return;
@@ -299,10 +344,7 @@ async fn dispatch(shared: &Arc<Shared>, frame: RequestFrame, replier: Replier) {
             let error = ErrorReply::new(Status::Malformed, "this is a server; that request is for a coordinator");
             return replier.send(epoch, Response::Error(error));
         }
-        Request::PeerHello { .. } => {
-            let error = ErrorReply::new(Status::Malformed, "this server runs standalone: it has no peers");
-            return replier.send(epoch, Response::Error(error));
-        }
+        Request::PeerHello { .. } => unreachable!("answered by serve"),
         Request::Put { space: name, key, mode, conditions, funcalls } => (|| {
             let space = space(&name)?;
             let key = check_key(&space, key)?;
@@ -343,9 +385,26 @@ async fn dispatch(shared: &Arc<Shared>, frame: RequestFrame, replier: Replier) {
     match job {
         Err(e) => replier.send(epoch, Response::Error(e)),
         Ok(job) => {
-            if let Err(rejected) = shared.writes.send(WriteRequest { job, reply: replier }).await {
-                let error = ErrorReply::new(Status::Unavailable, "the server is shutting down");
-                rejected.reply.send(epoch, Response::Error(error));
+            let shutting_down = || ErrorReply::new(Status::Unavailable, "the server is shutting down");
+            match &shared.writes {
+                Writes::Standalone(writes) => {
+                    if let Err(rejected) = writes.send(WriteRequest { job, reply: replier }).await {
+                        rejected.reply.send(epoch, Response::Error(shutting_down()));
+                    }
+                }
+                Writes::Cluster(chain) => {
+                    let (space, write) = match job {
+                        WriteJob::Put { space, key, mode, conditions, funcalls } => {
+                            (space, KeyWrite::Put { key, mode, conditions, funcalls })
+                        }
+                        WriteJob::Del { space, key, conditions } => (space, KeyWrite::Del { key, conditions }),
+                        _ => unreachable!("a cluster server refuses every other write above"),
+                    };
+                    let input = LoopInput::Write { space: space.config.schema.name.clone(), write, reply: replier };
+                    if let Err(LoopInput::Write { reply, .. }) = chain.send(input).await {
+                        reply.send(epoch, Response::Error(shutting_down()));
+                    }
+                }
             }
         }
     }
@@ -444,29 +503,17 @@ fn search(
                 }
                 Request::Search { predicates, .. } => {
                     let predicates = check_predicates(&space, &predicates)?;
-                    let (mut batch, mut bytes, mut gone) = (Vec::new(), 0usize, false);
-                    reads::for_each_match(store, &space, &predicates, |o| {
-                        bytes += postcard::experimental::serialized_size(&o.object.values).unwrap_or(0);
-                        batch.push(reads::wire(o));
-                        if bytes >= SEARCH_BATCH_BYTES {
-                            bytes = 0;
-                            let items = Response::SearchItems(std::mem::take(&mut batch));
-                            if replier.outbox.send_blocking(replier.id, epoch, items).is_err() {
-                                gone = true;
-                                return ControlFlow::Break(());
-                            }
-                        }
-                        ControlFlow::Continue(())
-                    })?;
-                    if gone {
-                        return Ok(None);
-                    }
-                    if !batch.is_empty()
-                        && replier.outbox.send_blocking(replier.id, epoch, Response::SearchItems(batch)).is_err()
-                    {
-                        return Ok(None);
-                    }
-                    Ok(Some(Response::SearchDone))
+                    stream(&replier, epoch, |f| reads::for_each_match(store, &space, &predicates, f))
+                }
+                Request::SearchRegions { predicates, subspace, regions, .. } => {
+                    let predicates = check_predicates(&space, &predicates)?;
+                    let regions = check_regions(&space, subspace, &regions)?;
+                    let Some(search_box) = SearchBox::for_predicates(&space.config.schema, subspace, &predicates) else {
+                        return Ok(Some(Response::SearchDone));
+                    };
+                    stream(&replier, epoch, |f| {
+                        reads::for_each_match_in(store, &space, subspace, &search_box, &regions, &predicates, f)
+                    })
                 }
                 _ => unreachable!("only searches come here"),
             }
@@ -477,4 +524,63 @@ fn search(
             Err(e) => replier.send(epoch, Response::Error(e)),
         }
     });
+}
+
+/// Streams the objects `scan` finds in batches of about [`SEARCH_BATCH_BYTES`], waiting while
+/// the client is slow to read. `Ok(None)` when the client went away.
+fn stream(
+    replier: &Replier,
+    epoch: Epoch,
+    scan: impl FnOnce(&mut dyn FnMut(StoredObject) -> ControlFlow<()>) -> Result<(), ErrorReply>,
+) -> Result<Option<Response>, ErrorReply> {
+    let (mut batch, mut bytes, mut gone) = (Vec::new(), 0usize, false);
+    scan(&mut |o: StoredObject| {
+        bytes += postcard::experimental::serialized_size(&o.object.values).unwrap_or(0);
+        batch.push(reads::wire(o));
+        if bytes >= SEARCH_BATCH_BYTES {
+            bytes = 0;
+            let items = Response::SearchItems(std::mem::take(&mut batch));
+            if replier.outbox.send_blocking(replier.id, epoch, items).is_err() {
+                gone = true;
+                return ControlFlow::Break(());
+            }
+        }
+        ControlFlow::Continue(())
+    })?;
+    if gone {
+        return Ok(None);
+    }
+    if !batch.is_empty() && replier.outbox.send_blocking(replier.id, epoch, Response::SearchItems(batch)).is_err() {
+        return Ok(None);
+    }
+    Ok(Some(Response::SearchDone))
+}
+
+/// The regions a `SearchRegions` names: they exist, and this server owns every one of them.
+fn check_regions(space: &ServedSpace, subspace: SubspaceId, regions: &[u32]) -> Result<Vec<RegionIndex>, ErrorReply> {
+    let schema = &space.config.schema;
+    let Some(t) = space.tessellations.get(subspace.get()) else {
+        return Err(ErrorReply::new(
+            Status::Malformed,
+            format!("space {:?} has {} subspaces, not {}", schema.name, schema.subspaces.len(), subspace.get() + 1),
+        ));
+    };
+    regions
+        .iter()
+        .map(|&r| {
+            if r >= t.regions_count() {
+                return Err(ErrorReply::new(
+                    Status::Malformed,
+                    format!("subspace {} of {:?} has {} regions, not {}", subspace.get(), schema.name, t.regions_count(), r + 1),
+                ));
+            }
+            if !space.owns(subspace, RegionIndex(r)) {
+                return Err(ErrorReply::new(
+                    Status::StaleEpoch,
+                    format!("this server does not own region {r} of subspace {} in its configuration; refresh", subspace.get()),
+                ));
+            }
+            Ok(RegionIndex(r))
+        })
+        .collect()
 }

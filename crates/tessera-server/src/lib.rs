@@ -15,6 +15,7 @@
 //! member. The multi-server work replaces the write loop's single-member chain with the
 //! replication state machine and the local configuration with the coordinator's.
 
+pub mod cluster;
 pub mod connection;
 pub mod reads;
 pub mod state;
@@ -27,6 +28,7 @@ use std::sync::Arc;
 use tessera_storage::{FsyncPolicy, Store, StoreOptions};
 use tokio::net::TcpListener;
 
+pub use cluster::ClusterOptions;
 pub use state::ServerError;
 
 /// How to run a server.
@@ -41,6 +43,9 @@ pub struct ServerOptions {
     pub fsync: FsyncPolicy,
     /// Storage block cache, in bytes.
     pub cache_bytes: u64,
+    /// `None`: standalone, one server owning every region (`tessera dev`). `Some`: a member
+    /// of a cluster run by coordinators.
+    pub cluster: Option<ClusterOptions>,
 }
 
 impl ServerOptions {
@@ -50,6 +55,7 @@ impl ServerOptions {
             listen,
             fsync: FsyncPolicy::Always,
             cache_bytes: StoreOptions::default().cache_bytes,
+            cluster: None,
         }
     }
 }
@@ -72,18 +78,54 @@ impl Server {
             &options.data_dir.join("store"),
             StoreOptions { fsync: options.fsync, cache_bytes: options.cache_bytes },
         )?;
-        let config = state::recover(&options.data_dir, &store, local_addr)?;
-        let (write_tx, write_rx) = writer::channel();
-        let shared = Arc::new(state::Shared::new(
-            options.data_dir.clone(),
-            Arc::new(store),
-            config,
-            write_tx,
-        ));
-        let writer = writer::spawn(shared.clone(), write_rx);
+        let (shared, writer) = match &options.cluster {
+            None => {
+                let config = state::recover(&options.data_dir, &store, local_addr)?;
+                let (write_tx, write_rx) = writer::channel();
+                let shared = Arc::new(state::Shared::new(
+                    options.data_dir.clone(),
+                    Arc::new(store),
+                    state::SINGLE_SERVER_ID,
+                    config,
+                    state::Writes::Standalone(write_tx),
+                ));
+                let writer = writer::spawn(shared.clone(), write_rx);
+                (shared, writer)
+            }
+            Some(c) => {
+                let address = cluster::advertised(c, local_addr)?;
+                let token = cluster::load_or_make_token(&options.data_dir)?;
+                let me = cluster::register(&c.coordinators, token, address).await?;
+                let config = cluster::first_configuration(&c.coordinators, me).await?;
+                state::reconcile(&options.data_dir, &store, &config)?;
+                let (chain_tx, chain_rx) = cluster::channel();
+                let shared = Arc::new(state::Shared::new(
+                    options.data_dir.clone(),
+                    Arc::new(store),
+                    me,
+                    config,
+                    state::Writes::Cluster(chain_tx.clone()),
+                ));
+                let writer = cluster::spawn(shared.clone(), me, chain_rx, tokio::runtime::Handle::current());
+                tokio::spawn(cluster::follow_configuration(c.coordinators.clone(), shared.clone(), chain_tx.clone()));
+                tokio::spawn(cluster::tick(shared.clone(), chain_tx));
+                tracing::info!(server = %me, "joined the cluster");
+                (shared, writer)
+            }
+        };
         let accept = tokio::spawn(connection::accept_loop(listener, shared.clone()));
         tracing::info!(%local_addr, data_dir = %options.data_dir.display(), "serving");
         Ok(Server { local_addr, shared, accept, writer: Some(writer) })
+    }
+
+    /// This server's id (1 for a standalone server; the coordinator's choice in a cluster).
+    pub fn id(&self) -> tessera_types::ServerId {
+        self.shared.me
+    }
+
+    /// The epoch of the configuration this server acts on.
+    pub fn epoch(&self) -> tessera_types::Epoch {
+        self.shared.view().epoch()
     }
 
     pub fn local_addr(&self) -> SocketAddr {

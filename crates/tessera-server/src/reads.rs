@@ -13,7 +13,7 @@ use tessera_storage::{Store, StoredObject};
 use tessera_types::predicate::matches_all;
 use tessera_types::{AttrIndex, CheckedPredicate, Value};
 
-use crate::state::{ServedSpace, SINGLE_SERVER_ID};
+use crate::state::ServedSpace;
 use crate::writer::storage_error;
 
 pub fn get(store: &Store, space: &ServedSpace, key: &Value) -> Result<Option<WireObject>, ErrorReply> {
@@ -46,18 +46,31 @@ pub fn for_each_match_planned(
     space: &ServedSpace,
     plan: &SearchPlan,
     predicates: &[CheckedPredicate],
-    mut f: impl FnMut(StoredObject) -> ControlFlow<()>,
+    f: impl FnMut(StoredObject) -> ControlFlow<()>,
 ) -> Result<(), ErrorReply> {
-    let schema = &space.config.schema;
     let Some(search_box) = &plan.search_box else { return Ok(()) };
     let regions: Vec<_> = search_box
         .regions(&space.tessellations[plan.subspace.get()])
         .into_iter()
-        .filter(|&r| space.config.replicas_of(plan.subspace, r).contains(&SINGLE_SERVER_ID))
+        .filter(|&r| space.owns(plan.subspace, r))
         .collect();
+    for_each_match_in(store, space, plan.subspace, search_box, &regions, predicates, f)
+}
+
+/// Calls `f` with every committed object of `regions` of `subspace` that lies in `search_box`
+/// and matches all `predicates`, until it breaks.
+pub fn for_each_match_in(
+    store: &Store,
+    space: &ServedSpace,
+    subspace: tessera_types::SubspaceId,
+    search_box: &SearchBox,
+    regions: &[tessera_geometry::RegionIndex],
+    predicates: &[CheckedPredicate],
+    mut f: impl FnMut(StoredObject) -> ControlFlow<()>,
+) -> Result<(), ErrorReply> {
     let (lo, hi): (Vec<u64>, Vec<u64>) = search_box.ranges.iter().copied().unzip();
     let found = store
-        .search(&schema.name, plan.subspace, &regions, &lo, &hi)
+        .search(&space.config.schema.name, subspace, regions, &lo, &hi)
         .map_err(storage_error)?;
     for item in found {
         let object = item.map_err(storage_error)?;

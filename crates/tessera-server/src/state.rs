@@ -18,6 +18,7 @@ use tessera_protocol::{Configuration, ErrorReply, ServerInfo, ServerState, Space
 use tessera_storage::{StorageError, Store};
 use tessera_types::{Epoch, ServerId};
 
+use crate::cluster::ChainSender;
 use crate::writer::WriteSender;
 
 /// The id of a single server. The cluster work gives servers ids from the coordinator.
@@ -35,6 +36,9 @@ pub enum ServerError {
     Storage(#[from] StorageError),
     #[error("configuration file {path} is corrupt: {reason}")]
     CorruptConfig { path: PathBuf, reason: String },
+    /// Joining the cluster failed (no coordinator answered, a bad advertised address, ...).
+    #[error("cluster: {0}")]
+    Cluster(String),
 }
 
 /// A space as the server serves it: its configuration and its precomputed tessellations.
@@ -42,6 +46,21 @@ pub enum ServerError {
 pub struct ServedSpace {
     pub config: SpaceConfig,
     pub tessellations: Vec<Tessellation>,
+    /// This server, to tell which regions of the space it owns.
+    pub me: ServerId,
+}
+
+impl ServedSpace {
+    /// Whether this server holds `region` of `subspace`.
+    pub fn owns(&self, subspace: tessera_types::SubspaceId, region: tessera_geometry::RegionIndex) -> bool {
+        self.config.replicas_of(subspace, region).contains(&self.me)
+    }
+
+    /// The point leader of `key`: the head of its key region's replica set.
+    pub fn point_leader(&self, key: &tessera_types::Value) -> ServerId {
+        let region = self.tessellations[0].region_of(&[tessera_geometry::key_coordinate(key)]);
+        self.config.replicas_of(tessera_types::SubspaceId::KEY, region)[0]
+    }
 }
 
 /// One consistent view: a configuration and the spaces derived from it, swapped as a whole.
@@ -52,12 +71,12 @@ pub struct View {
 }
 
 impl View {
-    pub fn new(config: Configuration) -> View {
+    pub fn new(config: Configuration, me: ServerId) -> View {
         let spaces = config
             .spaces
             .iter()
             .map(|s| {
-                let served = ServedSpace { tessellations: s.tessellations(), config: s.clone() };
+                let served = ServedSpace { tessellations: s.tessellations(), config: s.clone(), me };
                 (s.schema.name.clone(), Arc::new(served))
             })
             .collect();
@@ -76,23 +95,36 @@ impl View {
     }
 }
 
+/// Where writes go: the standalone write loop, or the chain loop of a cluster server.
+#[derive(Clone)]
+pub enum Writes {
+    Standalone(WriteSender),
+    Cluster(ChainSender),
+}
+
 pub struct Shared {
     pub data_dir: PathBuf,
     pub store: Arc<Store>,
+    pub me: ServerId,
     view: RwLock<Arc<View>>,
-    pub writes: WriteSender,
+    pub writes: Writes,
     shutting_down: AtomicBool,
 }
 
 impl Shared {
-    pub fn new(data_dir: PathBuf, store: Arc<Store>, config: Configuration, writes: WriteSender) -> Shared {
+    pub fn new(data_dir: PathBuf, store: Arc<Store>, me: ServerId, config: Configuration, writes: Writes) -> Shared {
         Shared {
             data_dir,
             store,
-            view: RwLock::new(Arc::new(View::new(config))),
+            me,
+            view: RwLock::new(Arc::new(View::new(config, me))),
             writes,
             shutting_down: AtomicBool::new(false),
         }
+    }
+
+    pub fn is_cluster(&self) -> bool {
+        matches!(self.writes, Writes::Cluster(_))
     }
 
     /// The current view. Cheap: one lock and one reference count.
@@ -105,13 +137,16 @@ impl Shared {
     pub fn install(&self, config: Configuration) -> Result<(), ServerError> {
         assert!(config.epoch > self.view().epoch(), "epochs strictly increase");
         save_config(&self.data_dir, &config)?;
-        *self.view.write().expect("view lock poisoned") = Arc::new(View::new(config));
+        *self.view.write().expect("view lock poisoned") = Arc::new(View::new(config, self.me));
         Ok(())
     }
 
     pub fn shutdown(&self) {
         self.shutting_down.store(true, Ordering::SeqCst);
-        self.writes.close();
+        match &self.writes {
+            Writes::Standalone(w) => w.close(),
+            Writes::Cluster(c) => c.close(),
+        }
     }
 
     pub fn is_shutting_down(&self) -> bool {
@@ -119,7 +154,7 @@ impl Shared {
     }
 }
 
-fn save_config(dir: &Path, config: &Configuration) -> Result<(), ServerError> {
+pub fn save_config(dir: &Path, config: &Configuration) -> Result<(), ServerError> {
     let bytes = postcard::to_allocvec(config).expect("a configuration always encodes");
     let tmp = dir.join(format!("{CONFIG_FILE}.tmp"));
     let mut f = std::fs::File::create(&tmp)?;
@@ -131,7 +166,7 @@ fn save_config(dir: &Path, config: &Configuration) -> Result<(), ServerError> {
     Ok(())
 }
 
-fn load_config(dir: &Path) -> Result<Option<Configuration>, ServerError> {
+pub fn load_config(dir: &Path) -> Result<Option<Configuration>, ServerError> {
     let path = dir.join(CONFIG_FILE);
     match std::fs::read(&path) {
         Ok(bytes) => postcard::from_bytes(&bytes)
@@ -140,6 +175,33 @@ fn load_config(dir: &Path) -> Result<Option<Configuration>, ServerError> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(e.into()),
     }
+}
+
+/// A cluster server's start: makes storage match the coordinators' `config` (dropping the
+/// spaces it no longer lists, or lists under another id: dropped and created again while
+/// this server was down) and persists it.
+pub fn reconcile(dir: &Path, store: &Store, config: &Configuration) -> Result<(), ServerError> {
+    let saved = load_config(dir)?;
+    for stored in store.spaces() {
+        let now = config.space(&stored.name);
+        let before = saved.as_ref().and_then(|c| c.space(&stored.name));
+        let same = match (now, before) {
+            (Some(n), Some(b)) => n.id == b.id,
+            (Some(n), None) => n.schema == stored,
+            (None, _) => false,
+        };
+        if !same {
+            tracing::info!(space = %stored.name, "dropping storage of a space the configuration no longer has");
+            store.drop_space(&stored.name)?;
+        }
+    }
+    let stored: Vec<String> = store.spaces().into_iter().map(|s| s.name).collect();
+    for space in &config.spaces {
+        if !stored.contains(&space.schema.name) {
+            store.create_space(&space.schema)?;
+        }
+    }
+    save_config(dir, config)
 }
 
 /// Loads the persisted configuration (or makes the first one), reconciles storage with it,

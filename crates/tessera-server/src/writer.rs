@@ -17,14 +17,14 @@ use std::sync::Arc;
 use tessera_protocol::{Configuration, ErrorReply, Response, SpaceConfig, Status, WriteMode};
 use tessera_storage::{ObjectWrite, StorageError, StoredObject};
 use tessera_types::constants::OBJECT_BYTES_MAX;
+use tessera_replication::{evaluate, KeyWrite};
 use tessera_types::funcall::apply_all;
-use tessera_types::predicate::matches_all;
-use tessera_types::{CheckedFuncall, CheckedPredicate, Epoch, Object, SpaceSchema, Value, Version};
+use tessera_types::{CheckedFuncall, CheckedPredicate, Epoch, SpaceSchema, Value, Version};
 use tokio::sync::mpsc;
 
 use crate::connection::Replier;
 use crate::reads;
-use crate::state::{ServedSpace, Shared, SINGLE_SERVER_ID};
+use crate::state::{ServedSpace, Shared};
 
 /// Most requests taken into one group commit. Bounds the latency a request can add to the
 /// others of its batch.
@@ -185,6 +185,7 @@ impl WriteLoop {
             return Ok(match &self.batch.writes[at] {
                 ObjectWrite::Put { new, .. } => Some(new.clone()),
                 ObjectWrite::Delete { .. } => None,
+                ObjectWrite::Entry { .. } => unreachable!("the standalone writer writes whole objects"),
             });
         }
         self.shared.store.get(&space.config.schema.name, key).map_err(storage_error)
@@ -198,38 +199,8 @@ impl WriteLoop {
         conditions: &[CheckedPredicate],
         funcalls: &[CheckedFuncall],
     ) -> Result<Response, ErrorReply> {
-        self.check_current(space)?;
-        let schema = &space.config.schema;
-        let current = self.latest(space, &key)?;
-        let (base, version) = match (&current, mode) {
-            (None, WriteMode::UpdateOnly) => {
-                return Err(ErrorReply::new(Status::NotFound, "no object with that key"))
-            }
-            (Some(_), WriteMode::CreateOnly) => {
-                return Err(ErrorReply::new(Status::CmpFail, "an object with that key exists"))
-            }
-            (None, _) => (Object::with_defaults(schema, key.clone()), Version(1)),
-            (Some(c), _) => {
-                if !matches_all(conditions, &c.object) {
-                    return Err(ErrorReply::new(Status::CmpFail, "a condition does not hold"));
-                }
-                (c.object.clone(), c.version.next())
-            }
-        };
-        let object = apply_all(funcalls, &base)
-            .map_err(|e| ErrorReply::new(Status::CmpFail, format!("the update cannot apply: {e}")))?;
-        debug_assert!(object.conforms_to(schema));
-        let size = encoded_len(&object);
-        if size > OBJECT_BYTES_MAX {
-            return Err(ErrorReply::new(
-                Status::TooLarge,
-                format!("the object would be {size} bytes; the limit is {OBJECT_BYTES_MAX}"),
-            ));
-        }
-        let new = StoredObject { version, object };
-        self.batch.overlay.insert((space.config.id, key), self.batch.writes.len());
-        self.batch.writes.push(ObjectWrite::Put { space: schema.name.clone(), old: current.map(|c| c.object), new });
-        Ok(Response::Done)
+        let write = KeyWrite::Put { key, mode, conditions: conditions.to_vec(), funcalls: funcalls.to_vec() };
+        self.on_key_write(space, write)
     }
 
     fn on_del(
@@ -238,17 +209,28 @@ impl WriteLoop {
         key: Value,
         conditions: &[CheckedPredicate],
     ) -> Result<Response, ErrorReply> {
+        self.on_key_write(space, KeyWrite::Del { key, conditions: conditions.to_vec() })
+    }
+
+    /// The point leader's part of a write: evaluated against the key's latest object, the
+    /// next version, into the batch.
+    fn on_key_write(&mut self, space: &ServedSpace, write: KeyWrite) -> Result<Response, ErrorReply> {
         self.check_current(space)?;
-        let Some(current) = self.latest(space, &key)? else {
-            return Err(ErrorReply::new(Status::NotFound, "no object with that key"));
+        let schema = &space.config.schema;
+        let current = self.latest(space, write.key())?;
+        let new = evaluate(schema, current.as_ref().map(|c| &c.object), &write)?;
+        let version = current.as_ref().map_or(Version::NONE, |c| c.version).next();
+        let name = schema.name.clone();
+        let key = write.key().clone();
+        let object_write = match (current, new) {
+            (old, Some(object)) => {
+                ObjectWrite::Put { space: name, old: old.map(|c| c.object), new: StoredObject { version, object } }
+            }
+            (Some(old), None) => ObjectWrite::Delete { space: name, old: old.object },
+            (None, None) => unreachable!("deleting nothing fails as NotFound"),
         };
-        if !matches_all(conditions, &current.object) {
-            return Err(ErrorReply::new(Status::CmpFail, "a condition does not hold"));
-        }
         self.batch.overlay.insert((space.config.id, key), self.batch.writes.len());
-        self.batch
-            .writes
-            .push(ObjectWrite::Delete { space: space.config.schema.name.clone(), old: current.object });
+        self.batch.writes.push(object_write);
         Ok(Response::Done)
     }
 
@@ -270,7 +252,7 @@ impl WriteLoop {
         let name = &space.config.schema.name;
         self.rewrite_matches(space, predicates, |o| {
             let object = apply_all(funcalls, &o.object).ok()?;
-            if encoded_len(&object) > OBJECT_BYTES_MAX {
+            if tessera_replication::write::encoded_len(&object) > OBJECT_BYTES_MAX {
                 return None;
             }
             let new = StoredObject { version: o.version.next(), object };
@@ -313,7 +295,7 @@ impl WriteLoop {
         let epoch = Epoch(view.epoch().0 + 1);
         let mut config = Configuration::clone(&view.config);
         config.epoch = epoch;
-        config.spaces.push(SpaceConfig::owned_by(epoch.0, schema, &[SINGLE_SERVER_ID]));
+        config.spaces.push(SpaceConfig::owned_by(epoch.0, schema, &[self.shared.me]));
         self.shared
             .install(config)
             .map_err(|e| ErrorReply::new(Status::Internal, format!("saving the configuration: {e}")))?;
@@ -368,8 +350,4 @@ pub fn storage_error(e: StorageError) -> ErrorReply {
         StorageError::UnknownSpace(s) => ErrorReply::new(Status::UnknownSpace, format!("no space named {s:?}")),
         other => ErrorReply::new(Status::Internal, format!("storage: {other}")),
     }
-}
-
-fn encoded_len(object: &Object) -> usize {
-    postcard::experimental::serialized_size(&object.values).unwrap_or(usize::MAX)
 }
