@@ -54,12 +54,15 @@ pub struct CoordinatorOptions {
     /// Every member of the coordinator group, this one included: Raft node id and `host:port`.
     pub peers: Vec<(u64, String)>,
     pub raft: RaftTuning,
+    /// Failures a new space tolerates when its description does not say (`tolerate N
+    /// failures`); `None` keeps the language's default.
+    pub default_tolerate: Option<u32>,
 }
 
 impl CoordinatorOptions {
     /// Options with the default [`RaftTuning`].
     pub fn new(id: u64, data_dir: impl Into<PathBuf>, listen: SocketAddr, peers: Vec<(u64, String)>) -> Self {
-        CoordinatorOptions { id, data_dir: data_dir.into(), listen, peers, raft: RaftTuning::default() }
+        CoordinatorOptions { id, data_dir: data_dir.into(), listen, peers, raft: RaftTuning::default(), default_tolerate: None }
     }
 }
 
@@ -137,6 +140,7 @@ impl Coordinator {
             raft: raft.clone(),
             config,
             addresses: addresses.clone(),
+            default_tolerate: options.default_tolerate,
             cancel: CancellationToken::new(),
             tracker: TaskTracker::new(),
         });

@@ -13,7 +13,7 @@ use tessera_protocol::{
     decode_request, encode_response, Configuration, CoordinatorStatus, ErrorReply, FrameError, Request, RequestFrame,
     Response, ResponseFrame, Status,
 };
-use tessera_types::{parse_space, Epoch};
+use tessera_types::{parse_space, parse_space_tolerating, Epoch};
 use tokio::net::tcp::OwnedWriteHalf;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, watch, Semaphore};
@@ -43,6 +43,7 @@ pub(crate) struct Shared {
     pub(crate) raft: Raft,
     pub(crate) config: watch::Receiver<Arc<Configuration>>,
     pub(crate) addresses: Arc<BTreeMap<NodeId, String>>,
+    pub(crate) default_tolerate: Option<u32>,
     pub(crate) cancel: CancellationToken,
     pub(crate) tracker: TaskTracker,
 }
@@ -231,7 +232,11 @@ async fn handle(shared: &Shared, request: Request) -> Response {
                     format!("description of {} bytes is over the {DESCRIPTION_BYTES_MAX}-byte limit", description.len()),
                 );
             }
-            match parse_space(&description) {
+            let parsed = match shared.default_tolerate {
+                Some(t) => parse_space_tolerating(&description, t),
+                None => parse_space(&description),
+            };
+            match parsed {
                 Ok(schema) => write(shared, Command::AddSpace { schema }).await,
                 Err(e) => error(Status::BadDescription, e.to_string()),
             }

@@ -17,7 +17,7 @@ pub mod value;
 pub use ids::{Epoch, ServerId, Version};
 pub use funcall::{apply_all, CheckedFuncall, Funcall, FuncallCheckError, FuncallError, FuncallOp, NumOp};
 pub use object::Object;
-pub use parse::{parse_space, ParseError};
+pub use parse::{parse_space, parse_space_tolerating, ParseError};
 pub use predicate::{matches_all, CheckedPredicate, Predicate, PredicateError, PredicateOp};
 pub use schema::{AttrIndex, Attribute, SchemaError, SpaceSchema, Subspace, SubspaceId};
 pub use value::{AttributeType, PrimitiveType, Value};

@@ -242,6 +242,12 @@ fn is_keyword(word: &str) -> bool {
 
 /// Parses a space description. See the module documentation for the grammar.
 pub fn parse_space(text: &str) -> Result<SpaceSchema, ParseError> {
+    parse_space_tolerating(text, TOLERATE_DEFAULT)
+}
+
+/// [`parse_space`], with `tolerate` as the failures tolerated when the description does not
+/// say (a cluster's default: `tessera dev --replicas K` makes it K - 1).
+pub fn parse_space_tolerating(text: &str, default_tolerate: u32) -> Result<SpaceSchema, ParseError> {
     let mut p = Parser { tokens: tokenize(text)?, at: 0 };
     p.expect_keyword("space")?;
     let (name, name_pos) = p.expect_word("the space name")?;
@@ -292,7 +298,7 @@ pub fn parse_space(text: &str) -> Result<SpaceSchema, ParseError> {
         p.expect_keyword("partitions")?;
     }
 
-    let mut tolerate = TOLERATE_DEFAULT;
+    let mut tolerate = default_tolerate;
     let mut tolerate_pos = p.pos();
     if p.at_keyword("tolerate") {
         p.next();

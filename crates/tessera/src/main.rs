@@ -1,5 +1,6 @@
 //! `tessera`: run the local database, talk to it, benchmark it.
 
+mod cluster;
 mod json;
 mod predicates;
 
@@ -15,14 +16,18 @@ use tessera_storage::FsyncPolicy;
 
 const ABOUT: &str = "Tessera: a searchable, strongly consistent key-value store.
 
-Start a local database with `tessera dev`, then use the client commands against it.
+Start a local database with `tessera dev` (or a local cluster with `tessera dev --servers 4`),
+then use the client commands against it. For a cluster over several machines, run
+`tessera coordinator` (1, 3 or 5 of them) and `tessera server` (as many as you like); client
+commands then take --addr of any coordinator.
 Client commands exit 0 on success, 1 when the object is not found or a condition
 failed, and 2 on a usage or server error (the error goes to stderr).";
 
 #[derive(Parser)]
 #[command(name = "tessera", version, about = "Tessera: a searchable, strongly consistent key-value store", long_about = ABOUT)]
 struct Cli {
-    /// Server address for client commands.
+    /// Address for client commands: a `tessera dev` server, or any coordinator of a cluster
+    /// (several may be given, comma-separated).
     #[arg(long, global = true, env = "TESSERA_ADDR", default_value = "127.0.0.1:1982")]
     addr: String,
     #[command(subcommand)]
@@ -42,8 +47,11 @@ enum Fsync {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Run the local database in the foreground (one server owning every region).
+    /// Run the local database in the foreground.
     ///
+    /// By default one server owns every region. With --servers N (N > 1) it runs a local
+    /// cluster in this process: --coordinators coordinators (the first listens on --listen, so
+    /// client commands work unchanged) and N servers, in subdirectories of --data-dir.
     /// Prints one line on stdout once it accepts connections. Stop it with Ctrl-C.
     Dev {
         /// Data directory (created if absent).
@@ -58,6 +66,61 @@ enum Command {
         /// Storage block cache, in MiB. Resident memory is about this plus a fixed overhead.
         #[arg(long, default_value_t = 64)]
         cache_mb: u64,
+        /// Servers: 1 runs standalone; more runs a local cluster.
+        #[arg(long, default_value_t = 1)]
+        servers: u32,
+        /// Replicas of every region (failures tolerated + 1) for spaces whose description
+        /// does not say `tolerate N failures`. Cluster only; at most --servers.
+        #[arg(long, default_value_t = 2)]
+        replicas: u32,
+        /// Coordinators of the local cluster (1, 3 or 5).
+        #[arg(long, default_value_t = 1)]
+        coordinators: u32,
+    },
+    /// Run one coordinator: a member of the Raft group that holds the cluster's configuration.
+    ///
+    /// Start every member with the same --peers list. Example, three on one machine:
+    ///   tessera coordinator --id 1 --data-dir c1 --listen 127.0.0.1:1982 --peers 1=127.0.0.1:1982,2=127.0.0.1:1983,3=127.0.0.1:1984
+    /// and the same with --id 2 / --listen 127.0.0.1:1983, and --id 3 / 127.0.0.1:1984.
+    Coordinator {
+        /// This member's id, one of --peers. Keep it with its data directory.
+        #[arg(long)]
+        id: u64,
+        #[arg(long, default_value = "./tessera-coordinator")]
+        data_dir: PathBuf,
+        #[arg(long, default_value = "127.0.0.1:1982")]
+        listen: SocketAddr,
+        /// Every member, this one included: ID=HOST:PORT, comma-separated.
+        #[arg(long)]
+        peers: String,
+        /// Failures a space tolerates when its description does not say.
+        #[arg(long)]
+        default_tolerate: Option<u32>,
+    },
+    /// Run one storage server of a cluster: it registers with the coordinators (and keeps
+    /// its identity in --data-dir across restarts), then serves the regions they give it.
+    Server {
+        #[arg(long, default_value = "./tessera-server")]
+        data_dir: PathBuf,
+        #[arg(long, default_value = "127.0.0.1:2000")]
+        listen: SocketAddr,
+        /// Coordinator addresses, comma-separated (any one that answers will do).
+        #[arg(long, env = "TESSERA_COORDINATORS")]
+        coordinators: String,
+        /// The address clients and other servers reach this one at (default: --listen,
+        /// which must then not be 0.0.0.0).
+        #[arg(long)]
+        advertise: Option<String>,
+        #[arg(long, value_enum, default_value = "always")]
+        fsync: Fsync,
+        #[arg(long, default_value_t = 64)]
+        cache_mb: u64,
+    },
+    /// Show the cluster: coordinators (leader, term), servers, the epoch, regions per server.
+    Status {
+        /// One JSON object instead of text.
+        #[arg(long)]
+        json: bool,
     },
     /// Create a space from its description, read from FILE or, without one, from stdin.
     ///
@@ -102,7 +165,7 @@ enum Command {
 }
 
 /// How a command failed: exit 1 for "not found" and "condition failed", 2 for the rest.
-enum Failure {
+pub(crate) enum Failure {
     Negative(String),
     Error(String),
 }
@@ -126,7 +189,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     tracing_subscriber::fmt()
         .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()),
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn,openraft=error".into()),
         )
         .with_writer(std::io::stderr)
         .init();
@@ -147,7 +210,7 @@ fn main() -> ExitCode {
 async fn connect(addr: &str) -> Result<Client, Failure> {
     Client::connect(addr)
         .await
-        .map_err(|e| Failure::Error(format!("cannot reach a Tessera server at {addr}: {e} (is `tessera dev` running?)")))
+        .map_err(|e| Failure::Error(format!("cannot reach Tessera at {addr}: {e} (is `tessera dev` or a coordinator running?)")))
 }
 
 fn print_line(json: &serde_json::Value) -> Result<(), Failure> {
@@ -157,7 +220,21 @@ fn print_line(json: &serde_json::Value) -> Result<(), Failure> {
 
 async fn run(cli: Cli) -> Result<(), Failure> {
     match cli.command {
-        Command::Dev { data_dir, listen, fsync, cache_mb } => dev(data_dir, listen, fsync, cache_mb).await,
+        Command::Dev { data_dir, listen, fsync, cache_mb, servers, replicas, coordinators } => {
+            if servers <= 1 {
+                dev(data_dir, listen, fsync, cache_mb).await
+            } else {
+                let storage = storage_options(fsync, cache_mb);
+                cluster::dev(cluster::DevCluster { data_dir, listen, storage, servers, replicas, coordinators }).await
+            }
+        }
+        Command::Coordinator { id, data_dir, listen, peers, default_tolerate } => {
+            cluster::coordinator(id, data_dir, listen, &peers, default_tolerate).await
+        }
+        Command::Server { data_dir, listen, coordinators, advertise, fsync, cache_mb } => {
+            cluster::server(data_dir, listen, &coordinators, advertise, storage_options(fsync, cache_mb)).await
+        }
+        Command::Status { json } => cluster::status(&connect(&cli.addr).await?, json).await,
         Command::Bench(args) => {
             let report = tessera_bench::run(args).await.map_err(|e| Failure::Error(e.to_string()))?;
             let json = serde_json::to_value(&report).map_err(|e| Failure::Error(e.to_string()))?;
@@ -252,14 +329,19 @@ async fn run(cli: Cli) -> Result<(), Failure> {
     }
 }
 
-async fn dev(data_dir: PathBuf, listen: SocketAddr, fsync: Fsync, cache_mb: u64) -> Result<(), Failure> {
-    let mut options = ServerOptions::new(&data_dir, listen);
-    options.fsync = match fsync {
+/// Storage settings of a server: (fsync policy, cache bytes).
+fn storage_options(fsync: Fsync, cache_mb: u64) -> (FsyncPolicy, u64) {
+    let policy = match fsync {
         Fsync::Always => FsyncPolicy::Always,
         Fsync::Periodic => FsyncPolicy::Periodic { interval_ms: 1000 },
         Fsync::Never => FsyncPolicy::Never,
     };
-    options.cache_bytes = cache_mb * 1024 * 1024;
+    (policy, cache_mb * 1024 * 1024)
+}
+
+async fn dev(data_dir: PathBuf, listen: SocketAddr, fsync: Fsync, cache_mb: u64) -> Result<(), Failure> {
+    let mut options = ServerOptions::new(&data_dir, listen);
+    (options.fsync, options.cache_bytes) = storage_options(fsync, cache_mb);
     let server = Server::start(options)
         .await
         .map_err(|e| Failure::Error(format!("cannot start: {e}")))?;
@@ -271,7 +353,7 @@ async fn dev(data_dir: PathBuf, listen: SocketAddr, fsync: Fsync, cache_mb: u64)
     Ok(())
 }
 
-async fn wait_for_stop_signal() {
+pub(crate) async fn wait_for_stop_signal() {
     use tokio::signal::unix::{signal, SignalKind};
     let mut term = signal(SignalKind::terminate()).expect("installing a SIGTERM handler");
     tokio::select! {

@@ -48,3 +48,41 @@ impl Drop for DevServer {
         self.kill();
     }
 }
+
+/// A `tessera coordinator` or `tessera server` process, started with `args` then its data
+/// directory, after its ready line ("...: ready on ADDR, ..."). Killed (SIGKILL) when dropped.
+pub struct Daemon {
+    pub child: Child,
+    pub addr: String,
+}
+
+impl Daemon {
+    pub fn start(args: &[&str], data_dir: &Path) -> Daemon {
+        let mut child = Command::new(TESSERA)
+            .args(args)
+            .arg(data_dir)
+            .env("RUST_LOG", "error,openraft=off")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("spawning tessera");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().expect("piped stdout"))
+            .read_line(&mut line)
+            .expect("reading the ready line");
+        let addr = line
+            .split("ready on ")
+            .nth(1)
+            .and_then(|rest| rest.split([',', ' ']).next())
+            .unwrap_or_else(|| panic!("unexpected first line from tessera {args:?}: {line:?}"))
+            .to_owned();
+        Daemon { child, addr }
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

@@ -1,0 +1,255 @@
+//! The cluster commands: `tessera coordinator`, `tessera server`, `tessera dev --servers N`
+//! and `tessera status`.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use tessera_client::Client;
+use tessera_coordinator::{Coordinator, CoordinatorOptions};
+use tessera_protocol::Configuration;
+use tessera_server::{ClusterOptions, Server, ServerOptions};
+use tessera_storage::FsyncPolicy;
+use tessera_types::{ServerId, SubspaceId};
+use tokio::net::TcpListener;
+
+use crate::{wait_for_stop_signal, Failure};
+
+/// `ID=HOST:PORT,...` into (id, address) pairs.
+fn parse_peers(text: &str) -> Result<Vec<(u64, String)>, Failure> {
+    let peers: Result<Vec<(u64, String)>, String> = text
+        .split(',')
+        .filter(|p| !p.trim().is_empty())
+        .map(|p| {
+            let (id, address) = p.trim().split_once('=').ok_or_else(|| format!("peer {p:?} is not ID=HOST:PORT"))?;
+            let id = id.parse().map_err(|_| format!("peer id {id:?} is not a number"))?;
+            Ok((id, address.to_owned()))
+        })
+        .collect();
+    let peers = peers.map_err(Failure::Error)?;
+    if peers.is_empty() {
+        return Err(Failure::Error("--peers names no coordinator".into()));
+    }
+    Ok(peers)
+}
+
+fn addresses(text: &str) -> Vec<String> {
+    text.split(',').map(str::trim).filter(|a| !a.is_empty()).map(str::to_owned).collect()
+}
+
+fn ready(line: String) {
+    println!("{line}");
+    let _ = std::io::stdout().flush();
+}
+
+pub async fn coordinator(
+    id: u64,
+    data_dir: PathBuf,
+    listen: SocketAddr,
+    peers: &str,
+    default_tolerate: Option<u32>,
+) -> Result<(), Failure> {
+    let peers = parse_peers(peers)?;
+    if !peers.iter().any(|(p, _)| *p == id) {
+        return Err(Failure::Error(format!("--peers does not list this coordinator's --id {id}")));
+    }
+    let mut options = CoordinatorOptions::new(id, &data_dir, listen, peers.clone());
+    options.default_tolerate = default_tolerate;
+    let c = Coordinator::start(options).await.map_err(|e| Failure::Error(format!("cannot start: {e}")))?;
+    ready(format!(
+        "tessera coordinator {id}: ready on {}, {} members, data in {}",
+        c.local_addr(),
+        peers.len(),
+        data_dir.display()
+    ));
+    wait_for_stop_signal().await;
+    eprintln!("tessera coordinator {id}: stopping");
+    c.shutdown().await;
+    Ok(())
+}
+
+fn server_options(data_dir: PathBuf, listen: SocketAddr, coordinators: Vec<String>, advertise: Option<String>, storage: (FsyncPolicy, u64)) -> ServerOptions {
+    let mut options = ServerOptions::new(data_dir, listen);
+    (options.fsync, options.cache_bytes) = storage;
+    options.cluster = Some(ClusterOptions { coordinators, advertise });
+    options
+}
+
+pub async fn server(
+    data_dir: PathBuf,
+    listen: SocketAddr,
+    coordinators: &str,
+    advertise: Option<String>,
+    storage: (FsyncPolicy, u64),
+) -> Result<(), Failure> {
+    let coordinators = addresses(coordinators);
+    if coordinators.is_empty() {
+        return Err(Failure::Error("--coordinators names no address".into()));
+    }
+    let options = server_options(data_dir.clone(), listen, coordinators, advertise, storage);
+    let s = Server::start(options).await.map_err(|e| Failure::Error(format!("cannot start: {e}")))?;
+    ready(format!("tessera server {}: ready on {}, data in {}", s.id(), s.local_addr(), data_dir.display()));
+    wait_for_stop_signal().await;
+    eprintln!("tessera server {}: stopping", s.id());
+    s.shutdown().await;
+    Ok(())
+}
+
+pub struct DevCluster {
+    pub data_dir: PathBuf,
+    pub listen: SocketAddr,
+    pub storage: (FsyncPolicy, u64),
+    pub servers: u32,
+    pub replicas: u32,
+    pub coordinators: u32,
+}
+
+/// A whole cluster in this process, on loopback.
+pub async fn dev(d: DevCluster) -> Result<(), Failure> {
+    if ![1, 3, 5].contains(&d.coordinators) {
+        return Err(Failure::Error("--coordinators must be 1, 3 or 5".into()));
+    }
+    if d.replicas == 0 || d.replicas > d.servers {
+        return Err(Failure::Error(format!("--replicas must be between 1 and --servers ({})", d.servers)));
+    }
+    // Bind every coordinator first, so each can be told all the others' addresses.
+    let mut listeners = Vec::new();
+    for i in 0..d.coordinators {
+        let address = if i == 0 { d.listen } else { SocketAddr::new(d.listen.ip(), 0) };
+        let l = TcpListener::bind(address).await.map_err(|e| Failure::Error(format!("binding {address}: {e}")))?;
+        listeners.push(l);
+    }
+    let peers: Vec<(u64, String)> = listeners
+        .iter()
+        .enumerate()
+        .map(|(i, l)| (i as u64 + 1, l.local_addr().expect("bound").to_string()))
+        .collect();
+    let mut coordinators = Vec::new();
+    for (i, listener) in listeners.into_iter().enumerate() {
+        let id = i as u64 + 1;
+        let dir = d.data_dir.join(format!("coordinator-{id}"));
+        let mut options = CoordinatorOptions::new(id, dir, peers[i].1.parse().expect("an address"), peers.clone());
+        options.default_tolerate = Some(d.replicas - 1);
+        let c = Coordinator::start_with_listener(options, listener)
+            .await
+            .map_err(|e| Failure::Error(format!("cannot start coordinator {id}: {e}")))?;
+        coordinators.push(c);
+    }
+    let addresses: Vec<String> = peers.iter().map(|(_, a)| a.clone()).collect();
+    let mut servers = Vec::new();
+    for n in 1..=d.servers {
+        let dir = d.data_dir.join(format!("server-{n}"));
+        let listen = SocketAddr::new(d.listen.ip(), 0);
+        let options = server_options(dir, listen, addresses.clone(), None, d.storage);
+        let s = Server::start(options).await.map_err(|e| Failure::Error(format!("cannot start server {n}: {e}")))?;
+        servers.push(s);
+    }
+    ready(format!(
+        "tessera dev: ready on {} ({} coordinators, {} servers, {} replicas), data in {}",
+        peers[0].1,
+        d.coordinators,
+        d.servers,
+        d.replicas,
+        d.data_dir.display()
+    ));
+    wait_for_stop_signal().await;
+    eprintln!("tessera dev: stopping");
+    for s in servers {
+        s.shutdown().await;
+    }
+    for c in coordinators {
+        c.shutdown().await;
+    }
+    Ok(())
+}
+
+/// Regions each server holds and heads, over every subspace of every space.
+fn regions_per_server(config: &Configuration) -> BTreeMap<ServerId, (u64, u64)> {
+    let mut counts: BTreeMap<ServerId, (u64, u64)> = config.servers.iter().map(|s| (s.id, (0, 0))).collect();
+    for space in &config.spaces {
+        for subspace in space.schema.subspace_ids() {
+            for set in &space.replicas[subspace.get()] {
+                for (i, server) in set.iter().enumerate() {
+                    let entry = counts.entry(*server).or_default();
+                    entry.0 += 1;
+                    if i == 0 && subspace == SubspaceId::KEY {
+                        entry.1 += 1;
+                    }
+                }
+            }
+        }
+    }
+    counts
+}
+
+pub async fn status(client: &Client, json: bool) -> Result<(), Failure> {
+    let config = client.configuration();
+    let coordinators = if client.is_cluster() { client.coordinator_statuses().await } else { Vec::new() };
+    let regions = regions_per_server(&config);
+    if json {
+        let value = serde_json::json!({
+            "mode": if client.is_cluster() { "cluster" } else { "standalone" },
+            "epoch": config.epoch.0,
+            "coordinators": coordinators.iter().map(|(address, s)| match s {
+                Ok(s) => serde_json::json!({
+                    "address": address, "id": s.id, "leader": s.leader, "term": s.term,
+                    "last_applied": s.last_applied, "epoch": s.epoch.0,
+                }),
+                Err(e) => serde_json::json!({ "address": address, "error": e.to_string() }),
+            }).collect::<Vec<_>>(),
+            "servers": config.servers.iter().map(|s| {
+                let (held, led) = regions.get(&s.id).copied().unwrap_or_default();
+                serde_json::json!({
+                    "id": s.id.0, "address": s.address, "state": format!("{:?}", s.state).to_lowercase(),
+                    "regions": held, "key_regions_led": led,
+                })
+            }).collect::<Vec<_>>(),
+            "spaces": config.spaces.iter().map(|s| serde_json::json!({
+                "name": s.schema.name, "id": s.id, "replicas": s.schema.tolerate + 1,
+                "subspaces": s.schema.subspaces.len(),
+                "regions": s.replicas.iter().map(Vec::len).sum::<usize>(),
+            })).collect::<Vec<_>>(),
+        });
+        println!("{value}");
+        return Ok(());
+    }
+    let mode = if client.is_cluster() { "cluster" } else { "standalone server" };
+    println!("{mode}, configuration epoch {}", config.epoch);
+    if !coordinators.is_empty() {
+        println!("\ncoordinators:");
+        for (address, s) in &coordinators {
+            match s {
+                Ok(s) => {
+                    let role = if s.leader == Some(s.id) { "leader" } else { "follower" };
+                    println!(
+                        "  {:<3} {address:<22} {role:<9} term {:<4} applied {:<6} epoch {}",
+                        s.id, s.term, s.last_applied, s.epoch
+                    );
+                }
+                Err(e) => println!("  ?   {address:<22} unreachable: {e}"),
+            }
+        }
+    }
+    println!("\nservers:");
+    println!("  {:<4} {:<22} {:<10} {:>8} {:>12}", "id", "address", "state", "regions", "keys led");
+    for s in &config.servers {
+        let (held, led) = regions.get(&s.id).copied().unwrap_or_default();
+        let state = format!("{:?}", s.state).to_lowercase();
+        println!("  {:<4} {:<22} {:<10} {held:>8} {led:>12}", s.id.0, s.address, state);
+    }
+    println!("\nspaces:");
+    if config.spaces.is_empty() {
+        println!("  (none)");
+    }
+    for s in &config.spaces {
+        let regions: usize = s.replicas.iter().map(Vec::len).sum();
+        println!(
+            "  {:<16} {} replicas, {} subspaces, {regions} regions",
+            s.schema.name,
+            s.schema.tolerate + 1,
+            s.schema.subspaces.len()
+        );
+    }
+    Ok(())
+}
