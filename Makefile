@@ -1,8 +1,10 @@
 # The two commands of the README's quick start, and a few conveniences.
-.PHONY: dev install test test-rust test-python bench-build
+.PHONY: dev install test test-rust test-go test-python bench-build
 
 CARGO ?= cargo
 PYTHON ?= python3
+# Go builds tools/lincheck (Porcupine), which the cluster test uses to check linearizability.
+GO ?= $(shell command -v go 2>/dev/null || echo /usr/local/go/bin/go)
 # The Python tests run in this project's own virtual environment.
 VENV := .venv
 
@@ -14,12 +16,17 @@ dev: install
 install:
 	$(CARGO) install --locked --path crates/tessera
 
-# Every test: the Rust workspace (unit, property, model and multi-process tests), then the
-# Python client's tests against a real `tessera dev`.
-test: test-rust test-python
+# Every test: the linearizability checker's own tests, the Rust workspace (unit, property,
+# simulation, model and multi-process tests, the cluster test among them), then the Python
+# client's tests against a real `tessera dev` and a local cluster.
+test: test-go test-rust test-python
+
+test-go:
+	$(GO) -C tools/lincheck vet ./...
+	$(GO) -C tools/lincheck test ./...
 
 test-rust:
-	$(CARGO) test --workspace --locked
+	PATH="$(dir $(GO)):$$PATH" $(CARGO) test --workspace --locked
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)

@@ -52,12 +52,16 @@ pub const SEARCHES_IN_FLIGHT_MAX: usize = 16;
 /// Encoded responses queued for one connection's writer task.
 const OUTBOX_FRAMES: usize = 1024;
 
+/// Accepts connections until aborted; aborting it aborts every connection it accepted (they
+/// live in its `JoinSet`), so a stopped server lets go of its store.
 pub async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
+    let mut connections = tokio::task::JoinSet::new();
     loop {
+        while connections.try_join_next().is_some() {}
         match listener.accept().await {
             Ok((stream, peer)) => {
                 tracing::debug!(%peer, "connection");
-                tokio::spawn(serve(shared.clone(), stream));
+                connections.spawn(serve(shared.clone(), stream));
             }
             Err(e) => {
                 // Out of file descriptors, typically: wait instead of spinning.

@@ -66,6 +66,8 @@ pub struct Server {
     shared: Arc<state::Shared>,
     accept: tokio::task::JoinHandle<()>,
     writer: Option<std::thread::JoinHandle<()>>,
+    /// Cluster mode: the configuration follower and the clock.
+    tasks: Vec<tokio::task::JoinHandle<()>>,
 }
 
 impl Server {
@@ -78,6 +80,7 @@ impl Server {
             &options.data_dir.join("store"),
             StoreOptions { fsync: options.fsync, cache_bytes: options.cache_bytes },
         )?;
+        let mut tasks = Vec::new();
         let (shared, writer) = match &options.cluster {
             None => {
                 let config = state::recover(&options.data_dir, &store, local_addr)?;
@@ -107,15 +110,19 @@ impl Server {
                     state::Writes::Cluster(chain_tx.clone()),
                 ));
                 let writer = cluster::spawn(shared.clone(), me, chain_rx, tokio::runtime::Handle::current());
-                tokio::spawn(cluster::follow_configuration(c.coordinators.clone(), shared.clone(), chain_tx.clone()));
-                tokio::spawn(cluster::tick(shared.clone(), chain_tx));
+                tasks.push(tokio::spawn(cluster::follow_configuration(
+                    c.coordinators.clone(),
+                    shared.clone(),
+                    chain_tx.clone(),
+                )));
+                tasks.push(tokio::spawn(cluster::tick(shared.clone(), chain_tx)));
                 tracing::info!(server = %me, "joined the cluster");
                 (shared, writer)
             }
         };
         let accept = tokio::spawn(connection::accept_loop(listener, shared.clone()));
         tracing::info!(%local_addr, data_dir = %options.data_dir.display(), "serving");
-        Ok(Server { local_addr, shared, accept, writer: Some(writer) })
+        Ok(Server { local_addr, shared, accept, writer: Some(writer), tasks })
     }
 
     /// This server's id (1 for a standalone server; the coordinator's choice in a cluster).
@@ -132,12 +139,31 @@ impl Server {
         self.local_addr
     }
 
-    /// Stops accepting connections, lets the write loop finish what it has, and waits for it.
+    /// Stops accepting connections and closes the open ones, lets the write loop finish what
+    /// it has, and waits until the store is closed (so the data directory can be opened again).
     pub async fn shutdown(mut self) {
         self.accept.abort();
+        for t in &self.tasks {
+            t.abort();
+        }
         self.shared.shutdown();
         if let Some(w) = self.writer.take() {
             let _ = tokio::task::spawn_blocking(move || w.join()).await;
         }
+        let _ = (&mut self.accept).await;
+        for t in self.tasks.drain(..) {
+            let _ = t.await;
+        }
+        let store = Arc::downgrade(&self.shared.store);
+        drop(self.shared);
+        // Connections end as they are cancelled; a search on the blocking pool ends at its next
+        // batch. Bounded: a stuck one only delays the restart of the same directory.
+        for _ in 0..500 {
+            if store.upgrade().is_none() {
+                return;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+        tracing::warn!("the store is still in use 5 s after shutdown");
     }
 }

@@ -1,0 +1,201 @@
+//! Cluster servers in one process, with a real coordinator: what a cluster server refuses,
+//! what it answers only as point leader or region owner, peers that send garbage, and a
+//! restart that keeps the server's identity and data.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use futures::{SinkExt, StreamExt};
+use tessera_client::{Client, Status, Value};
+use tessera_coordinator::{Coordinator, CoordinatorOptions};
+use tessera_protocol::{
+    codec, decode_response, encode_request, Configuration, Request, RequestFrame, Response, ResponseFrame,
+};
+use tessera_server::{ClusterOptions, Server, ServerOptions};
+use tessera_types::{Epoch, ServerId, SubspaceId};
+use tokio::net::TcpStream;
+use tokio_util::codec::Framed;
+
+const SPACE: &str = "space t key k attributes int x subspace x create 8 partitions tolerate 1 failure";
+
+struct Cluster {
+    dir: tempfile::TempDir,
+    coordinator: Coordinator,
+    servers: Vec<Server>,
+}
+
+async fn server(dir: &std::path::Path, n: usize, coordinator: SocketAddr) -> Server {
+    let mut options = ServerOptions::new(dir.join(format!("s{n}")), "127.0.0.1:0".parse().unwrap());
+    options.cluster = Some(ClusterOptions { coordinators: vec![coordinator.to_string()], advertise: None });
+    Server::start(options).await.expect("a cluster server starts")
+}
+
+impl Cluster {
+    async fn start(servers: usize) -> Cluster {
+        let dir = tempfile::tempdir().unwrap();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap();
+        let options = CoordinatorOptions::new(1, dir.path().join("c1"), address, vec![(1, address.to_string())]);
+        let coordinator = Coordinator::start_with_listener(options, listener).await.unwrap();
+        let mut started = Vec::new();
+        for n in 0..servers {
+            started.push(server(dir.path(), n, address).await);
+        }
+        Cluster { dir, coordinator, servers: started }
+    }
+
+    async fn client(&self) -> Client {
+        Client::connect(&self.coordinator.local_addr().to_string()).await.expect("a cluster client")
+    }
+
+    fn server_of(&self, id: ServerId) -> &Server {
+        self.servers.iter().find(|s| s.id() == id).expect("a server of the configuration")
+    }
+}
+
+type Raw = Framed<TcpStream, tokio_util::codec::LengthDelimitedCodec>;
+
+async fn ask(addr: SocketAddr, epoch: Epoch, request: Request) -> Response {
+    let mut conn: Raw = Framed::new(TcpStream::connect(addr).await.unwrap(), codec());
+    conn.send(encode_request(&RequestFrame { id: 7, epoch, request }).unwrap()).await.unwrap();
+    let body = tokio::time::timeout(Duration::from_secs(10), conn.next()).await.unwrap().unwrap().unwrap();
+    let frame: ResponseFrame = decode_response(&body).unwrap();
+    assert_eq!(frame.id, 7);
+    frame.response
+}
+
+fn status_of(response: Response) -> (Status, String) {
+    match response {
+        Response::Error(e) => (e.status, e.message),
+        other => panic!("expected an error, got {other:?}"),
+    }
+}
+
+/// Waits until every server has installed the configuration the client sees.
+async fn settle(cluster: &Cluster, config: &Configuration) {
+    for _ in 0..200 {
+        if cluster.servers.iter().all(|s| s.epoch() >= config.epoch) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("servers did not reach epoch {}", config.epoch);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cluster_server_answers_only_for_what_it_owns() {
+    let cluster = Cluster::start(3).await;
+    let client = cluster.client().await;
+    client.add_space(SPACE).await.unwrap();
+    let config = client.configuration();
+    settle(&cluster, &config).await;
+    let space = config.space("t").unwrap().clone();
+    let epoch = config.epoch;
+
+    // A key's point leader answers for it; another server sends the client elsewhere.
+    client.put("t", "a", [("x", 5i64)]).await.unwrap();
+    let tessellation = &space.tessellations()[0];
+    let region = tessellation.region_of(&[tessera_geometry::key_coordinate(&Value::from("a"))]);
+    let leader = space.replicas_of(SubspaceId::KEY, region)[0];
+    let other = cluster.servers.iter().find(|s| s.id() != leader).unwrap();
+    let get = |space: &str| Request::Get { space: space.into(), key: Value::from("a") };
+    match ask(cluster.server_of(leader).local_addr(), epoch, get("t")).await {
+        Response::Object(Some(o)) => assert_eq!(o.values[1], Value::Int(5)),
+        other => panic!("the point leader answers: {other:?}"),
+    }
+    let (status, message) = status_of(ask(other.local_addr(), epoch, get("t")).await);
+    assert_eq!(status, Status::StaleEpoch, "{message}");
+    let put = Request::Put {
+        space: "t".into(),
+        key: Value::from("a"),
+        mode: tessera_protocol::WriteMode::Upsert,
+        conditions: vec![],
+        funcalls: vec![tessera_types::Funcall::set("x", 9i64)],
+    };
+    let (status, _) = status_of(ask(other.local_addr(), epoch, put).await);
+    assert_eq!(status, Status::StaleEpoch, "only the point leader orders writes");
+    assert_eq!(client.get("t", "a").await.unwrap().unwrap().attributes["x"], Value::Int(5), "nothing changed");
+
+    // Regions: a server searches only those it owns, and names the bad ones.
+    let x = SubspaceId(1);
+    let regions = space.replicas[1].len() as u32;
+    let not_owned = (0..regions).find(|&r| !space.replicas_of(x, tessera_geometry::RegionIndex(r)).contains(&other.id()));
+    let search = |subspace, regions: Vec<u32>| Request::SearchRegions {
+        space: "t".into(),
+        predicates: vec![],
+        subspace,
+        regions,
+    };
+    if let Some(r) = not_owned {
+        let (status, message) = status_of(ask(other.local_addr(), epoch, search(x, vec![r])).await);
+        assert_eq!(status, Status::StaleEpoch, "{message}");
+    }
+    let (status, message) = status_of(ask(other.local_addr(), epoch, search(x, vec![regions])).await);
+    assert_eq!(status, Status::Malformed, "{message}");
+    assert!(message.contains("regions"), "{message}");
+    let (status, _) = status_of(ask(other.local_addr(), epoch, search(SubspaceId(9), vec![0])).await);
+    assert_eq!(status, Status::Malformed);
+
+    // What belongs to coordinators or to cluster clients is refused with a reason.
+    for request in [
+        Request::AddSpace { description: "space u key k".into() },
+        Request::Search { space: "t".into(), predicates: vec![] },
+        Request::Count { space: "t".into(), predicates: vec![] },
+        Request::RegisterServer { token: 1, address: "x:1".into() },
+    ] {
+        let (status, message) = status_of(ask(other.local_addr(), epoch, request).await);
+        assert_eq!(status, Status::Malformed, "{message}");
+    }
+    assert_eq!(client.list_spaces().await.unwrap().len(), 1, "no space was added by a server");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_peer_that_sends_garbage_is_cut_off_and_nothing_changes() {
+    let cluster = Cluster::start(2).await;
+    let client = cluster.client().await;
+    client.add_space(SPACE).await.unwrap();
+    settle(&cluster, &client.configuration()).await;
+    client.put("t", "k", [("x", 1i64)]).await.unwrap();
+    let target = cluster.servers[0].local_addr();
+    let mut conn: Raw = Framed::new(TcpStream::connect(target).await.unwrap(), codec());
+    let hello = RequestFrame { id: 1, epoch: Epoch(0), request: Request::PeerHello { from: ServerId(99) } };
+    conn.send(encode_request(&hello).unwrap()).await.unwrap();
+    let body = conn.next().await.unwrap().unwrap();
+    assert_eq!(decode_response(&body).unwrap().response, Response::Done);
+    conn.send(bytes::Bytes::from_static(b"\x01garbage that is no envelope")).await.unwrap();
+    let closed = tokio::time::timeout(Duration::from_secs(10), conn.next()).await.expect("closed in time");
+    assert!(closed.is_none_or(|r| r.is_err()), "the server closes a peer connection that sends garbage");
+    // The cluster still works.
+    client.put("t", "k", [("x", 2i64)]).await.unwrap();
+    assert_eq!(client.get("t", "k").await.unwrap().unwrap().attributes["x"], Value::Int(2));
+    let all = client.search("t", vec![]).await.unwrap();
+    assert_eq!(all.len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restarted_server_keeps_its_identity_and_its_data() {
+    let mut cluster = Cluster::start(2).await;
+    let client = cluster.client().await;
+    client.add_space(SPACE).await.unwrap();
+    settle(&cluster, &client.configuration()).await;
+    for n in 0..50i64 {
+        client.put("t", format!("k{n}").as_str(), [("x", n)]).await.unwrap();
+    }
+    let before: Vec<ServerId> = cluster.servers.iter().map(Server::id).collect();
+    let servers = std::mem::take(&mut cluster.servers);
+    for s in servers {
+        s.shutdown().await;
+    }
+    for n in 0..2 {
+        cluster.servers.push(server(cluster.dir.path(), n, cluster.coordinator.local_addr()).await);
+    }
+    let after: Vec<ServerId> = cluster.servers.iter().map(Server::id).collect();
+    assert_eq!(before, after, "each data directory comes back as the same server");
+    assert_eq!(client.refresh().await.unwrap().servers.len(), 2, "no new server was registered");
+    let found = client.search("t", vec![]).await.unwrap();
+    assert_eq!(found.len(), 50, "every acknowledged write survived the restart");
+    for n in 0..50i64 {
+        let got = client.get("t", format!("k{n}").as_str()).await.unwrap().expect("kept");
+        assert_eq!(got.attributes["x"], Value::Int(n));
+    }
+}
