@@ -7,53 +7,12 @@ mod common;
 use std::path::Path;
 use std::process::Command;
 
-use common::{DevServer, TESSERA};
-
-struct Step {
-    command: String,
-    expected: String,
-}
-
-/// The steps of the session between `<!-- session:start -->` and `<!-- session:end -->`. A
-/// command with a here-document runs until its terminator line.
-fn session(readme: &str) -> Vec<Step> {
-    let start = readme.find("<!-- session:start -->").expect("session start marker");
-    let end = readme.find("<!-- session:end -->").expect("session end marker");
-    let block: Vec<&str> = readme[start..end]
-        .lines()
-        .skip_while(|l| !l.starts_with("```console"))
-        .skip(1)
-        .take_while(|l| !l.starts_with("```"))
-        .collect();
-    let mut steps: Vec<Step> = Vec::new();
-    let mut lines = block.into_iter();
-    while let Some(line) = lines.next() {
-        if let Some(command) = line.strip_prefix("$ ") {
-            let mut command = command.to_owned();
-            if let Some(at) = command.find("<<'") {
-                let terminator = command[at + 3..].split('\'').next().unwrap().to_owned();
-                for body in lines.by_ref() {
-                    command.push('\n');
-                    command.push_str(body);
-                    if body == terminator {
-                        break;
-                    }
-                }
-            }
-            steps.push(Step { command, expected: String::new() });
-        } else {
-            let step = steps.last_mut().expect("output before any command");
-            step.expected.push_str(line);
-            step.expected.push('\n');
-        }
-    }
-    steps
-}
+use common::{console_steps, DevServer, TESSERA};
 
 #[test]
 fn readme_session_runs_verbatim() {
     let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../README.md")).unwrap();
-    let steps = session(&readme);
+    let steps = console_steps(&readme, "<!-- session:start -->", "<!-- session:end -->");
     assert!(steps.len() >= 10, "the session has its steps");
 
     let dir = tempfile::tempdir().unwrap();

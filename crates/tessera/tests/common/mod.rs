@@ -1,4 +1,5 @@
 //! Runs the real `tessera` binary as a separate process.
+#![allow(dead_code)]
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;
@@ -85,4 +86,46 @@ impl Drop for Daemon {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// One `$ ` command of a README console block and the output the README shows under it.
+pub struct Step {
+    pub command: String,
+    pub expected: String,
+}
+
+/// The steps of the first console block between `start` and `end` in `readme`. A command with
+/// a here-document runs until its terminator line.
+pub fn console_steps(readme: &str, start: &str, end: &str) -> Vec<Step> {
+    let from = readme.find(start).expect("start marker");
+    let to = readme.find(end).expect("end marker");
+    let block: Vec<&str> = readme[from..to]
+        .lines()
+        .skip_while(|l| !l.starts_with("```console"))
+        .skip(1)
+        .take_while(|l| !l.starts_with("```"))
+        .collect();
+    let mut steps: Vec<Step> = Vec::new();
+    let mut lines = block.into_iter();
+    while let Some(line) = lines.next() {
+        if let Some(command) = line.strip_prefix("$ ") {
+            let mut command = command.to_owned();
+            if let Some(at) = command.find("<<'") {
+                let terminator = command[at + 3..].split('\'').next().expect("a terminator").to_owned();
+                for body in lines.by_ref() {
+                    command.push('\n');
+                    command.push_str(body);
+                    if body == terminator {
+                        break;
+                    }
+                }
+            }
+            steps.push(Step { command, expected: String::new() });
+        } else {
+            let step = steps.last_mut().expect("output before any command");
+            step.expected.push_str(line);
+            step.expected.push('\n');
+        }
+    }
+    steps
 }
