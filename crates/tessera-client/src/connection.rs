@@ -3,6 +3,9 @@
 //! A writer task sends encoded frames, flushing once per burst; a reader task matches each
 //! response to its request by id. A request waits on a oneshot channel; a search on an
 //! unbounded channel that receives every frame of its stream.
+//!
+//! A failed call says whether its request may have reached the server ([`CallError::Lost`]) or
+//! certainly did not ([`CallError::Unsent`]): a cluster client resends only what is safe to.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -26,7 +29,31 @@ const OUTBOX_FRAMES: usize = 1024;
 
 enum Waiter {
     One(oneshot::Sender<Result<(Response, Epoch), ClientError>>),
-    Stream(mpsc::UnboundedSender<Result<Response, ClientError>>),
+    Stream(mpsc::UnboundedSender<Result<(Response, Epoch), ClientError>>),
+}
+
+/// Why a call got no answer.
+#[derive(Debug)]
+pub(crate) enum CallError {
+    /// The request never left this client (the connection was already closed, or the request
+    /// could not be encoded): the server did not see it.
+    Unsent(ClientError),
+    /// The connection failed after the request was queued: the server may have applied it.
+    Lost(ClientError),
+}
+
+impl CallError {
+    pub(crate) fn into_error(self) -> ClientError {
+        match self {
+            CallError::Unsent(e) | CallError::Lost(e) => e,
+        }
+    }
+}
+
+impl From<CallError> for ClientError {
+    fn from(e: CallError) -> ClientError {
+        e.into_error()
+    }
 }
 
 impl Waiter {
@@ -83,6 +110,12 @@ impl Connection {
         Ok(Connection { outbox, waiters, next_id: AtomicU64::new(1) })
     }
 
+    /// Whether the connection has failed or closed: every later request would fail at once.
+    pub(crate) fn is_closed(&self) -> bool {
+        self.waiters.lock().expect("waiters lock").closed
+    }
+
+    /// Queues a request. An error means it was not sent.
     async fn send(&self, request: Request, epoch: Epoch, waiter: Waiter) -> Result<(), ClientError> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let bytes = encode_request(&RequestFrame { id, epoch, request }).map_err(|e| match e {
@@ -97,30 +130,41 @@ impl Connection {
             waiters.by_id.insert(id, waiter);
         }
         if self.outbox.send(bytes).await.is_err() {
-            if let Some(w) = self.waiters.lock().expect("waiters lock").by_id.remove(&id) {
-                w.fail(ClientError::ConnectionClosed);
-            }
+            // The writer task is gone: the frame was never written.
+            self.waiters.lock().expect("waiters lock").by_id.remove(&id);
+            return Err(ClientError::ConnectionClosed);
         }
         Ok(())
     }
 
+    /// Sends a request; returns its response and the epoch the server answered in, or says
+    /// whether the request may have reached the server.
+    pub(crate) async fn try_call(&self, request: Request, epoch: Epoch) -> Result<(Response, Epoch), CallError> {
+        let (tx, rx) = oneshot::channel();
+        self.send(request, epoch, Waiter::One(tx)).await.map_err(CallError::Unsent)?;
+        match rx.await {
+            Ok(Ok(answer)) => Ok(answer),
+            Ok(Err(e)) => Err(CallError::Lost(e)),
+            Err(_) => Err(CallError::Lost(ClientError::ConnectionClosed)),
+        }
+    }
+
     /// Sends a request; returns its response and the epoch the server answered in.
     pub(crate) async fn call_with_epoch(&self, request: Request, epoch: Epoch) -> Result<(Response, Epoch), ClientError> {
-        let (tx, rx) = oneshot::channel();
-        self.send(request, epoch, Waiter::One(tx)).await?;
-        rx.await.map_err(|_| ClientError::ConnectionClosed)?
+        Ok(self.try_call(request, epoch).await?)
     }
 
     pub(crate) async fn call(&self, request: Request, epoch: Epoch) -> Result<Response, ClientError> {
         Ok(self.call_with_epoch(request, epoch).await?.0)
     }
 
-    /// Sends a request answered by a stream of frames (a search).
+    /// Sends a request answered by a stream of frames (a search): each frame's response and
+    /// the epoch the server answered in. An error means the request was not sent.
     pub(crate) async fn stream(
         &self,
         request: Request,
         epoch: Epoch,
-    ) -> Result<mpsc::UnboundedReceiver<Result<Response, ClientError>>, ClientError> {
+    ) -> Result<mpsc::UnboundedReceiver<Result<(Response, Epoch), ClientError>>, ClientError> {
         let (tx, rx) = mpsc::unbounded_channel();
         self.send(request, epoch, Waiter::Stream(tx)).await?;
         Ok(rx)
@@ -151,9 +195,17 @@ async fn write_frames(
 async fn read_frames(stream: tokio::net::tcp::OwnedReadHalf, waiters: Arc<Mutex<Waiters>>) {
     let mut frames = FramedRead::new(stream, codec());
     while let Some(frame) = frames.next().await {
-        let frame = match frame.map_err(ClientError::Io).and_then(|body| {
-            decode_response(&body).map_err(|e| ClientError::Protocol(e.to_string()))
-        }) {
+        let body = match frame {
+            Ok(body) => body,
+            Err(e) => {
+                // Reset, or a frame over the limit: the connection is lost.
+                let (kind, message) = (e.kind(), e.to_string());
+                let lost = || ClientError::Io(std::io::Error::new(kind, message.clone()));
+                waiters.lock().expect("waiters lock").fail_all(lost);
+                return;
+            }
+        };
+        let frame = match decode_response(&body) {
             Ok(frame) => frame,
             Err(e) => {
                 let message = e.to_string();
@@ -172,7 +224,7 @@ async fn read_frames(stream: tokio::net::tcp::OwnedReadHalf, waiters: Arc<Mutex<
         if let Response::SearchItems(_) = &frame.response {
             // One frame of a stream: the stream stays open until its last frame.
             if let Some(Waiter::Stream(tx)) = w.by_id.get(&frame.id) {
-                let _ = tx.send(Ok(frame.response));
+                let _ = tx.send(Ok((frame.response, frame.epoch)));
             }
             continue;
         }
@@ -183,7 +235,7 @@ async fn read_frames(stream: tokio::net::tcp::OwnedReadHalf, waiters: Arc<Mutex<
                 let _ = tx.send(Ok((frame.response, frame.epoch)));
             }
             Some(Waiter::Stream(tx)) => {
-                let _ = tx.send(Ok(frame.response));
+                let _ = tx.send(Ok((frame.response, frame.epoch)));
             }
             None => {} // the caller stopped waiting
         }

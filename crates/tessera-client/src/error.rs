@@ -1,13 +1,25 @@
 use tessera_protocol::{ErrorReply, Status};
 
 /// Why a request failed.
+///
+/// In cluster mode a refusal that a server would make on sight (an unknown space or
+/// attribute, a predicate of the wrong type, ...) may be made by the client itself, with the
+/// same status; a retryable refusal (`StaleEpoch`, `Unavailable`) is only returned once the
+/// client's retries ran out (see the crate documentation).
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ClientError {
-    /// The server refused the request; nothing changed (see [`Status`]).
+    /// The server (or, in cluster mode, the client on its behalf) refused the request;
+    /// nothing changed (see [`Status`]).
     #[error("{} ({}): {message}", status.symbol(), status.code())]
-    Server { status: Status, message: String },
-    /// Could not connect, or the connection failed.
+    Server {
+        /// Why, as a stable status.
+        status: Status,
+        /// For people.
+        message: String,
+    },
+    /// Could not connect, or the connection failed. For a write, if the request had been sent,
+    /// it may or may not have been applied.
     #[error("connection: {0}")]
     Io(#[from] std::io::Error),
     /// The connection closed before the answer arrived: the request may or may not have been
@@ -17,6 +29,10 @@ pub enum ClientError {
     /// The server sent something this client does not understand.
     #[error("protocol: {0}")]
     Protocol(String),
+    /// Cluster mode: no coordinator could be reached (or none answered) before the retries
+    /// ran out. Says which addresses were tried and the last error.
+    #[error("no coordinator answered: {0}")]
+    NoCoordinator(String),
 }
 
 impl ClientError {
@@ -28,6 +44,7 @@ impl ClientError {
         }
     }
 
+    /// The key has no object.
     pub fn is_not_found(&self) -> bool {
         self.status() == Some(Status::NotFound)
     }

@@ -1,10 +1,8 @@
 //! The Tessera client for Rust applications.
 //!
-//! One [`Client`] holds one TCP connection and may be cloned freely and shared between tasks:
-//! every request gets its own id, so any number can be in flight at once and each completes
-//! as soon as its answer arrives (pipelining). The client caches the cluster configuration
-//! (spaces, their schemas, who owns which region) and refreshes it when a response shows a
-//! newer epoch; a request refused because the configuration changed under it is retried.
+//! A [`Client`] may be cloned freely and shared between tasks: clones share its connections.
+//! Every request gets its own id, so any number can be in flight on a connection at once and
+//! each completes as soon as its answer arrives (pipelining).
 //!
 //! ```no_run
 //! use tessera_client::{Client, Predicate, PredicateOp, Value};
@@ -39,107 +37,201 @@
 //! # }
 //! ```
 //!
+//! # Standalone and cluster mode
+//!
+//! [`Client::connect`] takes `host:port` or a comma-separated list of them and asks the first
+//! that accepts a connection for its coordinator status:
+//!
+//! * **Standalone** (a `tessera dev` server, which answers that it is no coordinator): one
+//!   connection to that server, which owns every region. Every request goes to it as it is;
+//!   the server plans searches, counts, sorts, group operations and explanations itself. A
+//!   request refused because the configuration changed under it is retried a few times.
+//! * **Cluster** (a coordinator answered): the client knows the coordinators given and those
+//!   they name, caches the configuration (fetched from any coordinator), and talks to each
+//!   server it needs over one connection, opened when first needed and replaced once broken.
+//!   [`Client::is_cluster`] says which mode a client is in.
+//!
+//! # Routing (cluster mode)
+//!
+//! * Space changes and configuration requests go to the coordinators (the last one that
+//!   answered first, then each other). After [`Client::add_space`] or [`Client::rm_space`] the
+//!   client waits for the configuration that includes the change.
+//! * A key's requests — [`Client::get`] and every write — go to its **point leader**: the first
+//!   server of the replica set of the key's region in the key subspace. Frames carry the
+//!   cached epoch; an answer showing a newer epoch makes the client fetch it.
+//! * A **search** is planned by the client: it checks the predicates against the schema
+//!   (refusing bad ones with the status a server would use, without contacting anyone), picks
+//!   the subspace whose search box crosses the fewest regions, and asks **one replica of each
+//!   of those regions** — successive searches rotate over the replicas — sending every server
+//!   it picked one `SearchRegions` request for its regions, all at once. Predicates that
+//!   contradict each other contact nobody. The answers are merged: one object per key, the
+//!   highest version (an object moving between regions can be in both for a moment).
+//!   [`Client::count`], [`Client::sorted_search`] and [`Client::search_stream`] are that
+//!   search, counted, sorted or streamed by the client; [`Client::group_del`] and
+//!   [`Client::group_update`] are that search followed by one conditional write per object
+//!   found (conditioned on the predicates), each to its point leader; [`Client::explain`] is
+//!   computed by the client.
+//!
+//! # Retries (cluster mode)
+//!
+//! A request refused with `StaleEpoch` (`RECONFIGURE`: the client or the server is behind) or
+//! `Unavailable` was not applied: the client fetches the configuration when needed, waits
+//! 10 ms (doubling up to 500 ms) and sends it again, for about 10 s in all, after which the
+//! last error is returned. Reads are resent the same way after a broken connection. A write
+//! whose connection broke after it was sent may have been applied: it fails with
+//! [`ClientError::Io`] or [`ClientError::ConnectionClosed`] and is never resent. A search that
+//! any of its servers refuses is made again whole. When no coordinator can be reached,
+//! configuration requests fail with [`ClientError::NoCoordinator`].
+//!
 //! Errors are [`ClientError`]s; a server's refusal carries a [`Status`] (`NotFound`,
 //! `CmpFail`, `UnknownSpace`, `WrongType`, ...) and a message.
 
+mod cluster;
 mod connection;
 mod error;
+mod merge;
+mod routing;
+mod standalone;
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
 
 pub use error::ClientError;
-pub use tessera_protocol::{Configuration, Explanation, SortOrder, Status, WriteMode};
+pub use tessera_protocol::{Configuration, CoordinatorStatus, Explanation, SortOrder, Status, WriteMode};
 pub use tessera_types::{
     Funcall, FuncallOp, NumOp, Predicate, PredicateOp, SpaceSchema, Value, Version,
 };
 
-use tessera_protocol::{Request, Response, SpaceConfig, WireObject};
+use tessera_protocol::{Request, Response, WireObject};
+use tessera_types::Epoch;
+use tokio::sync::mpsc;
 
+use crate::cluster::Cluster;
 use crate::connection::Connection;
-
-/// Times a request is sent again after the configuration changed under it.
-const STALE_RETRIES_MAX: usize = 3;
+use crate::standalone::Standalone;
 
 /// An object as the client returns it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Record {
+    /// The object's key.
     pub key: Value,
+    /// Its version: strictly increasing with every update of the key.
     pub version: Version,
     /// Every attribute except the key, by name.
     pub attributes: BTreeMap<String, Value>,
 }
 
-/// A connection to a Tessera server. Cheap to clone; clones share the connection.
+/// A connection to a Tessera server or cluster. Cheap to clone; clones share connections,
+/// the cached configuration and the retry state.
 #[derive(Clone)]
 pub struct Client {
-    connection: Arc<Connection>,
-    config: Arc<RwLock<Arc<Configuration>>>,
+    mode: Mode,
+}
+
+#[derive(Clone)]
+enum Mode {
+    Standalone(Arc<Standalone>),
+    Cluster(Arc<Cluster>),
 }
 
 impl Client {
-    /// Connects to a server (`host:port`) and fetches the configuration.
-    pub async fn connect(address: &str) -> Result<Client, ClientError> {
-        let connection = Arc::new(Connection::open(address).await?);
-        let config = match connection.call(Request::GetConfig, tessera_types::Epoch(0)).await? {
-            Response::Config(c) => c,
-            other => return Err(unexpected(other)),
-        };
-        Ok(Client { connection, config: Arc::new(RwLock::new(Arc::from(config))) })
+    /// Connects to a standalone server or to a cluster's coordinators: `addresses` is
+    /// `host:port` or a comma-separated list of them. The first address that accepts a
+    /// connection decides the mode (see the crate documentation); the configuration is
+    /// fetched before this returns. Fails with the last address's error when none answers.
+    pub async fn connect(addresses: &str) -> Result<Client, ClientError> {
+        let given: Vec<String> =
+            addresses.split(',').map(str::trim).filter(|a| !a.is_empty()).map(str::to_owned).collect();
+        let mut last = ClientError::Io(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("no address in {addresses:?}"),
+        ));
+        for address in &given {
+            let connection = match Connection::open(address).await {
+                Ok(c) => Arc::new(c),
+                Err(e) => {
+                    last = e;
+                    continue;
+                }
+            };
+            match connection.call(Request::CoordinatorStatus, Epoch(0)).await {
+                Ok(Response::CoordinatorStatus(status)) => {
+                    let cluster = Cluster::start(&given, (address.clone(), connection), &status).await?;
+                    return Ok(Client { mode: Mode::Cluster(cluster) });
+                }
+                // A coordinator without a leader, or a server shutting down: try another.
+                Ok(Response::Error(e)) if e.status == Status::Unavailable => last = e.into(),
+                // A server: it answers that this request is for a coordinator.
+                Ok(Response::Error(_)) => {
+                    let standalone = Standalone::start(connection).await?;
+                    return Ok(Client { mode: Mode::Standalone(Arc::new(standalone)) });
+                }
+                Ok(other) => last = unexpected(other),
+                Err(e) => last = e,
+            }
+        }
+        Err(last)
+    }
+
+    /// Whether this client talks to a cluster (coordinators and servers) rather than to one
+    /// standalone server.
+    pub fn is_cluster(&self) -> bool {
+        matches!(self.mode, Mode::Cluster(_))
+    }
+
+    /// Every known coordinator's view of the coordinator group, each asked once (coordinators
+    /// named in an answer are asked too), with its address. Empty in standalone mode.
+    pub async fn coordinator_statuses(&self) -> Vec<(String, Result<CoordinatorStatus, ClientError>)> {
+        match &self.mode {
+            Mode::Standalone(_) => vec![],
+            Mode::Cluster(c) => c.coordinator_statuses().await,
+        }
     }
 
     /// The configuration as last fetched.
     pub fn configuration(&self) -> Arc<Configuration> {
-        self.config.read().expect("config lock").clone()
+        match &self.mode {
+            Mode::Standalone(s) => s.configuration(),
+            Mode::Cluster(c) => c.configuration(),
+        }
     }
 
-    /// Fetches the configuration again.
+    /// Fetches the configuration again (from the server, or from a coordinator).
     pub async fn refresh(&self) -> Result<Arc<Configuration>, ClientError> {
-        let fresh: Arc<Configuration> = match self.connection.call(Request::GetConfig, tessera_types::Epoch(0)).await? {
-            Response::Config(c) => Arc::from(c),
-            other => return Err(unexpected(other)),
-        };
-        let mut slot = self.config.write().expect("config lock");
-        if fresh.epoch >= slot.epoch {
-            *slot = fresh;
-        }
-        Ok(slot.clone())
-    }
-
-    /// Sends a request, refreshing the configuration and retrying when the server says it
-    /// was built on an older one; refreshes after any answer that shows a newer epoch.
-    async fn call(&self, request: Request) -> Result<Response, ClientError> {
-        let mut attempt = 0;
-        loop {
-            let epoch = self.configuration().epoch;
-            let (response, server_epoch) = self.connection.call_with_epoch(request.clone(), epoch).await?;
-            if server_epoch > epoch {
-                self.refresh().await?;
-            }
-            match response {
-                Response::Error(e) if e.status == Status::StaleEpoch && attempt < STALE_RETRIES_MAX => {
-                    attempt += 1;
-                    self.refresh().await?;
-                }
-                Response::Error(e) => return Err(ClientError::from(e)),
-                other => return Ok(other),
-            }
+        match &self.mode {
+            Mode::Standalone(s) => s.refresh().await,
+            Mode::Cluster(c) => c.refresh_now().await,
         }
     }
 
-    async fn expect_done(&self, request: Request) -> Result<(), ClientError> {
-        match self.call(request).await? {
+    /// A request about one key: to the server as it is, or to the key's point leader (with
+    /// the key converted to the space's key type) with retries. Error answers become `Err`.
+    async fn key_call(
+        &self,
+        space: &str,
+        key: Value,
+        write: bool,
+        make: impl Fn(Value) -> Request,
+    ) -> Result<Response, ClientError> {
+        match &self.mode {
+            Mode::Standalone(s) => s.call(make(key)).await,
+            Mode::Cluster(c) => c.key_call(space, key, write, make).await,
+        }
+    }
+
+    async fn write_key(&self, space: &str, key: Value, make: impl Fn(Value) -> Request) -> Result<(), ClientError> {
+        match self.key_call(space, key, true, make).await? {
             Response::Done => Ok(()),
             other => Err(unexpected(other)),
         }
     }
 
     /// The schema of a space, from the configuration (refreshed once if the space is unknown).
-    async fn space(&self, name: &str) -> Result<SpaceConfig, ClientError> {
+    async fn space(&self, name: &str) -> Result<SpaceSchema, ClientError> {
         if let Some(s) = self.configuration().space(name) {
-            return Ok(s.clone());
+            return Ok(s.schema.clone());
         }
-        self.refresh().await?.space(name).cloned().ok_or_else(|| {
+        self.refresh().await?.space(name).map(|s| s.schema.clone()).ok_or_else(|| {
             ClientError::Server { status: Status::UnknownSpace, message: format!("no space named {name:?}") }
         })
     }
@@ -162,22 +254,34 @@ impl Client {
         Ok(to_record(schema, object))
     }
 
+    /// Sends a request that changes the spaces, then waits for the configuration with the
+    /// change in it.
+    async fn change_spaces(&self, request: Request) -> Result<(), ClientError> {
+        match &self.mode {
+            Mode::Standalone(s) => match s.call(request).await? {
+                Response::Done => {
+                    s.refresh().await?;
+                    Ok(())
+                }
+                other => Err(unexpected(other)),
+            },
+            Mode::Cluster(c) => c.change_spaces(request).await,
+        }
+    }
+
     // ---- spaces -------------------------------------------------------------------------
 
     /// Creates a space from its description (see the space description language in the
     /// README). Fails with `SpaceExists` if one of that name exists, `BadDescription` (with a
-    /// line and column) if the description is wrong.
+    /// line and column) if the description is wrong, and in cluster mode `TooFewServers` if
+    /// it asks for more replicas than the cluster has servers.
     pub async fn add_space(&self, description: &str) -> Result<(), ClientError> {
-        self.expect_done(Request::AddSpace { description: description.to_owned() }).await?;
-        self.refresh().await?;
-        Ok(())
+        self.change_spaces(Request::AddSpace { description: description.to_owned() }).await
     }
 
     /// Removes a space and every object in it.
     pub async fn rm_space(&self, name: &str) -> Result<(), ClientError> {
-        self.expect_done(Request::RmSpace { name: name.to_owned() }).await?;
-        self.refresh().await?;
-        Ok(())
+        self.change_spaces(Request::RmSpace { name: name.to_owned() }).await
     }
 
     /// Every space, freshly fetched.
@@ -187,14 +291,15 @@ impl Client {
 
     /// One space's schema.
     pub async fn describe_space(&self, name: &str) -> Result<SpaceSchema, ClientError> {
-        Ok(self.space(name).await?.schema)
+        self.space(name).await
     }
 
     // ---- keys ---------------------------------------------------------------------------
 
     /// The object stored under `key`, or `None`.
     pub async fn get(&self, space: &str, key: impl Into<Value>) -> Result<Option<Record>, ClientError> {
-        match self.call(Request::Get { space: space.to_owned(), key: key.into() }).await? {
+        let get = |key| Request::Get { space: space.to_owned(), key };
+        match self.key_call(space, key.into(), false, get).await? {
             Response::Object(None) => Ok(None),
             Response::Object(Some(o)) => Ok(Some(self.record(space, o).await?)),
             other => Err(unexpected(other)),
@@ -210,8 +315,14 @@ impl Client {
         conditions: Vec<Predicate>,
         funcalls: Vec<Funcall>,
     ) -> Result<(), ClientError> {
-        self.expect_done(Request::Put { space: space.to_owned(), key: key.into(), mode, conditions, funcalls })
-            .await
+        let put = |key| Request::Put {
+            space: space.to_owned(),
+            key,
+            mode,
+            conditions: conditions.clone(),
+            funcalls: funcalls.clone(),
+        };
+        self.write_key(space, key.into(), put).await
     }
 
     /// Creates the object or updates the attributes given (the others keep their values, or
@@ -278,7 +389,8 @@ impl Client {
 
     /// Deletes the object only if every condition holds on it.
     pub async fn cond_del(&self, space: &str, key: impl Into<Value>, conditions: Vec<Predicate>) -> Result<(), ClientError> {
-        self.expect_done(Request::Del { space: space.to_owned(), key: key.into(), conditions }).await
+        let del = |key| Request::Del { space: space.to_owned(), key, conditions: conditions.clone() };
+        self.write_key(space, key.into(), del).await
     }
 
     // ---- search -------------------------------------------------------------------------
@@ -288,24 +400,35 @@ impl Client {
         self.search_stream(space, predicates).await?.collect().await
     }
 
-    /// Like [`Client::search`], but yields objects as the server streams them.
+    /// Like [`Client::search`], but yields objects as the server streams them (in cluster
+    /// mode, once every server has answered and the answers are merged).
     pub async fn search_stream(&self, space: &str, predicates: Vec<Predicate>) -> Result<SearchStream, ClientError> {
-        let schema = self.space(space).await?.schema;
-        let epoch = self.configuration().epoch;
-        let responses =
-            self.connection.stream(Request::Search { space: space.to_owned(), predicates }, epoch).await?;
-        Ok(SearchStream { schema, responses, buffered: Vec::new().into_iter(), done: false })
+        match &self.mode {
+            Mode::Standalone(s) => {
+                let schema = self.space(space).await?;
+                let responses = s.stream(Request::Search { space: space.to_owned(), predicates }).await?;
+                Ok(SearchStream::streaming(schema, responses))
+            }
+            Mode::Cluster(c) => {
+                let (schema, objects) = c.search(space, &predicates).await?;
+                Ok(SearchStream::gathered(schema, objects))
+            }
+        }
     }
 
     /// How many objects match.
     pub async fn count(&self, space: &str, predicates: Vec<Predicate>) -> Result<u64, ClientError> {
-        match self.call(Request::Count { space: space.to_owned(), predicates }).await? {
-            Response::Count(n) => Ok(n),
-            other => Err(unexpected(other)),
+        match &self.mode {
+            Mode::Standalone(s) => match s.call(Request::Count { space: space.to_owned(), predicates }).await? {
+                Response::Count(n) => Ok(n),
+                other => Err(unexpected(other)),
+            },
+            Mode::Cluster(c) => Ok(c.search(space, &predicates).await?.1.len() as u64),
         }
     }
 
-    /// At most `limit` matching objects, ordered by attribute `sort_by`.
+    /// At most `limit` matching objects, ordered by attribute `sort_by` (a string, int or
+    /// float attribute; ties by key), smallest or largest first.
     pub async fn sorted_search(
         &self,
         space: &str,
@@ -314,50 +437,88 @@ impl Client {
         limit: u32,
         order: SortOrder,
     ) -> Result<Vec<Record>, ClientError> {
-        let schema = self.space(space).await?.schema;
-        let epoch = self.configuration().epoch;
-        let request =
-            Request::SortedSearch { space: space.to_owned(), predicates, sort_by: sort_by.to_owned(), limit, order };
-        let responses = self.connection.stream(request, epoch).await?;
-        SearchStream { schema, responses, buffered: Vec::new().into_iter(), done: false }.collect().await
+        match &self.mode {
+            Mode::Standalone(s) => {
+                let schema = self.space(space).await?;
+                let request = Request::SortedSearch {
+                    space: space.to_owned(),
+                    predicates,
+                    sort_by: sort_by.to_owned(),
+                    limit,
+                    order,
+                };
+                SearchStream::streaming(schema, s.stream(request).await?).collect().await
+            }
+            Mode::Cluster(c) => {
+                let (schema, objects) = c.sorted_search(space, &predicates, sort_by, limit, order).await?;
+                SearchStream::gathered(schema, objects).collect().await
+            }
+        }
     }
 
-    /// Deletes every matching object; returns how many.
+    /// Deletes every matching object; returns how many. In cluster mode each object found is
+    /// deleted on the condition that it still matches; an error stops the deletions part way.
     pub async fn group_del(&self, space: &str, predicates: Vec<Predicate>) -> Result<u64, ClientError> {
-        match self.call(Request::GroupDel { space: space.to_owned(), predicates }).await? {
-            Response::Count(n) => Ok(n),
-            other => Err(unexpected(other)),
+        match &self.mode {
+            Mode::Standalone(s) => match s.call(Request::GroupDel { space: space.to_owned(), predicates }).await? {
+                Response::Count(n) => Ok(n),
+                other => Err(unexpected(other)),
+            },
+            Mode::Cluster(c) => c.group_del(space, predicates).await,
         }
     }
 
     /// Applies `funcalls` to every matching object, all of them to an object or none;
     /// returns how many objects were updated (those on which an operation cannot apply, by
-    /// integer overflow for instance, are left as they were and not counted).
+    /// integer overflow for instance, are left as they were and not counted). In cluster mode
+    /// each object found is updated on the condition that it still matches; an error stops
+    /// the updates part way.
     pub async fn group_update(&self, space: &str, predicates: Vec<Predicate>, funcalls: Vec<Funcall>) -> Result<u64, ClientError> {
-        match self.call(Request::GroupUpdate { space: space.to_owned(), predicates, funcalls }).await? {
-            Response::Count(n) => Ok(n),
-            other => Err(unexpected(other)),
+        match &self.mode {
+            Mode::Standalone(s) => {
+                match s.call(Request::GroupUpdate { space: space.to_owned(), predicates, funcalls }).await? {
+                    Response::Count(n) => Ok(n),
+                    other => Err(unexpected(other)),
+                }
+            }
+            Mode::Cluster(c) => c.group_update(space, predicates, funcalls).await,
         }
     }
 
-    /// How a search would run: the subspace chosen and the regions and servers it contacts.
+    /// How a search would run: the subspace chosen and the regions and servers it contacts
+    /// (in cluster mode computed by the client, contacting nobody).
     pub async fn explain(&self, space: &str, predicates: Vec<Predicate>) -> Result<Explanation, ClientError> {
-        match self.call(Request::Explain { space: space.to_owned(), predicates }).await? {
-            Response::Explain(e) => Ok(e),
-            other => Err(unexpected(other)),
+        match &self.mode {
+            Mode::Standalone(s) => match s.call(Request::Explain { space: space.to_owned(), predicates }).await? {
+                Response::Explain(e) => Ok(e),
+                other => Err(unexpected(other)),
+            },
+            Mode::Cluster(c) => c.explain(space, &predicates).await,
         }
     }
 }
 
-/// Objects of a search, as the server streams them.
+/// Objects of a search, as the server streams them (standalone mode) or as the client merged
+/// them (cluster mode).
 pub struct SearchStream {
     schema: SpaceSchema,
-    responses: tokio::sync::mpsc::UnboundedReceiver<Result<Response, ClientError>>,
+    /// The server's frames, until the last; `None` when every object is in `buffered`.
+    responses: Option<mpsc::UnboundedReceiver<Result<(Response, Epoch), ClientError>>>,
     buffered: std::vec::IntoIter<WireObject>,
-    done: bool,
 }
 
 impl SearchStream {
+    fn streaming(
+        schema: SpaceSchema,
+        responses: mpsc::UnboundedReceiver<Result<(Response, Epoch), ClientError>>,
+    ) -> SearchStream {
+        SearchStream { schema, responses: Some(responses), buffered: Vec::new().into_iter() }
+    }
+
+    fn gathered(schema: SpaceSchema, objects: Vec<WireObject>) -> SearchStream {
+        SearchStream { schema, responses: None, buffered: objects.into_iter() }
+    }
+
     /// Every remaining object.
     pub async fn collect(mut self) -> Result<Vec<Record>, ClientError> {
         let mut out = Vec::new();
@@ -373,16 +534,16 @@ impl SearchStream {
             if let Some(o) = self.buffered.next() {
                 return Ok(Some(to_record(&self.schema, o)));
             }
-            if self.done {
+            let Some(responses) = &mut self.responses else {
                 return Ok(None);
-            }
-            match self.responses.recv().await {
+            };
+            match responses.recv().await {
                 None => return Err(ClientError::ConnectionClosed),
                 Some(Err(e)) => return Err(e),
-                Some(Ok(Response::SearchItems(items))) => self.buffered = items.into_iter(),
-                Some(Ok(Response::SearchDone)) => self.done = true,
-                Some(Ok(Response::Error(e))) => return Err(e.into()),
-                Some(Ok(other)) => return Err(unexpected(other)),
+                Some(Ok((Response::SearchItems(items), _))) => self.buffered = items.into_iter(),
+                Some(Ok((Response::SearchDone, _))) => self.responses = None,
+                Some(Ok((Response::Error(e), _))) => return Err(e.into()),
+                Some(Ok((other, _))) => return Err(unexpected(other)),
             }
         }
     }
@@ -399,6 +560,6 @@ fn to_record(schema: &SpaceSchema, object: WireObject) -> Record {
     Record { key, version: object.version, attributes }
 }
 
-fn unexpected(response: Response) -> ClientError {
+pub(crate) fn unexpected(response: Response) -> ClientError {
     ClientError::Protocol(format!("unexpected response {response:?}"))
 }

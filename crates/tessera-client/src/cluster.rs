@@ -1,0 +1,610 @@
+//! Cluster mode: the coordinators, the cached configuration, one connection per server, and
+//! the retry loop every request runs in.
+//!
+//! * Admin requests (add/remove a space, the configuration, coordinator status) go to the
+//!   coordinators, the one that answered last first, then each other in turn.
+//! * Key requests go to the key's point leader, searches to one replica per region
+//!   ([`crate::routing`]); every frame carries the cached epoch.
+//! * A request refused with `StaleEpoch` or `Unavailable` was not applied: the client refreshes
+//!   its configuration when the refusal shows a newer one, waits (10 ms, doubling up to 500 ms)
+//!   and sends it again, for about [`RETRY_BUDGET`] in all. A read whose connection broke is
+//!   sent again the same way; a write whose connection broke after it was sent may have been
+//!   applied, so it fails with the connection's error and is never resent.
+//! * Any answer that shows a newer epoch starts a refresh in the background.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
+
+use futures::StreamExt;
+use tessera_protocol::{Configuration, CoordinatorStatus, Request, Response, SortOrder, WireObject};
+use tessera_types::{Epoch, Funcall, Predicate, SpaceSchema, Value};
+use tokio::time::Instant;
+
+use crate::connection::{CallError, Connection};
+use crate::routing::{self, Routes};
+use crate::{merge, unexpected, ClientError, Explanation, Status, WriteMode};
+
+/// How long a request keeps being retried before its last error is returned.
+pub(crate) const RETRY_BUDGET: Duration = Duration::from_secs(10);
+const BACKOFF_FIRST: Duration = Duration::from_millis(10);
+const BACKOFF_MAX: Duration = Duration::from_millis(500);
+/// How long one `WaitConfig` asks a coordinator to wait for a newer configuration.
+const WAIT_CONFIG: Duration = Duration::from_secs(1);
+/// Writes a group delete or group update has in flight at once.
+const GROUP_WRITES_IN_FLIGHT: usize = 64;
+
+/// Waits between attempts, doubling, until a deadline.
+struct Backoff {
+    deadline: Instant,
+    next: Duration,
+}
+
+impl Backoff {
+    fn new() -> Backoff {
+        Backoff { deadline: Instant::now() + RETRY_BUDGET, next: BACKOFF_FIRST }
+    }
+
+    /// Waits before the next attempt; `false` (at once) when that would pass the deadline.
+    async fn wait(&mut self) -> bool {
+        if Instant::now() + self.next > self.deadline {
+            return false;
+        }
+        tokio::time::sleep(self.next).await;
+        self.next = (self.next * 2).min(BACKOFF_MAX);
+        true
+    }
+}
+
+/// What one attempt of a request came to.
+enum Attempt<T> {
+    Done(T),
+    /// Refused or lost without being applied: worth another attempt. `server_epoch` is the
+    /// epoch the refusing server answered in, when it answered.
+    Retry { error: ClientError, server_epoch: Option<Epoch> },
+    Fail(ClientError),
+}
+
+/// Whether an error is a connection's (refused, reset, closed) rather than an answer's.
+fn is_connection_error(e: &ClientError) -> bool {
+    matches!(e, ClientError::Io(_) | ClientError::ConnectionClosed)
+}
+
+pub(crate) struct Cluster {
+    /// Every coordinator address known: those given, then those the coordinators named.
+    coordinators: RwLock<Vec<String>>,
+    /// The coordinator that answered last (an index into `coordinators`).
+    preferred: AtomicUsize,
+    routes: RwLock<Arc<Routes>>,
+    /// One refresh at a time; `refreshes` counts those done, so that callers who waited for
+    /// one need not make another.
+    refreshing: tokio::sync::Mutex<()>,
+    refreshes: AtomicU64,
+    /// One connection per address (servers and coordinators), opened when first needed,
+    /// replaced once it has failed.
+    connections: Mutex<HashMap<String, Arc<Connection>>>,
+    /// Searches made: rotates the replica each region is asked of.
+    turn: AtomicU64,
+}
+
+impl Cluster {
+    /// Starts from a coordinator that answered `status` on `connection`, knowing the
+    /// coordinators at `addresses` too, and fetches the configuration.
+    pub(crate) async fn start(
+        addresses: &[String],
+        (address, connection): (String, Arc<Connection>),
+        status: &CoordinatorStatus,
+    ) -> Result<Arc<Cluster>, ClientError> {
+        let empty = Configuration { epoch: Epoch(0), servers: vec![], spaces: vec![] };
+        let cluster = Arc::new(Cluster {
+            coordinators: RwLock::new(vec![]),
+            preferred: AtomicUsize::new(0),
+            routes: RwLock::new(Arc::new(Routes::new(Arc::new(empty)))),
+            refreshing: tokio::sync::Mutex::new(()),
+            refreshes: AtomicU64::new(0),
+            connections: Mutex::new(HashMap::from([(address.clone(), connection)])),
+            turn: AtomicU64::new(0),
+        });
+        cluster.learn_coordinators(std::iter::once(&address).chain(addresses));
+        cluster.learn_coordinators(status.members.iter().map(|(_, a)| a));
+        cluster.refresh(None, &mut Backoff::new()).await?;
+        Ok(cluster)
+    }
+
+    fn learn_coordinators<'a>(&self, addresses: impl IntoIterator<Item = &'a String>) {
+        let mut known = self.coordinators.write().expect("coordinators lock");
+        for a in addresses {
+            if !known.contains(a) {
+                known.push(a.clone());
+            }
+        }
+    }
+
+    fn coordinators(&self) -> Vec<String> {
+        self.coordinators.read().expect("coordinators lock").clone()
+    }
+
+    pub(crate) fn configuration(&self) -> Arc<Configuration> {
+        self.routes().config.clone()
+    }
+
+    fn routes(&self) -> Arc<Routes> {
+        self.routes.read().expect("routes lock").clone()
+    }
+
+    /// The connection to `address`, opened if there is none or the last one failed.
+    async fn connection(&self, address: &str) -> Result<Arc<Connection>, ClientError> {
+        let pooled = self.connections.lock().expect("connections lock").get(address).cloned();
+        if let Some(c) = pooled.filter(|c| !c.is_closed()) {
+            return Ok(c);
+        }
+        let fresh = Arc::new(Connection::open(address).await?);
+        let mut pool = self.connections.lock().expect("connections lock");
+        match pool.get(address) {
+            // Another task opened one meanwhile: share it, drop ours.
+            Some(c) if !c.is_closed() => Ok(c.clone()),
+            _ => {
+                pool.insert(address.to_owned(), fresh.clone());
+                Ok(fresh)
+            }
+        }
+    }
+
+    // ---- coordinators --------------------------------------------------------------------
+
+    /// Sends a request to the coordinators until one answers it, retrying on `Unavailable`
+    /// (no Raft leader) and on connections refused or broken, until `backoff`'s deadline. A
+    /// `write` whose connection broke after it was sent fails at once.
+    async fn coordinator_call(
+        &self,
+        request: &Request,
+        write: bool,
+        backoff: &mut Backoff,
+    ) -> Result<(Response, Epoch), ClientError> {
+        loop {
+            let coordinators = self.coordinators();
+            let first = self.preferred.load(Ordering::Relaxed);
+            let mut last = None;
+            for i in (0..coordinators.len()).map(|k| (first + k) % coordinators.len()) {
+                let address = &coordinators[i];
+                let outcome = match self.connection(address).await {
+                    Err(e) => Err(CallError::Unsent(e)),
+                    Ok(c) => c.try_call(request.clone(), Epoch(0)).await,
+                };
+                match outcome {
+                    Ok((Response::Error(e), _)) if e.status.is_retryable() => last = Some(ClientError::from(e)),
+                    Ok(answer) => {
+                        self.preferred.store(i, Ordering::Relaxed);
+                        return Ok(answer);
+                    }
+                    Err(CallError::Unsent(e)) if is_connection_error(&e) => last = Some(e),
+                    Err(CallError::Lost(e)) if !write => last = Some(e),
+                    Err(e) => return Err(e.into_error()),
+                }
+            }
+            if !backoff.wait().await {
+                return Err(match last {
+                    Some(e @ ClientError::Server { .. }) => e,
+                    Some(e) => ClientError::NoCoordinator(format!("{} ({e})", coordinators.join(","))),
+                    None => ClientError::NoCoordinator("no coordinator address".into()),
+                });
+            }
+        }
+    }
+
+    /// Fetches the configuration: at least epoch `wanted` (waiting for it with `WaitConfig`
+    /// until `backoff`'s deadline), or whatever is current when `wanted` is `None`. Concurrent
+    /// callers share one fetch. Never goes back to an older configuration.
+    async fn refresh(&self, wanted: Option<Epoch>, backoff: &mut Backoff) -> Result<Arc<Routes>, ClientError> {
+        let seen = self.refreshes.load(Ordering::Acquire);
+        let _one_at_a_time = self.refreshing.lock().await;
+        loop {
+            let current = self.routes();
+            match wanted {
+                Some(e) if current.config.epoch >= e => return Ok(current),
+                None if self.refreshes.load(Ordering::Acquire) != seen => return Ok(current),
+                _ => {}
+            }
+            let request = match wanted {
+                None => Request::GetConfig,
+                Some(e) => {
+                    let left = backoff.deadline.saturating_duration_since(Instant::now());
+                    let timeout_ms = WAIT_CONFIG.min(left).as_millis() as u32;
+                    Request::WaitConfig { after: Epoch(e.0.saturating_sub(1)), timeout_ms }
+                }
+            };
+            let config = match self.coordinator_call(&request, false, backoff).await? {
+                (Response::Config(c), _) => c,
+                (Response::Error(e), _) => return Err(e.into()),
+                (other, _) => return Err(unexpected(other)),
+            };
+            let installed = self.install(*config);
+            self.refreshes.fetch_add(1, Ordering::Release);
+            match wanted {
+                Some(e) if installed.config.epoch < e && Instant::now() < backoff.deadline => continue,
+                _ => return Ok(installed),
+            }
+        }
+    }
+
+    /// Caches `config` unless the cache holds a newer one; returns what the cache holds.
+    fn install(&self, config: Configuration) -> Arc<Routes> {
+        let mut slot = self.routes.write().expect("routes lock");
+        if config.epoch >= slot.config.epoch {
+            *slot = Arc::new(Routes::new(Arc::new(config)));
+        }
+        slot.clone()
+    }
+
+    /// Starts fetching epoch `epoch` in the background, unless it is cached already.
+    fn refresh_soon(self: &Arc<Self>, epoch: Epoch) {
+        if self.routes().config.epoch >= epoch {
+            return;
+        }
+        let this = self.clone();
+        tokio::spawn(async move {
+            let _ = this.refresh(Some(epoch), &mut Backoff::new()).await;
+        });
+    }
+
+    /// Fetches the current configuration.
+    pub(crate) async fn refresh_now(&self) -> Result<Arc<Configuration>, ClientError> {
+        Ok(self.refresh(None, &mut Backoff::new()).await?.config.clone())
+    }
+
+    /// Adds or removes a space, then waits until the cached configuration includes the change.
+    pub(crate) async fn change_spaces(&self, request: Request) -> Result<(), ClientError> {
+        let before = self.routes().config.epoch;
+        let mut backoff = Backoff::new();
+        match self.coordinator_call(&request, true, &mut backoff).await? {
+            (Response::Done, after) => {
+                let wanted = Epoch(before.0 + 1).max(after);
+                // The change is made; a configuration slow to follow is fetched again when a
+                // request names a space this client does not know.
+                let _ = self.refresh(Some(wanted), &mut Backoff::new()).await;
+                Ok(())
+            }
+            (Response::Error(e), _) => Err(e.into()),
+            (other, _) => Err(unexpected(other)),
+        }
+    }
+
+    /// Every known coordinator's status (coordinators named in an answer are asked too).
+    pub(crate) async fn coordinator_statuses(&self) -> Vec<(String, Result<CoordinatorStatus, ClientError>)> {
+        let mut statuses: Vec<(String, Result<CoordinatorStatus, ClientError>)> = Vec::new();
+        loop {
+            let unasked: Vec<String> =
+                self.coordinators().into_iter().filter(|a| statuses.iter().all(|(b, _)| a != b)).collect();
+            if unasked.is_empty() {
+                return statuses;
+            }
+            let asked = futures::future::join_all(unasked.into_iter().map(|address| async move {
+                let status = async {
+                    let connection = self.connection(&address).await?;
+                    match connection.call(Request::CoordinatorStatus, Epoch(0)).await? {
+                        Response::CoordinatorStatus(s) => Ok(s),
+                        Response::Error(e) => Err(e.into()),
+                        other => Err(unexpected(other)),
+                    }
+                }
+                .await;
+                (address, status)
+            }))
+            .await;
+            for (_, status) in &asked {
+                if let Ok(s) = status {
+                    self.learn_coordinators(s.members.iter().map(|(_, a)| a));
+                }
+            }
+            statuses.extend(asked);
+        }
+    }
+
+    // ---- the retry loop ------------------------------------------------------------------
+
+    /// Runs `attempt` with the current routes until it is done, fails, or the retry budget is
+    /// spent (then the last error is returned). Between attempts, refreshes the configuration
+    /// when the refusal shows a newer one, or may (a refusal in the same epoch, a lost
+    /// connection: the server may have left); waits unless the configuration moved.
+    async fn with_retries<T, F, Fut>(&self, attempt: F) -> Result<T, ClientError>
+    where
+        F: Fn(Arc<Routes>) -> Fut,
+        Fut: Future<Output = Attempt<T>>,
+    {
+        let mut backoff = Backoff::new();
+        loop {
+            let routes = self.routes();
+            let sent = routes.config.epoch;
+            let (error, server_epoch) = match attempt(routes).await {
+                Attempt::Done(t) => return Ok(t),
+                Attempt::Fail(e) => return Err(e),
+                Attempt::Retry { error, server_epoch } => (error, server_epoch),
+            };
+            let refreshed = match server_epoch {
+                // The server is behind: give it time.
+                Some(s) if s < sent => None,
+                Some(s) if s > sent => self.refresh(Some(s), &mut backoff).await.ok(),
+                _ => self.refresh(None, &mut backoff).await.ok(),
+            };
+            let moved = refreshed.is_some_and(|r| r.config.epoch > sent);
+            if (moved && Instant::now() >= backoff.deadline) || (!moved && !backoff.wait().await) {
+                return Err(error);
+            }
+        }
+    }
+
+    /// One request to one server, classified for [`Cluster::with_retries`]. An error answer
+    /// that is not retryable is `Done`.
+    async fn send(self: &Arc<Self>, address: &str, request: Request, epoch: Epoch, write: bool) -> Attempt<Response> {
+        let connection = match self.connection(address).await {
+            Ok(c) => c,
+            Err(error) => return Attempt::Retry { error, server_epoch: None },
+        };
+        match connection.try_call(request, epoch).await {
+            Ok((Response::Error(e), server)) if e.status.is_retryable() => {
+                Attempt::Retry { error: e.into(), server_epoch: Some(server) }
+            }
+            Ok((response, server)) => {
+                if server > epoch {
+                    self.refresh_soon(server);
+                }
+                Attempt::Done(response)
+            }
+            Err(CallError::Unsent(error)) if is_connection_error(&error) => Attempt::Retry { error, server_epoch: None },
+            Err(CallError::Lost(error)) if !write => Attempt::Retry { error, server_epoch: None },
+            Err(e) => Attempt::Fail(e.into_error()),
+        }
+    }
+
+    /// The routes, refreshed once if they do not know space `name`.
+    async fn routes_with(&self, name: &str) -> Result<Arc<Routes>, ClientError> {
+        let routes = self.routes();
+        if routes.space(name).is_some() {
+            return Ok(routes);
+        }
+        let routes = self.refresh(None, &mut Backoff::new()).await?;
+        match routes.space(name) {
+            Some(_) => Ok(routes),
+            None => Err(routing::unknown_space(name)),
+        }
+    }
+
+    // ---- keys ----------------------------------------------------------------------------
+
+    /// A request about one key (`make` builds it from the key converted to the space's key
+    /// type), sent to the key's point leader. An error answer becomes `Err`.
+    pub(crate) async fn key_call(
+        self: &Arc<Self>,
+        space: &str,
+        key: Value,
+        write: bool,
+        make: impl Fn(Value) -> Request,
+    ) -> Result<Response, ClientError> {
+        self.routes_with(space).await?;
+        let (key, make) = (&key, &make);
+        let response = self
+            .with_retries(|routes| async move {
+                let Some((config, tessellations)) = routes.space(space) else {
+                    return Attempt::Fail(routing::unknown_space(space));
+                };
+                let key = match routing::check_key(&config.schema, key.clone()) {
+                    Ok(k) => k,
+                    Err(e) => return Attempt::Fail(e),
+                };
+                let leader = match routing::point_leader(config, tessellations, &key) {
+                    Ok(l) => l,
+                    Err(error) => return Attempt::Retry { error, server_epoch: None },
+                };
+                let Some(address) = routes.address(leader) else {
+                    let error = routing::refused(Status::Unavailable, format!("server {leader} has no address"));
+                    return Attempt::Retry { error, server_epoch: None };
+                };
+                self.send(address, make(key), routes.config.epoch, write).await
+            })
+            .await?;
+        match response {
+            Response::Error(e) => Err(e.into()),
+            other => Ok(other),
+        }
+    }
+
+    // ---- searches ------------------------------------------------------------------------
+
+    /// Every object matching `predicates`, one per key at its highest version, with the schema
+    /// they were read with.
+    pub(crate) async fn search(
+        self: &Arc<Self>,
+        space: &str,
+        predicates: &[Predicate],
+    ) -> Result<(SpaceSchema, Vec<WireObject>), ClientError> {
+        self.routes_with(space).await?;
+        self.with_retries(|routes| self.search_attempt(routes, space, predicates)).await
+    }
+
+    async fn search_attempt(
+        self: &Arc<Self>,
+        routes: Arc<Routes>,
+        space: &str,
+        predicates: &[Predicate],
+    ) -> Attempt<(SpaceSchema, Vec<WireObject>)> {
+        let Some((config, tessellations)) = routes.space(space) else {
+            return Attempt::Fail(routing::unknown_space(space));
+        };
+        let schema = &config.schema;
+        let checked = match routing::check_predicates(schema, predicates) {
+            Ok(c) => c,
+            Err(e) => return Attempt::Fail(e),
+        };
+        let turn = self.turn.fetch_add(1, Ordering::Relaxed);
+        let route = match routing::route_search(config, tessellations, &checked, turn) {
+            Ok(r) => r,
+            Err(error) => return Attempt::Retry { error, server_epoch: None },
+        };
+        let (epoch, subspace) = (routes.config.epoch, route.subspace);
+        let parts = route.regions.into_iter().map(|(server, regions)| {
+            let routes = &routes;
+            let request =
+                Request::SearchRegions { space: space.to_owned(), predicates: predicates.to_vec(), subspace, regions };
+            async move {
+                match routes.address(server) {
+                    Some(address) => self.search_part(address, request, epoch).await,
+                    None => Attempt::Retry {
+                        error: routing::refused(Status::Unavailable, format!("server {server} has no address")),
+                        server_epoch: None,
+                    },
+                }
+            }
+        });
+        let mut found = Vec::new();
+        let mut retry: Option<(ClientError, Option<Epoch>)> = None;
+        for part in futures::future::join_all(parts).await {
+            match part {
+                Attempt::Done(objects) => found.extend(objects),
+                Attempt::Fail(e) => return Attempt::Fail(e),
+                Attempt::Retry { error, server_epoch } => {
+                    // Refresh for the newest epoch any server showed.
+                    if retry.as_ref().is_none_or(|(_, e)| server_epoch > *e) {
+                        retry = Some((error, server_epoch));
+                    }
+                }
+            }
+        }
+        if let Some((error, server_epoch)) = retry {
+            return Attempt::Retry { error, server_epoch };
+        }
+        if let Some(bad) = found.iter().find(|o| o.values.len() != schema.attributes.len()) {
+            let message = format!("an object of {space:?} with {} values does not fit its schema", bad.values.len());
+            return Attempt::Fail(ClientError::Protocol(message));
+        }
+        Attempt::Done((schema.clone(), merge::merge_highest_version(found)))
+    }
+
+    /// One server's share of a search: everything it streams.
+    async fn search_part(self: &Arc<Self>, address: &str, request: Request, epoch: Epoch) -> Attempt<Vec<WireObject>> {
+        let retry = |error| Attempt::Retry { error, server_epoch: None };
+        let connection = match self.connection(address).await {
+            Ok(c) => c,
+            Err(e) => return retry(e),
+        };
+        let mut frames = match connection.stream(request, epoch).await {
+            Ok(frames) => frames,
+            Err(e) if is_connection_error(&e) => return retry(e),
+            Err(e) => return Attempt::Fail(e),
+        };
+        let mut objects = Vec::new();
+        loop {
+            match frames.recv().await {
+                None => return retry(ClientError::ConnectionClosed),
+                // A search changes nothing: a broken one is simply made again.
+                Some(Err(e)) if is_connection_error(&e) => return retry(e),
+                Some(Err(e)) => return Attempt::Fail(e),
+                Some(Ok((Response::SearchItems(items), _))) => objects.extend(items),
+                Some(Ok((Response::SearchDone, server))) => {
+                    if server > epoch {
+                        self.refresh_soon(server);
+                    }
+                    return Attempt::Done(objects);
+                }
+                Some(Ok((Response::Error(e), server))) if e.status.is_retryable() => {
+                    return Attempt::Retry { error: e.into(), server_epoch: Some(server) }
+                }
+                Some(Ok((Response::Error(e), _))) => return Attempt::Fail(e.into()),
+                Some(Ok((other, _))) => return Attempt::Fail(unexpected(other)),
+            }
+        }
+    }
+
+    /// At most `limit` matching objects ordered by `sort_by`.
+    pub(crate) async fn sorted_search(
+        self: &Arc<Self>,
+        space: &str,
+        predicates: &[Predicate],
+        sort_by: &str,
+        limit: u32,
+        order: SortOrder,
+    ) -> Result<(SpaceSchema, Vec<WireObject>), ClientError> {
+        // Refused before any server is asked, in the order a standalone server checks.
+        let routes = self.routes_with(space).await?;
+        let (config, _) = routes.space(space).ok_or_else(|| routing::unknown_space(space))?;
+        routing::check_predicates(&config.schema, predicates)?;
+        routing::check_sort_attribute(&config.schema, sort_by)?;
+        let (schema, objects) = self.search(space, predicates).await?;
+        let attr = routing::check_sort_attribute(&schema, sort_by)?;
+        Ok((schema, merge::sort_limit(objects, attr, limit as usize, order)))
+    }
+
+    /// How a search would run (nothing is contacted).
+    pub(crate) async fn explain(&self, space: &str, predicates: &[Predicate]) -> Result<Explanation, ClientError> {
+        let routes = self.routes_with(space).await?;
+        let (config, tessellations) = routes.space(space).ok_or_else(|| routing::unknown_space(space))?;
+        let checked = routing::check_predicates(&config.schema, predicates)?;
+        Ok(routing::explain(config, tessellations, &checked, self.turn.load(Ordering::Relaxed)))
+    }
+
+    /// Deletes every matching object, each with the predicates as its condition (an object
+    /// changed meanwhile is left alone); returns how many were deleted.
+    pub(crate) async fn group_del(self: &Arc<Self>, space: &str, predicates: Vec<Predicate>) -> Result<u64, ClientError> {
+        let (_, objects) = self.search(space, &predicates).await?;
+        self.write_each(space, objects, |key| Request::Del {
+            space: space.to_owned(),
+            key,
+            conditions: predicates.clone(),
+        })
+        .await
+    }
+
+    /// Applies `funcalls` to every matching object, each with the predicates as its
+    /// condition; returns how many were updated.
+    pub(crate) async fn group_update(
+        self: &Arc<Self>,
+        space: &str,
+        predicates: Vec<Predicate>,
+        funcalls: Vec<Funcall>,
+    ) -> Result<u64, ClientError> {
+        let routes = self.routes_with(space).await?;
+        let (config, _) = routes.space(space).ok_or_else(|| routing::unknown_space(space))?;
+        routing::check_predicates(&config.schema, &predicates)?;
+        if !routing::check_group_funcalls(&config.schema, &funcalls)? {
+            return Ok(0);
+        }
+        let (_, objects) = self.search(space, &predicates).await?;
+        self.write_each(space, objects, |key| Request::Put {
+            space: space.to_owned(),
+            key,
+            mode: WriteMode::UpdateOnly,
+            conditions: predicates.clone(),
+            funcalls: funcalls.clone(),
+        })
+        .await
+    }
+
+    /// Sends `make(key)` for the key of every object to its point leader, a few at a time;
+    /// counts those `Done`, skips those refused with `NotFound` or `CmpFail` (the object
+    /// changed since the search), stops at any other error.
+    async fn write_each(
+        self: &Arc<Self>,
+        space: &str,
+        objects: Vec<WireObject>,
+        make: impl Fn(Value) -> Request,
+    ) -> Result<u64, ClientError> {
+        let make = &make;
+        let mut writes = futures::stream::iter(objects)
+            .map(|o| async move {
+                let key = o.values.into_iter().next().expect("every object found has its key");
+                self.key_call(space, key, true, make).await
+            })
+            .buffer_unordered(GROUP_WRITES_IN_FLIGHT);
+        let mut done = 0;
+        while let Some(outcome) = writes.next().await {
+            match outcome {
+                Ok(Response::Done) => done += 1,
+                Ok(other) => return Err(unexpected(other)),
+                Err(e) if matches!(e.status(), Some(Status::NotFound | Status::CmpFail)) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(done)
+    }
+}

@@ -1,0 +1,497 @@
+//! Routing as pure functions (cluster mode): which server a key's requests go to, which
+//! replica serves each region a search crosses, and the checks a cluster client makes itself
+//! because no single server sees the whole request (DESIGN §4-§5).
+//!
+//! * A key's requests go to its **point leader**: the first server of the replica set of the
+//!   key's region in the key subspace (subspace 0).
+//! * A search runs on the subspace [`choose_subspace`] picks (every client and server makes the
+//!   same choice), crosses the regions of its box there, and asks **one replica per region**:
+//!   search number `turn` asks replica `(turn + region) mod K` of each region, so successive
+//!   searches rotate over every replica.
+//! * Predicates, keys, sort attributes and funcalls are checked against the schema with the
+//!   functions the server uses, and refused with the statuses a server would answer.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use tessera_geometry::{choose_subspace, key_coordinate, RegionIndex, SearchBox, Tessellation};
+use tessera_protocol::{Configuration, ErrorReply, Explanation, SpaceConfig, Status};
+use tessera_types::constants::KEY_BYTES_MAX;
+use tessera_types::{
+    AttrIndex, CheckedFuncall, CheckedPredicate, Funcall, FuncallCheckError, Predicate, PredicateError, ServerId,
+    SpaceSchema, SubspaceId, Value,
+};
+
+use crate::ClientError;
+
+/// A configuration and what routing derives from it, computed once per epoch.
+#[derive(Debug)]
+pub(crate) struct Routes {
+    pub(crate) config: Arc<Configuration>,
+    /// Per space name, the tessellation of every subspace, in subspace order.
+    tessellations: HashMap<String, Vec<Tessellation>>,
+}
+
+impl Routes {
+    pub(crate) fn new(config: Arc<Configuration>) -> Routes {
+        let tessellations = config.spaces.iter().map(|s| (s.schema.name.clone(), s.tessellations())).collect();
+        Routes { config, tessellations }
+    }
+
+    /// A space's configuration and the tessellations of its subspaces.
+    pub(crate) fn space(&self, name: &str) -> Option<(&SpaceConfig, &[Tessellation])> {
+        let space = self.config.space(name)?;
+        Some((space, self.tessellations.get(name)?))
+    }
+
+    /// The address of a server, if this configuration names it.
+    pub(crate) fn address(&self, server: ServerId) -> Option<&str> {
+        self.config.server(server).map(|s| s.address.as_str())
+    }
+}
+
+/// A refusal built here, in the words a server would use.
+pub(crate) fn refused(status: Status, message: impl Into<String>) -> ClientError {
+    ClientError::from(ErrorReply::new(status, message))
+}
+
+pub(crate) fn unknown_space(name: &str) -> ClientError {
+    refused(Status::UnknownSpace, format!("no space named {name:?}"))
+}
+
+/// The key converted to the space's key type (routing hashes the converted key, as the
+/// server stores it), or the server's `WrongType` / `TooLarge` refusal.
+pub(crate) fn check_key(schema: &SpaceSchema, key: Value) -> Result<Value, ClientError> {
+    let ty = schema.key().ty;
+    let given = key.kind_name();
+    let key = ty.coerce(key).ok_or_else(|| {
+        refused(Status::WrongType, format!("the key of space {:?} is a {ty}, not a {given}", schema.name))
+    })?;
+    if let Value::String(s) = &key {
+        if s.len() > KEY_BYTES_MAX {
+            return Err(refused(
+                Status::TooLarge,
+                format!("a key of {} bytes is over the {KEY_BYTES_MAX}-byte limit", s.len()),
+            ));
+        }
+    }
+    Ok(key)
+}
+
+/// The region of the key subspace holding `key` (a key of the space's key type).
+pub(crate) fn key_region(key_tessellation: &Tessellation, key: &Value) -> RegionIndex {
+    key_tessellation.region_of(&[key_coordinate(key)])
+}
+
+/// The replica set of a region, empty when the configuration has none for it.
+fn replicas(space: &SpaceConfig, subspace: SubspaceId, region: RegionIndex) -> &[ServerId] {
+    space
+        .replicas
+        .get(subspace.get())
+        .and_then(|regions| regions.get(region.0 as usize))
+        .map_or(&[], Vec::as_slice)
+}
+
+/// The point leader of `key` (of the space's key type): the first server of its key region's
+/// replica set. `Unavailable` when that region has no replica in this configuration.
+pub(crate) fn point_leader(
+    space: &SpaceConfig,
+    tessellations: &[Tessellation],
+    key: &Value,
+) -> Result<ServerId, ClientError> {
+    let region = key_region(&tessellations[SubspaceId::KEY.get()], key);
+    replicas(space, SubspaceId::KEY, region).first().copied().ok_or_else(|| {
+        refused(Status::Unavailable, format!("region {} of the key subspace has no server", region.0))
+    })
+}
+
+/// The replica of `region` that search number `turn` asks, if the region has any.
+fn pick_replica(replicas: &[ServerId], region: RegionIndex, turn: u64) -> Option<ServerId> {
+    if replicas.is_empty() {
+        return None;
+    }
+    let index = turn.wrapping_add(region.0 as u64) % replicas.len() as u64;
+    Some(replicas[index as usize])
+}
+
+/// Which server each region of a search is asked of: one replica per region, rotating with
+/// `turn`. Every region lands in exactly one server's list, each list in the order given.
+/// `Unavailable` when a region has no replica.
+pub(crate) fn assign_regions(
+    space: &SpaceConfig,
+    subspace: SubspaceId,
+    regions: &[RegionIndex],
+    turn: u64,
+) -> Result<BTreeMap<ServerId, Vec<u32>>, ClientError> {
+    let mut by_server: BTreeMap<ServerId, Vec<u32>> = BTreeMap::new();
+    for &region in regions {
+        let server = pick_replica(replicas(space, subspace, region), region, turn).ok_or_else(|| {
+            refused(Status::Unavailable, format!("region {} of subspace {} has no server", region.0, subspace.get()))
+        })?;
+        by_server.entry(server).or_default().push(region.0);
+    }
+    Ok(by_server)
+}
+
+/// Where one search goes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct SearchRoute {
+    pub(crate) subspace: SubspaceId,
+    /// Per server, the regions of `subspace` it is asked for. Empty when the predicates
+    /// contradict each other: the search contacts nobody.
+    pub(crate) regions: BTreeMap<ServerId, Vec<u32>>,
+}
+
+/// Plans search number `turn`: the subspace, its regions the box crosses, one replica each.
+pub(crate) fn route_search(
+    space: &SpaceConfig,
+    tessellations: &[Tessellation],
+    predicates: &[CheckedPredicate],
+    turn: u64,
+) -> Result<SearchRoute, ClientError> {
+    let plan = choose_subspace(&space.schema, tessellations, predicates);
+    let regions = match &plan.search_box {
+        None => vec![],
+        Some(b) => b.regions(&tessellations[plan.subspace.get()]),
+    };
+    Ok(SearchRoute { subspace: plan.subspace, regions: assign_regions(space, plan.subspace, &regions, turn)? })
+}
+
+/// How search number `turn` would run: the fields a standalone server fills, with
+/// `servers_contacted` the distinct replicas this client would pick.
+pub(crate) fn explain(
+    space: &SpaceConfig,
+    tessellations: &[Tessellation],
+    predicates: &[CheckedPredicate],
+    turn: u64,
+) -> Explanation {
+    let schema = &space.schema;
+    let plan = choose_subspace(schema, tessellations, predicates);
+    let candidates = schema
+        .subspace_ids()
+        .map(|s| {
+            let crossed =
+                SearchBox::for_predicates(schema, s, predicates).map_or(0, |b| b.regions_count(&tessellations[s.get()]));
+            (s, crossed)
+        })
+        .collect();
+    let tessellation = &tessellations[plan.subspace.get()];
+    let servers_contacted = match &plan.search_box {
+        None => 0,
+        Some(b) => {
+            let mut servers: Vec<ServerId> = b
+                .regions(tessellation)
+                .into_iter()
+                .filter_map(|r| pick_replica(replicas(space, plan.subspace, r), r, turn))
+                .collect();
+            servers.sort();
+            servers.dedup();
+            servers.len() as u64
+        }
+    };
+    Explanation {
+        subspace: plan.subspace,
+        dimensions: schema.subspace(plan.subspace).dimensions.iter().map(|&a| schema.attribute(a).name.clone()).collect(),
+        subspace_regions: tessellation.regions_count() as u64,
+        regions_contacted: plan.regions_count,
+        servers_contacted,
+        candidates,
+    }
+}
+
+/// The predicates checked against the schema, or the server's refusal: `UnknownAttribute`,
+/// `WrongType` (wrong operand, or an operator that does not apply), `BadPredicate` (a regex
+/// that does not compile), `TooLarge` (too many predicates).
+pub(crate) fn check_predicates(
+    schema: &SpaceSchema,
+    predicates: &[Predicate],
+) -> Result<Vec<CheckedPredicate>, ClientError> {
+    CheckedPredicate::check_all(schema, predicates).map_err(|e| {
+        let status = match &e {
+            PredicateError::UnknownAttribute(_) => Status::UnknownAttribute,
+            PredicateError::WrongType { .. } | PredicateError::NotApplicable { .. } => Status::WrongType,
+            PredicateError::BadRegex { .. } => Status::BadPredicate,
+            PredicateError::TooMany(_) => Status::TooLarge,
+            _ => Status::BadPredicate,
+        };
+        refused(status, e.to_string())
+    })
+}
+
+/// The attribute a sorted search sorts by, or the server's refusal: `UnknownAttribute`, or
+/// `WrongType` for a container attribute.
+pub(crate) fn check_sort_attribute(schema: &SpaceSchema, sort_by: &str) -> Result<AttrIndex, ClientError> {
+    let attr = schema
+        .attribute_index(sort_by)
+        .ok_or_else(|| refused(Status::UnknownAttribute, format!("unknown attribute {sort_by:?}")))?;
+    if !schema.attribute(attr).ty.is_primitive() {
+        return Err(refused(
+            Status::WrongType,
+            format!("cannot sort by {sort_by:?}: only string, int and float attributes sort"),
+        ));
+    }
+    Ok(attr)
+}
+
+/// Whether a group update's funcalls can apply to any object: `Ok(false)` when an atomic
+/// operation does not fit its attribute's type (then it applies to none, as on a standalone
+/// server), the server's refusal when they are wrong otherwise.
+pub(crate) fn check_group_funcalls(schema: &SpaceSchema, funcalls: &[Funcall]) -> Result<bool, ClientError> {
+    match CheckedFuncall::check_all(schema, funcalls) {
+        Ok(_) => Ok(true),
+        Err(e) if e.is_atomic_mismatch() => Ok(false),
+        Err(e) => {
+            let status = match &e {
+                FuncallCheckError::UnknownAttribute(_) => Status::UnknownAttribute,
+                FuncallCheckError::TooMany(_) => Status::TooLarge,
+                _ => Status::WrongType,
+            };
+            Err(refused(status, e.to_string()))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use tessera_protocol::{ServerInfo, ServerState};
+    use tessera_types::{parse_space, Epoch, PredicateOp};
+
+    const HOTELS: &str = "space hotels
+        key id
+        attributes string city, int stars, int price, set(string) tags
+        subspace city, price
+        subspace stars
+        create 8 partitions";
+
+    fn schema() -> SpaceSchema {
+        parse_space(HOTELS).expect("test schema parses")
+    }
+
+    /// The hotels space, region `r` of subspace `s` owned by `owners(s, r)`.
+    fn space_with(owners: impl Fn(usize, usize) -> Vec<ServerId>) -> SpaceConfig {
+        let mut space = SpaceConfig::owned_by(1, schema(), &[ServerId(1)]);
+        for (s, regions) in space.replicas.iter_mut().enumerate() {
+            for (r, set) in regions.iter_mut().enumerate() {
+                *set = owners(s, r);
+            }
+        }
+        space
+    }
+
+    fn status_of<T: std::fmt::Debug>(r: Result<T, ClientError>) -> Status {
+        r.expect_err("refused").status().expect("a status")
+    }
+
+    #[test]
+    fn routes_index_spaces_and_servers() {
+        let space = space_with(|_, r| vec![ServerId(r as u64 % 3)]);
+        let config = Configuration {
+            epoch: Epoch(4),
+            servers: (0..3)
+                .map(|i| ServerInfo { id: ServerId(i), address: format!("h:{i}"), state: ServerState::Available })
+                .collect(),
+            spaces: vec![space.clone()],
+        };
+        let routes = Routes::new(Arc::new(config));
+        let (found, tessellations) = routes.space("hotels").expect("indexed");
+        assert_eq!(found, &space);
+        assert_eq!(tessellations, space.tessellations().as_slice());
+        assert!(routes.space("nope").is_none());
+        assert_eq!(routes.address(ServerId(2)), Some("h:2"));
+        assert_eq!(routes.address(ServerId(9)), None);
+    }
+
+    #[test]
+    fn keys_are_converted_as_the_server_converts_them() {
+        let float_keys = parse_space("space f key float k attributes int a").unwrap();
+        assert_eq!(check_key(&float_keys, Value::Int(3)).unwrap(), Value::Float(3.0));
+        assert_eq!(status_of(check_key(&float_keys, Value::from("x"))), Status::WrongType);
+        assert_eq!(status_of(check_key(&float_keys, Value::Float(f64::NAN))), Status::WrongType);
+        let long = "k".repeat(KEY_BYTES_MAX + 1);
+        assert_eq!(status_of(check_key(&schema(), Value::from(long))), Status::TooLarge);
+    }
+
+    #[test]
+    fn a_region_without_replicas_is_unavailable() {
+        let space = space_with(|_, _| vec![]);
+        let t = space.tessellations();
+        assert_eq!(status_of(point_leader(&space, &t, &Value::from("k"))), Status::Unavailable);
+        assert_eq!(status_of(assign_regions(&space, SubspaceId(1), &[RegionIndex(0)], 0)), Status::Unavailable);
+        assert_eq!(assign_regions(&space, SubspaceId(1), &[], 0).unwrap(), BTreeMap::new());
+    }
+
+    #[test]
+    fn predicates_are_refused_with_the_servers_statuses() {
+        let s = schema();
+        let check = |p: Predicate| status_of(check_predicates(&s, &[p]));
+        assert_eq!(check(Predicate::equals("nope", 1i64)), Status::UnknownAttribute);
+        assert_eq!(check(Predicate::equals("stars", "four")), Status::WrongType);
+        assert_eq!(check(Predicate::new("stars", PredicateOp::Regex("4".into()))), Status::WrongType);
+        assert_eq!(check(Predicate::new("city", PredicateOp::Regex("(".into()))), Status::BadPredicate);
+        let many = vec![Predicate::equals("stars", 1i64); tessera_types::constants::PREDICATES_MAX + 1];
+        assert_eq!(status_of(check_predicates(&s, &many)), Status::TooLarge);
+        assert_eq!(check_predicates(&s, &[Predicate::equals("price", 3i64)]).unwrap().len(), 1);
+    }
+
+    #[test]
+    fn sort_attributes_and_group_funcalls_are_checked() {
+        let s = schema();
+        assert_eq!(check_sort_attribute(&s, "price").unwrap(), s.attribute_index("price").unwrap());
+        assert_eq!(status_of(check_sort_attribute(&s, "nope")), Status::UnknownAttribute);
+        assert_eq!(status_of(check_sort_attribute(&s, "tags")), Status::WrongType);
+        use tessera_types::{FuncallOp, NumOp};
+        assert!(check_group_funcalls(&s, &[Funcall::new("stars", FuncallOp::Num(NumOp::Add), 1i64)]).unwrap());
+        // An atomic add on a string applies to no object.
+        assert!(!check_group_funcalls(&s, &[Funcall::new("city", FuncallOp::Num(NumOp::Add), 1i64)]).unwrap());
+        assert_eq!(status_of(check_group_funcalls(&s, &[Funcall::set("nope", 1i64)])), Status::UnknownAttribute);
+        assert_eq!(status_of(check_group_funcalls(&s, &[Funcall::set("stars", "x")])), Status::WrongType);
+    }
+
+    #[test]
+    fn explain_fills_what_the_server_fills() {
+        // Region r of every subspace owned by server r mod 3, then (r + 1) mod 3.
+        let space = space_with(|_, r| vec![ServerId(r as u64 % 3), ServerId((r as u64 + 1) % 3)]);
+        let t = space.tessellations();
+        let s = &space.schema;
+        let checked = check_predicates(s, &[Predicate::equals("stars", 4i64)]).unwrap();
+        let e = explain(&space, &t, &checked, 0);
+        assert_eq!(e.subspace, SubspaceId(2));
+        assert_eq!(e.dimensions, vec!["stars".to_owned()]);
+        assert_eq!(e.subspace_regions, 8);
+        assert_eq!(e.regions_contacted, 1);
+        assert_eq!(e.servers_contacted, 1);
+        assert_eq!(e.candidates, vec![(SubspaceId(0), 8), (SubspaceId(1), 9), (SubspaceId(2), 1)]);
+        // Contradicting predicates contact nobody.
+        let none = check_predicates(s, &[Predicate::equals("stars", 4i64), Predicate::equals("stars", 5i64)]).unwrap();
+        let e = explain(&space, &t, &none, 0);
+        assert_eq!((e.regions_contacted, e.servers_contacted), (0, 0));
+        assert!(route_search(&space, &t, &none, 0).unwrap().regions.is_empty());
+        // Everything: every region of the key subspace, spread over the three servers.
+        let e = explain(&space, &t, &[], 0);
+        assert_eq!((e.subspace, e.regions_contacted, e.servers_contacted), (SubspaceId(0), 8, 3));
+    }
+
+    /// A space whose every region has 1 to 3 distinct replicas among servers 0..6.
+    fn any_space() -> impl Strategy<Value = SpaceConfig> {
+        let sets = proptest::collection::vec(proptest::sample::subsequence((0..6u64).collect::<Vec<_>>(), 1..=3), 9);
+        (sets, any::<u64>()).prop_map(|(sets, seed)| {
+            space_with(|s, r| {
+                let mut set: Vec<ServerId> = sets[(s * 3 + r) % sets.len()].iter().map(|&i| ServerId(i)).collect();
+                // Chain order need not be sorted.
+                let len = set.len();
+                set.rotate_left((seed as usize + r) % len);
+                set
+            })
+        })
+    }
+
+    fn any_key() -> impl Strategy<Value = Value> {
+        "[a-z0-9]{0,12}".prop_map(Value::from)
+    }
+
+    #[test]
+    fn a_key_routes_as_the_value_it_is_stored_as() {
+        let config = |schema| SpaceConfig::owned_by(1, schema, &[ServerId(1)]);
+        let float_keys = config(parse_space("space f key float k attributes int a create 64 partitions").unwrap());
+        let t = float_keys.tessellations();
+        for i in [-5i64, 0, 3, 1 << 40] {
+            let key = check_key(&float_keys.schema, Value::Int(i)).unwrap();
+            assert_eq!(key_region(&t[0], &key), t[0].region_of(&[key_coordinate(&Value::Float(i as f64))]));
+        }
+        // Int keys spread over the regions (hashed, not ordered).
+        let int_keys = config(parse_space("space i key int k create 64 partitions").unwrap());
+        let t = int_keys.tessellations();
+        let regions: std::collections::BTreeSet<_> = (0..64i64).map(|i| key_region(&t[0], &Value::Int(i))).collect();
+        assert!(regions.len() > 32, "{} regions", regions.len());
+    }
+
+    proptest! {
+        /// The point leader is the head of the replica set of the region the key hashes to.
+        #[test]
+        fn point_leader_heads_the_key_region(space in any_space(), key in any_key()) {
+            let t = space.tessellations();
+            let key = check_key(&space.schema, key).unwrap();
+            let region = t[0].region_of(&[key_coordinate(&key)]);
+            prop_assert_eq!(key_region(&t[0], &key), region);
+            prop_assert_eq!(point_leader(&space, &t, &key).unwrap(), space.replicas_of(SubspaceId::KEY, region)[0]);
+        }
+
+        /// Every region is asked of exactly one server, a replica of that region, and the
+        /// lists keep the regions' order.
+        #[test]
+        fn every_region_is_covered_once(
+            space in any_space(),
+            subspace in 0..3u16,
+            picks in proptest::collection::vec(any::<bool>(), 9),
+            turn in any::<u64>(),
+        ) {
+            let subspace = SubspaceId(subspace);
+            let count = space.tessellations()[subspace.get()].regions_count();
+            let regions: Vec<RegionIndex> =
+                (0..count).filter(|&r| picks[r as usize % picks.len()]).map(RegionIndex).collect();
+            let assigned = assign_regions(&space, subspace, &regions, turn).unwrap();
+            let mut covered: Vec<u32> = assigned.values().flatten().copied().collect();
+            covered.sort();
+            prop_assert_eq!(covered, regions.iter().map(|r| r.0).collect::<Vec<_>>());
+            for (server, list) in &assigned {
+                prop_assert!(!list.is_empty());
+                prop_assert!(list.windows(2).all(|w| w[0] < w[1]));
+                for &r in list {
+                    prop_assert!(space.replicas_of(subspace, RegionIndex(r)).contains(server));
+                }
+            }
+        }
+
+        /// K successive searches ask each of a region's K replicas exactly once.
+        #[test]
+        fn replicas_rotate(space in any_space(), subspace in 0..3u16, region in 0..8u32, turn in any::<u64>()) {
+            let subspace = SubspaceId(subspace);
+            let region = RegionIndex(region % space.tessellations()[subspace.get()].regions_count());
+            let set = space.replicas_of(subspace, region).to_vec();
+            let mut asked: Vec<ServerId> = (0..set.len() as u64)
+                .map(|i| {
+                    let assigned = assign_regions(&space, subspace, &[region], turn.wrapping_add(i)).unwrap();
+                    prop_assert_eq!(assigned.len(), 1);
+                    Ok(*assigned.keys().next().unwrap())
+                })
+                .collect::<Result<_, TestCaseError>>()?;
+            asked.sort();
+            let mut expected = set.clone();
+            expected.sort();
+            prop_assert_eq!(asked, expected);
+        }
+
+        /// A search is routed to exactly the regions of the chosen subspace its box crosses,
+        /// and explain counts what the route contacts.
+        #[test]
+        fn route_and_explain_agree(
+            space in any_space(),
+            stars in proptest::option::of(0..6i64),
+            price in proptest::option::of((0..300i64, 0..300i64)),
+            city in proptest::option::of("[ab]"),
+            turn in any::<u64>(),
+        ) {
+            let mut predicates = vec![];
+            if let Some(s) = stars { predicates.push(Predicate::equals("stars", s)); }
+            if let Some((lo, hi)) = price {
+                predicates.push(Predicate::new("price", PredicateOp::Range(Value::Int(lo), Value::Int(hi))));
+            }
+            if let Some(c) = city { predicates.push(Predicate::equals("city", c)); }
+            let t = space.tessellations();
+            let checked = check_predicates(&space.schema, &predicates).unwrap();
+            let route = route_search(&space, &t, &checked, turn).unwrap();
+            let plan = choose_subspace(&space.schema, &t, &checked);
+            prop_assert_eq!(route.subspace, plan.subspace);
+            let expected: Vec<u32> =
+                plan.search_box.map_or(vec![], |b| b.regions(&t[plan.subspace.get()])).iter().map(|r| r.0).collect();
+            let mut routed: Vec<u32> = route.regions.values().flatten().copied().collect();
+            routed.sort();
+            prop_assert_eq!(&routed, &expected);
+            let e = explain(&space, &t, &checked, turn);
+            prop_assert_eq!(e.regions_contacted, expected.len() as u64);
+            prop_assert_eq!(e.servers_contacted, route.regions.len() as u64);
+        }
+    }
+}
