@@ -1,0 +1,532 @@
+//! Cluster mode against a fake cluster in this process: one coordinator and three servers that
+//! speak the protocol over TCP, keep one shared set of objects, check that every request
+//! reaches a server that owns what it names, log what they receive, and fail on demand.
+//!
+//! This tests the client's machinery (mode detection, routing, fan-out, merging, refreshes
+//! and retries), not replication: the real cluster has its own tests.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures::{SinkExt, StreamExt};
+use tessera_client::{Client, ClientError, Predicate, PredicateOp, SortOrder, Status, Value, WriteMode};
+use tessera_geometry::{point, Tessellation};
+use tessera_protocol::{
+    codec, decode_request, encode_response, Configuration, CoordinatorStatus, ErrorReply, Request, Response,
+    ResponseFrame, ServerInfo, ServerState, SpaceConfig, WireObject,
+};
+use tessera_types::{
+    apply_all, matches_all, parse_space, CheckedFuncall, CheckedPredicate, Epoch, Object, ServerId, SubspaceId,
+    Version,
+};
+use tokio::net::TcpListener;
+use tokio_util::codec::{FramedRead, FramedWrite};
+
+const SPACE: &str = "space s
+    key k
+    attributes int n, string tag
+    subspace n
+    create 8 partitions
+    tolerate 1 failure";
+
+const SERVERS: u64 = 3;
+
+/// Region `r` of subspace `s` is owned by servers `(r + s + shift) mod 3` then the next.
+fn owners(subspace: usize, region: usize, shift: usize) -> Vec<ServerId> {
+    let first = (region + subspace + shift) as u64 % SERVERS;
+    vec![ServerId(first + 1), ServerId((first + 1) % SERVERS + 1)]
+}
+
+fn space_config(id: u64, description: &str, shift: usize) -> SpaceConfig {
+    let mut space = SpaceConfig::owned_by(id, parse_space(description).expect("parses"), &[]);
+    for (s, regions) in space.replicas.iter_mut().enumerate() {
+        for (r, set) in regions.iter_mut().enumerate() {
+            *set = owners(s, r, shift);
+        }
+    }
+    space
+}
+
+#[derive(Default)]
+struct World {
+    config: Option<Configuration>,
+    /// Every object, by key (one space is enough here).
+    objects: BTreeMap<Value, WireObject>,
+    /// Extra objects a server returns from its searches (an object caught in two regions).
+    ghosts: HashMap<ServerId, Vec<WireObject>>,
+    /// What each server received, in order.
+    log: Vec<(ServerId, Request)>,
+    /// Per server: answer this many requests `StaleEpoch` as if one epoch behind.
+    behind: HashMap<ServerId, u32>,
+    /// Servers that hang up on the next request they receive, without answering.
+    hang_up: HashSet<ServerId>,
+    /// Answer this many admin requests (not status or configuration reads) `Unavailable`.
+    coordinator_unavailable: u32,
+    coordinator_address: String,
+}
+
+type Shared = Arc<Mutex<World>>;
+
+enum Answer {
+    Frames(Vec<Response>),
+    /// A `StaleEpoch` refusal from a server one epoch behind.
+    Behind,
+    HangUp,
+}
+
+fn error(status: Status, message: &str) -> Response {
+    Response::Error(ErrorReply::new(status, message))
+}
+
+async fn listen(world: Shared, serve: fn(&Shared, Request) -> Answer) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap().to_string();
+    tokio::spawn(async move {
+        loop {
+            let (stream, _) = listener.accept().await.unwrap();
+            let world = world.clone();
+            tokio::spawn(async move {
+                let (read, write) = stream.into_split();
+                let mut frames = FramedRead::new(read, codec());
+                let mut sink = FramedWrite::new(write, codec());
+                while let Some(Ok(body)) = frames.next().await {
+                    let frame = decode_request(&body).unwrap();
+                    let answer = if let Request::WaitConfig { after, timeout_ms } = frame.request {
+                        Answer::Frames(vec![wait_config(&world, after, timeout_ms).await])
+                    } else {
+                        serve(&world, frame.request)
+                    };
+                    let epoch = world.lock().unwrap().config.as_ref().unwrap().epoch;
+                    let (epoch, responses) = match answer {
+                        Answer::Frames(responses) => (epoch, responses),
+                        Answer::Behind => (Epoch(epoch.0 - 1), vec![error(Status::StaleEpoch, "behind")]),
+                        Answer::HangUp => return,
+                    };
+                    for response in responses {
+                        let frame = ResponseFrame { id: frame.id, epoch, response };
+                        sink.feed(encode_response(&frame).unwrap()).await.unwrap();
+                    }
+                    SinkExt::<bytes::Bytes>::flush(&mut sink).await.unwrap();
+                }
+            });
+        }
+    });
+    address
+}
+
+async fn wait_config(world: &Shared, after: Epoch, timeout_ms: u32) -> Response {
+    let deadline = tokio::time::Instant::now() + Duration::from_millis(timeout_ms as u64);
+    loop {
+        let config = world.lock().unwrap().config.clone().unwrap();
+        if config.epoch > after || tokio::time::Instant::now() >= deadline {
+            return Response::Config(Box::new(config));
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+fn coordinate(world: &Shared, request: Request) -> Answer {
+    let mut guard = world.lock().unwrap();
+    let World { config, coordinator_unavailable, coordinator_address, .. } = &mut *guard;
+    let config = config.as_mut().unwrap();
+    let response = match request {
+        Request::CoordinatorStatus => Response::CoordinatorStatus(CoordinatorStatus {
+            id: 1,
+            leader: Some(1),
+            term: 1,
+            last_applied: config.epoch.0,
+            // A second member that never answers.
+            members: vec![(1, coordinator_address.clone()), (2, "127.0.0.1:1".into())],
+            epoch: config.epoch,
+        }),
+        Request::GetConfig => Response::Config(Box::new(config.clone())),
+        _ if *coordinator_unavailable > 0 => {
+            *coordinator_unavailable -= 1;
+            error(Status::Unavailable, "no leader")
+        }
+        Request::AddSpace { description } => {
+            let schema = parse_space(&description).unwrap();
+            if config.space(&schema.name).is_some() {
+                error(Status::SpaceExists, "exists")
+            } else {
+                config.epoch = Epoch(config.epoch.0 + 1);
+                config.spaces.push(space_config(config.epoch.0, &description, 0));
+                Response::Done
+            }
+        }
+        other => error(Status::Malformed, &format!("a coordinator does not answer {other:?}")),
+    };
+    Answer::Frames(vec![response])
+}
+
+/// Server `id`'s answer, from the configuration the world is in.
+fn serve_as(id: ServerId, world: &Shared, request: Request) -> Answer {
+    let mut w = world.lock().unwrap();
+    w.log.push((id, request.clone()));
+    if w.hang_up.remove(&id) {
+        return Answer::HangUp;
+    }
+    if let Some(n) = w.behind.get_mut(&id).filter(|n| **n > 0) {
+        *n -= 1;
+        return Answer::Behind;
+    }
+    let config = w.config.clone().unwrap();
+    let Some(space) = request.space().and_then(|s| config.space(s)).cloned() else {
+        return Answer::Frames(vec![error(Status::UnknownSpace, "no such space")]);
+    };
+    let schema = &space.schema;
+    let tessellations: Vec<Tessellation> = space.tessellations();
+    let region_of = |subspace: SubspaceId, values: &[Value]| {
+        tessellations[subspace.get()].region_of(&point(schema, subspace, &Object { values: values.to_vec() }))
+    };
+    let leads = |key: &Value| {
+        let mut values = vec![key.clone()];
+        values.extend(schema.attributes[1..].iter().map(|a| a.ty.default_value()));
+        space.replicas_of(SubspaceId::KEY, region_of(SubspaceId::KEY, &values))[0] == id
+    };
+    let not_mine = || Answer::Frames(vec![error(Status::StaleEpoch, "not mine")]);
+    let check = |predicates: &[Predicate]| CheckedPredicate::check_all(schema, predicates).unwrap();
+    let response = match request {
+        Request::Get { key, .. } => {
+            if !leads(&key) {
+                return not_mine();
+            }
+            Response::Object(w.objects.get(&key).cloned())
+        }
+        Request::Put { key, mode, conditions, funcalls, .. } => {
+            if !leads(&key) {
+                return not_mine();
+            }
+            let current = w.objects.get(&key).cloned();
+            let object = match (&current, mode) {
+                (None, WriteMode::UpdateOnly) => return Answer::Frames(vec![error(Status::NotFound, "none")]),
+                (Some(_), WriteMode::CreateOnly) => return Answer::Frames(vec![error(Status::CmpFail, "exists")]),
+                (Some(o), _) => Object { values: o.values.clone() },
+                (None, _) => Object::with_defaults(schema, key.clone()),
+            };
+            if current.is_some() && !matches_all(&check(&conditions), &object) {
+                return Answer::Frames(vec![error(Status::CmpFail, "condition")]);
+            }
+            let funcalls = CheckedFuncall::check_all(schema, &funcalls).unwrap();
+            let next = apply_all(&funcalls, &object).unwrap();
+            let version = current.map_or(Version(1), |o| o.version.next());
+            w.objects.insert(key, WireObject { version, values: next.values });
+            Response::Done
+        }
+        Request::Del { key, conditions, .. } => {
+            if !leads(&key) {
+                return not_mine();
+            }
+            match w.objects.get(&key) {
+                None => error(Status::NotFound, "none"),
+                Some(o) if !matches_all(&check(&conditions), &Object { values: o.values.clone() }) => {
+                    error(Status::CmpFail, "condition")
+                }
+                Some(_) => {
+                    w.objects.remove(&key);
+                    Response::Done
+                }
+            }
+        }
+        Request::SearchRegions { predicates, subspace, regions, .. } => {
+            let owned = |r: &u32| space.replicas_of(subspace, tessera_geometry::RegionIndex(*r)).contains(&id);
+            if !regions.iter().all(owned) {
+                return not_mine();
+            }
+            let predicates = check(&predicates);
+            let found: Vec<WireObject> = w
+                .objects
+                .values()
+                .chain(w.ghosts.get(&id).into_iter().flatten())
+                .filter(|o| regions.contains(&region_of(subspace, &o.values).0))
+                .filter(|o| matches_all(&predicates, &Object { values: o.values.clone() }))
+                .cloned()
+                .collect();
+            // Two frames of items when there are several, to exercise the stream.
+            let half = found.len() / 2;
+            let mut frames: Vec<Response> =
+                [&found[..half], &found[half..]].iter().filter(|p| !p.is_empty()).map(|p| Response::SearchItems(p.to_vec())).collect();
+            frames.push(Response::SearchDone);
+            return Answer::Frames(frames);
+        }
+        other => error(Status::Malformed, &format!("not for a cluster server: {other:?}")),
+    };
+    Answer::Frames(vec![response])
+}
+
+fn serve_1(w: &Shared, r: Request) -> Answer {
+    serve_as(ServerId(1), w, r)
+}
+fn serve_2(w: &Shared, r: Request) -> Answer {
+    serve_as(ServerId(2), w, r)
+}
+fn serve_3(w: &Shared, r: Request) -> Answer {
+    serve_as(ServerId(3), w, r)
+}
+
+/// A running fake cluster with space `s` created through `client`.
+async fn cluster() -> (Shared, Client) {
+    let world: Shared = Arc::new(Mutex::new(World::default()));
+    let mut servers = vec![];
+    for (i, serve) in [serve_1 as fn(&Shared, Request) -> Answer, serve_2, serve_3].into_iter().enumerate() {
+        let address = listen(world.clone(), serve).await;
+        servers.push(ServerInfo { id: ServerId(i as u64 + 1), address, state: ServerState::Available });
+    }
+    world.lock().unwrap().config = Some(Configuration { epoch: Epoch(1), servers, spaces: vec![] });
+    let coordinator = listen(world.clone(), coordinate).await;
+    world.lock().unwrap().coordinator_address = coordinator.clone();
+    // A dead address first: the client moves on to the next.
+    let client = Client::connect(&format!("127.0.0.1:1, {coordinator}")).await.unwrap();
+    client.add_space(SPACE).await.unwrap();
+    (world, client)
+}
+
+fn log(world: &Shared) -> Vec<(ServerId, Request)> {
+    std::mem::take(&mut world.lock().unwrap().log)
+}
+
+/// The point leader of key `k` as the world's configuration says.
+fn leader_of(world: &Shared, key: &str) -> ServerId {
+    let config = world.lock().unwrap().config.clone().unwrap();
+    let space = config.space("s").unwrap();
+    let t = &space.tessellations()[0];
+    let region = t.region_of(&[tessera_geometry::key_coordinate(&Value::from(key))]);
+    space.replicas_of(SubspaceId::KEY, region)[0]
+}
+
+async fn fill(client: &Client, n: i64) {
+    for i in 0..n {
+        client.put("s", format!("k{i}"), [("n", Value::Int(i % 5)), ("tag", Value::from(format!("t{i}")))]).await.unwrap();
+    }
+}
+
+#[tokio::test]
+async fn connects_in_cluster_mode_and_knows_the_coordinators() {
+    let (world, client) = cluster().await;
+    assert!(client.is_cluster());
+    assert_eq!(client.configuration().epoch, Epoch(2), "add_space waited for the new configuration");
+    assert!(client.configuration().space("s").is_some());
+    let statuses = client.coordinator_statuses().await;
+    let coordinator = world.lock().unwrap().coordinator_address.clone();
+    let answered: Vec<&String> = statuses.iter().filter(|(_, s)| s.is_ok()).map(|(a, _)| a).collect();
+    assert_eq!(answered, vec![&coordinator]);
+    // The dead address given and the dead member named: asked, and failed.
+    assert_eq!(statuses.len(), 2, "{statuses:?}");
+    assert!(statuses.iter().any(|(a, s)| a == "127.0.0.1:1" && s.is_err()));
+    assert_eq!(client.describe_space("s").await.unwrap().name, "s");
+    let e = client.add_space(SPACE).await.unwrap_err();
+    assert_eq!(e.status(), Some(Status::SpaceExists));
+}
+
+#[tokio::test]
+async fn key_requests_go_to_the_point_leader() {
+    let (world, client) = cluster().await;
+    log(&world);
+    fill(&client, 30).await;
+    let record = client.get("s", "k7").await.unwrap().unwrap();
+    assert_eq!(record.attributes["tag"], Value::from("t7"));
+    assert_eq!(client.get("s", "nope").await.unwrap(), None);
+    client.del("s", "k8").await.unwrap();
+    assert!(client.del("s", "k8").await.unwrap_err().is_not_found());
+    let e = client.cond_put("s", "k9", vec![Predicate::equals("n", 0i64)], [("n", 1i64)]).await.unwrap_err();
+    assert!(e.is_cmp_fail());
+    let received = log(&world);
+    assert_eq!(received.len(), 30 + 2 + 2 + 1);
+    for (server, request) in received {
+        let key = match request {
+            Request::Get { key, .. } | Request::Put { key, .. } | Request::Del { key, .. } => key,
+            other => panic!("unexpected {other:?}"),
+        };
+        let Value::String(key) = key else { panic!("string keys") };
+        assert_eq!(server, leader_of(&world, &key), "{key}");
+    }
+    // Refused on sight, as a server would: no server contacted.
+    let e = client.get("s", 3i64).await.unwrap_err();
+    assert_eq!(e.status(), Some(Status::WrongType));
+    assert_eq!(client.get("nope", "k").await.unwrap_err().status(), Some(Status::UnknownSpace));
+    assert!(log(&world).is_empty());
+}
+
+#[tokio::test]
+async fn a_search_asks_one_replica_per_region_and_merges() {
+    let (world, client) = cluster().await;
+    fill(&client, 20).await;
+    // Caught moving: k3 also lingers at an older version where n was 0; k5 is already
+    // committed, newer, where n is huge (another region of subspace n). Any server asked for
+    // those regions returns them too.
+    {
+        let mut w = world.lock().unwrap();
+        let mut old = w.objects[&Value::from("k3")].clone();
+        (old.values[1], old.values[2], old.version) = (Value::Int(0), Value::from("stale"), Version(0));
+        let mut new = w.objects[&Value::from("k5")].clone();
+        (new.values[1], new.values[2], new.version) = (Value::Int(i64::MAX), Value::from("moved"), Version(9));
+        for server in 1..=SERVERS {
+            w.ghosts.insert(ServerId(server), vec![old.clone(), new.clone()]);
+        }
+    }
+    let check = |found: Vec<tessera_client::Record>| {
+        let keys: BTreeSet<Value> = found.iter().map(|r| r.key.clone()).collect();
+        assert_eq!((found.len(), keys.len()), (20, 20));
+        let k3 = found.iter().find(|r| r.key == Value::from("k3")).unwrap();
+        assert_eq!((k3.version, &k3.attributes["tag"]), (Version(1), &Value::from("t3")));
+        let k5 = found.iter().find(|r| r.key == Value::from("k5")).unwrap();
+        assert_eq!((k5.version, &k5.attributes["tag"]), (Version(9), &Value::from("moved")));
+    };
+    // Both copies of k5 in two regions of subspace n, asked of different servers.
+    for _ in 0..2 {
+        log(&world);
+        check(client.search("s", vec![Predicate::new("n", PredicateOp::GreaterEqual(Value::Int(0)))]).await.unwrap());
+        let received = log(&world);
+        let server_of = |region: u32| {
+            received.iter().find_map(|(server, r)| match r {
+                Request::SearchRegions { subspace: SubspaceId(1), regions, .. } => {
+                    regions.contains(&region).then_some(*server)
+                }
+                other => panic!("{other:?}"),
+            })
+        };
+        // n = 0 lies in region 4, n = i64::MAX in region 7.
+        assert_ne!(server_of(4).unwrap(), server_of(7).unwrap());
+    }
+    // Each search: every region of the key subspace exactly once, one request per server;
+    // over three searches every replica of a region was asked.
+    let mut asked: HashMap<u32, BTreeSet<ServerId>> = HashMap::new();
+    for _ in 0..3 {
+        log(&world);
+        check(client.search("s", vec![]).await.unwrap());
+        let search = log(&world);
+        let mut regions = vec![];
+        let servers: BTreeSet<ServerId> = search.iter().map(|(s, _)| *s).collect();
+        assert_eq!(servers.len(), search.len(), "one request per server");
+        for (server, request) in search {
+            let Request::SearchRegions { subspace, regions: r, .. } = request else { panic!("{request:?}") };
+            assert_eq!(subspace, SubspaceId::KEY);
+            regions.extend(r.iter().copied());
+            for region in r {
+                asked.entry(region).or_default().insert(server);
+            }
+        }
+        regions.sort();
+        assert_eq!(regions, (0..8).collect::<Vec<_>>());
+    }
+    assert!(asked.values().all(|servers| servers.len() == 2), "{asked:?}");
+    world.lock().unwrap().ghosts.clear();
+
+    // A search on n uses subspace 1 and one region.
+    let found = client.search("s", vec![Predicate::equals("n", 2i64)]).await.unwrap();
+    assert_eq!(found.len(), 4);
+    let received = log(&world);
+    assert_eq!(received.len(), 1);
+    assert!(matches!(&received[0].1, Request::SearchRegions { subspace: SubspaceId(1), regions, .. } if regions.len() == 1));
+    let e = client.explain("s", vec![Predicate::equals("n", 2i64)]).await.unwrap();
+    assert_eq!((e.subspace, e.regions_contacted, e.servers_contacted, e.subspace_regions), (SubspaceId(1), 1, 1, 8));
+    assert_eq!(client.count("s", vec![Predicate::new("n", PredicateOp::LessEqual(Value::Int(1)))]).await.unwrap(), 8);
+
+    // Contradicting predicates contact nobody; bad ones are refused on sight.
+    log(&world);
+    let none = vec![Predicate::equals("n", 1i64), Predicate::equals("n", 2i64)];
+    assert!(client.search("s", none.clone()).await.unwrap().is_empty());
+    assert_eq!(client.count("s", none).await.unwrap(), 0);
+    let e = client.search("s", vec![Predicate::equals("nope", 1i64)]).await.unwrap_err();
+    assert_eq!(e.status(), Some(Status::UnknownAttribute));
+    let e = client.count("s", vec![Predicate::equals("n", "x")]).await.unwrap_err();
+    assert_eq!(e.status(), Some(Status::WrongType));
+    assert!(log(&world).is_empty());
+}
+
+#[tokio::test]
+async fn sorted_search_and_group_operations() {
+    let (world, client) = cluster().await;
+    fill(&client, 20).await;
+    let sorted = client.sorted_search("s", vec![], "n", 6, SortOrder::Descending).await.unwrap();
+    let ranks: Vec<(Value, Value)> = sorted.iter().map(|r| (r.attributes["n"].clone(), r.key.clone())).collect();
+    let expected: Vec<(Value, Value)> = ["k9", "k4", "k19", "k14", "k8", "k3"]
+        .iter()
+        .map(|k| (Value::Int(k[1..].parse::<i64>().unwrap() % 5), Value::from(*k)))
+        .collect();
+    assert_eq!(ranks, expected);
+    let e = client.sorted_search("s", vec![], "nope", 3, SortOrder::Ascending).await.unwrap_err();
+    assert_eq!(e.status(), Some(Status::UnknownAttribute));
+
+    use tessera_client::{Funcall, FuncallOp, NumOp};
+    let add = vec![Funcall::new("n", FuncallOp::Num(NumOp::Add), 10i64)];
+    assert_eq!(client.group_update("s", vec![Predicate::equals("n", 4i64)], add).await.unwrap(), 4);
+    assert_eq!(client.count("s", vec![Predicate::equals("n", 14i64)]).await.unwrap(), 4);
+    // An atomic operation that fits no object applies to none, asking nobody.
+    log(&world);
+    let bad = vec![Funcall::new("tag", FuncallOp::Num(NumOp::Add), 1i64)];
+    assert_eq!(client.group_update("s", vec![], bad).await.unwrap(), 0);
+    assert!(log(&world).is_empty());
+    assert_eq!(client.group_del("s", vec![Predicate::new("n", PredicateOp::LessEqual(Value::Int(1)))]).await.unwrap(), 8);
+    assert_eq!(client.count("s", vec![]).await.unwrap(), 12);
+    assert_eq!(world.lock().unwrap().objects.len(), 12);
+}
+
+#[tokio::test]
+async fn a_request_refused_for_a_newer_epoch_is_rerouted() {
+    let (world, client) = cluster().await;
+    fill(&client, 10).await;
+    // The cluster moves on: every region changes hands; the client does not know yet.
+    let old_leader = leader_of(&world, "k1");
+    {
+        let mut w = world.lock().unwrap();
+        let config = w.config.as_mut().unwrap();
+        config.epoch = Epoch(config.epoch.0 + 1);
+        let id = config.spaces[0].id;
+        config.spaces[0] = space_config(id, SPACE, 1);
+        w.log.clear();
+    }
+    let new_leader = leader_of(&world, "k1");
+    assert_ne!(old_leader, new_leader);
+    client.put("s", "k1", [("n", 42i64)]).await.unwrap();
+    let received: Vec<ServerId> = log(&world).into_iter().map(|(s, _)| s).collect();
+    assert_eq!(received, vec![old_leader, new_leader]);
+    assert_eq!(client.configuration().epoch, Epoch(3));
+    assert_eq!(client.get("s", "k1").await.unwrap().unwrap().attributes["n"], Value::Int(42));
+    assert_eq!(client.search("s", vec![]).await.unwrap().len(), 10);
+}
+
+#[tokio::test]
+async fn a_server_behind_is_given_time() {
+    let (world, client) = cluster().await;
+    fill(&client, 3).await;
+    let leader = leader_of(&world, "k2");
+    world.lock().unwrap().behind.insert(leader, 3);
+    log(&world);
+    assert!(client.get("s", "k2").await.unwrap().is_some());
+    assert_eq!(log(&world).len(), 4);
+    // Past the retry budget, the refusal itself is returned.
+    world.lock().unwrap().behind.insert(leader, u32::MAX);
+    let started = std::time::Instant::now();
+    let e = client.get("s", "k2").await.unwrap_err();
+    assert_eq!(e.status(), Some(Status::StaleEpoch));
+    assert!(started.elapsed() < Duration::from_secs(12), "{:?}", started.elapsed());
+}
+
+#[tokio::test]
+async fn a_lost_write_is_not_resent_but_a_lost_read_is() {
+    let (world, client) = cluster().await;
+    fill(&client, 3).await;
+    let leader = leader_of(&world, "k0");
+    world.lock().unwrap().hang_up.insert(leader);
+    log(&world);
+    let e = client.put("s", "k0", [("n", 7i64)]).await.unwrap_err();
+    assert!(matches!(e, ClientError::ConnectionClosed | ClientError::Io(_)), "{e:?}");
+    assert_eq!(log(&world).len(), 1, "the write was sent once");
+    world.lock().unwrap().hang_up.insert(leader);
+    assert!(client.get("s", "k0").await.unwrap().is_some());
+    assert_eq!(log(&world).len(), 2, "the read was sent again");
+    // A search whose server hangs up is made again.
+    world.lock().unwrap().hang_up.insert(ServerId(1));
+    assert_eq!(client.search("s", vec![]).await.unwrap().len(), 3);
+}
+
+#[tokio::test]
+async fn admin_requests_wait_for_a_coordinator_leader() {
+    let (world, client) = cluster().await;
+    world.lock().unwrap().coordinator_unavailable = 2;
+    client.add_space(&SPACE.replace("space s", "space t")).await.unwrap();
+    assert!(client.configuration().space("t").is_some());
+    assert_eq!(world.lock().unwrap().coordinator_unavailable, 0);
+}
