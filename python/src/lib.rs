@@ -20,8 +20,8 @@ use pyo3::types::{
     PyBool, PyBytes, PyDict, PyFloat, PyFrozenSet, PyInt, PyList, PySet, PyString, PyTuple,
 };
 use tessera_client::{
-    Client, ClientError, Configuration, Explanation, Funcall, FuncallOp, NumOp, Predicate,
-    PredicateOp, Record, SearchStream, SortOrder, SpaceSchema, Value, WriteMode,
+    Client, ClientError, Configuration, CoordinatorStatus, Explanation, Funcall, FuncallOp, NumOp,
+    Predicate, PredicateOp, Record, SearchStream, SortOrder, SpaceSchema, Value, WriteMode,
 };
 use tokio::sync::oneshot;
 
@@ -66,6 +66,13 @@ impl From<ClientError> for Failure {
             ClientError::Io(_) | ClientError::ConnectionClosed => {
                 Failure { symbol: "CONNECTION".into(), code: CODE_CONNECTION, message: e.to_string() }
             }
+            // Cluster mode: every coordinator was unreachable (or none answered) until the
+            // client's retries ran out. For the application that is a connection failure.
+            ClientError::NoCoordinator(detail) => Failure {
+                symbol: "CONNECTION".into(),
+                code: CODE_CONNECTION,
+                message: format!("no coordinator of the cluster answered before the retries ran out: {detail}"),
+            },
             _ => Failure { symbol: "PROTOCOL".into(), code: CODE_PROTOCOL, message: e.to_string() },
         }
     }
@@ -80,7 +87,8 @@ enum Outcome {
     Count(u64),
     Explain(Explanation),
     Spaces(Vec<SpaceSchema>),
-    Config(Arc<Configuration>),
+    Config { config: Arc<Configuration>, cluster: bool },
+    Coordinators(Vec<(String, Result<CoordinatorStatus, Failure>)>),
 }
 
 type Operation = Pin<Box<dyn Future<Output = Result<Outcome, Failure>> + Send>>;
@@ -324,7 +332,16 @@ fn operation(client: &Client, op: &str, args: &Bound<'_, PyTuple>) -> PyResult<O
         }
         "config" => {
             arity(0)?;
-            Box::pin(async move { Ok(Outcome::Config(c.refresh().await?)) })
+            Box::pin(async move { Ok(Outcome::Config { config: c.refresh().await?, cluster: c.is_cluster() }) })
+        }
+        "coordinators" => {
+            arity(0)?;
+            Box::pin(async move {
+                let statuses = c.coordinator_statuses().await;
+                Ok(Outcome::Coordinators(
+                    statuses.into_iter().map(|(address, s)| (address, s.map_err(Failure::from))).collect(),
+                ))
+            })
         }
         other => return Err(bad_argument(format!("unknown operation {other:?}"))),
     })
@@ -415,8 +432,9 @@ fn outcome_to_py(py: Python<'_>, outcome: Outcome) -> PyResult<Py<PyAny>> {
         Outcome::Spaces(spaces) => {
             PyList::new(py, spaces.iter().map(|s| schema_to_py(py, s)).collect::<PyResult<Vec<_>>>()?)?.into_any()
         }
-        Outcome::Config(config) => {
+        Outcome::Config { config, cluster } => {
             let d = PyDict::new(py);
+            d.set_item("cluster", cluster)?;
             d.set_item("epoch", config.epoch.0)?;
             let servers = PyList::empty(py);
             for s in &config.servers {
@@ -432,10 +450,38 @@ fn outcome_to_py(py: Python<'_>, outcome: Outcome) -> PyResult<Py<PyAny>> {
                 sd.set_item("name", &s.schema.name)?;
                 sd.set_item("id", s.id)?;
                 sd.set_item("regions", s.replicas.iter().map(|r| r.len()).collect::<Vec<_>>())?;
+                sd.set_item("tolerate", s.schema.tolerate)?;
+                // replicas[subspace][region]: the region's replica set (server ids, chain order).
+                let replicas: Vec<Vec<Vec<u64>>> = s
+                    .replicas
+                    .iter()
+                    .map(|regions| regions.iter().map(|set| set.iter().map(|id| id.0).collect()).collect())
+                    .collect();
+                sd.set_item("replicas", replicas)?;
                 spaces.append(sd)?;
             }
             d.set_item("spaces", spaces)?;
             d.into_any()
+        }
+        Outcome::Coordinators(statuses) => {
+            let list = PyList::empty(py);
+            for (address, status) in statuses {
+                let sd = PyDict::new(py);
+                sd.set_item("address", address)?;
+                match status {
+                    Ok(s) => {
+                        sd.set_item("id", s.id)?;
+                        sd.set_item("leader", s.leader)?;
+                        sd.set_item("term", s.term)?;
+                        sd.set_item("last_applied", s.last_applied)?;
+                        sd.set_item("epoch", s.epoch.0)?;
+                        sd.set_item("members", s.members)?;
+                    }
+                    Err(f) => sd.set_item("error", format!("{} ({}): {}", f.symbol, f.code, f.message))?,
+                }
+                list.append(sd)?;
+            }
+            list.into_any()
         }
     };
     Ok(object.unbind())
@@ -450,7 +496,7 @@ fn finish(py: Python<'_>, result: Result<Outcome, Failure>) -> PyResult<Py<PyAny
 
 // ---- the classes --------------------------------------------------------------------------
 
-/// A connection to a Tessera server, shared by every thread that uses this object.
+/// A connection to a Tessera server or cluster, shared by every thread that uses this object.
 #[pyclass(module = "tesseradb._native", frozen)]
 struct NativeClient {
     client: Client,
@@ -458,11 +504,11 @@ struct NativeClient {
 
 #[pymethods]
 impl NativeClient {
+    /// `addresses`: `host:port`, or several comma-separated (a cluster's coordinators).
     #[new]
-    fn new(py: Python<'_>, host: String, port: u16) -> PyResult<NativeClient> {
-        let address = format!("{host}:{port}");
+    fn new(py: Python<'_>, addresses: String) -> PyResult<NativeClient> {
         let client = py
-            .detach(|| runtime().block_on(Client::connect(&address)))
+            .detach(|| runtime().block_on(Client::connect(&addresses)))
             .map_err(|e| Failure::from(e).into_py())?;
         Ok(NativeClient { client })
     }

@@ -31,6 +31,7 @@ from .errors import (
     ProtocolError,
     ReadOnlyError,
     ReconfigureError,
+    TooFewServersError,
     TooLargeError,
     UnavailableError,
     UnknownAttributeError,
@@ -88,6 +89,7 @@ __all__ = [
     "ReadOnlyError",
     "UnavailableError",
     "InternalError",
+    "TooFewServersError",
     "ConnectionFailedError",
     "ProtocolError",
 ]

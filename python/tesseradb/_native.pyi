@@ -4,7 +4,9 @@
 from typing import Any, Awaitable, Dict, Iterator, List, Tuple
 
 class NativeError(Exception):
-    """args == (symbol, code, message), e.g. ("UNKNOWNSPACE", 8003, "no space named 'x'")."""
+    """args == (symbol, code, message), e.g. ("UNKNOWNSPACE", 8003, "no space named 'x'").
+    symbol is a server status ("NOTFOUND" 8001 ... "TOOFEWSERVERS" 8016) or a client failure
+    ("CONNECTION" 8100, also when no coordinator answered; "PROTOCOL" 8101)."""
 
     args: Tuple[str, int, str]
 
@@ -16,8 +18,13 @@ class NativeSearch:
     def __next__(self) -> Dict[str, Any]: ...
 
 class NativeClient:
-    def __init__(self, host: str, port: int) -> None: ...
-    def call(self, op: str, args: Tuple[Any, ...]) -> Any: ...
+    def __init__(self, addresses: str) -> None:
+        """addresses: "host:port", or several comma-separated (a cluster's coordinators)."""
+    def call(self, op: str, args: Tuple[Any, ...]) -> Any:
+        """op "config" -> {"cluster", "epoch", "servers": [{"id", "address"}], "spaces":
+        [{"name", "id", "regions", "tolerate", "replicas"}]}; op "coordinators" -> one dict
+        per coordinator: {"address", "id", "leader", "term", "last_applied", "epoch",
+        "members"}, or {"address", "error"}."""
     def call_async(self, op: str, args: Tuple[Any, ...]) -> Awaitable[Any]: ...
     def submit(self, op: str, args: Tuple[Any, ...]) -> NativeDeferred: ...
     def search_iter(self, space: str, predicates: List[Tuple[str, str, Any]]) -> NativeSearch: ...

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any, Dict, List, Optional, Tuple
 
 from . import _requests as R
 from ._native import NativeClient, NativeError
 from .client import DEFAULT_HOST, DEFAULT_PORT, _connect
-from .errors import ConnectionFailedError, UnknownSpaceError
+from .errors import ConnectionFailedError, UnavailableError, UnknownSpaceError, from_native
 
 __all__ = ["Admin"]
 
@@ -17,7 +18,9 @@ def _true(result: Any) -> bool:
 
 
 class Admin:
-    """Administration of a Tessera server: add and remove spaces, read the configuration."""
+    """Administration of a Tessera server or cluster (``host`` and ``port`` as for
+    ``tesseradb.Client``: with a cluster, any coordinator, or several comma-separated): add and
+    remove spaces, read the configuration."""
 
     def __init__(self, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT) -> None:
         self.host = host
@@ -97,12 +100,79 @@ class Admin:
                     lines.append(f"  {line}")
         return "\n".join(lines)
 
-    def wait_until_stable(self) -> bool:
-        """Return once the server's configuration is fetched. One server is stable as soon as
-        it answers, so this is a round trip; with a cluster it will wait for every region to
-        have its full chain. True."""
-        self._call("config", ())
-        return True
+    def wait_until_stable(self, timeout: Optional[float] = 30.0) -> bool:
+        """Return True once the configuration is stable, as far as a client can tell.
+
+        * A single server (``tessera dev``): once it has answered with its configuration;
+          one server owns every region, so it is always stable.
+        * A cluster: once (1) the coordinator that is the Raft leader answers, (2) this admin
+          has fetched a configuration at least as new as the one that leader had applied when
+          asked, (3) in that configuration every region of every subspace of every space has
+          its full replica set (``tolerate + 1`` distinct servers, all registered), and
+          (4) every server of that configuration answers with that configuration or a newer
+          one. So an ``add_space`` or ``rm_space`` acknowledged before the call is then
+          known to every server: a request about a removed space fails with
+          ``UnknownSpaceError`` everywhere, whichever client sends it.
+
+        Until then a server may briefly act on the configuration before the change (servers
+        follow the coordinators within moments). Raises ``UnavailableError`` if the cluster is
+        not stable within ``timeout`` seconds (``None``: wait as long as it takes), saying
+        what was missing; ``ConnectionFailedError`` if no coordinator answers at all (after the
+        client's retries, about 10 s)."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        delay = 0.01
+        servers: Dict[str, NativeClient] = {}  # connections to each server, for this call
+        while True:
+            missing = self._unstable(servers)
+            if missing is None:
+                return True
+            if deadline is not None and time.monotonic() >= deadline:
+                raise UnavailableError(
+                    8014, "UNAVAILABLE", f"the configuration is not stable after {timeout} s: {missing}"
+                )
+            time.sleep(delay)
+            delay = min(delay * 2, 0.5)
+
+    def _unstable(self, servers: Dict[str, NativeClient]) -> Optional[str]:
+        """None when stable (see wait_until_stable), else what is missing."""
+        # The leader's view first, then the configuration: fetched after, it is at least as new.
+        coordinators = list(self._call("coordinators", ()))
+        config = self._call("config", ())
+        if not config["cluster"]:
+            return None
+        answered = [c for c in coordinators if "error" not in c]
+        leaders = [c for c in answered if c["leader"] is not None and c["leader"] == c["id"]]
+        if not leaders:
+            errors = "; ".join(f"{c['address']}: {c['error']}" for c in coordinators if "error" in c)
+            return "no coordinator leader answered" + (f" ({errors})" if errors else "")
+        leader = max(leaders, key=lambda c: c["term"])
+        epoch = config["epoch"]
+        if epoch < leader["epoch"]:
+            return f"this admin has epoch {epoch}, the coordinator leader {leader['epoch']}"
+        ids = {s["id"] for s in config["servers"]}
+        for space in config["spaces"]:
+            wanted = space["tolerate"] + 1
+            for subspace, regions in enumerate(space["replicas"]):
+                for region, replicas in enumerate(regions):
+                    if len(set(replicas)) != wanted or not ids.issuperset(replicas):
+                        return (
+                            f"space {space['name']} subspace {subspace} region {region} has replicas "
+                            f"{replicas}, not {wanted} distinct registered servers"
+                        )
+        for server in config["servers"]:
+            address = server["address"]
+            try:
+                # A connection to a server alone: its own configuration, not the coordinators'.
+                native = servers.get(address)
+                if native is None:
+                    native = servers[address] = NativeClient(address)
+                has = native.call("config", ())["epoch"]
+            except NativeError as e:
+                servers.pop(address, None)
+                return f"server {server['id']} at {address} does not answer ({from_native(e)})"
+            if has < epoch:
+                return f"server {server['id']} at {address} has epoch {has}, not {epoch} yet"
+        return None
 
     def _spaces(self) -> List[Dict[str, Any]]:
         return list(self._call("list_spaces", ()))

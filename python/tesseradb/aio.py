@@ -31,8 +31,8 @@ async def connect(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT) -> Client:
 
 
 class Client:
-    """An asyncio connection to a Tessera server. Methods must be awaited inside a running
-    event loop. ``Client(host, port)`` connects at once, blocking for the connection's round
+    """An asyncio connection to a Tessera server or cluster (``host`` and ``port`` as for
+    ``tesseradb.Client``). Methods must be awaited inside a running event loop. ``Client(host, port)`` connects at once, blocking for the connection's round
     trip; ``await tesseradb.aio.connect(host, port)`` does not block the loop."""
 
     def __init__(

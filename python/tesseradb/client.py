@@ -58,18 +58,41 @@ class Deferred(Generic[T]):
         return f"<tesseradb.Deferred {self._request.op} {state}>"
 
 
+def _addresses(host: str, port: int) -> str:
+    """The address list the native client connects to: ``host`` is a host name or IP address
+    (then ``port`` is its port), or one or more comma-separated addresses, each ``host`` or
+    ``host:port`` (``port`` for those without one). IPv6 addresses may be bare (``::1``) or in
+    brackets (``[::1]:1982``)."""
+    out = []
+    for entry in (e.strip() for e in host.split(",")):
+        if not entry:
+            continue
+        if entry.startswith("["):
+            out.append(entry if "]:" in entry else f"{entry}:{port}")
+        elif entry.count(":") == 0:
+            out.append(f"{entry}:{port}")
+        elif entry.count(":") == 1:
+            out.append(entry)
+        else:  # a bare IPv6 address
+            out.append(f"[{entry}]:{port}")
+    return ",".join(out)
+
+
 def _connect(host: str, port: int) -> NativeClient:
     try:
-        return NativeClient(host, port)
+        return NativeClient(_addresses(host, port))
     except NativeError as e:
         raise from_native(e) from None
 
 
 class Client:
-    """A connection to a Tessera server (``tessera dev`` listens on 127.0.0.1:1982).
+    """A connection to a Tessera server (``tessera dev`` listens on 127.0.0.1:1982) or cluster.
 
-    Connecting fetches the cluster's configuration; failing to connect raises
-    ``ConnectionFailedError``.
+    ``host`` may also name a cluster's coordinators: one ``host:port`` or several
+    comma-separated (``"10.0.0.1:1982,10.0.0.2:1982"``; ``port`` is used for entries without
+    one). Given a coordinator, the client routes each key's requests to the key's point leader
+    and sends a search to one replica of every region it crosses; the API is the same.
+    Connecting fetches the configuration; failing to connect raises ``ConnectionFailedError``.
     """
 
     def __init__(self, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT) -> None:

@@ -1,7 +1,7 @@
 """The exceptions of tesseradb: one ``ClientError`` subclass per status.
 
-Every error carries the stable numeric ``status`` (8001..8015 from the server, 8100/8101 from
-the client), the ``symbol`` in HyperDex's style (``UNKNOWNSPACE``) and a ``message`` for people.
+Every error carries the stable numeric ``status`` (8001..8016 from a server or coordinator,
+8100/8101 from the client), the ``symbol`` in HyperDex's style (``UNKNOWNSPACE``) and a ``message`` for people.
 ``NOTFOUND`` and ``CMPFAIL`` are normally not raised: the operations return ``None`` and
 ``False`` for them, as HyperDex's binding does; their classes exist for completeness.
 """
@@ -28,6 +28,7 @@ __all__ = [
     "ReadOnlyError",
     "UnavailableError",
     "InternalError",
+    "TooFewServersError",
     "ConnectionFailedError",
     "ProtocolError",
     "error_class",
@@ -151,8 +152,18 @@ class InternalError(ClientError):
     SYMBOL = "INTERNAL"
 
 
+class TooFewServersError(ClientError):
+    """TOOFEWSERVERS (8016): ``add_space`` of a space that needs more replicas (``tolerate N
+    failures`` + 1) than the cluster has servers; nothing changed."""
+
+    SYMBOL = "TOOFEWSERVERS"
+
+
 class ConnectionFailedError(ClientError):
-    """CONNECTION (8100): could not connect to the server, or the connection was lost."""
+    """CONNECTION (8100): could not connect to the server, or the connection was lost; with a
+    cluster, also when no coordinator answered before the client's retries ran out (about
+    10 s; the message names the coordinators tried and the last error). A write whose
+    connection was lost may or may not have been applied."""
 
     SYMBOL = "CONNECTION"
 
@@ -181,6 +192,7 @@ _BY_SYMBOL: Dict[str, Type[ClientError]] = {
         ReadOnlyError,
         UnavailableError,
         InternalError,
+        TooFewServersError,
         ConnectionFailedError,
         ProtocolError,
     )

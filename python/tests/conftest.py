@@ -1,4 +1,5 @@
-"""Fixtures: a real `tessera dev` server for the session, clients, and fresh space names.
+"""Fixtures: a real `tessera dev` server for the session, clients, and fresh space names
+(test_cluster.py starts a local cluster with the same `Server` class).
 
 The server binary comes from $TESSERA_BIN (the Makefile sets it to target/debug/tessera), else
 ../target/debug/tessera relative to python/, else `tessera` on PATH.
@@ -43,9 +44,11 @@ def tessera_binary() -> str:
 
 
 class Server:
-    """One `tessera dev` process on a free port with its own data directory."""
+    """One `tessera dev` process on a free port with its own data directory. `extra` are more
+    arguments for `tessera dev`: `Server("--servers", "3", "--replicas", "2")` runs a local
+    cluster, whose first coordinator is at `host:port`."""
 
-    def __init__(self) -> None:
+    def __init__(self, *extra: str) -> None:
         self.data_dir = tempfile.mkdtemp(prefix="tesseradb-test-")
         self.stderr_path = self.data_dir + ".stderr"
         self._stderr = open(self.stderr_path, "wb")
@@ -59,6 +62,7 @@ class Server:
                 os.path.join(self.data_dir, "data"),
                 "--fsync",
                 "never",
+                *extra,
             ],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
@@ -82,7 +86,8 @@ class Server:
             with open(self.stderr_path, "rb") as f:
                 err = f.read().decode("utf-8", "replace")
             raise RuntimeError(f"tessera dev did not start: stdout {text!r}, stderr {err!r}")
-        address = text[len(READY_PREFIX):].split(",")[0]
+        # "ready on HOST:PORT, data in DIR", or "ready on HOST:PORT (C coordinators, ...".
+        address = text[len(READY_PREFIX):].split()[0].rstrip(",")
         return int(address.rsplit(":", 1)[1])
 
     def _drain(self) -> None:

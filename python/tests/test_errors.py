@@ -11,6 +11,8 @@ import pytest
 import tesseradb
 from tesseradb import GreaterThan, Regex
 
+from conftest import Server
+
 INT64_MAX = 2**63 - 1
 
 
@@ -42,6 +44,7 @@ def test_native_errors_map_to_classes() -> None:
         ("READONLY", tesseradb.ReadOnlyError),
         ("UNAVAILABLE", tesseradb.UnavailableError),
         ("INTERNAL", tesseradb.InternalError),
+        ("TOOFEWSERVERS", tesseradb.TooFewServersError),
         ("CONNECTION", tesseradb.ConnectionFailedError),
         ("PROTOCOL", tesseradb.ProtocolError),
     ]:
@@ -191,3 +194,20 @@ def test_api_misuse_raises_python_errors(client: tesseradb.Client, space: str) -
         tesseradb.LengthEquals(-1)
     with pytest.raises(TypeError):
         tesseradb.Regex(5)  # type: ignore[arg-type]
+
+
+def test_no_coordinator_is_a_connection_failure() -> None:
+    """A cluster whose coordinators are all gone: once the client's retries run out (about
+    10 s), an operation that needs a coordinator raises ConnectionFailedError naming them."""
+    cluster = Server("--servers", "2", "--replicas", "1")
+    try:
+        admin = tesseradb.Admin(cluster.host, cluster.port)
+        assert admin.list_spaces() == []
+    finally:
+        cluster.stop()
+    with pytest.raises(tesseradb.ConnectionFailedError) as info:
+        admin.list_spaces()
+    e = info.value
+    assert (e.status, e.symbol) == (8100, "CONNECTION")
+    assert e.message.startswith("no coordinator of the cluster answered"), e.message
+    assert f"127.0.0.1:{cluster.port}" in e.message, e.message
