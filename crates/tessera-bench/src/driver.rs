@@ -7,6 +7,7 @@
 //! done) and, in the run phase, YCSB's acknowledged insert counter.
 
 use std::collections::BTreeMap;
+use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -52,15 +53,16 @@ pub struct PhasePlan {
 }
 
 /// One task's measurements.
-struct TaskStats {
+pub(crate) struct TaskStats {
     latency_us: Vec<Histogram<u64>>,
     errors: [u64; Operation::ALL.len()],
     not_found: [u64; Operation::ALL.len()],
-    records_scanned: u64,
+    /// Records returned by successful operations of each type (scans and searches).
+    records: [u64; Operation::ALL.len()],
 }
 
 impl TaskStats {
-    fn new() -> TaskStats {
+    pub(crate) fn new() -> TaskStats {
         let histogram = || {
             Histogram::new_with_bounds(1, LATENCY_MAX_US, LATENCY_SIGNIFICANT_DIGITS)
                 .expect("constant histogram bounds are valid")
@@ -69,12 +71,12 @@ impl TaskStats {
             latency_us: Operation::ALL.iter().map(|_| histogram()).collect(),
             errors: [0; Operation::ALL.len()],
             not_found: [0; Operation::ALL.len()],
-            records_scanned: 0,
+            records: [0; Operation::ALL.len()],
         }
     }
 
     /// Records one finished operation. `Ok(false)` means the record was not found.
-    fn record(&mut self, op: Operation, started: Instant, outcome: Result<bool, TargetError>) {
+    pub(crate) fn record(&mut self, op: Operation, started: Instant, outcome: Result<bool, TargetError>) {
         let i = op.index();
         match outcome {
             Ok(true) => {
@@ -89,6 +91,11 @@ impl TaskStats {
         }
     }
 
+    /// Counts `n` records returned by one successful operation of type `op`.
+    pub(crate) fn returned(&mut self, op: Operation, n: u64) {
+        self.records[op.index()] += n;
+    }
+
     fn merge(&mut self, other: &TaskStats) {
         for (mine, theirs) in self.latency_us.iter_mut().zip(&other.latency_us) {
             // Same bounds on both sides, so adding cannot fail.
@@ -97,47 +104,77 @@ impl TaskStats {
         for i in 0..Operation::ALL.len() {
             self.errors[i] += other.errors[i];
             self.not_found[i] += other.not_found[i];
+            self.records[i] += other.records[i];
         }
-        self.records_scanned += other.records_scanned;
     }
 }
 
-/// State shared by the tasks of one phase.
-struct Shared {
-    plan: PhasePlan,
-    /// Operations (or load inserts) handed out so far; a task stops when it reaches the total.
+/// The operation counters of one phase, shared by its tasks: each task takes the index of its
+/// next operation here until the phase's operations are handed out or its time is up.
+pub(crate) struct Tickets {
+    total: u64,
+    /// Operations handed out so far; a task stops when it reaches the total.
     issued: AtomicU64,
     /// Operations finished, for the progress bar.
     done: AtomicU64,
-    /// Keys of run-phase inserts, and which of them readers may use.
-    insert_keys: Arc<AcknowledgedCounter>,
     deadline: Option<Instant>,
 }
 
-/// Runs one phase with one task per target, and returns the targets for the next phase.
-pub async fn run_phase<T: Target>(targets: Vec<T>, plan: PhasePlan) -> (Vec<T>, PhaseReport) {
-    let total = match plan.kind {
-        PhaseKind::Load => plan.records,
-        PhaseKind::Run => plan.operations,
-    };
-    let bar = progress_bar(&plan, total);
+impl Tickets {
+    /// The index (`0..total`) of the next operation to issue, or `None` when the phase is over.
+    pub(crate) fn next(&self) -> Option<u64> {
+        if self.deadline.is_some_and(|d| Instant::now() >= d) {
+            return None;
+        }
+        let issued = self.issued.fetch_add(1, Ordering::Relaxed);
+        if issued >= self.total {
+            // Undo the overshoot so `issued` reads as the number really issued.
+            self.issued.fetch_sub(1, Ordering::Relaxed);
+            return None;
+        }
+        Some(issued)
+    }
+
+    /// Marks one operation finished (for the progress bar).
+    pub(crate) fn finished(&self) {
+        self.done.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// Runs `total` operations (fewer when `duration` runs out) as one closed-loop task per target:
+/// `task(target, task_id, tickets)` takes operation indices from `tickets` until it gets `None`,
+/// measures each in its own [`TaskStats`] and gives the target back. Every workload's phases
+/// run through here, so they share one way of counting, timing and reporting.
+pub(crate) async fn run_closed_loop<T, F, Fut>(
+    targets: Vec<T>,
+    name: &str,
+    total: u64,
+    duration: Option<Duration>,
+    progress: bool,
+    task: F,
+) -> (Vec<T>, PhaseReport)
+where
+    T: Send + 'static,
+    F: Fn(T, u64, Arc<Tickets>) -> Fut,
+    Fut: Future<Output = (T, TaskStats)> + Send + 'static,
+{
+    let bar = progress_bar(progress, name, total);
     let started = Instant::now();
-    let shared = Arc::new(Shared {
-        insert_keys: Arc::new(AcknowledgedCounter::new(plan.records.max(1))),
-        deadline: plan.duration.map(|d| started + d),
-        plan,
+    let tickets = Arc::new(Tickets {
+        total,
         issued: AtomicU64::new(0),
         done: AtomicU64::new(0),
+        deadline: duration.map(|d| started + d),
     });
 
     let ticker = {
-        let shared = Arc::clone(&shared);
+        let tickets = Arc::clone(&tickets);
         let bar = bar.clone();
         tokio::spawn(async move {
             let mut tick = tokio::time::interval(Duration::from_millis(PROGRESS_TICK_MS));
             loop {
                 tick.tick().await;
-                bar.set_position(shared.done.load(Ordering::Relaxed));
+                bar.set_position(tickets.done.load(Ordering::Relaxed));
             }
         })
     };
@@ -145,7 +182,7 @@ pub async fn run_phase<T: Target>(targets: Vec<T>, plan: PhasePlan) -> (Vec<T>, 
     let handles: Vec<_> = targets
         .into_iter()
         .enumerate()
-        .map(|(id, target)| tokio::spawn(task(target, id as u64, Arc::clone(&shared))))
+        .map(|(id, target)| tokio::spawn(task(target, id as u64, Arc::clone(&tickets))))
         .collect();
     let mut targets = Vec::with_capacity(handles.len());
     let mut stats = TaskStats::new();
@@ -162,7 +199,7 @@ pub async fn run_phase<T: Target>(targets: Vec<T>, plan: PhasePlan) -> (Vec<T>, 
     }
     let elapsed = started.elapsed();
     ticker.abort();
-    bar.set_position(shared.done.load(Ordering::Relaxed));
+    bar.set_position(tickets.done.load(Ordering::Relaxed));
     bar.finish_and_clear();
 
     let elapsed_s = elapsed.as_secs_f64();
@@ -175,8 +212,12 @@ pub async fn run_phase<T: Target>(targets: Vec<T>, plan: PhasePlan) -> (Vec<T>, 
         if histogram.is_empty() && stats.errors[i] == 0 {
             continue;
         }
-        let scanned = (op == Operation::Scan).then_some(stats.records_scanned);
-        let report = OpReport::new(histogram, stats.errors[i], stats.not_found[i], elapsed_s, scanned);
+        let mut report = OpReport::new(histogram, stats.errors[i], stats.not_found[i], elapsed_s, None);
+        match op {
+            Operation::Scan => report.records_scanned = Some(stats.records[i]),
+            Operation::Search => report.records_returned = Some(stats.records[i]),
+            _ => {}
+        }
         operations += report.count;
         errors += report.errors;
         ops.insert(op.name().to_owned(), report);
@@ -186,30 +227,55 @@ pub async fn run_phase<T: Target>(targets: Vec<T>, plan: PhasePlan) -> (Vec<T>, 
         elapsed_s,
         operations,
         errors,
-        stopped_by_duration: shared.issued.load(Ordering::Relaxed) < total,
+        stopped_by_duration: tickets.issued.load(Ordering::Relaxed) < total,
         ops,
     };
     (targets, report)
 }
 
-fn progress_bar(plan: &PhasePlan, total: u64) -> ProgressBar {
-    if !plan.progress {
+/// State the tasks of one YCSB phase share besides their tickets.
+struct Shared {
+    plan: PhasePlan,
+    /// Keys of run-phase inserts, and which of them readers may use.
+    insert_keys: Arc<AcknowledgedCounter>,
+}
+
+/// Runs one YCSB phase with one task per target, and returns the targets for the next phase.
+pub async fn run_phase<T: Target>(targets: Vec<T>, plan: PhasePlan) -> (Vec<T>, PhaseReport) {
+    let total = match plan.kind {
+        PhaseKind::Load => plan.records,
+        PhaseKind::Run => plan.operations,
+    };
+    let (duration, progress) = (plan.duration, plan.progress);
+    let name = phase_name(plan.kind);
+    let shared = Arc::new(Shared { insert_keys: Arc::new(AcknowledgedCounter::new(plan.records.max(1))), plan });
+    run_closed_loop(targets, name, total, duration, progress, move |target, id, tickets| {
+        task(target, id, Arc::clone(&shared), tickets)
+    })
+    .await
+}
+
+pub(crate) fn phase_name(kind: PhaseKind) -> &'static str {
+    match kind {
+        PhaseKind::Load => "load",
+        PhaseKind::Run => "run",
+    }
+}
+
+fn progress_bar(progress: bool, name: &str, total: u64) -> ProgressBar {
+    if !progress {
         return ProgressBar::hidden();
     }
     let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
-    let name = match plan.kind {
-        PhaseKind::Load => "load",
-        PhaseKind::Run => "run",
-    };
     let style = ProgressStyle::with_template("{prefix:>4} [{elapsed_precise}] {wide_bar} {pos}/{len} {per_sec} eta {eta}")
         .unwrap_or_else(|_| ProgressStyle::default_bar());
     bar.set_style(style);
-    bar.set_prefix(name);
+    bar.set_prefix(name.to_owned());
     bar
 }
 
 /// Distinct, reproducible random streams per phase and task from one `--seed`.
-fn task_rng(seed: u64, kind: PhaseKind, id: u64) -> SmallRng {
+pub(crate) fn task_rng(seed: u64, kind: PhaseKind, id: u64) -> SmallRng {
     let phase_salt = match kind {
         PhaseKind::Load => 0x4c4f_4144, // "LOAD"
         PhaseKind::Run => 0x5255_4e00,  // "RUN"
@@ -218,26 +284,13 @@ fn task_rng(seed: u64, kind: PhaseKind, id: u64) -> SmallRng {
 }
 
 /// One closed-loop client.
-async fn task<T: Target>(mut target: T, id: u64, shared: Arc<Shared>) -> (T, TaskStats) {
+async fn task<T: Target>(mut target: T, id: u64, shared: Arc<Shared>, tickets: Arc<Tickets>) -> (T, TaskStats) {
     let plan = &shared.plan;
     let mut rng = task_rng(plan.seed, plan.kind, id);
     let mut stats = TaskStats::new();
-    let total = match plan.kind {
-        PhaseKind::Load => plan.records,
-        PhaseKind::Run => plan.operations,
-    };
     let mut chooser = KeyChooser::new(&plan.spec, plan.records.max(1), plan.operations, &shared.insert_keys);
     let scan_length = Uniform::new(1, MAX_SCAN_LENGTH);
-    loop {
-        if shared.deadline.is_some_and(|d| Instant::now() >= d) {
-            break;
-        }
-        let issued = shared.issued.fetch_add(1, Ordering::Relaxed);
-        if issued >= total {
-            // Undo the overshoot so `issued` reads as the number really issued.
-            shared.issued.fetch_sub(1, Ordering::Relaxed);
-            break;
-        }
+    while let Some(issued) = tickets.next() {
         match plan.kind {
             PhaseKind::Load => {
                 let record = Record::random(&mut rng);
@@ -278,7 +331,7 @@ async fn task<T: Target>(mut target: T, id: u64, shared: Arc<Shared>) -> (T, Tas
                         let started = Instant::now();
                         let outcome = target.scan(n, len).await;
                         if let Ok(found) = outcome {
-                            stats.records_scanned += found;
+                            stats.returned(op, found);
                         }
                         // An empty scan is a valid answer, not a failure.
                         stats.record(op, started, outcome.map(|_| true));
@@ -293,6 +346,9 @@ async fn task<T: Target>(mut target: T, id: u64, shared: Arc<Shared>) -> (T, Tas
                                 "search for record {n} by (prefix, suffix) returned {k} records, expected 1"
                             ))),
                         });
+                        if let Ok(true) = outcome {
+                            stats.returned(op, 1);
+                        }
                         stats.record(op, started, outcome);
                     }
                     Operation::ReadModifyWrite => {
@@ -306,7 +362,7 @@ async fn task<T: Target>(mut target: T, id: u64, shared: Arc<Shared>) -> (T, Tas
                 }
             }
         }
-        shared.done.fetch_add(1, Ordering::Relaxed);
+        tickets.finished();
     }
     (target, stats)
 }

@@ -39,7 +39,7 @@ pub struct PhaseReport {
     /// True when `--duration-s` stopped the phase before all its operations were issued.
     pub stopped_by_duration: bool,
     /// Per operation type that was attempted: `read`, `update`, `insert`, `scan`,
-    /// `read_modify_write`.
+    /// `read_modify_write`, `search`.
     pub ops: BTreeMap<String, OpReport>,
 }
 
@@ -65,6 +65,9 @@ pub struct OpReport {
     /// Scans only: records returned in total, to check that scans found data.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub records_scanned: Option<u64>,
+    /// Searches only: records returned in total (divide by `count` for the mean per search).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub records_returned: Option<u64>,
 }
 
 impl OpReport {
@@ -90,6 +93,7 @@ impl OpReport {
             p999_us: q(0.999),
             max_us: if empty { 0 } else { histogram.max() },
             records_scanned,
+            records_returned: None,
         }
     }
 }
