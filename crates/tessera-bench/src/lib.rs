@@ -1,4 +1,7 @@
-//! `tessera bench`: the YCSB core workloads A–F against Tessera or Redis.
+//! `tessera bench`: the YCSB core workloads A–F against Tessera or Redis, and three benchmarks
+//! of Tessera's own: `s` (a search fixing a whole subspace, against a get), `subspaces` (write
+//! latency against the number of subspaces, i.e. chain length: [`subspaces`]) and
+//! `search-fixed` (searches fixing 0–3 attributes of a subspace: [`search_fixed`]).
 //!
 //! The `tessera` binary embeds [`BenchArgs`] as its `bench` subcommand, calls [`run`] and prints
 //! the [`Report`] as JSON. Everything that decides *what* is requested — the key distributions
@@ -33,6 +36,9 @@ pub mod driver;
 pub mod generator;
 pub mod report;
 pub mod resp;
+pub mod search_fixed;
+pub mod subspaces;
+pub mod sweep;
 pub mod target;
 pub mod workload;
 
@@ -77,12 +83,33 @@ pub struct BenchArgs {
     /// d (95/5 read/insert, latest), e (95/5 scan/insert), f (50/50 read/read-modify-write);
     /// s (not YCSB: 100% searches fixing both dimensions of the `prefix, suffix` subspace, zipfian
     /// as c, to compare with c's gets; Tessera and memory targets only).
+    /// Not YCSB, Tessera only, each in a space of its own: subspaces (load --records objects of
+    /// ten int attributes into space `subspacesS`, which has --subspaces one-attribute
+    /// subspaces, then --operations puts rewriting all ten, each moving the object in every
+    /// subspace: chain length K(1+2S)); search-fixed (load --records objects into space `fixed`
+    /// with subspace x, y, z, then --operations searches fixing --fixed of the three by
+    /// equality, plus what `explain` says of that query shape).
     #[arg(long, short = 'w', value_enum, default_value_t = Workload::A)]
     pub workload: Workload,
 
     /// Records loaded, and assumed loaded by `--phase run` (recordcount).
     #[arg(long, default_value_t = 100_000)]
     pub records: u64,
+
+    /// Workload subspaces: non-key subspaces S of its space (0 to 10), subspace i being the one
+    /// attribute a{i}.
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(0..=10))]
+    pub subspaces: u32,
+
+    /// Workload search-fixed: how many of the subspace's attributes x, y, z (in that order)
+    /// each search fixes by equality (0 to 3); the others are left open.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(0..=3))]
+    pub fixed: u32,
+
+    /// Workloads subspaces and search-fixed: partitions of their space (`create P partitions`;
+    /// 64 gives 64 regions per one-attribute subspace and 4 x 4 x 4 for x, y, z).
+    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u32).range(2..))]
+    pub partitions: u32,
 
     /// Operations in the run phase (operationcount).
     #[arg(long, default_value_t = 100_000)]
@@ -177,7 +204,11 @@ pub async fn run(args: BenchArgs) -> Result<Report, BenchError> {
         TargetError::Unsupported(why) => BenchError::TargetUnsupported(why),
         source => BenchError::Connect { target: args.target.clone(), source },
     };
-    let (load, run) = match parse_target(&args.target)? {
+    let target = parse_target(&args.target)?;
+    if !args.workload.is_ycsb() {
+        return run_sweep(target, args, duration).await;
+    }
+    let (load, run) = match target {
         TargetKind::Memory => {
             let shared = MemoryTarget::new();
             drive(vec![shared; args.threads], &args, duration).await?
@@ -212,7 +243,67 @@ pub async fn run(args: BenchArgs) -> Result<Report, BenchError> {
         seed: args.seed,
         load,
         run,
+        subspaces: None,
+        search_fixed: None,
     })
+}
+
+/// Workloads `subspaces` and `search-fixed` ([`sweep`]): Tessera only.
+async fn run_sweep(
+    target: TargetKind,
+    args: BenchArgs,
+    duration: Option<Duration>,
+) -> Result<Report, BenchError> {
+    let TargetKind::Tessera(addr) = target else {
+        return Err(BenchError::TargetUnsupported(format!(
+            "workload {} creates its own Tessera space: run it against tessera://",
+            args.workload
+        )));
+    };
+    let subspaces_plan = subspaces::SubspacesPlan::new(args.subspaces, args.partitions).map_err(BenchError::InvalidArgs)?;
+    let search_plan = search_fixed::SearchFixedPlan::new(args.fixed, args.partitions).map_err(BenchError::InvalidArgs)?;
+    let client = tessera_client::Client::connect(&addr)
+        .await
+        .map_err(|e| BenchError::Connect { target: args.target.clone(), source: sweep::to_target_error(e) })?;
+    let phases = sweep::Phases {
+        load: matches!(args.phase, Phase::Load | Phase::Both),
+        run: matches!(args.phase, Phase::Run | Phase::Both),
+        records: args.records,
+        operations: args.operations,
+        threads: args.threads,
+        seed: args.seed,
+        duration,
+        progress: show_progress(args.progress),
+    };
+    let prepare_error = |source| BenchError::Prepare { target: args.target.clone(), source };
+    let mut report = Report {
+        target: args.target.clone(),
+        workload: args.workload,
+        records: args.records,
+        operations: args.operations,
+        threads: args.threads,
+        seed: args.seed,
+        load: None,
+        run: None,
+        subspaces: None,
+        search_fixed: None,
+    };
+    if args.workload == Workload::Subspaces {
+        let (load, run, extra) = sweep::run_subspaces(client, subspaces_plan, phases).await.map_err(prepare_error)?;
+        (report.load, report.run, report.subspaces) = (load, run, Some(extra));
+    } else {
+        let (load, run, extra) = sweep::run_search_fixed(client, search_plan, phases).await.map_err(prepare_error)?;
+        (report.load, report.run, report.search_fixed) = (load, run, Some(extra));
+    }
+    Ok(report)
+}
+
+fn show_progress(mode: ProgressMode) -> bool {
+    match mode {
+        ProgressMode::Always => true,
+        ProgressMode::Never => false,
+        ProgressMode::Auto => std::io::stderr().is_terminal(),
+    }
 }
 
 /// Runs the requested phases over `targets` (one per task).
@@ -221,11 +312,7 @@ async fn drive<T: Target>(
     args: &BenchArgs,
     duration: Option<Duration>,
 ) -> Result<(Option<PhaseReport>, Option<PhaseReport>), BenchError> {
-    let progress = match args.progress {
-        ProgressMode::Always => true,
-        ProgressMode::Never => false,
-        ProgressMode::Auto => std::io::stderr().is_terminal(),
-    };
+    let progress = show_progress(args.progress);
     let plan = |kind, duration| PhasePlan {
         kind,
         spec: args.workload.spec(),
@@ -283,6 +370,38 @@ mod tests {
         assert_eq!(a.progress, ProgressMode::Auto);
         let b = Cli::parse_from(["bench", "--connections", "3", "-w", "e", "--duration-s", "1.5"]).bench;
         assert_eq!((b.threads, b.workload, b.duration_s), (3, Workload::E, Some(1.5)));
+    }
+
+    #[test]
+    fn subspaces_and_search_fixed_flags() {
+        use clap::CommandFactory;
+        let a = Cli::parse_from(["bench", "-w", "subspaces", "--subspaces", "0"]).bench;
+        assert_eq!((a.workload, a.subspaces, a.partitions), (Workload::Subspaces, 0, 64));
+        let b = Cli::parse_from(["bench", "-w", "search-fixed", "--fixed", "2", "--partitions", "27"]).bench;
+        assert_eq!((b.workload, b.fixed, b.partitions), (Workload::SearchFixed, 2, 27));
+        assert_eq!((b.subspaces, Cli::parse_from(["bench"]).bench.fixed), (10, 3), "documented defaults");
+        for bad in [&["--subspaces", "11"][..], &["--fixed", "4"], &["--partitions", "1"], &["-w", "searchfixed"]] {
+            let mut argv = vec!["bench"];
+            argv.extend_from_slice(bad);
+            assert!(Cli::try_parse_from(argv).is_err(), "{bad:?} is refused");
+        }
+        let help = Cli::command().render_long_help().to_string();
+        for flag in ["--subspaces", "--fixed", "--partitions", "search-fixed", "subspaces"] {
+            assert!(help.contains(flag), "--help mentions {flag}");
+        }
+        assert_eq!(Workload::SearchFixed.to_string(), "search-fixed");
+        assert_eq!(serde_json::to_value(Workload::SearchFixed).unwrap(), "search-fixed");
+        assert!(Workload::E.is_ycsb() && Workload::S.is_ycsb() && !Workload::Subspaces.is_ycsb());
+    }
+
+    #[tokio::test]
+    async fn subspaces_and_search_fixed_need_tessera() {
+        for w in ["subspaces", "search-fixed"] {
+            for target in ["memory://", "redis://127.0.0.1:1"] {
+                let r = run(args(&["--target", target, "-w", w])).await;
+                assert!(matches!(&r, Err(BenchError::TargetUnsupported(why)) if why.contains(w)), "{w} {target}: {r:?}");
+            }
+        }
     }
 
     #[test]

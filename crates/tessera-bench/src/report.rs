@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use hdrhistogram::Histogram;
 use serde::Serialize;
 
+use crate::sweep::{SearchFixedReport, SubspacesReport};
 use crate::workload::Workload;
 
 /// The whole run: its parameters, then one section per phase that ran.
@@ -24,6 +25,12 @@ pub struct Report {
     pub load: Option<PhaseReport>,
     /// Present when the run phase ran.
     pub run: Option<PhaseReport>,
+    /// Workload `subspaces` only: S, K, the chain length and where it ran.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub subspaces: Option<SubspacesReport>,
+    /// Workload `search-fixed` only: F, objects returned, and servers and regions contacted.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub search_fixed: Option<SearchFixedReport>,
 }
 
 /// One phase (load or run).

@@ -80,7 +80,8 @@ pub fn random_field<R: Rng + ?Sized>(rng: &mut R) -> String {
     (0..FIELD_LENGTH).map(|_| rng.random_range(b' '..=b'~') as char).collect()
 }
 
-/// A YCSB core workload.
+/// A YCSB core workload, or one of the benchmarks of this crate's own (`s`, `subspaces`,
+/// `search-fixed`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Workload {
@@ -101,6 +102,13 @@ pub enum Workload {
     /// n%1000`), each returning exactly that record. Run against workload C it compares a
     /// fully specified search with a get (issue 2's benchmarks); Tessera only.
     S,
+    /// Puts that move an object in every subspace of a space with `--subspaces S` one-attribute
+    /// subspaces (`crate::subspaces`): write latency against chain length. Tessera only.
+    Subspaces,
+    /// Searches fixing `--fixed F` of the 3 attributes of a subspace (`crate::search_fixed`):
+    /// throughput and servers contacted against how narrow the query is. Tessera only.
+    #[serde(rename = "search-fixed")]
+    SearchFixed,
 }
 
 impl fmt::Display for Workload {
@@ -113,6 +121,8 @@ impl fmt::Display for Workload {
             Workload::E => "e",
             Workload::F => "f",
             Workload::S => "s",
+            Workload::Subspaces => "subspaces",
+            Workload::SearchFixed => "search-fixed",
         };
         f.write_str(s)
     }
@@ -197,7 +207,17 @@ impl Workload {
             Workload::F => WorkloadSpec { read: 0.5, read_modify_write: 0.5, ..base },
             // Same zipfian request distribution as C: the two differ only in get vs search.
             Workload::S => WorkloadSpec { search: 1.0, ..base },
+            // Their keys and queries come from their own plans, not from a key chooser; the
+            // specs only state the mix.
+            Workload::Subspaces => WorkloadSpec { update: 1.0, distribution: Distribution::Uniform, ..base },
+            Workload::SearchFixed => WorkloadSpec { search: 1.0, distribution: Distribution::Uniform, ..base },
         }
+    }
+
+    /// Whether the workload runs over the YCSB `usertable` space (every one but `subspaces`
+    /// and `search-fixed`, which create their own).
+    pub fn is_ycsb(self) -> bool {
+        !matches!(self, Workload::Subspaces | Workload::SearchFixed)
     }
 }
 
