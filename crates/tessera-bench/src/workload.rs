@@ -103,10 +103,10 @@ pub enum Workload {
     /// fully specified search with a get (issue 2's benchmarks); Tessera only.
     S,
     /// Puts that move an object in every subspace of a space with `--subspaces S` one-attribute
-    /// subspaces (`crate::subspaces`): write latency against chain length. Tessera only.
+    /// subspaces: write latency against chain length K(1+2S). Tessera only.
     Subspaces,
-    /// Searches fixing `--fixed F` of the 3 attributes of a subspace (`crate::search_fixed`):
-    /// throughput and servers contacted against how narrow the query is. Tessera only.
+    /// Searches fixing `--fixed F` of the 3 attributes x, y, z of a subspace: throughput and
+    /// servers contacted against how narrow the query is. Tessera only.
     #[serde(rename = "search-fixed")]
     SearchFixed,
 }
