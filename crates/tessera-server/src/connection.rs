@@ -429,24 +429,38 @@ fn search_inline(
     replier: Replier,
 ) -> Option<(Request, Replier)> {
     let Ok(space) = space else { return Some((request, replier)) };
-    let predicates = match &request {
-        Request::Search { predicates, .. } | Request::Count { predicates, .. } => predicates,
-        _ => return Some((request, replier)),
-    };
-    let Ok(checked) = check_predicates(space, predicates) else { return Some((request, replier)) };
-    let plan = reads::plan(space, &checked);
-    if !reads::is_point_search(&plan) {
-        return Some((request, replier));
-    }
     let mut found = Vec::new();
-    let scanned = reads::for_each_match_planned(&shared.store, space, &plan, &checked, |o| {
+    let mut collect = |o| {
         found.push(o);
         if found.len() > INLINE_MATCHES_MAX {
             ControlFlow::Break(())
         } else {
             ControlFlow::Continue(())
         }
-    });
+    };
+    let scanned = match &request {
+        Request::Search { predicates, .. } | Request::Count { predicates, .. } => {
+            let Ok(checked) = check_predicates(space, predicates) else { return Some((request, replier)) };
+            let plan = reads::plan(space, &checked);
+            if !reads::is_point_search(&plan) {
+                return Some((request, replier));
+            }
+            reads::for_each_match_planned(&shared.store, space, &plan, &checked, &mut collect)
+        }
+        // A cluster client's share of a point search: one region, one cell.
+        Request::SearchRegions { predicates, subspace, regions, .. } => {
+            let Ok(checked) = check_predicates(space, predicates) else { return Some((request, replier)) };
+            let Ok(regions) = check_regions(space, *subspace, regions) else { return Some((request, replier)) };
+            let Some(search_box) = SearchBox::for_predicates(&space.config.schema, *subspace, &checked) else {
+                return Some((request, replier));
+            };
+            if !search_box.ranges.iter().all(|(lo, hi)| lo == hi) {
+                return Some((request, replier));
+            }
+            reads::for_each_match_in(&shared.store, space, *subspace, &search_box, &regions, &checked, &mut collect)
+        }
+        _ => return Some((request, replier)),
+    };
     if found.len() > INLINE_MATCHES_MAX {
         return Some((request, replier));
     }

@@ -115,6 +115,11 @@ async fn a_cluster_server_answers_only_for_what_it_owns() {
     let (status, _) = status_of(ask(other.local_addr(), epoch, put).await);
     assert_eq!(status, Status::StaleEpoch, "only the point leader orders writes");
     assert_eq!(client.get("t", "a").await.unwrap().unwrap().attributes["x"], Value::Int(5), "nothing changed");
+    // A point search (x fixed: one cell of one region) is answered on the connection's task.
+    let found = client.search("t", vec![tessera_client::Predicate::equals("x", 5i64)]).await.unwrap();
+    assert_eq!(found.len(), 1);
+    assert_eq!(found[0].key, Value::from("a"));
+    assert!(client.search("t", vec![tessera_client::Predicate::equals("x", 6i64)]).await.unwrap().is_empty());
 
     // Regions: a server searches only those it owns, and names the bad ones.
     let x = SubspaceId(1);
@@ -128,6 +133,15 @@ async fn a_cluster_server_answers_only_for_what_it_owns() {
     };
     if let Some(r) = not_owned {
         let (status, message) = status_of(ask(other.local_addr(), epoch, search(x, vec![r])).await);
+        assert_eq!(status, Status::StaleEpoch, "{message}");
+        // The same for a point search, which takes the inline path.
+        let point = Request::SearchRegions {
+            space: "t".into(),
+            predicates: vec![tessera_types::Predicate::equals("x", 5i64)],
+            subspace: x,
+            regions: vec![r],
+        };
+        let (status, message) = status_of(ask(other.local_addr(), epoch, point).await);
         assert_eq!(status, Status::StaleEpoch, "{message}");
     }
     let (status, message) = status_of(ask(other.local_addr(), epoch, search(x, vec![regions])).await);
