@@ -14,7 +14,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
-use tessera_geometry::{choose_subspace, key_coordinate, RegionIndex, SearchBox, Tessellation};
+use tessera_geometry::{choose_subspace, key_region, RegionIndex, SearchBox, Tessellation};
 use tessera_protocol::{Configuration, ErrorReply, Explanation, SpaceConfig, Status};
 use tessera_types::constants::KEY_BYTES_MAX;
 use tessera_types::{
@@ -76,11 +76,6 @@ pub(crate) fn check_key(schema: &SpaceSchema, key: Value) -> Result<Value, Clien
         }
     }
     Ok(key)
-}
-
-/// The region of the key subspace holding `key` (a key of the space's key type).
-pub(crate) fn key_region(key_tessellation: &Tessellation, key: &Value) -> RegionIndex {
-    key_tessellation.region_of(&[key_coordinate(key)])
 }
 
 /// The replica set of a region, empty when the configuration has none for it.
@@ -255,6 +250,7 @@ pub(crate) fn check_group_funcalls(schema: &SpaceSchema, funcalls: &[Funcall]) -
 mod tests {
     use super::*;
     use proptest::prelude::*;
+    use tessera_geometry::key_coordinate;
     use tessera_protocol::{ServerInfo, ServerState};
     use tessera_types::{parse_space, Epoch, PredicateOp};
 

@@ -8,6 +8,8 @@
 use tessera_types::{AttrIndex, Object, SpaceSchema, SubspaceId, Value};
 use xxhash_rust::xxh3::xxh3_64;
 
+use crate::tessellation::{RegionIndex, Tessellation};
+
 const SIGN: u64 = 1 << 63;
 
 /// The coordinate of a primitive value on a non-key dimension.
@@ -40,6 +42,12 @@ pub fn key_coordinate(key: &Value) -> u64 {
         Value::Float(f) => xxh3_64(&f.to_bits().to_be_bytes()),
         other => panic!("a {} cannot be a key", other.kind_name()),
     }
+}
+
+/// The region of the key subspace (tessellated by `key_tessellation`) that holds `key`: the
+/// region whose replica set's head is the key's point leader.
+pub fn key_region(key_tessellation: &Tessellation, key: &Value) -> RegionIndex {
+    key_tessellation.region_of(&[key_coordinate(key)])
 }
 
 /// The coordinate of `value` on dimension `attr` of subspace `subspace`.

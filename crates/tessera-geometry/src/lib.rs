@@ -17,7 +17,7 @@ pub mod tessellation;
 pub mod zorder;
 
 pub use chain::{chain_for_update, ChainHop, ReplicaMap};
-pub use coordinate::{coordinate, key_coordinate, point};
+pub use coordinate::{coordinate, key_coordinate, key_region, point};
 pub use search::{choose_subspace, SearchBox, SearchPlan};
 
 pub use tessellation::{RegionIndex, Tessellation};

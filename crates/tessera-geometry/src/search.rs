@@ -41,6 +41,12 @@ impl SearchBox {
         }
     }
 
+    /// Whether the box is a single point: every dimension fixed to one coordinate. Such a box
+    /// lies in one region and reads one cell of it.
+    pub fn is_point(&self) -> bool {
+        self.ranges.iter().all(|(lo, hi)| lo == hi)
+    }
+
     /// The box `predicates` select in `subspace`, or `None` when they contradict each other
     /// there (then no object can match, and the search need contact nobody).
     pub fn for_predicates(

@@ -28,7 +28,7 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 
-use tessera_geometry::{chain_for_update, key_coordinate, point, ChainHop, RegionIndex, ReplicaMap, Tessellation};
+use tessera_geometry::{chain_for_update, key_region, point, ChainHop, RegionIndex, ReplicaMap, Tessellation};
 use tessera_protocol::{Configuration, ErrorReply, SpaceConfig, Status};
 use tessera_storage::{ObjectWrite, StoredObject};
 use tessera_types::{Epoch, Object, ServerId, SubspaceId, Value, Version};
@@ -102,7 +102,7 @@ impl SpaceRuntime {
     }
 
     fn point_leader(&self, key: &Value) -> ServerId {
-        let region = self.tessellations[SubspaceId::KEY.get()].region_of(&[key_coordinate(key)]);
+        let region = key_region(&self.tessellations[SubspaceId::KEY.get()], key);
         self.config.replicas_of(SubspaceId::KEY, region)[0]
     }
 

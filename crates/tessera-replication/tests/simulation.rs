@@ -77,7 +77,7 @@ impl SpaceInfo {
     }
 
     fn key_region(&self, key: &Value) -> RegionIndex {
-        self.tessellations[0].region_of(&[tessera_geometry::key_coordinate(key)])
+        tessera_geometry::key_region(&self.tessellations[0], key)
     }
 
     fn leader(&self, key: &Value) -> ServerId {

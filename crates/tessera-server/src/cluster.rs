@@ -342,26 +342,27 @@ impl ChainLoop {
                 }
             }
             let mut stop = false;
+            let store = self.shared.store.clone();
             for input in batch.drain(..) {
-                match input {
+                let input = match input {
                     LoopInput::Write { space, write, reply } => {
                         let id = self.next_client;
                         self.next_client += 1;
                         self.clients.insert(id, reply);
-                        let store = self.shared.store.clone();
-                        self.replica.step(Input::Write { client: ClientId(id), space, write }, &StoreReader(&store));
+                        Input::Write { client: ClientId(id), space, write }
                     }
-                    LoopInput::Peer(envelope) => {
-                        let store = self.shared.store.clone();
-                        self.replica.step(Input::Peer(envelope), &StoreReader(&store));
+                    LoopInput::Peer(envelope) => Input::Peer(envelope),
+                    LoopInput::Tick => Input::Tick,
+                    LoopInput::Config(config) => {
+                        self.install(config);
+                        continue;
                     }
-                    LoopInput::Tick => {
-                        let store = self.shared.store.clone();
-                        self.replica.step(Input::Tick, &StoreReader(&store));
+                    LoopInput::Stop => {
+                        stop = true;
+                        continue;
                     }
-                    LoopInput::Config(config) => self.install(config),
-                    LoopInput::Stop => stop = true,
-                }
+                };
+                self.replica.step(input, &StoreReader(&store));
             }
             self.flush();
             if stop || self.shared.is_shutting_down() {

@@ -454,7 +454,7 @@ fn search_inline(
             let Some(search_box) = SearchBox::for_predicates(&space.config.schema, *subspace, &checked) else {
                 return Some((request, replier));
             };
-            if !search_box.ranges.iter().all(|(lo, hi)| lo == hi) {
+            if !search_box.is_point() {
                 return Some((request, replier));
             }
             reads::for_each_match_in(&shared.store, space, *subspace, &search_box, &regions, &checked, &mut collect)

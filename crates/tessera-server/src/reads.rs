@@ -85,7 +85,7 @@ pub fn for_each_match_in(
 /// equality) or nothing at all: such a search reads one cell of one region, so it is cheap
 /// enough to answer on the connection's own task.
 pub fn is_point_search(plan: &SearchPlan) -> bool {
-    plan.search_box.as_ref().is_none_or(|b| b.ranges.iter().all(|(lo, hi)| lo == hi))
+    plan.search_box.as_ref().is_none_or(SearchBox::is_point)
 }
 
 pub fn count(store: &Store, space: &ServedSpace, predicates: &[CheckedPredicate]) -> Result<u64, ErrorReply> {

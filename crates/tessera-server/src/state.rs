@@ -58,7 +58,7 @@ impl ServedSpace {
 
     /// The point leader of `key`: the head of its key region's replica set.
     pub fn point_leader(&self, key: &tessera_types::Value) -> ServerId {
-        let region = self.tessellations[0].region_of(&[tessera_geometry::key_coordinate(key)]);
+        let region = tessera_geometry::key_region(&self.tessellations[0], key);
         self.config.replicas_of(tessera_types::SubspaceId::KEY, region)[0]
     }
 }

@@ -64,7 +64,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use fjall::{Database, Keyspace, KeyspaceCreateOptions, PersistMode};
-use tessera_geometry::{key_coordinate, RegionIndex, Tessellation};
+use tessera_geometry::{key_region, RegionIndex, Tessellation};
 use tessera_types::{Object, SpaceSchema, SubspaceId, Value, Version};
 
 pub use search::SearchIter;
@@ -361,7 +361,7 @@ impl Store {
                 space.schema.key_type()
             )));
         }
-        let region = space.tessellations[0].region_of(&[key_coordinate(key)]);
+        let region = key_region(&space.tessellations[0], key);
         let mut storage_key = codec::region_prefix(region).to_vec();
         storage_key.extend_from_slice(&codec::key_bytes(key));
         let Some(bytes) = space.keyspaces[0].get(&storage_key)? else {

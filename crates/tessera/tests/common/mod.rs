@@ -16,24 +16,7 @@ pub struct DevServer {
 impl DevServer {
     /// Starts `tessera dev` on a free loopback port and waits for its ready line.
     pub fn start(data_dir: &Path) -> DevServer {
-        let mut child = Command::new(TESSERA)
-            .args(["dev", "--listen", "127.0.0.1:0", "--data-dir"])
-            .arg(data_dir)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("spawning tessera dev");
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().expect("piped stdout"))
-            .read_line(&mut line)
-            .expect("reading the ready line");
-        // "tessera dev: ready on 127.0.0.1:PORT, data in DIR"
-        let addr = line
-            .split("ready on ")
-            .nth(1)
-            .and_then(|rest| rest.split(',').next())
-            .unwrap_or_else(|| panic!("unexpected first line from tessera dev: {line:?}"))
-            .to_owned();
+        let (child, addr) = spawn_until_ready(&["dev", "--listen", "127.0.0.1:0", "--data-dir"], data_dir);
         DevServer { child, addr }
     }
 
@@ -59,26 +42,33 @@ pub struct Daemon {
 
 impl Daemon {
     pub fn start(args: &[&str], data_dir: &Path) -> Daemon {
-        let mut child = Command::new(TESSERA)
-            .args(args)
-            .arg(data_dir)
-            .env("RUST_LOG", "error,openraft=off")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("spawning tessera");
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().expect("piped stdout"))
-            .read_line(&mut line)
-            .expect("reading the ready line");
-        let addr = line
-            .split("ready on ")
-            .nth(1)
-            .and_then(|rest| rest.split([',', ' ']).next())
-            .unwrap_or_else(|| panic!("unexpected first line from tessera {args:?}: {line:?}"))
-            .to_owned();
+        let (child, addr) = spawn_until_ready(args, data_dir);
         Daemon { child, addr }
     }
+}
+
+/// Runs `tessera ARGS DATA_DIR` and waits for its ready line ("...: ready on ADDR, ..." or
+/// "...: ready on ADDR (...)"); returns the process and ADDR.
+fn spawn_until_ready(args: &[&str], data_dir: &Path) -> (Child, String) {
+    let mut child = Command::new(TESSERA)
+        .args(args)
+        .arg(data_dir)
+        .env("RUST_LOG", "error,openraft=off")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("spawning tessera");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().expect("piped stdout"))
+        .read_line(&mut line)
+        .expect("reading the ready line");
+    let addr = line
+        .split("ready on ")
+        .nth(1)
+        .and_then(|rest| rest.split([',', ' ']).next())
+        .unwrap_or_else(|| panic!("unexpected first line from tessera {args:?}: {line:?}"))
+        .to_owned();
+    (child, addr)
 }
 
 impl Drop for Daemon {
