@@ -71,7 +71,62 @@ pub struct Configuration {
     pub spaces: Vec<SpaceConfig>,
 }
 
+/// Why a configuration received from elsewhere cannot be acted on.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("configuration epoch {epoch}: {reason}")]
+pub struct ConfigurationError {
+    pub epoch: Epoch,
+    pub reason: String,
+}
+
 impl Configuration {
+    /// Checks the shape a server and a client rely on before acting on a configuration that
+    /// came over the network: spaces with distinct names and ids, schemas whose subspaces can
+    /// be tessellated, one replica set per region, each non-empty, of distinct servers that the
+    /// configuration lists. Without this, a bad configuration would make indexing panic.
+    pub fn check(&self) -> Result<(), ConfigurationError> {
+        let fail = |reason: String| Err(ConfigurationError { epoch: self.epoch, reason });
+        let mut names = std::collections::BTreeSet::new();
+        let mut ids = std::collections::BTreeSet::new();
+        for space in &self.spaces {
+            let schema = &space.schema;
+            if !names.insert(&schema.name) || !ids.insert(space.id) {
+                return fail(format!("space {:?} (id {}) is listed twice", schema.name, space.id));
+            }
+            if schema.attributes.is_empty()
+                || schema.subspaces.is_empty()
+                || schema.subspaces.len() > tessera_types::constants::SUBSPACES_MAX
+                || !(1..=tessera_types::constants::PARTITIONS_MAX).contains(&schema.partitions)
+            {
+                return fail(format!("space {:?} has an impossible schema", schema.name));
+            }
+            for s in &schema.subspaces {
+                let dims_ok = (1..=tessera_types::constants::SUBSPACE_DIMENSIONS_MAX).contains(&s.dimensions.len())
+                    && s.dimensions.iter().all(|d| d.get() < schema.attributes.len());
+                if !dims_ok {
+                    return fail(format!("space {:?} has a subspace with impossible dimensions", schema.name));
+                }
+            }
+            if space.replicas.len() != schema.subspaces.len() {
+                return fail(format!("space {:?}: replica sets for {} subspaces", schema.name, space.replicas.len()));
+            }
+            for (n, (sets, t)) in space.replicas.iter().zip(space.tessellations()).enumerate() {
+                if sets.len() != t.regions_count() as usize {
+                    return fail(format!("space {:?} subspace {n}: {} replica sets for {} regions", schema.name, sets.len(), t.regions_count()));
+                }
+                for set in sets {
+                    let mut members: Vec<ServerId> = set.clone();
+                    members.sort();
+                    members.dedup();
+                    if set.is_empty() || members.len() != set.len() || set.iter().any(|s| self.server(*s).is_none()) {
+                        return fail(format!("space {:?} subspace {n}: replica set {set:?} is empty, repeats a server or names an unknown one", schema.name));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
     pub fn space(&self, name: &str) -> Option<&SpaceConfig> {
         self.spaces.iter().find(|s| s.schema.name == name)
     }

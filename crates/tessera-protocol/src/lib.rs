@@ -15,11 +15,13 @@
 
 pub mod config;
 pub mod constants;
+#[cfg(feature = "frame")]
 pub mod frame;
 pub mod message;
 pub mod status;
 
-pub use config::{Configuration, ServerInfo, ServerState, SpaceConfig};
+pub use config::{Configuration, ConfigurationError, ServerInfo, ServerState, SpaceConfig};
+#[cfg(feature = "frame")]
 pub use frame::{codec, decode_request, decode_response, encode_request, encode_response, FrameError};
 pub use message::{
     CoordinatorStatus, Explanation, Request, RequestFrame, Response, ResponseFrame, SortOrder, WireObject, WriteMode,

@@ -43,6 +43,10 @@ pub enum Status {
     Internal,
     /// A space asks for more replicas (tolerated failures + 1) than the cluster has servers.
     TooFewServers,
+    /// No outcome in time, or the server that ordered a write lost that role before the write
+    /// finished: a write may or may not have been applied (read the key to find out; do not
+    /// blindly resend a write that is not idempotent).
+    Timeout,
 }
 
 impl Status {
@@ -65,6 +69,7 @@ impl Status {
             Status::Unavailable => 8014,
             Status::Internal => 8015,
             Status::TooFewServers => 8016,
+            Status::Timeout => 8017,
         }
     }
 
@@ -87,6 +92,7 @@ impl Status {
             Status::Unavailable => "UNAVAILABLE",
             Status::Internal => "INTERNAL",
             Status::TooFewServers => "TOOFEWSERVERS",
+            Status::Timeout => "TIMEOUT",
         }
     }
 

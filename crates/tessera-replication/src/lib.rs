@@ -5,13 +5,16 @@
 //! - [`write`]: how a write changes a key's object (shared with the standalone server);
 //! - [`message`]: what servers send each other;
 //! - [`link`]: exactly-once, in-order delivery per pair of servers;
-//! - [`replica`]: one server's part in every chain.
+//! - [`replica`]: one server's part in every chain;
+//! - [`check`]: what a peer sends is checked before anything acts on it.
 
+pub mod check;
 pub mod link;
 pub mod message;
 pub mod replica;
 pub mod write;
 
+pub use check::{check_envelope, EnvelopeError};
 pub use message::{ChainAck, ChainUpdate, Envelope, PeerMessage};
-pub use replica::{ClientId, CommittedReader, Input, Outputs, Replica};
+pub use replica::{ClientId, CommittedReader, Input, Outputs, Replica, StoreWrite};
 pub use write::{evaluate, KeyWrite};

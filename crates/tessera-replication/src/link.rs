@@ -52,7 +52,9 @@ impl Link {
 
     /// A message numbered `seq` arrived; returns the messages now deliverable, in order.
     pub fn on_message(&mut self, seq: u64, message: PeerMessage) -> Vec<PeerMessage> {
-        assert!(seq > 0, "data messages are numbered from 1");
+        if seq == 0 {
+            return Vec::new(); // data messages are numbered from 1 (check_envelope refuses 0)
+        }
         self.ack_owed = true;
         if seq <= self.delivered || self.early.contains_key(&seq) {
             return Vec::new(); // a repeat
@@ -88,10 +90,15 @@ impl Link {
         self.peer_incarnation = peer_incarnation;
         self.delivered = 0;
         self.early.clear();
-        let pending: Vec<PeerMessage> =
-            std::mem::take(&mut self.unacked).into_values().map(|(m, _)| m).collect();
+        let pending: Vec<PeerMessage> = std::mem::take(&mut self.unacked)
+            .into_values()
+            .map(|(m, _)| m)
+            .collect();
         self.next_seq = 0;
-        pending.into_iter().map(|m| (self.send(m.clone(), tick), m)).collect()
+        pending
+            .into_iter()
+            .map(|m| (self.send(m.clone(), tick), m))
+            .collect()
     }
 
     pub fn unacked_len(&self) -> usize {
@@ -112,7 +119,8 @@ mod tests {
             epoch: Epoch(1),
             key: Value::Int(n as i64),
             version: Version(n),
-            hop: 0,
+            subspace: tessera_types::SubspaceId(0),
+            region: tessera_geometry::RegionIndex(0),
         })
     }
 
@@ -148,9 +156,16 @@ mod tests {
         }
         l.on_ack(1);
         assert!(l.due(RETRANSMIT_TICKS - 1).is_empty());
-        let due: Vec<u64> = l.due(RETRANSMIT_TICKS).into_iter().map(|(s, _)| s).collect();
+        let due: Vec<u64> = l
+            .due(RETRANSMIT_TICKS)
+            .into_iter()
+            .map(|(s, _)| s)
+            .collect();
         assert_eq!(due, vec![2, 3]);
-        assert!(l.due(RETRANSMIT_TICKS + 1).is_empty(), "sent again at the previous tick");
+        assert!(
+            l.due(RETRANSMIT_TICKS + 1).is_empty(),
+            "sent again at the previous tick"
+        );
         let renumbered: Vec<u64> = l.reset(7, 9).into_iter().map(|(s, _)| s).collect();
         assert_eq!(renumbered, vec![1, 2]);
         assert_eq!(l.peer_incarnation, 7);

@@ -1,7 +1,8 @@
 //! What servers send each other along chains.
 
 use serde::{Deserialize, Serialize};
-use tessera_types::{Epoch, Object, ServerId, Value, Version};
+use tessera_geometry::RegionIndex;
+use tessera_types::{Epoch, Object, ServerId, SubspaceId, Value, Version};
 
 /// An update travelling down its value-dependent chain (DESIGN §5 items 2–4).
 ///
@@ -11,7 +12,8 @@ use tessera_types::{Epoch, Object, ServerId, Value, Version};
 pub struct ChainUpdate {
     /// `SpaceConfig::id`: a space dropped and created again under its name is another space.
     pub space: u64,
-    /// The configuration the point leader built the chain on.
+    /// The configuration the chain was built on: the point leader's when it ordered the update,
+    /// or a later one when a hop sent it again after a configuration change (DESIGN §5.7).
     pub epoch: Epoch,
     pub version: Version,
     /// A version every hop that does not *enter* a region must have applied before this one,
@@ -21,30 +23,39 @@ pub struct ChainUpdate {
     /// The key's object before (absent for a create) and after (absent for a delete).
     pub old: Option<Object>,
     pub new: Option<Object>,
-    /// The index, in the chain, of the hop this message is for.
-    pub hop: u32,
+    /// The region of the hop this message is for: the receiver finds its place on the chain
+    /// from it, under whatever configuration it acts on (a server is at most one hop per
+    /// region of a chain).
+    pub subspace: SubspaceId,
+    pub region: RegionIndex,
 }
 
 impl ChainUpdate {
+    /// The key the update is for. Every update has an old or a new object, each with its key:
+    /// [`crate::check`] refuses any other before it reaches the state machine.
     pub fn key(&self) -> &Value {
         self.new
             .as_ref()
             .or(self.old.as_ref())
-            .expect("an update has an old or a new object")
+            .expect("a checked update has an old or a new object")
             .key()
     }
 }
 
 /// The tail's acknowledgement of an update, travelling back up the chain: each hop commits
-/// on it, then passes it on, until the point leader answers the client.
+/// on it, then passes it on, until the point leader answers the client. It means: every hop
+/// after the receiver on the chain, as the sender knew it in `epoch`, has committed `version`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ChainAck {
     pub space: u64,
+    /// The sender's configuration when it sent the acknowledgement.
     pub epoch: Epoch,
     pub key: Value,
     pub version: Version,
-    /// The index of the hop this acknowledgement is for.
-    pub hop: u32,
+    /// The region of the hop this acknowledgement is for (a server is at most one hop per
+    /// region of a chain).
+    pub subspace: SubspaceId,
+    pub region: RegionIndex,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -1,12 +1,13 @@
 //! One server's share of value-dependent chain replication, as a deterministic state machine.
 //!
 //! Inputs: client writes for keys this server leads, envelopes from other servers, new
-//! configurations and clock ticks. Outputs, in the order the shell must carry them out: storage
-//! writes to make durable, then envelopes to send, then replies to clients. Nothing here
-//! touches a socket, a clock or a file; the only read is of the committed object of a key this
-//! server leads, through [`CommittedReader`].
+//! configurations and clock ticks. Outputs ([`Outputs`]), in the order the shell must carry
+//! them out: storage writes to make durable, then envelopes to send, then replies to clients;
+//! then the shell reports how the writes went ([`Replica::advance`] or [`Replica::fail`]), as
+//! etcd-raft's `Advance`. Nothing here touches a socket, a clock or a file; the only reads are
+//! of committed state, through [`CommittedReader`].
 //!
-//! The protocol (DESIGN §5, seed 002 §4.1):
+//! The protocol (DESIGN §5, seed 002 §4.1, §4.3):
 //! - The point leader (head of the key region's replica set) orders a key's writes: it
 //!   evaluates each against the key's latest object, pending writes included, gives it the next
 //!   version and sends it down the chain computed from the old and new objects.
@@ -16,23 +17,30 @@
 //! - Updates of one key reach each hop in version order: links are FIFO ([`crate::link`]) and
 //!   consecutive non-destructive updates share their chain; an update that arrives before the
 //!   one it must follow is delayed, except where it enters a region.
-//! - A destructive update (a delete, or one that moves the object out of a region) holds the
-//!   key's next writes at the point leader until it is acknowledged.
+//! - A destructive update (a delete, or one that moves the object out of a region) is issued
+//!   only once every earlier update of the key has committed, and holds the key's later writes
+//!   until it is acknowledged: nothing of the key travels beside it.
 //! - A reply that depends on uncommitted state (a failed condition) waits until the key's
 //!   earlier writes commit.
 //! - Messages carry the epoch of the chain they were built on. One from a newer configuration
-//!   waits until this server has it. One from an older configuration is applied only if its hop
-//!   is still this server's under the current one: replica sets of existing regions do not
-//!   change in this release, so in-flight chains stay valid across epochs.
+//!   waits until this server has it; one from an older configuration is dropped. On every new
+//!   configuration each server sends every update pending at it again, along the update's
+//!   chain in the new configuration, from its own place on it: chains skip removed servers,
+//!   and a hop that has an update already passes it on (if pending) or acknowledges it (if
+//!   committed). The first replica of a key region becomes its point leader when the one before
+//!   it is removed, and takes over the updates pending there (their clients were the old
+//!   leader's: nobody is answered for them).
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 
-use tessera_geometry::{chain_for_update, key_region, point, ChainHop, RegionIndex, ReplicaMap, Tessellation};
+use tessera_geometry::{
+    chain_for_update, key_region, point, ChainHop, RegionIndex, ReplicaMap, Tessellation,
+};
 use tessera_protocol::{Configuration, ErrorReply, SpaceConfig, Status};
-use tessera_storage::{ObjectWrite, StoredObject};
-use tessera_types::{Epoch, Object, ServerId, SubspaceId, Value, Version};
+use tessera_types::{Epoch, Object, ServerId, StoredObject, SubspaceId, Value, Version};
 
+use crate::check::{check_message, check_shape};
 use crate::link::Link;
 use crate::message::{ChainAck, ChainUpdate, Envelope, PeerMessage};
 use crate::write::{evaluate, KeyWrite};
@@ -41,22 +49,53 @@ use crate::write::{evaluate, KeyWrite};
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct ClientId(pub u64);
 
+/// A region of a subspace: where one hop of a chain keeps its copy.
+type Location = (SubspaceId, RegionIndex);
+
 #[derive(Debug)]
 pub enum Input {
     /// A client's write to a key of `space`.
-    Write { client: ClientId, space: String, write: KeyWrite },
+    Write {
+        client: ClientId,
+        space: String,
+        write: KeyWrite,
+    },
+    /// An envelope from a peer. The shell should have run [`crate::check_envelope`] on it
+    /// (and closed the connection of a peer that sent a bad one); the state machine checks
+    /// each message again and drops a bad one.
     Peer(Envelope),
     Configuration(Arc<Configuration>),
     /// Time passes: retransmit what the network may have lost.
     Tick,
 }
 
+/// A change the shell makes durable before it sends or answers anything of the same round.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum StoreWrite {
+    /// One subspace entry of one key, at a hop: remove the entry of `remove` and/or store
+    /// `insert` (both of one key). A relocation's old-region hop only removes, its new-region
+    /// hop only inserts.
+    Entry {
+        space: String,
+        subspace: SubspaceId,
+        remove: Option<Object>,
+        insert: Option<StoredObject>,
+    },
+    /// This server no longer holds `region` of `subspace`: every entry of it goes.
+    ClearRegion {
+        space: String,
+        subspace: SubspaceId,
+        region: RegionIndex,
+    },
+}
+
 /// What one or more steps produced, in the order the shell must act on it.
 #[derive(Debug, Default)]
 pub struct Outputs {
-    /// 1. Make these durable (one atomic batch is fine).
-    pub writes: Vec<ObjectWrite>,
-    /// 2. Then send these.
+    /// 1. Make these durable (one atomic batch is fine), then report it with
+    ///    [`Replica::advance`], or [`Replica::fail`] if that failed.
+    pub writes: Vec<StoreWrite>,
+    /// 2. Only once the writes are durable, send these.
     pub messages: Vec<(ServerId, Envelope)>,
     /// 3. Then answer these clients.
     pub replies: Vec<(ClientId, Result<(), ErrorReply>)>,
@@ -68,12 +107,18 @@ impl Outputs {
     }
 }
 
-/// The committed object of a key, as the point leader reads it (its storage, in the server).
+/// Committed state, as storage holds it.
 pub trait CommittedReader {
     /// The committed object of `key` (the point leader's key region holds it).
     fn get(&self, space: &str, key: &Value) -> Result<Option<StoredObject>, ErrorReply>;
-    /// The version of the committed entry that stores exactly `object` in `subspace`, if any.
-    fn entry_version(&self, space: &str, subspace: SubspaceId, object: &Object) -> Result<Option<Version>, ErrorReply>;
+    /// The version of the committed entry stored at exactly `object`'s place (its key at its
+    /// point) in `subspace`, if any.
+    fn entry_version(
+        &self,
+        space: &str,
+        subspace: SubspaceId,
+        object: &Object,
+    ) -> Result<Option<Version>, ErrorReply>;
 }
 
 /// A space of the configuration with its tessellations.
@@ -90,20 +135,44 @@ impl ReplicaMap for SpaceRuntime {
 
 impl SpaceRuntime {
     fn new(config: SpaceConfig) -> SpaceRuntime {
-        SpaceRuntime { tessellations: config.tessellations(), config }
+        SpaceRuntime {
+            tessellations: config.tessellations(),
+            config,
+        }
+    }
+
+    fn name(&self) -> &str {
+        &self.config.schema.name
     }
 
     fn chain(&self, u: &ChainUpdate) -> Vec<ChainHop> {
-        chain_for_update(&self.config.schema, &self.tessellations, self, u.old.as_ref(), u.new.as_ref())
+        chain_for_update(
+            &self.config.schema,
+            &self.tessellations,
+            self,
+            u.old.as_ref(),
+            u.new.as_ref(),
+        )
     }
 
     fn region_of(&self, subspace: SubspaceId, object: &Object) -> RegionIndex {
         self.tessellations[subspace.get()].region_of(&point(&self.config.schema, subspace, object))
     }
 
+    fn key_location(&self, key: &Value) -> Location {
+        (
+            SubspaceId::KEY,
+            key_region(&self.tessellations[SubspaceId::KEY.get()], key),
+        )
+    }
+
     fn point_leader(&self, key: &Value) -> ServerId {
-        let region = key_region(&self.tessellations[SubspaceId::KEY.get()], key);
-        self.config.replicas_of(SubspaceId::KEY, region)[0]
+        let (subspace, region) = self.key_location(key);
+        self.config.replicas_of(subspace, region)[0]
+    }
+
+    fn holds(&self, me: ServerId, (subspace, region): Location) -> bool {
+        self.config.replicas_of(subspace, region).contains(&me)
     }
 
     /// Whether `u` moves the object out of a region of some subspace, or deletes it.
@@ -120,18 +189,64 @@ impl SpaceRuntime {
         }
     }
 
-    /// Whether the hop's region gains the object with `u` (it did not hold the old one).
-    fn enters(&self, hop: &ChainHop, u: &ChainUpdate) -> bool {
-        u.old.as_ref().is_none_or(|o| self.region_of(hop.subspace, o) != hop.region)
+    fn in_location(&self, (subspace, region): Location, object: Option<&Object>) -> bool {
+        object.is_some_and(|o| self.region_of(subspace, o) == region)
     }
 
-    /// The storage write that commits `u` at `hop`.
-    fn hop_write(&self, hop: &ChainHop, u: &ChainUpdate) -> ObjectWrite {
-        let here = |o: &&Object| self.region_of(hop.subspace, o) == hop.region;
-        let remove = u.old.as_ref().filter(here).cloned();
-        let insert = u.new.as_ref().filter(here).map(|o| StoredObject { version: u.version, object: o.clone() });
-        assert!(remove.is_some() || insert.is_some(), "a hop holds the old or the new object");
-        ObjectWrite::Entry { space: self.config.schema.name.clone(), subspace: hop.subspace, remove, insert }
+    /// The storage write that commits `u` at `location`.
+    fn commit_write(&self, location: Location, u: &ChainUpdate) -> StoreWrite {
+        let remove = u
+            .old
+            .as_ref()
+            .filter(|o| self.in_location(location, Some(o)))
+            .cloned();
+        let insert = u
+            .new
+            .as_ref()
+            .filter(|o| self.in_location(location, Some(o)))
+            .map(|o| StoredObject {
+                version: u.version,
+                object: o.clone(),
+            });
+        assert!(
+            remove.is_some() || insert.is_some(),
+            "a hop holds the old or the new object"
+        );
+        StoreWrite::Entry {
+            space: self.name().to_owned(),
+            subspace: location.0,
+            remove,
+            insert,
+        }
+    }
+
+    /// Whether storage shows `u` applied (and so committed) at `location`: the entry of its new
+    /// object has its version or a later one, or, for a hop that only removes (a destructive
+    /// update, issued once every earlier update of the key had committed, so the entry it
+    /// removes was there when it was issued), that entry is gone or was written again later.
+    fn committed_in_store(
+        &self,
+        location: Location,
+        u: &ChainUpdate,
+        store: &impl CommittedReader,
+    ) -> Result<bool, ErrorReply> {
+        let (subspace, _) = location;
+        if let Some(new) = u
+            .new
+            .as_ref()
+            .filter(|n| self.in_location(location, Some(n)))
+        {
+            return Ok(store
+                .entry_version(self.name(), subspace, new)?
+                .is_some_and(|v| v >= u.version));
+        }
+        let old = u
+            .old
+            .as_ref()
+            .expect("a hop holds the old object when it does not hold the new");
+        Ok(store
+            .entry_version(self.name(), subspace, old)?
+            .is_none_or(|v| v > u.version))
     }
 }
 
@@ -144,18 +259,21 @@ struct KeyState {
     latest: Option<Option<StoredObject>>,
     /// Highest version this leader gave the key.
     issued: Version,
-    /// Updates sent down their chain, not yet acknowledged: version -> client.
-    in_flight: BTreeMap<Version, ClientId>,
+    /// Updates sent down their chain, not yet acknowledged: version -> client (none for an
+    /// update taken over from a removed point leader).
+    in_flight: BTreeMap<Version, Option<ClientId>>,
     /// A destructive update in flight: the key's next writes wait for it.
     blocked_by: Option<Version>,
+    /// The first held write would be destructive: it waits until nothing is in flight.
+    draining: bool,
     held: VecDeque<(ClientId, KeyWrite)>,
     /// Failure replies waiting for a version to commit.
     deferred: Vec<(Version, ClientId, ErrorReply)>,
     // As any hop.
-    /// Updates applied here, not yet committed: (version, hop).
-    pending: BTreeMap<(Version, u32), Pending>,
-    /// The last version applied (pending or committed) per region held here.
-    applied: BTreeMap<(SubspaceId, RegionIndex), Version>,
+    /// Updates applied here, not yet committed, per location in version order.
+    pending: BTreeMap<(Location, Version), Pending>,
+    /// The last version applied (pending or committed) per location held here.
+    applied: BTreeMap<Location, Version>,
     /// Updates that arrived before the one they follow.
     delayed: Vec<ChainUpdate>,
 }
@@ -173,8 +291,11 @@ impl KeyState {
 /// An update applied at one hop of this server and not yet committed there.
 #[derive(Debug)]
 struct Pending {
+    /// Its `epoch` is the configuration in which this hop last sent it on.
     update: ChainUpdate,
-    location: (SubspaceId, RegionIndex),
+    /// The hop it was sent on to, `None` at the tail. After a configuration change the update
+    /// is sent again only if this changed.
+    next: Option<(ServerId, Location)>,
     /// The rest of the chain has it: it commits here as soon as every earlier version pending
     /// at the same location has (chains of successive versions differ where one relocates,
     /// so acknowledgements can overtake each other).
@@ -185,7 +306,7 @@ struct Pending {
 pub struct Replica {
     me: ServerId,
     incarnation: u64,
-    epoch: Epoch,
+    config: Arc<Configuration>,
     spaces: BTreeMap<u64, Arc<SpaceRuntime>>,
     /// Space name -> id in the current configuration.
     names: BTreeMap<String, u64>,
@@ -201,16 +322,29 @@ pub struct Replica {
     /// forgotten) as long as the process lives.
     clock: Version,
     outputs: Outputs,
+    /// Set by [`Replica::fail`]: storage failed, this server has left every chain.
+    failed: Option<ErrorReply>,
 }
 
 impl Replica {
     /// `incarnation` must grow with every start of the server's process (a start time will do).
-    pub fn new(me: ServerId, incarnation: u64, config: Arc<Configuration>) -> Replica {
+    /// `previous` is the configuration the server acted on before it stopped, if any: regions
+    /// it held then and does not hold in `config` are cleared.
+    pub fn new(
+        me: ServerId,
+        incarnation: u64,
+        config: Arc<Configuration>,
+        previous: Option<&Configuration>,
+    ) -> Replica {
         assert!(incarnation > 0, "incarnation 0 means unknown");
         let mut r = Replica {
             me,
             incarnation,
-            epoch: Epoch(0),
+            config: Arc::new(Configuration {
+                epoch: Epoch(0),
+                servers: vec![],
+                spaces: vec![],
+            }),
             spaces: BTreeMap::new(),
             names: BTreeMap::new(),
             keys: BTreeMap::new(),
@@ -220,28 +354,57 @@ impl Replica {
             tick: 0,
             clock: Version::NONE,
             outputs: Outputs::default(),
+            failed: None,
         };
+        if let Some(previous) = previous {
+            r.spaces = previous
+                .spaces
+                .iter()
+                .map(|s| (s.id, Arc::new(SpaceRuntime::new(s.clone()))))
+                .collect();
+        }
         r.install(config);
         r
     }
 
     pub fn epoch(&self) -> Epoch {
-        self.epoch
+        self.config.epoch
     }
 
     pub fn me(&self) -> ServerId {
         self.me
     }
 
+    /// Whether [`Replica::fail`] stopped this replica.
+    pub fn is_failed(&self) -> bool {
+        self.failed.is_some()
+    }
+
     /// Handles one input. Outputs accumulate until [`Replica::take_outputs`].
     pub fn step(&mut self, input: Input, store: &impl CommittedReader) {
+        if let Some(why) = &self.failed {
+            // Fail-stop: writes are refused, nothing else is acted on.
+            if let Input::Write { client, .. } = input {
+                self.outputs.replies.push((client, Err(why.clone())));
+            }
+            return;
+        }
         match input {
-            Input::Write { client, space, write } => self.on_write(client, &space, write, store),
+            Input::Write {
+                client,
+                space,
+                write,
+            } => self.on_write(client, &space, write, store),
             Input::Peer(envelope) => self.on_envelope(envelope, store),
             Input::Configuration(config) => {
-                if config.epoch > self.epoch {
+                if config.epoch > self.epoch() {
                     self.install(config);
-                    let ready: Vec<PeerMessage> = std::mem::take(&mut self.future);
+                    self.repair_chains(store);
+                    let (ready, later): (Vec<PeerMessage>, Vec<PeerMessage>) =
+                        std::mem::take(&mut self.future)
+                            .into_iter()
+                            .partition(|m| epoch_of(m) <= self.epoch());
+                    self.future = later;
                     for m in ready {
                         self.deliver(m, store);
                     }
@@ -266,12 +429,15 @@ impl Replica {
         }
     }
 
-    /// Everything produced since the last call. The shell makes the writes durable before it
-    /// sends the messages, and sends the messages before it answers the clients; it must do so
-    /// before the next step that could read storage. Keys with no unfinished work are forgotten
-    /// here: from now on their committed state is storage's.
+    /// Everything produced since the last call. The shell makes the writes durable, then
+    /// sends the messages, then answers the clients, then calls [`Replica::advance`] — or, if
+    /// the writes did not reach the disk, calls [`Replica::fail`] instead and sends nothing.
+    /// It must do so before the next step, which may read storage.
     pub fn take_outputs(&mut self) -> Outputs {
         let mut out = std::mem::take(&mut self.outputs);
+        if self.failed.is_some() {
+            return out;
+        }
         for (&peer, link) in self.links.iter_mut() {
             if !link.ack_owed {
                 continue;
@@ -294,17 +460,51 @@ impl Replica {
         for (to, envelope) in out.messages.iter_mut() {
             envelope.ack = self.links.get(to).map_or(0, Link::delivered);
         }
-        self.keys.retain(|_, k| !k.is_idle());
         out
+    }
+
+    /// The writes of the last [`Replica::take_outputs`] are durable. Keys with no unfinished
+    /// work are forgotten: from now on their committed state is storage's.
+    pub fn advance(&mut self) {
+        self.keys.retain(|_, k| !k.is_idle());
+    }
+
+    /// The writes of `unpersisted` (the last [`Replica::take_outputs`]) did not reach the
+    /// disk, so nothing of that round may be sent or answered as a success — nor ever after,
+    /// by a retransmission. The replica stops (fail-stop): every client it owes an answer
+    /// gets `why`, later writes get `why`, and it sends nothing more. The server must then
+    /// leave the cluster's chains (the coordinators remove it) rather than stall them.
+    pub fn fail(&mut self, unpersisted: Outputs, why: ErrorReply) {
+        let mut clients: Vec<ClientId> = unpersisted.replies.into_iter().map(|(c, _)| c).collect();
+        for (_, state) in std::mem::take(&mut self.keys) {
+            clients.extend(state.in_flight.into_values().flatten());
+            clients.extend(state.held.into_iter().map(|(c, _)| c));
+            clients.extend(state.deferred.into_iter().map(|(_, c, _)| c));
+        }
+        self.links.clear();
+        self.future.clear();
+        self.local.clear();
+        self.outputs = Outputs::default();
+        self.outputs.replies = clients.into_iter().map(|c| (c, Err(why.clone()))).collect();
+        self.failed = Some(why);
     }
 
     /// Keys with unfinished work here, and messages not yet acknowledged by their receiver.
     pub fn backlog(&self) -> (usize, usize) {
-        (self.keys.len(), self.links.values().map(Link::unacked_len).sum())
+        (
+            self.keys.len(),
+            self.links.values().map(Link::unacked_len).sum(),
+        )
     }
 
+    /// Switches to `config`: spaces created and dropped, regions this server lost cleared
+    /// (with whatever was pending there), links to servers that left forgotten, and the keys
+    /// whose point leader this server stopped or started being handed over.
     fn install(&mut self, config: Arc<Configuration>) {
-        assert!(config.epoch > self.epoch || self.spaces.is_empty(), "epochs only move forward");
+        assert!(
+            config.epoch > self.epoch() || self.config.epoch == Epoch(0),
+            "epochs only move forward"
+        );
         let spaces: BTreeMap<u64, Arc<SpaceRuntime>> = config
             .spaces
             .iter()
@@ -313,24 +513,178 @@ impl Replica {
                 _ => (s.id, Arc::new(SpaceRuntime::new(s.clone()))),
             })
             .collect();
+        // Regions this server held in a space that goes on, and holds no more.
+        for (id, before) in &self.spaces {
+            let Some(now) = spaces.get(id) else { continue };
+            for subspace in before.config.schema.subspace_ids() {
+                for (r, set) in before.config.replicas[subspace.get()].iter().enumerate() {
+                    let location = (subspace, RegionIndex(r as u32));
+                    if set.contains(&self.me) && !now.holds(self.me, location) {
+                        let (space, region) = (now.name().to_owned(), location.1);
+                        self.outputs.writes.push(StoreWrite::ClearRegion {
+                            space,
+                            subspace,
+                            region,
+                        });
+                    }
+                }
+            }
+        }
         // Writes to a dropped space fail; its chains stop here.
-        let gone: Vec<(u64, Value)> =
-            self.keys.keys().filter(|(space, _)| !spaces.contains_key(space)).cloned().collect();
+        let gone: Vec<(u64, Value)> = self
+            .keys
+            .keys()
+            .filter(|(space, _)| !spaces.contains_key(space))
+            .cloned()
+            .collect();
         for key in gone {
             let state = self.keys.remove(&key).expect("listed above");
-            let error = || Err(ErrorReply::new(Status::UnknownSpace, "the space was removed"));
+            let error = || {
+                Err(ErrorReply::new(
+                    Status::UnknownSpace,
+                    "the space was removed",
+                ))
+            };
             let clients = state
                 .in_flight
                 .into_values()
+                .flatten()
                 .chain(state.held.into_iter().map(|(c, _)| c))
                 .chain(state.deferred.into_iter().map(|(_, c, _)| c));
             for client in clients {
                 self.outputs.replies.push((client, error()));
             }
         }
-        self.names = config.spaces.iter().map(|s| (s.schema.name.clone(), s.id)).collect();
+        self.links
+            .retain(|server, _| config.server(*server).is_some());
+        self.names = config
+            .spaces
+            .iter()
+            .map(|s| (s.schema.name.clone(), s.id))
+            .collect();
         self.spaces = spaces;
-        self.epoch = config.epoch;
+        self.config = config;
+        let keys: Vec<(u64, Value)> = self.keys.keys().cloned().collect();
+        for key in keys {
+            self.hand_over(&key);
+        }
+    }
+
+    /// After a configuration change: drops what was pending at regions this server lost, and
+    /// moves the point leader's part of `key` to this server, or away from it.
+    fn hand_over(&mut self, key: &(u64, Value)) {
+        let rt = self.spaces[&key.0].clone();
+        let me = self.me;
+        let state = self.keys.get_mut(key).expect("a key with state");
+        state
+            .pending
+            .retain(|(location, _), _| rt.holds(me, *location));
+        state.applied.retain(|location, _| rt.holds(me, *location));
+        state.delayed.clear(); // they come again, sent on along the new chains
+        let home = rt.key_location(&key.1);
+        let leads = rt.point_leader(&key.1) == me;
+        let was_leading =
+            state.latest.is_some() || !state.in_flight.is_empty() || !state.held.is_empty();
+        if leads {
+            // Everything pending at the key region here is in flight: this server's own writes,
+            // or those of a removed point leader before it (the key region's replicas come
+            // first on every chain, so they hold every update any later hop holds).
+            let mut newest = None;
+            for ((_, version), p) in state
+                .pending
+                .range((home, Version::NONE)..=(home, Version(u64::MAX)))
+            {
+                state.in_flight.entry(*version).or_insert(None);
+                newest = Some((*version, p.update.new.clone()));
+            }
+            if let Some((version, new)) = newest {
+                state.issued = state.issued.max(version);
+                if state
+                    .latest
+                    .as_ref()
+                    .is_none_or(|l| l.as_ref().is_none_or(|l| l.version < version))
+                {
+                    state.latest = Some(new.map(|object| StoredObject { version, object }));
+                }
+                let last = &state.pending[&(home, version)].update;
+                if rt.is_destructive(last) {
+                    state.blocked_by = Some(version);
+                }
+            }
+            self.clock = self.clock.max(state.issued);
+        } else if was_leading {
+            // Another server leads the key now. Writes not ordered yet were not applied: they
+            // may be sent again; those in flight may or may not complete.
+            let epoch = self.config.epoch;
+            let moved = || {
+                ErrorReply::new(
+                    Status::StaleEpoch,
+                    format!("the key has another point leader in epoch {epoch}; retry"),
+                )
+            };
+            let unknown = || {
+                ErrorReply::new(Status::Timeout, "the key's point leader changed while the write was in flight: it may or may not apply")
+            };
+            for (_, client) in std::mem::take(&mut state.in_flight) {
+                if let Some(c) = client {
+                    self.outputs.replies.push((c, Err(unknown())));
+                }
+            }
+            for (c, _) in std::mem::take(&mut state.held) {
+                self.outputs.replies.push((c, Err(moved())));
+            }
+            for (_, c, _) in std::mem::take(&mut state.deferred) {
+                self.outputs.replies.push((c, Err(moved())));
+            }
+            state.latest = None;
+            state.blocked_by = None;
+            state.draining = false;
+        }
+    }
+
+    /// After a configuration change: every update pending here whose next hop changed (a
+    /// server left the chain) is sent on to its new next hop, or committed if this server is
+    /// now the chain's tail. The new next hop may have it already: it passes it on if pending,
+    /// or acknowledges it again if committed.
+    fn repair_chains(&mut self, store: &impl CommittedReader) {
+        let mut moved: Vec<((u64, Value), Location, Version)> = Vec::new();
+        for (key, state) in &self.keys {
+            let rt = &self.spaces[&key.0];
+            for ((location, version), p) in &state.pending {
+                if next_hop(&rt.chain(&p.update), self.me, *location) != p.next {
+                    moved.push((key.clone(), *location, *version));
+                }
+            }
+        }
+        moved.sort_by_key(|(_, _, v)| *v);
+        for (key, location, version) in moved {
+            let rt = self.spaces[&key.0].clone();
+            let epoch = self.epoch();
+            let Some(state) = self.keys.get_mut(&key) else {
+                continue;
+            };
+            let Some(p) = state.pending.get_mut(&(location, version)) else {
+                continue;
+            };
+            p.update.epoch = epoch;
+            let chain = rt.chain(&p.update);
+            p.next = next_hop(&chain, self.me, location);
+            match p.next {
+                None => {
+                    p.acked = true;
+                    self.commit_in_order(&rt, &key, location, store);
+                }
+                Some((server, (subspace, region))) => {
+                    p.acked = false;
+                    let next = ChainUpdate {
+                        subspace,
+                        region,
+                        ..p.update.clone()
+                    };
+                    self.send(server, PeerMessage::Chain(next));
+                }
+            }
+        }
     }
 
     fn send(&mut self, to: ServerId, message: PeerMessage) {
@@ -344,14 +698,31 @@ impl Replica {
         self.push_envelope(to, seq, to_incarnation, Some(message));
     }
 
-    fn push_envelope(&mut self, to: ServerId, seq: u64, to_incarnation: u64, body: Option<PeerMessage>) {
-        let envelope = Envelope { from: self.me, incarnation: self.incarnation, to_incarnation, seq, ack: 0, body };
+    fn push_envelope(
+        &mut self,
+        to: ServerId,
+        seq: u64,
+        to_incarnation: u64,
+        body: Option<PeerMessage>,
+    ) {
+        let envelope = Envelope {
+            from: self.me,
+            incarnation: self.incarnation,
+            to_incarnation,
+            seq,
+            ack: 0,
+            body,
+        };
         self.outputs.messages.push((to, envelope));
     }
 
     fn on_envelope(&mut self, e: Envelope, store: &impl CommittedReader) {
-        if e.from == self.me {
-            tracing::warn!("dropped an envelope from this server to itself");
+        if e.from == self.me || (e.seq == 0) != e.body.is_none() {
+            tracing::warn!(from = %e.from, seq = e.seq, "dropped a malformed envelope");
+            return;
+        }
+        if self.config.server(e.from).is_none() {
+            tracing::debug!(from = %e.from, "dropped an envelope from a server not in the configuration");
             return;
         }
         if e.to_incarnation != 0 && e.to_incarnation != self.incarnation {
@@ -384,12 +755,15 @@ impl Replica {
     }
 
     fn deliver(&mut self, m: PeerMessage, store: &impl CommittedReader) {
-        let epoch = match &m {
-            PeerMessage::Chain(u) => u.epoch,
-            PeerMessage::Ack(a) => a.epoch,
-        };
-        if epoch > self.epoch {
+        let epoch = epoch_of(&m);
+        if epoch > self.epoch() {
             self.future.push(m);
+            return;
+        }
+        // One built on an older configuration is still good where this server holds the
+        // region it names: chains only lose servers, so what it says still holds.
+        if let Err(e) = check_shape(&m).and_then(|()| check_message(&m, self.me, &self.config)) {
+            tracing::warn!(error = %e, "dropped a chain message that does not fit the configuration");
             return;
         }
         match m {
@@ -398,8 +772,19 @@ impl Replica {
         }
     }
 
-    fn on_write(&mut self, client: ClientId, space: &str, write: KeyWrite, store: &impl CommittedReader) {
-        let Some(rt) = self.names.get(space).and_then(|id| self.spaces.get(id)).cloned() else {
+    fn on_write(
+        &mut self,
+        client: ClientId,
+        space: &str,
+        write: KeyWrite,
+        store: &impl CommittedReader,
+    ) {
+        let Some(rt) = self
+            .names
+            .get(space)
+            .and_then(|id| self.spaces.get(id))
+            .cloned()
+        else {
             let error = ErrorReply::new(Status::UnknownSpace, format!("no space named {space:?}"));
             return self.outputs.replies.push((client, Err(error)));
         };
@@ -407,23 +792,34 @@ impl Replica {
         if leader != self.me {
             let error = ErrorReply::new(
                 Status::StaleEpoch,
-                format!("server {leader} leads that key in epoch {}; refresh the configuration", self.epoch),
+                format!(
+                    "server {leader} leads that key in epoch {}; refresh the configuration",
+                    self.epoch()
+                ),
             );
             return self.outputs.replies.push((client, Err(error)));
         }
-        let state = self.keys.entry((rt.config.id, write.key().clone())).or_default();
-        if state.blocked_by.is_some() {
+        let epoch = self.epoch();
+        let state = self
+            .keys
+            .entry((rt.config.id, write.key().clone()))
+            .or_default();
+        if state.blocked_by.is_some() || state.draining {
             state.held.push_back((client, write));
             return;
         }
         let latest = match &state.latest {
             Some(l) => l.clone(),
-            None => match store.get(&rt.config.schema.name, write.key()) {
+            None => match store.get(rt.name(), write.key()) {
                 Ok(l) => l,
                 Err(e) => return self.outputs.replies.push((client, Err(e))),
             },
         };
-        let new = match evaluate(&rt.config.schema, latest.as_ref().map(|l| &l.object), &write) {
+        let new = match evaluate(
+            &rt.config.schema,
+            latest.as_ref().map(|l| &l.object),
+            &write,
+        ) {
             Ok(new) => new,
             Err(e) => {
                 match state.in_flight.keys().next_back() {
@@ -434,50 +830,94 @@ impl Replica {
                 return;
             }
         };
-        let version = self.clock.max(state.issued).max(latest.as_ref().map_or(Version::NONE, |l| l.version)).next();
-        self.clock = version;
+        let version = self
+            .clock
+            .max(state.issued)
+            .max(latest.as_ref().map_or(Version::NONE, |l| l.version))
+            .next();
         let update = ChainUpdate {
             space: rt.config.id,
-            epoch: self.epoch,
+            epoch,
             version,
             after: state.in_flight.keys().next_back().copied(),
-            old: latest.map(|l| l.object),
+            old: latest.as_ref().map(|l| l.object.clone()),
             new,
-            hop: 0,
+            subspace: SubspaceId::KEY,
+            region: rt.key_location(write.key()).1,
         };
+        let destructive = rt.is_destructive(&update);
+        if destructive && !state.in_flight.is_empty() {
+            // Nothing of the key may travel beside a destructive update: let the earlier ones
+            // commit first, then evaluate this write again.
+            state.latest = Some(latest);
+            state.draining = true;
+            state.held.push_front((client, write));
+            return;
+        }
+        self.clock = version;
         state.issued = version;
-        state.latest = Some(update.new.clone().map(|object| StoredObject { version, object }));
-        state.in_flight.insert(version, client);
-        if rt.is_destructive(&update) {
+        state.latest = Some(
+            update
+                .new
+                .clone()
+                .map(|object| StoredObject { version, object }),
+        );
+        state.in_flight.insert(version, Some(client));
+        if destructive {
             state.blocked_by = Some(version);
         }
         self.on_chain(update, store);
     }
 
     fn on_chain(&mut self, u: ChainUpdate, store: &impl CommittedReader) {
-        let Some(rt) = self.spaces.get(&u.space).cloned() else { return };
+        let Some(rt) = self.spaces.get(&u.space).cloned() else {
+            return;
+        };
         let chain = rt.chain(&u);
-        let hop_index = u.hop as usize;
-        let Some(hop) = chain.get(hop_index).cloned().filter(|h| h.server == self.me) else {
-            tracing::warn!(version = %u.version, hop = u.hop, "dropped a chain message this server has no hop for");
+        let location = (u.subspace, u.region);
+        let Some(hop) = position(&chain, self.me, location) else {
+            tracing::warn!(version = %u.version, "dropped a chain message this server has no hop for");
             return;
         };
         let key = (u.space, u.key().clone());
         let state = self.keys.entry(key.clone()).or_default();
-        let location = (hop.subspace, hop.region);
-        if state.pending.contains_key(&(u.version, u.hop))
-            || state.applied.get(&location).is_some_and(|&v| v >= u.version)
-        {
-            return; // a repeat: the link layer should have dropped it
+        if state.pending.contains_key(&(location, u.version)) {
+            // Sent again after a configuration change, by a hop before this one: this hop sent
+            // it on along the new chain when it installed the configuration.
+            return;
         }
-        if let Some(after) = u.after.filter(|_| !rt.enters(&hop, &u)) {
+        let applied_here = match state.applied.get(&location) {
+            Some(&applied) => applied >= u.version,
+            None => match rt.committed_in_store(location, &u, store) {
+                Ok(committed) => committed,
+                Err(e) => {
+                    tracing::error!(error = %e, "reading a committed entry; the update waits");
+                    state.delayed.push(u);
+                    return;
+                }
+            },
+        };
+        if applied_here {
+            // Committed here already (it is not pending): the hops after this one have it too.
+            // Acknowledge again: the first acknowledgement was lost with an older chain.
+            if hop > 0 {
+                let previous = &chain[hop - 1];
+                let ack = ack_for(&u, (previous.subspace, previous.region), self.epoch());
+                self.send(previous.server, ack);
+            }
+            return;
+        }
+        if let Some(after) = u.after.filter(|_| rt.in_location(location, u.old.as_ref())) {
             // The update this one follows produced the object this region holds: wait for it.
             let ready = match state.applied.get(&location) {
                 Some(&applied) => applied >= after,
                 // Forgotten here: then it committed, and storage holds what it produced.
                 None => {
-                    let old = u.old.as_ref().expect("an update that does not enter has an old object");
-                    match store.entry_version(&rt.config.schema.name, hop.subspace, old) {
+                    let old = u
+                        .old
+                        .as_ref()
+                        .expect("an update that does not enter has an old object");
+                    match store.entry_version(rt.name(), location.0, old) {
                         Ok(v) => v.is_some_and(|v| v >= after),
                         Err(e) => {
                             tracing::error!(error = %e, "reading a committed entry; the update waits");
@@ -492,15 +932,51 @@ impl Replica {
             }
         }
         state.applied.insert(location, u.version);
-        let is_tail = hop_index + 1 == chain.len();
-        state.pending.insert((u.version, u.hop), Pending { update: u.clone(), location, acked: is_tail });
-        if is_tail {
-            self.commit_in_order(&rt, &key, location, store);
-        } else {
-            let next = ChainUpdate { hop: u.hop + 1, ..u };
-            self.send(chain[hop_index + 1].server, PeerMessage::Chain(next));
-        }
+        self.pass_on(&rt, location, &chain, hop, u, store);
         self.retry_delayed(&key, store);
+    }
+
+    /// `u` is applied at `location`, this server's hop `hop` of `chain`: pending there, sent
+    /// to the next hop (or committed, at the tail).
+    fn pass_on(
+        &mut self,
+        rt: &SpaceRuntime,
+        location: Location,
+        chain: &[ChainHop],
+        hop: usize,
+        u: ChainUpdate,
+        store: &impl CommittedReader,
+    ) {
+        let key = (u.space, u.key().clone());
+        let next = chain
+            .get(hop + 1)
+            .map(|h| (h.server, (h.subspace, h.region)));
+        let update = ChainUpdate {
+            epoch: self.epoch(),
+            ..u
+        };
+        let state = self.keys.get_mut(&key).expect("the key has state");
+        state.pending.insert(
+            (location, update.version),
+            Pending {
+                update: update.clone(),
+                next,
+                acked: next.is_none(),
+            },
+        );
+        match next {
+            None => self.commit_in_order(rt, &key, location, store),
+            Some((server, (subspace, region))) => {
+                self.send(
+                    server,
+                    PeerMessage::Chain(ChainUpdate {
+                        subspace,
+                        region,
+                        ..update
+                    }),
+                );
+            }
+        }
     }
 
     /// Commits, in version order, the acknowledged updates pending at `location`, up to the
@@ -509,32 +985,45 @@ impl Replica {
         &mut self,
         rt: &SpaceRuntime,
         key: &(u64, Value),
-        location: (SubspaceId, RegionIndex),
+        location: Location,
         store: &impl CommittedReader,
     ) {
         loop {
-            let Some(state) = self.keys.get_mut(key) else { return };
-            let Some((&id, first)) = state.pending.iter().find(|(_, p)| p.location == location) else { return };
+            let Some(state) = self.keys.get_mut(key) else {
+                return;
+            };
+            let Some((&id, first)) = state
+                .pending
+                .range((location, Version::NONE)..=(location, Version(u64::MAX)))
+                .next()
+            else {
+                return;
+            };
             if !first.acked {
                 return;
             }
             let u = state.pending.remove(&id).expect("found above").update;
+            self.outputs.writes.push(rt.commit_write(location, &u));
             let chain = rt.chain(&u);
-            let hop = u.hop as usize;
-            assert_eq!(chain[hop].server, self.me, "a hop commits its own updates");
-            self.commit(rt, &chain[hop], &u);
-            if hop == 0 {
-                self.leader_committed(key.clone(), u.version);
-                self.release_held(rt, key, store);
-            } else {
-                let ack = self.ack_for(&u, hop - 1);
-                self.send(chain[hop - 1].server, ack);
+            match position(&chain, self.me, location) {
+                Some(0) => {
+                    self.leader_committed(key.clone(), u.version);
+                    self.release_held(rt, key, store);
+                }
+                Some(hop) => {
+                    let previous = &chain[hop - 1];
+                    let ack = ack_for(&u, (previous.subspace, previous.region), self.epoch());
+                    self.send(previous.server, ack);
+                }
+                None => unreachable!("pending only where this server holds the region"),
             }
         }
     }
 
     fn retry_delayed(&mut self, key: &(u64, Value), store: &impl CommittedReader) {
-        let Some(state) = self.keys.get_mut(key) else { return };
+        let Some(state) = self.keys.get_mut(key) else {
+            return;
+        };
         if state.delayed.is_empty() {
             return;
         }
@@ -545,41 +1034,48 @@ impl Replica {
         }
     }
 
-    fn ack_for(&self, u: &ChainUpdate, hop: usize) -> PeerMessage {
-        PeerMessage::Ack(ChainAck {
-            space: u.space,
-            epoch: u.epoch,
-            key: u.key().clone(),
-            version: u.version,
-            hop: hop as u32,
-        })
-    }
-
-    fn commit(&mut self, rt: &SpaceRuntime, hop: &ChainHop, u: &ChainUpdate) {
-        self.outputs.writes.push(rt.hop_write(hop, u));
-    }
-
     fn on_ack(&mut self, a: ChainAck, store: &impl CommittedReader) {
-        let Some(rt) = self.spaces.get(&a.space).cloned() else { return };
+        let Some(rt) = self.spaces.get(&a.space).cloned() else {
+            return;
+        };
         let key = (a.space, a.key.clone());
-        let Some(pending) = self.keys.get_mut(&key).and_then(|s| s.pending.get_mut(&(a.version, a.hop))) else {
+        let location = (a.subspace, a.region);
+        let Some(pending) = self
+            .keys
+            .get_mut(&key)
+            .and_then(|s| s.pending.get_mut(&(location, a.version)))
+        else {
             return; // a repeat
         };
+        if a.epoch < pending.update.epoch {
+            return; // from a hop this one no longer sends the update to
+        }
         pending.acked = true;
-        let location = pending.location;
         self.commit_in_order(&rt, &key, location, store);
     }
 
     /// The whole chain has `version`: answer its client and whoever waited for it.
     fn leader_committed(&mut self, key: (u64, Value), version: Version) {
-        let state = self.keys.get_mut(&key).expect("the leader tracks its in-flight updates");
-        let client = state.in_flight.remove(&version).expect("committed at the head once");
+        let state = self
+            .keys
+            .get_mut(&key)
+            .expect("the leader tracks its in-flight updates");
+        let Some(client) = state.in_flight.remove(&version) else {
+            // Committed at the key region's head by a server that is not (or no longer) its
+            // point leader: nobody to answer here.
+            return;
+        };
         assert!(
             state.in_flight.keys().all(|&v| v > version),
             "a key's updates commit at its point leader in version order"
         );
-        self.outputs.replies.push((client, Ok(())));
-        let (ready, waiting): (Vec<_>, Vec<_>) = state.deferred.drain(..).partition(|(v, _, _)| *v <= version);
+        if let Some(client) = client {
+            self.outputs.replies.push((client, Ok(())));
+        }
+        let (ready, waiting): (Vec<_>, Vec<_>) = state
+            .deferred
+            .drain(..)
+            .partition(|(v, _, _)| *v <= version);
         state.deferred = waiting;
         for (_, client, error) in ready {
             self.outputs.replies.push((client, Err(error)));
@@ -587,16 +1083,61 @@ impl Replica {
         if state.blocked_by == Some(version) {
             state.blocked_by = None;
         }
-    }
-
-    fn release_held(&mut self, rt: &SpaceRuntime, key: &(u64, Value), store: &impl CommittedReader) {
-        loop {
-            let Some(state) = self.keys.get_mut(key) else { return };
-            if state.blocked_by.is_some() {
-                return;
-            }
-            let Some((client, write)) = state.held.pop_front() else { return };
-            self.on_write(client, &rt.config.schema.name, write, store);
+        if state.in_flight.is_empty() {
+            state.draining = false;
         }
     }
+
+    fn release_held(
+        &mut self,
+        rt: &SpaceRuntime,
+        key: &(u64, Value),
+        store: &impl CommittedReader,
+    ) {
+        loop {
+            let Some(state) = self.keys.get_mut(key) else {
+                return;
+            };
+            if state.blocked_by.is_some() || state.draining {
+                return;
+            }
+            let Some((client, write)) = state.held.pop_front() else {
+                return;
+            };
+            self.on_write(client, rt.name(), write, store);
+        }
+    }
+}
+
+fn epoch_of(m: &PeerMessage) -> Epoch {
+    match m {
+        PeerMessage::Chain(u) => u.epoch,
+        PeerMessage::Ack(a) => a.epoch,
+    }
+}
+
+fn ack_for(u: &ChainUpdate, (subspace, region): Location, epoch: Epoch) -> PeerMessage {
+    PeerMessage::Ack(ChainAck {
+        space: u.space,
+        epoch,
+        key: u.key().clone(),
+        version: u.version,
+        subspace,
+        region,
+    })
+}
+
+/// This server's place on `chain` at `location`.
+fn position(chain: &[ChainHop], me: ServerId, location: Location) -> Option<usize> {
+    chain
+        .iter()
+        .position(|h| h.server == me && (h.subspace, h.region) == location)
+}
+
+/// The hop after this server's at `location` on `chain`, `None` at the tail (or off it).
+fn next_hop(chain: &[ChainHop], me: ServerId, location: Location) -> Option<(ServerId, Location)> {
+    let hop = position(chain, me, location)?;
+    chain
+        .get(hop + 1)
+        .map(|h| (h.server, (h.subspace, h.region)))
 }

@@ -18,7 +18,10 @@ pub enum KeyWrite {
         funcalls: Vec<CheckedFuncall>,
     },
     /// del and cond_del.
-    Del { key: Value, conditions: Vec<CheckedPredicate> },
+    Del {
+        key: Value,
+        conditions: Vec<CheckedPredicate>,
+    },
 }
 
 impl KeyWrite {
@@ -37,18 +40,29 @@ pub fn evaluate(
     write: &KeyWrite,
 ) -> Result<Option<Object>, ErrorReply> {
     match write {
-        KeyWrite::Put { key, mode, conditions, funcalls } => {
+        KeyWrite::Put {
+            key,
+            mode,
+            conditions,
+            funcalls,
+        } => {
             let base = match (current, mode) {
                 (None, WriteMode::UpdateOnly) => {
                     return Err(ErrorReply::new(Status::NotFound, "no object with that key"))
                 }
                 (Some(_), WriteMode::CreateOnly) => {
-                    return Err(ErrorReply::new(Status::CmpFail, "an object with that key exists"))
+                    return Err(ErrorReply::new(
+                        Status::CmpFail,
+                        "an object with that key exists",
+                    ))
                 }
                 (None, _) => Object::with_defaults(schema, key.clone()),
                 (Some(c), _) => {
                     if !matches_all(conditions, c) {
-                        return Err(ErrorReply::new(Status::CmpFail, "a condition does not hold"));
+                        return Err(ErrorReply::new(
+                            Status::CmpFail,
+                            "a condition does not hold",
+                        ));
                     }
                     c.clone()
                 }
@@ -71,7 +85,10 @@ pub fn evaluate(
                 return Err(ErrorReply::new(Status::NotFound, "no object with that key"));
             };
             if !matches_all(conditions, current) {
-                return Err(ErrorReply::new(Status::CmpFail, "a condition does not hold"));
+                return Err(ErrorReply::new(
+                    Status::CmpFail,
+                    "a condition does not hold",
+                ));
             }
             Ok(None)
         }

@@ -14,19 +14,22 @@
 //! A failing run prints its seed; `TESSERA_SIM_SEED=<seed> cargo test -p tessera-replication
 //! --test simulation` replays exactly that run. `TESSERA_SIM_SEEDS=<n>` runs more seeds.
 
-use std::collections::{BTreeMap, BTreeSet, BinaryHeap, HashSet};
 use std::cmp::Reverse;
+use std::collections::{BTreeMap, BTreeSet, BinaryHeap, HashSet};
 use std::sync::Arc;
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use tessera_geometry::{point, RegionIndex, Tessellation};
-use tessera_protocol::{Configuration, ErrorReply, ServerInfo, ServerState, SpaceConfig, Status, WriteMode};
-use tessera_replication::{evaluate, ClientId, CommittedReader, Envelope, Input, KeyWrite, Replica};
-use tessera_storage::{ObjectWrite, StoredObject};
+use tessera_protocol::{
+    Configuration, ErrorReply, ServerInfo, ServerState, SpaceConfig, Status, WriteMode,
+};
+use tessera_replication::{
+    evaluate, ClientId, CommittedReader, Envelope, Input, KeyWrite, Replica, StoreWrite,
+};
 use tessera_types::{
-    parse_space, CheckedFuncall, CheckedPredicate, Epoch, Funcall, FuncallOp, NumOp, Object, Predicate,
-    PredicateOp, ServerId, SpaceSchema, SubspaceId, Value, Version,
+    parse_space, CheckedFuncall, CheckedPredicate, Epoch, Funcall, FuncallOp, NumOp, Object,
+    Predicate, PredicateOp, ServerId, SpaceSchema, StoredObject, SubspaceId, Value, Version,
 };
 
 /// Clients, each with at most one operation in flight.
@@ -58,8 +61,17 @@ impl CommittedReader for Reader<'_> {
             .map(|(_, o)| o.clone()))
     }
 
-    fn entry_version(&self, _space: &str, subspace: SubspaceId, object: &Object) -> Result<Option<Version>, ErrorReply> {
-        Ok(self.store.entries.get(&self.space.entry(subspace, object)).map(|o| o.version))
+    fn entry_version(
+        &self,
+        _space: &str,
+        subspace: SubspaceId,
+        object: &Object,
+    ) -> Result<Option<Version>, ErrorReply> {
+        Ok(self
+            .store
+            .entries
+            .get(&self.space.entry(subspace, object))
+            .map(|o| o.version))
     }
 }
 
@@ -81,18 +93,39 @@ impl SpaceInfo {
     }
 
     fn leader(&self, key: &Value) -> ServerId {
-        self.config.replicas_of(SubspaceId::KEY, self.key_region(key))[0]
+        self.config
+            .replicas_of(SubspaceId::KEY, self.key_region(key))[0]
     }
 }
 
-fn apply(store: &mut ModelStore, space: &SpaceInfo, w: &ObjectWrite) {
-    let ObjectWrite::Entry { subspace, remove, insert, .. } = w else { panic!("replicas write entries: {w:?}") };
+fn apply(store: &mut ModelStore, space: &SpaceInfo, w: &StoreWrite) {
+    let (subspace, remove, insert) = match w {
+        StoreWrite::Entry {
+            subspace,
+            remove,
+            insert,
+            ..
+        } => (subspace, remove, insert),
+        StoreWrite::ClearRegion {
+            subspace, region, ..
+        } => {
+            store
+                .entries
+                .retain(|(s, r, _, _), _| (*s, *r) != (subspace.0, region.0));
+            return;
+        }
+    };
     if let Some(old) = remove {
         let removed = store.entries.remove(&space.entry(*subspace, old));
-        assert!(removed.is_some(), "removing an entry that is not there: {old:?}");
+        assert!(
+            removed.is_some(),
+            "removing an entry that is not there: {old:?}"
+        );
     }
     if let Some(new) = insert {
-        store.entries.insert(space.entry(*subspace, &new.object), new.clone());
+        store
+            .entries
+            .insert(space.entry(*subspace, &new.object), new.clone());
     }
 }
 
@@ -160,7 +193,13 @@ impl Ord for EnvelopeBox {
     }
 }
 
-fn configuration(epoch: u64, servers: usize, k: usize, schema: &SpaceSchema, extra_spaces: usize) -> Configuration {
+fn configuration(
+    epoch: u64,
+    servers: usize,
+    k: usize,
+    schema: &SpaceSchema,
+    extra_spaces: usize,
+) -> Configuration {
     let ids: Vec<ServerId> = (1..=servers as u64).map(ServerId).collect();
     let mut spaces = Vec::new();
     let mut with = |id: u64, schema: SpaceSchema| {
@@ -181,7 +220,14 @@ fn configuration(epoch: u64, servers: usize, k: usize, schema: &SpaceSchema, ext
     }
     Configuration {
         epoch: Epoch(epoch),
-        servers: ids.iter().map(|&id| ServerInfo { id, address: format!("s{}", id.0), state: ServerState::Available }).collect(),
+        servers: ids
+            .iter()
+            .map(|&id| ServerInfo {
+                id,
+                address: format!("s{}", id.0),
+                state: ServerState::Available,
+            })
+            .collect(),
         spaces,
     }
 }
@@ -202,9 +248,18 @@ impl Sim {
         let replicas = config
             .servers
             .iter()
-            .map(|s| (s.id, Replica::new(s.id, 1 + rng.random_range(0..1000), config.clone())))
+            .map(|s| {
+                (
+                    s.id,
+                    Replica::new(s.id, 1 + rng.random_range(0..1000), config.clone(), None),
+                )
+            })
             .collect();
-        let stores = config.servers.iter().map(|s| (s.id, ModelStore::default())).collect();
+        let stores = config
+            .servers
+            .iter()
+            .map(|s| (s.id, ModelStore::default()))
+            .collect();
         Sim {
             rng,
             now: 0,
@@ -230,7 +285,13 @@ impl Sim {
         }
         let replica = self.replicas.get_mut(&server).expect("known server");
         let store = &self.stores[&server];
-        replica.step(input, &Reader { store, space: &self.space });
+        replica.step(
+            input,
+            &Reader {
+                store,
+                space: &self.space,
+            },
+        );
         if self.rng.random_bool(0.3) {
             return; // outputs wait for a later step's round
         }
@@ -238,25 +299,49 @@ impl Sim {
     }
 
     fn flush(&mut self, server: ServerId) {
-        let out = self.replicas.get_mut(&server).expect("known").take_outputs();
+        let out = self
+            .replicas
+            .get_mut(&server)
+            .expect("known")
+            .take_outputs();
         let store = self.stores.get_mut(&server).expect("known");
         for w in &out.writes {
             if self.tracing {
                 eprintln!("t={} {server:?} writes {w:?}", self.now);
             }
-            if let ObjectWrite::Entry { insert: Some(n), .. } = w {
-                let produced = self.produced.entry((n.object.key().clone(), n.version)).or_insert(n.object.clone());
-                assert_eq!(produced, &n.object, "every hop stores the same object for one version");
+            if let StoreWrite::Entry {
+                insert: Some(n), ..
+            } = w
+            {
+                let produced = self
+                    .produced
+                    .entry((n.object.key().clone(), n.version))
+                    .or_insert(n.object.clone());
+                assert_eq!(
+                    produced, &n.object,
+                    "every hop stores the same object for one version"
+                );
             }
             apply(store, &self.space, w);
-            self.trace = self.trace.wrapping_mul(31).wrapping_add(format!("{w:?}").len() as u64);
+            self.trace = self
+                .trace
+                .wrapping_mul(31)
+                .wrapping_add(format!("{w:?}").len() as u64);
         }
+        self.replicas.get_mut(&server).expect("known").advance();
         for (to, envelope) in out.messages {
-            let copies = if self.rng.random_bool(0.05) { 0 } else if self.rng.random_bool(0.1) { 2 } else { 1 };
+            let copies = if self.rng.random_bool(0.05) {
+                0
+            } else if self.rng.random_bool(0.1) {
+                2
+            } else {
+                1
+            };
             for _ in 0..copies {
                 let at = self.now + self.rng.random_range(1..40);
                 self.sent += 1;
-                self.network.push(Reverse((at, self.sent, to, EnvelopeBox(envelope.clone()))));
+                self.network
+                    .push(Reverse((at, self.sent, to, EnvelopeBox(envelope.clone()))));
             }
         }
         for (client, result) in out.replies {
@@ -272,7 +357,8 @@ impl Sim {
 
     fn random_write(&mut self, key: &Value) -> KeyWrite {
         let schema = &self.space.schema;
-        let small = |rng: &mut StdRng| Value::Int(rng.random_range(-3..4) * 1_000_000_000_000_000_000);
+        let small =
+            |rng: &mut StdRng| Value::Int(rng.random_range(-3..4) * 1_000_000_000_000_000_000);
         let check_p = |p: Predicate| CheckedPredicate::check(schema, &p).expect("valid predicate");
         let check_f = |f: Funcall| CheckedFuncall::check(schema, &f).expect("valid funcall");
         match self.rng.random_range(0..10) {
@@ -283,7 +369,10 @@ impl Sim {
                 funcalls: vec![
                     check_f(Funcall::set("a", small(&mut self.rng))),
                     check_f(Funcall::set("b", small(&mut self.rng))),
-                    check_f(Funcall::set("c", format!("c{}", self.rng.random_range(0..3)))),
+                    check_f(Funcall::set(
+                        "c",
+                        format!("c{}", self.rng.random_range(0..3)),
+                    )),
                 ],
             },
             4 => KeyWrite::Put {
@@ -295,19 +384,32 @@ impl Sim {
             5 => KeyWrite::Put {
                 key: key.clone(),
                 mode: WriteMode::UpdateOnly,
-                conditions: vec![check_p(Predicate::new("a", PredicateOp::Equals(small(&mut self.rng))))],
+                conditions: vec![check_p(Predicate::new(
+                    "a",
+                    PredicateOp::Equals(small(&mut self.rng)),
+                ))],
                 funcalls: vec![check_f(Funcall::set("b", small(&mut self.rng)))],
             },
             6 | 7 => KeyWrite::Put {
                 key: key.clone(),
                 mode: WriteMode::UpdateOnly,
                 conditions: vec![],
-                funcalls: vec![check_f(Funcall::new("b", FuncallOp::Num(NumOp::Add), Value::Int(1)))],
+                funcalls: vec![check_f(Funcall::new(
+                    "b",
+                    FuncallOp::Num(NumOp::Add),
+                    Value::Int(1),
+                ))],
             },
-            8 => KeyWrite::Del { key: key.clone(), conditions: vec![] },
+            8 => KeyWrite::Del {
+                key: key.clone(),
+                conditions: vec![],
+            },
             _ => KeyWrite::Del {
                 key: key.clone(),
-                conditions: vec![check_p(Predicate::new("c", PredicateOp::Equals(Value::from("c1"))))],
+                conditions: vec![check_p(Predicate::new(
+                    "c",
+                    PredicateOp::Equals(Value::from("c1")),
+                ))],
             },
         }
     }
@@ -322,7 +424,12 @@ impl Sim {
         let key = keys[self.rng.random_range(0..keys.len())].clone();
         let leader = self.space.leader(&key);
         if self.rng.random_bool(0.25) {
-            let found = Reader { store: &self.stores[&leader], space: &self.space }.get("t", &key).expect("model");
+            let found = Reader {
+                store: &self.stores[&leader],
+                space: &self.space,
+            }
+            .get("t", &key)
+            .expect("model");
             self.history.push(Event {
                 key,
                 op: Op::Get,
@@ -334,8 +441,21 @@ impl Sim {
         }
         let write = self.random_write(&key);
         let client = ClientId(self.history.len() as u64);
-        self.history.push(Event { key, op: Op::Write(write.clone()), call: self.now, ret: None, outcome: None });
-        self.step(leader, Input::Write { client, space: "t".into(), write });
+        self.history.push(Event {
+            key,
+            op: Op::Write(write.clone()),
+            call: self.now,
+            ret: None,
+            outcome: None,
+        });
+        self.step(
+            leader,
+            Input::Write {
+                client,
+                space: "t".into(),
+                write,
+            },
+        );
         true
     }
 
@@ -346,8 +466,11 @@ impl Sim {
         let t = &self.space.tessellations[subspace.get()];
         let target = Value::Int(self.rng.random_range(-3..4) * 1_000_000_000_000_000_000);
         let attr = if subspace.0 == 2 { "b" } else { "a" };
-        let predicate = CheckedPredicate::check(&self.space.schema, &Predicate::new(attr, PredicateOp::GreaterEqual(target)))
-            .expect("valid");
+        let predicate = CheckedPredicate::check(
+            &self.space.schema,
+            &Predicate::new(attr, PredicateOp::GreaterEqual(target)),
+        )
+        .expect("valid");
         let mut merged: BTreeMap<Value, StoredObject> = BTreeMap::new();
         for r in 0..t.regions_count() {
             let set = self.space.config.replicas_of(subspace, RegionIndex(r));
@@ -357,17 +480,31 @@ impl Sim {
                 if *s != subspace.0 || *region != r {
                     continue;
                 }
-                assert!(seen_here.insert(key.clone()), "key {key} twice in one region of server {server:?}");
+                assert!(
+                    seen_here.insert(key.clone()),
+                    "key {key} twice in one region of server {server:?}"
+                );
                 let produced = self.produced.get(&(key.clone(), o.version));
-                assert_eq!(produced, Some(&o.object), "a search returned a value no write produced");
-                if predicate.matches(&o.object) && merged.get(key).is_none_or(|m| m.version < o.version) {
+                assert_eq!(
+                    produced,
+                    Some(&o.object),
+                    "a search returned a value no write produced"
+                );
+                if predicate.matches(&o.object)
+                    && merged.get(key).is_none_or(|m| m.version < o.version)
+                {
                     merged.insert(key.clone(), o.clone());
                 }
             }
         }
         for (key, expected) in settled {
             let expected = expected.as_ref().filter(|o| predicate.matches(o));
-            assert_eq!(merged.get(key).map(|o| &o.object), expected, "search for {attr} >= {:?} on settled key {key}", predicate);
+            assert_eq!(
+                merged.get(key).map(|o| &o.object),
+                expected,
+                "search for {attr} >= {:?} on settled key {key}",
+                predicate
+            );
         }
     }
 }
@@ -394,7 +531,10 @@ fn linearizable(schema: &SpaceSchema, events: &[Event]) -> bool {
         state: Option<Object>,
         memo: &mut HashSet<(u128, String)>,
     ) -> bool {
-        let all_complete_done = events.iter().enumerate().all(|(i, e)| e.ret.is_none() || done & (1 << i) != 0);
+        let all_complete_done = events
+            .iter()
+            .enumerate()
+            .all(|(i, e)| e.ret.is_none() || done & (1 << i) != 0);
         if all_complete_done {
             return true;
         }
@@ -428,7 +568,9 @@ fn linearizable(schema: &SpaceSchema, events: &[Event]) -> bool {
 
 fn run(seed: u64) -> u64 {
     let mut sim = Sim::new(seed);
-    let keys: Vec<Value> = (0..sim.rng.random_range(2..6)).map(|i| Value::from(format!("key{i}"))).collect();
+    let keys: Vec<Value> = (0..sim.rng.random_range(2..6))
+        .map(|i| Value::from(format!("key{i}")))
+        .collect();
     let ops = keys.len() * 25;
     let mut issued = 0;
     let servers: Vec<ServerId> = sim.replicas.keys().copied().collect();
@@ -443,7 +585,13 @@ fn run(seed: u64) -> u64 {
         } else if !quiet && choice < 27 && sim.epoch < 4 {
             // The coordinator makes a new configuration; each server learns it at its own time.
             sim.epoch += 1;
-            let config = Arc::new(configuration(sim.epoch, servers.len(), sim.space.config.replicas[0][0].len(), &sim.space.schema, sim.epoch as usize - 1));
+            let config = Arc::new(configuration(
+                sim.epoch,
+                servers.len(),
+                sim.space.config.replicas[0][0].len(),
+                &sim.space.schema,
+                sim.epoch as usize - 1,
+            ));
             for &s in &servers {
                 let at = sim.now + sim.rng.random_range(0..60);
                 sim.config_deliveries.push((at, s, config.clone()));
@@ -468,7 +616,10 @@ fn run(seed: u64) -> u64 {
         }
         let due: Vec<(ServerId, Arc<Configuration>)> = {
             let now = sim.now;
-            let (due, later): (Vec<_>, Vec<_>) = sim.config_deliveries.drain(..).partition(|(at, _, _)| *at <= now);
+            let (due, later): (Vec<_>, Vec<_>) = sim
+                .config_deliveries
+                .drain(..)
+                .partition(|(at, _, _)| *at <= now);
             sim.config_deliveries = later;
             due.into_iter().map(|(_, s, c)| (s, c)).collect()
         };
@@ -486,30 +637,62 @@ fn run(seed: u64) -> u64 {
             if ticks_idle > 2 {
                 break;
             }
-            assert!(sim.now < 1_000_000, "seed {seed}: the system did not quiesce");
+            assert!(
+                sim.now < 1_000_000,
+                "seed {seed}: the system did not quiesce"
+            );
         }
     }
     // Every write was answered.
     for e in &sim.history {
-        assert!(e.ret.is_some(), "seed {seed}: a write was never answered: {e:?}");
+        assert!(
+            e.ret.is_some(),
+            "seed {seed}: a write was never answered: {e:?}"
+        );
     }
     // A final read of every key joins the history.
     for key in &keys {
         let leader = sim.space.leader(key);
-        let found = Reader { store: &sim.stores[&leader], space: &sim.space }.get("t", key).expect("model");
+        let found = Reader {
+            store: &sim.stores[&leader],
+            space: &sim.space,
+        }
+        .get("t", key)
+        .expect("model");
         let now = sim.now;
-        sim.history.push(Event { key: key.clone(), op: Op::Get, call: now, ret: Some(now), outcome: Some(Outcome::Read(found.clone().map(|f| f.object))) });
+        sim.history.push(Event {
+            key: key.clone(),
+            op: Op::Get,
+            call: now,
+            ret: Some(now),
+            outcome: Some(Outcome::Read(found.clone().map(|f| f.object))),
+        });
         check_converged(&sim, key, found);
     }
     for key in &keys {
-        let events: Vec<Event> = sim.history.iter().filter(|e| &e.key == key).cloned().collect();
-        assert!(linearizable(&sim.space.schema, &events), "seed {seed}: history of {key} is not linearizable:\n{events:#?}");
+        let events: Vec<Event> = sim
+            .history
+            .iter()
+            .filter(|e| &e.key == key)
+            .cloned()
+            .collect();
+        assert!(
+            linearizable(&sim.space.schema, &events),
+            "seed {seed}: history of {key} is not linearizable:\n{events:#?}"
+        );
     }
     let settled = settled_keys(&sim, &keys);
     sim.search(&settled);
     // The run did something: most writes went through.
-    let done = sim.history.iter().filter(|e| matches!(e.op, Op::Write(_)) && e.outcome == Some(Outcome::Done)).count();
-    assert!(done * 10 >= ops, "seed {seed}: only {done} of {ops} operations were successful writes");
+    let done = sim
+        .history
+        .iter()
+        .filter(|e| matches!(e.op, Op::Write(_)) && e.outcome == Some(Outcome::Done))
+        .count();
+    assert!(
+        done * 10 >= ops,
+        "seed {seed}: only {done} of {ops} operations were successful writes"
+    );
     sim.trace
 }
 
@@ -520,7 +703,12 @@ fn check_converged(sim: &Sim, key: &Value, final_object: Option<StoredObject>) {
             .as_ref()
             .map(|f| {
                 let (_, r, _, _) = sim.space.entry(subspace, &f.object);
-                sim.space.config.replicas_of(subspace, RegionIndex(r)).iter().copied().collect()
+                sim.space
+                    .config
+                    .replicas_of(subspace, RegionIndex(r))
+                    .iter()
+                    .copied()
+                    .collect()
             })
             .unwrap_or_default();
         for (server, store) in &sim.stores {
@@ -531,9 +719,18 @@ fn check_converged(sim: &Sim, key: &Value, final_object: Option<StoredObject>) {
                 .map(|(_, o)| o)
                 .collect();
             if expected.contains(server) {
-                assert_eq!(held, vec![final_object.as_ref().expect("expected only if present")], "{key} in subspace {} on {server:?}", subspace.0);
+                assert_eq!(
+                    held,
+                    vec![final_object.as_ref().expect("expected only if present")],
+                    "{key} in subspace {} on {server:?}",
+                    subspace.0
+                );
             } else {
-                assert!(held.is_empty(), "{key} left in subspace {} on {server:?}: {held:?}", subspace.0);
+                assert!(
+                    held.is_empty(),
+                    "{key} left in subspace {} on {server:?}: {held:?}",
+                    subspace.0
+                );
             }
         }
     }
@@ -547,7 +744,12 @@ fn settled_keys(sim: &Sim, keys: &[Value]) -> BTreeMap<Value, Option<Object>> {
         .filter(|k| !sim.history.iter().any(|e| &e.key == *k && e.ret.is_none()))
         .map(|k| {
             let leader = sim.space.leader(k);
-            let found = Reader { store: &sim.stores[&leader], space: &sim.space }.get("t", k).expect("model");
+            let found = Reader {
+                store: &sim.stores[&leader],
+                space: &sim.space,
+            }
+            .get("t", k)
+            .expect("model");
             (k.clone(), found.map(|f| f.object))
         })
         .collect()
@@ -557,7 +759,10 @@ fn seeds() -> Vec<u64> {
     if let Ok(seed) = std::env::var("TESSERA_SIM_SEED") {
         return vec![seed.parse().expect("TESSERA_SIM_SEED is a number")];
     }
-    let n = std::env::var("TESSERA_SIM_SEEDS").ok().and_then(|n| n.parse().ok()).unwrap_or(500);
+    let n = std::env::var("TESSERA_SIM_SEEDS")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(500);
     (0..n).collect()
 }
 
@@ -592,10 +797,30 @@ fn the_checker_rejects_a_lost_write() {
         conditions: vec![],
         funcalls: vec![CheckedFuncall::check(&schema, &Funcall::set("a", 5)).expect("valid")],
     };
-    let written = evaluate(&schema, None, &put).expect("applies").expect("a put");
-    let done = Event { key: key.clone(), op: Op::Write(put), call: 0, ret: Some(1), outcome: Some(Outcome::Done) };
-    let lost = Event { key: key.clone(), op: Op::Get, call: 2, ret: Some(3), outcome: Some(Outcome::Read(None)) };
-    let seen = Event { key, op: Op::Get, call: 2, ret: Some(3), outcome: Some(Outcome::Read(Some(written))) };
+    let written = evaluate(&schema, None, &put)
+        .expect("applies")
+        .expect("a put");
+    let done = Event {
+        key: key.clone(),
+        op: Op::Write(put),
+        call: 0,
+        ret: Some(1),
+        outcome: Some(Outcome::Done),
+    };
+    let lost = Event {
+        key: key.clone(),
+        op: Op::Get,
+        call: 2,
+        ret: Some(3),
+        outcome: Some(Outcome::Read(None)),
+    };
+    let seen = Event {
+        key,
+        op: Op::Get,
+        call: 2,
+        ret: Some(3),
+        outcome: Some(Outcome::Read(Some(written))),
+    };
     assert!(!linearizable(&schema, &[done.clone(), lost]));
     assert!(linearizable(&schema, &[done, seen]));
 }

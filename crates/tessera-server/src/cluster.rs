@@ -30,8 +30,8 @@ use tessera_protocol::frame::{decode, encode};
 use tessera_protocol::{
     codec, decode_response, encode_request, Configuration, ErrorReply, Request, RequestFrame, Response, Status,
 };
-use tessera_replication::{ClientId, CommittedReader, Envelope, Input, KeyWrite, Replica};
-use tessera_storage::{StoredObject, Store};
+use tessera_replication::{ClientId, CommittedReader, Envelope, Input, KeyWrite, Replica, StoreWrite};
+use tessera_storage::{ObjectWrite, StoredObject, Store};
 use tessera_types::{Epoch, Object, ServerId, SubspaceId, Value, Version};
 use tokio::net::TcpStream;
 use tokio::sync::mpsc;
@@ -313,7 +313,7 @@ pub fn spawn(
     runtime: tokio::runtime::Handle,
 ) -> std::thread::JoinHandle<()> {
     let incarnation = SystemTime::now().duration_since(UNIX_EPOCH).map_or(1, |d| d.as_micros() as u64).max(1);
-    let replica = Replica::new(me, incarnation, shared.view().config.clone());
+    let replica = Replica::new(me, incarnation, shared.view().config.clone(), None);
     let peers = Peers { me, shared: shared.clone(), runtime, links: Mutex::new(HashMap::new()) };
     std::thread::Builder::new()
         .name("tessera-chain".into())
@@ -417,17 +417,20 @@ impl ChainLoop {
         let failure = if out.writes.is_empty() {
             None
         } else {
-            self.shared.store.commit(&out.writes).err().map(|e| {
+            let writes: Vec<ObjectWrite> = out.writes.iter().cloned().map(object_write).collect();
+            self.shared.store.commit(&writes).err().map(|e| {
                 tracing::error!(error = %e, "commit failed; refusing writes from now on");
                 storage_error(e)
             })
         };
         let epoch = self.shared.view().epoch();
         if let Some(failure) = failure {
-            // Nothing of this batch is known durable: acknowledge nothing, answer nobody Done.
-            for (client, _) in out.replies {
+            // Nothing of this batch is known durable: acknowledge nothing, now or ever.
+            self.replica.fail(out, failure);
+            let out = self.replica.take_outputs();
+            for (client, result) in out.replies {
                 if let Some(replier) = self.clients.remove(&client.0) {
-                    replier.send(epoch, Response::Error(failure.clone()));
+                    replier.send(epoch, result.map_or_else(Response::Error, |()| Response::Done));
                 }
             }
             return;
@@ -440,6 +443,15 @@ impl ChainLoop {
                 replier.send(epoch, result.map_or_else(Response::Error, |()| Response::Done));
             }
         }
+        self.replica.advance();
+    }
+}
+
+/// The state machine's storage write as the store takes it.
+fn object_write(w: StoreWrite) -> ObjectWrite {
+    match w {
+        StoreWrite::Entry { space, subspace, remove, insert } => ObjectWrite::Entry { space, subspace, remove, insert },
+        StoreWrite::ClearRegion { space, subspace, region } => ObjectWrite::ClearRegion { space, subspace, region },
     }
 }
 

@@ -185,7 +185,9 @@ impl WriteLoop {
             return Ok(match &self.batch.writes[at] {
                 ObjectWrite::Put { new, .. } => Some(new.clone()),
                 ObjectWrite::Delete { .. } => None,
-                ObjectWrite::Entry { .. } => unreachable!("the standalone writer writes whole objects"),
+                ObjectWrite::Entry { .. } | ObjectWrite::ClearRegion { .. } => {
+                    unreachable!("the standalone writer writes whole objects")
+                }
             });
         }
         self.shared.store.get(&space.config.schema.name, key).map_err(storage_error)

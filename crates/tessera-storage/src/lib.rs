@@ -118,12 +118,7 @@ impl Default for StoreOptions {
     }
 }
 
-/// An object with its version.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct StoredObject {
-    pub version: Version,
-    pub object: Object,
-}
+pub use tessera_types::StoredObject;
 
 /// One key's change. The store derives every subspace entry from the old and new objects.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -144,6 +139,13 @@ pub enum ObjectWrite {
         subspace: SubspaceId,
         remove: Option<Object>,
         insert: Option<StoredObject>,
+    },
+    /// Remove every committed entry of `region` of `subspace`: the server no longer holds the
+    /// region. Entries written earlier in the same batch are not seen (clear before writing).
+    ClearRegion {
+        space: String,
+        subspace: SubspaceId,
+        region: RegionIndex,
     },
 }
 
@@ -419,6 +421,23 @@ impl Store {
                 ObjectWrite::Delete { space, old } => (space, Some(old), None, None),
                 ObjectWrite::Entry { space, subspace, remove, insert } => {
                     (space, remove.as_ref(), insert.as_ref(), Some(*subspace))
+                }
+                ObjectWrite::ClearRegion { space: name, subspace, region } => {
+                    let space = spaces
+                        .get(name.as_str())
+                        .ok_or_else(|| StorageError::UnknownSpace(name.clone()))?;
+                    let n = subspace.get();
+                    let (Some(keyspace), Some(t)) = (space.keyspaces.get(n), space.tessellations.get(n)) else {
+                        return Err(StorageError::Invalid(format!("{name:?} has no subspace {n}")));
+                    };
+                    if region.0 >= t.regions_count() {
+                        return Err(StorageError::Invalid(format!("subspace {n} has no region {}", region.0)));
+                    }
+                    for guard in keyspace.prefix(codec::region_prefix(*region)) {
+                        let key = guard.key()?;
+                        pending.set(name, n, keyspace, key.to_vec(), None);
+                    }
+                    continue;
                 }
             };
             let space = spaces

@@ -16,7 +16,7 @@ pub mod value;
 
 pub use ids::{Epoch, ServerId, Version};
 pub use funcall::{apply_all, CheckedFuncall, Funcall, FuncallCheckError, FuncallError, FuncallOp, NumOp};
-pub use object::Object;
+pub use object::{Object, StoredObject};
 pub use parse::{parse_space, parse_space_tolerating, ParseError};
 pub use predicate::{matches_all, CheckedPredicate, Predicate, PredicateError, PredicateOp};
 pub use schema::{AttrIndex, Attribute, SchemaError, SpaceSchema, Subspace, SubspaceId};

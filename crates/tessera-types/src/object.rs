@@ -2,8 +2,17 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::ids::Version;
 use crate::schema::{AttrIndex, SpaceSchema};
 use crate::value::Value;
+
+/// An object with the version of the update that produced it, as storage holds it and as
+/// chains carry it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StoredObject {
+    pub version: Version,
+    pub object: Object,
+}
 
 /// An object of a space. `values[i]` is the value of attribute `i`; `values[0]` is the key.
 /// Every value has its attribute's type (see [`Object::conforms_to`]).

@@ -1,0 +1,189 @@
+//! Checks on what other servers send: an envelope is data from a socket, never trusted.
+//!
+//! [`check_envelope`] is what the server runs on every envelope as it comes off a peer's
+//! connection (a failure closes that connection); the state machine runs [`check_message`]
+//! again when it delivers a message, against the configuration it then acts on. Nothing a peer
+//! sends can make the state machine panic: every `expect` in `replica.rs` rests on these checks.
+
+use tessera_geometry::{chain_for_update, RegionIndex, ReplicaMap};
+use tessera_protocol::{Configuration, SpaceConfig};
+use tessera_types::{Object, ServerId, SubspaceId, Version};
+
+use crate::message::{ChainAck, ChainUpdate, Envelope, PeerMessage};
+
+/// Why an envelope or message was refused.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum EnvelopeError {
+    #[error("an envelope from this server to itself")]
+    FromSelf,
+    #[error("an envelope numbered {seq} with {} body", if *.has_body { "a" } else { "no" })]
+    Numbering { seq: u64, has_body: bool },
+    #[error("a chain update with neither an old nor a new object")]
+    NoObject,
+    #[error("a chain update whose old and new objects have different keys")]
+    KeysDiffer,
+    #[error("version 0 names no update")]
+    VersionZero,
+    #[error("an object without a key")]
+    EmptyObject,
+    #[error("space {0} is not in this configuration")]
+    UnknownSpace(u64),
+    #[error("an object that does not fit the schema of space {space:?}")]
+    BadObject { space: String },
+    #[error("region {region} of subspace {subspace} does not exist, is not on the update's chain or is not held here")]
+    NotHeldHere { subspace: u16, region: u32 },
+}
+
+/// Checks an envelope as it comes off a peer's connection: its shape always, and when it was
+/// built on `config`'s epoch, everything `config` can tell (space, objects against the schema,
+/// the hop is this server's). A message of another epoch is checked against the configuration
+/// the state machine acts on when it is delivered ([`check_message`]); a failure there drops
+/// the message without blaming the link, since configurations move on.
+pub fn check_envelope(
+    envelope: &Envelope,
+    me: ServerId,
+    config: &Configuration,
+) -> Result<(), EnvelopeError> {
+    if envelope.from == me {
+        return Err(EnvelopeError::FromSelf);
+    }
+    if (envelope.seq == 0) != envelope.body.is_none() {
+        return Err(EnvelopeError::Numbering {
+            seq: envelope.seq,
+            has_body: envelope.body.is_some(),
+        });
+    }
+    let Some(message) = &envelope.body else {
+        return Ok(());
+    };
+    check_shape(message)?;
+    let epoch = match message {
+        PeerMessage::Chain(u) => u.epoch,
+        PeerMessage::Ack(a) => a.epoch,
+    };
+    if epoch == config.epoch {
+        check_message(message, me, config)?;
+    }
+    Ok(())
+}
+
+/// What every message must be, whatever the configuration: a version, objects with keys, an
+/// update with an old or a new object of one key.
+pub fn check_shape(message: &PeerMessage) -> Result<(), EnvelopeError> {
+    match message {
+        PeerMessage::Chain(u) => {
+            if u.version == Version::NONE {
+                return Err(EnvelopeError::VersionZero);
+            }
+            if u.old
+                .iter()
+                .chain(u.new.iter())
+                .any(|o| o.values.is_empty())
+            {
+                return Err(EnvelopeError::EmptyObject);
+            }
+            match (&u.old, &u.new) {
+                (None, None) => Err(EnvelopeError::NoObject),
+                (Some(o), Some(n)) if o.key() != n.key() => Err(EnvelopeError::KeysDiffer),
+                _ => Ok(()),
+            }
+        }
+        PeerMessage::Ack(a) if a.version == Version::NONE => Err(EnvelopeError::VersionZero),
+        PeerMessage::Ack(_) => Ok(()),
+    }
+}
+
+/// Checks a message of the right shape ([`check_shape`]) against `config`: its space exists,
+/// its objects fit the schema, and this server is the hop it names (for an update: on the
+/// update's chain; for an acknowledgement: a replica of the region).
+pub fn check_message(
+    message: &PeerMessage,
+    me: ServerId,
+    config: &Configuration,
+) -> Result<(), EnvelopeError> {
+    match message {
+        PeerMessage::Chain(u) => check_update(u, me, config),
+        PeerMessage::Ack(a) => check_ack(a, me, config),
+    }
+}
+
+fn check_update(
+    u: &ChainUpdate,
+    me: ServerId,
+    config: &Configuration,
+) -> Result<(), EnvelopeError> {
+    let space = space(config, u.space)?;
+    for o in u.old.iter().chain(u.new.iter()) {
+        check_object(space, o)?;
+    }
+    let tessellations = space.tessellations();
+    let not_held = EnvelopeError::NotHeldHere {
+        subspace: u.subspace.0,
+        region: u.region.0,
+    };
+    match tessellations.get(u.subspace.get()) {
+        Some(t) if u.region.0 < t.regions_count() => {}
+        _ => return Err(not_held),
+    }
+    let chain = chain_for_update(
+        &space.schema,
+        &tessellations,
+        &Replicas(space),
+        u.old.as_ref(),
+        u.new.as_ref(),
+    );
+    if chain
+        .iter()
+        .any(|h| h.server == me && (h.subspace, h.region) == (u.subspace, u.region))
+    {
+        Ok(())
+    } else {
+        Err(not_held)
+    }
+}
+
+fn check_ack(a: &ChainAck, me: ServerId, config: &Configuration) -> Result<(), EnvelopeError> {
+    let space = space(config, a.space)?;
+    if a.key.primitive_type() != Some(space.schema.key_type()) {
+        return Err(EnvelopeError::BadObject {
+            space: space.schema.name.clone(),
+        });
+    }
+    let not_held = EnvelopeError::NotHeldHere {
+        subspace: a.subspace.0,
+        region: a.region.0,
+    };
+    let Some(regions) = space.replicas.get(a.subspace.get()) else {
+        return Err(not_held);
+    };
+    match regions.get(a.region.0 as usize) {
+        Some(set) if set.contains(&me) => Ok(()),
+        _ => Err(not_held),
+    }
+}
+
+fn space(config: &Configuration, id: u64) -> Result<&SpaceConfig, EnvelopeError> {
+    config
+        .spaces
+        .iter()
+        .find(|s| s.id == id)
+        .ok_or(EnvelopeError::UnknownSpace(id))
+}
+
+fn check_object(space: &SpaceConfig, o: &Object) -> Result<(), EnvelopeError> {
+    if !o.conforms_to(&space.schema) || o.values.iter().any(|v| v.contains_nan()) {
+        return Err(EnvelopeError::BadObject {
+            space: space.schema.name.clone(),
+        });
+    }
+    Ok(())
+}
+
+struct Replicas<'a>(&'a SpaceConfig);
+
+impl ReplicaMap for Replicas<'_> {
+    fn replicas(&self, subspace: SubspaceId, region: RegionIndex) -> &[ServerId] {
+        self.0.replicas_of(subspace, region)
+    }
+}
