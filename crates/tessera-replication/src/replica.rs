@@ -31,7 +31,7 @@
 //!   it is removed, and takes over the updates pending there (their clients were the old
 //!   leader's: nobody is answered for them).
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::Arc;
 
 use tessera_geometry::{
@@ -275,7 +275,7 @@ struct KeyState {
     /// The last version applied (pending or committed) per location held here.
     applied: BTreeMap<Location, Version>,
     /// Updates that arrived before the one they follow.
-    delayed: Vec<ChainUpdate>,
+    delayed: Vec<(ServerId, ChainUpdate)>,
 }
 
 impl KeyState {
@@ -312,8 +312,11 @@ pub struct Replica {
     names: BTreeMap<String, u64>,
     keys: BTreeMap<(u64, Value), KeyState>,
     links: BTreeMap<ServerId, Link>,
-    /// Messages built on a configuration this server does not have yet, in arrival order.
-    future: Vec<PeerMessage>,
+    /// Servers that hold a region in the current configuration: the only ones sent anything.
+    members: BTreeSet<ServerId>,
+    /// Messages built on a configuration this server does not have yet, in arrival order,
+    /// with their sender.
+    future: Vec<(ServerId, PeerMessage)>,
     /// Messages between two hops that are both this server.
     local: VecDeque<PeerMessage>,
     tick: u64,
@@ -349,6 +352,7 @@ impl Replica {
             names: BTreeMap::new(),
             keys: BTreeMap::new(),
             links: BTreeMap::new(),
+            members: BTreeSet::new(),
             future: Vec::new(),
             local: VecDeque::new(),
             tick: 0,
@@ -400,13 +404,12 @@ impl Replica {
                 if config.epoch > self.epoch() {
                     self.install(config);
                     self.repair_chains(store);
-                    let (ready, later): (Vec<PeerMessage>, Vec<PeerMessage>) =
-                        std::mem::take(&mut self.future)
-                            .into_iter()
-                            .partition(|m| epoch_of(m) <= self.epoch());
+                    let (ready, later): (Vec<_>, Vec<_>) = std::mem::take(&mut self.future)
+                        .into_iter()
+                        .partition(|(_, m)| epoch_of(m) <= self.epoch());
                     self.future = later;
-                    for m in ready {
-                        self.deliver(m, store);
+                    for (from, m) in ready {
+                        self.deliver(from, m, store);
                     }
                 }
             }
@@ -414,7 +417,11 @@ impl Replica {
                 self.tick += 1;
                 let tick = self.tick;
                 let mut resend = Vec::new();
-                for (&peer, link) in self.links.iter_mut() {
+                for (&peer, link) in self
+                    .links
+                    .iter_mut()
+                    .filter(|(p, _)| self.members.contains(p))
+                {
                     for (seq, m) in link.due(tick) {
                         resend.push((peer, seq, m, link.peer_incarnation));
                     }
@@ -425,7 +432,7 @@ impl Replica {
             }
         }
         while let Some(m) = self.local.pop_front() {
-            self.deliver(m, store);
+            self.deliver(self.me, m, store);
         }
     }
 
@@ -489,16 +496,24 @@ impl Replica {
         self.failed = Some(why);
     }
 
+    /// Messages not yet acknowledged, per receiver that still holds a region.
+    pub fn unacked(&self) -> Vec<(ServerId, usize)> {
+        self.links
+            .iter()
+            .filter(|(s, _)| self.members.contains(s))
+            .map(|(s, l)| (*s, l.unacked_len()))
+            .filter(|(_, n)| *n > 0)
+            .collect()
+    }
+
     /// Keys with unfinished work here, and messages not yet acknowledged by their receiver.
     pub fn backlog(&self) -> (usize, usize) {
-        (
-            self.keys.len(),
-            self.links.values().map(Link::unacked_len).sum(),
-        )
+        let unacked = self.unacked().iter().map(|(_, n)| n).sum();
+        (self.keys.len(), unacked)
     }
 
     /// Switches to `config`: spaces created and dropped, regions this server lost cleared
-    /// (with whatever was pending there), links to servers that left forgotten, and the keys
+    /// (with whatever was pending there), servers that left no longer sent to, and the keys
     /// whose point leader this server stopped or started being handed over.
     fn install(&mut self, config: Arc<Configuration>) {
         assert!(
@@ -555,8 +570,14 @@ impl Replica {
                 self.outputs.replies.push((client, error()));
             }
         }
-        self.links
-            .retain(|server, _| config.server(*server).is_some());
+        // A server that holds no region (failed, removed) is sent nothing more, and what it
+        // was sent is not retransmitted. Links keep their state, though: a link's numbering
+        // must go on where it was if that server comes back.
+        self.members = config
+            .spaces
+            .iter()
+            .flat_map(|s| s.replicas.iter().flatten().flatten().copied())
+            .collect();
         self.names = config
             .spaces
             .iter()
@@ -580,7 +601,6 @@ impl Replica {
             .pending
             .retain(|(location, _), _| rt.holds(me, *location));
         state.applied.retain(|location, _| rt.holds(me, *location));
-        state.delayed.clear(); // they come again, sent on along the new chains
         let home = rt.key_location(&key.1);
         let leads = rt.point_leader(&key.1) == me;
         let was_leading =
@@ -749,15 +769,15 @@ impl Replica {
         link.on_ack(e.ack);
         if let Some(body) = e.body {
             for m in link.on_message(e.seq, body) {
-                self.deliver(m, store);
+                self.deliver(e.from, m, store);
             }
         }
     }
 
-    fn deliver(&mut self, m: PeerMessage, store: &impl CommittedReader) {
+    fn deliver(&mut self, from: ServerId, m: PeerMessage, store: &impl CommittedReader) {
         let epoch = epoch_of(&m);
         if epoch > self.epoch() {
-            self.future.push(m);
+            self.future.push((from, m));
             return;
         }
         // One built on an older configuration is still good where this server holds the
@@ -767,8 +787,8 @@ impl Replica {
             return;
         }
         match m {
-            PeerMessage::Chain(u) => self.on_chain(u, store),
-            PeerMessage::Ack(a) => self.on_ack(a, store),
+            PeerMessage::Chain(u) => self.on_chain(from, u, store),
+            PeerMessage::Ack(a) => self.on_ack(from, a, store),
         }
     }
 
@@ -866,10 +886,15 @@ impl Replica {
         if destructive {
             state.blocked_by = Some(version);
         }
-        self.on_chain(update, store);
+        let me = self.me;
+        self.on_chain(me, update, store);
     }
 
-    fn on_chain(&mut self, u: ChainUpdate, store: &impl CommittedReader) {
+    /// An update for this server's hop at the region it names, from `from`. Only the hop
+    /// before this one on the chain, as this server's configuration draws it, is listened
+    /// to: a server removed from the chain (a deposed point leader above all) can no longer
+    /// inject updates, whatever it still believes.
+    fn on_chain(&mut self, from: ServerId, u: ChainUpdate, store: &impl CommittedReader) {
         let Some(rt) = self.spaces.get(&u.space).cloned() else {
             return;
         };
@@ -879,6 +904,15 @@ impl Replica {
             tracing::warn!(version = %u.version, "dropped a chain message this server has no hop for");
             return;
         };
+        let predecessor = if hop == 0 {
+            self.me
+        } else {
+            chain[hop - 1].server
+        };
+        if from != predecessor {
+            tracing::debug!(version = %u.version, %from, "dropped an update from a server that is not the hop before");
+            return;
+        }
         let key = (u.space, u.key().clone());
         let state = self.keys.entry(key.clone()).or_default();
         if state.pending.contains_key(&(location, u.version)) {
@@ -892,7 +926,7 @@ impl Replica {
                 Ok(committed) => committed,
                 Err(e) => {
                     tracing::error!(error = %e, "reading a committed entry; the update waits");
-                    state.delayed.push(u);
+                    state.delayed.push((from, u));
                     return;
                 }
             },
@@ -927,7 +961,7 @@ impl Replica {
                 }
             };
             if !ready {
-                state.delayed.push(u);
+                state.delayed.push((from, u));
                 return;
             }
         }
@@ -1028,13 +1062,14 @@ impl Replica {
             return;
         }
         let mut delayed = std::mem::take(&mut state.delayed);
-        delayed.sort_by_key(|u| u.version);
-        for u in delayed {
-            self.on_chain(u, store);
+        delayed.sort_by_key(|(_, u)| u.version);
+        for (from, u) in delayed {
+            self.on_chain(from, u, store);
         }
     }
 
-    fn on_ack(&mut self, a: ChainAck, store: &impl CommittedReader) {
+    /// An acknowledgement, heeded only from the hop this server last sent the update to.
+    fn on_ack(&mut self, from: ServerId, a: ChainAck, store: &impl CommittedReader) {
         let Some(rt) = self.spaces.get(&a.space).cloned() else {
             return;
         };
@@ -1047,7 +1082,7 @@ impl Replica {
         else {
             return; // a repeat
         };
-        if a.epoch < pending.update.epoch {
+        if pending.next.is_none_or(|(next, _)| next != from) {
             return; // from a hop this one no longer sends the update to
         }
         pending.acked = true;

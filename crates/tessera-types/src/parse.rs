@@ -342,7 +342,7 @@ pub fn parse_space_tolerating(text: &str, default_tolerate: u32) -> Result<Space
                 .zip(text_names(text, &attr_positions))
                 .filter(|(_, name)| name == n)
                 .map(|(pos, _)| *pos)
-                .last()
+                .next_back()
                 .unwrap_or(key_pos),
             SchemaError::UnknownAttribute(n)
             | SchemaError::KeyInSubspace(n)
@@ -352,7 +352,7 @@ pub fn parse_space_tolerating(text: &str, default_tolerate: u32) -> Result<Space
                 .flat_map(|(names, positions)| names.iter().zip(positions))
                 .filter(|(name, _)| *name == n)
                 .map(|(_, pos)| *pos)
-                .last()
+                .next_back()
                 .unwrap_or(name_pos),
             SchemaError::TooManyDimensions { .. } | SchemaError::TooManySubspaces { .. } => {
                 subspaces.last().and_then(|(_, p)| p.first().copied()).unwrap_or(name_pos)
