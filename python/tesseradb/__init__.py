@@ -32,6 +32,7 @@ from .errors import (
     ReadOnlyError,
     ReconfigureError,
     TooFewServersError,
+    RequestTimeoutError,
     TooLargeError,
     UnavailableError,
     UnknownAttributeError,
@@ -90,6 +91,7 @@ __all__ = [
     "UnavailableError",
     "InternalError",
     "TooFewServersError",
+    "RequestTimeoutError",
     "ConnectionFailedError",
     "ProtocolError",
 ]

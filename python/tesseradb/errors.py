@@ -1,6 +1,6 @@
 """The exceptions of tesseradb: one ``ClientError`` subclass per status.
 
-Every error carries the stable numeric ``status`` (8001..8016 from a server or coordinator,
+Every error carries the stable numeric ``status`` (8001..8017 from a server or coordinator,
 8100/8101 from the client), the ``symbol`` in HyperDex's style (``UNKNOWNSPACE``) and a ``message`` for people.
 ``NOTFOUND`` and ``CMPFAIL`` are normally not raised: the operations return ``None`` and
 ``False`` for them, as HyperDex's binding does; their classes exist for completeness.
@@ -29,6 +29,7 @@ __all__ = [
     "UnavailableError",
     "InternalError",
     "TooFewServersError",
+    "RequestTimeoutError",
     "ConnectionFailedError",
     "ProtocolError",
     "error_class",
@@ -159,6 +160,16 @@ class TooFewServersError(ClientError):
     SYMBOL = "TOOFEWSERVERS"
 
 
+class RequestTimeoutError(ClientError):
+    """TIMEOUT (8017): no outcome within the client's deadline (10 s by default, retries
+    included), or the key's point leader changed while the write was in flight. The message
+    says which: a write that was sent and never answered may or may not have been applied
+    (read the key before sending a non-idempotent write again); a request whose every attempt
+    was refused was not applied. Named so as not to shadow Python's own ``TimeoutError``."""
+
+    SYMBOL = "TIMEOUT"
+
+
 class ConnectionFailedError(ClientError):
     """CONNECTION (8100): could not connect to the server, or the connection was lost; with a
     cluster, also when no coordinator answered before the client's retries ran out (about
@@ -193,6 +204,7 @@ _BY_SYMBOL: Dict[str, Type[ClientError]] = {
         UnavailableError,
         InternalError,
         TooFewServersError,
+        RequestTimeoutError,
         ConnectionFailedError,
         ProtocolError,
     )

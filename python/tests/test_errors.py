@@ -45,6 +45,7 @@ def test_native_errors_map_to_classes() -> None:
         ("UNAVAILABLE", tesseradb.UnavailableError),
         ("INTERNAL", tesseradb.InternalError),
         ("TOOFEWSERVERS", tesseradb.TooFewServersError),
+        ("TIMEOUT", tesseradb.RequestTimeoutError),
         ("CONNECTION", tesseradb.ConnectionFailedError),
         ("PROTOCOL", tesseradb.ProtocolError),
     ]:

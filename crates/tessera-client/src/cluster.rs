@@ -19,7 +19,9 @@ use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use futures::StreamExt;
-use tessera_protocol::{Configuration, CoordinatorStatus, Request, Response, SortOrder, WireObject};
+use tessera_protocol::{
+    Configuration, CoordinatorStatus, Request, Response, SortOrder, WireObject,
+};
 use tessera_types::{Epoch, Funcall, Predicate, SpaceSchema, Value};
 use tokio::time::Instant;
 
@@ -27,8 +29,12 @@ use crate::connection::{CallError, Connection};
 use crate::routing::{self, Routes};
 use crate::{merge, unexpected, ClientError, Explanation, Status, WriteMode};
 
-/// How long a request keeps being retried before its last error is returned.
+/// How long a request may take, retries included, unless the client was given another
+/// deadline ([`crate::ClientOptions::timeout`]).
 pub(crate) const RETRY_BUDGET: Duration = Duration::from_secs(10);
+/// Longest one attempt of a read waits for its server before another is tried: a server that
+/// stopped (SIGSTOP, a partition) must not take a read's whole deadline.
+const READ_ATTEMPT_MAX: Duration = Duration::from_secs(2);
 const BACKOFF_FIRST: Duration = Duration::from_millis(10);
 const BACKOFF_MAX: Duration = Duration::from_millis(500);
 /// How long one `WaitConfig` asks a coordinator to wait for a newer configuration.
@@ -44,7 +50,14 @@ struct Backoff {
 
 impl Backoff {
     fn new() -> Backoff {
-        Backoff { deadline: Instant::now() + RETRY_BUDGET, next: BACKOFF_FIRST }
+        Backoff::within(RETRY_BUDGET)
+    }
+
+    fn within(budget: Duration) -> Backoff {
+        Backoff {
+            deadline: Instant::now() + budget,
+            next: BACKOFF_FIRST,
+        }
     }
 
     /// Waits before the next attempt; `false` (at once) when that would pass the deadline.
@@ -63,7 +76,10 @@ enum Attempt<T> {
     Done(T),
     /// Refused or lost without being applied: worth another attempt. `server_epoch` is the
     /// epoch the refusing server answered in, when it answered.
-    Retry { error: ClientError, server_epoch: Option<Epoch> },
+    Retry {
+        error: ClientError,
+        server_epoch: Option<Epoch>,
+    },
     Fail(ClientError),
 }
 
@@ -87,6 +103,8 @@ pub(crate) struct Cluster {
     connections: Mutex<HashMap<String, Arc<Connection>>>,
     /// Searches made: rotates the replica each region is asked of.
     turn: AtomicU64,
+    /// Every request's deadline, retries included.
+    timeout: Duration,
 }
 
 impl Cluster {
@@ -96,8 +114,13 @@ impl Cluster {
         addresses: &[String],
         (address, connection): (String, Arc<Connection>),
         status: &CoordinatorStatus,
+        timeout: Duration,
     ) -> Result<Arc<Cluster>, ClientError> {
-        let empty = Configuration { epoch: Epoch(0), servers: vec![], spaces: vec![] };
+        let empty = Configuration {
+            epoch: Epoch(0),
+            servers: vec![],
+            spaces: vec![],
+        };
         let cluster = Arc::new(Cluster {
             coordinators: RwLock::new(vec![]),
             preferred: AtomicUsize::new(0),
@@ -106,6 +129,7 @@ impl Cluster {
             refreshes: AtomicU64::new(0),
             connections: Mutex::new(HashMap::from([(address.clone(), connection)])),
             turn: AtomicU64::new(0),
+            timeout,
         });
         cluster.learn_coordinators(std::iter::once(&address).chain(addresses));
         cluster.learn_coordinators(status.members.iter().map(|(_, a)| a));
@@ -136,7 +160,12 @@ impl Cluster {
 
     /// The connection to `address`, opened if there is none or the last one failed.
     async fn connection(&self, address: &str) -> Result<Arc<Connection>, ClientError> {
-        let pooled = self.connections.lock().expect("connections lock").get(address).cloned();
+        let pooled = self
+            .connections
+            .lock()
+            .expect("connections lock")
+            .get(address)
+            .cloned();
         if let Some(c) = pooled.filter(|c| !c.is_closed()) {
             return Ok(c);
         }
@@ -174,7 +203,9 @@ impl Cluster {
                     Ok(c) => c.try_call(request.clone(), Epoch(0)).await,
                 };
                 match outcome {
-                    Ok((Response::Error(e), _)) if e.status.is_retryable() => last = Some(ClientError::from(e)),
+                    Ok((Response::Error(e), _)) if e.status.is_retryable() => {
+                        last = Some(ClientError::from(e))
+                    }
                     Ok(answer) => {
                         self.preferred.store(i, Ordering::Relaxed);
                         return Ok(answer);
@@ -187,7 +218,9 @@ impl Cluster {
             if !backoff.wait().await {
                 return Err(match last {
                     Some(e @ ClientError::Server { .. }) => e,
-                    Some(e) => ClientError::NoCoordinator(format!("{} ({e})", coordinators.join(","))),
+                    Some(e) => {
+                        ClientError::NoCoordinator(format!("{} ({e})", coordinators.join(",")))
+                    }
                     None => ClientError::NoCoordinator("no coordinator address".into()),
                 });
             }
@@ -197,7 +230,11 @@ impl Cluster {
     /// Fetches the configuration: at least epoch `wanted` (waiting for it with `WaitConfig`
     /// until `backoff`'s deadline), or whatever is current when `wanted` is `None`. Concurrent
     /// callers share one fetch. Never goes back to an older configuration.
-    async fn refresh(&self, wanted: Option<Epoch>, backoff: &mut Backoff) -> Result<Arc<Routes>, ClientError> {
+    async fn refresh(
+        &self,
+        wanted: Option<Epoch>,
+        backoff: &mut Backoff,
+    ) -> Result<Arc<Routes>, ClientError> {
         let seen = self.refreshes.load(Ordering::Acquire);
         let _one_at_a_time = self.refreshing.lock().await;
         loop {
@@ -212,7 +249,10 @@ impl Cluster {
                 Some(e) => {
                     let left = backoff.deadline.saturating_duration_since(Instant::now());
                     let timeout_ms = WAIT_CONFIG.min(left).as_millis() as u32;
-                    Request::WaitConfig { after: Epoch(e.0.saturating_sub(1)), timeout_ms }
+                    Request::WaitConfig {
+                        after: Epoch(e.0.saturating_sub(1)),
+                        timeout_ms,
+                    }
                 }
             };
             let config = match self.coordinator_call(&request, false, backoff).await? {
@@ -223,7 +263,9 @@ impl Cluster {
             let installed = self.install(*config);
             self.refreshes.fetch_add(1, Ordering::Release);
             match wanted {
-                Some(e) if installed.config.epoch < e && Instant::now() < backoff.deadline => continue,
+                Some(e) if installed.config.epoch < e && Instant::now() < backoff.deadline => {
+                    continue
+                }
                 _ => return Ok(installed),
             }
         }
@@ -251,7 +293,11 @@ impl Cluster {
 
     /// Fetches the current configuration.
     pub(crate) async fn refresh_now(&self) -> Result<Arc<Configuration>, ClientError> {
-        Ok(self.refresh(None, &mut Backoff::new()).await?.config.clone())
+        Ok(self
+            .refresh(None, &mut Backoff::new())
+            .await?
+            .config
+            .clone())
     }
 
     /// Adds or removes a space, then waits until the cached configuration includes the change.
@@ -272,18 +318,26 @@ impl Cluster {
     }
 
     /// Every known coordinator's status (coordinators named in an answer are asked too).
-    pub(crate) async fn coordinator_statuses(&self) -> Vec<(String, Result<CoordinatorStatus, ClientError>)> {
+    pub(crate) async fn coordinator_statuses(
+        &self,
+    ) -> Vec<(String, Result<CoordinatorStatus, ClientError>)> {
         let mut statuses: Vec<(String, Result<CoordinatorStatus, ClientError>)> = Vec::new();
         loop {
-            let unasked: Vec<String> =
-                self.coordinators().into_iter().filter(|a| statuses.iter().all(|(b, _)| a != b)).collect();
+            let unasked: Vec<String> = self
+                .coordinators()
+                .into_iter()
+                .filter(|a| statuses.iter().all(|(b, _)| a != b))
+                .collect();
             if unasked.is_empty() {
                 return statuses;
             }
             let asked = futures::future::join_all(unasked.into_iter().map(|address| async move {
                 let status = async {
                     let connection = self.connection(&address).await?;
-                    match connection.call(Request::CoordinatorStatus, Epoch(0)).await? {
+                    match connection
+                        .call(Request::CoordinatorStatus, Epoch(0))
+                        .await?
+                    {
                         Response::CoordinatorStatus(s) => Ok(s),
                         Response::Error(e) => Err(e.into()),
                         other => Err(unexpected(other)),
@@ -308,19 +362,26 @@ impl Cluster {
     /// spent (then the last error is returned). Between attempts, refreshes the configuration
     /// when the refusal shows a newer one, or may (a refusal in the same epoch, a lost
     /// connection: the server may have left); waits unless the configuration moved.
+    ///
+    /// Every request has a deadline ([`Cluster::timeout`], 10 s by default): past it, the
+    /// request fails with `Timeout`, saying what it last met; a request refused or unanswered
+    /// that way was not applied, unless it is a write whose answer was lost (see `send`).
     async fn with_retries<T, F, Fut>(&self, attempt: F) -> Result<T, ClientError>
     where
-        F: Fn(Arc<Routes>) -> Fut,
+        F: Fn(Arc<Routes>, Instant) -> Fut,
         Fut: Future<Output = Attempt<T>>,
     {
-        let mut backoff = Backoff::new();
+        let mut backoff = Backoff::within(self.timeout);
         loop {
             let routes = self.routes();
             let sent = routes.config.epoch;
-            let (error, server_epoch) = match attempt(routes).await {
+            let (error, server_epoch) = match attempt(routes, backoff.deadline).await {
                 Attempt::Done(t) => return Ok(t),
                 Attempt::Fail(e) => return Err(e),
-                Attempt::Retry { error, server_epoch } => (error, server_epoch),
+                Attempt::Retry {
+                    error,
+                    server_epoch,
+                } => (error, server_epoch),
             };
             let refreshed = match server_epoch {
                 // The server is behind: give it time.
@@ -330,30 +391,81 @@ impl Cluster {
             };
             let moved = refreshed.is_some_and(|r| r.config.epoch > sent);
             if (moved && Instant::now() >= backoff.deadline) || (!moved && !backoff.wait().await) {
-                return Err(error);
+                let message = format!(
+                    "no answer within {:?}, retries included; last: {error}; it was not applied",
+                    self.timeout
+                );
+                return Err(ClientError::Server {
+                    status: Status::Timeout,
+                    message,
+                });
             }
         }
     }
 
     /// One request to one server, classified for [`Cluster::with_retries`]. An error answer
     /// that is not retryable is `Done`.
-    async fn send(self: &Arc<Self>, address: &str, request: Request, epoch: Epoch, write: bool) -> Attempt<Response> {
+    ///
+    /// A read waits at most [`READ_ATTEMPT_MAX`] for its server, then is tried again (on a
+    /// newer configuration if there is one); a write, which cannot be sent twice, waits until
+    /// the deadline and then fails with `Timeout`: it may or may not have been applied.
+    async fn send(
+        self: &Arc<Self>,
+        address: &str,
+        request: Request,
+        epoch: Epoch,
+        write: bool,
+        deadline: Instant,
+    ) -> Attempt<Response> {
         let connection = match self.connection(address).await {
             Ok(c) => c,
-            Err(error) => return Attempt::Retry { error, server_epoch: None },
-        };
-        match connection.try_call(request, epoch).await {
-            Ok((Response::Error(e), server)) if e.status.is_retryable() => {
-                Attempt::Retry { error: e.into(), server_epoch: Some(server) }
+            Err(error) => {
+                return Attempt::Retry {
+                    error,
+                    server_epoch: None,
+                }
             }
+        };
+        let left = deadline.saturating_duration_since(Instant::now());
+        let wait = if write {
+            left
+        } else {
+            left.min(READ_ATTEMPT_MAX)
+        };
+        let Ok(answer) = tokio::time::timeout(wait, connection.try_call(request, epoch)).await
+        else {
+            let status = Status::Timeout;
+            return if write {
+                let message =
+                    format!("server {address} did not answer within {:?}: the write may or may not have been applied", self.timeout);
+                Attempt::Fail(ClientError::Server { status, message })
+            } else {
+                let message = format!("server {address} did not answer within {wait:?}");
+                Attempt::Retry {
+                    error: ClientError::Server { status, message },
+                    server_epoch: None,
+                }
+            };
+        };
+        match answer {
+            Ok((Response::Error(e), server)) if e.status.is_retryable() => Attempt::Retry {
+                error: e.into(),
+                server_epoch: Some(server),
+            },
             Ok((response, server)) => {
                 if server > epoch {
                     self.refresh_soon(server);
                 }
                 Attempt::Done(response)
             }
-            Err(CallError::Unsent(error)) if is_connection_error(&error) => Attempt::Retry { error, server_epoch: None },
-            Err(CallError::Lost(error)) if !write => Attempt::Retry { error, server_epoch: None },
+            Err(CallError::Unsent(error)) if is_connection_error(&error) => Attempt::Retry {
+                error,
+                server_epoch: None,
+            },
+            Err(CallError::Lost(error)) if !write => Attempt::Retry {
+                error,
+                server_epoch: None,
+            },
             Err(e) => Attempt::Fail(e.into_error()),
         }
     }
@@ -385,7 +497,7 @@ impl Cluster {
         self.routes_with(space).await?;
         let (key, make) = (&key, &make);
         let response = self
-            .with_retries(|routes| async move {
+            .with_retries(|routes, deadline| async move {
                 let Some((config, tessellations)) = routes.space(space) else {
                     return Attempt::Fail(routing::unknown_space(space));
                 };
@@ -395,13 +507,25 @@ impl Cluster {
                 };
                 let leader = match routing::point_leader(config, tessellations, &key) {
                     Ok(l) => l,
-                    Err(error) => return Attempt::Retry { error, server_epoch: None },
+                    Err(error) => {
+                        return Attempt::Retry {
+                            error,
+                            server_epoch: None,
+                        }
+                    }
                 };
                 let Some(address) = routes.address(leader) else {
-                    let error = routing::refused(Status::Unavailable, format!("server {leader} has no address"));
-                    return Attempt::Retry { error, server_epoch: None };
+                    let error = routing::refused(
+                        Status::Unavailable,
+                        format!("server {leader} has no address"),
+                    );
+                    return Attempt::Retry {
+                        error,
+                        server_epoch: None,
+                    };
                 };
-                self.send(address, make(key), routes.config.epoch, write).await
+                self.send(address, make(key), routes.config.epoch, write, deadline)
+                    .await
             })
             .await?;
         match response {
@@ -420,7 +544,10 @@ impl Cluster {
         predicates: &[Predicate],
     ) -> Result<(SpaceSchema, Vec<WireObject>), ClientError> {
         self.routes_with(space).await?;
-        self.with_retries(|routes| self.search_attempt(routes, space, predicates)).await
+        self.with_retries(|routes, deadline| {
+            self.search_attempt(routes, space, predicates, deadline)
+        })
+        .await
     }
 
     async fn search_attempt(
@@ -428,6 +555,7 @@ impl Cluster {
         routes: Arc<Routes>,
         space: &str,
         predicates: &[Predicate],
+        deadline: Instant,
     ) -> Attempt<(SpaceSchema, Vec<WireObject>)> {
         let Some((config, tessellations)) = routes.space(space) else {
             return Attempt::Fail(routing::unknown_space(space));
@@ -440,18 +568,30 @@ impl Cluster {
         let turn = self.turn.fetch_add(1, Ordering::Relaxed);
         let route = match routing::route_search(config, tessellations, &checked, turn) {
             Ok(r) => r,
-            Err(error) => return Attempt::Retry { error, server_epoch: None },
+            Err(error) => {
+                return Attempt::Retry {
+                    error,
+                    server_epoch: None,
+                }
+            }
         };
         let (epoch, subspace) = (routes.config.epoch, route.subspace);
         let parts = route.regions.into_iter().map(|(server, regions)| {
             let routes = &routes;
-            let request =
-                Request::SearchRegions { space: space.to_owned(), predicates: predicates.to_vec(), subspace, regions };
+            let request = Request::SearchRegions {
+                space: space.to_owned(),
+                predicates: predicates.to_vec(),
+                subspace,
+                regions,
+            };
             async move {
                 match routes.address(server) {
-                    Some(address) => self.search_part(address, request, epoch).await,
+                    Some(address) => self.search_part(address, request, epoch, deadline).await,
                     None => Attempt::Retry {
-                        error: routing::refused(Status::Unavailable, format!("server {server} has no address")),
+                        error: routing::refused(
+                            Status::Unavailable,
+                            format!("server {server} has no address"),
+                        ),
                         server_epoch: None,
                     },
                 }
@@ -463,7 +603,10 @@ impl Cluster {
             match part {
                 Attempt::Done(objects) => found.extend(objects),
                 Attempt::Fail(e) => return Attempt::Fail(e),
-                Attempt::Retry { error, server_epoch } => {
+                Attempt::Retry {
+                    error,
+                    server_epoch,
+                } => {
                     // Refresh for the newest epoch any server showed.
                     if retry.as_ref().is_none_or(|(_, e)| server_epoch > *e) {
                         retry = Some((error, server_epoch));
@@ -472,18 +615,38 @@ impl Cluster {
             }
         }
         if let Some((error, server_epoch)) = retry {
-            return Attempt::Retry { error, server_epoch };
+            return Attempt::Retry {
+                error,
+                server_epoch,
+            };
         }
-        if let Some(bad) = found.iter().find(|o| o.values.len() != schema.attributes.len()) {
-            let message = format!("an object of {space:?} with {} values does not fit its schema", bad.values.len());
+        if let Some(bad) = found
+            .iter()
+            .find(|o| o.values.len() != schema.attributes.len())
+        {
+            let message = format!(
+                "an object of {space:?} with {} values does not fit its schema",
+                bad.values.len()
+            );
             return Attempt::Fail(ClientError::Protocol(message));
         }
         Attempt::Done((schema.clone(), merge::merge_highest_version(found)))
     }
 
-    /// One server's share of a search: everything it streams.
-    async fn search_part(self: &Arc<Self>, address: &str, request: Request, epoch: Epoch) -> Attempt<Vec<WireObject>> {
-        let retry = |error| Attempt::Retry { error, server_epoch: None };
+    /// One server's share of a search: everything it streams. A server silent for
+    /// [`READ_ATTEMPT_MAX`] is given up on: the search is made again, and the next one asks
+    /// another replica of each region (replicas are taken in turn).
+    async fn search_part(
+        self: &Arc<Self>,
+        address: &str,
+        request: Request,
+        epoch: Epoch,
+        deadline: Instant,
+    ) -> Attempt<Vec<WireObject>> {
+        let retry = |error| Attempt::Retry {
+            error,
+            server_epoch: None,
+        };
         let connection = match self.connection(address).await {
             Ok(c) => c,
             Err(e) => return retry(e),
@@ -495,7 +658,17 @@ impl Cluster {
         };
         let mut objects = Vec::new();
         loop {
-            match frames.recv().await {
+            let wait = deadline
+                .saturating_duration_since(Instant::now())
+                .min(READ_ATTEMPT_MAX);
+            let Ok(frame) = tokio::time::timeout(wait, frames.recv()).await else {
+                let message = format!("server {address} sent nothing for {wait:?}");
+                return retry(ClientError::Server {
+                    status: Status::Timeout,
+                    message,
+                });
+            };
+            match frame {
                 None => return retry(ClientError::ConnectionClosed),
                 // A search changes nothing: a broken one is simply made again.
                 Some(Err(e)) if is_connection_error(&e) => return retry(e),
@@ -508,7 +681,10 @@ impl Cluster {
                     return Attempt::Done(objects);
                 }
                 Some(Ok((Response::Error(e), server))) if e.status.is_retryable() => {
-                    return Attempt::Retry { error: e.into(), server_epoch: Some(server) }
+                    return Attempt::Retry {
+                        error: e.into(),
+                        server_epoch: Some(server),
+                    }
                 }
                 Some(Ok((Response::Error(e), _))) => return Attempt::Fail(e.into()),
                 Some(Ok((other, _))) => return Attempt::Fail(unexpected(other)),
@@ -527,25 +703,45 @@ impl Cluster {
     ) -> Result<(SpaceSchema, Vec<WireObject>), ClientError> {
         // Refused before any server is asked, in the order a standalone server checks.
         let routes = self.routes_with(space).await?;
-        let (config, _) = routes.space(space).ok_or_else(|| routing::unknown_space(space))?;
+        let (config, _) = routes
+            .space(space)
+            .ok_or_else(|| routing::unknown_space(space))?;
         routing::check_predicates(&config.schema, predicates)?;
         routing::check_sort_attribute(&config.schema, sort_by)?;
         let (schema, objects) = self.search(space, predicates).await?;
         let attr = routing::check_sort_attribute(&schema, sort_by)?;
-        Ok((schema, merge::sort_limit(objects, attr, limit as usize, order)))
+        Ok((
+            schema,
+            merge::sort_limit(objects, attr, limit as usize, order),
+        ))
     }
 
     /// How a search would run (nothing is contacted).
-    pub(crate) async fn explain(&self, space: &str, predicates: &[Predicate]) -> Result<Explanation, ClientError> {
+    pub(crate) async fn explain(
+        &self,
+        space: &str,
+        predicates: &[Predicate],
+    ) -> Result<Explanation, ClientError> {
         let routes = self.routes_with(space).await?;
-        let (config, tessellations) = routes.space(space).ok_or_else(|| routing::unknown_space(space))?;
+        let (config, tessellations) = routes
+            .space(space)
+            .ok_or_else(|| routing::unknown_space(space))?;
         let checked = routing::check_predicates(&config.schema, predicates)?;
-        Ok(routing::explain(config, tessellations, &checked, self.turn.load(Ordering::Relaxed)))
+        Ok(routing::explain(
+            config,
+            tessellations,
+            &checked,
+            self.turn.load(Ordering::Relaxed),
+        ))
     }
 
     /// Deletes every matching object, each with the predicates as its condition (an object
     /// changed meanwhile is left alone); returns how many were deleted.
-    pub(crate) async fn group_del(self: &Arc<Self>, space: &str, predicates: Vec<Predicate>) -> Result<u64, ClientError> {
+    pub(crate) async fn group_del(
+        self: &Arc<Self>,
+        space: &str,
+        predicates: Vec<Predicate>,
+    ) -> Result<u64, ClientError> {
         let (_, objects) = self.search(space, &predicates).await?;
         self.write_each(space, objects, |key| Request::Del {
             space: space.to_owned(),
@@ -564,7 +760,9 @@ impl Cluster {
         funcalls: Vec<Funcall>,
     ) -> Result<u64, ClientError> {
         let routes = self.routes_with(space).await?;
-        let (config, _) = routes.space(space).ok_or_else(|| routing::unknown_space(space))?;
+        let (config, _) = routes
+            .space(space)
+            .ok_or_else(|| routing::unknown_space(space))?;
         routing::check_predicates(&config.schema, &predicates)?;
         if !routing::check_group_funcalls(&config.schema, &funcalls)? {
             return Ok(0);
@@ -592,7 +790,11 @@ impl Cluster {
         let make = &make;
         let mut writes = futures::stream::iter(objects)
             .map(|o| async move {
-                let key = o.values.into_iter().next().expect("every object found has its key");
+                let key = o
+                    .values
+                    .into_iter()
+                    .next()
+                    .expect("every object found has its key");
                 self.key_call(space, key, true, make).await
             })
             .buffer_unordered(GROUP_WRITES_IN_FLIGHT);

@@ -107,7 +107,11 @@ impl Connection {
         let (outbox, rx) = mpsc::channel(OUTBOX_FRAMES);
         tokio::spawn(write_frames(write_half, rx, waiters.clone()));
         tokio::spawn(read_frames(read_half, waiters.clone()));
-        Ok(Connection { outbox, waiters, next_id: AtomicU64::new(1) })
+        Ok(Connection {
+            outbox,
+            waiters,
+            next_id: AtomicU64::new(1),
+        })
     }
 
     /// Whether the connection has failed or closed: every later request would fail at once.
@@ -116,10 +120,18 @@ impl Connection {
     }
 
     /// Queues a request. An error means it was not sent.
-    async fn send(&self, request: Request, epoch: Epoch, waiter: Waiter) -> Result<(), ClientError> {
+    async fn send(
+        &self,
+        request: Request,
+        epoch: Epoch,
+        waiter: Waiter,
+    ) -> Result<(), ClientError> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let bytes = encode_request(&RequestFrame { id, epoch, request }).map_err(|e| match e {
-            FrameError::TooLarge(_) => ClientError::Server { status: Status::TooLarge, message: e.to_string() },
+            FrameError::TooLarge(_) => ClientError::Server {
+                status: Status::TooLarge,
+                message: e.to_string(),
+            },
             other => ClientError::Protocol(other.to_string()),
         })?;
         {
@@ -139,9 +151,15 @@ impl Connection {
 
     /// Sends a request; returns its response and the epoch the server answered in, or says
     /// whether the request may have reached the server.
-    pub(crate) async fn try_call(&self, request: Request, epoch: Epoch) -> Result<(Response, Epoch), CallError> {
+    pub(crate) async fn try_call(
+        &self,
+        request: Request,
+        epoch: Epoch,
+    ) -> Result<(Response, Epoch), CallError> {
         let (tx, rx) = oneshot::channel();
-        self.send(request, epoch, Waiter::One(tx)).await.map_err(CallError::Unsent)?;
+        self.send(request, epoch, Waiter::One(tx))
+            .await
+            .map_err(CallError::Unsent)?;
         match rx.await {
             Ok(Ok(answer)) => Ok(answer),
             Ok(Err(e)) => Err(CallError::Lost(e)),
@@ -150,11 +168,19 @@ impl Connection {
     }
 
     /// Sends a request; returns its response and the epoch the server answered in.
-    pub(crate) async fn call_with_epoch(&self, request: Request, epoch: Epoch) -> Result<(Response, Epoch), ClientError> {
+    pub(crate) async fn call_with_epoch(
+        &self,
+        request: Request,
+        epoch: Epoch,
+    ) -> Result<(Response, Epoch), ClientError> {
         Ok(self.try_call(request, epoch).await?)
     }
 
-    pub(crate) async fn call(&self, request: Request, epoch: Epoch) -> Result<Response, ClientError> {
+    pub(crate) async fn call(
+        &self,
+        request: Request,
+        epoch: Epoch,
+    ) -> Result<Response, ClientError> {
         Ok(self.call_with_epoch(request, epoch).await?.0)
     }
 
@@ -186,7 +212,10 @@ async fn write_frames(
             }
         }
         if !ok || SinkExt::<Bytes>::flush(&mut sink).await.is_err() {
-            waiters.lock().expect("waiters lock").fail_all(|| ClientError::ConnectionClosed);
+            waiters
+                .lock()
+                .expect("waiters lock")
+                .fail_all(|| ClientError::ConnectionClosed);
             return;
         }
     }
@@ -209,7 +238,10 @@ async fn read_frames(stream: tokio::net::tcp::OwnedReadHalf, waiters: Arc<Mutex<
             Ok(frame) => frame,
             Err(e) => {
                 let message = e.to_string();
-                waiters.lock().expect("waiters lock").fail_all(|| ClientError::Protocol(message.clone()));
+                waiters
+                    .lock()
+                    .expect("waiters lock")
+                    .fail_all(|| ClientError::Protocol(message.clone()));
                 return;
             }
         };
@@ -240,5 +272,8 @@ async fn read_frames(stream: tokio::net::tcp::OwnedReadHalf, waiters: Arc<Mutex<
             None => {} // the caller stopped waiting
         }
     }
-    waiters.lock().expect("waiters lock").fail_all(|| ClientError::ConnectionClosed);
+    waiters
+        .lock()
+        .expect("waiters lock")
+        .fail_all(|| ClientError::ConnectionClosed);
 }

@@ -58,6 +58,9 @@ impl ClientError {
 
 impl From<ErrorReply> for ClientError {
     fn from(e: ErrorReply) -> Self {
-        ClientError::Server { status: e.status, message: e.message }
+        ClientError::Server {
+            status: e.status,
+            message: e.message,
+        }
     }
 }

@@ -72,16 +72,22 @@
 //!   found (conditioned on the predicates), each to its point leader; [`Client::explain`] is
 //!   computed by the client.
 //!
-//! # Retries (cluster mode)
+//! # Retries and deadlines (cluster mode)
 //!
 //! A request refused with `StaleEpoch` (`RECONFIGURE`: the client or the server is behind) or
 //! `Unavailable` was not applied: the client fetches the configuration when needed, waits
-//! 10 ms (doubling up to 500 ms) and sends it again, for about 10 s in all, after which the
-//! last error is returned. Reads are resent the same way after a broken connection. A write
-//! whose connection broke after it was sent may have been applied: it fails with
+//! 10 ms (doubling up to 500 ms) and sends it again. Reads are resent the same way after a
+//! broken connection, and after 2 s without an answer (a stopped or partitioned server), so
+//! the next attempt can reach the key's new point leader, or another replica of a region. A
+//! write whose connection broke after it was sent may have been applied: it fails with
 //! [`ClientError::Io`] or [`ClientError::ConnectionClosed`] and is never resent. A search that
-//! any of its servers refuses is made again whole. When no coordinator can be reached,
-//! configuration requests fail with [`ClientError::NoCoordinator`].
+//! any of its servers refuses, or leaves silent for 2 s, is made again whole. When no
+//! coordinator can be reached, configuration requests fail with [`ClientError::NoCoordinator`].
+//!
+//! Every request has a deadline, retries included ([`ClientOptions::timeout`], 10 s by
+//! default; standalone mode too). Past it the request fails with [`Status::Timeout`]: a write
+//! that was sent and never answered "may or may not have been applied"; a request whose every
+//! attempt was refused "was not applied", and the message names the last refusal.
 //!
 //! Errors are [`ClientError`]s; a server's refusal carries a [`Status`] (`NotFound`,
 //! `CmpFail`, `UnknownSpace`, `WrongType`, ...) and a message.
@@ -97,7 +103,9 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 pub use error::ClientError;
-pub use tessera_protocol::{Configuration, CoordinatorStatus, Explanation, SortOrder, Status, WriteMode};
+pub use tessera_protocol::{
+    Configuration, CoordinatorStatus, Explanation, SortOrder, Status, WriteMode,
+};
 pub use tessera_types::{
     Funcall, FuncallOp, NumOp, Predicate, PredicateOp, SpaceSchema, Value, Version,
 };
@@ -121,6 +129,33 @@ pub struct Record {
     pub attributes: BTreeMap<String, Value>,
 }
 
+/// How a [`Client`] behaves.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct ClientOptions {
+    /// Longest a request may take, retries included (default 10 s). Past it the request
+    /// fails with [`Status::Timeout`], whose message says whether a write may still have been
+    /// applied (it was sent and no answer came) or was not (every attempt was refused). In a
+    /// cluster, one attempt of a read waits at most 2 s for its server before another replica
+    /// or a newer configuration is tried.
+    pub timeout: std::time::Duration,
+}
+
+impl Default for ClientOptions {
+    fn default() -> ClientOptions {
+        ClientOptions {
+            timeout: std::time::Duration::from_secs(10),
+        }
+    }
+}
+
+impl ClientOptions {
+    /// The default options with another request deadline.
+    pub fn with_timeout(timeout: std::time::Duration) -> ClientOptions {
+        ClientOptions { timeout }
+    }
+}
+
 /// A connection to a Tessera server or cluster. Cheap to clone; clones share connections,
 /// the cached configuration and the retry state.
 #[derive(Clone)]
@@ -140,8 +175,20 @@ impl Client {
     /// connection decides the mode (see the crate documentation); the configuration is
     /// fetched before this returns. Fails with the last address's error when none answers.
     pub async fn connect(addresses: &str) -> Result<Client, ClientError> {
-        let given: Vec<String> =
-            addresses.split(',').map(str::trim).filter(|a| !a.is_empty()).map(str::to_owned).collect();
+        Client::connect_with(addresses, ClientOptions::default()).await
+    }
+
+    /// [`Client::connect`] with options (a request deadline other than 10 s, for instance).
+    pub async fn connect_with(
+        addresses: &str,
+        options: ClientOptions,
+    ) -> Result<Client, ClientError> {
+        let given: Vec<String> = addresses
+            .split(',')
+            .map(str::trim)
+            .filter(|a| !a.is_empty())
+            .map(str::to_owned)
+            .collect();
         let mut last = ClientError::Io(std::io::Error::new(
             std::io::ErrorKind::InvalidInput,
             format!("no address in {addresses:?}"),
@@ -156,15 +203,25 @@ impl Client {
             };
             match connection.call(Request::CoordinatorStatus, Epoch(0)).await {
                 Ok(Response::CoordinatorStatus(status)) => {
-                    let cluster = Cluster::start(&given, (address.clone(), connection), &status).await?;
-                    return Ok(Client { mode: Mode::Cluster(cluster) });
+                    let cluster = Cluster::start(
+                        &given,
+                        (address.clone(), connection),
+                        &status,
+                        options.timeout,
+                    )
+                    .await?;
+                    return Ok(Client {
+                        mode: Mode::Cluster(cluster),
+                    });
                 }
                 // A coordinator without a leader, or a server shutting down: try another.
                 Ok(Response::Error(e)) if e.status == Status::Unavailable => last = e.into(),
                 // A server: it answers that this request is for a coordinator.
                 Ok(Response::Error(_)) => {
-                    let standalone = Standalone::start(connection).await?;
-                    return Ok(Client { mode: Mode::Standalone(Arc::new(standalone)) });
+                    let standalone = Standalone::start(connection, options.timeout).await?;
+                    return Ok(Client {
+                        mode: Mode::Standalone(Arc::new(standalone)),
+                    });
                 }
                 Ok(other) => last = unexpected(other),
                 Err(e) => last = e,
@@ -181,7 +238,9 @@ impl Client {
 
     /// Every known coordinator's view of the coordinator group, each asked once (coordinators
     /// named in an answer are asked too), with its address. Empty in standalone mode.
-    pub async fn coordinator_statuses(&self) -> Vec<(String, Result<CoordinatorStatus, ClientError>)> {
+    pub async fn coordinator_statuses(
+        &self,
+    ) -> Vec<(String, Result<CoordinatorStatus, ClientError>)> {
         match &self.mode {
             Mode::Standalone(_) => vec![],
             Mode::Cluster(c) => c.coordinator_statuses().await,
@@ -219,7 +278,12 @@ impl Client {
         }
     }
 
-    async fn write_key(&self, space: &str, key: Value, make: impl Fn(Value) -> Request) -> Result<(), ClientError> {
+    async fn write_key(
+        &self,
+        space: &str,
+        key: Value,
+        make: impl Fn(Value) -> Request,
+    ) -> Result<(), ClientError> {
         match self.key_call(space, key, true, make).await? {
             Response::Done => Ok(()),
             other => Err(unexpected(other)),
@@ -231,25 +295,38 @@ impl Client {
         if let Some(s) = self.configuration().space(name) {
             return Ok(s.schema.clone());
         }
-        self.refresh().await?.space(name).map(|s| s.schema.clone()).ok_or_else(|| {
-            ClientError::Server { status: Status::UnknownSpace, message: format!("no space named {name:?}") }
-        })
+        self.refresh()
+            .await?
+            .space(name)
+            .map(|s| s.schema.clone())
+            .ok_or_else(|| ClientError::Server {
+                status: Status::UnknownSpace,
+                message: format!("no space named {name:?}"),
+            })
     }
 
     async fn record(&self, space: &str, object: WireObject) -> Result<Record, ClientError> {
         // The cached configuration names the values without copying the schema.
         let config = self.configuration();
-        if let Some(s) = config.space(space).filter(|s| s.schema.attributes.len() == object.values.len()) {
+        if let Some(s) = config
+            .space(space)
+            .filter(|s| s.schema.attributes.len() == object.values.len())
+        {
             return Ok(to_record(&s.schema, object));
         }
         // The space changed shape (or appeared) since the configuration was cached.
         let config = self.refresh().await?;
         let schema = &config
             .space(space)
-            .ok_or_else(|| ClientError::Server { status: Status::UnknownSpace, message: format!("no space named {space:?}") })?
+            .ok_or_else(|| ClientError::Server {
+                status: Status::UnknownSpace,
+                message: format!("no space named {space:?}"),
+            })?
             .schema;
         if schema.attributes.len() != object.values.len() {
-            return Err(ClientError::Protocol(format!("an object of {space:?} does not fit its schema")));
+            return Err(ClientError::Protocol(format!(
+                "an object of {space:?} does not fit its schema"
+            )));
         }
         Ok(to_record(schema, object))
     }
@@ -276,17 +353,29 @@ impl Client {
     /// line and column) if the description is wrong, and in cluster mode `TooFewServers` if
     /// it asks for more replicas than the cluster has servers.
     pub async fn add_space(&self, description: &str) -> Result<(), ClientError> {
-        self.change_spaces(Request::AddSpace { description: description.to_owned() }).await
+        self.change_spaces(Request::AddSpace {
+            description: description.to_owned(),
+        })
+        .await
     }
 
     /// Removes a space and every object in it.
     pub async fn rm_space(&self, name: &str) -> Result<(), ClientError> {
-        self.change_spaces(Request::RmSpace { name: name.to_owned() }).await
+        self.change_spaces(Request::RmSpace {
+            name: name.to_owned(),
+        })
+        .await
     }
 
     /// Every space, freshly fetched.
     pub async fn list_spaces(&self) -> Result<Vec<SpaceSchema>, ClientError> {
-        Ok(self.refresh().await?.spaces.iter().map(|s| s.schema.clone()).collect())
+        Ok(self
+            .refresh()
+            .await?
+            .spaces
+            .iter()
+            .map(|s| s.schema.clone())
+            .collect())
     }
 
     /// One space's schema.
@@ -297,8 +386,15 @@ impl Client {
     // ---- keys ---------------------------------------------------------------------------
 
     /// The object stored under `key`, or `None`.
-    pub async fn get(&self, space: &str, key: impl Into<Value>) -> Result<Option<Record>, ClientError> {
-        let get = |key| Request::Get { space: space.to_owned(), key };
+    pub async fn get(
+        &self,
+        space: &str,
+        key: impl Into<Value>,
+    ) -> Result<Option<Record>, ClientError> {
+        let get = |key| Request::Get {
+            space: space.to_owned(),
+            key,
+        };
         match self.key_call(space, key.into(), false, get).await? {
             Response::Object(None) => Ok(None),
             Response::Object(Some(o)) => Ok(Some(self.record(space, o).await?)),
@@ -333,7 +429,14 @@ impl Client {
         key: impl Into<Value>,
         attributes: impl IntoIterator<Item = (A, V)>,
     ) -> Result<(), ClientError> {
-        self.write(space, key, WriteMode::Upsert, vec![], assignments(attributes)).await
+        self.write(
+            space,
+            key,
+            WriteMode::Upsert,
+            vec![],
+            assignments(attributes),
+        )
+        .await
     }
 
     /// Creates the object; fails with `CmpFail` if the key has one.
@@ -343,7 +446,14 @@ impl Client {
         key: impl Into<Value>,
         attributes: impl IntoIterator<Item = (A, V)>,
     ) -> Result<(), ClientError> {
-        self.write(space, key, WriteMode::CreateOnly, vec![], assignments(attributes)).await
+        self.write(
+            space,
+            key,
+            WriteMode::CreateOnly,
+            vec![],
+            assignments(attributes),
+        )
+        .await
     }
 
     /// Updates the object only if every condition holds on it (`CmpFail` otherwise,
@@ -355,7 +465,14 @@ impl Client {
         conditions: Vec<Predicate>,
         attributes: impl IntoIterator<Item = (A, V)>,
     ) -> Result<(), ClientError> {
-        self.write(space, key, WriteMode::UpdateOnly, conditions, assignments(attributes)).await
+        self.write(
+            space,
+            key,
+            WriteMode::UpdateOnly,
+            conditions,
+            assignments(attributes),
+        )
+        .await
     }
 
     /// Like [`Client::cond_put`], but creates the object when there is none.
@@ -366,7 +483,14 @@ impl Client {
         conditions: Vec<Predicate>,
         attributes: impl IntoIterator<Item = (A, V)>,
     ) -> Result<(), ClientError> {
-        self.write(space, key, WriteMode::Upsert, conditions, assignments(attributes)).await
+        self.write(
+            space,
+            key,
+            WriteMode::Upsert,
+            conditions,
+            assignments(attributes),
+        )
+        .await
     }
 
     /// Applies atomic operations to an existing object (`NotFound` if none): all of them or,
@@ -378,8 +502,14 @@ impl Client {
     /// client.atomic("hotels", "h1", vec![Funcall::new("price", FuncallOp::Num(NumOp::Add), 10i64)]).await?;
     /// # Ok(()) }
     /// ```
-    pub async fn atomic(&self, space: &str, key: impl Into<Value>, funcalls: Vec<Funcall>) -> Result<(), ClientError> {
-        self.write(space, key, WriteMode::UpdateOnly, vec![], funcalls).await
+    pub async fn atomic(
+        &self,
+        space: &str,
+        key: impl Into<Value>,
+        funcalls: Vec<Funcall>,
+    ) -> Result<(), ClientError> {
+        self.write(space, key, WriteMode::UpdateOnly, vec![], funcalls)
+            .await
     }
 
     /// Deletes the object (`NotFound` if none).
@@ -388,25 +518,47 @@ impl Client {
     }
 
     /// Deletes the object only if every condition holds on it.
-    pub async fn cond_del(&self, space: &str, key: impl Into<Value>, conditions: Vec<Predicate>) -> Result<(), ClientError> {
-        let del = |key| Request::Del { space: space.to_owned(), key, conditions: conditions.clone() };
+    pub async fn cond_del(
+        &self,
+        space: &str,
+        key: impl Into<Value>,
+        conditions: Vec<Predicate>,
+    ) -> Result<(), ClientError> {
+        let del = |key| Request::Del {
+            space: space.to_owned(),
+            key,
+            conditions: conditions.clone(),
+        };
         self.write_key(space, key.into(), del).await
     }
 
     // ---- search -------------------------------------------------------------------------
 
     /// Every object matching all predicates (an empty list matches everything).
-    pub async fn search(&self, space: &str, predicates: Vec<Predicate>) -> Result<Vec<Record>, ClientError> {
+    pub async fn search(
+        &self,
+        space: &str,
+        predicates: Vec<Predicate>,
+    ) -> Result<Vec<Record>, ClientError> {
         self.search_stream(space, predicates).await?.collect().await
     }
 
     /// Like [`Client::search`], but yields objects as the server streams them (in cluster
     /// mode, once every server has answered and the answers are merged).
-    pub async fn search_stream(&self, space: &str, predicates: Vec<Predicate>) -> Result<SearchStream, ClientError> {
+    pub async fn search_stream(
+        &self,
+        space: &str,
+        predicates: Vec<Predicate>,
+    ) -> Result<SearchStream, ClientError> {
         match &self.mode {
             Mode::Standalone(s) => {
                 let schema = self.space(space).await?;
-                let responses = s.stream(Request::Search { space: space.to_owned(), predicates }).await?;
+                let responses = s
+                    .stream(Request::Search {
+                        space: space.to_owned(),
+                        predicates,
+                    })
+                    .await?;
                 Ok(SearchStream::streaming(schema, responses))
             }
             Mode::Cluster(c) => {
@@ -419,7 +571,13 @@ impl Client {
     /// How many objects match.
     pub async fn count(&self, space: &str, predicates: Vec<Predicate>) -> Result<u64, ClientError> {
         match &self.mode {
-            Mode::Standalone(s) => match s.call(Request::Count { space: space.to_owned(), predicates }).await? {
+            Mode::Standalone(s) => match s
+                .call(Request::Count {
+                    space: space.to_owned(),
+                    predicates,
+                })
+                .await?
+            {
                 Response::Count(n) => Ok(n),
                 other => Err(unexpected(other)),
             },
@@ -447,10 +605,14 @@ impl Client {
                     limit,
                     order,
                 };
-                SearchStream::streaming(schema, s.stream(request).await?).collect().await
+                SearchStream::streaming(schema, s.stream(request).await?)
+                    .collect()
+                    .await
             }
             Mode::Cluster(c) => {
-                let (schema, objects) = c.sorted_search(space, &predicates, sort_by, limit, order).await?;
+                let (schema, objects) = c
+                    .sorted_search(space, &predicates, sort_by, limit, order)
+                    .await?;
                 SearchStream::gathered(schema, objects).collect().await
             }
         }
@@ -458,9 +620,19 @@ impl Client {
 
     /// Deletes every matching object; returns how many. In cluster mode each object found is
     /// deleted on the condition that it still matches; an error stops the deletions part way.
-    pub async fn group_del(&self, space: &str, predicates: Vec<Predicate>) -> Result<u64, ClientError> {
+    pub async fn group_del(
+        &self,
+        space: &str,
+        predicates: Vec<Predicate>,
+    ) -> Result<u64, ClientError> {
         match &self.mode {
-            Mode::Standalone(s) => match s.call(Request::GroupDel { space: space.to_owned(), predicates }).await? {
+            Mode::Standalone(s) => match s
+                .call(Request::GroupDel {
+                    space: space.to_owned(),
+                    predicates,
+                })
+                .await?
+            {
                 Response::Count(n) => Ok(n),
                 other => Err(unexpected(other)),
             },
@@ -473,10 +645,22 @@ impl Client {
     /// integer overflow for instance, are left as they were and not counted). In cluster mode
     /// each object found is updated on the condition that it still matches; an error stops
     /// the updates part way.
-    pub async fn group_update(&self, space: &str, predicates: Vec<Predicate>, funcalls: Vec<Funcall>) -> Result<u64, ClientError> {
+    pub async fn group_update(
+        &self,
+        space: &str,
+        predicates: Vec<Predicate>,
+        funcalls: Vec<Funcall>,
+    ) -> Result<u64, ClientError> {
         match &self.mode {
             Mode::Standalone(s) => {
-                match s.call(Request::GroupUpdate { space: space.to_owned(), predicates, funcalls }).await? {
+                match s
+                    .call(Request::GroupUpdate {
+                        space: space.to_owned(),
+                        predicates,
+                        funcalls,
+                    })
+                    .await?
+                {
                     Response::Count(n) => Ok(n),
                     other => Err(unexpected(other)),
                 }
@@ -487,9 +671,19 @@ impl Client {
 
     /// How a search would run: the subspace chosen and the regions and servers it contacts
     /// (in cluster mode computed by the client, contacting nobody).
-    pub async fn explain(&self, space: &str, predicates: Vec<Predicate>) -> Result<Explanation, ClientError> {
+    pub async fn explain(
+        &self,
+        space: &str,
+        predicates: Vec<Predicate>,
+    ) -> Result<Explanation, ClientError> {
         match &self.mode {
-            Mode::Standalone(s) => match s.call(Request::Explain { space: space.to_owned(), predicates }).await? {
+            Mode::Standalone(s) => match s
+                .call(Request::Explain {
+                    space: space.to_owned(),
+                    predicates,
+                })
+                .await?
+            {
                 Response::Explain(e) => Ok(e),
                 other => Err(unexpected(other)),
             },
@@ -512,11 +706,19 @@ impl SearchStream {
         schema: SpaceSchema,
         responses: mpsc::UnboundedReceiver<Result<(Response, Epoch), ClientError>>,
     ) -> SearchStream {
-        SearchStream { schema, responses: Some(responses), buffered: Vec::new().into_iter() }
+        SearchStream {
+            schema,
+            responses: Some(responses),
+            buffered: Vec::new().into_iter(),
+        }
     }
 
     fn gathered(schema: SpaceSchema, objects: Vec<WireObject>) -> SearchStream {
-        SearchStream { schema, responses: None, buffered: objects.into_iter() }
+        SearchStream {
+            schema,
+            responses: None,
+            buffered: objects.into_iter(),
+        }
     }
 
     /// Every remaining object.
@@ -549,15 +751,28 @@ impl SearchStream {
     }
 }
 
-fn assignments<A: Into<String>, V: Into<Value>>(attributes: impl IntoIterator<Item = (A, V)>) -> Vec<Funcall> {
-    attributes.into_iter().map(|(a, v)| Funcall::set(a, v)).collect()
+fn assignments<A: Into<String>, V: Into<Value>>(
+    attributes: impl IntoIterator<Item = (A, V)>,
+) -> Vec<Funcall> {
+    attributes
+        .into_iter()
+        .map(|(a, v)| Funcall::set(a, v))
+        .collect()
 }
 
 fn to_record(schema: &SpaceSchema, object: WireObject) -> Record {
     let mut values = object.values.into_iter();
     let key = values.next().expect("an object has its key");
-    let attributes = schema.attributes[1..].iter().map(|a| a.name.clone()).zip(values).collect();
-    Record { key, version: object.version, attributes }
+    let attributes = schema.attributes[1..]
+        .iter()
+        .map(|a| a.name.clone())
+        .zip(values)
+        .collect();
+    Record {
+        key,
+        version: object.version,
+        attributes,
+    }
 }
 
 pub(crate) fn unexpected(response: Response) -> ClientError {

@@ -12,7 +12,9 @@ use tessera_types::{AttrIndex, Value};
 
 /// One object per key (`values[0]`), the highest version of each, in key order. Every object
 /// must have its key.
-pub(crate) fn merge_highest_version(objects: impl IntoIterator<Item = WireObject>) -> Vec<WireObject> {
+pub(crate) fn merge_highest_version(
+    objects: impl IntoIterator<Item = WireObject>,
+) -> Vec<WireObject> {
     let mut by_key: BTreeMap<Value, WireObject> = BTreeMap::new();
     for object in objects {
         match by_key.entry(object.values[0].clone()) {
@@ -55,29 +57,55 @@ mod tests {
     use tessera_types::Version;
 
     fn object(key: i64, version: u64, payload: i64) -> WireObject {
-        WireObject { version: Version(version), values: vec![Value::Int(key), Value::Int(payload)] }
+        WireObject {
+            version: Version(version),
+            values: vec![Value::Int(key), Value::Int(payload)],
+        }
     }
 
     #[test]
     fn a_relocated_object_is_kept_once_at_its_highest_version() {
-        let merged = merge_highest_version(vec![object(1, 3, 30), object(2, 1, 10), object(1, 4, 40), object(1, 2, 20)]);
+        let merged = merge_highest_version(vec![
+            object(1, 3, 30),
+            object(2, 1, 10),
+            object(1, 4, 40),
+            object(1, 2, 20),
+        ]);
         assert_eq!(merged, vec![object(1, 4, 40), object(2, 1, 10)]);
     }
 
     #[test]
     fn sorting_follows_the_server() {
-        let objects = vec![object(1, 1, 5), object(2, 1, 3), object(3, 1, 5), object(4, 1, 1)];
+        let objects = vec![
+            object(1, 1, 5),
+            object(2, 1, 3),
+            object(3, 1, 5),
+            object(4, 1, 1),
+        ];
         let attr = AttrIndex(1);
-        let keys = |v: Vec<WireObject>| v.into_iter().map(|o| o.values[0].clone()).collect::<Vec<_>>();
-        assert_eq!(keys(sort_limit(objects.clone(), attr, 3, SortOrder::Ascending)), [4, 2, 1].map(Value::Int));
-        assert_eq!(keys(sort_limit(objects.clone(), attr, 3, SortOrder::Descending)), [3, 1, 2].map(Value::Int));
+        let keys = |v: Vec<WireObject>| {
+            v.into_iter()
+                .map(|o| o.values[0].clone())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            keys(sort_limit(objects.clone(), attr, 3, SortOrder::Ascending)),
+            [4, 2, 1].map(Value::Int)
+        );
+        assert_eq!(
+            keys(sort_limit(objects.clone(), attr, 3, SortOrder::Descending)),
+            [3, 1, 2].map(Value::Int)
+        );
         assert!(sort_limit(objects.clone(), attr, 0, SortOrder::Ascending).is_empty());
         assert_eq!(sort_limit(objects, attr, 10, SortOrder::Ascending).len(), 4);
     }
 
     fn objects() -> impl Strategy<Value = Vec<WireObject>> {
-        proptest::collection::vec((0..8i64, 1..6u64, -3..3i64), 0..40)
-            .prop_map(|v| v.into_iter().map(|(k, version, p)| object(k, version, p)).collect())
+        proptest::collection::vec((0..8i64, 1..6u64, -3..3i64), 0..40).prop_map(|v| {
+            v.into_iter()
+                .map(|(k, version, p)| object(k, version, p))
+                .collect()
+        })
     }
 
     proptest! {

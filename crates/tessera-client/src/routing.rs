@@ -18,8 +18,8 @@ use tessera_geometry::{choose_subspace, key_region, RegionIndex, SearchBox, Tess
 use tessera_protocol::{Configuration, ErrorReply, Explanation, SpaceConfig, Status};
 use tessera_types::constants::KEY_BYTES_MAX;
 use tessera_types::{
-    AttrIndex, CheckedFuncall, CheckedPredicate, Funcall, FuncallCheckError, Predicate, PredicateError, ServerId,
-    SpaceSchema, SubspaceId, Value,
+    AttrIndex, CheckedFuncall, CheckedPredicate, Funcall, FuncallCheckError, Predicate,
+    PredicateError, ServerId, SpaceSchema, SubspaceId, Value,
 };
 
 use crate::ClientError;
@@ -34,8 +34,15 @@ pub(crate) struct Routes {
 
 impl Routes {
     pub(crate) fn new(config: Arc<Configuration>) -> Routes {
-        let tessellations = config.spaces.iter().map(|s| (s.schema.name.clone(), s.tessellations())).collect();
-        Routes { config, tessellations }
+        let tessellations = config
+            .spaces
+            .iter()
+            .map(|s| (s.schema.name.clone(), s.tessellations()))
+            .collect();
+        Routes {
+            config,
+            tessellations,
+        }
     }
 
     /// A space's configuration and the tessellations of its subspaces.
@@ -65,13 +72,22 @@ pub(crate) fn check_key(schema: &SpaceSchema, key: Value) -> Result<Value, Clien
     let ty = schema.key().ty;
     let given = key.kind_name();
     let key = ty.coerce(key).ok_or_else(|| {
-        refused(Status::WrongType, format!("the key of space {:?} is a {ty}, not a {given}", schema.name))
+        refused(
+            Status::WrongType,
+            format!(
+                "the key of space {:?} is a {ty}, not a {given}",
+                schema.name
+            ),
+        )
     })?;
     if let Value::String(s) = &key {
         if s.len() > KEY_BYTES_MAX {
             return Err(refused(
                 Status::TooLarge,
-                format!("a key of {} bytes is over the {KEY_BYTES_MAX}-byte limit", s.len()),
+                format!(
+                    "a key of {} bytes is over the {KEY_BYTES_MAX}-byte limit",
+                    s.len()
+                ),
             ));
         }
     }
@@ -95,9 +111,15 @@ pub(crate) fn point_leader(
     key: &Value,
 ) -> Result<ServerId, ClientError> {
     let region = key_region(&tessellations[SubspaceId::KEY.get()], key);
-    replicas(space, SubspaceId::KEY, region).first().copied().ok_or_else(|| {
-        refused(Status::Unavailable, format!("region {} of the key subspace has no server", region.0))
-    })
+    replicas(space, SubspaceId::KEY, region)
+        .first()
+        .copied()
+        .ok_or_else(|| {
+            refused(
+                Status::Unavailable,
+                format!("region {} of the key subspace has no server", region.0),
+            )
+        })
 }
 
 /// The replica of `region` that search number `turn` asks, if the region has any.
@@ -120,9 +142,17 @@ pub(crate) fn assign_regions(
 ) -> Result<BTreeMap<ServerId, Vec<u32>>, ClientError> {
     let mut by_server: BTreeMap<ServerId, Vec<u32>> = BTreeMap::new();
     for &region in regions {
-        let server = pick_replica(replicas(space, subspace, region), region, turn).ok_or_else(|| {
-            refused(Status::Unavailable, format!("region {} of subspace {} has no server", region.0, subspace.get()))
-        })?;
+        let server =
+            pick_replica(replicas(space, subspace, region), region, turn).ok_or_else(|| {
+                refused(
+                    Status::Unavailable,
+                    format!(
+                        "region {} of subspace {} has no server",
+                        region.0,
+                        subspace.get()
+                    ),
+                )
+            })?;
         by_server.entry(server).or_default().push(region.0);
     }
     Ok(by_server)
@@ -149,7 +179,10 @@ pub(crate) fn route_search(
         None => vec![],
         Some(b) => b.regions(&tessellations[plan.subspace.get()]),
     };
-    Ok(SearchRoute { subspace: plan.subspace, regions: assign_regions(space, plan.subspace, &regions, turn)? })
+    Ok(SearchRoute {
+        subspace: plan.subspace,
+        regions: assign_regions(space, plan.subspace, &regions, turn)?,
+    })
 }
 
 /// How search number `turn` would run: the fields a standalone server fills, with
@@ -165,8 +198,8 @@ pub(crate) fn explain(
     let candidates = schema
         .subspace_ids()
         .map(|s| {
-            let crossed =
-                SearchBox::for_predicates(schema, s, predicates).map_or(0, |b| b.regions_count(&tessellations[s.get()]));
+            let crossed = SearchBox::for_predicates(schema, s, predicates)
+                .map_or(0, |b| b.regions_count(&tessellations[s.get()]));
             (s, crossed)
         })
         .collect();
@@ -186,7 +219,12 @@ pub(crate) fn explain(
     };
     Explanation {
         subspace: plan.subspace,
-        dimensions: schema.subspace(plan.subspace).dimensions.iter().map(|&a| schema.attribute(a).name.clone()).collect(),
+        dimensions: schema
+            .subspace(plan.subspace)
+            .dimensions
+            .iter()
+            .map(|&a| schema.attribute(a).name.clone())
+            .collect(),
         subspace_regions: tessellation.regions_count() as u64,
         regions_contacted: plan.regions_count,
         servers_contacted,
@@ -204,7 +242,9 @@ pub(crate) fn check_predicates(
     CheckedPredicate::check_all(schema, predicates).map_err(|e| {
         let status = match &e {
             PredicateError::UnknownAttribute(_) => Status::UnknownAttribute,
-            PredicateError::WrongType { .. } | PredicateError::NotApplicable { .. } => Status::WrongType,
+            PredicateError::WrongType { .. } | PredicateError::NotApplicable { .. } => {
+                Status::WrongType
+            }
             PredicateError::BadRegex { .. } => Status::BadPredicate,
             PredicateError::TooMany(_) => Status::TooLarge,
             _ => Status::BadPredicate,
@@ -215,10 +255,16 @@ pub(crate) fn check_predicates(
 
 /// The attribute a sorted search sorts by, or the server's refusal: `UnknownAttribute`, or
 /// `WrongType` for a container attribute.
-pub(crate) fn check_sort_attribute(schema: &SpaceSchema, sort_by: &str) -> Result<AttrIndex, ClientError> {
-    let attr = schema
-        .attribute_index(sort_by)
-        .ok_or_else(|| refused(Status::UnknownAttribute, format!("unknown attribute {sort_by:?}")))?;
+pub(crate) fn check_sort_attribute(
+    schema: &SpaceSchema,
+    sort_by: &str,
+) -> Result<AttrIndex, ClientError> {
+    let attr = schema.attribute_index(sort_by).ok_or_else(|| {
+        refused(
+            Status::UnknownAttribute,
+            format!("unknown attribute {sort_by:?}"),
+        )
+    })?;
     if !schema.attribute(attr).ty.is_primitive() {
         return Err(refused(
             Status::WrongType,
@@ -231,7 +277,10 @@ pub(crate) fn check_sort_attribute(schema: &SpaceSchema, sort_by: &str) -> Resul
 /// Whether a group update's funcalls can apply to any object: `Ok(false)` when an atomic
 /// operation does not fit its attribute's type (then it applies to none, as on a standalone
 /// server), the server's refusal when they are wrong otherwise.
-pub(crate) fn check_group_funcalls(schema: &SpaceSchema, funcalls: &[Funcall]) -> Result<bool, ClientError> {
+pub(crate) fn check_group_funcalls(
+    schema: &SpaceSchema,
+    funcalls: &[Funcall],
+) -> Result<bool, ClientError> {
     match CheckedFuncall::check_all(schema, funcalls) {
         Ok(_) => Ok(true),
         Err(e) if e.is_atomic_mismatch() => Ok(false),
@@ -286,7 +335,11 @@ mod tests {
         let config = Configuration {
             epoch: Epoch(4),
             servers: (0..3)
-                .map(|i| ServerInfo { id: ServerId(i), address: format!("h:{i}"), state: ServerState::Available })
+                .map(|i| ServerInfo {
+                    id: ServerId(i),
+                    address: format!("h:{i}"),
+                    state: ServerState::Available,
+                })
                 .collect(),
             spaces: vec![space.clone()],
         };
@@ -302,47 +355,106 @@ mod tests {
     #[test]
     fn keys_are_converted_as_the_server_converts_them() {
         let float_keys = parse_space("space f key float k attributes int a").unwrap();
-        assert_eq!(check_key(&float_keys, Value::Int(3)).unwrap(), Value::Float(3.0));
-        assert_eq!(status_of(check_key(&float_keys, Value::from("x"))), Status::WrongType);
-        assert_eq!(status_of(check_key(&float_keys, Value::Float(f64::NAN))), Status::WrongType);
+        assert_eq!(
+            check_key(&float_keys, Value::Int(3)).unwrap(),
+            Value::Float(3.0)
+        );
+        assert_eq!(
+            status_of(check_key(&float_keys, Value::from("x"))),
+            Status::WrongType
+        );
+        assert_eq!(
+            status_of(check_key(&float_keys, Value::Float(f64::NAN))),
+            Status::WrongType
+        );
         let long = "k".repeat(KEY_BYTES_MAX + 1);
-        assert_eq!(status_of(check_key(&schema(), Value::from(long))), Status::TooLarge);
+        assert_eq!(
+            status_of(check_key(&schema(), Value::from(long))),
+            Status::TooLarge
+        );
     }
 
     #[test]
     fn a_region_without_replicas_is_unavailable() {
         let space = space_with(|_, _| vec![]);
         let t = space.tessellations();
-        assert_eq!(status_of(point_leader(&space, &t, &Value::from("k"))), Status::Unavailable);
-        assert_eq!(status_of(assign_regions(&space, SubspaceId(1), &[RegionIndex(0)], 0)), Status::Unavailable);
-        assert_eq!(assign_regions(&space, SubspaceId(1), &[], 0).unwrap(), BTreeMap::new());
+        assert_eq!(
+            status_of(point_leader(&space, &t, &Value::from("k"))),
+            Status::Unavailable
+        );
+        assert_eq!(
+            status_of(assign_regions(&space, SubspaceId(1), &[RegionIndex(0)], 0)),
+            Status::Unavailable
+        );
+        assert_eq!(
+            assign_regions(&space, SubspaceId(1), &[], 0).unwrap(),
+            BTreeMap::new()
+        );
     }
 
     #[test]
     fn predicates_are_refused_with_the_servers_statuses() {
         let s = schema();
         let check = |p: Predicate| status_of(check_predicates(&s, &[p]));
-        assert_eq!(check(Predicate::equals("nope", 1i64)), Status::UnknownAttribute);
+        assert_eq!(
+            check(Predicate::equals("nope", 1i64)),
+            Status::UnknownAttribute
+        );
         assert_eq!(check(Predicate::equals("stars", "four")), Status::WrongType);
-        assert_eq!(check(Predicate::new("stars", PredicateOp::Regex("4".into()))), Status::WrongType);
-        assert_eq!(check(Predicate::new("city", PredicateOp::Regex("(".into()))), Status::BadPredicate);
-        let many = vec![Predicate::equals("stars", 1i64); tessera_types::constants::PREDICATES_MAX + 1];
+        assert_eq!(
+            check(Predicate::new("stars", PredicateOp::Regex("4".into()))),
+            Status::WrongType
+        );
+        assert_eq!(
+            check(Predicate::new("city", PredicateOp::Regex("(".into()))),
+            Status::BadPredicate
+        );
+        let many =
+            vec![Predicate::equals("stars", 1i64); tessera_types::constants::PREDICATES_MAX + 1];
         assert_eq!(status_of(check_predicates(&s, &many)), Status::TooLarge);
-        assert_eq!(check_predicates(&s, &[Predicate::equals("price", 3i64)]).unwrap().len(), 1);
+        assert_eq!(
+            check_predicates(&s, &[Predicate::equals("price", 3i64)])
+                .unwrap()
+                .len(),
+            1
+        );
     }
 
     #[test]
     fn sort_attributes_and_group_funcalls_are_checked() {
         let s = schema();
-        assert_eq!(check_sort_attribute(&s, "price").unwrap(), s.attribute_index("price").unwrap());
-        assert_eq!(status_of(check_sort_attribute(&s, "nope")), Status::UnknownAttribute);
-        assert_eq!(status_of(check_sort_attribute(&s, "tags")), Status::WrongType);
+        assert_eq!(
+            check_sort_attribute(&s, "price").unwrap(),
+            s.attribute_index("price").unwrap()
+        );
+        assert_eq!(
+            status_of(check_sort_attribute(&s, "nope")),
+            Status::UnknownAttribute
+        );
+        assert_eq!(
+            status_of(check_sort_attribute(&s, "tags")),
+            Status::WrongType
+        );
         use tessera_types::{FuncallOp, NumOp};
-        assert!(check_group_funcalls(&s, &[Funcall::new("stars", FuncallOp::Num(NumOp::Add), 1i64)]).unwrap());
+        assert!(check_group_funcalls(
+            &s,
+            &[Funcall::new("stars", FuncallOp::Num(NumOp::Add), 1i64)]
+        )
+        .unwrap());
         // An atomic add on a string applies to no object.
-        assert!(!check_group_funcalls(&s, &[Funcall::new("city", FuncallOp::Num(NumOp::Add), 1i64)]).unwrap());
-        assert_eq!(status_of(check_group_funcalls(&s, &[Funcall::set("nope", 1i64)])), Status::UnknownAttribute);
-        assert_eq!(status_of(check_group_funcalls(&s, &[Funcall::set("stars", "x")])), Status::WrongType);
+        assert!(!check_group_funcalls(
+            &s,
+            &[Funcall::new("city", FuncallOp::Num(NumOp::Add), 1i64)]
+        )
+        .unwrap());
+        assert_eq!(
+            status_of(check_group_funcalls(&s, &[Funcall::set("nope", 1i64)])),
+            Status::UnknownAttribute
+        );
+        assert_eq!(
+            status_of(check_group_funcalls(&s, &[Funcall::set("stars", "x")])),
+            Status::WrongType
+        );
     }
 
     #[test]
@@ -358,23 +470,45 @@ mod tests {
         assert_eq!(e.subspace_regions, 8);
         assert_eq!(e.regions_contacted, 1);
         assert_eq!(e.servers_contacted, 1);
-        assert_eq!(e.candidates, vec![(SubspaceId(0), 8), (SubspaceId(1), 9), (SubspaceId(2), 1)]);
+        assert_eq!(
+            e.candidates,
+            vec![(SubspaceId(0), 8), (SubspaceId(1), 9), (SubspaceId(2), 1)]
+        );
         // Contradicting predicates contact nobody.
-        let none = check_predicates(s, &[Predicate::equals("stars", 4i64), Predicate::equals("stars", 5i64)]).unwrap();
+        let none = check_predicates(
+            s,
+            &[
+                Predicate::equals("stars", 4i64),
+                Predicate::equals("stars", 5i64),
+            ],
+        )
+        .unwrap();
         let e = explain(&space, &t, &none, 0);
         assert_eq!((e.regions_contacted, e.servers_contacted), (0, 0));
-        assert!(route_search(&space, &t, &none, 0).unwrap().regions.is_empty());
+        assert!(route_search(&space, &t, &none, 0)
+            .unwrap()
+            .regions
+            .is_empty());
         // Everything: every region of the key subspace, spread over the three servers.
         let e = explain(&space, &t, &[], 0);
-        assert_eq!((e.subspace, e.regions_contacted, e.servers_contacted), (SubspaceId(0), 8, 3));
+        assert_eq!(
+            (e.subspace, e.regions_contacted, e.servers_contacted),
+            (SubspaceId(0), 8, 3)
+        );
     }
 
     /// A space whose every region has 1 to 3 distinct replicas among servers 0..6.
     fn any_space() -> impl Strategy<Value = SpaceConfig> {
-        let sets = proptest::collection::vec(proptest::sample::subsequence((0..6u64).collect::<Vec<_>>(), 1..=3), 9);
+        let sets = proptest::collection::vec(
+            proptest::sample::subsequence((0..6u64).collect::<Vec<_>>(), 1..=3),
+            9,
+        );
         (sets, any::<u64>()).prop_map(|(sets, seed)| {
             space_with(|s, r| {
-                let mut set: Vec<ServerId> = sets[(s * 3 + r) % sets.len()].iter().map(|&i| ServerId(i)).collect();
+                let mut set: Vec<ServerId> = sets[(s * 3 + r) % sets.len()]
+                    .iter()
+                    .map(|&i| ServerId(i))
+                    .collect();
                 // Chain order need not be sorted.
                 let len = set.len();
                 set.rotate_left((seed as usize + r) % len);
@@ -390,16 +524,23 @@ mod tests {
     #[test]
     fn a_key_routes_as_the_value_it_is_stored_as() {
         let config = |schema| SpaceConfig::owned_by(1, schema, &[ServerId(1)]);
-        let float_keys = config(parse_space("space f key float k attributes int a create 64 partitions").unwrap());
+        let float_keys = config(
+            parse_space("space f key float k attributes int a create 64 partitions").unwrap(),
+        );
         let t = float_keys.tessellations();
         for i in [-5i64, 0, 3, 1 << 40] {
             let key = check_key(&float_keys.schema, Value::Int(i)).unwrap();
-            assert_eq!(key_region(&t[0], &key), t[0].region_of(&[key_coordinate(&Value::Float(i as f64))]));
+            assert_eq!(
+                key_region(&t[0], &key),
+                t[0].region_of(&[key_coordinate(&Value::Float(i as f64))])
+            );
         }
         // Int keys spread over the regions (hashed, not ordered).
         let int_keys = config(parse_space("space i key int k create 64 partitions").unwrap());
         let t = int_keys.tessellations();
-        let regions: std::collections::BTreeSet<_> = (0..64i64).map(|i| key_region(&t[0], &Value::Int(i))).collect();
+        let regions: std::collections::BTreeSet<_> = (0..64i64)
+            .map(|i| key_region(&t[0], &Value::Int(i)))
+            .collect();
         assert!(regions.len() > 32, "{} regions", regions.len());
     }
 

@@ -10,15 +10,17 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::{SinkExt, StreamExt};
-use tessera_client::{Client, ClientError, Predicate, PredicateOp, SortOrder, Status, Value, WriteMode};
+use tessera_client::{
+    Client, ClientError, Predicate, PredicateOp, SortOrder, Status, Value, WriteMode,
+};
 use tessera_geometry::{point, Tessellation};
 use tessera_protocol::{
-    codec, decode_request, encode_response, Configuration, CoordinatorStatus, ErrorReply, Request, Response,
-    ResponseFrame, ServerInfo, ServerState, SpaceConfig, WireObject,
+    codec, decode_request, encode_response, Configuration, CoordinatorStatus, ErrorReply, Request,
+    Response, ResponseFrame, ServerInfo, ServerState, SpaceConfig, WireObject,
 };
 use tessera_types::{
-    apply_all, matches_all, parse_space, CheckedFuncall, CheckedPredicate, Epoch, Object, ServerId, SubspaceId,
-    Version,
+    apply_all, matches_all, parse_space, CheckedFuncall, CheckedPredicate, Epoch, Object, ServerId,
+    SubspaceId, Version,
 };
 use tokio::net::TcpListener;
 use tokio_util::codec::{FramedRead, FramedWrite};
@@ -61,6 +63,8 @@ struct World {
     behind: HashMap<ServerId, u32>,
     /// Servers that hang up on the next request they receive, without answering.
     hang_up: HashSet<ServerId>,
+    /// Servers that receive requests and never answer them (a stopped process).
+    silent: HashSet<ServerId>,
     /// Answer this many admin requests (not status or configuration reads) `Unavailable`.
     coordinator_unavailable: u32,
     coordinator_address: String,
@@ -73,6 +77,7 @@ enum Answer {
     /// A `StaleEpoch` refusal from a server one epoch behind.
     Behind,
     HangUp,
+    Silence,
 }
 
 fn error(status: Status, message: &str) -> Response {
@@ -100,11 +105,19 @@ async fn listen(world: Shared, serve: fn(&Shared, Request) -> Answer) -> String 
                     let epoch = world.lock().unwrap().config.as_ref().unwrap().epoch;
                     let (epoch, responses) = match answer {
                         Answer::Frames(responses) => (epoch, responses),
-                        Answer::Behind => (Epoch(epoch.0 - 1), vec![error(Status::StaleEpoch, "behind")]),
+                        Answer::Behind => (
+                            Epoch(epoch.0 - 1),
+                            vec![error(Status::StaleEpoch, "behind")],
+                        ),
                         Answer::HangUp => return,
+                        Answer::Silence => continue,
                     };
                     for response in responses {
-                        let frame = ResponseFrame { id: frame.id, epoch, response };
+                        let frame = ResponseFrame {
+                            id: frame.id,
+                            epoch,
+                            response,
+                        };
                         sink.feed(encode_response(&frame).unwrap()).await.unwrap();
                     }
                     SinkExt::<bytes::Bytes>::flush(&mut sink).await.unwrap();
@@ -128,7 +141,12 @@ async fn wait_config(world: &Shared, after: Epoch, timeout_ms: u32) -> Response 
 
 fn coordinate(world: &Shared, request: Request) -> Answer {
     let mut guard = world.lock().unwrap();
-    let World { config, coordinator_unavailable, coordinator_address, .. } = &mut *guard;
+    let World {
+        config,
+        coordinator_unavailable,
+        coordinator_address,
+        ..
+    } = &mut *guard;
     let config = config.as_mut().unwrap();
     let response = match request {
         Request::CoordinatorStatus => Response::CoordinatorStatus(CoordinatorStatus {
@@ -151,11 +169,16 @@ fn coordinate(world: &Shared, request: Request) -> Answer {
                 error(Status::SpaceExists, "exists")
             } else {
                 config.epoch = Epoch(config.epoch.0 + 1);
-                config.spaces.push(space_config(config.epoch.0, &description, 0));
+                config
+                    .spaces
+                    .push(space_config(config.epoch.0, &description, 0));
                 Response::Done
             }
         }
-        other => error(Status::Malformed, &format!("a coordinator does not answer {other:?}")),
+        other => error(
+            Status::Malformed,
+            &format!("a coordinator does not answer {other:?}"),
+        ),
     };
     Answer::Frames(vec![response])
 }
@@ -166,6 +189,9 @@ fn serve_as(id: ServerId, world: &Shared, request: Request) -> Answer {
     w.log.push((id, request.clone()));
     if w.hang_up.remove(&id) {
         return Answer::HangUp;
+    }
+    if w.silent.contains(&id) {
+        return Answer::Silence;
     }
     if let Some(n) = w.behind.get_mut(&id).filter(|n| **n > 0) {
         *n -= 1;
@@ -178,7 +204,13 @@ fn serve_as(id: ServerId, world: &Shared, request: Request) -> Answer {
     let schema = &space.schema;
     let tessellations: Vec<Tessellation> = space.tessellations();
     let region_of = |subspace: SubspaceId, values: &[Value]| {
-        tessellations[subspace.get()].region_of(&point(schema, subspace, &Object { values: values.to_vec() }))
+        tessellations[subspace.get()].region_of(&point(
+            schema,
+            subspace,
+            &Object {
+                values: values.to_vec(),
+            },
+        ))
     };
     let leads = |key: &Value| {
         let mut values = vec![key.clone()];
@@ -194,15 +226,27 @@ fn serve_as(id: ServerId, world: &Shared, request: Request) -> Answer {
             }
             Response::Object(w.objects.get(&key).cloned())
         }
-        Request::Put { key, mode, conditions, funcalls, .. } => {
+        Request::Put {
+            key,
+            mode,
+            conditions,
+            funcalls,
+            ..
+        } => {
             if !leads(&key) {
                 return not_mine();
             }
             let current = w.objects.get(&key).cloned();
             let object = match (&current, mode) {
-                (None, WriteMode::UpdateOnly) => return Answer::Frames(vec![error(Status::NotFound, "none")]),
-                (Some(_), WriteMode::CreateOnly) => return Answer::Frames(vec![error(Status::CmpFail, "exists")]),
-                (Some(o), _) => Object { values: o.values.clone() },
+                (None, WriteMode::UpdateOnly) => {
+                    return Answer::Frames(vec![error(Status::NotFound, "none")])
+                }
+                (Some(_), WriteMode::CreateOnly) => {
+                    return Answer::Frames(vec![error(Status::CmpFail, "exists")])
+                }
+                (Some(o), _) => Object {
+                    values: o.values.clone(),
+                },
                 (None, _) => Object::with_defaults(schema, key.clone()),
             };
             if current.is_some() && !matches_all(&check(&conditions), &object) {
@@ -211,16 +255,31 @@ fn serve_as(id: ServerId, world: &Shared, request: Request) -> Answer {
             let funcalls = CheckedFuncall::check_all(schema, &funcalls).unwrap();
             let next = apply_all(&funcalls, &object).unwrap();
             let version = current.map_or(Version(1), |o| o.version.next());
-            w.objects.insert(key, WireObject { version, values: next.values });
+            w.objects.insert(
+                key,
+                WireObject {
+                    version,
+                    values: next.values,
+                },
+            );
             Response::Done
         }
-        Request::Del { key, conditions, .. } => {
+        Request::Del {
+            key, conditions, ..
+        } => {
             if !leads(&key) {
                 return not_mine();
             }
             match w.objects.get(&key) {
                 None => error(Status::NotFound, "none"),
-                Some(o) if !matches_all(&check(&conditions), &Object { values: o.values.clone() }) => {
+                Some(o)
+                    if !matches_all(
+                        &check(&conditions),
+                        &Object {
+                            values: o.values.clone(),
+                        },
+                    ) =>
+                {
                     error(Status::CmpFail, "condition")
                 }
                 Some(_) => {
@@ -229,8 +288,17 @@ fn serve_as(id: ServerId, world: &Shared, request: Request) -> Answer {
                 }
             }
         }
-        Request::SearchRegions { predicates, subspace, regions, .. } => {
-            let owned = |r: &u32| space.replicas_of(subspace, tessera_geometry::RegionIndex(*r)).contains(&id);
+        Request::SearchRegions {
+            predicates,
+            subspace,
+            regions,
+            ..
+        } => {
+            let owned = |r: &u32| {
+                space
+                    .replicas_of(subspace, tessera_geometry::RegionIndex(*r))
+                    .contains(&id)
+            };
             if !regions.iter().all(owned) {
                 return not_mine();
             }
@@ -240,17 +308,30 @@ fn serve_as(id: ServerId, world: &Shared, request: Request) -> Answer {
                 .values()
                 .chain(w.ghosts.get(&id).into_iter().flatten())
                 .filter(|o| regions.contains(&region_of(subspace, &o.values).0))
-                .filter(|o| matches_all(&predicates, &Object { values: o.values.clone() }))
+                .filter(|o| {
+                    matches_all(
+                        &predicates,
+                        &Object {
+                            values: o.values.clone(),
+                        },
+                    )
+                })
                 .cloned()
                 .collect();
             // Two frames of items when there are several, to exercise the stream.
             let half = found.len() / 2;
-            let mut frames: Vec<Response> =
-                [&found[..half], &found[half..]].iter().filter(|p| !p.is_empty()).map(|p| Response::SearchItems(p.to_vec())).collect();
+            let mut frames: Vec<Response> = [&found[..half], &found[half..]]
+                .iter()
+                .filter(|p| !p.is_empty())
+                .map(|p| Response::SearchItems(p.to_vec()))
+                .collect();
             frames.push(Response::SearchDone);
             return Answer::Frames(frames);
         }
-        other => error(Status::Malformed, &format!("not for a cluster server: {other:?}")),
+        other => error(
+            Status::Malformed,
+            &format!("not for a cluster server: {other:?}"),
+        ),
     };
     Answer::Frames(vec![response])
 }
@@ -269,15 +350,28 @@ fn serve_3(w: &Shared, r: Request) -> Answer {
 async fn cluster() -> (Shared, Client) {
     let world: Shared = Arc::new(Mutex::new(World::default()));
     let mut servers = vec![];
-    for (i, serve) in [serve_1 as fn(&Shared, Request) -> Answer, serve_2, serve_3].into_iter().enumerate() {
+    for (i, serve) in [serve_1 as fn(&Shared, Request) -> Answer, serve_2, serve_3]
+        .into_iter()
+        .enumerate()
+    {
         let address = listen(world.clone(), serve).await;
-        servers.push(ServerInfo { id: ServerId(i as u64 + 1), address, state: ServerState::Available });
+        servers.push(ServerInfo {
+            id: ServerId(i as u64 + 1),
+            address,
+            state: ServerState::Available,
+        });
     }
-    world.lock().unwrap().config = Some(Configuration { epoch: Epoch(1), servers, spaces: vec![] });
+    world.lock().unwrap().config = Some(Configuration {
+        epoch: Epoch(1),
+        servers,
+        spaces: vec![],
+    });
     let coordinator = listen(world.clone(), coordinate).await;
     world.lock().unwrap().coordinator_address = coordinator.clone();
     // A dead address first: the client moves on to the next.
-    let client = Client::connect(&format!("127.0.0.1:1, {coordinator}")).await.unwrap();
+    let client = Client::connect(&format!("127.0.0.1:1, {coordinator}"))
+        .await
+        .unwrap();
     client.add_space(SPACE).await.unwrap();
     (world, client)
 }
@@ -297,7 +391,17 @@ fn leader_of(world: &Shared, key: &str) -> ServerId {
 
 async fn fill(client: &Client, n: i64) {
     for i in 0..n {
-        client.put("s", format!("k{i}"), [("n", Value::Int(i % 5)), ("tag", Value::from(format!("t{i}")))]).await.unwrap();
+        client
+            .put(
+                "s",
+                format!("k{i}"),
+                [
+                    ("n", Value::Int(i % 5)),
+                    ("tag", Value::from(format!("t{i}"))),
+                ],
+            )
+            .await
+            .unwrap();
     }
 }
 
@@ -305,15 +409,25 @@ async fn fill(client: &Client, n: i64) {
 async fn connects_in_cluster_mode_and_knows_the_coordinators() {
     let (world, client) = cluster().await;
     assert!(client.is_cluster());
-    assert_eq!(client.configuration().epoch, Epoch(2), "add_space waited for the new configuration");
+    assert_eq!(
+        client.configuration().epoch,
+        Epoch(2),
+        "add_space waited for the new configuration"
+    );
     assert!(client.configuration().space("s").is_some());
     let statuses = client.coordinator_statuses().await;
     let coordinator = world.lock().unwrap().coordinator_address.clone();
-    let answered: Vec<&String> = statuses.iter().filter(|(_, s)| s.is_ok()).map(|(a, _)| a).collect();
+    let answered: Vec<&String> = statuses
+        .iter()
+        .filter(|(_, s)| s.is_ok())
+        .map(|(a, _)| a)
+        .collect();
     assert_eq!(answered, vec![&coordinator]);
     // The dead address given and the dead member named: asked, and failed.
     assert_eq!(statuses.len(), 2, "{statuses:?}");
-    assert!(statuses.iter().any(|(a, s)| a == "127.0.0.1:1" && s.is_err()));
+    assert!(statuses
+        .iter()
+        .any(|(a, s)| a == "127.0.0.1:1" && s.is_err()));
     assert_eq!(client.describe_space("s").await.unwrap().name, "s");
     let e = client.add_space(SPACE).await.unwrap_err();
     assert_eq!(e.status(), Some(Status::SpaceExists));
@@ -329,7 +443,10 @@ async fn key_requests_go_to_the_point_leader() {
     assert_eq!(client.get("s", "nope").await.unwrap(), None);
     client.del("s", "k8").await.unwrap();
     assert!(client.del("s", "k8").await.unwrap_err().is_not_found());
-    let e = client.cond_put("s", "k9", vec![Predicate::equals("n", 0i64)], [("n", 1i64)]).await.unwrap_err();
+    let e = client
+        .cond_put("s", "k9", vec![Predicate::equals("n", 0i64)], [("n", 1i64)])
+        .await
+        .unwrap_err();
     assert!(e.is_cmp_fail());
     let received = log(&world);
     assert_eq!(received.len(), 30 + 2 + 2 + 1);
@@ -338,13 +455,18 @@ async fn key_requests_go_to_the_point_leader() {
             Request::Get { key, .. } | Request::Put { key, .. } | Request::Del { key, .. } => key,
             other => panic!("unexpected {other:?}"),
         };
-        let Value::String(key) = key else { panic!("string keys") };
+        let Value::String(key) = key else {
+            panic!("string keys")
+        };
         assert_eq!(server, leader_of(&world, &key), "{key}");
     }
     // Refused on sight, as a server would: no server contacted.
     let e = client.get("s", 3i64).await.unwrap_err();
     assert_eq!(e.status(), Some(Status::WrongType));
-    assert_eq!(client.get("nope", "k").await.unwrap_err().status(), Some(Status::UnknownSpace));
+    assert_eq!(
+        client.get("nope", "k").await.unwrap_err().status(),
+        Some(Status::UnknownSpace)
+    );
     assert!(log(&world).is_empty());
 }
 
@@ -358,31 +480,53 @@ async fn a_search_asks_one_replica_per_region_and_merges() {
     {
         let mut w = world.lock().unwrap();
         let mut old = w.objects[&Value::from("k3")].clone();
-        (old.values[1], old.values[2], old.version) = (Value::Int(0), Value::from("stale"), Version(0));
+        (old.values[1], old.values[2], old.version) =
+            (Value::Int(0), Value::from("stale"), Version(0));
         let mut new = w.objects[&Value::from("k5")].clone();
-        (new.values[1], new.values[2], new.version) = (Value::Int(i64::MAX), Value::from("moved"), Version(9));
+        (new.values[1], new.values[2], new.version) =
+            (Value::Int(i64::MAX), Value::from("moved"), Version(9));
         for server in 1..=SERVERS {
-            w.ghosts.insert(ServerId(server), vec![old.clone(), new.clone()]);
+            w.ghosts
+                .insert(ServerId(server), vec![old.clone(), new.clone()]);
         }
     }
     let check = |found: Vec<tessera_client::Record>| {
         let keys: BTreeSet<Value> = found.iter().map(|r| r.key.clone()).collect();
         assert_eq!((found.len(), keys.len()), (20, 20));
         let k3 = found.iter().find(|r| r.key == Value::from("k3")).unwrap();
-        assert_eq!((k3.version, &k3.attributes["tag"]), (Version(1), &Value::from("t3")));
+        assert_eq!(
+            (k3.version, &k3.attributes["tag"]),
+            (Version(1), &Value::from("t3"))
+        );
         let k5 = found.iter().find(|r| r.key == Value::from("k5")).unwrap();
-        assert_eq!((k5.version, &k5.attributes["tag"]), (Version(9), &Value::from("moved")));
+        assert_eq!(
+            (k5.version, &k5.attributes["tag"]),
+            (Version(9), &Value::from("moved"))
+        );
     };
     // Both copies of k5 in two regions of subspace n, asked of different servers.
     for _ in 0..2 {
         log(&world);
-        check(client.search("s", vec![Predicate::new("n", PredicateOp::GreaterEqual(Value::Int(0)))]).await.unwrap());
+        check(
+            client
+                .search(
+                    "s",
+                    vec![Predicate::new(
+                        "n",
+                        PredicateOp::GreaterEqual(Value::Int(0)),
+                    )],
+                )
+                .await
+                .unwrap(),
+        );
         let received = log(&world);
         let server_of = |region: u32| {
             received.iter().find_map(|(server, r)| match r {
-                Request::SearchRegions { subspace: SubspaceId(1), regions, .. } => {
-                    regions.contains(&region).then_some(*server)
-                }
+                Request::SearchRegions {
+                    subspace: SubspaceId(1),
+                    regions,
+                    ..
+                } => regions.contains(&region).then_some(*server),
                 other => panic!("{other:?}"),
             })
         };
@@ -400,7 +544,14 @@ async fn a_search_asks_one_replica_per_region_and_merges() {
         let servers: BTreeSet<ServerId> = search.iter().map(|(s, _)| *s).collect();
         assert_eq!(servers.len(), search.len(), "one request per server");
         for (server, request) in search {
-            let Request::SearchRegions { subspace, regions: r, .. } = request else { panic!("{request:?}") };
+            let Request::SearchRegions {
+                subspace,
+                regions: r,
+                ..
+            } = request
+            else {
+                panic!("{request:?}")
+            };
             assert_eq!(subspace, SubspaceId::KEY);
             regions.extend(r.iter().copied());
             for region in r {
@@ -410,27 +561,61 @@ async fn a_search_asks_one_replica_per_region_and_merges() {
         regions.sort();
         assert_eq!(regions, (0..8).collect::<Vec<_>>());
     }
-    assert!(asked.values().all(|servers| servers.len() == 2), "{asked:?}");
+    assert!(
+        asked.values().all(|servers| servers.len() == 2),
+        "{asked:?}"
+    );
     world.lock().unwrap().ghosts.clear();
 
     // A search on n uses subspace 1 and one region.
-    let found = client.search("s", vec![Predicate::equals("n", 2i64)]).await.unwrap();
+    let found = client
+        .search("s", vec![Predicate::equals("n", 2i64)])
+        .await
+        .unwrap();
     assert_eq!(found.len(), 4);
     let received = log(&world);
     assert_eq!(received.len(), 1);
-    assert!(matches!(&received[0].1, Request::SearchRegions { subspace: SubspaceId(1), regions, .. } if regions.len() == 1));
-    let e = client.explain("s", vec![Predicate::equals("n", 2i64)]).await.unwrap();
-    assert_eq!((e.subspace, e.regions_contacted, e.servers_contacted, e.subspace_regions), (SubspaceId(1), 1, 1, 8));
-    assert_eq!(client.count("s", vec![Predicate::new("n", PredicateOp::LessEqual(Value::Int(1)))]).await.unwrap(), 8);
+    assert!(
+        matches!(&received[0].1, Request::SearchRegions { subspace: SubspaceId(1), regions, .. } if regions.len() == 1)
+    );
+    let e = client
+        .explain("s", vec![Predicate::equals("n", 2i64)])
+        .await
+        .unwrap();
+    assert_eq!(
+        (
+            e.subspace,
+            e.regions_contacted,
+            e.servers_contacted,
+            e.subspace_regions
+        ),
+        (SubspaceId(1), 1, 1, 8)
+    );
+    assert_eq!(
+        client
+            .count(
+                "s",
+                vec![Predicate::new("n", PredicateOp::LessEqual(Value::Int(1)))]
+            )
+            .await
+            .unwrap(),
+        8
+    );
 
     // Contradicting predicates contact nobody; bad ones are refused on sight.
     log(&world);
     let none = vec![Predicate::equals("n", 1i64), Predicate::equals("n", 2i64)];
     assert!(client.search("s", none.clone()).await.unwrap().is_empty());
     assert_eq!(client.count("s", none).await.unwrap(), 0);
-    let e = client.search("s", vec![Predicate::equals("nope", 1i64)]).await.unwrap_err();
+    let e = client
+        .search("s", vec![Predicate::equals("nope", 1i64)])
+        .await
+        .unwrap_err();
     assert_eq!(e.status(), Some(Status::UnknownAttribute));
-    let e = client.count("s", vec![Predicate::equals("n", "x")]).await.unwrap_err();
+    let e = client
+        .count("s", vec![Predicate::equals("n", "x")])
+        .await
+        .unwrap_err();
     assert_eq!(e.status(), Some(Status::WrongType));
     assert!(log(&world).is_empty());
 }
@@ -439,26 +624,61 @@ async fn a_search_asks_one_replica_per_region_and_merges() {
 async fn sorted_search_and_group_operations() {
     let (world, client) = cluster().await;
     fill(&client, 20).await;
-    let sorted = client.sorted_search("s", vec![], "n", 6, SortOrder::Descending).await.unwrap();
-    let ranks: Vec<(Value, Value)> = sorted.iter().map(|r| (r.attributes["n"].clone(), r.key.clone())).collect();
+    let sorted = client
+        .sorted_search("s", vec![], "n", 6, SortOrder::Descending)
+        .await
+        .unwrap();
+    let ranks: Vec<(Value, Value)> = sorted
+        .iter()
+        .map(|r| (r.attributes["n"].clone(), r.key.clone()))
+        .collect();
     let expected: Vec<(Value, Value)> = ["k9", "k4", "k19", "k14", "k8", "k3"]
         .iter()
-        .map(|k| (Value::Int(k[1..].parse::<i64>().unwrap() % 5), Value::from(*k)))
+        .map(|k| {
+            (
+                Value::Int(k[1..].parse::<i64>().unwrap() % 5),
+                Value::from(*k),
+            )
+        })
         .collect();
     assert_eq!(ranks, expected);
-    let e = client.sorted_search("s", vec![], "nope", 3, SortOrder::Ascending).await.unwrap_err();
+    let e = client
+        .sorted_search("s", vec![], "nope", 3, SortOrder::Ascending)
+        .await
+        .unwrap_err();
     assert_eq!(e.status(), Some(Status::UnknownAttribute));
 
     use tessera_client::{Funcall, FuncallOp, NumOp};
     let add = vec![Funcall::new("n", FuncallOp::Num(NumOp::Add), 10i64)];
-    assert_eq!(client.group_update("s", vec![Predicate::equals("n", 4i64)], add).await.unwrap(), 4);
-    assert_eq!(client.count("s", vec![Predicate::equals("n", 14i64)]).await.unwrap(), 4);
+    assert_eq!(
+        client
+            .group_update("s", vec![Predicate::equals("n", 4i64)], add)
+            .await
+            .unwrap(),
+        4
+    );
+    assert_eq!(
+        client
+            .count("s", vec![Predicate::equals("n", 14i64)])
+            .await
+            .unwrap(),
+        4
+    );
     // An atomic operation that fits no object applies to none, asking nobody.
     log(&world);
     let bad = vec![Funcall::new("tag", FuncallOp::Num(NumOp::Add), 1i64)];
     assert_eq!(client.group_update("s", vec![], bad).await.unwrap(), 0);
     assert!(log(&world).is_empty());
-    assert_eq!(client.group_del("s", vec![Predicate::new("n", PredicateOp::LessEqual(Value::Int(1)))]).await.unwrap(), 8);
+    assert_eq!(
+        client
+            .group_del(
+                "s",
+                vec![Predicate::new("n", PredicateOp::LessEqual(Value::Int(1)))]
+            )
+            .await
+            .unwrap(),
+        8
+    );
     assert_eq!(client.count("s", vec![]).await.unwrap(), 12);
     assert_eq!(world.lock().unwrap().objects.len(), 12);
 }
@@ -483,7 +703,10 @@ async fn a_request_refused_for_a_newer_epoch_is_rerouted() {
     let received: Vec<ServerId> = log(&world).into_iter().map(|(s, _)| s).collect();
     assert_eq!(received, vec![old_leader, new_leader]);
     assert_eq!(client.configuration().epoch, Epoch(3));
-    assert_eq!(client.get("s", "k1").await.unwrap().unwrap().attributes["n"], Value::Int(42));
+    assert_eq!(
+        client.get("s", "k1").await.unwrap().unwrap().attributes["n"],
+        Value::Int(42)
+    );
     assert_eq!(client.search("s", vec![]).await.unwrap().len(), 10);
 }
 
@@ -500,8 +723,57 @@ async fn a_server_behind_is_given_time() {
     world.lock().unwrap().behind.insert(leader, u32::MAX);
     let started = std::time::Instant::now();
     let e = client.get("s", "k2").await.unwrap_err();
-    assert_eq!(e.status(), Some(Status::StaleEpoch));
-    assert!(started.elapsed() < Duration::from_secs(12), "{:?}", started.elapsed());
+    assert_eq!(e.status(), Some(Status::Timeout));
+    let message = e.to_string();
+    assert!(
+        message.contains("RECONFIGURE") && message.contains("not applied"),
+        "{message}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(12),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
+#[tokio::test]
+async fn a_silent_server_costs_a_read_two_seconds_and_a_write_its_deadline() {
+    let (world, _) = cluster().await;
+    let coordinator = world.lock().unwrap().coordinator_address.clone();
+    let options = tessera_client::ClientOptions::with_timeout(Duration::from_secs(3));
+    let client = Client::connect_with(&coordinator, options).await.unwrap();
+    fill(&client, 3).await;
+    let leader = leader_of(&world, "k1");
+    world.lock().unwrap().silent.insert(leader);
+    // A write is sent once and then waits out the deadline: its outcome is unknown.
+    let started = std::time::Instant::now();
+    let e = client.put("s", "k1", [("n", 5i64)]).await.unwrap_err();
+    assert_eq!(e.status(), Some(Status::Timeout), "{e}");
+    assert!(
+        e.to_string().contains("may or may not have been applied"),
+        "{e}"
+    );
+    let waited = started.elapsed();
+    assert!(
+        waited >= Duration::from_secs(3) && waited < Duration::from_secs(5),
+        "{waited:?}"
+    );
+    // A read gives up on the silent server after 2 s a try, and then on the whole request.
+    let started = std::time::Instant::now();
+    let e = client.get("s", "k1").await.unwrap_err();
+    assert_eq!(e.status(), Some(Status::Timeout), "{e}");
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+    // Keys led by others are served meanwhile.
+    let other = (0..3)
+        .map(|i| format!("k{i}"))
+        .find(|k| leader_of(&world, k) != leader)
+        .expect("another leader");
+    assert!(client.get("s", other.as_str()).await.unwrap().is_some());
+    world.lock().unwrap().silent.clear();
 }
 
 #[tokio::test]
@@ -512,7 +784,10 @@ async fn a_lost_write_is_not_resent_but_a_lost_read_is() {
     world.lock().unwrap().hang_up.insert(leader);
     log(&world);
     let e = client.put("s", "k0", [("n", 7i64)]).await.unwrap_err();
-    assert!(matches!(e, ClientError::ConnectionClosed | ClientError::Io(_)), "{e:?}");
+    assert!(
+        matches!(e, ClientError::ConnectionClosed | ClientError::Io(_)),
+        "{e:?}"
+    );
     assert_eq!(log(&world).len(), 1, "the write was sent once");
     world.lock().unwrap().hang_up.insert(leader);
     assert!(client.get("s", "k0").await.unwrap().is_some());
@@ -526,7 +801,10 @@ async fn a_lost_write_is_not_resent_but_a_lost_read_is() {
 async fn admin_requests_wait_for_a_coordinator_leader() {
     let (world, client) = cluster().await;
     world.lock().unwrap().coordinator_unavailable = 2;
-    client.add_space(&SPACE.replace("space s", "space t")).await.unwrap();
+    client
+        .add_space(&SPACE.replace("space s", "space t"))
+        .await
+        .unwrap();
     assert!(client.configuration().space("t").is_some());
     assert_eq!(world.lock().unwrap().coordinator_unavailable, 0);
 }

@@ -30,6 +30,10 @@ struct Cli {
     /// (several may be given, comma-separated).
     #[arg(long, global = true, env = "TESSERA_ADDR", default_value = "127.0.0.1:1982")]
     addr: String,
+    /// Seconds a client command may take, retries included. Past it the command fails with
+    /// TIMEOUT, saying whether a write may still have been applied.
+    #[arg(long, global = true, env = "TESSERA_TIMEOUT", default_value_t = 10.0)]
+    timeout: f64,
     #[command(subcommand)]
     command: Command,
 }
@@ -207,8 +211,12 @@ fn main() -> ExitCode {
     }
 }
 
-async fn connect(addr: &str) -> Result<Client, Failure> {
-    Client::connect(addr)
+async fn connect(addr: &str, timeout_s: f64) -> Result<Client, Failure> {
+    if !(timeout_s.is_finite() && timeout_s > 0.0) {
+        return Err(Failure::Error(format!("--timeout must be a positive number of seconds, not {timeout_s}")));
+    }
+    let options = tessera_client::ClientOptions::with_timeout(std::time::Duration::from_secs_f64(timeout_s));
+    Client::connect_with(addr, options)
         .await
         .map_err(|e| Failure::Error(format!("cannot reach Tessera at {addr}: {e} (is `tessera dev` or a coordinator running?)")))
 }
@@ -234,7 +242,7 @@ async fn run(cli: Cli) -> Result<(), Failure> {
         Command::Server { data_dir, listen, coordinators, advertise, fsync, cache_mb } => {
             cluster::server(data_dir, listen, &coordinators, advertise, storage_options(fsync, cache_mb)).await
         }
-        Command::Status { json } => cluster::status(&connect(&cli.addr).await?, json).await,
+        Command::Status { json } => cluster::status(&connect(&cli.addr, cli.timeout).await?, json).await,
         Command::Bench(args) => {
             let report = tessera_bench::run(args).await.map_err(|e| Failure::Error(e.to_string()))?;
             let json = serde_json::to_value(&report).map_err(|e| Failure::Error(e.to_string()))?;
@@ -253,12 +261,12 @@ async fn run(cli: Cli) -> Result<(), Failure> {
                     text
                 }
             };
-            connect(&cli.addr).await?.add_space(&description).await?;
+            connect(&cli.addr, cli.timeout).await?.add_space(&description).await?;
             Ok(())
         }
-        Command::RmSpace { space } => Ok(connect(&cli.addr).await?.rm_space(&space).await?),
+        Command::RmSpace { space } => Ok(connect(&cli.addr, cli.timeout).await?.rm_space(&space).await?),
         Command::ListSpaces { describe } => {
-            for schema in connect(&cli.addr).await?.list_spaces().await? {
+            for schema in connect(&cli.addr, cli.timeout).await?.list_spaces().await? {
                 if describe {
                     println!("{schema}");
                 } else {
@@ -268,7 +276,7 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             Ok(())
         }
         Command::Put { space, key, json: text } => {
-            let client = connect(&cli.addr).await?;
+            let client = connect(&cli.addr, cli.timeout).await?;
             let schema = client.describe_space(&space).await?;
             let key = predicates::parse_key(&schema, &key)?;
             let attributes = json::attributes_from_json(&schema, &text)?;
@@ -276,7 +284,7 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             Ok(())
         }
         Command::Get { space, key } => {
-            let client = connect(&cli.addr).await?;
+            let client = connect(&cli.addr, cli.timeout).await?;
             let schema = client.describe_space(&space).await?;
             let key = predicates::parse_key(&schema, &key)?;
             match client.get(&space, key.clone()).await? {
@@ -285,13 +293,13 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             }
         }
         Command::Del { space, key } => {
-            let client = connect(&cli.addr).await?;
+            let client = connect(&cli.addr, cli.timeout).await?;
             let schema = client.describe_space(&space).await?;
             client.del(&space, predicates::parse_key(&schema, &key)?).await?;
             Ok(())
         }
         Command::Search { space, predicates: texts } => {
-            let client = connect(&cli.addr).await?;
+            let client = connect(&cli.addr, cli.timeout).await?;
             let schema = client.describe_space(&space).await?;
             let preds = texts.iter().map(|t| predicates::parse_predicate(&schema, t)).collect::<Result<Vec<_>, _>>()?;
             let mut stream = client.search_stream(&space, preds).await?;
@@ -301,14 +309,14 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             Ok(())
         }
         Command::Count { space, predicates: texts } => {
-            let client = connect(&cli.addr).await?;
+            let client = connect(&cli.addr, cli.timeout).await?;
             let schema = client.describe_space(&space).await?;
             let preds = texts.iter().map(|t| predicates::parse_predicate(&schema, t)).collect::<Result<Vec<_>, _>>()?;
             println!("{}", client.count(&space, preds).await?);
             Ok(())
         }
         Command::Explain { space, predicates: texts } => {
-            let client = connect(&cli.addr).await?;
+            let client = connect(&cli.addr, cli.timeout).await?;
             let schema = client.describe_space(&space).await?;
             let preds = texts.iter().map(|t| predicates::parse_predicate(&schema, t)).collect::<Result<Vec<_>, _>>()?;
             let e = client.explain(&space, preds).await?;
