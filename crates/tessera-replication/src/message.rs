@@ -28,6 +28,9 @@ pub struct ChainUpdate {
     /// region of a chain).
     pub subspace: SubspaceId,
     pub region: RegionIndex,
+    /// Sent again by a hop whose next hop changed (a server left the chain): the receiver may
+    /// have it already, even committed and forgotten, and checks (see `Replica::on_chain`).
+    pub resent: bool,
 }
 
 impl ChainUpdate {

@@ -111,6 +111,15 @@ impl Outputs {
 pub trait CommittedReader {
     /// The committed object of `key` (the point leader's key region holds it).
     fn get(&self, space: &str, key: &Value) -> Result<Option<StoredObject>, ErrorReply>;
+    /// The version of `key`'s committed entry in `region` of `subspace`, wherever its point
+    /// (a scan of the region: used only for updates sent again after a chain repair).
+    fn region_entry_version(
+        &self,
+        space: &str,
+        subspace: SubspaceId,
+        region: RegionIndex,
+        key: &Value,
+    ) -> Result<Option<Version>, ErrorReply>;
     /// The version of the committed entry stored at exactly `object`'s place (its key at its
     /// point) in `subspace`, if any.
     fn entry_version(
@@ -220,33 +229,49 @@ impl SpaceRuntime {
         }
     }
 
-    /// Whether storage shows `u` applied (and so committed) at `location`: the entry of its new
-    /// object has its version or a later one, or, for a hop that only removes (a destructive
-    /// update, issued once every earlier update of the key had committed, so the entry it
-    /// removes was there when it was issued), that entry is gone or was written again later.
-    fn committed_in_store(
+    /// Whether storage shows `u` applied (and so committed) at `location`, for an update sent
+    /// again after a chain repair to a hop that has forgotten the key. For a hop that holds
+    /// the new object: its entry has `u`'s version or a later one; or, if neither the new nor
+    /// the old object's entry is there (a later update moved the object within the region),
+    /// the key's entry anywhere in the region does (a scan of the region: rare, and only on
+    /// this path). For a hop that only removes (a destructive update, issued once every
+    /// earlier update of the key had committed, so the entry it removes was there when it was
+    /// issued): that entry is gone, or was written again by a later update.
+    fn applied_in_store(
         &self,
         location: Location,
         u: &ChainUpdate,
         store: &impl CommittedReader,
     ) -> Result<bool, ErrorReply> {
-        let (subspace, _) = location;
-        if let Some(new) = u
+        let (subspace, region) = location;
+        let old_here = u
+            .old
+            .as_ref()
+            .filter(|o| self.in_location(location, Some(o)));
+        let Some(new) = u
             .new
             .as_ref()
             .filter(|n| self.in_location(location, Some(n)))
-        {
+        else {
+            let old = old_here.expect("a hop holds the old object when it does not hold the new");
             return Ok(store
-                .entry_version(self.name(), subspace, new)?
-                .is_some_and(|v| v >= u.version));
+                .entry_version(self.name(), subspace, old)?
+                .is_none_or(|v| v > u.version));
+        };
+        if store
+            .entry_version(self.name(), subspace, new)?
+            .is_some_and(|v| v >= u.version)
+        {
+            return Ok(true);
         }
-        let old = u
-            .old
-            .as_ref()
-            .expect("a hop holds the old object when it does not hold the new");
+        if let Some(old) = old_here {
+            if let Some(v) = store.entry_version(self.name(), subspace, old)? {
+                return Ok(v > u.version);
+            }
+        }
         Ok(store
-            .entry_version(self.name(), subspace, old)?
-            .is_none_or(|v| v > u.version))
+            .region_entry_version(self.name(), subspace, region, u.key())?
+            .is_some_and(|v| v >= u.version))
     }
 }
 
@@ -699,6 +724,7 @@ impl Replica {
                     let next = ChainUpdate {
                         subspace,
                         region,
+                        resent: true,
                         ..p.update.clone()
                     };
                     self.send(server, PeerMessage::Chain(next));
@@ -864,6 +890,7 @@ impl Replica {
             new,
             subspace: SubspaceId::KEY,
             region: rt.key_location(write.key()).1,
+            resent: false,
         };
         let destructive = rt.is_destructive(&update);
         if destructive && !state.in_flight.is_empty() {
@@ -920,10 +947,13 @@ impl Replica {
             // it on along the new chain when it installed the configuration.
             return;
         }
+        // Only an update sent again by a new predecessor can be one this hop has (the link
+        // from one predecessor delivers each message once).
         let applied_here = match state.applied.get(&location) {
             Some(&applied) => applied >= u.version,
-            None => match rt.committed_in_store(location, &u, store) {
-                Ok(committed) => committed,
+            None if !u.resent => false,
+            None => match rt.applied_in_store(location, &u, store) {
+                Ok(applied) => applied,
                 Err(e) => {
                     tracing::error!(error = %e, "reading a committed entry; the update waits");
                     state.delayed.push((from, u));
@@ -987,6 +1017,7 @@ impl Replica {
             .map(|h| (h.server, (h.subspace, h.region)));
         let update = ChainUpdate {
             epoch: self.epoch(),
+            resent: false,
             ..u
         };
         let state = self.keys.get_mut(&key).expect("the key has state");

@@ -225,6 +225,21 @@ impl CommittedReader for Reader<'_> {
             .map(|(_, o)| o.clone()))
     }
 
+    fn region_entry_version(
+        &self,
+        _space: &str,
+        subspace: SubspaceId,
+        region: RegionIndex,
+        key: &Value,
+    ) -> Result<Option<Version>, ErrorReply> {
+        Ok(self
+            .store
+            .entries
+            .iter()
+            .find(|((s, r, _, k), _)| (*s, *r) == (subspace.0, region.0) && k == key)
+            .map(|(_, o)| o.version))
+    }
+
     fn entry_version(
         &self,
         _space: &str,

@@ -304,6 +304,16 @@ impl CommittedReader for StoreReader<'_> {
     fn entry_version(&self, space: &str, subspace: SubspaceId, object: &Object) -> Result<Option<Version>, ErrorReply> {
         self.0.entry_version(space, subspace, object).map_err(storage_error)
     }
+
+    fn region_entry_version(
+        &self,
+        space: &str,
+        subspace: SubspaceId,
+        region: tessera_geometry::RegionIndex,
+        key: &Value,
+    ) -> Result<Option<Version>, ErrorReply> {
+        self.0.region_entry_version(space, subspace, region, key).map_err(storage_error)
+    }
 }
 
 pub fn spawn(

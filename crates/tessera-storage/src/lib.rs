@@ -390,17 +390,61 @@ impl Store {
     ) -> Result<Option<Version>, StorageError> {
         let space = self.space(space)?;
         let n = subspace.get();
-        let (Some(keyspace), Some(tessellation)) = (space.keyspaces.get(n), space.tessellations.get(n)) else {
-            return Err(StorageError::Invalid(format!("{:?} has no subspace {n}", space.schema.name)));
+        let (Some(keyspace), Some(tessellation)) =
+            (space.keyspaces.get(n), space.tessellations.get(n))
+        else {
+            return Err(StorageError::Invalid(format!(
+                "{:?} has no subspace {n}",
+                space.schema.name
+            )));
         };
         if !object.conforms_to(&space.schema) {
-            return Err(StorageError::Invalid(format!("object {object:?} does not fit the schema")));
+            return Err(StorageError::Invalid(format!(
+                "object {object:?} does not fit the schema"
+            )));
         }
-        let Some(bytes) = keyspace.get(codec::entry_key(&space.schema, subspace, tessellation, object))? else {
+        let Some(bytes) = keyspace.get(codec::entry_key(
+            &space.schema,
+            subspace,
+            tessellation,
+            object,
+        ))?
+        else {
             return Ok(None);
         };
         let stored = codec::decode_value(&bytes)?;
         Ok((stored.object.key() == object.key()).then_some(stored.version))
+    }
+
+    /// The version of `key`'s entry in `region` of `subspace`, wherever its point: a scan of
+    /// the region, for the rare question of a chain hop that forgot a key (see
+    /// tessera-replication's `applied_in_store`).
+    pub fn region_entry_version(
+        &self,
+        space: &str,
+        subspace: SubspaceId,
+        region: RegionIndex,
+        key: &Value,
+    ) -> Result<Option<Version>, StorageError> {
+        let dimensions = {
+            let space = self.space(space)?;
+            let Some(t) = space.tessellations.get(subspace.get()) else {
+                return Err(StorageError::Invalid(format!(
+                    "{:?} has no subspace {}",
+                    space.schema.name,
+                    subspace.get()
+                )));
+            };
+            t.dimensions()
+        };
+        let (lo, hi) = (vec![0; dimensions], vec![u64::MAX; dimensions]);
+        for found in self.search(space, subspace, &[region], &lo, &hi)? {
+            let found = found?;
+            if found.object.key() == key {
+                return Ok(Some(found.version));
+            }
+        }
+        Ok(None)
     }
 
     /// Applies all `writes` atomically (one engine batch across keyspaces), durable per the fsync
@@ -419,19 +463,33 @@ impl Store {
             let (name, old, new, only) = match write {
                 ObjectWrite::Put { space, old, new } => (space, old.as_ref(), Some(new), None),
                 ObjectWrite::Delete { space, old } => (space, Some(old), None, None),
-                ObjectWrite::Entry { space, subspace, remove, insert } => {
-                    (space, remove.as_ref(), insert.as_ref(), Some(*subspace))
-                }
-                ObjectWrite::ClearRegion { space: name, subspace, region } => {
+                ObjectWrite::Entry {
+                    space,
+                    subspace,
+                    remove,
+                    insert,
+                } => (space, remove.as_ref(), insert.as_ref(), Some(*subspace)),
+                ObjectWrite::ClearRegion {
+                    space: name,
+                    subspace,
+                    region,
+                } => {
                     let space = spaces
                         .get(name.as_str())
                         .ok_or_else(|| StorageError::UnknownSpace(name.clone()))?;
                     let n = subspace.get();
-                    let (Some(keyspace), Some(t)) = (space.keyspaces.get(n), space.tessellations.get(n)) else {
-                        return Err(StorageError::Invalid(format!("{name:?} has no subspace {n}")));
+                    let (Some(keyspace), Some(t)) =
+                        (space.keyspaces.get(n), space.tessellations.get(n))
+                    else {
+                        return Err(StorageError::Invalid(format!(
+                            "{name:?} has no subspace {n}"
+                        )));
                     };
                     if region.0 >= t.regions_count() {
-                        return Err(StorageError::Invalid(format!("subspace {n} has no region {}", region.0)));
+                        return Err(StorageError::Invalid(format!(
+                            "subspace {n} has no region {}",
+                            region.0
+                        )));
                     }
                     for guard in keyspace.prefix(codec::region_prefix(*region)) {
                         let key = guard.key()?;

@@ -224,25 +224,48 @@ fn entry_writes_touch_one_subspace() {
     let store = Store::open(dir.path(), StoreOptions::default()).unwrap();
     let schema = people("p", 4);
     store.create_space(&schema).unwrap();
-    let entry = |subspace, remove: Option<tessera_types::Object>, insert: Option<(u64, tessera_types::Object)>| {
+    let entry = |subspace,
+                 remove: Option<tessera_types::Object>,
+                 insert: Option<(u64, tessera_types::Object)>| {
         ObjectWrite::Entry {
             space: "p".into(),
             subspace: SubspaceId(subspace),
             remove,
-            insert: insert.map(|(v, object)| tessera_storage::StoredObject { version: tessera_types::Version(v), object }),
+            insert: insert.map(|(v, object)| tessera_storage::StoredObject {
+                version: tessera_types::Version(v),
+                object,
+            }),
         }
     };
     let (a, b) = (person("k", 1, 2, "x"), person("k", -5, 2, "y"));
-    store.commit(&[entry(1, None, Some((1, a.clone())))]).unwrap();
-    assert_eq!(store.get("p", &Value::from("k")).unwrap(), None, "the key subspace is untouched");
+    store
+        .commit(&[entry(1, None, Some((1, a.clone())))])
+        .unwrap();
+    assert_eq!(
+        store.get("p", &Value::from("k")).unwrap(),
+        None,
+        "the key subspace is untouched"
+    );
     assert_eq!(count(&store, "p", 1, &all_regions(&schema, 1), 2), 1);
     assert_eq!(count(&store, "p", 2, &all_regions(&schema, 2), 1), 0);
     // The new region's hop inserts, then the old region's hop removes.
-    store.commit(&[entry(1, None, Some((2, b.clone())))]).unwrap();
-    assert_eq!(count(&store, "p", 1, &all_regions(&schema, 1), 2), 2, "both committed for a moment");
+    store
+        .commit(&[entry(1, None, Some((2, b.clone())))])
+        .unwrap();
+    assert_eq!(
+        count(&store, "p", 1, &all_regions(&schema, 1), 2),
+        2,
+        "both committed for a moment"
+    );
     store.commit(&[entry(1, Some(a), None)]).unwrap();
     let left: Vec<_> = store
-        .search("p", SubspaceId(1), &all_regions(&schema, 1), &[0, 0], &[u64::MAX, u64::MAX])
+        .search(
+            "p",
+            SubspaceId(1),
+            &all_regions(&schema, 1),
+            &[0, 0],
+            &[u64::MAX, u64::MAX],
+        )
         .unwrap()
         .map(Result::unwrap)
         .collect();
@@ -250,4 +273,103 @@ fn entry_writes_touch_one_subspace() {
     assert_eq!((left[0].version.0, &left[0].object), (2, &b));
     let bad = store.commit(&[entry(9, None, Some((3, b)))]);
     assert!(matches!(bad, Err(StorageError::Invalid(_))), "{bad:?}");
+}
+
+/// A server that stops holding a region clears it: every entry of that region of that subspace
+/// goes, nothing else does; and a key's entry is found by key within a region, whatever its point.
+#[test]
+fn clear_region_removes_one_region_and_region_entry_version_finds_a_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path(), StoreOptions::default()).unwrap();
+    let schema = people("people", 8);
+    store.create_space(&schema).unwrap();
+    let writes: Vec<_> = (0..300)
+        .map(|i| {
+            put(
+                "people",
+                None,
+                3,
+                person(&format!("k{i}"), i * 1_000_000_000_000_000, -i, "s"),
+            )
+        })
+        .collect();
+    store.commit(&writes).unwrap();
+    let regions = all_regions(&schema, 1);
+    let d = schema.subspaces[1].dimensions.len();
+    let per_region: Vec<usize> = regions
+        .iter()
+        .map(|r| count(&store, "people", 1, &[*r], d))
+        .collect();
+    assert_eq!(per_region.iter().sum::<usize>(), 300);
+    let (cleared, _) = per_region
+        .iter()
+        .enumerate()
+        .max_by_key(|(_, n)| **n)
+        .unwrap();
+    assert!(
+        per_region[cleared] > 0,
+        "the region to clear holds something"
+    );
+
+    // Found by key in its region, wherever its point; not in another region.
+    let inside = store
+        .search(
+            "people",
+            SubspaceId(1),
+            &[regions[cleared]],
+            &vec![0; d],
+            &vec![u64::MAX; d],
+        )
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap();
+    let key = inside.object.key().clone();
+    assert_eq!(
+        store
+            .region_entry_version("people", SubspaceId(1), regions[cleared], &key)
+            .unwrap(),
+        Some(inside.version)
+    );
+    let elsewhere = regions[(cleared + 1) % regions.len()];
+    assert_eq!(
+        store
+            .region_entry_version("people", SubspaceId(1), elsewhere, &key)
+            .unwrap(),
+        None
+    );
+
+    store
+        .commit(&[ObjectWrite::ClearRegion {
+            space: "people".into(),
+            subspace: SubspaceId(1),
+            region: regions[cleared],
+        }])
+        .unwrap();
+    for (i, r) in regions.iter().enumerate() {
+        let expected = if i == cleared { 0 } else { per_region[i] };
+        assert_eq!(count(&store, "people", 1, &[*r], d), expected, "region {i}");
+    }
+    assert_eq!(
+        count(&store, "people", 0, &all_regions(&schema, 0), 1),
+        300,
+        "the key subspace is untouched"
+    );
+    assert_eq!(
+        store
+            .region_entry_version("people", SubspaceId(1), regions[cleared], &key)
+            .unwrap(),
+        None
+    );
+    // A region that does not exist is refused, and nothing changes.
+    let bad = ObjectWrite::ClearRegion {
+        space: "people".into(),
+        subspace: SubspaceId(1),
+        region: tessera_geometry::RegionIndex(9999),
+    };
+    assert!(matches!(
+        store.commit(&[bad]),
+        Err(StorageError::Invalid(_))
+    ));
+    assert_eq!(count(&store, "people", 0, &all_regions(&schema, 0), 1), 300);
 }
