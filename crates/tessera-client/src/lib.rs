@@ -104,10 +104,10 @@ use std::sync::Arc;
 
 pub use error::ClientError;
 pub use tessera_protocol::{
-    Configuration, CoordinatorStatus, Explanation, SortOrder, Status, WriteMode,
+    Configuration, CoordinatorStatus, Explanation, ServerInfo, ServerState, SortOrder, Status, WriteMode,
 };
 pub use tessera_types::{
-    Funcall, FuncallOp, NumOp, Predicate, PredicateOp, SpaceSchema, Value, Version,
+    Funcall, FuncallOp, NumOp, Predicate, PredicateOp, ServerId, SpaceSchema, Value, Version,
 };
 
 use tessera_protocol::{Request, Response, WireObject};

@@ -1,6 +1,8 @@
 //! Runs the real `tessera` binary as a separate process.
 #![allow(dead_code)]
 
+pub mod cluster;
+
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};

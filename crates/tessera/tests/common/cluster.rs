@@ -1,0 +1,234 @@
+//! A real cluster of `tessera coordinator` and `tessera server` processes on loopback, clients
+//! that record what they saw, and the Porcupine checker (tools/lincheck) that judges it.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tessera_client::{Client, ClientError, Predicate, Status, Value};
+
+use super::Daemon;
+
+/// A key-value space the workers use: every region on two servers.
+pub const SPACE: &str = "space kv key int k attributes int v subspace v create 8 partitions tolerate 1 failure";
+pub const KEYS: i64 = 8;
+
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").expect("a free port").local_addr().expect("bound").port()
+}
+
+pub struct Cluster {
+    pub coordinators: Vec<Option<Daemon>>,
+    pub servers: Vec<Option<Daemon>>,
+    pub dir: tempfile::TempDir,
+}
+
+impl Cluster {
+    /// `coordinators` coordinator processes (with `coordinator_args` more, e.g. a lease), then
+    /// `servers` server processes registered with them.
+    pub fn start(coordinators: usize, servers: usize, coordinator_args: &[&str]) -> Cluster {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let ports: Vec<u16> = (0..coordinators).map(|_| free_port()).collect();
+        let peers: Vec<String> = ports.iter().enumerate().map(|(i, p)| format!("{}=127.0.0.1:{p}", i + 1)).collect();
+        let peers = peers.join(",");
+        let coordinators: Vec<Option<Daemon>> = ports
+            .iter()
+            .enumerate()
+            .map(|(i, port)| {
+                let data = dir.path().join(format!("c{}", i + 1));
+                let id = (i + 1).to_string();
+                let listen = format!("127.0.0.1:{port}");
+                let mut args = vec!["coordinator", "--id", &id, "--listen", &listen, "--peers", &peers];
+                args.extend_from_slice(coordinator_args);
+                args.push("--data-dir");
+                Some(Daemon::start(&args, &data))
+            })
+            .collect();
+        let mut cluster = Cluster { coordinators, servers: vec![], dir };
+        for _ in 0..servers {
+            cluster.add_server();
+        }
+        cluster
+    }
+
+    /// Starts one more server process (with a fresh data directory); returns its index.
+    pub fn add_server(&mut self) -> usize {
+        let n = self.servers.len();
+        let data = self.dir.path().join(format!("s{}", n + 1));
+        let addresses = self.addresses();
+        self.servers.push(Some(Daemon::start(
+            &["server", "--listen", "127.0.0.1:0", "--coordinators", &addresses, "--data-dir"],
+            &data,
+        )));
+        n
+    }
+
+    pub fn addresses(&self) -> String {
+        self.coordinators.iter().flatten().map(|c| c.addr.clone()).collect::<Vec<_>>().join(",")
+    }
+
+    /// The index of the server process listening at `address`.
+    pub fn server_at(&self, address: &str) -> Option<usize> {
+        self.servers.iter().position(|s| s.as_ref().is_some_and(|s| s.addr == address))
+    }
+}
+
+/// One operation as lincheck reads it (tools/lincheck/README.md).
+/// One operation as lincheck reads it (tools/lincheck/README.md).
+#[derive(Debug, Clone)]
+pub struct Op {
+    pub client: u64,
+    pub op: &'static str,
+    pub key: String,
+    pub value: Option<i64>,
+    pub expect: Option<i64>,
+    pub call: u128,
+    pub ret: Option<u128>,
+    pub ok: Option<bool>,
+    pub output: Option<i64>,
+}
+
+impl Op {
+    fn json(&self) -> String {
+        let n = |v: Option<i64>| v.map_or("null".to_owned(), |v| v.to_string());
+        format!(
+            r#"{{"client":{},"op":"{}","key":"{}","value":{},"expect":{},"call":{},"return":{},"ok":{},"output":{}}}"#,
+            self.client,
+            self.op,
+            self.key,
+            n(self.value),
+            n(self.expect),
+            self.call,
+            self.ret.map_or("null".to_owned(), |r| r.to_string()),
+            self.ok.map_or("null".to_owned(), |b| b.to_string()),
+            n(self.output),
+        )
+    }
+}
+
+pub fn value_of(record: &tessera_client::Record) -> i64 {
+    match record.attributes.get("v") {
+        Some(Value::Int(v)) => *v,
+        other => panic!("v is an int, got {other:?}"),
+    }
+}
+
+/// The outcome of a write: known (`Some(ok)`), or unknown (`None`) when the connection failed
+/// or no answer came in time (TIMEOUT: it may or may not have been applied, and lincheck
+/// treats it as an operation that may take effect at any time after its call, or never).
+fn outcome(result: Result<(), ClientError>, negative: &[Status]) -> Option<bool> {
+    match result {
+        Ok(()) => Some(true),
+        Err(e) if e.status().is_some_and(|s| negative.contains(&s)) => Some(false),
+        Err(ClientError::Io(_) | ClientError::ConnectionClosed) => None,
+        Err(e) if e.status() == Some(Status::Timeout) => None,
+        Err(e) => panic!("unexpected error: {e}"),
+    }
+}
+
+/// A client doing random gets, puts, deletes and compare-and-sets on the [`KEYS`] keys of
+/// [`SPACE`] for `run_for`, recording what it saw. A get that fails (its server is down and
+/// the deadline passed) is left out: it had no effect.
+pub async fn worker(client: Arc<Client>, id: u64, started: Instant, run_for: Duration) -> Vec<Op> {
+    let mut ops = Vec::new();
+    let mut seq = 0i64;
+    let mut rng = id.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    let mut next = move || {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        rng
+    };
+    while started.elapsed() < run_for {
+        let key = (next() % KEYS as u64) as i64;
+        seq += 1;
+        // Every written value is unique, so the checker can tell writes apart.
+        let value = (id as i64 + 1) * 1_000_000 + seq;
+        let call = started.elapsed().as_nanos();
+        let mut op = Op { client: id, op: "get", key: key.to_string(), value: None, expect: None, call, ret: None, ok: None, output: None };
+        match next() % 10 {
+            0..=3 => {
+                match client.get("kv", key).await {
+                    Ok(found) => op.output = found.as_ref().map(value_of),
+                    Err(e) if e.status() == Some(Status::Timeout) => continue,
+                    Err(e) => panic!("get: {e}"),
+                }
+            }
+            4..=5 => {
+                op.op = "put";
+                op.value = Some(value);
+                op.ok = outcome(client.put("kv", key, [("v", value)]).await, &[]);
+            }
+            6 => {
+                op.op = "del";
+                op.ok = outcome(client.del("kv", key).await, &[Status::NotFound]);
+            }
+            7 => {
+                // put_if_not_exist: a cas expecting no object.
+                op.op = "cas";
+                op.value = Some(value);
+                op.ok = outcome(client.put_if_not_exist("kv", key, [("v", value)]).await, &[Status::CmpFail]);
+            }
+            _ => {
+                // Compare-and-set against what this worker read last for the key, if anything.
+                let expect = ops.iter().rev().find(|o: &&Op| o.key == key.to_string() && o.op == "get").and_then(|o| o.output);
+                let Some(expect) = expect else { continue };
+                op.op = "cas";
+                op.value = Some(value);
+                op.expect = Some(expect);
+                let conditions = vec![Predicate::equals("v", expect)];
+                op.ok = outcome(
+                    client.cond_put("kv", key, conditions, [("v", value)]).await,
+                    &[Status::CmpFail, Status::NotFound],
+                );
+            }
+        }
+        if op.op == "get" || op.ok.is_some() {
+            op.ret = Some(started.elapsed().as_nanos());
+        }
+        ops.push(op);
+    }
+    ops
+}
+
+fn go() -> PathBuf {
+    let on_path = Command::new("go").arg("version").output().is_ok_and(|o| o.status.success());
+    if on_path {
+        return PathBuf::from("go");
+    }
+    let fallback = PathBuf::from("/usr/local/go/bin/go");
+    assert!(fallback.exists(), "the linearizability check needs Go (https://go.dev): none on PATH or in /usr/local/go");
+    fallback
+}
+
+/// Builds tools/lincheck (Porcupine) into the target directory.
+pub fn lincheck() -> PathBuf {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let out = root.join("target").join("lincheck");
+    let status = Command::new(go())
+        .arg("-C")
+        .arg(root.join("tools/lincheck"))
+        .args(["build", "-o"])
+        .arg(&out)
+        .arg(".")
+        .status()
+        .expect("running go build");
+    assert!(status.success(), "building tools/lincheck failed");
+    out
+}
+
+/// Runs the checker on `ops`: (exit code, its JSON summary line).
+pub fn check(checker: &Path, ops: &[Op], dir: &Path, name: &str) -> (i32, String) {
+    let path = dir.join(name);
+    let mut f = std::fs::File::create(&path).expect("history file");
+    for op in ops {
+        writeln!(f, "{}", op.json()).expect("writing the history");
+    }
+    drop(f);
+    let out = Command::new(checker).args(["-timeout", "120s"]).arg(&path).output().expect("running lincheck");
+    eprintln!("lincheck {name}: {}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
