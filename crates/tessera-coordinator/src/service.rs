@@ -242,7 +242,9 @@ async fn handle(shared: &Shared, request: Request) -> Response {
             }
         }
         Request::RmSpace { name } => write(shared, Command::RmSpace { name }).await,
-        Request::RegisterServer { token, address } => write(shared, Command::RegisterServer { token, address }).await,
+        Request::RegisterServer { token, address, incarnation: _ } => {
+            write(shared, Command::RegisterServer { token, address }).await
+        }
         Request::CoordinatorStatus => Response::CoordinatorStatus(status(shared)),
         _ => error(Status::Malformed, "that request is for a server"),
     }
@@ -264,6 +266,7 @@ pub(crate) fn status(shared: &Shared) -> CoordinatorStatus {
         last_applied: metrics.last_applied.map(|l| l.index).unwrap_or(0),
         members,
         epoch: shared.epoch(),
+        servers: Vec::new(),
     }
 }
 

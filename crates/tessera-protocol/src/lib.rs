@@ -22,7 +22,8 @@ pub mod status;
 pub use config::{Configuration, ServerInfo, ServerState, SpaceConfig};
 pub use frame::{codec, decode_request, decode_response, encode_request, encode_response, FrameError};
 pub use message::{
-    CoordinatorStatus, Explanation, Request, RequestFrame, Response, ResponseFrame, SortOrder, WireObject, WriteMode,
+    CoordinatorStatus, Explanation, HeartbeatReply, Request, RequestFrame, Response, ResponseFrame, ServerLiveness,
+    SortOrder, WireObject, WriteMode,
 };
 pub use status::{ErrorReply, Status};
 

@@ -43,6 +43,9 @@ pub enum Status {
     Internal,
     /// A space asks for more replicas (tolerated failures + 1) than the cluster has servers.
     TooFewServers,
+    /// To a server, from the coordinators: they know this server by a newer incarnation (it
+    /// restarted since this process registered), so this process must not act as that server.
+    StaleServer,
 }
 
 impl Status {
@@ -65,6 +68,7 @@ impl Status {
             Status::Unavailable => 8014,
             Status::Internal => 8015,
             Status::TooFewServers => 8016,
+            Status::StaleServer => 8017,
         }
     }
 
@@ -87,6 +91,7 @@ impl Status {
             Status::Unavailable => "UNAVAILABLE",
             Status::Internal => "INTERNAL",
             Status::TooFewServers => "TOOFEWSERVERS",
+            Status::StaleServer => "STALESERVER",
         }
     }
 

@@ -80,7 +80,11 @@ pub async fn write(addr: SocketAddr, request: Request) -> ResponseFrame {
 }
 
 pub async fn register(addr: SocketAddr, token: u128, address: &str) -> (ServerId, Epoch) {
-    let r = write(addr, Request::RegisterServer { token, address: address.into() }).await;
+    register_incarnation(addr, token, address, 1).await
+}
+
+pub async fn register_incarnation(addr: SocketAddr, token: u128, address: &str, incarnation: u64) -> (ServerId, Epoch) {
+    let r = write(addr, Request::RegisterServer { token, address: address.into(), incarnation }).await;
     match r.response {
         Response::Registered(id) => (id, r.epoch),
         other => panic!("register: {other:?}"),
