@@ -242,8 +242,8 @@ async fn handle(shared: &Shared, request: Request) -> Response {
             }
         }
         Request::RmSpace { name } => write(shared, Command::RmSpace { name }).await,
-        Request::RegisterServer { token, address, incarnation: _ } => {
-            write(shared, Command::RegisterServer { token, address }).await
+        Request::RegisterServer { token, address, incarnation } => {
+            write(shared, Command::RegisterServer { token, address, incarnation }).await
         }
         Request::CoordinatorStatus => Response::CoordinatorStatus(status(shared)),
         _ => error(Status::Malformed, "that request is for a server"),
@@ -273,7 +273,9 @@ pub(crate) fn status(shared: &Shared) -> CoordinatorStatus {
 fn outcome_response(result: ApplyResult) -> Response {
     match result.outcome {
         Some(Ok(CommandOutcome::Registered { id, .. })) => Response::Registered(id),
-        Some(Ok(CommandOutcome::SpaceAdded { .. } | CommandOutcome::SpaceRemoved)) => Response::Done,
+        Some(Ok(CommandOutcome::SpaceAdded { .. } | CommandOutcome::SpaceRemoved | CommandOutcome::MarkedOffline { .. })) => {
+            Response::Done
+        }
         Some(Err(e)) => {
             let status = match &e {
                 CommandError::SpaceExists(_) => Status::SpaceExists,
@@ -281,7 +283,8 @@ fn outcome_response(result: ApplyResult) -> Response {
                 CommandError::TooFewServers { .. } => Status::TooFewServers,
                 CommandError::InvalidSchema(_) => Status::BadDescription,
                 CommandError::ConfigurationTooLarge { .. } => Status::TooLarge,
-                CommandError::InvalidAddress(_) => Status::Malformed,
+                CommandError::InvalidAddress(_) | CommandError::UnknownServer(_) => Status::Malformed,
+                CommandError::StaleServer { .. } | CommandError::AlreadyOffline(_) => Status::StaleServer,
             };
             error(status, e.to_string())
         }
