@@ -17,6 +17,7 @@
 
 pub mod cluster;
 pub mod connection;
+pub mod lease;
 pub mod reads;
 pub mod state;
 pub mod writer;
