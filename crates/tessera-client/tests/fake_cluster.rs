@@ -157,6 +157,7 @@ fn coordinate(world: &Shared, request: Request) -> Answer {
             // A second member that never answers.
             members: vec![(1, coordinator_address.clone()), (2, "127.0.0.1:1".into())],
             epoch: config.epoch,
+            servers: vec![],
         }),
         Request::GetConfig => Response::Config(Box::new(config.clone())),
         _ if *coordinator_unavailable > 0 => {

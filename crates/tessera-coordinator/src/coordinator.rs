@@ -13,6 +13,7 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use crate::detector::{self, Detector};
 use crate::fsutil::{read_checked, write_atomic};
 use crate::log_store::LogStore;
 use crate::peer::PeerNetworkFactory;
@@ -41,6 +42,44 @@ impl Default for RaftTuning {
     }
 }
 
+/// How the coordinators detect failed servers: by leases (see the crate docs, "Failure
+/// detection").
+///
+/// Every server sends a heartbeat to every coordinator a few times per lease. A reply from the
+/// Raft leader, sent after the leader confirmed its leadership with a quorum, renews the
+/// server's lease until `lease_ms` after the moment the server *sent* that heartbeat; a server
+/// whose lease lapsed stops serving reads and taking writes. The leader takes an Available
+/// server offline (a new epoch without it in any replica set it can leave) once it has heard
+/// nothing from it for `lease_ms + margin_ms`, counted from the moment it *received* the last
+/// heartbeat. Since a heartbeat is received after it was sent, the leader's count starts no
+/// earlier than the lease it granted, so when it acts the lease has lapsed on the server's
+/// clock too, as long as the two clocks' rates differ by less than `margin_ms` over
+/// `lease_ms` (the margin covers that drift, not network delay: delay only makes the leader
+/// later). A new leader starts every server's count from the moment it became leader: the
+/// previous leader may have granted leases it never told anyone about, but none on a heartbeat
+/// sent after this leader's election.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LeaseTuning {
+    /// How long one renewal lets a server serve, in milliseconds. Heartbeat replies carry it,
+    /// so servers use the coordinators' value.
+    pub lease_ms: u64,
+    /// How much longer than a lease the leader waits before taking a silent server offline.
+    pub margin_ms: u64,
+    /// Also take offline an Available server this coordinator has never heard a heartbeat
+    /// from (counting from when it became leader, or from when the server registered or came
+    /// back). Off by default while server builds that send no heartbeats exist: with it on,
+    /// such a server would be taken offline `lease_ms + margin_ms` after it registers. With it
+    /// off, a server that dies before its first heartbeat reaches the leader is not detected
+    /// until it comes back.
+    pub suspect_unheard: bool,
+}
+
+impl Default for LeaseTuning {
+    fn default() -> Self {
+        LeaseTuning { lease_ms: 1000, margin_ms: 500, suspect_unheard: false }
+    }
+}
+
 /// Everything a coordinator needs to start.
 #[derive(Clone, Debug)]
 pub struct CoordinatorOptions {
@@ -57,12 +96,22 @@ pub struct CoordinatorOptions {
     /// Failures a new space tolerates when its description does not say (`tolerate N
     /// failures`); `None` keeps the language's default.
     pub default_tolerate: Option<u32>,
+    /// Server leases and failure detection.
+    pub lease: LeaseTuning,
 }
 
 impl CoordinatorOptions {
     /// Options with the default [`RaftTuning`].
     pub fn new(id: u64, data_dir: impl Into<PathBuf>, listen: SocketAddr, peers: Vec<(u64, String)>) -> Self {
-        CoordinatorOptions { id, data_dir: data_dir.into(), listen, peers, raft: RaftTuning::default(), default_tolerate: None }
+        CoordinatorOptions {
+            id,
+            data_dir: data_dir.into(),
+            listen,
+            peers,
+            raft: RaftTuning::default(),
+            default_tolerate: None,
+            lease: LeaseTuning::default(),
+        }
     }
 }
 
@@ -111,7 +160,7 @@ impl Coordinator {
         std::fs::create_dir_all(&raft_dir).map_err(data_err)?;
         check_node_id(&raft_dir, options.id).map_err(data_err)?;
         let log_store = LogStore::open(&raft_dir).map_err(data_err)?;
-        let (state_machine, config) = StateMachineStore::open(&raft_dir).map_err(data_err)?;
+        let (state_machine, config, state) = StateMachineStore::open(&raft_dir).map_err(data_err)?;
 
         let t = &options.raft;
         let raft_config = Config {
@@ -139,12 +188,15 @@ impl Coordinator {
             id: options.id,
             raft: raft.clone(),
             config,
+            state,
             addresses: addresses.clone(),
             default_tolerate: options.default_tolerate,
+            detector: Detector::new(options.id, options.lease.clone()),
             cancel: CancellationToken::new(),
             tracker: TaskTracker::new(),
         });
         shared.tracker.spawn(service::accept_loop(shared.clone(), listener));
+        shared.tracker.spawn(detector::run(shared.clone()));
         tracing::info!(id = options.id, addr = %local_addr, members = addresses.len(), "coordinator started");
 
         let pristine = !raft.is_initialized().await.map_err(|e| CoordinatorError::Raft(e.to_string()))?;
@@ -243,6 +295,9 @@ fn check_options(options: &CoordinatorOptions) -> Result<BTreeMap<NodeId, String
         if addresses.insert(*id, addr.clone()).is_some() {
             return Err(CoordinatorError::Options(format!("member {id} is listed twice")));
         }
+    }
+    if options.lease.lease_ms == 0 {
+        return Err(CoordinatorError::Options("the lease must be at least 1 ms".into()));
     }
     if !addresses.contains_key(&options.id) {
         return Err(CoordinatorError::Options(format!("this coordinator's id {} is not among the members", options.id)));

@@ -3,18 +3,21 @@
 //!
 //! # Modules
 //! - [`state`]: the pure state machine. [`ClusterState::apply`] takes a [`Command`]
-//!   (register a server, add or remove a space) and either changes the state and bumps the epoch
-//!   by one, or fails and changes nothing. It also assigns replica sets (below).
+//!   (register a server, take one offline, add or remove a space) and either changes the state
+//!   and bumps the epoch by one, or fails and changes nothing. It also assigns replica sets
+//!   (below).
 //! - `raft_types`, `log_store`, `sm_store`: openraft's type configuration, the durable log and
 //!   vote, the state machine with its snapshots.
 //! - `peer`: coordinator-to-coordinator messages (Raft RPCs, forwarded writes) over TCP.
 //! - `service`: the listener, serving clients, servers and peers on one port.
+//! - `detector`: heartbeats, leases and the leader's failure detector (below).
 //! - [`Coordinator`]: start, address, shutdown.
 //!
 //! # One address, two kinds of frames
 //! A coordinator listens on one `host:port`. Every frame is a 4-byte big-endian length and a
 //! body. A body starting with the protocol version byte is a tessera-protocol request
-//! (`GetConfig`, `WaitConfig`, `AddSpace`, `RmSpace`, `RegisterServer`, `CoordinatorStatus`),
+//! (`GetConfig`, `WaitConfig`, `AddSpace`, `RmSpace`, `RegisterServer`, `Heartbeat`,
+//! `CoordinatorStatus`),
 //! answered by id, out of order (a `WaitConfig` never holds up other requests). A body starting
 //! with [`PEER_TAG`] (0xC7) is a peer message: postcard of a Raft RPC or a forwarded write, one
 //! at a time per connection. Every response carries the coordinator's applied epoch (a
@@ -45,6 +48,26 @@
 //! voter (the others wait for it: it must come up at least once); a restarted member never
 //! initializes again. `<data_dir>/raft/node-id` pins the directory to its node id.
 //!
+//! # Failure detection
+//! Servers hold leases. Each server sends `Heartbeat` to every coordinator a few times per lease
+//! (`tessera_server::lease`); every coordinator notes when it received it, and the Raft leader,
+//! once a quorum has confirmed its leadership after the heartbeat arrived, answers
+//! `leader: true`, which renews the server's lease to `lease_ms` after the heartbeat was sent.
+//! A server whose lease lapses stops serving reads and taking writes. The leader's detector
+//! (every 100 ms) proposes [`Command::MarkOffline`] for an Available server it has not heard
+//! from for `lease_ms + margin_ms`, and at once for one whose heartbeat says its storage failed
+//! (it stopped by itself and gets no lease). A coordinator that becomes leader starts every
+//! server's count afresh, so it acts only a full lease and margin after its election. Taking
+//! a server offline, or its registering again with a new incarnation (a restart: its chain
+//! state is gone), removes it from every replica set except those it alone holds, keeping the
+//! others' order: the next replica becomes the point leader, and the new epoch reroutes every
+//! chain. The argument, and the tunables, are on [`LeaseTuning`]. A heartbeat from an unknown
+//! server or with the wrong token is refused (`Malformed`), one from an earlier incarnation
+//! too (`StaleServer`). `CoordinatorStatus` from the leader lists when it last heard each
+//! server. Until every server build heartbeats, a server never heard from is not suspected
+//! (see [`LeaseTuning::suspect_unheard`]). Re-replication (giving a region a new replica
+//! after one left) is not done yet: a region can shrink down to its last replica.
+//!
 //! # Replica assignment
 //! A new space's regions are assigned over the Available servers, region by region: the K
 //! (= tolerated failures + 1) servers holding the fewest regions of this subspace, ties broken by
@@ -54,6 +77,7 @@
 //! spread likewise. See [`state::assign_replicas`].
 
 mod coordinator;
+mod detector;
 mod fsutil;
 mod log_store;
 mod peer;
@@ -62,7 +86,7 @@ mod service;
 mod sm_store;
 pub mod state;
 
-pub use coordinator::{Coordinator, CoordinatorError, CoordinatorOptions, RaftTuning};
+pub use coordinator::{Coordinator, CoordinatorError, CoordinatorOptions, LeaseTuning, RaftTuning};
 pub use peer::{PEER_FRAME_BYTES_MAX, PEER_TAG};
 pub use state::{ClusterState, Command, CommandError, CommandOutcome};
 

@@ -22,9 +22,10 @@ use tokio_util::codec::{FramedRead, FramedWrite};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use crate::detector::{self, Detector};
 use crate::peer::{self, CallError, ForwardError, PeerConnection, PeerRequest, PeerResponse, PEER_TAG};
 use crate::raft_types::{ApplyResult, NodeId, Raft};
-use crate::state::{Command, CommandError, CommandOutcome};
+use crate::state::{ClusterState, Command, CommandError, CommandOutcome};
 
 /// Longest a `WaitConfig` may wait.
 const WAIT_CONFIG_MAX: Duration = Duration::from_secs(60);
@@ -42,8 +43,11 @@ pub(crate) struct Shared {
     pub(crate) id: NodeId,
     pub(crate) raft: Raft,
     pub(crate) config: watch::Receiver<Arc<Configuration>>,
+    /// The whole applied state (tokens, incarnations), for heartbeats and the detector.
+    pub(crate) state: watch::Receiver<Arc<ClusterState>>,
     pub(crate) addresses: Arc<BTreeMap<NodeId, String>>,
     pub(crate) default_tolerate: Option<u32>,
+    pub(crate) detector: Detector,
     pub(crate) cancel: CancellationToken,
     pub(crate) tracker: TaskTracker,
 }
@@ -94,6 +98,8 @@ async fn serve_connection(shared: Arc<Shared>, stream: TcpStream) {
             }
             Some(Ok(body)) => body.freeze(),
         };
+        // A heartbeat counts from here: no earlier than the server sent it.
+        let received = Instant::now();
         if body.first() == Some(&PEER_TAG) {
             let Some(reply) = serve_peer(&shared, &body).await else { break };
             if tx.send(reply).await.is_err() {
@@ -116,7 +122,7 @@ async fn serve_connection(shared: Arc<Shared>, stream: TcpStream) {
                 let (shared2, tx2) = (shared.clone(), tx.clone());
                 shared.tracker.spawn(async move {
                     let RequestFrame { id, request, .. } = frame;
-                    let response = handle(&shared2, request).await;
+                    let response = handle(&shared2, request, received).await;
                     let _ = send(&tx2, &shared2, id, response).await;
                     drop(permit);
                 });
@@ -212,7 +218,7 @@ fn error(status: Status, message: impl Into<String>) -> Response {
     Response::Error(ErrorReply::new(status, message))
 }
 
-async fn handle(shared: &Shared, request: Request) -> Response {
+async fn handle(shared: &Arc<Shared>, request: Request, received: Instant) -> Response {
     match request {
         Request::GetConfig => Response::Config(Box::new((**shared.config.borrow()).clone())),
         Request::WaitConfig { after, timeout_ms } => {
@@ -242,8 +248,13 @@ async fn handle(shared: &Shared, request: Request) -> Response {
             }
         }
         Request::RmSpace { name } => write(shared, Command::RmSpace { name }).await,
-        Request::RegisterServer { token, address } => write(shared, Command::RegisterServer { token, address }).await,
+        Request::RegisterServer { token, address, incarnation } => {
+            write(shared, Command::RegisterServer { token, address, incarnation }).await
+        }
         Request::CoordinatorStatus => Response::CoordinatorStatus(status(shared)),
+        Request::Heartbeat { server, token, incarnation, failed } => {
+            detector::heartbeat(shared, received, server, token, incarnation, failed).await
+        }
         _ => error(Status::Malformed, "that request is for a server"),
     }
 }
@@ -264,13 +275,16 @@ pub(crate) fn status(shared: &Shared) -> CoordinatorStatus {
         last_applied: metrics.last_applied.map(|l| l.index).unwrap_or(0),
         members,
         epoch: shared.epoch(),
+        servers: shared.detector.liveness(shared),
     }
 }
 
 fn outcome_response(result: ApplyResult) -> Response {
     match result.outcome {
         Some(Ok(CommandOutcome::Registered { id, .. })) => Response::Registered(id),
-        Some(Ok(CommandOutcome::SpaceAdded { .. } | CommandOutcome::SpaceRemoved)) => Response::Done,
+        Some(Ok(CommandOutcome::SpaceAdded { .. } | CommandOutcome::SpaceRemoved | CommandOutcome::MarkedOffline { .. })) => {
+            Response::Done
+        }
         Some(Err(e)) => {
             let status = match &e {
                 CommandError::SpaceExists(_) => Status::SpaceExists,
@@ -278,7 +292,8 @@ fn outcome_response(result: ApplyResult) -> Response {
                 CommandError::TooFewServers { .. } => Status::TooFewServers,
                 CommandError::InvalidSchema(_) => Status::BadDescription,
                 CommandError::ConfigurationTooLarge { .. } => Status::TooLarge,
-                CommandError::InvalidAddress(_) => Status::Malformed,
+                CommandError::InvalidAddress(_) | CommandError::UnknownServer(_) => Status::Malformed,
+                CommandError::StaleServer { .. } | CommandError::AlreadyOffline(_) => Status::StaleServer,
             };
             error(status, e.to_string())
         }

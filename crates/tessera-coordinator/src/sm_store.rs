@@ -7,7 +7,8 @@
 //! it up to the last known commit index.
 //!
 //! Every apply that changes the epoch publishes the new [`Configuration`] on a watch channel,
-//! which is what `GetConfig` and `WaitConfig` read.
+//! which is what `GetConfig` and `WaitConfig` read, and the whole [`ClusterState`] on another
+//! (heartbeats check tokens and incarnations against it; the failure detector follows it).
 
 use std::io::{self, Cursor};
 use std::path::{Path, PathBuf};
@@ -46,6 +47,7 @@ struct Shared {
     applied: Mutex<Applied>,
     current: Mutex<Option<StoredSnapshot>>,
     published: watch::Sender<Arc<Configuration>>,
+    published_state: watch::Sender<Arc<ClusterState>>,
     /// Serializes snapshot file writes (builds and installs).
     writing: tokio::sync::Mutex<()>,
     builds: AtomicU64,
@@ -63,7 +65,10 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 
 impl StateMachineStore {
     /// Opens the state machine in `dir`, starting from the snapshot there if there is one.
-    pub(crate) fn open(dir: &Path) -> io::Result<(StateMachineStore, watch::Receiver<Arc<Configuration>>)> {
+    #[allow(clippy::type_complexity)]
+    pub(crate) fn open(
+        dir: &Path,
+    ) -> io::Result<(StateMachineStore, watch::Receiver<Arc<Configuration>>, watch::Receiver<Arc<ClusterState>>)> {
         std::fs::create_dir_all(dir)?;
         let current = read_checked(&dir.join(SNAPSHOT))?
             .map(|b| postcard::from_bytes::<StoredSnapshot>(&b).map_err(invalid))
@@ -78,15 +83,17 @@ impl StateMachineStore {
         };
         tracing::debug!(last_applied = ?applied.last_applied, epoch = applied.state.epoch.0, "opened the state machine");
         let (published, rx) = watch::channel(Arc::new(applied.state.configuration()));
+        let (published_state, state_rx) = watch::channel(Arc::new(applied.state.clone()));
         let shared = Shared {
             dir: dir.to_path_buf(),
             applied: Mutex::new(applied),
             current: Mutex::new(current),
             published,
+            published_state,
             writing: tokio::sync::Mutex::new(()),
             builds: AtomicU64::new(0),
         };
-        Ok((StateMachineStore { shared: Arc::new(shared) }, rx))
+        Ok((StateMachineStore { shared: Arc::new(shared) }, rx, state_rx))
     }
 
     /// Persists `snapshot` and makes it the current one, unless a newer one is current already.
@@ -159,6 +166,7 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
             results.push(ApplyResult { epoch: applied.state.epoch, outcome });
         }
         if applied.state.epoch != epoch_before {
+            self.shared.published_state.send_replace(Arc::new(applied.state.clone()));
             self.shared.published.send_replace(Arc::new(applied.state.configuration()));
         }
         Ok(results)
@@ -182,6 +190,7 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
         applied.last_applied = meta.last_log_id;
         applied.membership = meta.last_membership.clone();
         applied.state = state;
+        self.shared.published_state.send_replace(Arc::new(applied.state.clone()));
         self.shared.published.send_replace(Arc::new(applied.state.configuration()));
         Ok(())
     }

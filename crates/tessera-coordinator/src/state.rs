@@ -7,7 +7,9 @@
 //! - every command that changes something bumps the epoch by exactly one;
 //! - a command that fails, or that changes nothing (re-registering a server at the address it
 //!   already has), leaves the state exactly as it was;
-//! - a space's id is the epoch that created it.
+//! - a space's id is the epoch that created it;
+//! - no replica set is ever empty: a server leaving the replica sets (taken offline, or
+//!   restarted) stays in those where it is the only member (see [`remove_from_replica_sets`]).
 
 use std::collections::HashMap;
 
@@ -25,11 +27,14 @@ pub const ADDRESS_BYTES_MAX: usize = 256;
 pub const CONFIGURATION_BYTES_MAX: usize = tessera_protocol::constants::FRAME_BYTES_MAX - 4096;
 
 /// A server as the coordinator remembers it: what everyone sees, plus the token that identifies
-/// the server process across restarts.
+/// the server across restarts and the incarnation of the process that registered last.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RegisteredServer {
     pub info: ServerInfo,
     pub token: u128,
+    /// Grows with each start of the server process: heartbeats and failure decisions name it,
+    /// so neither an earlier process nor a decision about one can act on a fresh restart.
+    pub incarnation: u64,
 }
 
 /// The whole replicated state. Snapshots are this, postcard-encoded.
@@ -54,8 +59,15 @@ impl Default for ClusterState {
 /// A change to the configuration: the payload of a Raft log entry.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Command {
-    /// A server joins, or comes back (same token) possibly at a new address.
-    RegisterServer { token: u128, address: String },
+    /// A server joins, or comes back (same token) possibly at a new address. A new (greater)
+    /// incarnation is a restart: the process lost its in-memory chain state, so it leaves every
+    /// replica set it can leave. An Offline server registering again becomes Available (with
+    /// the regions it still holds, normally none).
+    RegisterServer { token: u128, address: String, incarnation: u64 },
+    /// The failure detector's decision (lease lapsed, or the server reported a storage
+    /// failure): the server becomes Offline and leaves every replica set it can leave. Applies
+    /// only while the server is Available and still at `incarnation`.
+    MarkOffline { id: ServerId, incarnation: u64 },
     /// Create a space; its replica sets are assigned when the command applies.
     AddSpace { schema: SpaceSchema },
     RmSpace { name: String },
@@ -69,6 +81,7 @@ pub enum CommandOutcome {
     /// The new space's id (the epoch that created it).
     SpaceAdded { id: u64 },
     SpaceRemoved,
+    MarkedOffline { id: ServerId },
 }
 
 /// Why a command changed nothing.
@@ -86,6 +99,12 @@ pub enum CommandError {
     ConfigurationTooLarge { bytes: usize, max: usize },
     #[error("server address {0:?} is not valid: 1..={ADDRESS_BYTES_MAX} bytes expected")]
     InvalidAddress(String),
+    #[error("no server {0} is registered")]
+    UnknownServer(ServerId),
+    #[error("server {id} is at incarnation {current}, not {incarnation}: that process is an earlier one")]
+    StaleServer { id: ServerId, incarnation: u64, current: u64 },
+    #[error("server {0} is offline already")]
+    AlreadyOffline(ServerId),
 }
 
 impl ClusterState {
@@ -103,10 +122,15 @@ impl ClusterState {
         self.servers.iter().find(|s| s.token == token)
     }
 
+    pub fn server(&self, id: ServerId) -> Option<&RegisteredServer> {
+        self.servers.iter().find(|s| s.info.id == id)
+    }
+
     /// Applies one command. On error nothing has changed.
     pub fn apply(&mut self, command: Command) -> Result<CommandOutcome, CommandError> {
         match command {
-            Command::RegisterServer { token, address } => self.register(token, address),
+            Command::RegisterServer { token, address, incarnation } => self.register(token, address, incarnation),
+            Command::MarkOffline { id, incarnation } => self.mark_offline(id, incarnation),
             Command::AddSpace { schema } => self.add_space(schema),
             Command::RmSpace { name } => self.rm_space(&name),
         }
@@ -117,16 +141,30 @@ impl ClusterState {
         self.epoch
     }
 
-    fn register(&mut self, token: u128, address: String) -> Result<CommandOutcome, CommandError> {
+    fn register(&mut self, token: u128, address: String, incarnation: u64) -> Result<CommandOutcome, CommandError> {
         if address.is_empty() || address.len() > ADDRESS_BYTES_MAX {
             return Err(CommandError::InvalidAddress(address));
         }
         if let Some(i) = self.servers.iter().position(|s| s.token == token) {
-            let id = self.servers[i].info.id;
-            if self.servers[i].info.address == address {
+            let server = &self.servers[i];
+            let id = server.info.id;
+            if incarnation < server.incarnation {
+                return Err(CommandError::StaleServer { id, incarnation, current: server.incarnation });
+            }
+            let restarted = incarnation > server.incarnation;
+            let offline = server.info.state != ServerState::Available;
+            if !restarted && !offline && server.info.address == address {
                 return Ok(CommandOutcome::Registered { id, changed: false });
             }
-            self.servers[i].info.address = address;
+            if restarted {
+                // Its chain state (pending updates, link sequence numbers) died with the old
+                // process: it must not resume its old roles.
+                remove_from_replica_sets(&mut self.spaces, id);
+            }
+            let server = &mut self.servers[i];
+            server.info.address = address;
+            server.info.state = ServerState::Available;
+            server.incarnation = incarnation;
             self.bump();
             return Ok(CommandOutcome::Registered { id, changed: true });
         }
@@ -135,9 +173,24 @@ impl ClusterState {
         self.servers.push(RegisteredServer {
             info: ServerInfo { id, address, state: ServerState::Available },
             token,
+            incarnation,
         });
         self.bump();
         Ok(CommandOutcome::Registered { id, changed: true })
+    }
+
+    fn mark_offline(&mut self, id: ServerId, incarnation: u64) -> Result<CommandOutcome, CommandError> {
+        let server = self.servers.iter_mut().find(|s| s.info.id == id).ok_or(CommandError::UnknownServer(id))?;
+        if server.incarnation != incarnation {
+            return Err(CommandError::StaleServer { id, incarnation, current: server.incarnation });
+        }
+        if server.info.state != ServerState::Available {
+            return Err(CommandError::AlreadyOffline(id));
+        }
+        server.info.state = ServerState::Offline;
+        remove_from_replica_sets(&mut self.spaces, id);
+        self.bump();
+        Ok(CommandOutcome::MarkedOffline { id })
     }
 
     fn rm_space(&mut self, name: &str) -> Result<CommandOutcome, CommandError> {
@@ -196,6 +249,25 @@ impl ClusterState {
         self.bump();
         Ok(CommandOutcome::SpaceAdded { id })
     }
+}
+
+/// Takes `id` out of every replica set of every space, keeping the order of the others: the next
+/// replica moves up, so where `id` was the head, its successor becomes the point leader.
+///
+/// Except where `id` is the region's only member: a region never has zero replicas. Its data is
+/// on that server alone, so the region keeps it (even offline) until the server comes back or
+/// re-replication copies the data elsewhere; dropping it would lose the region for good.
+///
+/// Returns whether any set changed.
+pub fn remove_from_replica_sets(spaces: &mut [SpaceConfig], id: ServerId) -> bool {
+    let mut changed = false;
+    for set in spaces.iter_mut().flat_map(|s| s.replicas.iter_mut()).flatten() {
+        if set.contains(&id) && set.iter().any(|s| *s != id) {
+            set.retain(|s| *s != id);
+            changed = true;
+        }
+    }
+    changed
 }
 
 /// Checks a schema the way [`SpaceSchema::new`] does, so that a command that did not come from
@@ -314,14 +386,16 @@ mod tests {
     fn with_servers(n: u64) -> ClusterState {
         let mut st = ClusterState::default();
         for i in 0..n {
-            st.apply(Command::RegisterServer { token: 1000 + i as u128, address: format!("10.0.0.{i}:2000") }).unwrap();
+            st.apply(Command::RegisterServer { token: 1000 + i as u128, address: format!("10.0.0.{i}:2000"), incarnation: 1 })
+                .unwrap();
         }
         st
     }
 
+    /// A space just created: K distinct Available servers per region, within the balance bound.
     fn check_space(st: &ClusterState, space: &SpaceConfig) {
         let k = space.schema.replicas() as usize;
-        let n = st.servers.len() as u64;
+        let n = st.servers.iter().filter(|s| s.info.state == ServerState::Available).count() as u64;
         for (sub, t) in space.replicas.iter().zip(space.tessellations()) {
             assert_eq!(sub.len(), t.regions_count() as usize);
             let regions = sub.len() as u64;
@@ -336,7 +410,8 @@ mod tests {
                 d.dedup();
                 assert_eq!(d.len(), k, "distinct members: {set:?}");
                 for s in set {
-                    assert!(st.servers.iter().any(|r| r.info.id == *s), "{s:?} is registered");
+                    let r = st.servers.iter().find(|r| r.info.id == *s).expect("members are registered");
+                    assert_eq!(r.info.state, ServerState::Available, "{s:?} is given regions only while Available");
                     *hold.entry(*s).or_default() += 1;
                 }
                 *heads.entry(set[0]).or_default() += 1;
@@ -353,23 +428,145 @@ mod tests {
     #[test]
     fn register_assigns_ids_in_order_and_is_idempotent() {
         let mut st = ClusterState::default();
-        let a = st.apply(Command::RegisterServer { token: 7, address: "a:1".into() }).unwrap();
+        let a = st.apply(Command::RegisterServer { token: 7, address: "a:1".into(), incarnation: 1 }).unwrap();
         assert_eq!(a, CommandOutcome::Registered { id: ServerId(1), changed: true });
         assert_eq!(st.epoch, Epoch(1));
-        let b = st.apply(Command::RegisterServer { token: 9, address: "b:1".into() }).unwrap();
+        let b = st.apply(Command::RegisterServer { token: 9, address: "b:1".into(), incarnation: 1 }).unwrap();
         assert_eq!(b, CommandOutcome::Registered { id: ServerId(2), changed: true });
-        let again = st.apply(Command::RegisterServer { token: 7, address: "a:1".into() }).unwrap();
+        let again = st.apply(Command::RegisterServer { token: 7, address: "a:1".into(), incarnation: 1 }).unwrap();
         assert_eq!(again, CommandOutcome::Registered { id: ServerId(1), changed: false });
         assert_eq!(st.epoch, Epoch(2), "same address: no new epoch");
-        let moved = st.apply(Command::RegisterServer { token: 7, address: "a:2".into() }).unwrap();
+        let moved = st.apply(Command::RegisterServer { token: 7, address: "a:2".into(), incarnation: 1 }).unwrap();
         assert_eq!(moved, CommandOutcome::Registered { id: ServerId(1), changed: true });
         assert_eq!(st.epoch, Epoch(3));
         assert_eq!(st.configuration().server(ServerId(1)).unwrap().address, "a:2");
         assert_eq!(st.servers.len(), 2);
         assert!(matches!(
-            st.apply(Command::RegisterServer { token: 1, address: String::new() }),
+            st.apply(Command::RegisterServer { token: 1, address: String::new(), incarnation: 1 }),
             Err(CommandError::InvalidAddress(_))
         ));
+    }
+
+    fn reg(token: u128, address: &str, incarnation: u64) -> Command {
+        Command::RegisterServer { token, address: address.into(), incarnation }
+    }
+
+    /// Every replica set of every space, flattened, in a stable order.
+    fn sets(st: &ClusterState) -> Vec<Vec<ServerId>> {
+        st.spaces.iter().flat_map(|s| s.replicas.iter().flatten().cloned()).collect()
+    }
+
+    fn state_of(st: &ClusterState, id: ServerId) -> ServerState {
+        st.configuration().server(id).unwrap().state
+    }
+
+    #[test]
+    fn mark_offline_removes_the_server_keeping_the_order_of_the_others() {
+        let mut st = with_servers(3);
+        st.apply(Command::AddSpace { schema: schema("s", 1, 8, 2) }).unwrap();
+        st.apply(Command::AddSpace { schema: schema("solo", 0, 4, 0) }).unwrap();
+        let before = st.clone();
+        let victim = ServerId(2);
+        let out = st.apply(Command::MarkOffline { id: victim, incarnation: 1 }).unwrap();
+        assert_eq!(out, CommandOutcome::MarkedOffline { id: victim });
+        assert_eq!(st.epoch.0, before.epoch.0 + 1);
+        assert_eq!(state_of(&st, victim), ServerState::Offline);
+        assert_eq!(state_of(&st, ServerId(1)), ServerState::Available);
+        assert_eq!(state_of(&st, ServerId(3)), ServerState::Available);
+        let mut sole = 0;
+        for (old, new) in sets(&before).iter().zip(sets(&st)) {
+            if old == &[victim] {
+                // Its data is nowhere else: the region keeps its last replica.
+                assert_eq!(new, [victim]);
+                sole += 1;
+            } else {
+                let expected: Vec<ServerId> = old.iter().copied().filter(|s| *s != victim).collect();
+                assert_eq!(new, expected, "the others keep their order");
+                if old[0] == victim {
+                    assert_eq!(new[0], old[1], "the next replica becomes the point leader");
+                }
+            }
+        }
+        assert!(sole > 0, "the single-replica space gave the victim some regions of its own");
+
+        // A second decision about it, a stale incarnation or an unknown server change nothing.
+        let after = st.clone();
+        assert_eq!(st.apply(Command::MarkOffline { id: victim, incarnation: 1 }), Err(CommandError::AlreadyOffline(victim)));
+        assert_eq!(
+            st.apply(Command::MarkOffline { id: ServerId(1), incarnation: 7 }),
+            Err(CommandError::StaleServer { id: ServerId(1), incarnation: 7, current: 1 })
+        );
+        assert_eq!(st.apply(Command::MarkOffline { id: ServerId(9), incarnation: 1 }), Err(CommandError::UnknownServer(ServerId(9))));
+        assert_eq!(st, after);
+
+        // An Offline server gets nothing in a new space, and does not count as available.
+        st.apply(Command::AddSpace { schema: schema("t", 2, 16, 1) }).unwrap();
+        let t = st.spaces.last().unwrap();
+        assert!(t.replicas.iter().flatten().all(|set| !set.contains(&victim)), "{t:?}");
+        check_space(&st, t);
+        assert_eq!(
+            st.apply(Command::AddSpace { schema: schema("u", 1, 4, 2) }),
+            Err(CommandError::TooFewServers { space: "u".into(), needed: 3, available: 2 })
+        );
+    }
+
+    #[test]
+    fn registration_by_incarnation() {
+        let mut st = ClusterState::default();
+        st.apply(reg(1, "a:1", 10)).unwrap();
+        st.apply(reg(2, "b:1", 10)).unwrap();
+        st.apply(reg(3, "c:1", 10)).unwrap();
+        st.apply(Command::AddSpace { schema: schema("s", 1, 8, 2) }).unwrap();
+        st.apply(Command::AddSpace { schema: schema("solo", 0, 4, 0) }).unwrap();
+        let a = ServerId(1);
+
+        // Same incarnation, same address: nothing changes.
+        let before = st.clone();
+        assert_eq!(st.apply(reg(1, "a:1", 10)), Ok(CommandOutcome::Registered { id: a, changed: false }));
+        assert_eq!(st, before);
+        // An earlier incarnation is refused and changes nothing.
+        assert_eq!(st.apply(reg(1, "a:1", 9)), Err(CommandError::StaleServer { id: a, incarnation: 9, current: 10 }));
+        assert_eq!(st, before);
+        // Same incarnation, new address: the address changes, the sets do not.
+        assert_eq!(st.apply(reg(1, "a:2", 10)), Ok(CommandOutcome::Registered { id: a, changed: true }));
+        assert_eq!(st.epoch.0, before.epoch.0 + 1);
+        assert_eq!(sets(&st), sets(&before));
+        assert_eq!(st.configuration().server(a).unwrap().address, "a:2");
+
+        // A new incarnation: a restart. It leaves every set it can leave, stays Available.
+        let before = st.clone();
+        assert_eq!(st.apply(reg(1, "a:3", 11)), Ok(CommandOutcome::Registered { id: a, changed: true }));
+        assert_eq!(st.epoch.0, before.epoch.0 + 1);
+        assert_eq!(state_of(&st, a), ServerState::Available);
+        assert_eq!(st.server(a).unwrap().incarnation, 11);
+        assert_eq!(st.configuration().server(a).unwrap().address, "a:3");
+        for (old, new) in sets(&before).iter().zip(sets(&st)) {
+            if old == &[a] {
+                assert_eq!(new, [a]);
+            } else {
+                assert_eq!(new, old.iter().copied().filter(|s| *s != a).collect::<Vec<_>>());
+            }
+        }
+        assert!(sets(&st).iter().any(|set| set == &[a]), "it keeps the regions it alone holds");
+
+        // Offline, then registering again (same incarnation): Available, nothing else changes.
+        st.apply(Command::MarkOffline { id: ServerId(2), incarnation: 10 }).unwrap();
+        let before = st.clone();
+        assert_eq!(st.apply(reg(2, "b:1", 10)), Ok(CommandOutcome::Registered { id: ServerId(2), changed: true }));
+        assert_eq!(st.epoch.0, before.epoch.0 + 1);
+        assert_eq!(state_of(&st, ServerId(2)), ServerState::Available);
+        assert_eq!(sets(&st), sets(&before));
+        // Offline, then restarted: Available at the new incarnation.
+        st.apply(Command::MarkOffline { id: ServerId(3), incarnation: 10 }).unwrap();
+        let before = st.clone();
+        assert_eq!(st.apply(reg(3, "c:1", 12)), Ok(CommandOutcome::Registered { id: ServerId(3), changed: true }));
+        assert_eq!(st.epoch.0, before.epoch.0 + 1);
+        assert_eq!(state_of(&st, ServerId(3)), ServerState::Available);
+        assert_eq!(st.server(ServerId(3)).unwrap().incarnation, 12);
+        // A decision about the earlier incarnation cannot hit the restarted server.
+        let before = st.clone();
+        assert!(matches!(st.apply(Command::MarkOffline { id: ServerId(3), incarnation: 10 }), Err(CommandError::StaleServer { .. })));
+        assert_eq!(st, before);
     }
 
     #[test]
@@ -452,25 +649,101 @@ mod tests {
         assert!(max - min <= 1, "{load:?}");
     }
 
-    fn command() -> impl Strategy<Value = Command> {
+    /// A generated step: a command as generated, or one aimed at a registered server's current
+    /// incarnation (resolved against the state it applies to), so the mix hits real servers.
+    #[derive(Clone, Debug)]
+    enum Step {
+        Apply(Command),
+        /// MarkOffline of the n-th server (mod their number) at its current incarnation.
+        MarkCurrent(usize),
+        /// The n-th server restarts: registers at its current incarnation + 1.
+        Restart(usize),
+    }
+
+    impl Step {
+        fn command(&self, st: &ClusterState) -> Command {
+            let nth = |n: usize| &st.servers[n % st.servers.len()];
+            match self {
+                Step::Apply(c) => c.clone(),
+                Step::MarkCurrent(_) | Step::Restart(_) if st.servers.is_empty() => {
+                    Command::MarkOffline { id: ServerId(1), incarnation: 0 }
+                }
+                Step::MarkCurrent(n) => Command::MarkOffline { id: nth(*n).info.id, incarnation: nth(*n).incarnation },
+                Step::Restart(n) => Command::RegisterServer {
+                    token: nth(*n).token,
+                    address: nth(*n).info.address.clone(),
+                    incarnation: nth(*n).incarnation + 1,
+                },
+            }
+        }
+    }
+
+    fn step() -> impl Strategy<Value = Step> {
         prop_oneof![
-            3 => (0u128..6, 0u8..3).prop_map(|(token, a)| Command::RegisterServer { token, address: format!("h{a}:1") }),
-            3 => (0u8..4, 0usize..4, 1u32..40, 0u32..4).prop_map(|(n, subs, p, t)| Command::AddSpace { schema: schema(&format!("s{n}"), subs, p, t) }),
-            1 => (0u8..4).prop_map(|n| Command::RmSpace { name: format!("s{n}") }),
+            3 => (0u128..6, 0u8..3, 0u64..3).prop_map(|(token, a, i)| Step::Apply(Command::RegisterServer { token, address: format!("h{a}:1"), incarnation: i })),
+            3 => (0u8..4, 0usize..4, 1u32..40, 0u32..4).prop_map(|(n, subs, p, t)| Step::Apply(Command::AddSpace { schema: schema(&format!("s{n}"), subs, p, t) })),
+            1 => (0u8..4).prop_map(|n| Step::Apply(Command::RmSpace { name: format!("s{n}") })),
+            1 => (1u64..8, 0u64..3).prop_map(|(id, i)| Step::Apply(Command::MarkOffline { id: ServerId(id), incarnation: i })),
+            2 => (0usize..8).prop_map(Step::MarkCurrent),
+            2 => (0usize..8).prop_map(Step::Restart),
         ]
+    }
+
+    /// The invariants every state keeps, checked directly on it: no empty replica set, members
+    /// distinct and registered, an Offline server only where it is the sole member.
+    fn check_sets(st: &ClusterState) -> Result<(), TestCaseError> {
+        for set in sets(st) {
+            prop_assert!(!set.is_empty(), "an empty replica set");
+            let mut d = set.clone();
+            d.sort();
+            d.dedup();
+            prop_assert_eq!(d.len(), set.len(), "members are distinct: {:?}", set);
+            for id in &set {
+                let server = st.server(*id);
+                prop_assert!(server.is_some(), "{:?} is registered", id);
+                if server.unwrap().info.state == ServerState::Offline {
+                    prop_assert_eq!(set.len(), 1, "offline {:?} is only in sets of its own: {:?}", id, set);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// `after` is `before` with `id` gone from every set where it had company, in the same
+    /// order; sets where it was alone, and sets without it, are unchanged.
+    fn check_removed(before: &ClusterState, after: &ClusterState, id: ServerId) -> Result<(), TestCaseError> {
+        let (old, new) = (sets(before), sets(after));
+        prop_assert_eq!(old.len(), new.len());
+        for (o, n) in old.iter().zip(&new) {
+            if o.contains(&id) && o.len() > 1 {
+                let mut expected = o.clone();
+                expected.retain(|s| *s != id);
+                prop_assert_eq!(n, &expected);
+            } else {
+                prop_assert_eq!(n, o);
+            }
+            if n.contains(&id) {
+                prop_assert_eq!(n.len(), 1, "{:?} left only where it was the only replica", id);
+            }
+        }
+        Ok(())
     }
 
     proptest! {
         #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
 
-        /// Any sequence of commands: epochs bump by exactly one on change, failures change
-        /// nothing, every space's replica sets are K distinct registered servers within the
-        /// balance bound, tokens keep their ids, and the state survives postcard.
+        /// Any sequence of commands (registrations, restarts, servers taken offline, spaces
+        /// added and removed): epochs bump by exactly one on change, failures change nothing,
+        /// no replica set is ever empty, an Offline or just restarted server is left only in
+        /// sets where it is the sole member (the others keeping their order), a new space's
+        /// sets are K distinct Available servers within the balance bound, tokens keep their
+        /// ids, and the state survives postcard.
         #[test]
-        fn command_sequences_keep_the_invariants(commands in proptest::collection::vec(command(), 1..40)) {
+        fn command_sequences_keep_the_invariants(steps in proptest::collection::vec(step(), 1..40)) {
             let mut st = ClusterState::default();
             let mut ids: HashMap<u128, ServerId> = HashMap::new();
-            for c in commands {
+            for s in steps {
+                let c = s.command(&st);
                 let before = st.clone();
                 let result = st.apply(c.clone());
                 match &result {
@@ -478,11 +751,42 @@ mod tests {
                     Ok(CommandOutcome::Registered { changed: false, .. }) => prop_assert_eq!(&st, &before),
                     Ok(_) => prop_assert_eq!(st.epoch.0, before.epoch.0 + 1),
                 }
-                if let (Command::RegisterServer { token, address }, Ok(CommandOutcome::Registered { id, .. })) = (&c, &result) {
+                check_sets(&st)?;
+                if let (Command::RegisterServer { token, address, incarnation }, Ok(CommandOutcome::Registered { id, .. })) = (&c, &result) {
                     let first = *ids.entry(*token).or_insert(*id);
                     prop_assert_eq!(first, *id, "a token keeps its id");
                     let cfg = st.configuration();
                     prop_assert_eq!(&cfg.server(*id).unwrap().address, address);
+                    prop_assert_eq!(cfg.server(*id).unwrap().state, ServerState::Available);
+                    prop_assert_eq!(st.server(*id).unwrap().incarnation, *incarnation);
+                    match before.server_by_token(*token) {
+                        Some(old) if old.incarnation < *incarnation => check_removed(&before, &st, *id)?,
+                        _ => prop_assert_eq!(sets(&st), sets(&before)),
+                    }
+                }
+                if let (Command::RegisterServer { token, incarnation, .. }, Err(e)) = (&c, &result) {
+                    if let Some(old) = before.server_by_token(*token) {
+                        prop_assert!(*incarnation < old.incarnation, "refused only as an earlier incarnation: {}", e);
+                    }
+                }
+                if let (Command::MarkOffline { id, .. }, Ok(outcome)) = (&c, &result) {
+                    prop_assert_eq!(outcome, &CommandOutcome::MarkedOffline { id: *id });
+                    prop_assert_eq!(before.server(*id).unwrap().info.state, ServerState::Available);
+                    prop_assert_eq!(st.server(*id).unwrap().info.state, ServerState::Offline);
+                    check_removed(&before, &st, *id)?;
+                    for (b, a) in before.servers.iter().zip(&st.servers) {
+                        if b.info.id != *id {
+                            prop_assert_eq!(b, a, "other servers are untouched");
+                        }
+                    }
+                }
+                if let (Command::MarkOffline { id, incarnation }, Err(e)) = (&c, &result) {
+                    let refused = match before.server(*id) {
+                        None => matches!(e, CommandError::UnknownServer(_)),
+                        Some(s) if s.incarnation != *incarnation => matches!(e, CommandError::StaleServer { .. }),
+                        Some(s) => s.info.state == ServerState::Offline && matches!(e, CommandError::AlreadyOffline(_)),
+                    };
+                    prop_assert!(refused, "{:?} refused with {}", c, e);
                 }
                 if let (Command::AddSpace { schema }, Ok(CommandOutcome::SpaceAdded { id })) = (&c, &result) {
                     prop_assert_eq!(*id, st.epoch.0);
@@ -493,7 +797,8 @@ mod tests {
                 if let (Command::AddSpace { schema }, Err(CommandError::TooFewServers { needed, available, .. })) = (&c, &result) {
                     prop_assert_eq!(*needed, schema.replicas());
                     prop_assert!((*available as usize) < *needed as usize);
-                    prop_assert_eq!(*available as usize, st.servers.len());
+                    let live = st.servers.iter().filter(|s| s.info.state == ServerState::Available).count();
+                    prop_assert_eq!(*available as usize, live);
                 }
                 let bytes = postcard::to_allocvec(&st).unwrap();
                 let back: ClusterState = postcard::from_bytes(&bytes).unwrap();
@@ -516,7 +821,7 @@ mod tests {
                 st.apply(Command::AddSpace { schema: schema(&format!("skew{i}"), 1, 7, t) }).unwrap();
             }
             for i in 2..n {
-                st.apply(Command::RegisterServer { token: 1000 + i as u128, address: format!("10.0.0.{i}:2000") }).unwrap();
+                st.apply(Command::RegisterServer { token: 1000 + i as u128, address: format!("10.0.0.{i}:2000"), incarnation: 1 }).unwrap();
             }
             st.apply(Command::AddSpace { schema: schema("s", subs, partitions, tolerate) }).unwrap();
             check_space(&st, st.spaces.last().unwrap());

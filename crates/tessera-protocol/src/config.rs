@@ -15,6 +15,11 @@ use tessera_types::{Epoch, ServerId, SpaceSchema, SubspaceId};
 pub enum ServerState {
     /// Registered and taking part in replica sets.
     Available,
+    /// The coordinators removed it from every replica set it could leave: its lease lapsed
+    /// (dead, hung or cut off from the coordinators), it reported a storage failure, or it
+    /// restarted. It stays in regions where it is the only replica (their data is nowhere
+    /// else) and is given no new ones; registering again makes it `Available`.
+    Offline,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -107,6 +107,42 @@ mod tests {
     }
 
     #[test]
+    fn heartbeats_round_trip_and_server_states_keep_their_indices() {
+        use crate::config::ServerState;
+        use crate::message::{HeartbeatReply, ServerLiveness};
+        use crate::CoordinatorStatus;
+        use tessera_types::ServerId;
+        let frame = RequestFrame {
+            id: 3,
+            epoch: Epoch(0),
+            request: Request::Heartbeat { server: ServerId(2), token: u128::MAX, incarnation: 1 << 60, failed: true },
+        };
+        assert_eq!(decode_request(&encode_request(&frame).unwrap()).unwrap(), frame);
+        let reply = HeartbeatReply { leader: true, state: ServerState::Offline, epoch: Epoch(9), lease_ms: 1000 };
+        let resp = ResponseFrame { id: 3, epoch: Epoch(9), response: Response::Heartbeat(reply) };
+        assert_eq!(decode_response(&encode_response(&resp).unwrap()).unwrap(), resp);
+        let status = CoordinatorStatus {
+            id: 1,
+            leader: Some(1),
+            term: 2,
+            last_applied: 5,
+            members: vec![(1, "a:1".into())],
+            epoch: Epoch(4),
+            servers: vec![
+                ServerLiveness { id: ServerId(1), heard_ms_ago: Some(120) },
+                ServerLiveness { id: ServerId(2), heard_ms_ago: None },
+            ],
+        };
+        let resp = ResponseFrame { id: 4, epoch: Epoch(4), response: Response::CoordinatorStatus(status) };
+        assert_eq!(decode_response(&encode_response(&resp).unwrap()).unwrap(), resp);
+        // Postcard encodes enum variants by index: `Available` must stay the first.
+        assert_eq!(postcard::to_allocvec(&ServerState::Available).unwrap(), [0]);
+        assert_eq!(postcard::to_allocvec(&ServerState::Offline).unwrap(), [1]);
+        assert_eq!(Status::Timeout.code(), 8017);
+        assert_eq!(Status::StaleServer.code(), 8018);
+    }
+
+    #[test]
     fn bad_version_and_empty_are_refused() {
         assert!(matches!(decode_request(&[]), Err(FrameError::Empty)));
         assert!(matches!(decode_request(&[99, 0]), Err(FrameError::UnsupportedVersion(99))));

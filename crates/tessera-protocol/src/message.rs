@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 use tessera_types::{Epoch, Funcall, Predicate, ServerId, SubspaceId, Value, Version};
 
-use crate::config::Configuration;
+use crate::config::{Configuration, ServerState};
 use crate::status::ErrorReply;
 
 /// What a write requires of the key's current object.
@@ -72,13 +72,23 @@ pub enum Request {
     /// To a coordinator, from a server: join the cluster, or come back after a restart.
     /// `token` is the server's identity, chosen at random on its first start and kept in its
     /// data directory: registering the same token again (a restart, or a retry after a lost
-    /// reply) returns the same id and records the new address. Answered by `Registered`.
-    RegisterServer { token: u128, address: String },
+    /// reply) returns the same id and records the new address. `incarnation` grows with each
+    /// start of the server process (microseconds since the Unix epoch): a new incarnation has
+    /// lost its in-memory chain state, so the coordinators take it out of its old replica sets.
+    /// Answered by `Registered`.
+    RegisterServer { token: u128, address: String, incarnation: u64 },
     /// To a coordinator: the configuration, once its epoch is greater than `after`, or the
     /// current one when `timeout_ms` passes first. Servers and clients follow changes with it.
     WaitConfig { after: Epoch, timeout_ms: u32 },
     /// To a coordinator: its view of the coordinator group. Answered by `CoordinatorStatus`.
     CoordinatorStatus,
+    /// To every coordinator, from a server, a few times per lease: "I am alive". Answered by
+    /// `Heartbeat`. Only a reply with `leader: true` from the coordinators' Raft leader renews
+    /// the server's lease (see [`HeartbeatReply`]). `failed`: the server's storage failed and it
+    /// stopped taking writes (fail-stop): the leader takes it out of its replica sets at once.
+    /// A heartbeat naming an unknown server or the wrong token is refused with `Malformed`; one
+    /// from an earlier incarnation than the registered one with `StaleServer`.
+    Heartbeat { server: ServerId, token: u128, incarnation: u64, failed: bool },
     /// To a server, from another server: the rest of this connection carries chain messages
     /// (tessera-replication), not client requests. Answered by `Done`.
     PeerHello { from: ServerId },
@@ -91,6 +101,7 @@ impl Request {
             Request::GetConfig
             | Request::AddSpace { .. }
             | Request::RegisterServer { .. }
+            | Request::Heartbeat { .. }
             | Request::WaitConfig { .. }
             | Request::CoordinatorStatus
             | Request::PeerHello { .. } => None,
@@ -147,7 +158,34 @@ pub enum Response {
     /// `RegisterServer`: the server's id, stable for the life of the cluster.
     Registered(ServerId),
     CoordinatorStatus(CoordinatorStatus),
+    /// `Heartbeat`: whether it renews the server's lease, and what the coordinator knows of it.
+    Heartbeat(HeartbeatReply),
     Error(ErrorReply),
+}
+
+/// A coordinator's answer to a server's heartbeat.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HeartbeatReply {
+    /// True only from the coordinator that is the Raft leader and confirmed it with a quorum
+    /// after the heartbeat arrived, and never for a server reporting `failed` or being taken
+    /// offline: only such a reply renews the lease (to the moment the heartbeat was *sent*
+    /// plus `lease_ms`, and only when `state` is `Available`).
+    pub leader: bool,
+    /// The server's state in this coordinator's configuration.
+    pub state: ServerState,
+    /// Epoch of that configuration.
+    pub epoch: Epoch,
+    /// The lease the coordinators grant, in milliseconds: servers use this value.
+    pub lease_ms: u64,
+}
+
+/// When the coordinator leader last heard a server's heartbeat.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ServerLiveness {
+    pub id: ServerId,
+    /// Milliseconds since this coordinator received the server's last heartbeat; `None` when
+    /// it has heard none from the server's current incarnation.
+    pub heard_ms_ago: Option<u64>,
 }
 
 /// One coordinator's view of the coordinator group (Raft).
@@ -164,6 +202,9 @@ pub struct CoordinatorStatus {
     pub members: Vec<(u64, String)>,
     /// Epoch of the configuration this coordinator has applied.
     pub epoch: Epoch,
+    /// Every server of that configuration with when this coordinator last heard it, filled by
+    /// the leader from its failure detector; empty on followers.
+    pub servers: Vec<ServerLiveness>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -47,6 +47,9 @@ pub enum Status {
     /// finished: a write may or may not have been applied (read the key to find out; do not
     /// blindly resend a write that is not idempotent).
     Timeout,
+    /// To a server, from the coordinators: they know this server by a newer incarnation (it
+    /// restarted since this process registered), so this process must not act as that server.
+    StaleServer,
 }
 
 impl Status {
@@ -70,6 +73,7 @@ impl Status {
             Status::Internal => 8015,
             Status::TooFewServers => 8016,
             Status::Timeout => 8017,
+            Status::StaleServer => 8018,
         }
     }
 
@@ -93,6 +97,7 @@ impl Status {
             Status::Internal => "INTERNAL",
             Status::TooFewServers => "TOOFEWSERVERS",
             Status::Timeout => "TIMEOUT",
+            Status::StaleServer => "STALESERVER",
         }
     }
 

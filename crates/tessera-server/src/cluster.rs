@@ -22,7 +22,7 @@ use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use bytes::Bytes;
 use futures::{SinkExt, StreamExt};
@@ -142,10 +142,10 @@ async fn ask(address: &str, request: Request) -> Result<Response, std::io::Error
 
 /// Registers (or re-registers) this server; retries for about a minute while no coordinator
 /// answers, so servers and coordinators can start in any order.
-pub async fn register(coordinators: &[String], token: u128, address: String) -> Result<ServerId, ServerError> {
+pub async fn register(coordinators: &[String], token: u128, address: String, incarnation: u64) -> Result<ServerId, ServerError> {
     let mut last = String::new();
     for _ in 0..300 {
-        match ask_coordinators(coordinators, Request::RegisterServer { token, address: address.clone() }).await {
+        match ask_coordinators(coordinators, Request::RegisterServer { token, address: address.clone(), incarnation }).await {
             Ok(Response::Registered(id)) => return Ok(id),
             Ok(other) => last = format!("unexpected answer {other:?}"),
             Err(e) => last = e,
@@ -319,10 +319,10 @@ impl CommittedReader for StoreReader<'_> {
 pub fn spawn(
     shared: Arc<Shared>,
     me: ServerId,
+    incarnation: u64,
     rx: mpsc::Receiver<LoopInput>,
     runtime: tokio::runtime::Handle,
 ) -> std::thread::JoinHandle<()> {
-    let incarnation = SystemTime::now().duration_since(UNIX_EPOCH).map_or(1, |d| d.as_micros() as u64).max(1);
     let replica = Replica::new(me, incarnation, shared.view().config.clone(), None);
     let peers = Peers { me, shared: shared.clone(), runtime, links: Mutex::new(HashMap::new()) };
     std::thread::Builder::new()

@@ -344,7 +344,10 @@ async fn dispatch(shared: &Arc<Shared>, frame: RequestFrame, replier: Replier) {
             }
         }
         Request::RmSpace { name } => Ok(WriteJob::RmSpace { name }),
-        Request::RegisterServer { .. } | Request::WaitConfig { .. } | Request::CoordinatorStatus => {
+        Request::RegisterServer { .. }
+        | Request::Heartbeat { .. }
+        | Request::WaitConfig { .. }
+        | Request::CoordinatorStatus => {
             let error = ErrorReply::new(Status::Malformed, "this is a server; that request is for a coordinator");
             return replier.send(epoch, Response::Error(error));
         }

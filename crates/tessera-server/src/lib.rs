@@ -17,6 +17,7 @@
 
 pub mod cluster;
 pub mod connection;
+pub mod lease;
 pub mod reads;
 pub mod state;
 pub mod writer;
@@ -24,6 +25,7 @@ pub mod writer;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use tessera_storage::{FsyncPolicy, Store, StoreOptions};
 use tokio::net::TcpListener;
@@ -98,7 +100,9 @@ impl Server {
             Some(c) => {
                 let address = cluster::advertised(c, local_addr)?;
                 let token = cluster::load_or_make_token(&options.data_dir)?;
-                let me = cluster::register(&c.coordinators, token, address).await?;
+                // Grows with each start of this process: peers and coordinators tell a restart by it.
+                let incarnation = SystemTime::now().duration_since(UNIX_EPOCH).map_or(1, |d| d.as_micros() as u64).max(1);
+                let me = cluster::register(&c.coordinators, token, address, incarnation).await?;
                 let config = cluster::first_configuration(&c.coordinators, me).await?;
                 state::reconcile(&options.data_dir, &store, &config)?;
                 let (chain_tx, chain_rx) = cluster::channel();
@@ -109,7 +113,7 @@ impl Server {
                     config,
                     state::Writes::Cluster(chain_tx.clone()),
                 ));
-                let writer = cluster::spawn(shared.clone(), me, chain_rx, tokio::runtime::Handle::current());
+                let writer = cluster::spawn(shared.clone(), me, incarnation, chain_rx, tokio::runtime::Handle::current());
                 tasks.push(tokio::spawn(cluster::follow_configuration(
                     c.coordinators.clone(),
                     shared.clone(),

@@ -155,7 +155,7 @@ async fn a_cluster_server_answers_only_for_what_it_owns() {
         Request::AddSpace { description: "space u key k".into() },
         Request::Search { space: "t".into(), predicates: vec![] },
         Request::Count { space: "t".into(), predicates: vec![] },
-        Request::RegisterServer { token: 1, address: "x:1".into() },
+        Request::RegisterServer { token: 1, address: "x:1".into(), incarnation: 1 },
     ] {
         let (status, message) = status_of(ask(other.local_addr(), epoch, request).await);
         assert_eq!(status, Status::Malformed, "{message}");

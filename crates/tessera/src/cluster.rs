@@ -7,8 +7,8 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use tessera_client::Client;
-use tessera_coordinator::{Coordinator, CoordinatorOptions};
-use tessera_protocol::Configuration;
+use tessera_coordinator::{Coordinator, CoordinatorOptions, LeaseTuning};
+use tessera_protocol::{Configuration, CoordinatorStatus};
 use tessera_server::{ClusterOptions, Server, ServerOptions};
 use tessera_storage::FsyncPolicy;
 use tessera_types::{ServerId, SubspaceId};
@@ -49,6 +49,7 @@ pub async fn coordinator(
     listen: SocketAddr,
     peers: &str,
     default_tolerate: Option<u32>,
+    lease_ms: u64,
 ) -> Result<(), Failure> {
     let peers = parse_peers(peers)?;
     if !peers.iter().any(|(p, _)| *p == id) {
@@ -56,6 +57,7 @@ pub async fn coordinator(
     }
     let mut options = CoordinatorOptions::new(id, &data_dir, listen, peers.clone());
     options.default_tolerate = default_tolerate;
+    options.lease = lease_tuning(lease_ms);
     let c = Coordinator::start(options).await.map_err(|e| Failure::Error(format!("cannot start: {e}")))?;
     ready(format!(
         "tessera coordinator {id}: ready on {}, {} members, data in {}",
@@ -67,6 +69,11 @@ pub async fn coordinator(
     eprintln!("tessera coordinator {id}: stopping");
     c.shutdown().await;
     Ok(())
+}
+
+/// The lease the coordinators grant, with a margin of half a lease for clock drift.
+fn lease_tuning(lease_ms: u64) -> LeaseTuning {
+    LeaseTuning { lease_ms, margin_ms: lease_ms / 2, ..LeaseTuning::default() }
 }
 
 fn server_options(data_dir: PathBuf, listen: SocketAddr, coordinators: Vec<String>, advertise: Option<String>, storage: (FsyncPolicy, u64)) -> ServerOptions {
@@ -103,6 +110,7 @@ pub struct DevCluster {
     pub servers: u32,
     pub replicas: u32,
     pub coordinators: u32,
+    pub lease_ms: u64,
 }
 
 /// A whole cluster in this process, on loopback.
@@ -131,6 +139,7 @@ pub async fn dev(d: DevCluster) -> Result<(), Failure> {
         let dir = d.data_dir.join(format!("coordinator-{id}"));
         let mut options = CoordinatorOptions::new(id, dir, peers[i].1.parse().expect("an address"), peers.clone());
         options.default_tolerate = Some(d.replicas - 1);
+        options.lease = lease_tuning(d.lease_ms);
         let c = Coordinator::start_with_listener(options, listener)
             .await
             .map_err(|e| Failure::Error(format!("cannot start coordinator {id}: {e}")))?;
@@ -183,10 +192,31 @@ fn regions_per_server(config: &Configuration) -> BTreeMap<ServerId, (u64, u64)> 
     counts
 }
 
+/// When the leader last heard each server, from the status of the coordinator that leads.
+fn last_heard(
+    coordinators: &[(String, Result<CoordinatorStatus, tessera_client::ClientError>)],
+) -> BTreeMap<ServerId, Option<u64>> {
+    coordinators
+        .iter()
+        .filter_map(|(_, s)| s.as_ref().ok())
+        .find(|s| s.leader == Some(s.id))
+        .map(|s| s.servers.iter().map(|l| (l.id, l.heard_ms_ago)).collect())
+        .unwrap_or_default()
+}
+
+/// "0.2 s ago", or "-" when the leader has not heard the server (or is unknown).
+fn heard_text(heard_ms_ago: Option<u64>) -> String {
+    match heard_ms_ago {
+        Some(ms) => format!("{:.1} s ago", ms as f64 / 1000.0),
+        None => "-".into(),
+    }
+}
+
 pub async fn status(client: &Client, json: bool) -> Result<(), Failure> {
     let config = client.configuration();
     let coordinators = if client.is_cluster() { client.coordinator_statuses().await } else { Vec::new() };
     let regions = regions_per_server(&config);
+    let heard = last_heard(&coordinators);
     if json {
         let value = serde_json::json!({
             "mode": if client.is_cluster() { "cluster" } else { "standalone" },
@@ -203,6 +233,7 @@ pub async fn status(client: &Client, json: bool) -> Result<(), Failure> {
                 serde_json::json!({
                     "id": s.id.0, "address": s.address, "state": format!("{:?}", s.state).to_lowercase(),
                     "regions": held, "key_regions_led": led,
+                    "heard_ms_ago": heard.get(&s.id).copied().flatten(),
                 })
             }).collect::<Vec<_>>(),
             "spaces": config.spaces.iter().map(|s| serde_json::json!({
@@ -232,11 +263,14 @@ pub async fn status(client: &Client, json: bool) -> Result<(), Failure> {
         }
     }
     println!("\nservers:");
-    println!("  {:<4} {:<22} {:<10} {:>8} {:>12}", "id", "address", "state", "regions", "keys led");
+    // A standalone server answers to no coordinator: no "heard" column.
+    let heard_column = |text: &str| if client.is_cluster() { format!("   {text}") } else { String::new() };
+    println!("  {:<4} {:<22} {:<10} {:>8} {:>12}{}", "id", "address", "state", "regions", "keys led", heard_column("heard"));
     for s in &config.servers {
         let (held, led) = regions.get(&s.id).copied().unwrap_or_default();
         let state = format!("{:?}", s.state).to_lowercase();
-        println!("  {:<4} {:<22} {:<10} {held:>8} {led:>12}", s.id.0, s.address, state);
+        let heard = heard_column(&heard_text(heard.get(&s.id).copied().flatten()));
+        println!("  {:<4} {:<22} {:<10} {held:>8} {led:>12}{heard}", s.id.0, s.address, state);
     }
     println!("\nspaces:");
     if config.spaces.is_empty() {
@@ -252,4 +286,38 @@ pub async fn status(client: &Client, json: bool) -> Result<(), Failure> {
         );
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tessera_protocol::ServerLiveness;
+    use tessera_types::Epoch;
+
+    #[test]
+    fn the_heard_column_comes_from_the_leader() {
+        assert_eq!(heard_text(Some(230)), "0.2 s ago");
+        assert_eq!(heard_text(Some(0)), "0.0 s ago");
+        assert_eq!(heard_text(Some(12_345)), "12.3 s ago");
+        assert_eq!(heard_text(None), "-");
+        let status = |id: u64, servers: Vec<ServerLiveness>| CoordinatorStatus {
+            id,
+            leader: Some(2),
+            term: 1,
+            last_applied: 1,
+            members: vec![],
+            epoch: Epoch(1),
+            servers,
+        };
+        let heard = |id: u64, ms: Option<u64>| ServerLiveness { id: ServerId(id), heard_ms_ago: ms };
+        let coordinators = vec![
+            ("a".to_string(), Ok(status(1, vec![]))),
+            ("b".to_string(), Ok(status(2, vec![heard(1, Some(100)), heard(2, None)]))),
+            ("c".to_string(), Err(tessera_client::ClientError::Protocol("down".into()))),
+        ];
+        let got = last_heard(&coordinators);
+        assert_eq!(got.get(&ServerId(1)), Some(&Some(100)));
+        assert_eq!(got.get(&ServerId(2)), Some(&None));
+        assert!(last_heard(&coordinators[..1]).is_empty(), "followers know nothing");
+    }
 }

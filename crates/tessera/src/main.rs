@@ -80,6 +80,12 @@ enum Command {
         /// Coordinators of the local cluster (1, 3 or 5).
         #[arg(long, default_value_t = 1)]
         coordinators: u32,
+        /// Server lease, in milliseconds: a server serves only while the coordinators' leader
+        /// renewed its lease within this long (it heartbeats every quarter lease), and the leader
+        /// takes a server it has not heard from for this long plus half of it (the clock-drift
+        /// margin) out of every replica set, so the next replica leads. Cluster only.
+        #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..))]
+        lease_ms: u64,
     },
     /// Run one coordinator: a member of the Raft group that holds the cluster's configuration.
     ///
@@ -100,6 +106,12 @@ enum Command {
         /// Failures a space tolerates when its description does not say.
         #[arg(long)]
         default_tolerate: Option<u32>,
+        /// Server lease, in milliseconds: a server serves only while the coordinators' leader
+        /// renewed its lease within this long (it heartbeats every quarter lease), and the leader
+        /// takes a server it has not heard from for this long plus half of it (the clock-drift
+        /// margin) out of every replica set, so the next replica leads. Give every coordinator the same value.
+        #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..))]
+        lease_ms: u64,
     },
     /// Run one storage server of a cluster: it registers with the coordinators (and keeps
     /// its identity in --data-dir across restarts), then serves the regions they give it.
@@ -120,7 +132,8 @@ enum Command {
         #[arg(long, default_value_t = 64)]
         cache_mb: u64,
     },
-    /// Show the cluster: coordinators (leader, term), servers, the epoch, regions per server.
+    /// Show the cluster: coordinators (leader, term), servers (state, regions, when the leader
+    /// last heard from each), the epoch.
     Status {
         /// One JSON object instead of text.
         #[arg(long)]
@@ -228,16 +241,17 @@ fn print_line(json: &serde_json::Value) -> Result<(), Failure> {
 
 async fn run(cli: Cli) -> Result<(), Failure> {
     match cli.command {
-        Command::Dev { data_dir, listen, fsync, cache_mb, servers, replicas, coordinators } => {
+        Command::Dev { data_dir, listen, fsync, cache_mb, servers, replicas, coordinators, lease_ms } => {
             if servers <= 1 {
                 dev(data_dir, listen, fsync, cache_mb).await
             } else {
                 let storage = storage_options(fsync, cache_mb);
-                cluster::dev(cluster::DevCluster { data_dir, listen, storage, servers, replicas, coordinators }).await
+                cluster::dev(cluster::DevCluster { data_dir, listen, storage, servers, replicas, coordinators, lease_ms })
+                    .await
             }
         }
-        Command::Coordinator { id, data_dir, listen, peers, default_tolerate } => {
-            cluster::coordinator(id, data_dir, listen, &peers, default_tolerate).await
+        Command::Coordinator { id, data_dir, listen, peers, default_tolerate, lease_ms } => {
+            cluster::coordinator(id, data_dir, listen, &peers, default_tolerate, lease_ms).await
         }
         Command::Server { data_dir, listen, coordinators, advertise, fsync, cache_mb } => {
             cluster::server(data_dir, listen, &coordinators, advertise, storage_options(fsync, cache_mb)).await

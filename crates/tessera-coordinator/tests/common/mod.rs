@@ -6,7 +6,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use futures::{SinkExt, StreamExt};
-use tessera_coordinator::{Coordinator, CoordinatorOptions, RaftTuning};
+use tessera_coordinator::{Coordinator, CoordinatorOptions, LeaseTuning, RaftTuning};
 use tessera_protocol::{
     codec, decode_response, encode_request, Configuration, CoordinatorStatus, Request, RequestFrame, Response,
     ResponseFrame, Status,
@@ -80,7 +80,11 @@ pub async fn write(addr: SocketAddr, request: Request) -> ResponseFrame {
 }
 
 pub async fn register(addr: SocketAddr, token: u128, address: &str) -> (ServerId, Epoch) {
-    let r = write(addr, Request::RegisterServer { token, address: address.into() }).await;
+    register_incarnation(addr, token, address, 1).await
+}
+
+pub async fn register_incarnation(addr: SocketAddr, token: u128, address: &str, incarnation: u64) -> (ServerId, Epoch) {
+    let r = write(addr, Request::RegisterServer { token, address: address.into(), incarnation }).await;
     match r.response {
         Response::Registered(id) => (id, r.epoch),
         other => panic!("register: {other:?}"),
@@ -132,10 +136,15 @@ pub struct Cluster {
     pub addrs: Vec<SocketAddr>,
     pub nodes: Vec<Option<Coordinator>>,
     pub tuning: RaftTuning,
+    pub lease: LeaseTuning,
 }
 
 impl Cluster {
     pub async fn start(n: usize, tuning: RaftTuning) -> Cluster {
+        Cluster::start_with_lease(n, tuning, LeaseTuning::default()).await
+    }
+
+    pub async fn start_with_lease(n: usize, tuning: RaftTuning, lease: LeaseTuning) -> Cluster {
         init_tracing();
         let mut listeners = Vec::new();
         for _ in 0..n {
@@ -143,7 +152,7 @@ impl Cluster {
         }
         let addrs: Vec<SocketAddr> = listeners.iter().map(|l| l.local_addr().unwrap()).collect();
         let dirs: Vec<_> = (0..n).map(|_| tempfile::tempdir().unwrap()).collect();
-        let mut cluster = Cluster { dirs, addrs, nodes: Vec::new(), tuning };
+        let mut cluster = Cluster { dirs, addrs, nodes: Vec::new(), tuning, lease };
         for (i, listener) in listeners.into_iter().enumerate() {
             let c = Coordinator::start_with_listener(cluster.options(i), listener).await.expect("start");
             assert_eq!(c.local_addr(), cluster.addrs[i]);
@@ -156,6 +165,7 @@ impl Cluster {
         let peers = self.addrs.iter().enumerate().map(|(j, a)| (j as u64 + 1, a.to_string())).collect();
         let mut o = CoordinatorOptions::new(i as u64 + 1, self.dirs[i].path(), self.addrs[i], peers);
         o.raft = self.tuning.clone();
+        o.lease = self.lease.clone();
         o
     }
 

@@ -1,0 +1,345 @@
+//! Failure detection: server heartbeats, leases, and the leader's detector.
+//!
+//! Every coordinator answers heartbeats and remembers when it last received one from each
+//! server (the incarnation registered). Only the Raft leader grants leases: it answers
+//! `leader: true` once a quorum confirmed its leadership *after* the heartbeat arrived
+//! (`Raft::ensure_linearizable`; concurrent heartbeats share one confirmation round). Its
+//! detector task looks every [`TICK`] for Available servers silent for longer than
+//! `lease_ms + margin_ms` and proposes [`Command::MarkOffline`] for them through Raft; a server
+//! reporting a storage failure is proposed at once. The safety argument is on
+//! [`LeaseTuning`].
+//!
+//! Three rules keep a granted lease from outliving the leader's decision:
+//! - a heartbeat is recorded before leadership is confirmed, so a lease granted on it lapses
+//!   no later than the detector's clock for that server allows;
+//! - a server whose removal was decided gets no lease until that decision is settled (applied,
+//!   or refused), and the state the reply carries is read after the confirmation;
+//! - a coordinator that becomes leader (or leads a new term) restarts every server's count at
+//!   that moment, and forgets decisions of earlier terms (an entry of an earlier term commits
+//!   before the new leader's first confirmation returns, so before its first lease).
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use tessera_protocol::{ErrorReply, HeartbeatReply, Response, ServerLiveness, ServerState, Status};
+use tessera_types::ServerId;
+use tokio::time::Instant;
+
+use crate::coordinator::LeaseTuning;
+use crate::raft_types::{NodeId, Raft};
+use crate::service::Shared;
+use crate::state::{Command, CommandOutcome};
+
+/// How often the leader's detector looks for silent servers.
+pub(crate) const TICK: Duration = Duration::from_millis(100);
+
+/// What one coordinator knows of one server's heartbeats.
+struct Watch {
+    /// The incarnation this entry counts for; an entry for an earlier one is replaced.
+    incarnation: u64,
+    /// When this coordinator last received a heartbeat from that incarnation.
+    heard: Option<Instant>,
+    /// The detector's clock: the latest of the last heartbeat received, the moment this
+    /// coordinator became leader, and the moment the server (re)joined as Available.
+    since: Instant,
+    /// Whether the server was Available when the detector last looked.
+    available: bool,
+}
+
+struct Inner {
+    servers: HashMap<ServerId, Watch>,
+    /// `(term, since)` while this coordinator leads, as the detector last saw it.
+    leading: Option<(u64, Instant)>,
+    /// Servers whose removal this leader decided and has not seen settled, with the decision's
+    /// ticket: they get no lease meanwhile.
+    removing: HashMap<ServerId, u64>,
+    /// Numbers decisions, so a proposal settling late clears only its own.
+    tickets: u64,
+    /// Servers whose removal was logged, so a decision retried is not logged again.
+    announced: HashSet<(ServerId, u64)>,
+}
+
+/// The outcome of the last leadership confirmation: when it started, and whether it held.
+#[derive(Clone, Copy)]
+struct Confirmation {
+    started: Instant,
+    leader: bool,
+}
+
+pub(crate) struct Detector {
+    me: NodeId,
+    tuning: LeaseTuning,
+    inner: Mutex<Inner>,
+    /// One confirmation round at a time; heartbeats that arrived before a round started share
+    /// its result.
+    confirming: tokio::sync::Mutex<()>,
+    last_confirmation: Mutex<Option<Confirmation>>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Detector {
+    pub(crate) fn new(me: NodeId, tuning: LeaseTuning) -> Detector {
+        Detector {
+            me,
+            tuning,
+            inner: Mutex::new(Inner {
+                servers: HashMap::new(),
+                leading: None,
+                removing: HashMap::new(),
+                tickets: 0,
+                announced: HashSet::new(),
+            }),
+            confirming: tokio::sync::Mutex::new(()),
+            last_confirmation: Mutex::new(None),
+        }
+    }
+
+    fn patience(&self) -> Duration {
+        Duration::from_millis(self.tuning.lease_ms + self.tuning.margin_ms)
+    }
+
+    /// Records a heartbeat of `incarnation` (checked against the registered one) received at
+    /// `at`.
+    fn heard(&self, id: ServerId, incarnation: u64, at: Instant) {
+        let mut inner = lock(&self.inner);
+        let watch = inner.servers.entry(id).or_insert(Watch { incarnation, heard: None, since: at, available: true });
+        if incarnation > watch.incarnation {
+            *watch = Watch { incarnation, heard: None, since: at, available: watch.available };
+        }
+        if incarnation == watch.incarnation {
+            watch.heard = Some(watch.heard.map_or(at, |h| h.max(at)));
+            watch.since = watch.since.max(at);
+        }
+    }
+
+    /// Whether a lease may be granted to that server: not while its removal is pending.
+    fn may_grant(&self, id: ServerId) -> bool {
+        !lock(&self.inner).removing.contains_key(&id)
+    }
+
+    /// Whether this coordinator is the Raft leader, confirmed by a quorum in a round that
+    /// started after `received`.
+    async fn confirm_leadership(&self, raft: &Raft, received: Instant) -> bool {
+        let covered = |c: Option<Confirmation>| c.filter(|c| c.started >= received).map(|c| c.leader);
+        if let Some(leader) = covered(*lock(&self.last_confirmation)) {
+            return leader;
+        }
+        let _round = self.confirming.lock().await;
+        if let Some(leader) = covered(*lock(&self.last_confirmation)) {
+            return leader;
+        }
+        let started = Instant::now();
+        // A reply later than a lease is of no use to the server.
+        let limit = Duration::from_millis(self.tuning.lease_ms);
+        let leader = matches!(tokio::time::timeout(limit, raft.ensure_linearizable()).await, Ok(Ok(_)));
+        *lock(&self.last_confirmation) = Some(Confirmation { started, leader });
+        leader
+    }
+
+    /// Every server of `state` with how long ago this coordinator heard it (leader only).
+    pub(crate) fn liveness(&self, shared: &Shared) -> Vec<ServerLiveness> {
+        if shared.raft.metrics().borrow().current_leader != Some(self.me) {
+            return Vec::new();
+        }
+        let state = shared.state.borrow().clone();
+        let inner = lock(&self.inner);
+        let now = Instant::now();
+        state
+            .servers
+            .iter()
+            .map(|s| {
+                let heard =
+                    inner.servers.get(&s.info.id).filter(|w| w.incarnation == s.incarnation).and_then(|w| w.heard);
+                ServerLiveness {
+                    id: s.info.id,
+                    heard_ms_ago: heard.map(|h| now.saturating_duration_since(h).as_millis() as u64),
+                }
+            })
+            .collect()
+    }
+
+    /// Decides to take `id` offline unless that is under way; `cause` is logged once.
+    fn decide(&self, shared: &Arc<Shared>, inner: &mut Inner, id: ServerId, incarnation: u64, cause: String) {
+        if inner.removing.contains_key(&id) {
+            return;
+        }
+        inner.tickets += 1;
+        let ticket = inner.tickets;
+        inner.removing.insert(id, ticket);
+        if inner.announced.insert((id, incarnation)) {
+            tracing::warn!(server = %id, incarnation, "taking server {id} offline: {cause}");
+        }
+        let shared2 = shared.clone();
+        shared.tracker.spawn(async move {
+            let result = shared2.raft.client_write(Command::MarkOffline { id, incarnation }).await;
+            match result {
+                Ok(r) => match r.data.outcome {
+                    Some(Ok(CommandOutcome::MarkedOffline { .. })) => {
+                        tracing::info!(server = %id, epoch = r.data.epoch.0, "server {id} is offline")
+                    }
+                    other => tracing::debug!(server = %id, ?other, "taking server {id} offline changed nothing"),
+                },
+                Err(e) => tracing::debug!(server = %id, error = %e, "could not propose taking server {id} offline"),
+            }
+            // Settled: applied (its state now says Offline), refused, or not proposed (the
+            // detector decides again next tick if it still leads).
+            let mut inner = lock(&shared2.detector.inner);
+            if inner.removing.get(&id) == Some(&ticket) {
+                inner.removing.remove(&id);
+            }
+        });
+    }
+
+    /// A server reported a storage failure: the leader takes it offline at once.
+    fn failed(&self, shared: &Arc<Shared>, id: ServerId, incarnation: u64) {
+        if shared.raft.metrics().borrow().current_leader != Some(self.me) {
+            return;
+        }
+        let available = shared
+            .state
+            .borrow()
+            .server(id)
+            .is_some_and(|s| s.incarnation == incarnation && s.info.state == ServerState::Available);
+        if !available {
+            // Offline already (or restarted since): nothing to propose.
+            return;
+        }
+        let mut inner = lock(&self.inner);
+        self.decide(shared, &mut inner, id, incarnation, "it reported a storage failure".into());
+    }
+
+    /// One look: follows leadership changes, then takes silent servers offline.
+    fn tick(&self, shared: &Arc<Shared>) {
+        let (leader, term) = {
+            let m = shared.raft.metrics().borrow().clone();
+            (m.current_leader == Some(self.me) && m.state.is_leader(), m.current_term)
+        };
+        let now = Instant::now();
+        let mut guard = lock(&self.inner);
+        let inner = &mut *guard;
+        if !leader {
+            if inner.leading.take().is_some() {
+                tracing::info!(term, "no longer the coordinator leader: failure detection stops here");
+            }
+            return;
+        }
+        if inner.leading.map(|(t, _)| t) != Some(term) {
+            // The previous leader may have granted leases nobody heard of: count from now.
+            inner.leading = Some((term, now));
+            for w in inner.servers.values_mut() {
+                w.since = w.since.max(now);
+            }
+            inner.removing.clear();
+            tracing::info!(
+                term,
+                patience_ms = self.patience().as_millis() as u64,
+                "coordinator leader: no server is taken offline before a lease and its margin have passed"
+            );
+        }
+        let state = shared.state.borrow().clone();
+        for s in &state.servers {
+            let (id, incarnation) = (s.info.id, s.incarnation);
+            let available = s.info.state == ServerState::Available;
+            let watch = inner.servers.entry(id).or_insert(Watch { incarnation, heard: None, since: now, available });
+            if incarnation > watch.incarnation {
+                *watch = Watch { incarnation, heard: None, since: now, available };
+            }
+            if !available {
+                watch.available = false;
+                inner.announced.retain(|(s, _)| *s != id);
+                continue;
+            }
+            if !watch.available {
+                // Back (registered again): its count starts now.
+                watch.available = true;
+                watch.since = watch.since.max(now);
+            }
+            if incarnation < watch.incarnation {
+                // Heard from a newer incarnation than this state knows: its registration is
+                // on its way.
+                continue;
+            }
+            let (silent, heard) = (now.saturating_duration_since(watch.since), watch.heard);
+            if silent <= self.patience() || (heard.is_none() && !self.tuning.suspect_unheard) {
+                continue;
+            }
+            let cause = match heard {
+                Some(h) => format!(
+                    "no heartbeat for {} ms (lease {} ms + margin {} ms)",
+                    now.saturating_duration_since(h).as_millis(),
+                    self.tuning.lease_ms,
+                    self.tuning.margin_ms
+                ),
+                None => format!("never heard from in {} ms as leader", silent.as_millis()),
+            };
+            self.decide(shared, inner, id, incarnation, cause);
+        }
+    }
+}
+
+/// The leader's detector: looks every [`TICK`] until the coordinator stops.
+pub(crate) async fn run(shared: Arc<Shared>) {
+    let mut interval = tokio::time::interval(TICK);
+    interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = shared.cancel.cancelled() => return,
+            _ = interval.tick() => shared.detector.tick(&shared),
+        }
+    }
+}
+
+/// Answers one heartbeat received at `received`.
+pub(crate) async fn heartbeat(
+    shared: &Arc<Shared>,
+    received: Instant,
+    id: ServerId,
+    token: u128,
+    incarnation: u64,
+    failed: bool,
+) -> Response {
+    let detector = &shared.detector;
+    let lease_ms = detector.tuning.lease_ms;
+    let reply = |leader: bool| {
+        let state = shared.state.borrow().clone();
+        let server_state = state.server(id).map_or(ServerState::Offline, |s| s.info.state);
+        Response::Heartbeat(HeartbeatReply { leader, state: server_state, epoch: state.epoch, lease_ms })
+    };
+    let registered = {
+        let state = shared.state.borrow();
+        state.server(id).filter(|s| s.token == token).map(|s| s.incarnation)
+    };
+    let Some(current) = registered else {
+        return Response::Error(ErrorReply::new(
+            Status::Malformed,
+            format!("no server {id} with that token is registered: register first"),
+        ));
+    };
+    if incarnation < current {
+        return Response::Error(ErrorReply::new(
+            Status::StaleServer,
+            format!("server {id} restarted since: it is at incarnation {current}, this process is {incarnation}"),
+        ));
+    }
+    detector.heard(id, incarnation, received);
+    if incarnation > current {
+        // Registered at the leader, not applied here yet.
+        return reply(false);
+    }
+    if failed {
+        detector.failed(shared, id, incarnation);
+        return reply(false);
+    }
+    if shared.raft.metrics().borrow().current_leader != Some(shared.id) {
+        return reply(false);
+    }
+    let leader = detector.confirm_leadership(&shared.raft, received).await;
+    // Read after the confirmation: a removal decided meanwhile, or applied, denies the lease.
+    let granted = leader && detector.may_grant(id);
+    let still = shared.state.borrow().server(id).is_some_and(|s| s.incarnation == incarnation);
+    reply(granted && still)
+}
