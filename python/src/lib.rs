@@ -504,11 +504,19 @@ struct NativeClient {
 
 #[pymethods]
 impl NativeClient {
-    /// `addresses`: `host:port`, or several comma-separated (a cluster's coordinators).
+    /// `addresses`: `host:port`, or several comma-separated (a cluster's coordinators);
+    /// `timeout`: seconds a request may take, retries included.
     #[new]
-    fn new(py: Python<'_>, addresses: String) -> PyResult<NativeClient> {
+    #[pyo3(signature = (addresses, timeout = 10.0))]
+    fn new(py: Python<'_>, addresses: String, timeout: f64) -> PyResult<NativeClient> {
+        if !(timeout.is_finite() && timeout > 0.0) {
+            return Err(pyo3::exceptions::PyValueError::new_err(format!(
+                "timeout must be a positive number of seconds, not {timeout}"
+            )));
+        }
+        let options = tessera_client::ClientOptions::with_timeout(std::time::Duration::from_secs_f64(timeout));
         let client = py
-            .detach(|| runtime().block_on(Client::connect(&addresses)))
+            .detach(|| runtime().block_on(Client::connect_with(&addresses, options)))
             .map_err(|e| Failure::from(e).into_py())?;
         Ok(NativeClient { client })
     }

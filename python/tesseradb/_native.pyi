@@ -18,8 +18,9 @@ class NativeSearch:
     def __next__(self) -> Dict[str, Any]: ...
 
 class NativeClient:
-    def __init__(self, addresses: str) -> None:
-        """addresses: "host:port", or several comma-separated (a cluster's coordinators)."""
+    def __init__(self, addresses: str, timeout: float = 10.0) -> None:
+        """addresses: "host:port", or several comma-separated (a cluster's coordinators);
+        timeout: seconds a request may take, retries included."""
     def call(self, op: str, args: Tuple[Any, ...]) -> Any:
         """op "config" -> {"cluster", "epoch", "servers": [{"id", "address"}], "spaces":
         [{"name", "id", "regions", "tolerate", "replicas"}]}; op "coordinators" -> one dict

@@ -7,7 +7,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from . import _requests as R
 from ._native import NativeClient, NativeError
-from .client import DEFAULT_HOST, DEFAULT_PORT, _connect
+from .client import DEFAULT_HOST, DEFAULT_PORT, DEFAULT_TIMEOUT, _connect
 from .errors import ConnectionFailedError, UnavailableError, UnknownSpaceError, from_native
 
 __all__ = ["Admin"]
@@ -22,10 +22,10 @@ class Admin:
     ``tesseradb.Client``: with a cluster, any coordinator, or several comma-separated): add and
     remove spaces, read the configuration."""
 
-    def __init__(self, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT) -> None:
+    def __init__(self, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *, timeout: float = DEFAULT_TIMEOUT) -> None:
         self.host = host
         self.port = port
-        self._native: Optional[NativeClient] = _connect(host, port)
+        self._native: Optional[NativeClient] = _connect(host, port, timeout)
 
     def __repr__(self) -> str:
         return f"tesseradb.Admin({self.host!r}, {self.port!r})"

@@ -15,7 +15,7 @@ from typing import Any, List, Optional, Sequence, TypeVar
 from . import _requests as R
 from ._native import NativeClient, NativeError
 from ._requests import Attributes, Key, Object
-from .client import DEFAULT_HOST, DEFAULT_PORT, _connect
+from .client import DEFAULT_HOST, DEFAULT_PORT, DEFAULT_TIMEOUT, _connect
 from .errors import ConnectionFailedError
 from .predicates import Predicates
 
@@ -24,9 +24,9 @@ __all__ = ["Client", "connect"]
 T = TypeVar("T")
 
 
-async def connect(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT) -> Client:
+async def connect(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *, timeout: float = DEFAULT_TIMEOUT) -> Client:
     """Connect without blocking the event loop (``Client(...)`` connects synchronously)."""
-    native = await asyncio.get_running_loop().run_in_executor(None, _connect, host, port)
+    native = await asyncio.get_running_loop().run_in_executor(None, _connect, host, port, timeout)
     return Client(host, port, _native=native)
 
 
@@ -40,12 +40,13 @@ class Client:
         host: str = DEFAULT_HOST,
         port: int = DEFAULT_PORT,
         *,
+        timeout: float = DEFAULT_TIMEOUT,
         _native: Optional[NativeClient] = None,
     ) -> None:
         self.host = host
         self.port = port
         if _native is None:
-            _native = _connect(host, port)
+            _native = _connect(host, port, timeout)
         self._native: Optional[NativeClient] = _native
 
     def __repr__(self) -> str:

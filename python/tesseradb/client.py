@@ -78,9 +78,13 @@ def _addresses(host: str, port: int) -> str:
     return ",".join(out)
 
 
-def _connect(host: str, port: int) -> NativeClient:
+#: Seconds a request may take, retries included, unless a client is given another ``timeout``.
+DEFAULT_TIMEOUT = 10.0
+
+
+def _connect(host: str, port: int, timeout: float = DEFAULT_TIMEOUT) -> NativeClient:
     try:
-        return NativeClient(_addresses(host, port))
+        return NativeClient(_addresses(host, port), timeout)
     except NativeError as e:
         raise from_native(e) from None
 
@@ -93,12 +97,16 @@ class Client:
     one). Given a coordinator, the client routes each key's requests to the key's point leader
     and sends a search to one replica of every region it crosses; the API is the same.
     Connecting fetches the configuration; failing to connect raises ``ConnectionFailedError``.
+
+    ``timeout`` is how long a request may take, retries included (10 s): past it the request
+    raises ``RequestTimeoutError``, whose message says whether a write may still have been
+    applied. In a cluster a read waits at most 2 s for one server before trying another.
     """
 
-    def __init__(self, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT) -> None:
+    def __init__(self, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *, timeout: float = DEFAULT_TIMEOUT) -> None:
         self.host = host
         self.port = port
-        self._native: Optional[NativeClient] = _connect(host, port)
+        self._native: Optional[NativeClient] = _connect(host, port, timeout)
 
     def __repr__(self) -> str:
         return f"tesseradb.Client({self.host!r}, {self.port!r})"
