@@ -67,16 +67,14 @@ pub struct LeaseTuning {
     pub margin_ms: u64,
     /// Also take offline an Available server this coordinator has never heard a heartbeat
     /// from (counting from when it became leader, or from when the server registered or came
-    /// back). Off by default while server builds that send no heartbeats exist: with it on,
-    /// such a server would be taken offline `lease_ms + margin_ms` after it registers. With it
-    /// off, a server that dies before its first heartbeat reaches the leader is not detected
-    /// until it comes back.
+    /// back), so that a server that dies before its first heartbeat is detected too. On by
+    /// default: every server heartbeats from the moment it has registered.
     pub suspect_unheard: bool,
 }
 
 impl Default for LeaseTuning {
     fn default() -> Self {
-        LeaseTuning { lease_ms: 1000, margin_ms: 500, suspect_unheard: false }
+        LeaseTuning { lease_ms: 1000, margin_ms: 500, suspect_unheard: true }
     }
 }
 

@@ -64,7 +64,7 @@
 //! chain. The argument, and the tunables, are on [`LeaseTuning`]. A heartbeat from an unknown
 //! server or with the wrong token is refused (`Malformed`), one from an earlier incarnation
 //! too (`StaleServer`). `CoordinatorStatus` from the leader lists when it last heard each
-//! server. Until every server build heartbeats, a server never heard from is not suspected
+//! server. A server never heard from is suspected like a silent one
 //! (see [`LeaseTuning::suspect_unheard`]). Re-replication (giving a region a new replica
 //! after one left) is not done yet: a region can shrink down to its last replica.
 //!

@@ -1,37 +1,54 @@
-//! The Tessera server: the I/O shell around storage and the point leader.
+//! The Tessera server: the I/O shell around storage and the replication state machine.
 //!
-//! Shape (HyperDex's daemon, one manager per concern):
-//! * [`connection`]: one task per TCP connection reads frames, answers reads itself, and hands
-//!   writes to the write loop; a second task per connection writes responses, batching them
-//!   into one flush whenever several are ready.
-//! * [`writer`]: the write loop, on its own thread. It is the point leader of every key: it
-//!   orders each key's updates, evaluates conditions and atomic operations against the key's
-//!   latest value, and commits everything that arrived while the previous commit was on disk
-//!   as one atomic, fsynced batch (group commit) before any of those requests is answered.
-//! * [`reads`]: get, search, count, sorted search and explain, from committed state.
-//! * [`state`]: the configuration this server acts on, persisted in its data directory.
+//! One write path, whether the server runs standalone (`tessera dev`: one server, every
+//! region's replica set `[this server]`) or as a member of a cluster: the chain loop
+//! (`chain`) steps [`tessera_replication::Replica`] with every input that queued, commits the
+//! storage writes the steps produced as one group commit, then sends their envelopes, then
+//! answers their clients. A standalone server is the one-server cluster: its chains are its
+//! own hops, its add-space and rm-space are configurations it makes itself and installs as a
+//! cluster server installs the coordinators', and its group operations are one conditional
+//! write per match, as a cluster client sends them. Every guarantee tested on one covers the
+//! other.
 //!
-//! Today one server owns every region of every space: a cluster whose replica sets have one
-//! member. The multi-server work replaces the write loop's single-member chain with the
-//! replication state machine and the local configuration with the coordinator's.
+//! Modules, each importing only those above it:
+//! * `errors`: why a server stops ([`ServerError`]); storage errors as clients see them.
+//! * `outbox`: a connection's responses, and the right to answer one request.
+//! * `view`: a configuration and the spaces derived from it, swapped as a whole.
+//! * `queue`: the chain loop's inputs and the handle that queues them.
+//! * `state`: what every task shares (the store, the view, the chain loop's handle, whether
+//!   storage failed) and the configuration persisted in the data directory.
+//! * `reads`: get, search, count, sorted search and explain, from committed state.
+//! * `peers`: outgoing links to peers; queueing what a peer sends.
+//! * `coordination`: registration with the coordinators and following their configuration.
+//! * `chain`: the chain loop, the only write path; fail-stop when storage fails.
+//! * `group`: a standalone server's group delete and update, as per-key conditional writes.
+//! * `validate`: a request checked against the view into a typed job, or an error. Pure.
+//! * `connection`: accepting, framing, routing each job to what runs it; searches.
 
-pub mod cluster;
-pub mod connection;
+mod chain;
 pub mod lease;
-pub mod reads;
-pub mod state;
-pub mod writer;
+mod connection;
+mod coordination;
+mod errors;
+mod group;
+mod outbox;
+mod peers;
+mod queue;
+mod reads;
+mod state;
+mod validate;
+mod view;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use tessera_storage::{FsyncPolicy, Store, StoreOptions};
 use tokio::net::TcpListener;
 
-pub use cluster::ClusterOptions;
-pub use state::ServerError;
+pub use coordination::ClusterOptions;
+pub use errors::ServerError;
+use view::Mode;
 
 /// How to run a server.
 #[derive(Clone, Debug)]
@@ -67,8 +84,8 @@ pub struct Server {
     local_addr: SocketAddr,
     shared: Arc<state::Shared>,
     accept: tokio::task::JoinHandle<()>,
-    writer: Option<std::thread::JoinHandle<()>>,
-    /// Cluster mode: the configuration follower and the clock.
+    chain: Option<std::thread::JoinHandle<()>>,
+    /// The state machine's clock and, in a cluster, the configuration follower.
     tasks: Vec<tokio::task::JoinHandle<()>>,
 }
 
@@ -78,55 +95,70 @@ impl Server {
         std::fs::create_dir_all(&options.data_dir).map_err(ServerError::Io)?;
         let listener = TcpListener::bind(options.listen).await.map_err(ServerError::Io)?;
         let local_addr = listener.local_addr().map_err(ServerError::Io)?;
+        // Grows with every start of the process: peers number their links to this one afresh.
+        let incarnation = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(1, |d| d.as_micros() as u64)
+            .max(1);
         let store = Store::open(
             &options.data_dir.join("store"),
             StoreOptions { fsync: options.fsync, cache_bytes: options.cache_bytes },
         )?;
-        let mut tasks = Vec::new();
-        let (shared, writer) = match &options.cluster {
+        let (me, mode, config, previous) = match &options.cluster {
             None => {
                 let config = state::recover(&options.data_dir, &store, local_addr)?;
-                let (write_tx, write_rx) = writer::channel();
-                let shared = Arc::new(state::Shared::new(
-                    options.data_dir.clone(),
-                    Arc::new(store),
-                    state::SINGLE_SERVER_ID,
-                    config,
-                    state::Writes::Standalone(write_tx),
-                ));
-                let writer = writer::spawn(shared.clone(), write_rx);
-                (shared, writer)
+                (state::SINGLE_SERVER_ID, Mode::Standalone, config, None)
             }
             Some(c) => {
-                let address = cluster::advertised(c, local_addr)?;
-                let token = cluster::load_or_make_token(&options.data_dir)?;
-                // Grows with each start of this process: peers and coordinators tell a restart by it.
-                let incarnation = SystemTime::now().duration_since(UNIX_EPOCH).map_or(1, |d| d.as_micros() as u64).max(1);
-                let me = cluster::register(&c.coordinators, token, address, incarnation).await?;
-                let config = cluster::first_configuration(&c.coordinators, me).await?;
-                state::reconcile(&options.data_dir, &store, &config)?;
-                let (chain_tx, chain_rx) = cluster::channel();
-                let shared = Arc::new(state::Shared::new(
-                    options.data_dir.clone(),
-                    Arc::new(store),
-                    me,
-                    config,
-                    state::Writes::Cluster(chain_tx.clone()),
-                ));
-                let writer = cluster::spawn(shared.clone(), me, incarnation, chain_rx, tokio::runtime::Handle::current());
-                tasks.push(tokio::spawn(cluster::follow_configuration(
-                    c.coordinators.clone(),
-                    shared.clone(),
-                    chain_tx.clone(),
-                )));
-                tasks.push(tokio::spawn(cluster::tick(shared.clone(), chain_tx)));
-                tracing::info!(server = %me, "joined the cluster");
-                (shared, writer)
+                let address = coordination::advertised(c, local_addr)?;
+                let token = coordination::load_or_make_token(&options.data_dir)?;
+                let me = coordination::register(&c.coordinators, token, address.clone(), incarnation).await?;
+                let config = coordination::first_configuration(&c.coordinators, me).await?;
+                // What this server acted on before it stopped: regions it held then and does
+                // not hold now are cleared by the state machine.
+                let previous = state::load_config(&options.data_dir)?;
+                state::reconcile(&options.data_dir, &store, previous.as_ref(), &config)?;
+                (me, Mode::Cluster, config, previous)
             }
         };
+        let (chain_tx, chain_rx) = queue::channel();
+        let lease = Arc::new(match options.cluster {
+            None => lease::Lease::always(),
+            Some(_) => lease::Lease::new(),
+        });
+        let shared =
+            Arc::new(state::Shared::new(options.data_dir.clone(), Arc::new(store), me, mode, config, chain_tx, lease));
+        let runtime = tokio::runtime::Handle::current();
+        let chain = chain::spawn(shared.clone(), incarnation, previous.as_ref(), chain_rx, runtime);
+        let mut tasks = vec![tokio::spawn(chain::tick(shared.clone()))];
+        if let Some(c) = &options.cluster {
+            tasks.push(tokio::spawn(coordination::follow_configuration(c.coordinators.clone(), shared.clone())));
+            let address = coordination::advertised(c, local_addr)?;
+            let token = coordination::load_or_make_token(&options.data_dir)?;
+            let stopping = shared.clone();
+            tasks.push(tokio::spawn(lease::keep_lease(
+                c.coordinators.clone(),
+                me,
+                token,
+                incarnation,
+                address,
+                shared.lease.clone(),
+                shared.storage_failed_flag(),
+                move || stopping.is_shutting_down(),
+            )));
+            // Serve once the coordinators granted a lease (normally within one heartbeat);
+            // until then gets and writes are refused as retryable anyway.
+            for _ in 0..100 {
+                if shared.lease.is_valid() {
+                    break;
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            }
+            tracing::info!(server = %me, lease = shared.lease.is_valid(), "joined the cluster");
+        }
         let accept = tokio::spawn(connection::accept_loop(listener, shared.clone()));
         tracing::info!(%local_addr, data_dir = %options.data_dir.display(), "serving");
-        Ok(Server { local_addr, shared, accept, writer: Some(writer), tasks })
+        Ok(Server { local_addr, shared, accept, chain: Some(chain), tasks })
     }
 
     /// This server's id (1 for a standalone server; the coordinator's choice in a cluster).
@@ -143,7 +175,12 @@ impl Server {
         self.local_addr
     }
 
-    /// Stops accepting connections and closes the open ones, lets the write loop finish what
+    /// Whether a write to storage failed, after which the server refuses every write.
+    pub fn storage_failed(&self) -> bool {
+        self.shared.storage_failed()
+    }
+
+    /// Stops accepting connections and closes the open ones, lets the chain loop finish what
     /// it has, and waits until the store is closed (so the data directory can be opened again).
     pub async fn shutdown(mut self) {
         self.accept.abort();
@@ -151,7 +188,7 @@ impl Server {
             t.abort();
         }
         self.shared.shutdown();
-        if let Some(w) = self.writer.take() {
+        if let Some(w) = self.chain.take() {
             let _ = tokio::task::spawn_blocking(move || w.join()).await;
         }
         let _ = (&mut self.accept).await;

@@ -13,8 +13,8 @@ use tessera_storage::{Store, StoredObject};
 use tessera_types::predicate::matches_all;
 use tessera_types::{AttrIndex, CheckedPredicate, Value};
 
-use crate::state::ServedSpace;
-use crate::writer::storage_error;
+use crate::errors::storage_error;
+use crate::view::ServedSpace;
 
 pub fn get(store: &Store, space: &ServedSpace, key: &Value) -> Result<Option<WireObject>, ErrorReply> {
     let found = store.get(&space.config.schema.name, key).map_err(storage_error)?;

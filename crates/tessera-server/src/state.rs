@@ -1,4 +1,4 @@
-//! The configuration this server acts on, and the state every task shares.
+//! The state every task shares, and the configuration persisted in the data directory.
 //!
 //! The configuration is persisted in `<data_dir>/configuration` (postcard, replaced
 //! atomically: write a temporary file, fsync, rename, fsync the directory). It is the source
@@ -6,125 +6,60 @@
 //! that crashed before it was acknowledged) are dropped, and spaces it lists that storage lacks
 //! are created.
 
-use std::collections::HashMap;
 use std::io::Write;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock};
 
-use tessera_geometry::Tessellation;
-use tessera_protocol::{Configuration, ErrorReply, ServerInfo, ServerState, SpaceConfig, Status};
-use tessera_storage::{StorageError, Store};
+use tessera_protocol::{Configuration, ServerInfo, ServerState};
+use tessera_storage::Store;
 use tessera_types::{Epoch, ServerId};
 
-use crate::cluster::ChainSender;
-use crate::writer::WriteSender;
+use crate::errors::ServerError;
+use crate::lease::Lease;
+use crate::queue::ChainSender;
+use crate::view::{Mode, View};
 
-/// The id of a single server. The cluster work gives servers ids from the coordinator.
+/// The id of a standalone server (a cluster server gets its id from the coordinators).
 pub const SINGLE_SERVER_ID: ServerId = ServerId(1);
 
 const CONFIG_FILE: &str = "configuration";
-
-/// Why a server could not start or had to stop.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum ServerError {
-    #[error("I/O: {0}")]
-    Io(#[from] std::io::Error),
-    #[error("storage: {0}")]
-    Storage(#[from] StorageError),
-    #[error("configuration file {path} is corrupt: {reason}")]
-    CorruptConfig { path: PathBuf, reason: String },
-    /// Joining the cluster failed (no coordinator answered, a bad advertised address, ...).
-    #[error("cluster: {0}")]
-    Cluster(String),
-}
-
-/// A space as the server serves it: its configuration and its precomputed tessellations.
-#[derive(Debug)]
-pub struct ServedSpace {
-    pub config: SpaceConfig,
-    pub tessellations: Vec<Tessellation>,
-    /// This server, to tell which regions of the space it owns.
-    pub me: ServerId,
-}
-
-impl ServedSpace {
-    /// Whether this server holds `region` of `subspace`.
-    pub fn owns(&self, subspace: tessera_types::SubspaceId, region: tessera_geometry::RegionIndex) -> bool {
-        self.config.replicas_of(subspace, region).contains(&self.me)
-    }
-
-    /// The point leader of `key`: the head of its key region's replica set.
-    pub fn point_leader(&self, key: &tessera_types::Value) -> ServerId {
-        let region = tessera_geometry::key_region(&self.tessellations[0], key);
-        self.config.replicas_of(tessera_types::SubspaceId::KEY, region)[0]
-    }
-}
-
-/// One consistent view: a configuration and the spaces derived from it, swapped as a whole.
-#[derive(Debug)]
-pub struct View {
-    pub config: Arc<Configuration>,
-    pub spaces: HashMap<String, Arc<ServedSpace>>,
-}
-
-impl View {
-    pub fn new(config: Configuration, me: ServerId) -> View {
-        let spaces = config
-            .spaces
-            .iter()
-            .map(|s| {
-                let served = ServedSpace { tessellations: s.tessellations(), config: s.clone(), me };
-                (s.schema.name.clone(), Arc::new(served))
-            })
-            .collect();
-        View { config: Arc::new(config), spaces }
-    }
-
-    pub fn epoch(&self) -> Epoch {
-        self.config.epoch
-    }
-
-    pub fn space(&self, name: &str) -> Result<Arc<ServedSpace>, ErrorReply> {
-        self.spaces
-            .get(name)
-            .cloned()
-            .ok_or_else(|| ErrorReply::new(Status::UnknownSpace, format!("no space named {name:?}")))
-    }
-}
-
-/// Where writes go: the standalone write loop, or the chain loop of a cluster server.
-#[derive(Clone)]
-pub enum Writes {
-    Standalone(WriteSender),
-    Cluster(ChainSender),
-}
 
 pub struct Shared {
     pub data_dir: PathBuf,
     pub store: Arc<Store>,
     pub me: ServerId,
     view: RwLock<Arc<View>>,
-    pub writes: Writes,
+    /// The chain loop: the only way to write.
+    pub chain: ChainSender,
     shutting_down: AtomicBool,
+    storage_failed: Arc<AtomicBool>,
+    /// This server's lease with the coordinators: while it has lapsed, the server answers no
+    /// get, search or write (another server may lead its keys by now). Always valid standalone.
+    pub lease: Arc<Lease>,
 }
 
 impl Shared {
-    pub fn new(data_dir: PathBuf, store: Arc<Store>, me: ServerId, config: Configuration, writes: Writes) -> Shared {
+    pub fn new(
+        data_dir: PathBuf,
+        store: Arc<Store>,
+        me: ServerId,
+        mode: Mode,
+        config: Configuration,
+        chain: ChainSender,
+        lease: Arc<Lease>,
+    ) -> Shared {
         Shared {
             data_dir,
             store,
             me,
-            view: RwLock::new(Arc::new(View::new(config, me))),
-            writes,
+            view: RwLock::new(Arc::new(View::new(Arc::new(config), me, mode))),
+            chain,
             shutting_down: AtomicBool::new(false),
+            storage_failed: Arc::new(AtomicBool::new(false)),
+            lease,
         }
-    }
-
-    pub fn is_cluster(&self) -> bool {
-        matches!(self.writes, Writes::Cluster(_))
     }
 
     /// The current view. Cheap: one lock and one reference count.
@@ -132,25 +67,51 @@ impl Shared {
         self.view.read().expect("view lock poisoned").clone()
     }
 
-    /// Persists `config` and then makes it current. Only the write loop calls this, so
+    pub fn mode(&self) -> Mode {
+        self.view().mode
+    }
+
+    /// Persists `config` and then makes it current. Only the chain loop calls this, so
     /// configurations change in one order.
-    pub fn install(&self, config: Configuration) -> Result<(), ServerError> {
-        assert!(config.epoch > self.view().epoch(), "epochs strictly increase");
+    pub fn install(&self, config: Arc<Configuration>) -> Result<Arc<View>, ServerError> {
         save_config(&self.data_dir, &config)?;
-        *self.view.write().expect("view lock poisoned") = Arc::new(View::new(config, self.me));
-        Ok(())
+        Ok(self.swap_view(config))
+    }
+
+    /// Makes `config` current without persisting it: for a server whose storage failed, which
+    /// keeps the configuration it last acted on on disk but routes clients by the newest.
+    pub fn swap_view(&self, config: Arc<Configuration>) -> Arc<View> {
+        let mut view = self.view.write().expect("view lock poisoned");
+        assert!(config.epoch > view.epoch(), "epochs strictly increase");
+        *view = Arc::new(View::new(config, self.me, view.mode));
+        Arc::clone(&view)
     }
 
     pub fn shutdown(&self) {
         self.shutting_down.store(true, Ordering::SeqCst);
-        match &self.writes {
-            Writes::Standalone(w) => w.close(),
-            Writes::Cluster(c) => c.close(),
-        }
+        self.chain.close();
     }
 
     pub fn is_shutting_down(&self) -> bool {
         self.shutting_down.load(Ordering::SeqCst)
+    }
+
+    /// Whether a write to storage failed: the server then refuses every write (fail-stop), and
+    /// its chains must go on without it.
+    pub fn storage_failed(&self) -> bool {
+        self.storage_failed.load(Ordering::SeqCst)
+    }
+
+    /// Set by the chain loop when it fail-stops: the lease ends at once, and the heartbeats
+    /// tell the coordinators, who take this server out of every chain.
+    pub fn set_storage_failed(&self) {
+        self.storage_failed.store(true, Ordering::SeqCst);
+        self.lease.end();
+    }
+
+    /// The flag the heartbeats report.
+    pub fn storage_failed_flag(&self) -> Arc<AtomicBool> {
+        self.storage_failed.clone()
     }
 }
 
@@ -166,6 +127,7 @@ pub fn save_config(dir: &Path, config: &Configuration) -> Result<(), ServerError
     Ok(())
 }
 
+/// The configuration persisted in `dir`, if any.
 pub fn load_config(dir: &Path) -> Result<Option<Configuration>, ServerError> {
     let path = dir.join(CONFIG_FILE);
     match std::fs::read(&path) {
@@ -179,12 +141,16 @@ pub fn load_config(dir: &Path) -> Result<Option<Configuration>, ServerError> {
 
 /// A cluster server's start: makes storage match the coordinators' `config` (dropping the
 /// spaces it no longer lists, or lists under another id: dropped and created again while
-/// this server was down) and persists it.
-pub fn reconcile(dir: &Path, store: &Store, config: &Configuration) -> Result<(), ServerError> {
-    let saved = load_config(dir)?;
+/// this server was down) and persists it. `saved` is the configuration persisted before.
+pub fn reconcile(
+    dir: &Path,
+    store: &Store,
+    saved: Option<&Configuration>,
+    config: &Configuration,
+) -> Result<(), ServerError> {
     for stored in store.spaces() {
         let now = config.space(&stored.name);
-        let before = saved.as_ref().and_then(|c| c.space(&stored.name));
+        let before = saved.and_then(|c| c.space(&stored.name));
         let same = match (now, before) {
             (Some(n), Some(b)) => n.id == b.id,
             (Some(n), None) => n.schema == stored,
@@ -204,8 +170,9 @@ pub fn reconcile(dir: &Path, store: &Store, config: &Configuration) -> Result<()
     save_config(dir, config)
 }
 
-/// Loads the persisted configuration (or makes the first one), reconciles storage with it,
-/// and records this server's address. Returns the configuration to serve.
+/// A standalone server's start: loads the persisted configuration (or makes the first one),
+/// reconciles storage with it, and records this server's address. Returns the configuration
+/// to serve.
 pub fn recover(dir: &Path, store: &Store, address: SocketAddr) -> Result<Configuration, ServerError> {
     let mut config = load_config(dir)?.unwrap_or(Configuration {
         epoch: Epoch(0),

@@ -3,6 +3,10 @@
 //! with random predicates on a small domain, so that predicates often match. Every answer is
 //! checked against the model, and every search against brute-force filtering of the model.
 //!
+//! Versions are checked against their contract, not predicted: every version a key shows is
+//! higher than any it showed before (a delete included), and an object no write changed keeps
+//! its version.
+//!
 //! The seed is fixed; `TESSERA_MODEL_SEED=N` replays another one.
 
 mod common;
@@ -58,7 +62,8 @@ impl Rng {
 
 #[derive(Clone, Debug, PartialEq)]
 struct Obj {
-    version: u64,
+    /// The version the server showed for this object, `None` once a write changed it.
+    version: Option<Version>,
     a: i64,
     b: String,
     c: i64,
@@ -67,7 +72,7 @@ struct Obj {
 impl Obj {
     fn new() -> Obj {
         Obj {
-            version: 0,
+            version: None,
             a: 0,
             b: String::new(),
             c: 0,
@@ -94,6 +99,22 @@ impl Obj {
 
 type Model = BTreeMap<i64, Obj>;
 
+/// The highest version each key has shown, kept across deletes.
+type Seen = BTreeMap<i64, Version>;
+
+/// Checks the version the server shows for `key`, which the model holds, against the contract.
+fn observe(model: &mut Model, seen: &mut Seen, key: i64, version: Version, what: &str) {
+    let o = model.get_mut(&key).expect("observed objects are in the model");
+    match o.version {
+        Some(v) => assert_eq!(version, v, "{what}: key {key} changed version without a write"),
+        None => {
+            let before = seen.get(&key).copied().unwrap_or(Version::NONE);
+            assert!(version > before, "{what}: key {key} shows version {version:?} after {before:?}");
+            o.version = Some(version);
+            seen.insert(key, version);
+        }
+    }
+}
 /// A random predicate and the model's own reading of it.
 /// Whether a predicate holds on the object of a key, as the model reads it.
 type Holds = Box<dyn Fn(i64, &Obj) -> bool>;
@@ -212,24 +233,22 @@ fn assignments(rng: &mut Rng) -> Vec<(&'static str, Value)> {
 
 fn apply(model: &mut Model, key: i64, attributes: &[(&str, Value)]) {
     let o = model.entry(key).or_insert_with(Obj::new);
-    o.version += 1;
+    o.version = None;
     for (attr, value) in attributes {
         o.set(attr, value);
     }
 }
 
-fn record_of(key: i64, o: &Obj) -> (Value, Version, Vec<Value>) {
+fn record_of(key: i64, o: &Obj) -> (Value, Vec<Value>) {
     (
         Value::Int(key),
-        Version(o.version),
         vec![Value::Int(o.a), Value::from(o.b.as_str()), Value::Int(o.c)],
     )
 }
 
-fn from_record(r: &tessera_client::Record) -> (Value, Version, Vec<Value>) {
+fn from_record(r: &tessera_client::Record) -> (Value, Vec<Value>) {
     (
         r.key.clone(),
-        r.version,
         ["a", "b", "c"]
             .iter()
             .map(|a| r.attributes[*a].clone())
@@ -237,17 +256,16 @@ fn from_record(r: &tessera_client::Record) -> (Value, Version, Vec<Value>) {
     )
 }
 
-async fn check_get(client: &Client, model: &Model, key: i64, step: usize) {
-    let got = client
-        .get("model", key)
-        .await
-        .unwrap()
-        .map(|r| from_record(&r));
+async fn check_get(client: &Client, model: &mut Model, seen: &mut Seen, key: i64, step: usize) {
+    let got = client.get("model", key).await.unwrap();
     assert_eq!(
-        got,
+        got.as_ref().map(from_record),
         model.get(&key).map(|o| record_of(key, o)),
         "step {step}: get {key}"
     );
+    if let Some(r) = got {
+        observe(model, seen, key, r.version, &format!("step {step}: get"));
+    }
 }
 
 fn expect<T: std::fmt::Debug>(
@@ -275,6 +293,7 @@ async fn random_operations_match_a_model() {
     let client = server.client().await;
     client.add_space(SPACE).await.unwrap();
     let mut model = Model::new();
+    let mut seen = Seen::new();
     let mut searches_nonempty = 0;
     let mut outcomes = BTreeMap::<&str, usize>::new();
 
@@ -356,7 +375,7 @@ async fn random_operations_match_a_model() {
                 match new {
                     Some(v) => apply(&mut model, key, &[(attr, Value::Int(v))]),
                     None if expected == Some(Status::CmpFail) => {
-                        check_get(&client, &model, key, step).await; // unchanged
+                        check_get(&client, &mut model, &mut seen, key, step).await; // unchanged
                         *outcomes.entry("atomic_add_overflow").or_default() += 1;
                     }
                     None => {}
@@ -432,7 +451,7 @@ async fn random_operations_match_a_model() {
                 "burst"
             }
             70..=77 => {
-                check_get(&client, &model, key, step).await;
+                check_get(&client, &mut model, &mut seen, key, step).await;
                 "get"
             }
             _ => {
@@ -448,16 +467,15 @@ async fn random_operations_match_a_model() {
                     .filter(|(k, o)| checks.iter().all(|h| h(**k, o)))
                     .map(|(k, o)| record_of(*k, o))
                     .collect();
-                let mut found: Vec<_> = client
-                    .search("model", predicates.clone())
-                    .await
-                    .unwrap()
-                    .iter()
-                    .map(from_record)
-                    .collect();
+                let records = client.search("model", predicates.clone()).await.unwrap();
+                let mut found: Vec<_> = records.iter().map(from_record).collect();
                 found.sort_by(|x, y| x.0.cmp(&y.0));
                 expected.sort_by(|x, y| x.0.cmp(&y.0));
                 assert_eq!(found, expected, "step {step}: search {predicates:?}");
+                for r in &records {
+                    let Value::Int(key) = r.key else { panic!("int keys") };
+                    observe(&mut model, &mut seen, key, r.version, &format!("step {step}: search"));
+                }
                 let count = client.count("model", predicates.clone()).await.unwrap();
                 assert_eq!(
                     count,
@@ -472,7 +490,7 @@ async fn random_operations_match_a_model() {
     }
     // Finally the whole space, key by key.
     for key in 0..KEYS {
-        check_get(&client, &model, key, OPERATIONS).await;
+        check_get(&client, &mut model, &mut seen, key, OPERATIONS).await;
     }
     eprintln!("operations: {outcomes:?}; searches with results: {searches_nonempty}; objects at the end: {}", model.len());
     assert!(

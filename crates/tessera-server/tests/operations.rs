@@ -2,6 +2,10 @@
 //! results: spaces, key operations, every atomic family and its failures, every predicate kind
 //! (compared with brute-force filtering of what was inserted), count, sorted search, group
 //! delete, explain (regions per DESIGN §8's CR formula), pipelining, versions, restart.
+//!
+//! Versions: the contract is that a key's versions grow strictly with every update and are
+//! never used again after a delete (the point leader's clock issues them); the tests assert
+//! that, not particular numbers.
 
 mod common;
 
@@ -162,7 +166,8 @@ async fn put_merges_and_new_objects_take_defaults() {
         .unwrap();
     let got = client.get("hotels", "h1").await.unwrap().unwrap();
     assert_eq!(got.key, s("h1"));
-    assert_eq!(got.version, Version(1));
+    assert!(got.version > Version::NONE);
+    let first = got.version;
     assert_eq!(
         got.attributes,
         with(defaults(), &[("city", s("Ithaca")), ("stars", i(4))])
@@ -178,7 +183,8 @@ async fn put_merges_and_new_objects_take_defaults() {
         .await
         .unwrap();
     let got = client.get("hotels", "h1").await.unwrap().unwrap();
-    assert_eq!(got.version, Version(2));
+    assert!(got.version > first, "every update raises the version");
+    let second = got.version;
     let expected = with(
         defaults(),
         &[
@@ -195,7 +201,8 @@ async fn put_merges_and_new_objects_take_defaults() {
     assert_eq!(attrs(&client, "h2").await, defaults());
     client.put::<&str, Value>("hotels", "h1", []).await.unwrap();
     let got = client.get("hotels", "h1").await.unwrap().unwrap();
-    assert_eq!((got.version, got.attributes), (Version(3), expected));
+    assert!(got.version > second, "an empty put is an update too");
+    assert_eq!(got.attributes, expected);
 
     // Every type round-trips; an int is accepted for a float, a list for a set.
     let full = [
@@ -225,6 +232,7 @@ async fn conditional_writes_and_deletes() {
         .put_if_not_exist("hotels", "h1", [("stars", i(3))])
         .await
         .unwrap();
+    let created = client.get("hotels", "h1").await.unwrap().unwrap().version;
     assert_eq!(
         status(
             client
@@ -254,17 +262,16 @@ async fn conditional_writes_and_deletes() {
         ),
         Status::CmpFail
     );
+    // Refused writes change nothing, not even the version.
     let got = client.get("hotels", "h1").await.unwrap().unwrap();
-    assert_eq!((got.version, &got.attributes["price"]), (Version(1), &i(0)));
+    assert_eq!((got.version, &got.attributes["price"]), (created, &i(0)));
     client
         .cond_put("hotels", "h1", stars_is(3), [("price", i(99))])
         .await
         .unwrap();
     let got = client.get("hotels", "h1").await.unwrap().unwrap();
-    assert_eq!(
-        (got.version, &got.attributes["price"]),
-        (Version(2), &i(99))
-    );
+    assert_eq!(got.attributes["price"], i(99));
+    assert!(got.version > created);
     // Several conditions must all hold.
     let both = vec![
         Predicate::equals("stars", 3i64),
@@ -301,16 +308,17 @@ async fn conditional_writes_and_deletes() {
     assert_eq!(attrs(&client, "h2").await["stars"], i(1));
 
     // del
+    let deleted = client.get("hotels", "h2").await.unwrap().unwrap().version;
     client.del("hotels", "h2").await.unwrap();
     assert_eq!(client.get("hotels", "h2").await.unwrap(), None);
     assert_eq!(status(client.del("hotels", "h2").await), Status::NotFound);
-    // A deleted key starts again at version 1 with defaults.
+    // A deleted key starts again with defaults, and never with a version it had before.
     client
         .put("hotels", "h2", [("city", s("Oslo"))])
         .await
         .unwrap();
     let got = client.get("hotels", "h2").await.unwrap().unwrap();
-    assert_eq!(got.version, Version(1));
+    assert!(got.version > deleted, "{:?} after {deleted:?}", got.version);
     assert_eq!(got.attributes, with(defaults(), &[("city", s("Oslo"))]));
 
     // cond_del
@@ -362,14 +370,16 @@ async fn atomic_numbers() {
         (NumOp::Mod, 2, -1),
         (NumOp::Min, -7, -7),
     ];
-    for (n, (op, arg, expected)) in steps.into_iter().enumerate() {
+    let mut last = client.get("hotels", "h").await.unwrap().unwrap().version;
+    for (op, arg, expected) in steps {
         client
             .atomic("hotels", "h", vec![num("price", op, arg)])
             .await
             .unwrap();
         let got = client.get("hotels", "h").await.unwrap().unwrap();
         assert_eq!(got.attributes["price"], i(expected), "after {op:?} {arg}");
-        assert_eq!(got.version, Version(n as u64 + 2));
+        assert!(got.version > last, "after {op:?} {arg}");
+        last = got.version;
     }
     // Floats (an int argument is accepted for a float attribute).
     for (op, arg, expected) in [
@@ -538,9 +548,15 @@ async fn atomic_strings_lists_sets_maps() {
         .put("hotels", "h", [("address", s("Main"))])
         .await
         .unwrap();
+    // Every update raises the object's version.
     let apply = |f: Funcall| {
         let client = client.clone();
-        async move { client.atomic("hotels", "h", vec![f]).await.unwrap() }
+        async move {
+            let before = client.get("hotels", "h").await.unwrap().unwrap().version;
+            client.atomic("hotels", "h", vec![f]).await.unwrap();
+            let after = client.get("hotels", "h").await.unwrap().unwrap().version;
+            assert!(after > before, "{after:?} after {before:?}");
+        }
     };
 
     apply(Funcall::new("address", FuncallOp::StringPrepend, "1 ")).await;
@@ -674,11 +690,6 @@ async fn atomic_strings_lists_sets_maps() {
         map([("en", "The Inn Ithaca"), ("fr", "Auberge")])
     );
 
-    // One put and 26 updates: the version counts them all.
-    assert_eq!(
-        client.get("hotels", "h").await.unwrap().unwrap().version,
-        Version(27)
-    );
     server.shutdown().await;
 }
 
@@ -1051,6 +1062,13 @@ async fn sorted_search_orders_limits_and_breaks_ties_by_key() {
 async fn group_del_removes_exactly_the_matches() {
     let (server, client) = hotels().await;
     let all = load_hotels(&client).await;
+    let versions: BTreeMap<String, Version> = client
+        .search("hotels", vec![])
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| (string_key(r), r.version))
+        .collect();
     let predicates = vec![
         Predicate::new("stars", PredicateOp::GreaterEqual(i(3))),
         Predicate::new("tags", PredicateOp::Contains(s("pool"))),
@@ -1078,22 +1096,14 @@ async fn group_del_removes_exactly_the_matches() {
     for k in &doomed {
         assert_eq!(client.get("hotels", k.as_str()).await.unwrap(), None, "{k}");
     }
-    // Nothing left to delete; the deleted keys can be written again.
+    // Nothing left to delete; the deleted keys can be written again, with higher versions.
     assert_eq!(client.group_del("hotels", predicates).await.unwrap(), 0);
     let k = doomed.iter().next().unwrap();
     client
         .put_if_not_exist("hotels", k.as_str(), [("stars", i(1))])
         .await
         .unwrap();
-    assert_eq!(
-        client
-            .get("hotels", k.as_str())
-            .await
-            .unwrap()
-            .unwrap()
-            .version,
-        Version(1)
-    );
+    assert!(client.get("hotels", k.as_str()).await.unwrap().unwrap().version > versions[k]);
     assert_eq!(
         client.group_del("hotels", vec![]).await.unwrap(),
         expected.len() as u64 + 1
@@ -1136,7 +1146,7 @@ async fn group_update_changes_exactly_the_matches_it_can() {
             let Value::Int(p) = old.attributes["price"] else { panic!("int price") };
             assert_eq!(now.attributes["price"], i(p + 10), "{k}");
             assert_eq!(now.attributes["address"], s("renovated"), "{k}");
-            assert_eq!(now.version, old.version.next(), "{k}");
+            assert!(now.version > old.version, "{k}");
         } else {
             assert_eq!(&now, old, "{k} must not change");
         }
@@ -1282,6 +1292,7 @@ async fn explain_follows_the_cr_formula() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn objects_moving_between_regions_are_found_once() {
     let (server, client) = hotels().await;
+    let mut versions = BTreeMap::<Value, Version>::new();
     for round in 0..6i64 {
         let puts = (0..50i64).map(|n| {
             let city = CITIES[((n + round) % 4) as usize];
@@ -1300,6 +1311,11 @@ async fn objects_moving_between_regions_are_found_once() {
         }
         let all = client.search("hotels", vec![]).await.unwrap();
         assert_eq!(sorted_unique(keys(&all)).len(), 50);
+        // Every object was updated once more: each has a higher version than last round.
+        for r in &all {
+            let before = versions.insert(r.key.clone(), r.version).unwrap_or(Version::NONE);
+            assert!(r.version > before, "{:?}: {:?} after {before:?}", r.key, r.version);
+        }
         for city in CITIES {
             let found = client
                 .search("hotels", vec![Predicate::equals("city", city)])
@@ -1315,7 +1331,7 @@ async fn objects_moving_between_regions_are_found_once() {
                     .collect::<BTreeSet<_>>(),
                 expected
             );
-            assert!(found.iter().all(|r| r.version == Version(round as u64 + 1)));
+            assert!(found.iter().all(|r| r.version == versions[&r.key]), "the latest version of each");
         }
     }
     server.shutdown().await;
@@ -1346,10 +1362,8 @@ async fn a_thousand_pipelined_puts_on_one_client() {
         .enumerate()
     {
         let got = got.unwrap().expect("every put is readable");
-        assert_eq!(
-            (got.version, &got.attributes["price"]),
-            (Version(1), &i(n as i64))
-        );
+        assert_eq!(got.attributes["price"], i(n as i64));
+        assert!(got.version > Version::NONE);
     }
     assert_eq!(client.count("hotels", vec![]).await.unwrap(), 1000);
     assert_eq!(
@@ -1363,17 +1377,23 @@ async fn a_thousand_pipelined_puts_on_one_client() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn versions_increase_by_one_per_update() {
+async fn versions_grow_with_every_update_and_are_never_reused() {
     let (server, client) = hotels().await;
+    let version = |key: &'static str| {
+        let client = client.clone();
+        async move { client.get("hotels", key).await.unwrap().map(|r| r.version) }
+    };
+    let mut last = Version::NONE;
     for n in 1..=10u64 {
         client
             .put("hotels", "v", [("price", i(n as i64))])
             .await
             .unwrap();
-        assert_eq!(
-            client.get("hotels", "v").await.unwrap().unwrap().version,
-            Version(n)
-        );
+        // Updates of other keys in between do not matter.
+        client.put("hotels", "other", [("price", i(n as i64))]).await.unwrap();
+        let now = version("v").await.unwrap();
+        assert!(now > last, "{now:?} after {last:?}");
+        last = now;
     }
     // Failed updates do not count.
     assert_eq!(
@@ -1392,10 +1412,16 @@ async fn versions_increase_by_one_per_update() {
         ),
         Status::CmpFail
     );
-    assert_eq!(
-        client.get("hotels", "v").await.unwrap().unwrap().version,
-        Version(10)
-    );
+    assert_eq!(version("v").await, Some(last));
+
+    // A key deleted and written again never repeats a version, however often.
+    for _ in 0..5 {
+        client.del("hotels", "v").await.unwrap();
+        client.put("hotels", "v", [("price", i(1))]).await.unwrap();
+        let now = version("v").await.unwrap();
+        assert!(now > last, "{now:?} after {last:?}");
+        last = now;
+    }
 
     // Concurrent atomic adds from several clients are each applied once, in some order.
     let clients = [client.clone(), server.client().await, server.client().await];
@@ -1403,16 +1429,15 @@ async fn versions_increase_by_one_per_update() {
         .put("hotels", "counter", [("stars", i(0))])
         .await
         .unwrap();
+    let start = version("counter").await.unwrap();
     let adds = (0..300)
         .map(|n| clients[n % 3].atomic("hotels", "counter", vec![num("stars", NumOp::Add, 1i64)]));
     for r in futures::future::join_all(adds).await {
         r.unwrap();
     }
     let got = client.get("hotels", "counter").await.unwrap().unwrap();
-    assert_eq!(
-        (got.version, &got.attributes["stars"]),
-        (Version(301), &i(300))
-    );
+    assert_eq!(got.attributes["stars"], i(300));
+    assert!(got.version.0 >= start.0 + 300, "300 updates, 300 versions: {:?} from {start:?}", got.version);
     server.shutdown().await;
 }
 
@@ -1438,6 +1463,7 @@ async fn data_and_spaces_survive_a_restart() {
         .unwrap();
     client.del("hotels", "h02").await.unwrap();
     let before = snapshot(&client, "hotels").await;
+    let h01_version = before.iter().find(|r| r.key == s("h01")).unwrap().version;
     drop(client);
 
     server.restart().await;
@@ -1453,7 +1479,7 @@ async fn data_and_spaces_survive_a_restart() {
     assert_eq!(snapshot(&client, "hotels").await, before);
     assert_eq!(before.len(), all.len() - 1);
     let h01 = client.get("hotels", "h01").await.unwrap().unwrap();
-    assert_eq!((h01.version, &h01.attributes["price"]), (Version(2), &i(1)));
+    assert_eq!((h01.version, &h01.attributes["price"]), (h01_version, &i(1)));
     assert_eq!(client.get("hotels", "h02").await.unwrap(), None);
     assert_eq!(
         client.get("cube", 7i64).await.unwrap().unwrap().attributes["x"],
@@ -1473,10 +1499,7 @@ async fn data_and_spaces_survive_a_restart() {
         .put("hotels", "h01", [("price", i(2))])
         .await
         .unwrap();
-    assert_eq!(
-        client.get("hotels", "h01").await.unwrap().unwrap().version,
-        Version(3)
-    );
+    assert!(client.get("hotels", "h01").await.unwrap().unwrap().version > h01_version);
     client
         .add_space("space gone key k attributes int n")
         .await

@@ -633,6 +633,14 @@ impl Store {
             .ok_or_else(|| StorageError::UnknownSpace(name.to_owned()))
     }
 
+    /// Fails every later write from now on, exactly as after a failed write or fsync (the store
+    /// is poisoned): for tests of what runs above the store.
+    #[cfg(feature = "fault-injection")]
+    #[doc(hidden)]
+    pub fn inject_failure(&self) {
+        self.poisoned.store(true, Ordering::Release);
+    }
+
     fn check_writable(&self) -> Result<(), StorageError> {
         if self.poisoned.load(Ordering::Acquire) {
             return Err(StorageError::Poisoned);

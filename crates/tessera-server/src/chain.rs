@@ -1,0 +1,392 @@
+//! The chain loop: the server's only write path, standalone or in a cluster.
+//!
+//! One thread runs [`tessera_replication::Replica`], the state machine of this server's part
+//! in every chain. A standalone server is the one-server case: every region's replica set is
+//! `[this server]`, so each chain is this server's hops only and a write completes within
+//! the step that takes it. The loop:
+//! - takes every input that has queued (client writes, a group operation's writes, envelopes
+//!   from peers, a new configuration, clock ticks; at most [`BATCH_MAX`]) and steps the state
+//!   machine with each;
+//! - makes the storage writes those steps produced durable as one atomic group commit;
+//! - only then sends their envelopes to the peers and answers their clients (the state
+//!   machine's output order: nothing leaves before what it depends on is on disk), and tells
+//!   the state machine the writes are durable ([`Replica::advance`]).
+//!
+//! If the commit fails, nothing of that round is sent or answered as a success: the state
+//! machine is told ([`Replica::fail`]) and stops (fail-stop). Every client it owed an answer,
+//! and every later write, gets `READONLY`; nothing is ever sent to a peer again, and
+//! [`Shared::storage_failed`] tells the rest of the server, so the coordinators can take it out
+//! of every chain.
+//!
+//! A configuration is installed between two group commits, in one order, whether it came
+//! from the coordinators or from a standalone server's own add-space or rm-space: commit what
+//! is pending, create the storage of new spaces, hand the configuration to the state machine
+//! (and commit what it produced: regions this server lost are cleared), persist the
+//! configuration and swap the connections' view, and only then drop the storage of removed
+//! spaces. So the server switches epochs all at once, and no request sees a space its chain
+//! cannot serve. A storage failure on that path fail-stops the server as a failed commit does.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tessera_protocol::{Configuration, ErrorReply, Response, SpaceConfig, Status};
+use tessera_replication::{ClientId, CommittedReader, Input, KeyWrite, Outputs, Replica, StoreWrite};
+use tessera_storage::{ObjectWrite, Store, StoredObject};
+use tessera_types::{Epoch, Object, SpaceSchema, SubspaceId, Value, Version};
+use tokio::sync::{mpsc, oneshot};
+
+use crate::errors::{read_only, storage_error};
+use crate::outbox::Replier;
+use crate::peers::Peers;
+use crate::queue::LoopInput;
+use crate::state::Shared;
+use crate::view::{ServedSpace, View};
+
+/// Most inputs stepped before one group commit. Bounds the latency an input can add to the
+/// others of its batch.
+const BATCH_MAX: usize = 1024;
+/// How often the state machine's clock ticks (it retransmits every 5 ticks).
+const TICK: Duration = Duration::from_millis(50);
+
+/// Starts the chain loop on its own thread. `incarnation` grows with every start of the
+/// process; `previous` is the configuration persisted before this start, if the server acted
+/// on one (regions it held then and does not hold now are cleared).
+pub fn spawn(
+    shared: Arc<Shared>,
+    incarnation: u64,
+    previous: Option<&Configuration>,
+    rx: mpsc::Receiver<LoopInput>,
+    runtime: tokio::runtime::Handle,
+) -> std::thread::JoinHandle<()> {
+    let view = shared.view();
+    let replica = Replica::new(shared.me, incarnation, view.config.clone(), previous);
+    let peers = Peers::new(shared.clone(), runtime);
+    let chain = ChainLoop {
+        shared,
+        view,
+        replica,
+        peers,
+        waiting: HashMap::new(),
+        next_client: 0,
+        groups: HashMap::new(),
+        next_group: 0,
+        failure: None,
+    };
+    std::thread::Builder::new()
+        .name("tessera-chain".into())
+        .spawn(move || chain.run(rx))
+        .expect("spawning the chain loop")
+}
+
+/// The state machine's clock.
+pub async fn tick(shared: Arc<Shared>) {
+    let mut interval = tokio::time::interval(TICK);
+    interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    while !shared.is_shutting_down() {
+        interval.tick().await;
+        if !shared.chain.tick() {
+            return;
+        }
+    }
+}
+
+/// Who waits for the answer to a write the state machine took.
+enum Waiter {
+    Client(Replier),
+    /// The write at this index of a group operation's chunk.
+    Group(u64, usize),
+}
+
+/// A chunk of a group operation's writes, answered once each of them is.
+struct GroupChunk {
+    answers: Vec<Option<Result<(), ErrorReply>>>,
+    outstanding: usize,
+    done: oneshot::Sender<Vec<Result<(), ErrorReply>>>,
+}
+
+struct ChainLoop {
+    shared: Arc<Shared>,
+    /// The view this loop acts on: the connections' view, which only this loop changes.
+    view: Arc<View>,
+    replica: Replica,
+    peers: Peers,
+    waiting: HashMap<u64, Waiter>,
+    next_client: u64,
+    groups: HashMap<u64, GroupChunk>,
+    next_group: u64,
+    /// Set when storage failed: the server takes no more writes.
+    failure: Option<ErrorReply>,
+}
+
+struct StoreReader<'a>(&'a Store);
+
+impl CommittedReader for StoreReader<'_> {
+    fn get(&self, space: &str, key: &Value) -> Result<Option<StoredObject>, ErrorReply> {
+        self.0.get(space, key).map_err(storage_error)
+    }
+
+    fn entry_version(&self, space: &str, subspace: SubspaceId, object: &Object) -> Result<Option<Version>, ErrorReply> {
+        self.0.entry_version(space, subspace, object).map_err(storage_error)
+    }
+
+    fn region_entry_version(
+        &self,
+        space: &str,
+        subspace: SubspaceId,
+        region: tessera_geometry::RegionIndex,
+        key: &Value,
+    ) -> Result<Option<Version>, ErrorReply> {
+        self.0.region_entry_version(space, subspace, region, key).map_err(storage_error)
+    }
+}
+
+impl ChainLoop {
+    fn run(mut self, mut rx: mpsc::Receiver<LoopInput>) {
+        // What the state machine produced on creation (regions lost while the server was down
+        // are cleared) is durable before anything reads storage.
+        self.flush();
+        let mut batch = Vec::with_capacity(BATCH_MAX);
+        loop {
+            let Some(first) = rx.blocking_recv() else { return };
+            batch.push(first);
+            while batch.len() < BATCH_MAX {
+                match rx.try_recv() {
+                    Ok(input) => batch.push(input),
+                    Err(_) => break,
+                }
+            }
+            let mut stop = false;
+            for input in batch.drain(..) {
+                match input {
+                    // Ordered only under a lease: one that lapsed while the write queued may
+                    // mean another server leads the key by now.
+                    LoopInput::Write { reply, .. } if !self.shared.lease.is_valid() => {
+                        reply.fail(self.view.epoch(), crate::lease::lapsed_error());
+                    }
+                    LoopInput::Write { space, write, reply } => {
+                        let client = self.wait(Waiter::Client(reply));
+                        self.on_write(client, &space, write);
+                    }
+                    LoopInput::Writes { space, writes, done } => self.on_writes(&space, writes, done),
+                    // Answered once the configuration is installed (persisted, in the view).
+                    LoopInput::AddSpace { schema, reply } => {
+                        let result = self.on_add_space(schema);
+                        reply.send(self.view.epoch(), result.map_or_else(Response::Error, |()| Response::Done));
+                    }
+                    LoopInput::RmSpace { name, reply } => {
+                        let result = self.on_rm_space(&name);
+                        reply.send(self.view.epoch(), result.map_or_else(Response::Error, |()| Response::Done));
+                    }
+                    LoopInput::Peer(envelope) => self.step(Input::Peer(envelope)),
+                    LoopInput::Tick => self.step(Input::Tick),
+                    LoopInput::Config(config) => self.on_configuration(config),
+                    LoopInput::Stop => stop = true,
+                }
+            }
+            self.flush();
+            if stop || self.shared.is_shutting_down() {
+                return;
+            }
+        }
+    }
+
+    fn step(&mut self, input: Input) {
+        self.replica.step(input, &StoreReader(&self.shared.store));
+    }
+
+    /// Registers who waits for a write's answer.
+    fn wait(&mut self, waiter: Waiter) -> ClientId {
+        let id = self.next_client;
+        self.next_client += 1;
+        self.waiting.insert(id, waiter);
+        ClientId(id)
+    }
+
+    fn answer(&mut self, client: ClientId, result: Result<(), ErrorReply>) {
+        match self.waiting.remove(&client.0) {
+            Some(Waiter::Client(replier)) => {
+                replier.send(self.view.epoch(), result.map_or_else(Response::Error, |()| Response::Done));
+            }
+            Some(Waiter::Group(id, at)) => {
+                let chunk = self.groups.get_mut(&id).expect("a waiting group chunk");
+                chunk.answers[at] = Some(result);
+                chunk.outstanding -= 1;
+                if chunk.outstanding == 0 {
+                    let chunk = self.groups.remove(&id).expect("found above");
+                    let answers = chunk.answers.into_iter().map(|a| a.expect("every write answered")).collect();
+                    let _ = chunk.done.send(answers);
+                }
+            }
+            None => tracing::error!(client = client.0, "an answer for a write nobody waits for"),
+        }
+    }
+
+    /// A write validated against `space`, which must still be the view's space of that name.
+    fn on_write(&mut self, client: ClientId, space: &ServedSpace, write: KeyWrite) {
+        if !self.view.is_current(space) {
+            let error = ErrorReply::new(Status::UnknownSpace, format!("space {:?} was removed", space.name()));
+            return self.answer(client, Err(error));
+        }
+        self.step(Input::Write { client, space: space.name().to_owned(), write });
+    }
+
+    fn on_writes(
+        &mut self,
+        space: &ServedSpace,
+        writes: Vec<KeyWrite>,
+        done: oneshot::Sender<Vec<Result<(), ErrorReply>>>,
+    ) {
+        if writes.is_empty() {
+            let _ = done.send(vec![]);
+            return;
+        }
+        let id = self.next_group;
+        self.next_group += 1;
+        let chunk = GroupChunk { answers: vec![None; writes.len()], outstanding: writes.len(), done };
+        self.groups.insert(id, chunk);
+        for (at, write) in writes.into_iter().enumerate() {
+            let client = self.wait(Waiter::Group(id, at));
+            self.on_write(client, space, write);
+        }
+    }
+
+    /// A standalone server's add-space: a configuration change it makes itself.
+    fn on_add_space(&mut self, schema: SpaceSchema) -> Result<(), ErrorReply> {
+        if self.view.config.space(&schema.name).is_some() {
+            return Err(ErrorReply::new(Status::SpaceExists, format!("a space named {:?} exists", schema.name)));
+        }
+        let epoch = Epoch(self.view.epoch().0 + 1);
+        let mut config = Configuration::clone(&self.view.config);
+        config.epoch = epoch;
+        config.spaces.push(SpaceConfig::owned_by(epoch.0, schema, &[self.shared.me]));
+        self.install(Arc::new(config))
+    }
+
+    fn on_rm_space(&mut self, name: &str) -> Result<(), ErrorReply> {
+        if self.view.config.space(name).is_none() {
+            return Err(ErrorReply::new(Status::UnknownSpace, format!("no space named {name:?}")));
+        }
+        let mut config = Configuration::clone(&self.view.config);
+        config.epoch = Epoch(self.view.epoch().0 + 1);
+        config.spaces.retain(|s| s.schema.name != name);
+        self.install(Arc::new(config))
+    }
+
+    /// A configuration from the coordinators. A server whose storage failed acts on nothing
+    /// any more, but routes its clients by the newest configuration (without persisting it:
+    /// the one on disk is the last the state machine acted on).
+    fn on_configuration(&mut self, config: Arc<Configuration>) {
+        if let Err(e) = self.install(config.clone()) {
+            tracing::error!(epoch = %config.epoch, error = %e, "could not install a configuration");
+            if config.epoch > self.view.epoch() {
+                self.view = self.shared.swap_view(config);
+            }
+        }
+    }
+
+    /// Switches to `config` between two group commits (see the module documentation).
+    fn install(&mut self, config: Arc<Configuration>) -> Result<(), ErrorReply> {
+        if config.epoch <= self.view.epoch() {
+            return Ok(());
+        }
+        self.flush();
+        self.check_alive()?;
+        let old = self.view.config.clone();
+        let store = self.shared.store.clone();
+        for space in &config.spaces {
+            let name = &space.schema.name;
+            let before = old.space(name);
+            if before.is_some_and(|b| b.id != space.id) {
+                // Dropped and created again under the same name: the old data must go.
+                if let Err(e) = store.drop_space(name) {
+                    return Err(self.fail_stop(format!("dropping the replaced space {name:?}: {e}")));
+                }
+            }
+            if before.is_none_or(|b| b.id != space.id) {
+                if let Err(e) = store.create_space(&space.schema) {
+                    return Err(self.fail_stop(format!("creating the storage of space {name:?}: {e}")));
+                }
+            }
+        }
+        self.step(Input::Configuration(config.clone()));
+        self.flush();
+        self.check_alive()?;
+        match self.shared.install(config.clone()) {
+            Ok(view) => self.view = view,
+            Err(e) => {
+                return Err(self.fail_stop(format!("persisting the configuration: {e}")));
+            }
+        }
+        for space in &old.spaces {
+            let name = &space.schema.name;
+            if config.space(name).is_none() {
+                if let Err(e) = store.drop_space(name) {
+                    return Err(self.fail_stop(format!("dropping the removed space {name:?}: {e}")));
+                }
+            }
+        }
+        tracing::info!(epoch = %config.epoch, "configuration installed");
+        Ok(())
+    }
+
+    fn check_alive(&self) -> Result<(), ErrorReply> {
+        self.failure.clone().map_or(Ok(()), Err)
+    }
+
+    /// Commits the writes of what was stepped since the last flush, then sends its envelopes,
+    /// then answers its clients, then tells the state machine. Fail-stops if the commit fails.
+    fn flush(&mut self) {
+        let mut out = self.replica.take_outputs();
+        if out.is_empty() {
+            return;
+        }
+        if !out.writes.is_empty() {
+            let writes: Vec<ObjectWrite> = std::mem::take(&mut out.writes).into_iter().map(object_write).collect();
+            if let Err(e) = self.shared.store.commit(&writes) {
+                self.fail(out, format!("a commit failed: {e}"));
+                return;
+            }
+        }
+        for (to, envelope) in &out.messages {
+            self.peers.send(*to, envelope);
+        }
+        for (client, result) in out.replies {
+            self.answer(client, result);
+        }
+        self.replica.advance();
+    }
+
+    /// Storage failed outside a commit: fail-stops with what the state machine produced since
+    /// the last flush as unpersisted.
+    fn fail_stop(&mut self, cause: String) -> ErrorReply {
+        let unpersisted = self.replica.take_outputs();
+        self.fail(unpersisted, cause)
+    }
+
+    /// Storage failed: nothing of `unpersisted` (what the state machine produced since its
+    /// writes were last known durable) may be sent or acknowledged, now or ever. The state
+    /// machine stops; every client it owed an answer gets `READONLY`, and so does every later
+    /// write.
+    fn fail(&mut self, unpersisted: Outputs, cause: String) -> ErrorReply {
+        tracing::error!(%cause, "storage failed; this server takes no more writes and leaves its chains");
+        let why = read_only(&cause);
+        self.replica.fail(unpersisted, why.clone());
+        self.failure = Some(why.clone());
+        self.shared.set_storage_failed();
+        let out = self.replica.take_outputs();
+        debug_assert!(out.writes.is_empty() && out.messages.is_empty(), "a failed replica only answers");
+        for (client, result) in out.replies {
+            self.answer(client, result);
+        }
+        why
+    }
+}
+
+/// The state machine's storage write as the store takes it.
+fn object_write(w: StoreWrite) -> ObjectWrite {
+    match w {
+        StoreWrite::Entry { space, subspace, remove, insert } => ObjectWrite::Entry { space, subspace, remove, insert },
+        StoreWrite::ClearRegion { space, subspace, region } => ObjectWrite::ClearRegion { space, subspace, region },
+    }
+}

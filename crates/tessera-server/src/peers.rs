@@ -1,0 +1,126 @@
+//! Links between servers: one outgoing connection per peer, and the envelopes a peer sends on
+//! a connection that began with `PeerHello`.
+//!
+//! An envelope that does not decode closes that peer's connection.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures::{SinkExt, StreamExt};
+use tessera_protocol::frame::{decode, encode};
+use tessera_protocol::{codec, decode_response, encode_request, Request, RequestFrame, Response};
+use tessera_replication::Envelope;
+use tessera_types::{Epoch, ServerId};
+use tokio::net::tcp::OwnedReadHalf;
+use tokio::net::TcpStream;
+use tokio::sync::mpsc;
+use tokio_util::codec::{Framed, FramedRead, LengthDelimitedCodec};
+
+use crate::queue::LoopInput;
+use crate::state::Shared;
+
+/// Reads the envelopes peer `from` sends after its `PeerHello` and queues them for the chain
+/// loop. Returns (closing the connection) at the first envelope that does not decode.
+pub async fn serve_peer(mut frames: FramedRead<OwnedReadHalf, LengthDelimitedCodec>, shared: Arc<Shared>, from: ServerId) {
+    while let Some(frame) = frames.next().await {
+        let body = match frame {
+            Ok(body) => body,
+            Err(e) => {
+                tracing::warn!(peer = %from, error = %e, "a peer's connection failed; closing it");
+                return;
+            }
+        };
+        let envelope = match decode::<Envelope>(&body) {
+            Ok(envelope) => envelope,
+            Err(e) => {
+                tracing::warn!(peer = %from, error = %e, "an undecodable envelope from a peer; closing its connection");
+                return;
+            }
+        };
+        if shared.chain.send(LoopInput::Peer(envelope)).await.is_err() {
+            return;
+        }
+    }
+}
+
+/// Outgoing connections to peers, one task each.
+pub struct Peers {
+    me: ServerId,
+    shared: Arc<Shared>,
+    runtime: tokio::runtime::Handle,
+    links: Mutex<HashMap<ServerId, mpsc::UnboundedSender<Bytes>>>,
+}
+
+impl Peers {
+    pub fn new(shared: Arc<Shared>, runtime: tokio::runtime::Handle) -> Peers {
+        Peers { me: shared.me, shared, runtime, links: Mutex::new(HashMap::new()) }
+    }
+
+    /// Queues `envelope` for peer `to`, connecting to it first if needed.
+    pub fn send(&self, to: ServerId, envelope: &Envelope) {
+        let Ok(frame) = encode(envelope) else {
+            tracing::error!("an envelope did not encode");
+            return;
+        };
+        let mut links = self.links.lock().expect("peer map");
+        let tx = links.entry(to).or_insert_with(|| {
+            let (tx, rx) = mpsc::unbounded_channel();
+            self.runtime.spawn(peer_link(self.me, to, self.shared.clone(), rx));
+            tx
+        });
+        let _ = tx.send(frame);
+    }
+}
+
+/// Keeps a connection to `to` and writes what is queued for it. Frames queued while it is
+/// down are dropped: the state machine sends again what was not acknowledged.
+async fn peer_link(me: ServerId, to: ServerId, shared: Arc<Shared>, mut rx: mpsc::UnboundedReceiver<Bytes>) {
+    while !shared.is_shutting_down() {
+        let address = shared.view().config.server(to).map(|s| s.address.clone());
+        let Some(address) = address else {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            while rx.try_recv().is_ok() {}
+            continue;
+        };
+        let connected = async {
+            let stream = TcpStream::connect(&address).await?;
+            let _ = stream.set_nodelay(true);
+            let mut framed = Framed::new(stream, codec());
+            let hello = RequestFrame { id: 0, epoch: Epoch(0), request: Request::PeerHello { from: me } };
+            framed.send(encode_request(&hello).map_err(std::io::Error::other)?).await?;
+            match framed.next().await {
+                Some(Ok(body)) => match decode_response(&body).map(|f| f.response) {
+                    Ok(Response::Done) => Ok(framed),
+                    other => Err(std::io::Error::other(format!("peer refused: {other:?}"))),
+                },
+                _ => Err(std::io::Error::other("peer closed during hello")),
+            }
+        }
+        .await;
+        let mut framed = match connected {
+            Ok(f) => f,
+            Err(e) => {
+                tracing::debug!(peer = %to, error = %e, "connecting to a peer");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                while rx.try_recv().is_ok() {}
+                continue;
+            }
+        };
+        loop {
+            let Some(frame) = rx.recv().await else { return };
+            if framed.feed(frame).await.is_err() {
+                break;
+            }
+            while let Ok(frame) = rx.try_recv() {
+                if framed.feed(frame).await.is_err() {
+                    break;
+                }
+            }
+            if SinkExt::<Bytes>::flush(&mut framed).await.is_err() {
+                break;
+            }
+        }
+    }
+}

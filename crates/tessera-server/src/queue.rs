@@ -1,0 +1,78 @@
+//! The chain loop's inputs, and the handle everyone else queues them with.
+
+use std::sync::Arc;
+
+use tessera_protocol::{Configuration, ErrorReply};
+use tessera_replication::{Envelope, KeyWrite};
+use tessera_types::SpaceSchema;
+use tokio::sync::{mpsc, oneshot};
+
+use crate::outbox::Replier;
+use crate::view::ServedSpace;
+
+/// Inputs queued for the chain loop before senders wait (backpressure).
+const QUEUE_MAX: usize = 8192;
+
+/// What the chain loop acts on, in the order it was queued.
+pub enum LoopInput {
+    /// A client's write to one key, validated against `space` by its connection.
+    Write { space: Arc<ServedSpace>, write: KeyWrite, reply: Replier },
+    /// Writes of a group operation, one per key; `done` gets every write's outcome, in order,
+    /// once each has been answered.
+    Writes { space: Arc<ServedSpace>, writes: Vec<KeyWrite>, done: oneshot::Sender<Vec<Result<(), ErrorReply>>> },
+    /// Standalone only: a configuration change the server makes itself.
+    AddSpace { schema: SpaceSchema, reply: Replier },
+    RmSpace { name: String, reply: Replier },
+    /// An envelope from a peer.
+    Peer(Envelope),
+    /// A configuration from the coordinators.
+    Config(Arc<Configuration>),
+    /// Time passes (the state machine retransmits what its peers did not acknowledge).
+    Tick,
+    Stop,
+}
+
+impl LoopInput {
+    /// The client waiting for this input's answer, if one is.
+    fn into_replier(self) -> Option<Replier> {
+        match self {
+            LoopInput::Write { reply, .. } | LoopInput::AddSpace { reply, .. } | LoopInput::RmSpace { reply, .. } => {
+                Some(reply)
+            }
+            LoopInput::Writes { .. } | LoopInput::Peer(_) | LoopInput::Config(_) | LoopInput::Tick | LoopInput::Stop => None,
+        }
+    }
+}
+
+/// The handle on the chain loop.
+#[derive(Clone)]
+pub struct ChainSender(mpsc::Sender<LoopInput>);
+
+impl ChainSender {
+    /// Queues an input; waits while the queue is full. If the loop has stopped, gives back
+    /// the client waiting for the input's answer (if one is), to be told.
+    pub async fn send(&self, input: LoopInput) -> Result<(), Option<Replier>> {
+        self.0.send(input).await.map_err(|e| e.0.into_replier())
+    }
+
+    /// [`ChainSender::send`] from a thread outside the runtime (the blocking pool).
+    pub fn blocking_send(&self, input: LoopInput) -> Result<(), Option<Replier>> {
+        self.0.blocking_send(input).map_err(|e| e.0.into_replier())
+    }
+
+    /// Queues a tick unless the queue is full (then the loop is busy and a tick can wait).
+    /// `false` once the loop has stopped.
+    pub fn tick(&self) -> bool {
+        !matches!(self.0.try_send(LoopInput::Tick), Err(mpsc::error::TrySendError::Closed(_)))
+    }
+
+    /// Asks the loop to stop after the batch it is working on.
+    pub fn close(&self) {
+        let _ = self.0.try_send(LoopInput::Stop);
+    }
+}
+
+pub fn channel() -> (ChainSender, mpsc::Receiver<LoopInput>) {
+    let (tx, rx) = mpsc::channel(QUEUE_MAX);
+    (ChainSender(tx), rx)
+}

@@ -1,0 +1,260 @@
+//! What a request asks, checked against the view it arrived in: the one place that turns a
+//! request from a socket into typed work ([`Job`]), or into the error its client gets.
+//!
+//! Pure: no I/O, no locks. Everything after it meets only well-typed work (attributes exist,
+//! types fit, operations apply, keys and descriptions within their limits, and this server is
+//! the one to ask); what remains to fail depends on the data (a condition, an overflow).
+
+use std::sync::Arc;
+
+use tessera_geometry::RegionIndex;
+use tessera_protocol::constants::DESCRIPTION_BYTES_MAX;
+use tessera_protocol::{ErrorReply, Request, RequestFrame, Response, SortOrder, Status};
+use tessera_replication::KeyWrite;
+use tessera_types::constants::KEY_BYTES_MAX;
+use tessera_types::funcall::FuncallCheckError;
+use tessera_types::predicate::PredicateError;
+use tessera_types::{parse_space, AttrIndex, CheckedFuncall, CheckedPredicate, Predicate, SpaceSchema, SubspaceId, Value};
+
+use crate::group::GroupWrite;
+use crate::view::{Mode, ServedSpace, View};
+
+/// A request, validated.
+#[derive(Debug)]
+pub enum Job {
+    /// Answered from the view alone.
+    Answer(Response),
+    /// A key this server leads.
+    Get { space: Arc<ServedSpace>, key: Value },
+    Explain { space: Arc<ServedSpace>, predicates: Vec<CheckedPredicate> },
+    Search { space: Arc<ServedSpace>, predicates: Vec<CheckedPredicate>, kind: SearchKind },
+    Write { space: Arc<ServedSpace>, write: KeyWrite },
+    /// Standalone: group delete and group update.
+    Group { space: Arc<ServedSpace>, predicates: Vec<CheckedPredicate>, write: GroupWrite },
+    /// Standalone: configuration changes.
+    AddSpace { schema: SpaceSchema },
+    RmSpace { name: String },
+}
+
+/// What a search returns.
+#[derive(Debug)]
+pub enum SearchKind {
+    /// Every match (standalone: of every region).
+    All,
+    Count,
+    Sorted { by: AttrIndex, limit: usize, order: SortOrder },
+    /// A cluster client's share of a search: the matches in these regions, which this server
+    /// holds.
+    Regions { subspace: SubspaceId, regions: Vec<RegionIndex> },
+}
+
+/// Checks `frame` against `view`.
+pub fn validate(frame: RequestFrame, view: &View) -> Result<Job, ErrorReply> {
+    let epoch = view.epoch();
+    if frame.epoch > epoch {
+        return Err(ErrorReply::new(
+            Status::StaleEpoch,
+            format!("request built on epoch {} but this server is at {epoch}; retry", frame.epoch),
+        ));
+    }
+    if view.mode == Mode::Cluster {
+        refuse_in_cluster(&frame.request)?;
+    }
+    let space = |name: &str| view.space(name);
+    match frame.request {
+        Request::GetConfig => Ok(Job::Answer(Response::Config(Box::new((*view.config).clone())))),
+        Request::Get { space: name, key } => {
+            let space = space(&name)?;
+            let key = check_key(&space, key)?;
+            // Only the point leader answers: it alone knows the key's committed state in this
+            // epoch (DESIGN §5, reads).
+            let leader = space.point_leader(&key);
+            if leader != view.me {
+                return Err(ErrorReply::new(
+                    Status::StaleEpoch,
+                    format!("server {leader} leads that key in epoch {epoch}; refresh the configuration"),
+                ));
+            }
+            Ok(Job::Get { space, key })
+        }
+        Request::Explain { space: name, predicates } => {
+            let space = space(&name)?;
+            let predicates = check_predicates(&space, &predicates)?;
+            Ok(Job::Explain { space, predicates })
+        }
+        Request::Search { space: name, predicates } => search(space(&name)?, &predicates, |_| Ok(SearchKind::All)),
+        Request::Count { space: name, predicates } => search(space(&name)?, &predicates, |_| Ok(SearchKind::Count)),
+        Request::SortedSearch { space: name, predicates, sort_by, limit, order } => {
+            search(space(&name)?, &predicates, |space| {
+                let schema = &space.config.schema;
+                let by = schema.attribute_index(&sort_by).ok_or_else(|| {
+                    ErrorReply::new(Status::UnknownAttribute, format!("unknown attribute {sort_by:?}"))
+                })?;
+                if !schema.attribute(by).ty.is_primitive() {
+                    return Err(ErrorReply::new(
+                        Status::WrongType,
+                        format!("cannot sort by {sort_by:?}: only string, int and float attributes sort"),
+                    ));
+                }
+                Ok(SearchKind::Sorted { by, limit: limit as usize, order })
+            })
+        }
+        Request::SearchRegions { space: name, predicates, subspace, regions } => {
+            search(space(&name)?, &predicates, |space| {
+                Ok(SearchKind::Regions { subspace, regions: check_regions(space, subspace, &regions)? })
+            })
+        }
+        Request::AddSpace { description } => {
+            if description.len() > DESCRIPTION_BYTES_MAX {
+                return Err(ErrorReply::new(
+                    Status::TooLarge,
+                    format!("descriptions are at most {DESCRIPTION_BYTES_MAX} bytes"),
+                ));
+            }
+            let schema = parse_space(&description).map_err(|e| ErrorReply::new(Status::BadDescription, e.to_string()))?;
+            Ok(Job::AddSpace { schema })
+        }
+        Request::RmSpace { name } => Ok(Job::RmSpace { name }),
+        Request::RegisterServer { .. }
+        | Request::Heartbeat { .. }
+        | Request::WaitConfig { .. }
+        | Request::CoordinatorStatus => {
+            Err(ErrorReply::new(Status::Malformed, "this is a server; that request is for a coordinator"))
+        }
+        Request::PeerHello { .. } => {
+            Err(ErrorReply::new(Status::Malformed, "a peer's hello must be the first request of its connection"))
+        }
+        Request::Put { space: name, key, mode, conditions, funcalls } => {
+            let space = space(&name)?;
+            let key = check_key(&space, key)?;
+            let conditions = check_predicates(&space, &conditions)?;
+            let funcalls = CheckedFuncall::check_all(&space.config.schema, &funcalls).map_err(funcall_error)?;
+            Ok(Job::Write { space, write: KeyWrite::Put { key, mode, conditions, funcalls } })
+        }
+        Request::Del { space: name, key, conditions } => {
+            let space = space(&name)?;
+            let key = check_key(&space, key)?;
+            let conditions = check_predicates(&space, &conditions)?;
+            Ok(Job::Write { space, write: KeyWrite::Del { key, conditions } })
+        }
+        Request::GroupDel { space: name, predicates } => {
+            let space = space(&name)?;
+            let predicates = check_predicates(&space, &predicates)?;
+            Ok(Job::Group { space, predicates, write: GroupWrite::Del })
+        }
+        Request::GroupUpdate { space: name, predicates, funcalls } => {
+            let space = space(&name)?;
+            let predicates = check_predicates(&space, &predicates)?;
+            match CheckedFuncall::check_all(&space.config.schema, &funcalls) {
+                Ok(funcalls) => Ok(Job::Group { space, predicates, write: GroupWrite::Update(funcalls) }),
+                // A group update skips the objects its operations cannot apply to; one that
+                // fits no object's type applies to none.
+                Err(e) if e.is_atomic_mismatch() => Ok(Job::Answer(Response::Count(0))),
+                Err(e) => Err(funcall_error(e)),
+            }
+        }
+    }
+}
+
+/// What a cluster server leaves to others: space changes to the coordinators, whole searches
+/// and group operations to cluster clients (which send each server its regions).
+fn refuse_in_cluster(request: &Request) -> Result<(), ErrorReply> {
+    let why = match request {
+        Request::AddSpace { .. } | Request::RmSpace { .. } => "send space changes to a coordinator",
+        Request::Search { .. }
+        | Request::Count { .. }
+        | Request::SortedSearch { .. }
+        | Request::GroupDel { .. }
+        | Request::GroupUpdate { .. }
+        | Request::Explain { .. } => {
+            "searches go through a cluster client, which sends each server its regions (SearchRegions)"
+        }
+        _ => return Ok(()),
+    };
+    Err(ErrorReply::new(Status::Malformed, format!("this server is part of a cluster: {why}")))
+}
+
+fn search(
+    space: Arc<ServedSpace>,
+    predicates: &[Predicate],
+    kind: impl FnOnce(&ServedSpace) -> Result<SearchKind, ErrorReply>,
+) -> Result<Job, ErrorReply> {
+    let predicates = check_predicates(&space, predicates)?;
+    let kind = kind(&space)?;
+    Ok(Job::Search { space, predicates, kind })
+}
+
+fn predicate_error(e: PredicateError) -> ErrorReply {
+    let status = match &e {
+        PredicateError::UnknownAttribute(_) => Status::UnknownAttribute,
+        PredicateError::WrongType { .. } | PredicateError::NotApplicable { .. } => Status::WrongType,
+        PredicateError::BadRegex { .. } => Status::BadPredicate,
+        PredicateError::TooMany(_) => Status::TooLarge,
+        _ => Status::BadPredicate,
+    };
+    ErrorReply::new(status, e.to_string())
+}
+
+fn funcall_error(e: FuncallCheckError) -> ErrorReply {
+    let status = match &e {
+        FuncallCheckError::UnknownAttribute(_) => Status::UnknownAttribute,
+        FuncallCheckError::TooMany(_) => Status::TooLarge,
+        // An atomic operation that cannot apply to its attribute fails its comparison, as an
+        // overflow does (HyperDex's convention); a plain value of the wrong type is WRONGTYPE.
+        e if e.is_atomic_mismatch() => Status::CmpFail,
+        _ => Status::WrongType,
+    };
+    ErrorReply::new(status, e.to_string())
+}
+
+/// The key, converted to the space's key type and within the size limit.
+fn check_key(space: &ServedSpace, key: Value) -> Result<Value, ErrorReply> {
+    let schema = &space.config.schema;
+    let ty = schema.key().ty;
+    let given = key.kind_name();
+    let key = ty.coerce(key).ok_or_else(|| {
+        ErrorReply::new(Status::WrongType, format!("the key of space {:?} is a {ty}, not a {given}", schema.name))
+    })?;
+    if let Value::String(s) = &key {
+        if s.len() > KEY_BYTES_MAX {
+            return Err(ErrorReply::new(
+                Status::TooLarge,
+                format!("a key of {} bytes is over the {KEY_BYTES_MAX}-byte limit", s.len()),
+            ));
+        }
+    }
+    Ok(key)
+}
+
+fn check_predicates(space: &ServedSpace, predicates: &[Predicate]) -> Result<Vec<CheckedPredicate>, ErrorReply> {
+    CheckedPredicate::check_all(&space.config.schema, predicates).map_err(predicate_error)
+}
+
+/// The regions a `SearchRegions` names: they exist, and this server owns every one of them.
+fn check_regions(space: &ServedSpace, subspace: SubspaceId, regions: &[u32]) -> Result<Vec<RegionIndex>, ErrorReply> {
+    let schema = &space.config.schema;
+    let Some(t) = space.tessellations.get(subspace.get()) else {
+        return Err(ErrorReply::new(
+            Status::Malformed,
+            format!("space {:?} has {} subspaces, not {}", schema.name, schema.subspaces.len(), subspace.get() + 1),
+        ));
+    };
+    regions
+        .iter()
+        .map(|&r| {
+            if r >= t.regions_count() {
+                return Err(ErrorReply::new(
+                    Status::Malformed,
+                    format!("subspace {} of {:?} has {} regions, not {}", subspace.get(), schema.name, t.regions_count(), r + 1),
+                ));
+            }
+            if !space.owns(subspace, RegionIndex(r)) {
+                return Err(ErrorReply::new(
+                    Status::StaleEpoch,
+                    format!("this server does not own region {r} of subspace {} in its configuration; refresh", subspace.get()),
+                ));
+            }
+            Ok(RegionIndex(r))
+        })
+        .collect()
+}

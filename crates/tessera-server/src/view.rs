@@ -1,0 +1,87 @@
+//! What a server acts on: a configuration and the spaces derived from it, swapped as a whole.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use tessera_geometry::{key_region, RegionIndex, Tessellation};
+use tessera_protocol::{Configuration, ErrorReply, SpaceConfig, Status};
+use tessera_types::{Epoch, ServerId, SubspaceId, Value};
+
+/// How a server runs. Both run the same chain loop; they differ in who makes configurations
+/// (the server itself, or the coordinators) and in what a connection may ask.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// One server, every region's replica set `[this server]` (`tessera dev`). It changes its
+    /// own configuration (add and remove space) and runs searches and group operations for
+    /// its clients.
+    Standalone,
+    /// A member of a cluster run by coordinators: configurations come from them, and searches
+    /// and group operations are planned by cluster clients.
+    Cluster,
+}
+
+/// A space as the server serves it: its configuration and its precomputed tessellations.
+#[derive(Debug)]
+pub struct ServedSpace {
+    pub config: SpaceConfig,
+    pub tessellations: Vec<Tessellation>,
+    /// This server, to tell which regions of the space it owns.
+    pub me: ServerId,
+}
+
+impl ServedSpace {
+    pub fn name(&self) -> &str {
+        &self.config.schema.name
+    }
+
+    /// Whether this server holds `region` of `subspace`.
+    pub fn owns(&self, subspace: SubspaceId, region: RegionIndex) -> bool {
+        self.config.replicas_of(subspace, region).contains(&self.me)
+    }
+
+    /// The point leader of `key`: the head of its key region's replica set.
+    pub fn point_leader(&self, key: &Value) -> ServerId {
+        let region = key_region(&self.tessellations[0], key);
+        self.config.replicas_of(SubspaceId::KEY, region)[0]
+    }
+}
+
+/// One consistent view: a configuration and the spaces derived from it.
+#[derive(Debug)]
+pub struct View {
+    pub config: Arc<Configuration>,
+    pub spaces: HashMap<String, Arc<ServedSpace>>,
+    pub me: ServerId,
+    pub mode: Mode,
+}
+
+impl View {
+    pub fn new(config: Arc<Configuration>, me: ServerId, mode: Mode) -> View {
+        let spaces = config
+            .spaces
+            .iter()
+            .map(|s| {
+                let served = ServedSpace { tessellations: s.tessellations(), config: s.clone(), me };
+                (s.schema.name.clone(), Arc::new(served))
+            })
+            .collect();
+        View { config, spaces, me, mode }
+    }
+
+    pub fn epoch(&self) -> Epoch {
+        self.config.epoch
+    }
+
+    pub fn space(&self, name: &str) -> Result<Arc<ServedSpace>, ErrorReply> {
+        self.spaces
+            .get(name)
+            .cloned()
+            .ok_or_else(|| ErrorReply::new(Status::UnknownSpace, format!("no space named {name:?}")))
+    }
+
+    /// Whether `space` (validated against some earlier view) is still this view's space of its
+    /// name: not removed, nor removed and created again under the same name.
+    pub fn is_current(&self, space: &ServedSpace) -> bool {
+        self.spaces.get(space.name()).is_some_and(|s| s.config.id == space.config.id)
+    }
+}
