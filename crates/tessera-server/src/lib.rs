@@ -18,7 +18,7 @@
 //! * `state`: what every task shares (the store, the view, the chain loop's handle, whether
 //!   storage failed) and the configuration persisted in the data directory.
 //! * `reads`: get, search, count, sorted search and explain, from committed state.
-//! * `peers`: outgoing links to peers; queueing what a peer sends.
+//! * `peers`: outgoing links to peers; checking and queueing what a peer sends.
 //! * `coordination`: registration with the coordinators and following their configuration.
 //! * `chain`: the chain loop, the only write path; fail-stop when storage fails.
 //! * `group`: a standalone server's group delete and update, as per-key conditional writes.
