@@ -153,6 +153,14 @@ impl Server {
         self.shared.storage_failed()
     }
 
+    /// Makes the store fail every later write, as after a failed write or fsync: for tests of
+    /// the server's fail-stop.
+    #[cfg(feature = "fault-injection")]
+    #[doc(hidden)]
+    pub fn inject_storage_failure(&self) {
+        self.shared.store.inject_failure();
+    }
+
     /// Stops accepting connections and closes the open ones, lets the chain loop finish what
     /// it has, and waits until the store is closed (so the data directory can be opened again).
     pub async fn shutdown(mut self) {
