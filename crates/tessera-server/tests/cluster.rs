@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use common::cluster::{ask, peer_connection, server, Cluster};
 use futures::{SinkExt, StreamExt};
-use tessera_client::{Status, Value};
+use tessera_client::{Funcall, FuncallOp, Status, Value};
 use tessera_protocol::{Configuration, Request, Response};
 use tessera_server::Server;
 use tessera_types::{ServerId, SubspaceId};
@@ -152,4 +152,22 @@ async fn a_restarted_server_keeps_its_identity_and_its_data() {
         let got = client.get("t", format!("k{n}").as_str()).await.unwrap().expect("kept");
         assert_eq!(got.attributes["x"], Value::Int(n));
     }
+}
+
+/// A cluster client's group update skips an object it would make too large, as a standalone
+/// server's does (tests/operations.rs).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cluster_group_update_skips_objects_it_would_make_too_large() {
+    let cluster = Cluster::start(2).await;
+    let client = cluster.client().await;
+    cluster.add_space(&client, "space g key k attributes string s, int n create 8 partitions").await;
+    let limit = tessera_types::constants::OBJECT_BYTES_MAX;
+    client.put("g", "small", [("s", "x")]).await.unwrap();
+    client.put("g", "big", [("s", "y".repeat(limit - 100))]).await.unwrap();
+    let before = client.get("g", "big").await.unwrap().unwrap();
+    let grow = vec![Funcall::new("s", FuncallOp::StringAppend, "z".repeat(200))];
+    assert_eq!(client.group_update("g", vec![], grow).await.unwrap(), 1);
+    let small = client.get("g", "small").await.unwrap().unwrap();
+    assert_eq!(small.attributes["s"], Value::from(format!("x{}", "z".repeat(200)).as_str()));
+    assert_eq!(client.get("g", "big").await.unwrap().unwrap(), before, "skipped, unchanged");
 }
