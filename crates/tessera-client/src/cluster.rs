@@ -780,7 +780,9 @@ impl Cluster {
 
     /// Sends `make(key)` for the key of every object to its point leader, a few at a time;
     /// counts those `Done`, skips those refused with `NotFound` or `CmpFail` (the object
-    /// changed since the search), stops at any other error.
+    /// changed since the search, or the operation cannot apply to it) or `TooLarge` (the update
+    /// would make it too large), stops at any other error. A standalone server runs its group
+    /// operations the same way, with the same skips.
     async fn write_each(
         self: &Arc<Self>,
         space: &str,
@@ -803,7 +805,7 @@ impl Cluster {
             match outcome {
                 Ok(Response::Done) => done += 1,
                 Ok(other) => return Err(unexpected(other)),
-                Err(e) if matches!(e.status(), Some(Status::NotFound | Status::CmpFail)) => {}
+                Err(e) if matches!(e.status(), Some(Status::NotFound | Status::CmpFail | Status::TooLarge)) => {}
                 Err(e) => return Err(e),
             }
         }

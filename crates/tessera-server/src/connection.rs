@@ -97,8 +97,10 @@ pub async fn serve(shared: Arc<Shared>, stream: TcpStream) {
                     // From now on this connection carries a peer's chain messages.
                     tracing::debug!(peer = %from, "peer connected");
                     outbox.send_nowait(id, epoch, Response::Done, Some(permit));
-                    drop(outbox);
                     peers::serve_peer(frames, shared, from).await;
+                    // Only now: the write half stays open while the peer is served, so the
+                    // connection closes as a whole when the server gives up on it.
+                    drop(outbox);
                     let _ = writer.await;
                     return;
                 }

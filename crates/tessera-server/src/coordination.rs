@@ -1,6 +1,10 @@
 //! A cluster server's dealings with the coordinators: registration under a token kept in the
 //! data directory (so a restart comes back as the same server), the first configuration, and
 //! following every later one by long-polling.
+//!
+//! A configuration is data from a socket: each is checked ([`Configuration::check`]) before
+//! the chain loop installs it. A bad one is logged and skipped; at start, the server keeps
+//! waiting for a good one.
 
 use std::net::SocketAddr;
 use std::path::Path;
@@ -116,28 +120,45 @@ pub async fn register(
     Err(ServerError::Cluster(format!("could not register with the coordinators: {last}")))
 }
 
-/// The first configuration that lists this server.
+/// Whether a configuration from a coordinator can be acted on; logs why not.
+fn is_good(config: &Configuration) -> bool {
+    match config.check() {
+        Ok(()) => true,
+        Err(e) => {
+            tracing::warn!(error = %e, "ignoring a configuration from the coordinators that does not check");
+            false
+        }
+    }
+}
+
+/// The first good configuration that lists this server.
 pub async fn first_configuration(coordinators: &[String], me: ServerId) -> Result<Configuration, ServerError> {
+    let mut refused = None;
     for _ in 0..300 {
         if let Ok(Response::Config(c)) = ask_coordinators(coordinators, Request::GetConfig).await {
-            if c.server(me).is_some() {
-                return Ok(*c);
+            // A bad configuration is logged once per epoch, not on every poll.
+            if refused != Some(c.epoch) && c.server(me).is_some() {
+                if is_good(&c) {
+                    return Ok(*c);
+                }
+                refused = Some(c.epoch);
             }
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
-    Err(ServerError::Cluster("no coordinator gave a configuration listing this server".into()))
+    Err(ServerError::Cluster("no coordinator gave a good configuration listing this server".into()))
 }
 
-/// Follows the coordinators' configuration and hands every newer one to the chain loop.
+/// Follows the coordinators' configuration and hands every newer good one to the chain loop.
 pub async fn follow_configuration(coordinators: Vec<String>, shared: Arc<Shared>) {
     let mut known = shared.view().epoch();
     while !shared.is_shutting_down() {
         let request = Request::WaitConfig { after: known, timeout_ms: WAIT_CONFIG_MS };
         match ask_coordinators(&coordinators, request).await {
             Ok(Response::Config(c)) if c.epoch > known => {
+                // A bad one is skipped: the wait goes on from its epoch, for the next.
                 known = c.epoch;
-                if shared.chain.send(LoopInput::Config(Arc::new(*c))).await.is_err() {
+                if is_good(&c) && shared.chain.send(LoopInput::Config(Arc::new(*c))).await.is_err() {
                     return;
                 }
             }

@@ -18,7 +18,7 @@
 //! * `state`: what every task shares (the store, the view, the chain loop's handle, whether
 //!   storage failed) and the configuration persisted in the data directory.
 //! * `reads`: get, search, count, sorted search and explain, from committed state.
-//! * `peers`: outgoing links to peers; queueing what a peer sends.
+//! * `peers`: outgoing links to peers; checking and queueing what a peer sends.
 //! * `coordination`: registration with the coordinators and following their configuration.
 //! * `chain`: the chain loop, the only write path; fail-stop when storage fails.
 //! * `group`: a standalone server's group delete and update, as per-key conditional writes.
@@ -178,6 +178,14 @@ impl Server {
     /// Whether a write to storage failed, after which the server refuses every write.
     pub fn storage_failed(&self) -> bool {
         self.shared.storage_failed()
+    }
+
+    /// Makes the store fail every later write, as after a failed write or fsync: for tests of
+    /// the server's fail-stop.
+    #[cfg(feature = "fault-injection")]
+    #[doc(hidden)]
+    pub fn inject_storage_failure(&self) {
+        self.shared.store.inject_failure();
     }
 
     /// Stops accepting connections and closes the open ones, lets the chain loop finish what

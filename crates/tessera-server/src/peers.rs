@@ -1,7 +1,11 @@
 //! Links between servers: one outgoing connection per peer, and the envelopes a peer sends on
 //! a connection that began with `PeerHello`.
 //!
-//! An envelope that does not decode closes that peer's connection.
+//! What a peer sends is data from a socket: every envelope is decoded and checked
+//! ([`tessera_replication::check_envelope`]) before the chain loop sees it, and the first bad
+//! one closes that peer's connection. The sender's link then reconnects, and its state machine
+//! sends again what was not acknowledged; a peer that keeps sending bad envelopes only keeps
+//! losing its connection.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -11,7 +15,7 @@ use bytes::Bytes;
 use futures::{SinkExt, StreamExt};
 use tessera_protocol::frame::{decode, encode};
 use tessera_protocol::{codec, decode_response, encode_request, Request, RequestFrame, Response};
-use tessera_replication::Envelope;
+use tessera_replication::{check_envelope, Envelope};
 use tessera_types::{Epoch, ServerId};
 use tokio::net::tcp::OwnedReadHalf;
 use tokio::net::TcpStream;
@@ -21,8 +25,9 @@ use tokio_util::codec::{Framed, FramedRead, LengthDelimitedCodec};
 use crate::queue::LoopInput;
 use crate::state::Shared;
 
-/// Reads the envelopes peer `from` sends after its `PeerHello` and queues them for the chain
-/// loop. Returns (closing the connection) at the first envelope that does not decode.
+/// Reads the envelopes peer `from` sends after its `PeerHello`, checks each, and queues it for
+/// the chain loop. Returns (closing the connection) at the first envelope that does not
+/// decode, does not come from `from`, or fails [`check_envelope`].
 pub async fn serve_peer(mut frames: FramedRead<OwnedReadHalf, LengthDelimitedCodec>, shared: Arc<Shared>, from: ServerId) {
     while let Some(frame) = frames.next().await {
         let body = match frame {
@@ -39,6 +44,14 @@ pub async fn serve_peer(mut frames: FramedRead<OwnedReadHalf, LengthDelimitedCod
                 return;
             }
         };
+        if let Err(e) = check_envelope(&envelope, shared.me, &shared.view().config) {
+            tracing::warn!(peer = %from, error = %e, "a bad envelope from a peer; closing its connection");
+            return;
+        }
+        if envelope.from != from {
+            tracing::warn!(peer = %from, claimed = %envelope.from, "an envelope naming another sender than the peer's hello; closing its connection");
+            return;
+        }
         if shared.chain.send(LoopInput::Peer(envelope)).await.is_err() {
             return;
         }

@@ -23,9 +23,9 @@ pub enum LoopInput {
     /// Standalone only: a configuration change the server makes itself.
     AddSpace { schema: SpaceSchema, reply: Replier },
     RmSpace { name: String, reply: Replier },
-    /// An envelope from a peer.
+    /// An envelope from a peer, checked by the connection it came on.
     Peer(Envelope),
-    /// A configuration from the coordinators.
+    /// A configuration from the coordinators, checked.
     Config(Arc<Configuration>),
     /// Time passes (the state machine retransmits what its peers did not acknowledge).
     Tick,

@@ -2,67 +2,18 @@
 //! what it answers only as point leader or region owner, peers that send garbage, and a
 //! restart that keeps the server's identity and data.
 
-use std::net::SocketAddr;
+mod common;
+
 use std::time::Duration;
 
+use common::cluster::{ask, peer_connection, server, Cluster};
 use futures::{SinkExt, StreamExt};
-use tessera_client::{Client, Status, Value};
-use tessera_coordinator::{Coordinator, CoordinatorOptions};
-use tessera_protocol::{
-    codec, decode_response, encode_request, Configuration, Request, RequestFrame, Response, ResponseFrame,
-};
-use tessera_server::{ClusterOptions, Server, ServerOptions};
-use tessera_types::{Epoch, ServerId, SubspaceId};
-use tokio::net::TcpStream;
-use tokio_util::codec::Framed;
+use tessera_client::{Funcall, FuncallOp, Status, Value};
+use tessera_protocol::{Configuration, Request, Response};
+use tessera_server::Server;
+use tessera_types::{ServerId, SubspaceId};
 
 const SPACE: &str = "space t key k attributes int x subspace x create 8 partitions tolerate 1 failure";
-
-struct Cluster {
-    dir: tempfile::TempDir,
-    coordinator: Coordinator,
-    servers: Vec<Server>,
-}
-
-async fn server(dir: &std::path::Path, n: usize, coordinator: SocketAddr) -> Server {
-    let mut options = ServerOptions::new(dir.join(format!("s{n}")), "127.0.0.1:0".parse().unwrap());
-    options.cluster = Some(ClusterOptions { coordinators: vec![coordinator.to_string()], advertise: None });
-    Server::start(options).await.expect("a cluster server starts")
-}
-
-impl Cluster {
-    async fn start(servers: usize) -> Cluster {
-        let dir = tempfile::tempdir().unwrap();
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let address = listener.local_addr().unwrap();
-        let options = CoordinatorOptions::new(1, dir.path().join("c1"), address, vec![(1, address.to_string())]);
-        let coordinator = Coordinator::start_with_listener(options, listener).await.unwrap();
-        let mut started = Vec::new();
-        for n in 0..servers {
-            started.push(server(dir.path(), n, address).await);
-        }
-        Cluster { dir, coordinator, servers: started }
-    }
-
-    async fn client(&self) -> Client {
-        Client::connect(&self.coordinator.local_addr().to_string()).await.expect("a cluster client")
-    }
-
-    fn server_of(&self, id: ServerId) -> &Server {
-        self.servers.iter().find(|s| s.id() == id).expect("a server of the configuration")
-    }
-}
-
-type Raw = Framed<TcpStream, tokio_util::codec::LengthDelimitedCodec>;
-
-async fn ask(addr: SocketAddr, epoch: Epoch, request: Request) -> Response {
-    let mut conn: Raw = Framed::new(TcpStream::connect(addr).await.unwrap(), codec());
-    conn.send(encode_request(&RequestFrame { id: 7, epoch, request }).unwrap()).await.unwrap();
-    let body = tokio::time::timeout(Duration::from_secs(10), conn.next()).await.unwrap().unwrap().unwrap();
-    let frame: ResponseFrame = decode_response(&body).unwrap();
-    assert_eq!(frame.id, 7);
-    frame.response
-}
 
 fn status_of(response: Response) -> (Status, String) {
     match response {
@@ -71,15 +22,8 @@ fn status_of(response: Response) -> (Status, String) {
     }
 }
 
-/// Waits until every server has installed the configuration the client sees.
 async fn settle(cluster: &Cluster, config: &Configuration) {
-    for _ in 0..200 {
-        if cluster.servers.iter().all(|s| s.epoch() >= config.epoch) {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    panic!("servers did not reach epoch {}", config.epoch);
+    cluster.settle(config).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -171,11 +115,7 @@ async fn a_peer_that_sends_garbage_is_cut_off_and_nothing_changes() {
     settle(&cluster, &client.configuration()).await;
     client.put("t", "k", [("x", 1i64)]).await.unwrap();
     let target = cluster.servers[0].local_addr();
-    let mut conn: Raw = Framed::new(TcpStream::connect(target).await.unwrap(), codec());
-    let hello = RequestFrame { id: 1, epoch: Epoch(0), request: Request::PeerHello { from: ServerId(99) } };
-    conn.send(encode_request(&hello).unwrap()).await.unwrap();
-    let body = conn.next().await.unwrap().unwrap();
-    assert_eq!(decode_response(&body).unwrap().response, Response::Done);
+    let mut conn = peer_connection(target, ServerId(99)).await;
     conn.send(bytes::Bytes::from_static(b"\x01garbage that is no envelope")).await.unwrap();
     let closed = tokio::time::timeout(Duration::from_secs(10), conn.next()).await.expect("closed in time");
     assert!(closed.is_none_or(|r| r.is_err()), "the server closes a peer connection that sends garbage");
@@ -212,4 +152,22 @@ async fn a_restarted_server_keeps_its_identity_and_its_data() {
         let got = client.get("t", format!("k{n}").as_str()).await.unwrap().expect("kept");
         assert_eq!(got.attributes["x"], Value::Int(n));
     }
+}
+
+/// A cluster client's group update skips an object it would make too large, as a standalone
+/// server's does (tests/operations.rs).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cluster_group_update_skips_objects_it_would_make_too_large() {
+    let cluster = Cluster::start(2).await;
+    let client = cluster.client().await;
+    cluster.add_space(&client, "space g key k attributes string s, int n create 8 partitions").await;
+    let limit = tessera_types::constants::OBJECT_BYTES_MAX;
+    client.put("g", "small", [("s", "x")]).await.unwrap();
+    client.put("g", "big", [("s", "y".repeat(limit - 100))]).await.unwrap();
+    let before = client.get("g", "big").await.unwrap().unwrap();
+    let grow = vec![Funcall::new("s", FuncallOp::StringAppend, "z".repeat(200))];
+    assert_eq!(client.group_update("g", vec![], grow).await.unwrap(), 1);
+    let small = client.get("g", "small").await.unwrap().unwrap();
+    assert_eq!(small.attributes["s"], Value::from(format!("x{}", "z".repeat(200)).as_str()));
+    assert_eq!(client.get("g", "big").await.unwrap().unwrap(), before, "skipped, unchanged");
 }

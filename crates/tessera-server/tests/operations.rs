@@ -146,6 +146,15 @@ async fn hotels() -> (TestServer, Client) {
     (server, client)
 }
 
+async fn attrs_in(client: &Client, space: &str, key: &str) -> BTreeMap<String, Value> {
+    client
+        .get(space, key)
+        .await
+        .unwrap()
+        .expect("the object exists")
+        .attributes
+}
+
 async fn attrs(client: &Client, key: &str) -> BTreeMap<String, Value> {
     client
         .get("hotels", key)
@@ -1155,6 +1164,24 @@ async fn group_update_changes_exactly_the_matches_it_can() {
     let found = keys(&client.search("hotels", vec![Predicate::new("address", PredicateOp::Equals(s("renovated")))]).await.unwrap());
     assert_eq!(found.len(), updatable);
     assert_eq!(sorted_unique(found).len(), updatable);
+    server.shutdown().await;
+}
+
+/// A group update skips an object it would make too large, as it skips one it cannot apply
+/// to (a cluster client does the same: tests/cluster.rs).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn group_update_skips_objects_it_would_make_too_large() {
+    let server = TestServer::start().await;
+    let client = server.client().await;
+    client.add_space("space g key k attributes string s, int n").await.unwrap();
+    let limit = tessera_types::constants::OBJECT_BYTES_MAX;
+    client.put("g", "small", [("s", "x")]).await.unwrap();
+    client.put("g", "big", [("s", "y".repeat(limit - 100))]).await.unwrap();
+    let before = client.get("g", "big").await.unwrap().unwrap();
+    let grow = vec![Funcall::new("s", FuncallOp::StringAppend, "z".repeat(200))];
+    assert_eq!(client.group_update("g", vec![], grow).await.unwrap(), 1);
+    assert_eq!(attrs_in(&client, "g", "small").await["s"], s(&format!("x{}", "z".repeat(200))));
+    assert_eq!(client.get("g", "big").await.unwrap().unwrap(), before, "skipped, unchanged");
     server.shutdown().await;
 }
 

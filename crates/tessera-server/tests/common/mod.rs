@@ -163,3 +163,5 @@ pub fn map<K: Into<Value>, V: Into<Value>>(entries: impl IntoIterator<Item = (K,
 pub fn list(items: impl IntoIterator<Item = Value>) -> Value {
     Value::List(items.into_iter().collect())
 }
+
+pub mod cluster;
