@@ -86,6 +86,7 @@ async fn a_bad_envelope_closes_its_connection_and_changes_nothing() {
         new: Some(object(&mine, 7)),
         subspace: SubspaceId::KEY,
         region: key_region(tessellation, &mine),
+        resent: false,
     };
     let chain = |u: ChainUpdate| Some(PeerMessage::Chain(u));
     let theirs = key_led(&config, me, false);
