@@ -108,15 +108,47 @@ pub fn check_message(
     }
 }
 
+/// The part of [`check_message`] the state machine needs before it touches a message from a
+/// peer (it finds its own place on the chain itself): the space exists, the objects fit its
+/// schema, an acknowledgement's key has the key's type.
+pub fn check_contents(message: &PeerMessage, config: &Configuration) -> Result<(), EnvelopeError> {
+    match message {
+        PeerMessage::Chain(u) => update_space(u, config).map(|_| ()),
+        PeerMessage::Ack(a) => ack_space(a, config).map(|_| ()),
+    }
+}
+
+fn update_space<'a>(
+    u: &ChainUpdate,
+    config: &'a Configuration,
+) -> Result<&'a SpaceConfig, EnvelopeError> {
+    let space = space(config, u.space)?;
+    u.old
+        .iter()
+        .chain(u.new.iter())
+        .try_for_each(|o| check_object(space, o))?;
+    Ok(space)
+}
+
+fn ack_space<'a>(
+    a: &ChainAck,
+    config: &'a Configuration,
+) -> Result<&'a SpaceConfig, EnvelopeError> {
+    let space = space(config, a.space)?;
+    if a.key.primitive_type() != Some(space.schema.key_type()) {
+        return Err(EnvelopeError::BadObject {
+            space: space.schema.name.clone(),
+        });
+    }
+    Ok(space)
+}
+
 fn check_update(
     u: &ChainUpdate,
     me: ServerId,
     config: &Configuration,
 ) -> Result<(), EnvelopeError> {
-    let space = space(config, u.space)?;
-    for o in u.old.iter().chain(u.new.iter()) {
-        check_object(space, o)?;
-    }
+    let space = update_space(u, config)?;
     let tessellations = space.tessellations();
     let not_held = EnvelopeError::NotHeldHere {
         subspace: u.subspace.0,
@@ -144,12 +176,7 @@ fn check_update(
 }
 
 fn check_ack(a: &ChainAck, me: ServerId, config: &Configuration) -> Result<(), EnvelopeError> {
-    let space = space(config, a.space)?;
-    if a.key.primitive_type() != Some(space.schema.key_type()) {
-        return Err(EnvelopeError::BadObject {
-            space: space.schema.name.clone(),
-        });
-    }
+    let space = ack_space(a, config)?;
     let not_held = EnvelopeError::NotHeldHere {
         subspace: a.subspace.0,
         region: a.region.0,
