@@ -83,6 +83,14 @@ enum Attempt<T> {
     Fail(ClientError),
 }
 
+/// Whether a refusal depends on the schema (which a newer configuration may change).
+fn is_schema_refusal(e: &ClientError) -> bool {
+    matches!(
+        e.status(),
+        Some(Status::WrongType | Status::UnknownAttribute | Status::UnknownSpace)
+    )
+}
+
 /// Whether an error is a connection's (refused, reset, closed) rather than an answer's.
 fn is_connection_error(e: &ClientError) -> bool {
     matches!(e, ClientError::Io(_) | ClientError::ConnectionClosed)
@@ -372,11 +380,22 @@ impl Cluster {
         Fut: Future<Output = Attempt<T>>,
     {
         let mut backoff = Backoff::within(self.timeout);
+        let mut schema_refreshed = false;
         loop {
             let routes = self.routes();
             let sent = routes.config.epoch;
             let (error, server_epoch) = match attempt(routes, backoff.deadline).await {
                 Attempt::Done(t) => return Ok(t),
+                // Refused for the schema: the cached one may be older than the space (dropped and
+                // created again with another schema). Look once more before saying no: a refused
+                // request was not applied, so trying again is safe.
+                Attempt::Fail(e) if !schema_refreshed && is_schema_refusal(&e) => {
+                    schema_refreshed = true;
+                    match self.refresh(None, &mut backoff).await {
+                        Ok(r) if r.config.epoch > sent => continue,
+                        _ => return Err(e),
+                    }
+                }
                 Attempt::Fail(e) => return Err(e),
                 Attempt::Retry {
                     error,
@@ -805,7 +824,11 @@ impl Cluster {
             match outcome {
                 Ok(Response::Done) => done += 1,
                 Ok(other) => return Err(unexpected(other)),
-                Err(e) if matches!(e.status(), Some(Status::NotFound | Status::CmpFail | Status::TooLarge)) => {}
+                Err(e)
+                    if matches!(
+                        e.status(),
+                        Some(Status::NotFound | Status::CmpFail | Status::TooLarge)
+                    ) => {}
                 Err(e) => return Err(e),
             }
         }

@@ -104,7 +104,8 @@ use std::sync::Arc;
 
 pub use error::ClientError;
 pub use tessera_protocol::{
-    Configuration, CoordinatorStatus, Explanation, ServerInfo, ServerState, SortOrder, Status, WriteMode,
+    Configuration, CoordinatorStatus, Explanation, ServerInfo, ServerState, SortOrder, Status,
+    WriteMode,
 };
 pub use tessera_types::{
     Funcall, FuncallOp, NumOp, Predicate, PredicateOp, ServerId, SpaceSchema, Value, Version,

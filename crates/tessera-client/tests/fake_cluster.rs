@@ -809,3 +809,38 @@ async fn admin_requests_wait_for_a_coordinator_leader() {
     assert!(client.configuration().space("t").is_some());
     assert_eq!(world.lock().unwrap().coordinator_unavailable, 0);
 }
+
+#[tokio::test]
+async fn a_schema_refusal_looks_at_a_newer_configuration_first() {
+    let (world, client) = cluster().await;
+    // Dropped and created again elsewhere with another schema: `n` is a string now, and the
+    // client's cached configuration does not know it yet.
+    {
+        let mut w = world.lock().unwrap();
+        let config = w.config.as_mut().unwrap();
+        config.epoch = Epoch(config.epoch.0 + 2);
+        let id = config.epoch.0;
+        config.spaces[0] = space_config(
+            id,
+            &SPACE.replace("attributes int n", "attributes string n"),
+            0,
+        );
+    }
+    let before = client.configuration().epoch;
+    // Checked by the client against its cached schema, where `n` is an int: refused there,
+    // then accepted once the client has looked at the current configuration.
+    client
+        .search("s", vec![Predicate::equals("n", "text")])
+        .await
+        .expect("valid under the current schema");
+    assert!(
+        client.configuration().epoch > before,
+        "the client fetched the newer configuration"
+    );
+    // A request that is wrong under the current schema too is still refused.
+    let e = client
+        .search("s", vec![Predicate::equals("n", 5i64)])
+        .await
+        .unwrap_err();
+    assert_eq!(e.status(), Some(Status::WrongType), "{e}");
+}

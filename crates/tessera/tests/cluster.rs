@@ -6,12 +6,11 @@
 #[allow(dead_code)]
 mod common;
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::cluster::{check, lincheck, value_of, worker, Cluster, Op, KEYS, SPACE};
-use tessera_client::{Client, Value};
+use common::cluster::{check, final_state_agrees, lincheck, worker, Cluster, Op, SPACE};
+use tessera_client::Client;
 
 const WORKERS: u64 = 6;
 const RUN_FOR: Duration = Duration::from_secs(4);
@@ -45,23 +44,7 @@ fn three_coordinators_four_servers_linearizable() {
             history.extend(t.await.expect("a worker panicked"));
         }
         // The final state, as gets and as one search over every server, agree.
-        let mut gets = BTreeMap::new();
-        for key in 0..KEYS {
-            if let Some(r) = admin.get("kv", key).await.expect("final get") {
-                gets.insert(key, value_of(&r));
-            }
-        }
-        let found = admin.search("kv", vec![]).await.expect("final search");
-        let searched: BTreeMap<i64, i64> = found
-            .iter()
-            .map(|r| match r.key {
-                Value::Int(k) => (k, value_of(r)),
-                ref other => panic!("int keys, got {other:?}"),
-            })
-            .collect();
-        assert_eq!(found.len(), searched.len(), "a search returns each key once");
-        assert_eq!(searched, gets, "a search sees exactly the committed objects");
-        assert_eq!(admin.count("kv", vec![]).await.expect("count"), gets.len() as u64);
+        final_state_agrees(&admin).await;
         history
     });
     let writes = history.iter().filter(|o| o.op != "get" && o.ok == Some(true)).count();

@@ -16,7 +16,7 @@ use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::cluster::{check, lincheck, value_of, worker, Cluster, Op, KEYS, SPACE};
+use common::cluster::{check, final_state_agrees, lincheck, worker, Cluster, Op, KEYS, SPACE};
 use tessera_client::{Client, ClientOptions, Configuration, ServerId, ServerState, Value};
 
 const WORKERS: u64 = 6;
@@ -150,22 +150,7 @@ fn run(fault: Fault) {
             history.extend(t.await.expect("a worker panicked"));
         }
         // The final state: every key by get, and one search, agree.
-        let mut gets = BTreeMap::new();
-        for key in 0..KEYS {
-            if let Some(r) = admin.get("kv", key).await.expect("final get") {
-                gets.insert(key, value_of(&r));
-            }
-        }
-        let found = admin.search("kv", vec![]).await.expect("final search");
-        let searched: BTreeMap<i64, i64> = found
-            .iter()
-            .map(|r| match r.key {
-                Value::Int(k) => (k, value_of(r)),
-                ref other => panic!("int keys, got {other:?}"),
-            })
-            .collect();
-        assert_eq!(found.len(), searched.len(), "a search returns each key once");
-        assert_eq!(searched, gets, "a search sees exactly the committed objects");
+        final_state_agrees(&admin).await;
         history
     });
     let writes = history.iter().filter(|o| o.op != "get" && o.ok == Some(true)).count();

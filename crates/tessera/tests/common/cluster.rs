@@ -1,6 +1,7 @@
 //! A real cluster of `tessera coordinator` and `tessera server` processes on loopback, clients
 //! that record what they saw, and the Porcupine checker (tools/lincheck) that judges it.
 
+use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -106,6 +107,29 @@ impl Op {
             n(self.output),
         )
     }
+}
+
+/// Every key read by key, and one search over every server, agree; so does a count. Returns
+/// the final values.
+pub async fn final_state_agrees(admin: &Client) -> BTreeMap<i64, i64> {
+    let mut gets = BTreeMap::new();
+    for key in 0..KEYS {
+        if let Some(r) = admin.get("kv", key).await.expect("final get") {
+            gets.insert(key, value_of(&r));
+        }
+    }
+    let found = admin.search("kv", vec![]).await.expect("final search");
+    let searched: BTreeMap<i64, i64> = found
+        .iter()
+        .map(|r| match r.key {
+            Value::Int(k) => (k, value_of(r)),
+            ref other => panic!("int keys, got {other:?}"),
+        })
+        .collect();
+    assert_eq!(found.len(), searched.len(), "a search returns each key once");
+    assert_eq!(searched, gets, "a search sees exactly the committed objects");
+    assert_eq!(admin.count("kv", vec![]).await.expect("count"), gets.len() as u64);
+    gets
 }
 
 pub fn value_of(record: &tessera_client::Record) -> i64 {
