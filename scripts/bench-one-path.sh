@@ -2,7 +2,8 @@
 # Issue 8, item 1: `tessera dev` (standalone) now runs the replication state machine on the
 # chain loop instead of its own write loop. This measures YCSB A, B and C on both: the binary
 # built from this checkout against one built from BASE (the last commit with the standalone
-# write loop), same bench client (this checkout's), same machine, runs alternating. Prints one
+# write loop), each with its own bench client (the wire protocol changed between them), same
+# machine, runs alternating. Prints one
 # JSON object on stdout: every run, medians and new/old ratios. Progress goes to stderr.
 #
 # Usage: scripts/bench-one-path.sh
@@ -53,8 +54,8 @@ def start(which):
         sys.exit(f"{which} server did not start: {line!r}")
     return proc, f"127.0.0.1:{port}", d
 
-def bench(addr, workload, phase):
-    cmd = ["taskset", "-c", CLIENT_CPU, BINS["new"], "bench", "--target", f"tessera://{addr}",
+def bench(which, addr, workload, phase):
+    cmd = ["taskset", "-c", CLIENT_CPU, BINS[which], "bench", "--target", f"tessera://{addr}",
            "-w", workload, "--phase", phase, "--records", str(RECORDS), "--operations", str(OPS),
            "--threads", str(THREADS), "--progress", "never"]
     res = subprocess.run(cmd, capture_output=True, text=True)
@@ -68,8 +69,8 @@ for run in range(RUNS):
         for w in "abc":
             proc, addr, d = start(which)
             try:
-                bench(addr, w, "load")
-                ph = bench(addr, w, "run")
+                bench(which, addr, w, "load")
+                ph = bench(which, addr, w, "run")
             finally:
                 proc.send_signal(signal.SIGTERM); proc.wait(60); shutil.rmtree(d, ignore_errors=True)
             runs[w][which].append(round(ph["overall_throughput"]))

@@ -321,6 +321,9 @@ struct Pending {
     /// The hop it was sent on to, `None` at the tail. After a configuration change the update
     /// is sent again only if this changed.
     next: Option<(ServerId, Location)>,
+    /// The hop before this one, whom the acknowledgement goes to; `None` at the head (the
+    /// point leader). Kept so that committing needs no chain computed again.
+    previous: Option<(ServerId, Location)>,
     /// The rest of the chain has it: it commits here as soon as every earlier version pending
     /// at the same location has (chains of successive versions differ where one relocates,
     /// so acknowledgements can overtake each other).
@@ -693,10 +696,13 @@ impl Replica {
     /// or acknowledges it again if committed.
     fn repair_chains(&mut self, store: &impl CommittedReader) {
         let mut moved: Vec<((u64, Value), Location, Version)> = Vec::new();
-        for (key, state) in &self.keys {
+        let me = self.me;
+        for (key, state) in self.keys.iter_mut() {
             let rt = &self.spaces[&key.0];
-            for ((location, version), p) in &state.pending {
-                if next_hop(&rt.chain(&p.update), self.me, *location) != p.next {
+            for ((location, version), p) in state.pending.iter_mut() {
+                let chain = rt.chain(&p.update);
+                p.previous = neighbour(&chain, me, *location, -1);
+                if neighbour(&chain, me, *location, 1) != p.next {
                     moved.push((key.clone(), *location, *version));
                 }
             }
@@ -713,7 +719,7 @@ impl Replica {
             };
             p.update.epoch = epoch;
             let chain = rt.chain(&p.update);
-            p.next = next_hop(&chain, self.me, location);
+            p.next = neighbour(&chain, self.me, location, 1);
             match p.next {
                 None => {
                     p.acked = true;
@@ -1019,9 +1025,9 @@ impl Replica {
         store: &impl CommittedReader,
     ) {
         let key = (u.space, u.key().clone());
-        let next = chain
-            .get(hop + 1)
-            .map(|h| (h.server, (h.subspace, h.region)));
+        let at = |h: &ChainHop| (h.server, (h.subspace, h.region));
+        let next = chain.get(hop + 1).map(at);
+        let previous = hop.checked_sub(1).map(|p| at(&chain[p]));
         let update = ChainUpdate {
             epoch: self.epoch(),
             resent: false,
@@ -1033,6 +1039,7 @@ impl Replica {
             Pending {
                 update: update.clone(),
                 next,
+                previous,
                 acked: next.is_none(),
             },
         );
@@ -1074,20 +1081,21 @@ impl Replica {
             if !first.acked {
                 return;
             }
-            let u = state.pending.remove(&id).expect("found above").update;
+            let Pending {
+                update: u,
+                previous,
+                ..
+            } = state.pending.remove(&id).expect("found above");
             self.outputs.writes.push(rt.commit_write(location, &u));
-            let chain = rt.chain(&u);
-            match position(&chain, self.me, location) {
-                Some(0) => {
+            match previous {
+                None => {
                     self.leader_committed(key.clone(), u.version);
                     self.release_held(rt, key, store);
                 }
-                Some(hop) => {
-                    let previous = &chain[hop - 1];
-                    let ack = ack_for(&u, (previous.subspace, previous.region), self.epoch());
-                    self.send(previous.server, ack);
+                Some((server, at)) => {
+                    let ack = ack_for(&u, at, self.epoch());
+                    self.send(server, ack);
                 }
-                None => unreachable!("pending only where this server holds the region"),
             }
         }
     }
@@ -1207,10 +1215,14 @@ fn position(chain: &[ChainHop], me: ServerId, location: Location) -> Option<usiz
         .position(|h| h.server == me && (h.subspace, h.region) == location)
 }
 
-/// The hop after this server's at `location` on `chain`, `None` at the tail (or off it).
-fn next_hop(chain: &[ChainHop], me: ServerId, location: Location) -> Option<(ServerId, Location)> {
-    let hop = position(chain, me, location)?;
-    chain
-        .get(hop + 1)
-        .map(|h| (h.server, (h.subspace, h.region)))
+/// The hop `step` places after (1) or before (-1) this server's at `location` on `chain`;
+/// `None` past either end (or off the chain).
+fn neighbour(
+    chain: &[ChainHop],
+    me: ServerId,
+    location: Location,
+    step: isize,
+) -> Option<(ServerId, Location)> {
+    let hop = position(chain, me, location)?.checked_add_signed(step)?;
+    chain.get(hop).map(|h| (h.server, (h.subspace, h.region)))
 }
