@@ -13,6 +13,7 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+pub use crate::detector::LeaseTuning;
 use crate::detector::{self, Detector};
 use crate::fsutil::{read_checked, write_atomic};
 use crate::log_store::LogStore;
@@ -42,41 +43,6 @@ impl Default for RaftTuning {
     }
 }
 
-/// How the coordinators detect failed servers: by leases (see the crate docs, "Failure
-/// detection").
-///
-/// Every server sends a heartbeat to every coordinator a few times per lease. A reply from the
-/// Raft leader, sent after the leader confirmed its leadership with a quorum, renews the
-/// server's lease until `lease_ms` after the moment the server *sent* that heartbeat; a server
-/// whose lease lapsed stops serving reads and taking writes. The leader takes an Available
-/// server offline (a new epoch without it in any replica set it can leave) once it has heard
-/// nothing from it for `lease_ms + margin_ms`, counted from the moment it *received* the last
-/// heartbeat. Since a heartbeat is received after it was sent, the leader's count starts no
-/// earlier than the lease it granted, so when it acts the lease has lapsed on the server's
-/// clock too, as long as the two clocks' rates differ by less than `margin_ms` over
-/// `lease_ms` (the margin covers that drift, not network delay: delay only makes the leader
-/// later). A new leader starts every server's count from the moment it became leader: the
-/// previous leader may have granted leases it never told anyone about, but none on a heartbeat
-/// sent after this leader's election.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct LeaseTuning {
-    /// How long one renewal lets a server serve, in milliseconds. Heartbeat replies carry it,
-    /// so servers use the coordinators' value.
-    pub lease_ms: u64,
-    /// How much longer than a lease the leader waits before taking a silent server offline.
-    pub margin_ms: u64,
-    /// Also take offline an Available server this coordinator has never heard a heartbeat
-    /// from (counting from when it became leader, or from when the server registered or came
-    /// back), so that a server that dies before its first heartbeat is detected too. On by
-    /// default: every server heartbeats from the moment it has registered.
-    pub suspect_unheard: bool,
-}
-
-impl Default for LeaseTuning {
-    fn default() -> Self {
-        LeaseTuning { lease_ms: 1000, margin_ms: 500, suspect_unheard: true }
-    }
-}
 
 /// Everything a coordinator needs to start.
 #[derive(Clone, Debug)]
@@ -182,19 +148,20 @@ impl Coordinator {
             .await
             .map_err(|e| CoordinatorError::Raft(e.to_string()))?;
 
+        let tracker = TaskTracker::new();
+        let detector = Detector::new(options.id, options.lease.clone(), raft.clone(), state, tracker.clone());
         let shared = Arc::new(Shared {
             id: options.id,
             raft: raft.clone(),
             config,
-            state,
             addresses: addresses.clone(),
             default_tolerate: options.default_tolerate,
-            detector: Detector::new(options.id, options.lease.clone()),
+            detector: Arc::new(detector),
             cancel: CancellationToken::new(),
-            tracker: TaskTracker::new(),
+            tracker,
         });
         shared.tracker.spawn(service::accept_loop(shared.clone(), listener));
-        shared.tracker.spawn(detector::run(shared.clone()));
+        shared.tracker.spawn(detector::run(shared.detector.clone(), shared.cancel.clone()));
         tracing::info!(id = options.id, addr = %local_addr, members = addresses.len(), "coordinator started");
 
         let pristine = !raft.is_initialized().await.map_err(|e| CoordinatorError::Raft(e.to_string()))?;

@@ -24,12 +24,49 @@ use std::time::Duration;
 
 use tessera_protocol::{ErrorReply, HeartbeatReply, Response, ServerLiveness, ServerState, Status};
 use tessera_types::ServerId;
+use tokio::sync::watch;
 use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
-use crate::coordinator::LeaseTuning;
 use crate::raft_types::{NodeId, Raft};
-use crate::service::Shared;
-use crate::state::{Command, CommandOutcome};
+use crate::state::{ClusterState, Command, CommandOutcome};
+
+/// How the coordinators detect failed servers: by leases (see the crate docs, "Failure
+/// detection").
+///
+/// Every server sends a heartbeat to every coordinator a few times per lease. A reply from the
+/// Raft leader, sent after the leader confirmed its leadership with a quorum, renews the
+/// server's lease until `lease_ms` after the moment the server *sent* that heartbeat; a server
+/// whose lease lapsed stops serving reads and taking writes. The leader takes an Available
+/// server offline (a new epoch without it in any replica set it can leave) once it has heard
+/// nothing from it for `lease_ms + margin_ms`, counted from the moment it *received* the last
+/// heartbeat. Since a heartbeat is received after it was sent, the leader's count starts no
+/// earlier than the lease it granted, so when it acts the lease has lapsed on the server's
+/// clock too, as long as the two clocks' rates differ by less than `margin_ms` over
+/// `lease_ms` (the margin covers that drift, not network delay: delay only makes the leader
+/// later). A new leader starts every server's count from the moment it became leader: the
+/// previous leader may have granted leases it never told anyone about, but none on a heartbeat
+/// sent after this leader's election.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LeaseTuning {
+    /// How long one renewal lets a server serve, in milliseconds. Heartbeat replies carry it,
+    /// so servers use the coordinators' value.
+    pub lease_ms: u64,
+    /// How much longer than a lease the leader waits before taking a silent server offline.
+    pub margin_ms: u64,
+    /// Also take offline an Available server this coordinator has never heard a heartbeat
+    /// from (counting from when it became leader, or from when the server registered or came
+    /// back), so that a server that dies before its first heartbeat is detected too. On by
+    /// default: every server heartbeats from the moment it has registered.
+    pub suspect_unheard: bool,
+}
+
+impl Default for LeaseTuning {
+    fn default() -> Self {
+        LeaseTuning { lease_ms: 1000, margin_ms: 500, suspect_unheard: true }
+    }
+}
 
 /// How often the leader's detector looks for silent servers.
 pub(crate) const TICK: Duration = Duration::from_millis(100);
@@ -70,6 +107,10 @@ struct Confirmation {
 pub(crate) struct Detector {
     me: NodeId,
     tuning: LeaseTuning,
+    /// This coordinator's Raft, its applied state, and where its tasks run.
+    raft: Raft,
+    state: watch::Receiver<Arc<ClusterState>>,
+    tracker: TaskTracker,
     inner: Mutex<Inner>,
     /// One confirmation round at a time; heartbeats that arrived before a round started share
     /// its result.
@@ -82,10 +123,19 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl Detector {
-    pub(crate) fn new(me: NodeId, tuning: LeaseTuning) -> Detector {
+    pub(crate) fn new(
+        me: NodeId,
+        tuning: LeaseTuning,
+        raft: Raft,
+        state: watch::Receiver<Arc<ClusterState>>,
+        tracker: TaskTracker,
+    ) -> Detector {
         Detector {
             me,
             tuning,
+            raft,
+            state,
+            tracker,
             inner: Mutex::new(Inner {
                 servers: HashMap::new(),
                 leading: None,
@@ -141,11 +191,11 @@ impl Detector {
     }
 
     /// Every server of `state` with how long ago this coordinator heard it (leader only).
-    pub(crate) fn liveness(&self, shared: &Shared) -> Vec<ServerLiveness> {
-        if shared.raft.metrics().borrow().current_leader != Some(self.me) {
+    pub(crate) fn liveness(&self) -> Vec<ServerLiveness> {
+        if self.raft.metrics().borrow().current_leader != Some(self.me) {
             return Vec::new();
         }
-        let state = shared.state.borrow().clone();
+        let state = self.state.borrow().clone();
         let inner = lock(&self.inner);
         let now = Instant::now();
         state
@@ -163,7 +213,7 @@ impl Detector {
     }
 
     /// Decides to take `id` offline unless that is under way; `cause` is logged once.
-    fn decide(&self, shared: &Arc<Shared>, inner: &mut Inner, id: ServerId, incarnation: u64, cause: String) {
+    fn decide(self: &Arc<Self>, inner: &mut Inner, id: ServerId, incarnation: u64, cause: String) {
         if inner.removing.contains_key(&id) {
             return;
         }
@@ -173,9 +223,9 @@ impl Detector {
         if inner.announced.insert((id, incarnation)) {
             tracing::warn!(server = %id, incarnation, "taking server {id} offline: {cause}");
         }
-        let shared2 = shared.clone();
-        shared.tracker.spawn(async move {
-            let result = shared2.raft.client_write(Command::MarkOffline { id, incarnation }).await;
+        let this = self.clone();
+        self.tracker.spawn(async move {
+            let result = this.raft.client_write(Command::MarkOffline { id, incarnation }).await;
             match result {
                 Ok(r) => match r.data.outcome {
                     Some(Ok(CommandOutcome::MarkedOffline { .. })) => {
@@ -187,7 +237,7 @@ impl Detector {
             }
             // Settled: applied (its state now says Offline), refused, or not proposed (the
             // detector decides again next tick if it still leads).
-            let mut inner = lock(&shared2.detector.inner);
+            let mut inner = lock(&this.inner);
             if inner.removing.get(&id) == Some(&ticket) {
                 inner.removing.remove(&id);
             }
@@ -195,11 +245,11 @@ impl Detector {
     }
 
     /// A server reported a storage failure: the leader takes it offline at once.
-    fn failed(&self, shared: &Arc<Shared>, id: ServerId, incarnation: u64) {
-        if shared.raft.metrics().borrow().current_leader != Some(self.me) {
+    fn failed(self: &Arc<Self>, id: ServerId, incarnation: u64) {
+        if self.raft.metrics().borrow().current_leader != Some(self.me) {
             return;
         }
-        let available = shared
+        let available = self
             .state
             .borrow()
             .server(id)
@@ -209,13 +259,13 @@ impl Detector {
             return;
         }
         let mut inner = lock(&self.inner);
-        self.decide(shared, &mut inner, id, incarnation, "it reported a storage failure".into());
+        self.decide(&mut inner, id, incarnation, "it reported a storage failure".into());
     }
 
     /// One look: follows leadership changes, then takes silent servers offline.
-    fn tick(&self, shared: &Arc<Shared>) {
+    fn tick(self: &Arc<Self>) {
         let (leader, term) = {
-            let m = shared.raft.metrics().borrow().clone();
+            let m = self.raft.metrics().borrow().clone();
             (m.current_leader == Some(self.me) && m.state.is_leader(), m.current_term)
         };
         let now = Instant::now();
@@ -240,7 +290,7 @@ impl Detector {
                 "coordinator leader: no server is taken offline before a lease and its margin have passed"
             );
         }
-        let state = shared.state.borrow().clone();
+        let state = self.state.borrow().clone();
         for s in &state.servers {
             let (id, incarnation) = (s.info.id, s.incarnation);
             let available = s.info.state == ServerState::Available;
@@ -276,41 +326,40 @@ impl Detector {
                 ),
                 None => format!("never heard from in {} ms as leader", silent.as_millis()),
             };
-            self.decide(shared, inner, id, incarnation, cause);
+            self.decide(inner, id, incarnation, cause);
         }
     }
 }
 
 /// The leader's detector: looks every [`TICK`] until the coordinator stops.
-pub(crate) async fn run(shared: Arc<Shared>) {
+pub(crate) async fn run(detector: Arc<Detector>, cancel: CancellationToken) {
     let mut interval = tokio::time::interval(TICK);
     interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tokio::select! {
-            _ = shared.cancel.cancelled() => return,
-            _ = interval.tick() => shared.detector.tick(&shared),
+            _ = cancel.cancelled() => return,
+            _ = interval.tick() => detector.tick(),
         }
     }
 }
 
 /// Answers one heartbeat received at `received`.
 pub(crate) async fn heartbeat(
-    shared: &Arc<Shared>,
+    detector: &Arc<Detector>,
     received: Instant,
     id: ServerId,
     token: u128,
     incarnation: u64,
     failed: bool,
 ) -> Response {
-    let detector = &shared.detector;
     let lease_ms = detector.tuning.lease_ms;
     let reply = |leader: bool| {
-        let state = shared.state.borrow().clone();
+        let state = detector.state.borrow().clone();
         let server_state = state.server(id).map_or(ServerState::Offline, |s| s.info.state);
         Response::Heartbeat(HeartbeatReply { leader, state: server_state, epoch: state.epoch, lease_ms })
     };
     let registered = {
-        let state = shared.state.borrow();
+        let state = detector.state.borrow();
         state.server(id).filter(|s| s.token == token).map(|s| s.incarnation)
     };
     let Some(current) = registered else {
@@ -331,15 +380,15 @@ pub(crate) async fn heartbeat(
         return reply(false);
     }
     if failed {
-        detector.failed(shared, id, incarnation);
+        detector.failed(id, incarnation);
         return reply(false);
     }
-    if shared.raft.metrics().borrow().current_leader != Some(shared.id) {
+    if detector.raft.metrics().borrow().current_leader != Some(detector.me) {
         return reply(false);
     }
-    let leader = detector.confirm_leadership(&shared.raft, received).await;
+    let leader = detector.confirm_leadership(&detector.raft, received).await;
     // Read after the confirmation: a removal decided meanwhile, or applied, denies the lease.
     let granted = leader && detector.may_grant(id);
-    let still = shared.state.borrow().server(id).is_some_and(|s| s.incarnation == incarnation);
+    let still = detector.state.borrow().server(id).is_some_and(|s| s.incarnation == incarnation);
     reply(granted && still)
 }

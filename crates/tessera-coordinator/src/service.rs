@@ -25,7 +25,7 @@ use tokio_util::task::TaskTracker;
 use crate::detector::{self, Detector};
 use crate::peer::{self, CallError, ForwardError, PeerConnection, PeerRequest, PeerResponse, PEER_TAG};
 use crate::raft_types::{ApplyResult, NodeId, Raft};
-use crate::state::{ClusterState, Command, CommandError, CommandOutcome};
+use crate::state::{Command, CommandError, CommandOutcome};
 
 /// Longest a `WaitConfig` may wait.
 const WAIT_CONFIG_MAX: Duration = Duration::from_secs(60);
@@ -43,11 +43,9 @@ pub(crate) struct Shared {
     pub(crate) id: NodeId,
     pub(crate) raft: Raft,
     pub(crate) config: watch::Receiver<Arc<Configuration>>,
-    /// The whole applied state (tokens, incarnations), for heartbeats and the detector.
-    pub(crate) state: watch::Receiver<Arc<ClusterState>>,
     pub(crate) addresses: Arc<BTreeMap<NodeId, String>>,
     pub(crate) default_tolerate: Option<u32>,
-    pub(crate) detector: Detector,
+    pub(crate) detector: Arc<Detector>,
     pub(crate) cancel: CancellationToken,
     pub(crate) tracker: TaskTracker,
 }
@@ -253,7 +251,7 @@ async fn handle(shared: &Arc<Shared>, request: Request, received: Instant) -> Re
         }
         Request::CoordinatorStatus => Response::CoordinatorStatus(status(shared)),
         Request::Heartbeat { server, token, incarnation, failed } => {
-            detector::heartbeat(shared, received, server, token, incarnation, failed).await
+            detector::heartbeat(&shared.detector, received, server, token, incarnation, failed).await
         }
         _ => error(Status::Malformed, "that request is for a server"),
     }
@@ -275,7 +273,7 @@ pub(crate) fn status(shared: &Shared) -> CoordinatorStatus {
         last_applied: metrics.last_applied.map(|l| l.index).unwrap_or(0),
         members,
         epoch: shared.epoch(),
-        servers: shared.detector.liveness(shared),
+        servers: shared.detector.liveness(),
     }
 }
 

@@ -382,9 +382,10 @@ async fn a_new_leader_waits_a_lease_and_margin_before_taking_servers_offline() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn followers_grant_no_lease_and_unheard_servers_are_suspected_only_when_asked() {
-    // Default: a server that never heartbeats is left alone (builds without leases).
-    let mut cluster = Cluster::start_with_lease(3, fast_tuning(), lease(300, 200)).await;
+async fn followers_grant_no_lease_and_unheard_servers_are_suspected_by_default() {
+    // With suspect_unheard off, a server that never heartbeats is left alone.
+    let quiet = LeaseTuning { suspect_unheard: false, ..lease(300, 200) };
+    let mut cluster = Cluster::start_with_lease(3, fast_tuning(), quiet).await;
     let leader = cluster.leader().await;
     let addrs = cluster.addrs.clone();
     let servers = register_three(addrs[0]).await;
@@ -409,8 +410,9 @@ async fn followers_grant_no_lease_and_unheard_servers_are_suspected_only_when_as
     }
     cluster.stop_all().await;
 
-    // Asked to, the leader takes a server it never heard from offline.
-    let tuning = LeaseTuning { suspect_unheard: true, ..lease(300, 200) };
+    // By default, the leader takes a server it never heard from offline too.
+    let tuning = lease(300, 200);
+    assert!(tuning.suspect_unheard);
     let mut cluster = Cluster::start_with_lease(1, fast_tuning(), tuning).await;
     cluster.leader().await;
     let addr = cluster.addrs[0];
