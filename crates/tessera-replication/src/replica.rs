@@ -506,21 +506,52 @@ impl Replica {
 
     /// The writes of `unpersisted` (the last [`Replica::take_outputs`]) did not reach the
     /// disk, so nothing of that round may be sent or answered as a success — nor ever after,
-    /// by a retransmission. The replica stops (fail-stop): every client it owes an answer
-    /// gets `why`, later writes get `why`, and it sends nothing more. The server must then
-    /// leave the cluster's chains (the coordinators remove it) rather than stall them.
+    /// by a retransmission. The replica stops (fail-stop) and sends nothing more; the server
+    /// must then leave the cluster's chains (the coordinators remove it) rather than stall them.
+    /// Clients it owes an answer: a write that was ordered (in flight, or about to be answered
+    /// `Ok`) may have been committed by the hops after this one, which go on without it, so it
+    /// gets `TIMEOUT` (it may or may not apply); every other (held, refused, and every later
+    /// write) gets `why`: nothing of it was applied.
     pub fn fail(&mut self, unpersisted: Outputs, why: ErrorReply) {
-        let mut clients: Vec<ClientId> = unpersisted.replies.into_iter().map(|(c, _)| c).collect();
+        let unknown = ErrorReply::new(
+            Status::Timeout,
+            format!(
+                "{}; the write had been sent down its chain and may or may not apply",
+                why.message
+            ),
+        );
+        let mut replies: Vec<(ClientId, Result<(), ErrorReply>)> = Vec::new();
+        for (client, result) in unpersisted.replies {
+            replies.push((
+                client,
+                Err(if result.is_ok() {
+                    unknown.clone()
+                } else {
+                    why.clone()
+                }),
+            ));
+        }
         for (_, state) in std::mem::take(&mut self.keys) {
-            clients.extend(state.in_flight.into_values().flatten());
-            clients.extend(state.held.into_iter().map(|(c, _)| c));
-            clients.extend(state.deferred.into_iter().map(|(_, c, _)| c));
+            replies.extend(
+                state
+                    .in_flight
+                    .into_values()
+                    .flatten()
+                    .map(|c| (c, Err(unknown.clone()))),
+            );
+            replies.extend(state.held.into_iter().map(|(c, _)| (c, Err(why.clone()))));
+            replies.extend(
+                state
+                    .deferred
+                    .into_iter()
+                    .map(|(_, c, _)| (c, Err(why.clone()))),
+            );
         }
         self.links.clear();
         self.future.clear();
         self.local.clear();
         self.outputs = Outputs::default();
-        self.outputs.replies = clients.into_iter().map(|c| (c, Err(why.clone()))).collect();
+        self.outputs.replies = replies;
         self.failed = Some(why);
     }
 
