@@ -13,8 +13,9 @@
 //!   the state machine the writes are durable ([`Replica::advance`]).
 //!
 //! If the commit fails, nothing of that round is sent or answered as a success: the state
-//! machine is told ([`Replica::fail`]) and stops (fail-stop). Every client it owed an answer,
-//! and every later write, gets `READONLY`; nothing is ever sent to a peer again, and
+//! machine is told ([`Replica::fail`]) and stops (fail-stop). A write already sent down its
+//! chain gets `TIMEOUT` (it may yet apply), every other client it owed an answer and every later
+//! write `READONLY`; nothing is ever sent to a peer again, and
 //! [`Shared::storage_failed`] tells the rest of the server, so the coordinators can take it out
 //! of every chain.
 //!
@@ -366,8 +367,8 @@ impl ChainLoop {
 
     /// Storage failed: nothing of `unpersisted` (what the state machine produced since its
     /// writes were last known durable) may be sent or acknowledged, now or ever. The state
-    /// machine stops; every client it owed an answer gets `READONLY`, and so does every later
-    /// write.
+    /// machine stops; a write already sent down its chain gets `TIMEOUT`, every other client
+    /// it owed an answer and every later write `READONLY`.
     fn fail(&mut self, unpersisted: Outputs, cause: String) -> ErrorReply {
         tracing::error!(%cause, "storage failed; this server takes no more writes and leaves its chains");
         let why = read_only(&cause);
