@@ -399,7 +399,7 @@ def test_client_context_manager_and_close(server: Any, space: str) -> None:
 def test_timeout_is_an_option_and_must_be_positive(server: Any, space: str) -> None:
     with tesseradb.Client(server.host, server.port, timeout=2.5) as c:
         assert c.put(space, "t", {"n": 1}) is True
-        assert c.get(space, "t") == {"n": 1}
+        assert c.get(space, "t")["n"] == 1
     for bad in (0, -1.0, float("nan")):
         with pytest.raises(ValueError):
             tesseradb.Client(server.host, server.port, timeout=bad)
