@@ -207,6 +207,17 @@ struct Space {
     keyspaces: Vec<Keyspace>,
 }
 
+impl Space {
+    /// The keyspace and the tessellation of `subspace`, or why there is none.
+    fn subspace(&self, subspace: SubspaceId) -> Result<(&Keyspace, &Tessellation), StorageError> {
+        let n = subspace.get();
+        match (self.keyspaces.get(n), self.tessellations.get(n)) {
+            (Some(k), Some(t)) => Ok((k, t)),
+            _ => Err(StorageError::Invalid(format!("{:?} has no subspace {n}", self.schema.name))),
+        }
+    }
+}
+
 #[derive(Default)]
 struct Counters {
     keys_scanned: AtomicU64,
@@ -389,15 +400,7 @@ impl Store {
         object: &Object,
     ) -> Result<Option<Version>, StorageError> {
         let space = self.space(space)?;
-        let n = subspace.get();
-        let (Some(keyspace), Some(tessellation)) =
-            (space.keyspaces.get(n), space.tessellations.get(n))
-        else {
-            return Err(StorageError::Invalid(format!(
-                "{:?} has no subspace {n}",
-                space.schema.name
-            )));
-        };
+        let (keyspace, tessellation) = space.subspace(subspace)?;
         if !object.conforms_to(&space.schema) {
             return Err(StorageError::Invalid(format!(
                 "object {object:?} does not fit the schema"
@@ -426,17 +429,7 @@ impl Store {
         region: RegionIndex,
         key: &Value,
     ) -> Result<Option<Version>, StorageError> {
-        let dimensions = {
-            let space = self.space(space)?;
-            let Some(t) = space.tessellations.get(subspace.get()) else {
-                return Err(StorageError::Invalid(format!(
-                    "{:?} has no subspace {}",
-                    space.schema.name,
-                    subspace.get()
-                )));
-            };
-            t.dimensions()
-        };
+        let dimensions = self.space(space)?.subspace(subspace)?.1.dimensions();
         let (lo, hi) = (vec![0; dimensions], vec![u64::MAX; dimensions]);
         for found in self.search(space, subspace, &[region], &lo, &hi)? {
             let found = found?;
@@ -478,13 +471,7 @@ impl Store {
                         .get(name.as_str())
                         .ok_or_else(|| StorageError::UnknownSpace(name.clone()))?;
                     let n = subspace.get();
-                    let (Some(keyspace), Some(t)) =
-                        (space.keyspaces.get(n), space.tessellations.get(n))
-                    else {
-                        return Err(StorageError::Invalid(format!(
-                            "{name:?} has no subspace {n}"
-                        )));
-                    };
+                    let (keyspace, t) = space.subspace(*subspace)?;
                     if region.0 >= t.regions_count() {
                         return Err(StorageError::Invalid(format!(
                             "subspace {n} has no region {}",
@@ -503,12 +490,7 @@ impl Store {
                 .ok_or_else(|| StorageError::UnknownSpace(name.clone()))?;
             check_write(&space.schema, old, new)?;
             if let Some(only) = only {
-                if only.get() >= space.keyspaces.len() {
-                    return Err(StorageError::Invalid(format!(
-                        "{name:?} has no subspace {}",
-                        only.get()
-                    )));
-                }
+                space.subspace(only)?;
             }
             // Encoded once: every subspace entry shares these bytes (a reference-counted slice).
             let value = new.map(|n| fjall::Slice::from(codec::encode_value(n)));
@@ -563,14 +545,7 @@ impl Store {
     ) -> Result<SearchIter, StorageError> {
         let space = self.space(space)?;
         let n = subspace.get();
-        let (Some(keyspace), Some(tessellation)) =
-            (space.keyspaces.get(n), space.tessellations.get(n))
-        else {
-            return Err(StorageError::Invalid(format!(
-                "{:?} has no subspace {n}",
-                space.schema.name
-            )));
-        };
+        let (keyspace, tessellation) = space.subspace(subspace)?;
         let d = tessellation.dimensions();
         if lo.len() != d || hi.len() != d {
             return Err(StorageError::Invalid(format!(
