@@ -236,7 +236,7 @@ impl ClusterState {
         }
         let replicas = assign_replicas(&schema, &available, &self.spaces);
         let id = self.epoch.0 + 1;
-        let space = SpaceConfig { id, schema, replicas };
+        let space = SpaceConfig { id, schema, replicas, transfers: Vec::new() };
         let mut next = self.configuration();
         next.epoch = Epoch(id);
         next.spaces.push(space);

@@ -15,6 +15,10 @@ use tessera_types::{Epoch, ServerId, SpaceSchema, SubspaceId};
 pub enum ServerState {
     /// Registered and taking part in replica sets.
     Available,
+    /// Being decommissioned (`tessera decommission`): its regions move to other servers by
+    /// state transfer, it is given no new ones, and once it holds none it leaves the
+    /// configuration.
+    Leaving,
     /// The coordinators removed it from every replica set it could leave: its lease lapsed
     /// (dead, hung or cut off from the coordinators), it reported a storage failure, or it
     /// restarted. It stays in regions where it is the only replica (their data is nowhere
@@ -39,6 +43,30 @@ pub struct SpaceConfig {
     pub schema: SpaceSchema,
     /// `replicas[subspace][region]`: the replica set of that region, in chain order.
     pub replicas: Vec<Vec<Vec<ServerId>>>,
+    /// State transfers under way: regions gaining a replica. At most one per region.
+    pub transfers: Vec<Transfer>,
+}
+
+/// A region gaining a replica by state transfer (re-replication after a failure, a join
+/// taking its share, a decommission draining a server).
+///
+/// From the epoch that starts it, `to` is the last member of the region's replica set: it is a
+/// hop of every chain through the region and acknowledges updates like any replica, while the
+/// member just before it (the *source*) streams it the region's committed entries over the
+/// same link, so one FIFO order covers both. Until the transfer completes, `to` is *catching
+/// up*: no read is served by it, it never leads a key, and it does not count as a replica
+/// when another member leaves. It completes when `to` reports the last entry durable; then
+/// `replaces`, if any, leaves the set.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Transfer {
+    /// The epoch that started it: with the region, it names this transfer and no other (a
+    /// transfer restarted after its source changed has a new id, and the target starts over).
+    pub id: u64,
+    pub subspace: SubspaceId,
+    pub region: RegionIndex,
+    pub to: ServerId,
+    /// A member that leaves the region when the transfer completes (decommission, rebalance).
+    pub replaces: Option<ServerId>,
 }
 
 impl SpaceConfig {
@@ -52,7 +80,12 @@ impl SpaceConfig {
                 vec![servers.to_vec(); regions as usize]
             })
             .collect();
-        SpaceConfig { id, schema, replicas }
+        SpaceConfig {
+            id,
+            schema,
+            replicas,
+            transfers: Vec::new(),
+        }
     }
 
     /// The tessellation of every subspace, in subspace order.
@@ -66,6 +99,31 @@ impl SpaceConfig {
 
     pub fn replicas_of(&self, subspace: SubspaceId, region: RegionIndex) -> &[ServerId] {
         &self.replicas[subspace.get()][region.0 as usize]
+    }
+
+    /// The transfer under way into `region` of `subspace`, if any.
+    pub fn transfer_at(&self, subspace: SubspaceId, region: RegionIndex) -> Option<&Transfer> {
+        self.transfers
+            .iter()
+            .find(|t| t.subspace == subspace && t.region == region)
+    }
+
+    /// The members of a region's replica set that hold all of its data and may serve reads:
+    /// every member but a transfer's target still catching up. Never empty in a checked
+    /// configuration.
+    pub fn complete_replicas(&self, subspace: SubspaceId, region: RegionIndex) -> &[ServerId] {
+        let set = self.replicas_of(subspace, region);
+        match self.transfer_at(subspace, region) {
+            // The target is always last (see `Transfer`).
+            Some(_) => &set[..set.len() - 1],
+            None => set,
+        }
+    }
+
+    /// The member that streams `transfer` its region: the one just before the target.
+    pub fn transfer_source(&self, transfer: &Transfer) -> ServerId {
+        let set = self.replicas_of(transfer.subspace, transfer.region);
+        set[set.len() - 2]
     }
 }
 
@@ -126,6 +184,21 @@ impl Configuration {
                     if set.is_empty() || members.len() != set.len() || set.iter().any(|s| self.server(*s).is_none()) {
                         return fail(format!("space {:?} subspace {n}: replica set {set:?} is empty, repeats a server or names an unknown one", schema.name));
                     }
+                }
+            }
+            let mut regions = std::collections::BTreeSet::new();
+            for t in &space.transfers {
+                let set = space
+                    .replicas
+                    .get(t.subspace.get())
+                    .and_then(|sets| sets.get(t.region.0 as usize));
+                let fits = set.is_some_and(|set| {
+                    set.len() >= 2
+                        && set.last() == Some(&t.to)
+                        && t.replaces.is_none_or(|r| r != t.to && set.contains(&r))
+                });
+                if !fits || !regions.insert((t.subspace, t.region)) {
+                    return fail(format!("space {:?}: transfer {t:?} does not fit its region's replica set", schema.name));
                 }
             }
         }
