@@ -250,7 +250,7 @@ async fn handle(shared: &Arc<Shared>, request: Request, received: Instant) -> Re
             write(shared, Command::RegisterServer { token, address, incarnation }).await
         }
         Request::CoordinatorStatus => Response::CoordinatorStatus(status(shared)),
-        Request::Heartbeat { server, token, incarnation, failed } => {
+        Request::Heartbeat { server, token, incarnation, failed, epoch: _ } => {
             detector::heartbeat(&shared.detector, received, server, token, incarnation, failed).await
         }
         _ => error(Status::Malformed, "that request is for a server"),

@@ -54,7 +54,7 @@ async fn try_call(
 }
 
 fn heartbeat_request(id: ServerId, token: u128, incarnation: u64, failed: bool) -> Request {
-    Request::Heartbeat { server: id, token, incarnation, failed }
+    Request::Heartbeat { server: id, token, incarnation, failed, epoch: Epoch(0) }
 }
 
 async fn heartbeat(addr: SocketAddr, id: ServerId, token: u128, incarnation: u64, failed: bool) -> Response {

@@ -115,7 +115,7 @@ mod tests {
         let frame = RequestFrame {
             id: 3,
             epoch: Epoch(0),
-            request: Request::Heartbeat { server: ServerId(2), token: u128::MAX, incarnation: 1 << 60, failed: true },
+            request: Request::Heartbeat { server: ServerId(2), token: u128::MAX, incarnation: 1 << 60, failed: true, epoch: Epoch(7) },
         };
         assert_eq!(decode_request(&encode_request(&frame).unwrap()).unwrap(), frame);
         let reply = HeartbeatReply { leader: true, state: ServerState::Offline, epoch: Epoch(9), lease_ms: 1000 };

@@ -24,7 +24,7 @@ pub use config::{Configuration, ConfigurationError, ServerInfo, ServerState, Spa
 #[cfg(feature = "frame")]
 pub use frame::{codec, decode_request, decode_response, encode_request, encode_response, FrameError};
 pub use message::{
-    CoordinatorStatus, Explanation, HeartbeatReply, Request, RequestFrame, Response, ResponseFrame, ServerLiveness,
+    CoordinatorStatus, Explanation, HeartbeatReply, TransferRef, Request, RequestFrame, Response, ResponseFrame, ServerLiveness,
     SortOrder, WireObject, WriteMode,
 };
 pub use status::{ErrorReply, Status};

@@ -88,7 +88,17 @@ pub enum Request {
     /// stopped taking writes (fail-stop): the leader takes it out of its replica sets at once.
     /// A heartbeat naming an unknown server or the wrong token is refused with `Malformed`; one
     /// from an earlier incarnation than the registered one with `StaleServer`.
-    Heartbeat { server: ServerId, token: u128, incarnation: u64, failed: bool },
+    /// `epoch`: the configuration the server acts on (the coordinators wait for every live
+    /// server to reach a space change's epoch before they answer it).
+    Heartbeat { server: ServerId, token: u128, incarnation: u64, failed: bool, epoch: Epoch },
+    /// To a coordinator, from a server: these state transfers into it are complete (every entry
+    /// of their regions is durable here). Answered by `Done` once the coordinators applied it
+    /// (the server is then a full replica of those regions), or refused like `Heartbeat`.
+    TransfersDone { server: ServerId, token: u128, incarnation: u64, done: Vec<TransferRef> },
+    /// To a coordinator: move every region `server` holds to other servers by state transfer,
+    /// then remove it from the cluster. Answered by `Done` once the decision is recorded; the
+    /// draining goes on under load (`tessera status` shows it).
+    Decommission { server: ServerId },
     /// To a server, from another server: the rest of this connection carries chain messages
     /// (tessera-replication), not client requests. Answered by `Done`.
     PeerHello { from: ServerId },
@@ -102,6 +112,8 @@ impl Request {
             | Request::AddSpace { .. }
             | Request::RegisterServer { .. }
             | Request::Heartbeat { .. }
+            | Request::TransfersDone { .. }
+            | Request::Decommission { .. }
             | Request::WaitConfig { .. }
             | Request::CoordinatorStatus
             | Request::PeerHello { .. } => None,
@@ -161,6 +173,18 @@ pub enum Response {
     /// `Heartbeat`: whether it renews the server's lease, and what the coordinator knows of it.
     Heartbeat(HeartbeatReply),
     Error(ErrorReply),
+}
+
+/// A state transfer, as a server names it when it reports it complete (see
+/// [`crate::Transfer`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct TransferRef {
+    /// `SpaceConfig::id`.
+    pub space: u64,
+    pub subspace: SubspaceId,
+    pub region: u32,
+    /// `Transfer::id`.
+    pub id: u64,
 }
 
 /// A coordinator's answer to a server's heartbeat.

@@ -195,7 +195,7 @@ pub async fn keep_lease(
                 logged_failure = true;
             }
         }
-        let request = Request::Heartbeat { server, token, incarnation, failed: failed_now };
+        let request = Request::Heartbeat { server, token, incarnation, failed: failed_now, epoch: Epoch(0) };
         let timeout = period.max(TIMEOUT_MIN);
         let sent_at = Instant::now();
         let replies = futures::future::join_all(links.iter_mut().map(|l| l.call(request.clone(), timeout))).await;

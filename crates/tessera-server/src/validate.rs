@@ -117,6 +117,8 @@ pub fn validate(frame: RequestFrame, view: &View) -> Result<Job, ErrorReply> {
         Request::RmSpace { name } => Ok(Job::RmSpace { name }),
         Request::RegisterServer { .. }
         | Request::Heartbeat { .. }
+        | Request::TransfersDone { .. }
+        | Request::Decommission { .. }
         | Request::WaitConfig { .. }
         | Request::CoordinatorStatus => {
             Err(ErrorReply::new(Status::Malformed, "this is a server; that request is for a coordinator"))
