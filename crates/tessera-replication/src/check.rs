@@ -5,11 +5,11 @@
 //! again when it delivers a message, against the configuration it then acts on. Nothing a peer
 //! sends can make the state machine panic: every `expect` in `replica.rs` rests on these checks.
 
-use tessera_geometry::{chain_for_update, RegionIndex, ReplicaMap};
+use tessera_geometry::{chain_for_update, point, RegionIndex, ReplicaMap};
 use tessera_protocol::{Configuration, SpaceConfig};
 use tessera_types::{Object, ServerId, SubspaceId, Version};
 
-use crate::message::{ChainAck, ChainUpdate, Envelope, PeerMessage};
+use crate::message::{ChainAck, ChainUpdate, Envelope, PeerMessage, TransferChunk};
 
 /// Why an envelope or message was refused.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -33,6 +33,8 @@ pub enum EnvelopeError {
     BadObject { space: String },
     #[error("region {region} of subspace {subspace} does not exist, is not on the update's chain or is not held here")]
     NotHeldHere { subspace: u16, region: u32 },
+    #[error("a transfer entry with version 0, or outside region {region} of subspace {subspace}")]
+    BadTransferEntry { subspace: u16, region: u32 },
 }
 
 /// Checks an envelope as it comes off a peer's connection: its shape always, and when it was
@@ -58,11 +60,7 @@ pub fn check_envelope(
         return Ok(());
     };
     check_shape(message)?;
-    let epoch = match message {
-        PeerMessage::Chain(u) => u.epoch,
-        PeerMessage::Ack(a) => a.epoch,
-    };
-    if epoch == config.epoch {
+    if message.epoch() == config.epoch {
         check_message(message, me, config)?;
     }
     Ok(())
@@ -91,6 +89,15 @@ pub fn check_shape(message: &PeerMessage) -> Result<(), EnvelopeError> {
         }
         PeerMessage::Ack(a) if a.version == Version::NONE => Err(EnvelopeError::VersionZero),
         PeerMessage::Ack(_) => Ok(()),
+        PeerMessage::Transfer(c) => {
+            if c.entries.iter().any(|e| e.object.values.is_empty()) {
+                return Err(EnvelopeError::EmptyObject);
+            }
+            if c.entries.iter().any(|e| e.version == Version::NONE) {
+                return Err(EnvelopeError::VersionZero);
+            }
+            Ok(())
+        }
     }
 }
 
@@ -105,6 +112,7 @@ pub fn check_message(
     match message {
         PeerMessage::Chain(u) => check_update(u, me, config),
         PeerMessage::Ack(a) => check_ack(a, me, config),
+        PeerMessage::Transfer(c) => check_chunk(c, config),
     }
 }
 
@@ -115,7 +123,33 @@ pub fn check_contents(message: &PeerMessage, config: &Configuration) -> Result<(
     match message {
         PeerMessage::Chain(u) => update_space(u, config).map(|_| ()),
         PeerMessage::Ack(a) => ack_space(a, config).map(|_| ()),
+        PeerMessage::Transfer(c) => check_chunk(c, config),
     }
+}
+
+/// A chunk's space exists and every entry fits its schema and lies in the chunk's region.
+/// Whether the chunk belongs to a transfer this server takes part in is the state machine's
+/// question: transfers end and restart, so a stale chunk is dropped, not blamed on the link.
+fn check_chunk(c: &TransferChunk, config: &Configuration) -> Result<(), EnvelopeError> {
+    let space = space(config, c.space)?;
+    let bad = EnvelopeError::BadTransferEntry {
+        subspace: c.subspace.0,
+        region: c.region.0,
+    };
+    let tessellations = space.tessellations();
+    let Some(t) = tessellations
+        .get(c.subspace.get())
+        .filter(|t| c.region.0 < t.regions_count())
+    else {
+        return Err(bad);
+    };
+    for e in &c.entries {
+        check_object(space, &e.object)?;
+        if t.region_of(&point(&space.schema, c.subspace, &e.object)) != c.region {
+            return Err(bad);
+        }
+    }
+    Ok(())
 }
 
 fn update_space<'a>(

@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 use tessera_geometry::RegionIndex;
-use tessera_types::{Epoch, Object, ServerId, SubspaceId, Value, Version};
+use tessera_types::{Epoch, Object, ServerId, StoredObject, SubspaceId, Value, Version};
 
 /// An update travelling down its value-dependent chain (DESIGN §5 items 2–4).
 ///
@@ -61,10 +61,40 @@ pub struct ChainAck {
     pub region: RegionIndex,
 }
 
+/// Part of a state transfer (`tessera_protocol::Transfer`): committed entries of one region,
+/// from the transfer's source to its target, in the source's storage order. It travels on the
+/// same link as the chain updates the source passes to the target, so the target sees both in
+/// the order the source sent them: an entry is never older than an update sent before it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TransferChunk {
+    pub space: u64,
+    /// The sender's configuration when it sent the chunk.
+    pub epoch: Epoch,
+    /// `Transfer::id`.
+    pub id: u64,
+    pub subspace: SubspaceId,
+    pub region: RegionIndex,
+    pub entries: Vec<StoredObject>,
+    /// The region has no entries after these: once it is durable, the target has the region.
+    pub last: bool,
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum PeerMessage {
     Chain(ChainUpdate),
     Ack(ChainAck),
+    Transfer(TransferChunk),
+}
+
+impl PeerMessage {
+    /// The configuration the message was built on.
+    pub fn epoch(&self) -> Epoch {
+        match self {
+            PeerMessage::Chain(u) => u.epoch,
+            PeerMessage::Ack(a) => a.epoch,
+            PeerMessage::Transfer(c) => c.epoch,
+        }
+    }
 }
 
 /// The unit servers exchange: chain messages numbered per link, so that whatever the network

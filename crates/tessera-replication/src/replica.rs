@@ -30,6 +30,15 @@
 //!   committed). The first replica of a key region becomes its point leader when the one before
 //!   it is removed, and takes over the updates pending there (their clients were the old
 //!   leader's: nobody is answered for them).
+//! - State transfer (a region gaining a replica, `tessera_protocol::Transfer`): the target is
+//!   the last member of the region's replica set from the epoch that starts the transfer, so
+//!   it takes part in every chain through the region from then on, and the member before it
+//!   (the source) is its only predecessor there. The source streams the region's committed
+//!   entries in chunks over the same FIFO link ([`TransferChunk`]), read from storage only
+//!   when everything this machine produced is durable, and leaving out keys with an update
+//!   pending at the source's hop: that update, sent to the target on the chain, carries the
+//!   key's object. So no chunk carries an entry older than an update the target already
+//!   has. The target reports the transfer complete once the last chunk is durable.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::Arc;
@@ -37,12 +46,12 @@ use std::sync::Arc;
 use tessera_geometry::{
     chain_for_update, key_region, point, ChainHop, RegionIndex, ReplicaMap, Tessellation,
 };
-use tessera_protocol::{Configuration, ErrorReply, SpaceConfig, Status};
+use tessera_protocol::{Configuration, ErrorReply, SpaceConfig, Status, TransferRef};
 use tessera_types::{Epoch, Object, ServerId, StoredObject, SubspaceId, Value, Version};
 
 use crate::check::{check_contents, check_shape};
 use crate::link::Link;
-use crate::message::{ChainAck, ChainUpdate, Envelope, PeerMessage};
+use crate::message::{ChainAck, ChainUpdate, Envelope, PeerMessage, TransferChunk};
 use crate::write::{evaluate, KeyWrite};
 
 /// The shell's handle on a client request, returned with its reply.
@@ -51,6 +60,26 @@ pub struct ClientId(pub u64);
 
 /// A region of a subspace: where one hop of a chain keeps its copy.
 type Location = (SubspaceId, RegionIndex);
+
+/// A state transfer: the space's id, the region, and the transfer's id.
+type TransferKey = (u64, Location, u64);
+
+/// Chunk messages of a transfer a source lets go unacknowledged on its link to the target
+/// (with the chain messages on that link): the flow control that keeps a transfer from
+/// flooding the target or the source's memory.
+pub const TRANSFER_WINDOW: usize = 4;
+/// Ticks an update may wait at a hop for its acknowledgement before the hop sends it on
+/// again, in its current configuration. Links retransmit what the network loses; this covers
+/// what a receiver rightly dropped: a message built before the receiver (re)joined the region
+/// it names, when this hop's configuration did not show the change (it skipped the epochs in
+/// which the next hop left and came back).
+pub const CHAIN_RESEND_TICKS: u64 = 40;
+/// About how many bytes of entries a transfer chunk carries (at least one entry).
+pub const TRANSFER_CHUNK_BYTES: usize = 256 * 1024;
+const _: () = assert!(
+    TRANSFER_CHUNK_BYTES + tessera_types::constants::OBJECT_BYTES_MAX
+        < tessera_protocol::constants::FRAME_BYTES_MAX
+);
 
 #[derive(Debug)]
 pub enum Input {
@@ -99,12 +128,27 @@ pub struct Outputs {
     pub messages: Vec<(ServerId, Envelope)>,
     /// 3. Then answer these clients.
     pub replies: Vec<(ClientId, Result<(), ErrorReply>)>,
+    /// 4. And tell the coordinators these transfers into this server are complete (until
+    ///    a configuration without them arrives: the report may be lost).
+    pub transfers_done: Vec<TransferRef>,
 }
 
 impl Outputs {
     pub fn is_empty(&self) -> bool {
-        self.writes.is_empty() && self.messages.is_empty() && self.replies.is_empty()
+        self.writes.is_empty()
+            && self.messages.is_empty()
+            && self.replies.is_empty()
+            && self.transfers_done.is_empty()
     }
+}
+
+/// Part of a region's committed entries, in storage order.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct RegionChunk {
+    pub entries: Vec<StoredObject>,
+    /// Where the next chunk starts (an opaque storage position), `None` when the region has
+    /// no more entries.
+    pub next: Option<Vec<u8>>,
 }
 
 /// Committed state, as storage holds it.
@@ -128,6 +172,17 @@ pub trait CommittedReader {
         subspace: SubspaceId,
         object: &Object,
     ) -> Result<Option<Version>, ErrorReply>;
+    /// The committed entries of `region` of `subspace` after the position `after` (`None`:
+    /// from the start), about `max_bytes` of them but at least one if any remain: a state
+    /// transfer's source reads its region with it, chunk by chunk.
+    fn region_entries(
+        &self,
+        space: &str,
+        subspace: SubspaceId,
+        region: RegionIndex,
+        after: Option<&[u8]>,
+        max_bytes: usize,
+    ) -> Result<RegionChunk, ErrorReply>;
 }
 
 /// A space of the configuration with its tessellations.
@@ -328,6 +383,18 @@ struct Pending {
     /// at the same location has (chains of successive versions differ where one relocates,
     /// so acknowledgements can overtake each other).
     acked: bool,
+    /// When it was last sent on (see [`CHAIN_RESEND_TICKS`]).
+    sent_tick: u64,
+}
+
+/// A transfer this server is the source of.
+#[derive(Debug)]
+struct Outgoing {
+    to: ServerId,
+    /// Where the next chunk starts; `None` before the first.
+    cursor: Option<Vec<u8>>,
+    /// The last chunk was sent.
+    finished: bool,
 }
 
 /// A server's replication state machine.
@@ -355,6 +422,18 @@ pub struct Replica {
     outputs: Outputs,
     /// Set by [`Replica::fail`]: storage failed, this server has left every chain.
     failed: Option<ErrorReply>,
+    /// Transfers this server is the source of, in the current configuration.
+    outgoing: BTreeMap<TransferKey, Outgoing>,
+    /// Transfers into this server in the current configuration: whether the last chunk came.
+    incoming: BTreeMap<TransferKey, bool>,
+    /// Writes were handed out by `take_outputs` and not yet reported durable: storage may
+    /// lag this machine, so no transfer chunk is read.
+    awaiting_advance: bool,
+    /// Per region this process holds: the epoch since which it has held it without a break
+    /// (at least the id of the transfer that brought it). A chain message built on an earlier
+    /// configuration is not for this hop: it was for a former membership (or a former process)
+    /// and may be long stale; what is still pending of it comes again, in a newer epoch.
+    held_since: BTreeMap<(u64, Location), Epoch>,
 }
 
 impl Replica {
@@ -387,6 +466,10 @@ impl Replica {
             clock: Version::NONE,
             outputs: Outputs::default(),
             failed: None,
+            outgoing: BTreeMap::new(),
+            incoming: BTreeMap::new(),
+            awaiting_advance: false,
+            held_since: BTreeMap::new(),
         };
         if let Some(previous) = previous {
             r.spaces = previous
@@ -421,6 +504,7 @@ impl Replica {
             }
             return;
         }
+        self.pump_transfers(store);
         match input {
             Input::Write {
                 client,
@@ -434,7 +518,7 @@ impl Replica {
                     self.repair_chains(store);
                     let (ready, later): (Vec<_>, Vec<_>) = std::mem::take(&mut self.future)
                         .into_iter()
-                        .partition(|(_, m)| epoch_of(m) <= self.epoch());
+                        .partition(|(_, m)| m.epoch() <= self.epoch());
                     self.future = later;
                     for (from, m) in ready {
                         self.deliver(from, m, store);
@@ -444,6 +528,7 @@ impl Replica {
             Input::Tick => {
                 self.tick += 1;
                 let tick = self.tick;
+                self.resend_stalled();
                 let mut resend = Vec::new();
                 for (&peer, link) in self
                     .links
@@ -462,6 +547,7 @@ impl Replica {
         while let Some(m) = self.local.pop_front() {
             self.deliver(self.me, m, store);
         }
+        self.pump_transfers(store);
     }
 
     /// Everything produced since the last call. The shell makes the writes durable, then
@@ -473,6 +559,7 @@ impl Replica {
         if self.failed.is_some() {
             return out;
         }
+        self.awaiting_advance = !out.writes.is_empty();
         for (&peer, link) in self.links.iter_mut() {
             if !link.ack_owed {
                 continue;
@@ -502,6 +589,7 @@ impl Replica {
     /// work are forgotten: from now on their committed state is storage's.
     pub fn advance(&mut self) {
         self.keys.retain(|_, k| !k.is_idle());
+        self.awaiting_advance = false;
     }
 
     /// The writes of `unpersisted` (the last [`Replica::take_outputs`]) did not reach the
@@ -550,6 +638,8 @@ impl Replica {
         self.links.clear();
         self.future.clear();
         self.local.clear();
+        self.outgoing.clear();
+        self.incoming.clear();
         self.outputs = Outputs::default();
         self.outputs.replies = replies;
         self.failed = Some(why);
@@ -563,6 +653,15 @@ impl Replica {
             .map(|(s, l)| (*s, l.unacked_len()))
             .filter(|(_, n)| *n > 0)
             .collect()
+    }
+
+    /// What is unfinished here, for a test that finds a replica stuck.
+    #[doc(hidden)]
+    pub fn describe_unfinished(&self) -> String {
+        format!(
+            "keys {:?}; outgoing transfers {:?}; incoming {:?}",
+            self.keys, self.outgoing, self.incoming
+        )
     }
 
     /// Keys with unfinished work here, and messages not yet acknowledged by their receiver.
@@ -648,6 +747,200 @@ impl Replica {
         for key in keys {
             self.hand_over(&key);
         }
+        self.install_transfers();
+    }
+
+    /// Starts and forgets transfers as the configuration lists them. A transfer into this
+    /// server that is new here (or restarted, with a new id) starts from an empty region:
+    /// whatever the region held here is from an earlier membership, and what was pending at
+    /// it came from a predecessor that is no longer the source (the new one sends its pending
+    /// updates again).
+    fn install_transfers(&mut self) {
+        let mut outgoing = BTreeMap::new();
+        let mut incoming = BTreeMap::new();
+        let mut started = Vec::new();
+        for space in &self.config.spaces {
+            for t in &space.transfers {
+                let key = (space.id, (t.subspace, t.region), t.id);
+                if space.transfer_source(t) == self.me {
+                    let o = self.outgoing.remove(&key).unwrap_or(Outgoing {
+                        to: t.to,
+                        cursor: None,
+                        finished: false,
+                    });
+                    outgoing.insert(key, o);
+                }
+                if t.to == self.me {
+                    match self.incoming.get(&key) {
+                        Some(&done) => incoming.insert(key, done),
+                        None => {
+                            started.push((space.schema.name.clone(), key));
+                            incoming.insert(key, false)
+                        }
+                    };
+                }
+            }
+        }
+        self.outgoing = outgoing;
+        self.incoming = incoming;
+        let mut held_since = BTreeMap::new();
+        for space in &self.config.spaces {
+            for subspace in space.schema.subspace_ids() {
+                for (r, set) in space.replicas[subspace.get()].iter().enumerate() {
+                    if !set.contains(&self.me) {
+                        continue;
+                    }
+                    let location = (subspace, RegionIndex(r as u32));
+                    let mut since = self
+                        .held_since
+                        .get(&(space.id, location))
+                        .copied()
+                        .unwrap_or(self.config.epoch);
+                    if let Some(t) = space.transfer_at(subspace, location.1) {
+                        if t.to == self.me {
+                            since = since.max(Epoch(t.id));
+                        }
+                    }
+                    held_since.insert((space.id, location), since);
+                }
+            }
+        }
+        self.held_since = held_since;
+        for (name, (space, location, _)) in started {
+            self.outputs.writes.push(StoreWrite::ClearRegion {
+                space: name,
+                subspace: location.0,
+                region: location.1,
+            });
+            for (_, state) in self.keys.iter_mut().filter(|((s, _), _)| *s == space) {
+                state.pending.retain(|(l, _), _| *l != location);
+                state.applied.remove(&location);
+            }
+        }
+    }
+
+    /// Whether a transfer into this server is filling `location` of `space`.
+    fn catching_up(&self, space: u64, location: Location) -> bool {
+        self.incoming
+            .keys()
+            .any(|&(s, l, _)| s == space && l == location)
+    }
+
+    /// Sends the next chunks of the transfers this server is the source of, as far as each
+    /// link's window allows. Only when storage holds everything this machine decided (no
+    /// write awaits the disk): then a chunk, read from storage, is exactly the committed state
+    /// of the keys that have no update pending at the region here.
+    fn pump_transfers(&mut self, store: &impl CommittedReader) {
+        if self.awaiting_advance || !self.outputs.writes.is_empty() || self.failed.is_some() {
+            return;
+        }
+        let keys: Vec<TransferKey> = self
+            .outgoing
+            .iter()
+            .filter(|(_, o)| !o.finished)
+            .map(|(k, _)| *k)
+            .collect();
+        for key in keys {
+            let (space, location, id) = key;
+            let Some(rt) = self.spaces.get(&space).cloned() else {
+                continue;
+            };
+            loop {
+                let o = &self.outgoing[&key];
+                let to = o.to;
+                if o.finished || self.links.get(&to).map_or(0, Link::unacked_len) >= TRANSFER_WINDOW
+                {
+                    break;
+                }
+                let chunk = match store.region_entries(
+                    rt.name(),
+                    location.0,
+                    location.1,
+                    o.cursor.as_deref(),
+                    TRANSFER_CHUNK_BYTES,
+                ) {
+                    Ok(chunk) => chunk,
+                    Err(e) => {
+                        tracing::error!(error = %e, "reading a region to transfer; trying again later");
+                        break;
+                    }
+                };
+                let entries: Vec<StoredObject> = chunk
+                    .entries
+                    .into_iter()
+                    .filter(|e| !self.pending_at(space, e.object.key(), location))
+                    .collect();
+                let last = chunk.next.is_none();
+                let o = self.outgoing.get_mut(&key).expect("listed above");
+                o.cursor = chunk.next;
+                o.finished = last;
+                let message = TransferChunk {
+                    space,
+                    epoch: self.config.epoch,
+                    id,
+                    subspace: location.0,
+                    region: location.1,
+                    entries,
+                    last,
+                };
+                self.send(to, PeerMessage::Transfer(message));
+            }
+        }
+    }
+
+    /// Whether `key` has an update applied and not yet committed at `location` here.
+    fn pending_at(&self, space: u64, key: &Value, location: Location) -> bool {
+        self.keys
+            .get(&(space, key.clone()))
+            .is_some_and(|s| s.pending.keys().any(|(l, _)| *l == location))
+    }
+
+    /// A chunk of a transfer into this server, from its source: its entries are stored
+    /// (except for keys an update on the chain brought already); after the last one the
+    /// transfer is reported complete.
+    fn on_transfer(&mut self, from: ServerId, c: TransferChunk) {
+        let location = (c.subspace, c.region);
+        let key = (c.space, location, c.id);
+        let Some(done) = self.incoming.get(&key).copied() else {
+            tracing::debug!(%from, "dropped a chunk of a transfer this server is not receiving");
+            return;
+        };
+        let rt = self.spaces[&c.space].clone();
+        let source = rt
+            .config
+            .transfer_at(c.subspace, c.region)
+            .map(|t| rt.config.transfer_source(t));
+        if done || source != Some(from) {
+            tracing::debug!(%from, "dropped a transfer chunk from a server that is not its source");
+            return;
+        }
+        for entry in c.entries {
+            // An update of the key came on the chain already (the source sent it first): it
+            // is at least as new as the entry.
+            let newer_here = self
+                .keys
+                .get(&(c.space, entry.object.key().clone()))
+                .and_then(|s| s.applied.get(&location))
+                .is_some_and(|&v| v >= entry.version);
+            if newer_here {
+                continue;
+            }
+            self.outputs.writes.push(StoreWrite::Entry {
+                space: rt.name().to_owned(),
+                subspace: c.subspace,
+                remove: None,
+                insert: Some(entry),
+            });
+        }
+        if c.last {
+            self.incoming.insert(key, true);
+            self.outputs.transfers_done.push(TransferRef {
+                space: c.space,
+                subspace: c.subspace,
+                region: c.region.0,
+                id: c.id,
+            });
+        }
     }
 
     /// After a configuration change: drops what was pending at regions this server lost, and
@@ -660,6 +953,9 @@ impl Replica {
             .pending
             .retain(|(location, _), _| rt.holds(me, *location));
         state.applied.retain(|location, _| rt.holds(me, *location));
+        state
+            .delayed
+            .retain(|(_, u)| rt.holds(me, (u.subspace, u.region)));
         let home = rt.key_location(&key.1);
         let leads = rt.point_leader(&key.1) == me;
         let was_leading =
@@ -758,6 +1054,7 @@ impl Replica {
                 }
                 Some((server, (subspace, region))) => {
                     p.acked = false;
+                    p.sent_tick = self.tick;
                     let next = ChainUpdate {
                         subspace,
                         region,
@@ -767,6 +1064,35 @@ impl Replica {
                     self.send(server, PeerMessage::Chain(next));
                 }
             }
+        }
+    }
+
+    /// Sends on, in the current configuration, every update waiting here for an
+    /// acknowledgement for [`CHAIN_RESEND_TICKS`].
+    fn resend_stalled(&mut self) {
+        let (tick, epoch) = (self.tick, self.epoch());
+        let mut resend = Vec::new();
+        for state in self.keys.values_mut() {
+            for p in state.pending.values_mut() {
+                let Some((server, (subspace, region))) = p.next else {
+                    continue;
+                };
+                if p.acked || p.sent_tick + CHAIN_RESEND_TICKS > tick {
+                    continue;
+                }
+                p.sent_tick = tick;
+                p.update.epoch = epoch;
+                let next = ChainUpdate {
+                    subspace,
+                    region,
+                    resent: true,
+                    ..p.update.clone()
+                };
+                resend.push((server, next));
+            }
+        }
+        for (server, u) in resend {
+            self.send(server, PeerMessage::Chain(u));
         }
     }
 
@@ -838,7 +1164,7 @@ impl Replica {
     }
 
     fn deliver(&mut self, from: ServerId, m: PeerMessage, store: &impl CommittedReader) {
-        let epoch = epoch_of(&m);
+        let epoch = m.epoch();
         if epoch > self.epoch() {
             self.future.push((from, m));
             return;
@@ -856,9 +1182,21 @@ impl Replica {
             tracing::warn!(error = %e, "dropped a chain message that does not fit the configuration");
             return;
         }
+        let hop = match &m {
+            PeerMessage::Chain(u) => Some((u.space, (u.subspace, u.region))),
+            PeerMessage::Ack(a) => Some((a.space, (a.subspace, a.region))),
+            PeerMessage::Transfer(_) => None,
+        };
+        if let Some(hop) = hop {
+            if self.held_since.get(&hop).is_none_or(|&since| epoch < since) {
+                tracing::debug!(%from, %epoch, "dropped a chain message built before this server held its region");
+                return;
+            }
+        }
         match m {
             PeerMessage::Chain(u) => self.on_chain(from, u, store),
             PeerMessage::Ack(a) => self.on_ack(from, a, store),
+            PeerMessage::Transfer(c) => self.on_transfer(from, c),
         }
     }
 
@@ -1015,7 +1353,15 @@ impl Replica {
             }
             return;
         }
-        if let Some(after) = u.after.filter(|_| rt.in_location(location, u.old.as_ref())) {
+        // A region catching up here has only this hop's source before it, on one FIFO link:
+        // updates come in the order the source applied them, and the object an update
+        // follows may not have been transferred yet.
+        let ordered_by_link = self.catching_up(u.space, location);
+        let state = self.keys.get_mut(&key).expect("created above");
+        if let Some(after) = u
+            .after
+            .filter(|_| rt.in_location(location, u.old.as_ref()) && !ordered_by_link)
+        {
             // The update this one follows produced the object this region holds: wait for it.
             let ready = match state.applied.get(&location) {
                 Some(&applied) => applied >= after,
@@ -1072,6 +1418,7 @@ impl Replica {
                 next,
                 previous,
                 acked: next.is_none(),
+                sent_tick: self.tick,
             },
         );
         match next {
@@ -1218,13 +1565,6 @@ impl Replica {
             };
             self.on_write(client, rt.name(), write, store);
         }
-    }
-}
-
-fn epoch_of(m: &PeerMessage) -> Epoch {
-    match m {
-        PeerMessage::Chain(u) => u.epoch,
-        PeerMessage::Ack(a) => a.epoch,
     }
 }
 

@@ -8,7 +8,7 @@ use crate::value::Value;
 
 /// An object with the version of the update that produced it, as storage holds it and as
 /// chains carry it.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StoredObject {
     pub version: Version,
     pub object: Object,
