@@ -32,6 +32,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tessera_protocol::{Configuration, ErrorReply, Response, SpaceConfig, Status};
+use tessera_replication::replica::RegionChunk;
 use tessera_replication::{ClientId, CommittedReader, Input, KeyWrite, Outputs, Replica, StoreWrite};
 use tessera_storage::{ObjectWrite, Store, StoredObject};
 use tessera_types::{Epoch, Object, SpaceSchema, SubspaceId, Value, Version};
@@ -139,6 +140,18 @@ impl CommittedReader for StoreReader<'_> {
         key: &Value,
     ) -> Result<Option<Version>, ErrorReply> {
         self.0.region_entry_version(space, subspace, region, key).map_err(storage_error)
+    }
+
+    fn region_entries(
+        &self,
+        space: &str,
+        subspace: SubspaceId,
+        region: tessera_geometry::RegionIndex,
+        after: Option<&[u8]>,
+        max_bytes: usize,
+    ) -> Result<RegionChunk, ErrorReply> {
+        let chunk = self.0.region_entries(space, subspace, region, after, max_bytes).map_err(storage_error)?;
+        Ok(RegionChunk { entries: chunk.entries, next: chunk.next })
     }
 }
 
@@ -354,6 +367,11 @@ impl ChainLoop {
         }
         for (client, result) in out.replies {
             self.answer(client, result);
+        }
+        for done in out.transfers_done {
+            // The coordinators plan no transfers yet (ARCHITECTURE, "State transfer"), so
+            // there is nobody to report this to; logged so that a test can see it.
+            tracing::info!(space = done.space, subspace = done.subspace.0, region = done.region, id = done.id, "state transfer complete here");
         }
         self.replica.advance();
     }
