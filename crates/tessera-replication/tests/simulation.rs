@@ -396,9 +396,8 @@ fn remove_server(config: &mut Configuration, server: ServerId) {
         for t in std::mem::take(&mut space.transfers) {
             let source = space.transfer_source(&t);
             let set = &mut space.replicas[t.subspace.get()][t.region.0 as usize];
-            if t.to == server {
-                set.pop();
-            } else if source == server && set.len() > 2 {
+            // The target leaves (it is last), or the source does and the target with it.
+            if t.to == server || (source == server && set.len() > 2) {
                 set.pop();
             } else {
                 transfers.push(Transfer {
