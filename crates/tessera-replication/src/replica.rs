@@ -1262,7 +1262,8 @@ impl Replica {
             .clock
             .max(state.issued)
             .max(latest.as_ref().map_or(Version::NONE, |l| l.version))
-            .next();
+            .next()
+            .max(Version::first_in(epoch));
         let update = ChainUpdate {
             space: rt.config.id,
             epoch,

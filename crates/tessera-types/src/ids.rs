@@ -24,6 +24,15 @@ impl Version {
     pub fn next(self) -> Version {
         Version(self.0.checked_add(1).expect("a key's version space is 2^64"))
     }
+
+    /// The lowest version a point leader gives in `epoch`: the epoch in the high 32 bits.
+    /// A key changes leader only with the epoch, so a new leader's versions are above every
+    /// version an earlier leader gave, even one whose key was deleted since and is remembered
+    /// nowhere (a replica that dedups by version would otherwise drop the new write). The
+    /// guarantee holds while a key takes fewer than 2^32 writes within one epoch.
+    pub fn first_in(epoch: Epoch) -> Version {
+        Version(epoch.0 << 32)
+    }
 }
 
 macro_rules! display_as_number {
