@@ -236,7 +236,7 @@ impl ClusterState {
         }
         let replicas = assign_replicas(&schema, &available, &self.spaces);
         let id = self.epoch.0 + 1;
-        let space = SpaceConfig { id, schema, replicas, transfers: Vec::new() };
+        let space = SpaceConfig { id, schema, replicas, transfers: Vec::new(), joined: Vec::new() };
         let mut next = self.configuration();
         next.epoch = Epoch(id);
         next.spaces.push(space);
@@ -266,6 +266,9 @@ pub fn remove_from_replica_sets(spaces: &mut [SpaceConfig], id: ServerId) -> boo
             set.retain(|s| *s != id);
             changed = true;
         }
+    }
+    for space in spaces.iter_mut() {
+        space.forget_departed();
     }
     changed
 }

@@ -47,6 +47,21 @@ pub struct SpaceConfig {
     pub replicas: Vec<Vec<Vec<ServerId>>>,
     /// State transfers under way: regions gaining a replica. At most one per region.
     pub transfers: Vec<Transfer>,
+    /// Members that came into their region by a completed transfer. At most one per member of
+    /// a region; gone when the member leaves it.
+    pub joined: Vec<Joined>,
+}
+
+/// A member of a region's replica set that joined it by the transfer `since` names (the epoch
+/// that started it). The same server may have held the region before, left and come back:
+/// chain messages it built before `since` belong to that earlier membership, and a peer that
+/// took them for current ones would apply long-stale updates (see [`SpaceConfig::member_since`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Joined {
+    pub subspace: SubspaceId,
+    pub region: RegionIndex,
+    pub server: ServerId,
+    pub since: u64,
 }
 
 /// A region gaining a replica by state transfer (re-replication after a failure, a join
@@ -87,6 +102,7 @@ impl SpaceConfig {
             schema,
             replicas,
             transfers: Vec::new(),
+            joined: Vec::new(),
         }
     }
 
@@ -120,6 +136,46 @@ impl SpaceConfig {
             Some(_) => &set[..set.len() - 1],
             None => set,
         }
+    }
+
+    /// The epoch since which `server`, a member of the region, has held it without a break:
+    /// the transfer that brought it (under way or completed), else the space's creation. A
+    /// chain message `server` built for that region in an earlier epoch is stale.
+    pub fn member_since(&self, subspace: SubspaceId, region: RegionIndex, server: ServerId) -> Epoch {
+        let by_transfer = self.transfer_at(subspace, region).filter(|t| t.to == server).map(|t| t.id);
+        let joined = || {
+            self.joined
+                .iter()
+                .find(|j| (j.subspace, j.region, j.server) == (subspace, region, server))
+                .map(|j| j.since)
+        };
+        Epoch(by_transfer.or_else(joined).unwrap_or(self.id))
+    }
+
+    /// The transfer `t` completed: its target becomes a full member since `t.id`, and the
+    /// member it replaces leaves (with its own join record).
+    pub fn complete_transfer(&mut self, t: &Transfer) {
+        self.transfers.retain(|x| x != t);
+        let set = &mut self.replicas[t.subspace.get()][t.region.0 as usize];
+        if let Some(gone) = t.replaces {
+            set.retain(|s| *s != gone);
+        }
+        self.joined.retain(|j| {
+            (j.subspace, j.region) != (t.subspace, t.region) || (j.server != t.to && Some(j.server) != t.replaces)
+        });
+        self.joined.push(Joined { subspace: t.subspace, region: t.region, server: t.to, since: t.id });
+    }
+
+    /// Drops the join records of servers no longer in their region's replica set (call after
+    /// taking servers out of sets).
+    pub fn forget_departed(&mut self) {
+        let replicas = &self.replicas;
+        self.joined.retain(|j| {
+            replicas
+                .get(j.subspace.get())
+                .and_then(|sets| sets.get(j.region.0 as usize))
+                .is_some_and(|set| set.contains(&j.server))
+        });
     }
 
     /// The member that streams `transfer` its region: the one just before the target.
@@ -201,6 +257,17 @@ impl Configuration {
                 });
                 if !fits || !regions.insert((t.subspace, t.region)) {
                     return fail(format!("space {:?}: transfer {t:?} does not fit its region's replica set", schema.name));
+                }
+            }
+            let mut members = std::collections::BTreeSet::new();
+            for j in &space.joined {
+                let member = space
+                    .replicas
+                    .get(j.subspace.get())
+                    .and_then(|sets| sets.get(j.region.0 as usize))
+                    .is_some_and(|set| set.contains(&j.server));
+                if !member || !members.insert((j.subspace, j.region, j.server)) {
+                    return fail(format!("space {:?}: join record {j:?} names no member of its region", schema.name));
                 }
             }
         }

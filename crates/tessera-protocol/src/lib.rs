@@ -20,7 +20,7 @@ pub mod frame;
 pub mod message;
 pub mod status;
 
-pub use config::{Configuration, ConfigurationError, ServerInfo, ServerState, SpaceConfig, Transfer};
+pub use config::{Configuration, ConfigurationError, Joined, ServerInfo, ServerState, SpaceConfig, Transfer};
 #[cfg(feature = "frame")]
 pub use frame::{codec, decode_request, decode_response, encode_request, encode_response, FrameError};
 pub use message::{

@@ -291,11 +291,14 @@ impl SpaceRuntime {
     /// the key's entry anywhere in the region does (a scan of the region: rare, and only on
     /// this path). For a hop that only removes (a destructive update, issued once every
     /// earlier update of the key had committed, so the entry it removes was there when it was
-    /// issued): that entry is gone, or was written again by a later update.
+    /// issued): that entry is gone, or was written again by a later update. Except while
+    /// the region is `catching_up` (a transfer is filling it): there an entry that is not
+    /// there may simply not have come yet, so only a later version shows the update applied.
     fn applied_in_store(
         &self,
         location: Location,
         u: &ChainUpdate,
+        catching_up: bool,
         store: &impl CommittedReader,
     ) -> Result<bool, ErrorReply> {
         let (subspace, region) = location;
@@ -309,9 +312,11 @@ impl SpaceRuntime {
             .filter(|n| self.in_location(location, Some(n)))
         else {
             let old = old_here.expect("a hop holds the old object when it does not hold the new");
+            // In a region still catching up, an absent entry may not have come yet.
+            let gone_counts = !catching_up;
             return Ok(store
                 .entry_version(self.name(), subspace, old)?
-                .is_none_or(|v| v > u.version));
+                .map_or(gone_counts, |v| v > u.version));
         };
         if store
             .entry_version(self.name(), subspace, new)?
@@ -791,16 +796,17 @@ impl Replica {
                         continue;
                     }
                     let location = (subspace, RegionIndex(r as u32));
-                    let mut since = self
-                        .held_since
-                        .get(&(space.id, location))
-                        .copied()
-                        .unwrap_or(self.config.epoch);
-                    if let Some(t) = space.transfer_at(subspace, location.1) {
-                        if t.to == self.me {
-                            since = since.max(Epoch(t.id));
+                    // Held without a break: since then. Coming in by a transfer: since the
+                    // epoch that started it, however many configurations this server skipped
+                    // (the source sends it chain traffic from that epoch on). Otherwise: from
+                    // this configuration.
+                    let before = self.held_since.get(&(space.id, location)).copied();
+                    let since = match space.transfer_at(subspace, location.1) {
+                        Some(t) if t.to == self.me => {
+                            before.map_or(Epoch(t.id), |b| b.max(Epoch(t.id)))
                         }
-                    }
+                        _ => before.unwrap_or(self.config.epoch),
+                    };
                     held_since.insert((space.id, location), since);
                 }
             }
@@ -1323,7 +1329,14 @@ impl Replica {
             tracing::debug!(version = %u.version, %from, "dropped an update from a server that is not the hop before");
             return;
         }
+        if hop > 0 && u.epoch < rt.config.member_since(chain[hop - 1].subspace, chain[hop - 1].region, from) {
+            // Built by the hop before in an earlier membership of its region (it left and came
+            // back since): what it says may be long stale.
+            tracing::debug!(version = %u.version, %from, "dropped an update from an earlier membership of the hop before");
+            return;
+        }
         let key = (u.space, u.key().clone());
+        let catching_up = self.catching_up(u.space, location);
         let state = self.keys.entry(key.clone()).or_default();
         if state.pending.contains_key(&(location, u.version)) {
             // Sent again after a configuration change, by a hop before this one: this hop sent
@@ -1335,7 +1348,7 @@ impl Replica {
         let applied_here = match state.applied.get(&location) {
             Some(&applied) => applied >= u.version,
             None if !u.resent => false,
-            None => match rt.applied_in_store(location, &u, store) {
+            None => match rt.applied_in_store(location, &u, catching_up, store) {
                 Ok(applied) => applied,
                 Err(e) => {
                     tracing::error!(error = %e, "reading a committed entry; the update waits");
@@ -1357,7 +1370,7 @@ impl Replica {
         // A region catching up here has only this hop's source before it, on one FIFO link:
         // updates come in the order the source applied them, and the object an update
         // follows may not have been transferred yet.
-        let ordered_by_link = self.catching_up(u.space, location);
+        let ordered_by_link = catching_up;
         let state = self.keys.get_mut(&key).expect("created above");
         if let Some(after) = u
             .after
@@ -1507,8 +1520,12 @@ impl Replica {
         else {
             return; // a repeat
         };
-        if pending.next.is_none_or(|(next, _)| next != from) {
+        let Some((next, (subspace, region))) = pending.next.filter(|(next, _)| *next == from)
+        else {
             return; // from a hop this one no longer sends the update to
+        };
+        if a.epoch < rt.config.member_since(subspace, region, next) {
+            return; // from an earlier membership of the next hop: it may not hold the update now
         }
         pending.acked = true;
         self.commit_in_order(&rt, &key, location, store);

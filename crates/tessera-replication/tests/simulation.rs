@@ -419,6 +419,7 @@ fn remove_server(config: &mut Configuration, server: ServerId) {
                 }
             }
         }
+        space.forget_departed();
     }
 }
 
@@ -676,6 +677,27 @@ impl Sim {
                 );
             }
             apply(&mut node.store, &self.geometry, w);
+            if let StoreWrite::Entry {
+                subspace,
+                insert: Some(n),
+                ..
+            } = w
+            {
+                // At no moment is a key twice in one region of a server: a write that moves
+                // it within the region removes the old entry in the same batch.
+                let (_, region, _, key) = self.geometry.entry(*subspace, &n.object);
+                let copies: Vec<_> = node
+                    .store
+                    .entries
+                    .iter()
+                    .filter(|((s, r, _, k), _)| (*s, *r) == (subspace.0, region) && *k == key)
+                    .collect();
+                assert!(
+                    copies.len() == 1,
+                    "t={} {server:?}: after {w:?} the key is twice in region {region} of subspace {subspace:?}: {copies:?}",
+                    self.now
+                );
+            }
             self.trace = self
                 .trace
                 .wrapping_mul(31)
@@ -1154,13 +1176,7 @@ impl Sim {
             if self.tracing {
                 eprintln!("t={now} transfer complete {t:?}");
             }
-            let next = next_configuration(&config, |c| {
-                let space = &mut c.spaces[n];
-                space.transfers.retain(|x| *x != t);
-                if let Some(gone) = t.replaces {
-                    space.replicas[location.0.get()][location.1 .0 as usize].retain(|s| *s != gone);
-                }
-            });
+            let next = next_configuration(&config, |c| c.spaces[n].complete_transfer(&t));
             self.publish(next);
         }
     }
