@@ -28,8 +28,9 @@ pub struct ChainUpdate {
     /// region of a chain).
     pub subspace: SubspaceId,
     pub region: RegionIndex,
-    /// Sent again by a hop whose next hop changed (a server left the chain): the receiver may
-    /// have it already, even committed and forgotten, and checks (see `Replica::on_chain`).
+    /// Sent again by a hop whose next hop changed (a server left or joined the chain), or
+    /// passed on by a hop that got it so: the receiver may have it already, even committed
+    /// and forgotten, and checks (see `Replica::on_chain`).
     pub resent: bool,
 }
 

@@ -64,6 +64,19 @@ type Location = (SubspaceId, RegionIndex);
 /// A state transfer: the space's id, the region, and the transfer's id.
 type TransferKey = (u64, Location, u64);
 
+/// Where a transfer into this server stands.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Incoming {
+    /// Chunks are coming.
+    Receiving,
+    /// The last chunk came. The source left out keys with an update pending at it, which it
+    /// had sent here first; until those updates commit here, this region's committed state
+    /// lacks those keys, so the transfer is not reported yet. Listed: (key, version).
+    Settling(Vec<(Value, Version)>),
+    /// Reported complete (the target is a full replica once the coordinators agree).
+    Reported,
+}
+
 /// Chunk messages of a transfer a source lets go unacknowledged on its link to the target
 /// (with the chain messages on that link): the flow control that keeps a transfer from
 /// flooding the target or the source's memory.
@@ -430,7 +443,7 @@ pub struct Replica {
     /// Transfers this server is the source of, in the current configuration.
     outgoing: BTreeMap<TransferKey, Outgoing>,
     /// Transfers into this server in the current configuration: whether the last chunk came.
-    incoming: BTreeMap<TransferKey, bool>,
+    incoming: BTreeMap<TransferKey, Incoming>,
     /// Writes were handed out by `take_outputs` and not yet reported durable: storage may
     /// lag this machine, so no transfer chunk is read.
     awaiting_advance: bool,
@@ -552,6 +565,7 @@ impl Replica {
         while let Some(m) = self.local.pop_front() {
             self.deliver(self.me, m, store);
         }
+        self.settle_transfers();
         self.pump_transfers(store);
     }
 
@@ -776,11 +790,11 @@ impl Replica {
                     outgoing.insert(key, o);
                 }
                 if t.to == self.me {
-                    match self.incoming.get(&key) {
-                        Some(&done) => incoming.insert(key, done),
+                    match self.incoming.remove(&key) {
+                        Some(state) => incoming.insert(key, state),
                         None => {
                             started.push((space.schema.name.clone(), key));
-                            incoming.insert(key, false)
+                            incoming.insert(key, Incoming::Receiving)
                         }
                     };
                 }
@@ -907,7 +921,11 @@ impl Replica {
     fn on_transfer(&mut self, from: ServerId, c: TransferChunk) {
         let location = (c.subspace, c.region);
         let key = (c.space, location, c.id);
-        let Some(done) = self.incoming.get(&key).copied() else {
+        let Some(done) = self
+            .incoming
+            .get(&key)
+            .map(|state| *state != Incoming::Receiving)
+        else {
             tracing::debug!(%from, "dropped a chunk of a transfer this server is not receiving");
             return;
         };
@@ -939,13 +957,44 @@ impl Replica {
             });
         }
         if c.last {
-            self.incoming.insert(key, true);
-            self.outputs.transfers_done.push(TransferRef {
-                space: c.space,
-                subspace: c.subspace,
-                region: c.region.0,
-                id: c.id,
+            let pending: Vec<(Value, Version)> = self
+                .keys
+                .iter()
+                .filter(|((space, _), _)| *space == c.space)
+                .flat_map(|((_, k), state)| {
+                    state
+                        .pending
+                        .keys()
+                        .filter(|(l, _)| *l == location)
+                        .map(|(_, v)| (k.clone(), *v))
+                })
+                .collect();
+            self.incoming.insert(key, Incoming::Settling(pending));
+            self.settle_transfers();
+        }
+    }
+
+    /// Reports every transfer into this server whose last chunk came and whose updates
+    /// pending then have all committed here (see [`Incoming::Settling`]).
+    fn settle_transfers(&mut self) {
+        let keys = &self.keys;
+        for (&(space, location, id), state) in self.incoming.iter_mut() {
+            let Incoming::Settling(waiting) = state else {
+                continue;
+            };
+            waiting.retain(|(k, v)| {
+                keys.get(&(space, k.clone()))
+                    .is_some_and(|s| s.pending.contains_key(&(location, *v)))
             });
+            if waiting.is_empty() {
+                *state = Incoming::Reported;
+                self.outputs.transfers_done.push(TransferRef {
+                    space,
+                    subspace: location.0,
+                    region: location.1 .0,
+                    id,
+                });
+            }
         }
     }
 
@@ -1421,7 +1470,9 @@ impl Replica {
         let previous = hop.checked_sub(1).map(|p| at(&chain[p]));
         let update = ChainUpdate {
             epoch: self.epoch(),
-            resent: false,
+            // Once sent again, an update stays so down the chain: a hop it reaches through a new
+            // member may have had it through the old chain.
+            resent: u.resent,
             ..u
         };
         let state = self.keys.get_mut(&key).expect("the key has state");

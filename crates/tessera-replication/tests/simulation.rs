@@ -1413,7 +1413,12 @@ fn run(seed: u64) -> (u64, [u64; 6]) {
         );
         assert!(
             linearizable(&events),
-            "seed {seed}: history of {key} is not linearizable:\n{events:#?}"
+            "seed {seed}: history of {key} is not linearizable:\n{}",
+            events
+                .iter()
+                .map(|e| format!("  {:?} at {:?} call {} ret {:?}: {:?}", e.op, e.server, e.call, e.ret, e.outcome))
+                .collect::<Vec<_>>()
+                .join("\n")
         );
     }
     let settled = settled_keys(&sim, &keys, true);
