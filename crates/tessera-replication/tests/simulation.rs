@@ -1172,6 +1172,13 @@ impl Sim {
             else {
                 continue; // stale: that transfer ended another way
             };
+            if self.failed.contains(&from) {
+                // The target failed since it reported: completing would make a failed server a
+                // full member (perhaps the only one, when the transfer replaces the other). The
+                // coordinators complete a transfer only into a server whose lease is current;
+                // its removal ends the transfer instead.
+                continue;
+            }
             self.transfers[1] += 1;
             if self.tracing {
                 eprintln!("t={now} transfer complete {t:?}");
