@@ -374,6 +374,10 @@ struct KeyState {
     applied: BTreeMap<Location, Version>,
     /// Updates that arrived before the one they follow.
     delayed: Vec<(ServerId, ChainUpdate)>,
+    /// What the last update committed at the key's own region here left (`None` inside: the
+    /// key deleted). Storage may not show it until the write is durable, so a point leader
+    /// reads the key from here rather than from storage while this state lives.
+    committed_home: Option<Option<StoredObject>>,
 }
 
 impl KeyState {
@@ -832,9 +836,12 @@ impl Replica {
                 subspace: location.0,
                 region: location.1,
             });
-            for (_, state) in self.keys.iter_mut().filter(|((s, _), _)| *s == space) {
+            for ((_, key), state) in self.keys.iter_mut().filter(|((s, _), _)| *s == space) {
                 state.pending.retain(|(l, _), _| *l != location);
                 state.applied.remove(&location);
+                if self.spaces[&space].key_location(key) == location {
+                    state.committed_home = None;
+                }
             }
         }
     }
@@ -1291,9 +1298,9 @@ impl Replica {
             state.held.push_back((client, write));
             return;
         }
-        let latest = match &state.latest {
-            Some(l) => l.clone(),
-            None => match store.get(rt.name(), write.key()) {
+        let latest = match (&state.latest, &state.committed_home) {
+            (Some(l), _) | (None, Some(l)) => l.clone(),
+            (None, None) => match store.get(rt.name(), write.key()) {
                 Ok(l) => l,
                 Err(e) => return self.outputs.replies.push((client, Err(e))),
             },
@@ -1529,6 +1536,12 @@ impl Replica {
                 previous,
                 ..
             } = state.pending.remove(&id).expect("found above");
+            if location == rt.key_location(&key.1) {
+                state.committed_home = Some(u.new.clone().map(|object| StoredObject {
+                    version: u.version,
+                    object,
+                }));
+            }
             self.outputs.writes.push(rt.commit_write(location, &u));
             match previous {
                 None => {
