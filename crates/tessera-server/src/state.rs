@@ -191,11 +191,12 @@ pub fn recover(dir: &Path, store: &Store, address: SocketAddr) -> Result<Configu
             store.create_space(&space.schema)?;
         }
     }
+    // Every start is a new epoch, as a restarted server is in a cluster: a point leader's
+    // versions start at its epoch (`Version::first_in`), so a key deleted before the restart
+    // and written after it never gets a version it had before.
     let me = ServerInfo { id: SINGLE_SERVER_ID, address: address.to_string(), state: ServerState::Available };
-    if config.servers != [me.clone()] {
-        config.servers = vec![me];
-        config.epoch = Epoch(config.epoch.0 + 1);
-        save_config(dir, &config)?;
-    }
+    config.servers = vec![me];
+    config.epoch = Epoch(config.epoch.0 + 1);
+    save_config(dir, &config)?;
     Ok(config)
 }
