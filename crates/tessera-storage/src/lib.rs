@@ -213,7 +213,10 @@ impl Space {
         let n = subspace.get();
         match (self.keyspaces.get(n), self.tessellations.get(n)) {
             (Some(k), Some(t)) => Ok((k, t)),
-            _ => Err(StorageError::Invalid(format!("{:?} has no subspace {n}", self.schema.name))),
+            _ => Err(StorageError::Invalid(format!(
+                "{:?} has no subspace {n}",
+                self.schema.name
+            ))),
         }
     }
 }
