@@ -22,6 +22,9 @@
 //! ([`StoreStats::keys_scanned`] counts them). The key subspace has no Z part: a search there
 //! reads the whole of each region it is asked for (key-hash boxes are whole regions in practice).
 //!
+//! [`Store::region_entries`] reads a region whole, in storage-key order, a chunk per call with
+//! the last storage key as the cursor: what a state transfer's source streams to a new replica.
+//!
 //! # Durability contract
 //!
 //! * [`Store::commit`] applies all its writes in one fjall batch across keyspaces: after a crash
@@ -57,13 +60,14 @@ mod search;
 
 use std::collections::hash_map::Entry;
 use std::collections::{BTreeMap, HashMap};
+use std::ops::Bound;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, RwLock};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use fjall::{Database, Keyspace, KeyspaceCreateOptions, PersistMode};
+use fjall::{Database, Keyspace, KeyspaceCreateOptions, PersistMode, Readable};
 use tessera_geometry::{key_region, RegionIndex, Tessellation};
 use tessera_types::{Object, SpaceSchema, SubspaceId, Value, Version};
 
@@ -119,6 +123,16 @@ impl Default for StoreOptions {
 }
 
 pub use tessera_types::StoredObject;
+
+/// A chunk of a region's entries ([`Store::region_entries`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RegionChunk {
+    /// Committed entries of the region, in storage-key order.
+    pub entries: Vec<StoredObject>,
+    /// The cursor to resume after: the storage key of the last of `entries`, an opaque value
+    /// to pass back as `after`. `None` when no entry of the region follows them.
+    pub next: Option<Vec<u8>>,
+}
 
 /// One key's change. The store derives every subspace entry from the old and new objects.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -441,6 +455,84 @@ impl Store {
             }
         }
         Ok(None)
+    }
+
+    /// One chunk of the committed entries of `region` of `subspace`, in storage-key order, for a
+    /// state transfer streaming the region to a new replica while writes go on between calls.
+    ///
+    /// The chunk starts strictly after the storage key `after` (the `next` of the previous
+    /// chunk; `None` starts at the region's first entry) and ends once the entries' encoded
+    /// values reach `max_bytes`; it holds at least one entry whenever one remains, so a budget
+    /// smaller than an object still makes progress. Each call reads one snapshot: an entry
+    /// committed between calls is returned by a later chunk if its storage key is past the
+    /// cursor, and not at all if it is behind it (a transfer target gets those by the chain).
+    pub fn region_entries(
+        &self,
+        space: &str,
+        subspace: SubspaceId,
+        region: RegionIndex,
+        after: Option<&[u8]>,
+        max_bytes: usize,
+    ) -> Result<RegionChunk, StorageError> {
+        let space = self.space(space)?;
+        let n = subspace.get();
+        let (keyspace, tessellation) = space.subspace(subspace)?;
+        if region.0 >= tessellation.regions_count() {
+            return Err(StorageError::Invalid(format!(
+                "subspace {n} has no region {}",
+                region.0
+            )));
+        }
+        let prefix = codec::region_prefix(region);
+        let start = match after {
+            None => Bound::Included(prefix.to_vec()),
+            Some(cursor) if cursor.starts_with(&prefix) => Bound::Excluded(cursor.to_vec()),
+            // Resuming from another region's key would silently skip or repeat entries.
+            Some(cursor) => {
+                return Err(StorageError::Invalid(format!(
+                    "cursor {cursor:?} is not a key of region {} of subspace {n}",
+                    region.0
+                )))
+            }
+        };
+        let end = match search::successor(prefix.to_vec()) {
+            Some(end) => Bound::Excluded(end),
+            None => Bound::Unbounded,
+        };
+        let snapshot = self.db.snapshot();
+        let mut entries = Vec::new();
+        let mut bytes = 0usize;
+        let mut last: Option<fjall::Slice> = None;
+        for guard in snapshot.range(keyspace, (start, end)) {
+            let (key, value) = guard.into_inner()?;
+            // Checked only once another entry is known to exist, so `next` is `None` exactly
+            // when this chunk ends the region (as of this snapshot).
+            if bytes >= max_bytes && !entries.is_empty() {
+                return Ok(RegionChunk {
+                    entries,
+                    next: last.map(|k| k.to_vec()),
+                });
+            }
+            let stored = codec::decode_value(&value)?;
+            // The receiver stores the object where its own layout puts it: an object that does
+            // not fit the schema, or whose entry is not at this key (so not in this region),
+            // must not travel.
+            if !stored.object.conforms_to(&space.schema)
+                || codec::entry_key(&space.schema, subspace, tessellation, &stored.object) != *key
+            {
+                return Err(StorageError::Corrupt(format!(
+                    "entry {key:?} of subspace {n} holds {:?}",
+                    stored.object
+                )));
+            }
+            bytes = bytes.saturating_add(value.len());
+            entries.push(stored);
+            last = Some(key);
+        }
+        Ok(RegionChunk {
+            entries,
+            next: None,
+        })
     }
 
     /// Applies all `writes` atomically (one engine batch across keyspaces), durable per the fsync
@@ -808,5 +900,55 @@ mod tests {
             Version(1)
         );
         assert_eq!(store.spaces().len(), 1);
+    }
+
+    /// A state transfer must not ship an object that does not belong at its entry: the
+    /// receiver would file it elsewhere, and the region would silently differ.
+    #[test]
+    fn region_entries_refuses_an_entry_that_is_not_where_its_object_belongs() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path(), StoreOptions::default()).unwrap();
+        let key = Attribute {
+            name: "k".into(),
+            ty: AttributeType::INT,
+        };
+        let schema = SpaceSchema::new("s", key, vec![], vec![], 4, 0).unwrap();
+        store.create_space(&schema).unwrap();
+        let stored = StoredObject {
+            version: Version(1),
+            object: Object {
+                values: vec![Value::Int(1)],
+            },
+        };
+        let home = key_region(&Tessellation::new(1, 4), &Value::Int(1));
+        let elsewhere = RegionIndex((home.0 + 1) % 4);
+        let read = |region| store.region_entries("s", SubspaceId::KEY, region, None, 0);
+        // Filed under another region's prefix, as a corrupted or misdirected write would.
+        let mut wrong = codec::region_prefix(elsewhere).to_vec();
+        wrong.extend_from_slice(&codec::key_bytes(&Value::Int(1)));
+        let keyspace = store.space("s").unwrap().keyspaces[0].clone();
+        keyspace
+            .insert(&wrong, codec::encode_value(&stored))
+            .unwrap();
+        assert!(matches!(read(elsewhere), Err(StorageError::Corrupt(_))));
+        // Where it belongs, it is read back.
+        keyspace.remove(&wrong).unwrap();
+        let mut right = codec::region_prefix(home).to_vec();
+        right.extend_from_slice(&codec::key_bytes(&Value::Int(1)));
+        keyspace
+            .insert(&right, codec::encode_value(&stored))
+            .unwrap();
+        assert_eq!(read(home).unwrap().entries, vec![stored]);
+        // An object that does not fit the schema.
+        let misfit = StoredObject {
+            version: Version(1),
+            object: Object {
+                values: vec![Value::Int(1), Value::Int(2)],
+            },
+        };
+        keyspace
+            .insert(&right, codec::encode_value(&misfit))
+            .unwrap();
+        assert!(matches!(read(home), Err(StorageError::Corrupt(_))));
     }
 }

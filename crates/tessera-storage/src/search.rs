@@ -142,7 +142,7 @@ impl Iterator for SearchIter {
 
 /// The smallest byte string greater than every string starting with `bytes`, or `None` if
 /// `bytes` is all `0xFF`.
-fn successor(mut bytes: Vec<u8>) -> Option<Vec<u8>> {
+pub(crate) fn successor(mut bytes: Vec<u8>) -> Option<Vec<u8>> {
     while let Some(last) = bytes.pop() {
         if last != 0xFF {
             bytes.push(last + 1);
