@@ -62,8 +62,9 @@
 //! * A **search** is planned by the client: it checks the predicates against the schema
 //!   (refusing bad ones with the status a server would use, without contacting anyone), picks
 //!   the subspace whose search box crosses the fewest regions, and asks **one replica of each
-//!   of those regions** — successive searches rotate over the replicas — sending every server
-//!   it picked one `SearchRegions` request for its regions, all at once. Predicates that
+//!   of those regions** — successive searches rotate over the replicas that hold all of the
+//!   region, never a state transfer's target still catching up — sending every server it
+//!   picked one `SearchRegions` request for its regions, all at once. Predicates that
 //!   contradict each other contact nobody. The answers are merged: one object per key, the
 //!   highest version (an object moving between regions can be in both for a moment).
 //!   [`Client::count`], [`Client::sorted_search`] and [`Client::search_stream`] are that
