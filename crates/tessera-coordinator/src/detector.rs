@@ -207,6 +207,7 @@ impl Detector {
                 ServerLiveness {
                     id: s.info.id,
                     heard_ms_ago: heard.map(|h| now.saturating_duration_since(h).as_millis() as u64),
+                    epoch: None,
                 }
             })
             .collect()

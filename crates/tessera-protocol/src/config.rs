@@ -15,15 +15,17 @@ use tessera_types::{Epoch, ServerId, SpaceSchema, SubspaceId};
 pub enum ServerState {
     /// Registered and taking part in replica sets.
     Available,
-    /// Being decommissioned (`tessera decommission`): its regions move to other servers by
-    /// state transfer, it is given no new ones, and once it holds none it leaves the
-    /// configuration.
-    Leaving,
     /// The coordinators removed it from every replica set it could leave: its lease lapsed
     /// (dead, hung or cut off from the coordinators), it reported a storage failure, or it
     /// restarted. It stays in regions where it is the only replica (their data is nowhere
     /// else) and is given no new ones; registering again makes it `Available`.
     Offline,
+    /// Being decommissioned (`tessera decommission`): its regions move to other servers by
+    /// state transfer, it is given no new ones, and once it holds none it leaves the
+    /// configuration.
+    // Declared after `Offline`: postcard encodes a variant by its index, and coordinator
+    // snapshots and older peers know Available = 0, Offline = 1.
+    Leaving,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

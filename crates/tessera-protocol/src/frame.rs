@@ -129,8 +129,8 @@ mod tests {
             members: vec![(1, "a:1".into())],
             epoch: Epoch(4),
             servers: vec![
-                ServerLiveness { id: ServerId(1), heard_ms_ago: Some(120) },
-                ServerLiveness { id: ServerId(2), heard_ms_ago: None },
+                ServerLiveness { id: ServerId(1), heard_ms_ago: Some(120), epoch: Some(Epoch(4)) },
+                ServerLiveness { id: ServerId(2), heard_ms_ago: None, epoch: None },
             ],
         };
         let resp = ResponseFrame { id: 4, epoch: Epoch(4), response: Response::CoordinatorStatus(status) };
@@ -138,6 +138,7 @@ mod tests {
         // Postcard encodes enum variants by index: `Available` must stay the first.
         assert_eq!(postcard::to_allocvec(&ServerState::Available).unwrap(), [0]);
         assert_eq!(postcard::to_allocvec(&ServerState::Offline).unwrap(), [1]);
+        assert_eq!(postcard::to_allocvec(&ServerState::Leaving).unwrap(), [2]);
         assert_eq!(Status::Timeout.code(), 8017);
         assert_eq!(Status::StaleServer.code(), 8018);
     }

@@ -203,13 +203,16 @@ pub struct HeartbeatReply {
     pub lease_ms: u64,
 }
 
-/// When the coordinator leader last heard a server's heartbeat.
+/// When the coordinator leader last heard a server's heartbeat, and what epoch it reported.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ServerLiveness {
     pub id: ServerId,
     /// Milliseconds since this coordinator received the server's last heartbeat; `None` when
     /// it has heard none from the server's current incarnation.
     pub heard_ms_ago: Option<u64>,
+    /// The configuration epoch the server said it acts on in that last heartbeat; `None`
+    /// when none was heard.
+    pub epoch: Option<Epoch>,
 }
 
 /// One coordinator's view of the coordinator group (Raft).

@@ -309,7 +309,7 @@ mod tests {
             epoch: Epoch(1),
             servers,
         };
-        let heard = |id: u64, ms: Option<u64>| ServerLiveness { id: ServerId(id), heard_ms_ago: ms };
+        let heard = |id: u64, ms: Option<u64>| ServerLiveness { id: ServerId(id), heard_ms_ago: ms, epoch: None };
         let coordinators = vec![
             ("a".to_string(), Ok(status(1, vec![]))),
             ("b".to_string(), Ok(status(2, vec![heard(1, Some(100)), heard(2, None)]))),
