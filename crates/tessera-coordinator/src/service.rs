@@ -126,13 +126,17 @@ async fn serve_connection(shared: Arc<Shared>, stream: TcpStream) {
                 });
             }
             Err(FrameError::UnsupportedVersion(v)) => {
-                let msg = format!("protocol version {v}, this coordinator speaks {}", tessera_protocol::PROTOCOL_VERSION);
+                let msg =
+                    format!("protocol version {v}, this coordinator speaks {}", tessera_protocol::PROTOCOL_VERSION);
                 let _ = send(&tx, &shared, 0, Response::Error(ErrorReply::new(Status::UnsupportedProtocol, msg))).await;
                 break;
             }
             Err(e) => {
                 let id = peek_request_id(&body).unwrap_or(0);
-                if send(&tx, &shared, id, Response::Error(ErrorReply::new(Status::Malformed, e.to_string()))).await.is_err() {
+                if send(&tx, &shared, id, Response::Error(ErrorReply::new(Status::Malformed, e.to_string())))
+                    .await
+                    .is_err()
+                {
                     break;
                 }
             }
@@ -154,7 +158,10 @@ async fn send(tx: &mpsc::Sender<Bytes>, shared: &Shared, id: u64, response: Resp
             let frame = ResponseFrame {
                 id,
                 epoch: frame.epoch,
-                response: Response::Error(ErrorReply::new(Status::Internal, format!("cannot encode the response: {e}"))),
+                response: Response::Error(ErrorReply::new(
+                    Status::Internal,
+                    format!("cannot encode the response: {e}"),
+                )),
             };
             encode_response(&frame).map_err(|_| ())?
         }
@@ -233,7 +240,10 @@ async fn handle(shared: &Arc<Shared>, request: Request, received: Instant) -> Re
             if description.len() > DESCRIPTION_BYTES_MAX {
                 return error(
                     Status::TooLarge,
-                    format!("description of {} bytes is over the {DESCRIPTION_BYTES_MAX}-byte limit", description.len()),
+                    format!(
+                        "description of {} bytes is over the {DESCRIPTION_BYTES_MAX}-byte limit",
+                        description.len()
+                    ),
                 );
             }
             let parsed = match shared.default_tolerate {
@@ -280,9 +290,13 @@ pub(crate) fn status(shared: &Shared) -> CoordinatorStatus {
 fn outcome_response(result: ApplyResult) -> Response {
     match result.outcome {
         Some(Ok(CommandOutcome::Registered { id, .. })) => Response::Registered(id),
-        Some(Ok(CommandOutcome::SpaceAdded { .. } | CommandOutcome::SpaceRemoved | CommandOutcome::MarkedOffline { .. })) => {
-            Response::Done
-        }
+        Some(Ok(
+            CommandOutcome::SpaceAdded { .. }
+            | CommandOutcome::SpaceRemoved
+            | CommandOutcome::MarkedOffline { .. }
+            | CommandOutcome::TransfersCompleted { .. }
+            | CommandOutcome::Decommissioned { .. },
+        )) => Response::Done,
         Some(Err(e)) => {
             let status = match &e {
                 CommandError::SpaceExists(_) => Status::SpaceExists,
@@ -292,6 +306,9 @@ fn outcome_response(result: ApplyResult) -> Response {
                 CommandError::ConfigurationTooLarge { .. } => Status::TooLarge,
                 CommandError::InvalidAddress(_) | CommandError::UnknownServer(_) => Status::Malformed,
                 CommandError::StaleServer { .. } | CommandError::AlreadyOffline(_) => Status::StaleServer,
+                // Not retryable: the same request would meet the same state.
+                CommandError::AlreadyLeaving(_) | CommandError::OfflineHoldsRegions { .. } => Status::CmpFail,
+                CommandError::WouldUnderReplicate { .. } => Status::TooFewServers,
             };
             error(status, e.to_string())
         }
@@ -352,7 +369,9 @@ async fn forward(shared: &Shared, leader: NodeId, command: &Command) -> Result<A
     let mut connection = PeerConnection::new(addr.clone());
     match connection.call(&PeerRequest::Forward(command.clone()), FORWARD_TIMEOUT).await {
         Ok(PeerResponse::Forward(Ok(result))) => Ok(result),
-        Ok(PeerResponse::Forward(Err(ForwardError::NotLeader { .. }))) => Err(Forwarding::Retry("not the leader any more".into())),
+        Ok(PeerResponse::Forward(Err(ForwardError::NotLeader { .. }))) => {
+            Err(Forwarding::Retry("not the leader any more".into()))
+        }
         Ok(PeerResponse::Forward(Err(ForwardError::Failed(why)))) => Err(Forwarding::Failed(why)),
         Ok(_) => Err(Forwarding::Failed("unexpected peer response".into())),
         Err(e @ CallError::Connect { .. }) => Err(Forwarding::Retry(e.to_string())),
