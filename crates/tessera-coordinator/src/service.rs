@@ -38,6 +38,11 @@ const FORWARD_TIMEOUT: Duration = Duration::from_secs(5);
 const CATCH_UP_WAIT: Duration = Duration::from_secs(2);
 /// Client requests in flight per connection.
 const IN_FLIGHT_MAX: usize = 256;
+/// How long `AddSpace` and `RmSpace` wait, once applied, for every live server to act on the
+/// new epoch (servers report it in their heartbeats, every quarter lease) before answering
+/// `Timeout`. Five default leases: a server that has not caught up by then is stuck or cut
+/// off, and the operator should hear of it.
+const SERVERS_CATCH_UP_WAIT: Duration = Duration::from_secs(5);
 
 pub(crate) struct Shared {
     pub(crate) id: NodeId,
@@ -251,18 +256,37 @@ async fn handle(shared: &Arc<Shared>, request: Request, received: Instant) -> Re
                 None => parse_space(&description),
             };
             match parsed {
-                Ok(schema) => write(shared, Command::AddSpace { schema }).await,
+                Ok(schema) => {
+                    let what = format!("space {:?} created", schema.name);
+                    let lagging = ("does not serve it yet", "do not serve it yet");
+                    write_acknowledged(shared, Command::AddSpace { schema }, &what, lagging).await
+                }
                 Err(e) => error(Status::BadDescription, e.to_string()),
             }
         }
-        Request::RmSpace { name } => write(shared, Command::RmSpace { name }).await,
+        Request::RmSpace { name } => {
+            let what = format!("space {name:?} removed");
+            write_acknowledged(shared, Command::RmSpace { name }, &what, ("still serves it", "still serve it")).await
+        }
         Request::RegisterServer { token, address, incarnation } => {
             write(shared, Command::RegisterServer { token, address, incarnation }).await
         }
         Request::CoordinatorStatus => Response::CoordinatorStatus(status(shared)),
-        Request::Heartbeat { server, token, incarnation, failed, epoch: _ } => {
-            detector::heartbeat(&shared.detector, received, server, token, incarnation, failed).await
+        Request::Heartbeat { server, token, incarnation, failed, epoch } => {
+            detector::heartbeat(&shared.detector, received, server, token, incarnation, failed, epoch).await
         }
+        Request::TransfersDone { server, token, incarnation, done } => {
+            if let Err(refused) = detector::identify(&shared.detector, server, token, incarnation) {
+                return refused;
+            }
+            if done.is_empty() {
+                return Response::Done;
+            }
+            // The command checks the incarnation again where it applies, and ignores
+            // references that name no transfer into this server (a repeated report).
+            write(shared, Command::CompleteTransfers { id: server, incarnation, done }).await
+        }
+        Request::Decommission { server } => write(shared, Command::Decommission { id: server }).await,
         _ => error(Status::Malformed, "that request is for a server"),
     }
 }
@@ -316,15 +340,64 @@ fn outcome_response(result: ApplyResult) -> Response {
     }
 }
 
-/// Proposes `command` through Raft: here if this coordinator leads, else on the leader.
+/// Proposes `command` through Raft (see [`propose`]) and answers with its outcome.
 async fn write(shared: &Shared, command: Command) -> Response {
+    match propose(shared, command).await {
+        Ok(result) => outcome_response(result),
+        Err(refused) => refused,
+    }
+}
+
+/// Like [`write`], but a change is answered only once every live server this coordinator hears
+/// acts on its epoch (see `Detector::lagging`), or with `Timeout` after
+/// [`SERVERS_CATCH_UP_WAIT`], naming the servers that have not caught up: the change is made
+/// either way. `what` and `lagging` (singular, plural) word that error: "space "x" created",
+/// ("does not serve it yet", "do not serve it yet").
+async fn write_acknowledged(shared: &Shared, command: Command, what: &str, lagging: (&str, &str)) -> Response {
+    let result = match propose(shared, command).await {
+        Ok(result) => result,
+        Err(refused) => return refused,
+    };
+    let epoch = result.epoch;
+    let response = outcome_response(result);
+    if response != Response::Done {
+        return response;
+    }
+    let deadline = Instant::now() + SERVERS_CATCH_UP_WAIT;
+    loop {
+        let behind = shared.detector.lagging(epoch);
+        if behind.is_empty() {
+            return Response::Done;
+        }
+        if Instant::now() >= deadline {
+            let names: Vec<String> = behind.iter().map(|s| s.0.to_string()).collect();
+            let (servers, verb, their) =
+                if names.len() == 1 { ("server", lagging.0, "its") } else { ("servers", lagging.1, "their") };
+            let message = format!(
+                "{what} in epoch {}, but {servers} {} {verb}: {their} heartbeats did not report that epoch within {} s",
+                epoch.0,
+                names.join(", "),
+                SERVERS_CATCH_UP_WAIT.as_secs()
+            );
+            return error(Status::Timeout, message);
+        }
+        tokio::select! {
+            _ = shared.cancel.cancelled() => return error(Status::Unavailable, "coordinator stopping; retry"),
+            _ = tokio::time::sleep(Duration::from_millis(20)) => {}
+        }
+    }
+}
+
+/// Proposes `command` through Raft: here if this coordinator leads, else on the leader. An
+/// error is the answer to send.
+async fn propose(shared: &Shared, command: Command) -> Result<ApplyResult, Response> {
     let deadline = Instant::now() + WRITE_DEADLINE;
     loop {
         let leader = match shared.raft.client_write(command.clone()).await {
-            Ok(r) => return outcome_response(r.data),
+            Ok(r) => return Ok(r.data),
             Err(RaftError::APIError(ClientWriteError::ForwardToLeader(f))) => f.leader_id,
-            Err(RaftError::APIError(e)) => return error(Status::Internal, e.to_string()),
-            Err(RaftError::Fatal(e)) => return error(Status::Unavailable, format!("coordinator stopping: {e}")),
+            Err(RaftError::APIError(e)) => return Err(error(Status::Internal, e.to_string())),
+            Err(RaftError::Fatal(e)) => return Err(error(Status::Unavailable, format!("coordinator stopping: {e}"))),
         };
         if let Some(leader) = leader.filter(|l| *l != shared.id) {
             match forward(shared, leader, &command).await {
@@ -332,23 +405,23 @@ async fn write(shared: &Shared, command: Command) -> Response {
                     // Let this coordinator apply it too, so reads here right after see it.
                     let mut rx = shared.config.clone();
                     let _ = tokio::time::timeout(CATCH_UP_WAIT, rx.wait_for(|c| c.epoch >= result.epoch)).await;
-                    return outcome_response(result);
+                    return Ok(result);
                 }
                 Err(Forwarding::Retry(why)) => tracing::debug!(leader, %why, "forwarding failed; retrying"),
                 Err(Forwarding::Ambiguous(why)) => {
-                    return error(
+                    return Err(error(
                         Status::Unavailable,
                         format!("lost the coordinator leader mid-request ({why}); the change may or may not have applied: retry"),
-                    )
+                    ))
                 }
-                Err(Forwarding::Failed(why)) => return error(Status::Internal, why),
+                Err(Forwarding::Failed(why)) => return Err(error(Status::Internal, why)),
             }
         }
         if Instant::now() >= deadline {
-            return error(Status::Unavailable, "no coordinator leader; retry");
+            return Err(error(Status::Unavailable, "no coordinator leader; retry"));
         }
         tokio::select! {
-            _ = shared.cancel.cancelled() => return error(Status::Unavailable, "coordinator stopping; retry"),
+            _ = shared.cancel.cancelled() => return Err(error(Status::Unavailable, "coordinator stopping; retry")),
             _ = tokio::time::sleep(Duration::from_millis(50)) => {}
         }
     }

@@ -191,7 +191,7 @@ impl ClusterState {
     /// Applies one command. On error nothing has changed.
     ///
     /// A command that changed something (it bumped the epoch) is followed, in the same epoch,
-    /// by planning state transfers (see [`ClusterState::plan_transfers`]): what it changed may
+    /// by planning state transfers (see `ClusterState::plan_transfers`): what it changed may
     /// have left regions short of replicas, freed a transfer slot, brought a server to take a
     /// share, or made one leave. A command that changed nothing needs no planning: the state
     /// before it was planned already.
