@@ -103,6 +103,21 @@ fn replicas(space: &SpaceConfig, subspace: SubspaceId, region: RegionIndex) -> &
         .map_or(&[], Vec::as_slice)
 }
 
+/// The members of a region that may serve a search: every replica but the target of a state
+/// transfer under way, which holds only part of the region until it completes (it is the
+/// set's last member; see `tessera_protocol::Transfer`).
+fn readable_replicas(
+    space: &SpaceConfig,
+    subspace: SubspaceId,
+    region: RegionIndex,
+) -> &[ServerId] {
+    let set = replicas(space, subspace, region);
+    match space.transfer_at(subspace, region) {
+        Some(t) if set.len() > 1 && set.last() == Some(&t.to) => &set[..set.len() - 1],
+        _ => set,
+    }
+}
+
 /// The point leader of `key` (of the space's key type): the first server of its key region's
 /// replica set. `Unavailable` when that region has no replica in this configuration.
 pub(crate) fn point_leader(
@@ -131,9 +146,9 @@ fn pick_replica(replicas: &[ServerId], region: RegionIndex, turn: u64) -> Option
     Some(replicas[index as usize])
 }
 
-/// Which server each region of a search is asked of: one replica per region, rotating with
-/// `turn`. Every region lands in exactly one server's list, each list in the order given.
-/// `Unavailable` when a region has no replica.
+/// Which server each region of a search is asked of: one replica per region (never one still
+/// catching up by state transfer), rotating with `turn`. Every region lands in exactly one
+/// server's list, each list in the order given. `Unavailable` when a region has no replica.
 pub(crate) fn assign_regions(
     space: &SpaceConfig,
     subspace: SubspaceId,
@@ -142,8 +157,8 @@ pub(crate) fn assign_regions(
 ) -> Result<BTreeMap<ServerId, Vec<u32>>, ClientError> {
     let mut by_server: BTreeMap<ServerId, Vec<u32>> = BTreeMap::new();
     for &region in regions {
-        let server =
-            pick_replica(replicas(space, subspace, region), region, turn).ok_or_else(|| {
+        let server = pick_replica(readable_replicas(space, subspace, region), region, turn)
+            .ok_or_else(|| {
                 refused(
                     Status::Unavailable,
                     format!(
@@ -515,6 +530,39 @@ mod tests {
                 set
             })
         })
+    }
+
+    #[test]
+    fn a_replica_still_catching_up_serves_no_search() {
+        let mut space = space_with(|_, _| vec![ServerId(1), ServerId(2), ServerId(3)]);
+        space.transfers.push(tessera_protocol::Transfer {
+            id: 9,
+            subspace: SubspaceId(1),
+            region: RegionIndex(0),
+            to: ServerId(3),
+            replaces: None,
+        });
+        let mut asked = std::collections::BTreeSet::new();
+        for turn in 0..12 {
+            let assigned = assign_regions(&space, SubspaceId(1), &[RegionIndex(0)], turn).unwrap();
+            asked.extend(assigned.keys().copied());
+        }
+        assert_eq!(
+            asked,
+            [ServerId(1), ServerId(2)].into(),
+            "the target is never asked"
+        );
+        // Other regions, and other subspaces, use every replica.
+        let mut asked = std::collections::BTreeSet::new();
+        for turn in 0..12 {
+            for (subspace, region) in [(1, 1), (0, 0)] {
+                let assigned =
+                    assign_regions(&space, SubspaceId(subspace), &[RegionIndex(region)], turn)
+                        .unwrap();
+                asked.extend(assigned.keys().copied());
+            }
+        }
+        assert_eq!(asked.len(), 3);
     }
 
     fn any_key() -> impl Strategy<Value = Value> {
