@@ -74,7 +74,7 @@ pub enum Command {
     /// A server joins, or comes back (same token) possibly at a new address. A new (greater)
     /// incarnation is a restart: the process lost its in-memory chain state, so it leaves every
     /// replica set it can leave. An Offline server registering again becomes Available (with
-    /// the regions it still holds, normally none).
+    /// the regions it still holds, normally none); a Leaving one stays Leaving.
     RegisterServer {
         token: u128,
         address: String,
@@ -82,7 +82,9 @@ pub enum Command {
     },
     /// The failure detector's decision (lease lapsed, or the server reported a storage
     /// failure): the server becomes Offline and leaves every replica set it can leave. Applies
-    /// only while the server is Available and still at `incarnation`.
+    /// only while the server is live (Available, or Leaving) and still at `incarnation`. A
+    /// Leaving server that holds nothing afterwards is gone from the configuration: its
+    /// decommission is complete.
     MarkOffline {
         id: ServerId,
         incarnation: u64,
