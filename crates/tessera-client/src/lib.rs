@@ -369,6 +369,26 @@ impl Client {
         .await
     }
 
+    /// Cluster mode: decommissions `server`. The coordinators copy every region it holds to
+    /// other servers by state transfer while the cluster keeps serving, drop it from each
+    /// region as that copy completes, and remove it from the configuration once it holds none.
+    /// Answers once the decision is recorded: the cached configuration then shows the server
+    /// `Leaving`, or without it when it held nothing. Refused with `TooFewServers` when fewer
+    /// Available servers than some space's replicas would remain, `CmpFail` when it is leaving
+    /// already or is offline and alone holds some regions, `Malformed` for an unknown server
+    /// and in standalone mode.
+    pub async fn decommission(&self, server: ServerId) -> Result<(), ClientError> {
+        match &self.mode {
+            Mode::Standalone(_) => Err(ClientError::Server {
+                status: Status::Malformed,
+                message: "decommission is for a cluster: a standalone server has nobody to hand \
+                          its regions to"
+                    .into(),
+            }),
+            Mode::Cluster(c) => c.change_spaces(Request::Decommission { server }).await,
+        }
+    }
+
     /// Every space, freshly fetched.
     pub async fn list_spaces(&self) -> Result<Vec<SpaceSchema>, ClientError> {
         Ok(self

@@ -135,7 +135,7 @@ impl Server {
             tasks.push(tokio::spawn(coordination::follow_configuration(c.coordinators.clone(), shared.clone())));
             let address = coordination::advertised(c, local_addr)?;
             let token = coordination::load_or_make_token(&options.data_dir)?;
-            let stopping = shared.clone();
+            let (viewing, stopping) = (shared.clone(), shared.clone());
             tasks.push(tokio::spawn(lease::keep_lease(
                 c.coordinators.clone(),
                 me,
@@ -144,6 +144,7 @@ impl Server {
                 address,
                 shared.lease.clone(),
                 shared.storage_failed_flag(),
+                move || viewing.view().epoch(),
                 move || stopping.is_shutting_down(),
             )));
             // Serve once the coordinators granted a lease (normally within one heartbeat);
