@@ -14,7 +14,10 @@
 //!   member (see [`remove_from_replica_sets`]);
 //! - after every command that changed something, state transfers are planned in the same epoch
 //!   (see [`ClusterState::apply`]): the state is always one planning would leave as it is, so
-//!   a command that changes nothing has nothing to plan either.
+//!   a command that changes nothing has nothing to plan either;
+//! - join records (`SpaceConfig::joined`) name members only: a transfer completes through
+//!   [`SpaceConfig::complete_transfer`], and whatever takes a server out of a replica set
+//!   drops its record there ([`SpaceConfig::forget_departed`]).
 
 use std::collections::HashMap;
 
@@ -306,11 +309,12 @@ impl ClusterState {
                 .iter()
                 .position(|t| t.subspace == r.subspace && t.region.0 == r.region && t.id == r.id && t.to == id);
             let Some(i) = found else { continue };
-            let t = space.transfers.remove(i);
-            if let Some(old) = t.replaces {
-                // The target is complete now, so the set keeps a complete member.
-                space.replicas[t.subspace.get()][t.region.0 as usize].retain(|s| *s != old);
-            }
+            // The target is a full member from now on, joined since the transfer's epoch
+            // (replicas drop its chain messages built before that); the member it replaces
+            // leaves, with its join record. The target is complete now, so the set keeps a
+            // complete member.
+            let t = space.transfers[i];
+            space.complete_transfer(&t);
             completed += 1;
         }
         if completed > 0 {
@@ -362,6 +366,9 @@ impl ClusterState {
                 replicas[t.subspace.get()][t.region.0 as usize].pop();
                 false
             });
+            // A target has no join record until its transfer completes, but the records
+            // must name members only (`Configuration::check`), whatever left.
+            space.forget_departed();
         }
         self.bump();
         Ok(CommandOutcome::Decommissioned { id, removed: false })
@@ -786,6 +793,7 @@ pub fn assign_replicas(
 mod tests {
     use super::*;
     use proptest::prelude::*;
+    use tessera_protocol::Joined;
     use tessera_types::parse_space;
 
     fn schema(name: &str, subspaces: usize, partitions: u32, tolerate: u32) -> SpaceSchema {
@@ -1358,6 +1366,51 @@ mod tests {
         }
     }
 
+    #[test]
+    fn join_records_follow_the_members() {
+        // Three servers, K = 2, one region: [1, 2].
+        let mut st = with_servers(3);
+        st.apply(Command::AddSpace { schema: schema("s", 0, 1, 1) }).unwrap();
+        assert_eq!(region(&st, "s", 0, 0).0, ids(&[1, 2]));
+        let joined = |st: &ClusterState| st.spaces[0].joined.clone();
+        let complete = |st: &mut ClusterState, to: u64| {
+            let done = refs_into(st, ServerId(to));
+            assert_eq!(done.len(), 1);
+            st.apply(Command::CompleteTransfers { id: ServerId(to), incarnation: 1, done }).unwrap();
+            st.configuration().check().unwrap();
+        };
+        // 1 is decommissioned: 3 replaces it and, once done, is a member since that transfer.
+        st.apply(Command::Decommission { id: ServerId(1) }).unwrap();
+        let (_, Some(t)) = region(&st, "s", 0, 0) else { panic!("a transfer to 3") };
+        assert_eq!((t.to, t.replaces), (ServerId(3), Some(ServerId(1))));
+        assert_eq!(st.spaces[0].member_since(SubspaceId(0), RegionIndex(0), ServerId(3)), Epoch(t.id));
+        assert!(joined(&st).is_empty(), "a record only once the transfer completes");
+        complete(&mut st, 3);
+        assert_eq!(region(&st, "s", 0, 0), (ids(&[2, 3]), None));
+        let record = Joined { subspace: SubspaceId(0), region: RegionIndex(0), server: ServerId(3), since: t.id };
+        assert_eq!(joined(&st), [record]);
+        assert!(st.server(ServerId(1)).is_none());
+        // A fourth server; 3 dies: it leaves the set, and its record with it.
+        st.apply(reg(9, "new:1", 1)).unwrap();
+        let four = st.servers.last().unwrap().info.id;
+        settle(&mut st).unwrap();
+        let (set, _) = region(&st, "s", 0, 0);
+        assert!(set.contains(&ServerId(3)));
+        st.apply(Command::MarkOffline { id: ServerId(3), incarnation: 1 }).unwrap();
+        assert!(joined(&st).iter().all(|j| j.server != ServerId(3)), "{:?}", joined(&st));
+        st.configuration().check().unwrap();
+        // 3 comes back (a restart); the region is completed by someone, and 3's old record
+        // never returns: each member has at most one record, of its latest transfer.
+        st.apply(reg(1002, "10.0.0.2:2000", 2)).unwrap();
+        settle(&mut st).unwrap();
+        for j in joined(&st) {
+            assert!(region(&st, "s", 0, 0).0.contains(&j.server));
+            assert!(j.since > t.id || j.server != ServerId(3), "{j:?}");
+        }
+        assert!(st.server(four).is_some());
+        st.configuration().check().unwrap();
+    }
+
     /// A generated step: a command as generated, or one aimed at a registered server's current
     /// incarnation (resolved against the state it applies to), so the mix hits real servers.
     #[derive(Clone, Debug)]
@@ -1506,6 +1559,12 @@ mod tests {
         let mut again = st.clone();
         again.plan_transfers();
         prop_assert_eq!(&again, st, "planning again changed the state");
+        // Join records name members (`check` above), each joined no later than now.
+        for space in &st.spaces {
+            for j in &space.joined {
+                prop_assert!(j.since <= st.epoch.0, "{:?} from the future", j);
+            }
+        }
         Ok(())
     }
 
@@ -1783,6 +1842,14 @@ mod tests {
                             prop_assert!(a.transfer_at(r.subspace, region).is_none_or(|x| x.id == st.epoch.0));
                             let now = a.complete_replicas(r.subspace, region);
                             prop_assert!(now.contains(id), "{:?} is a complete member of {:?}", id, now);
+                            // Joined since the transfer's epoch, by one record.
+                            prop_assert_eq!(a.member_since(r.subspace, region, *id), Epoch(t.id));
+                            let records = a
+                                .joined
+                                .iter()
+                                .filter(|j| (j.subspace, j.region, j.server) == (r.subspace, region, *id))
+                                .count();
+                            prop_assert_eq!(records, 1);
                             if let Some(old) = t.replaces {
                                 // It left; planning may have sent the region back to it already (a new
                                 // transfer, as balance now sees it), never as a complete member.
@@ -1843,7 +1910,8 @@ mod tests {
 
         /// Any sequence of commands (registrations, restarts, servers taken offline and
         /// decommissioned, spaces added and removed, transfers reported done): epochs bump by
-        /// exactly one on change, failures change nothing, the configuration checks, no region
+        /// exactly one on change, failures change nothing, the configuration checks (join
+        /// records included: they name members only, one per member), no region
         /// loses its last complete member, the transfer limits hold, every state is one
         /// planning leaves as it is, and each command did what it says. Then, every server
         /// brought back and transfers completed until none is planned: every region has K
