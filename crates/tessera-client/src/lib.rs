@@ -375,8 +375,10 @@ impl Client {
     /// Answers once the decision is recorded: the cached configuration then shows the server
     /// `Leaving`, or without it when it held nothing. Refused with `TooFewServers` when fewer
     /// Available servers than some space's replicas would remain, `CmpFail` when it is leaving
-    /// already or is offline and alone holds some regions, `Malformed` for an unknown server
-    /// and in standalone mode.
+    /// already, is offline and alone holds some regions, or holds regions while the
+    /// coordinators plan no state transfers (the default for now: see
+    /// `tessera_coordinator::state::PLAN_TRANSFERS`), `Malformed` for an unknown server and in
+    /// standalone mode.
     pub async fn decommission(&self, server: ServerId) -> Result<(), ClientError> {
         match &self.mode {
             Mode::Standalone(_) => Err(ClientError::Server {

@@ -331,7 +331,9 @@ fn outcome_response(result: ApplyResult) -> Response {
                 CommandError::InvalidAddress(_) | CommandError::UnknownServer(_) => Status::Malformed,
                 CommandError::StaleServer { .. } | CommandError::AlreadyOffline(_) => Status::StaleServer,
                 // Not retryable: the same request would meet the same state.
-                CommandError::AlreadyLeaving(_) | CommandError::OfflineHoldsRegions { .. } => Status::CmpFail,
+                CommandError::AlreadyLeaving(_)
+                | CommandError::OfflineHoldsRegions { .. }
+                | CommandError::TransfersOff { .. } => Status::CmpFail,
                 CommandError::WouldUnderReplicate { .. } => Status::TooFewServers,
             };
             error(status, e.to_string())

@@ -64,7 +64,7 @@ async fn complete_all(addr: SocketAddr, tokens: &[(ServerId, u128)]) -> Configur
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn transfers_done_completes_transfers_through_any_coordinator() {
-    let mut cluster = Cluster::start_with_lease(3, fast_tuning(), long_lease()).await;
+    let mut cluster = Cluster::start_planning(3, fast_tuning(), long_lease(), true).await;
     let leader = cluster.leader().await;
     let follower = cluster.addrs[(0..3).find(|i| *i as u64 + 1 != leader).unwrap()];
     let mut tokens = Vec::new();
@@ -127,7 +127,7 @@ async fn transfers_done_completes_transfers_through_any_coordinator() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn decommission_drains_a_server_then_it_is_gone() {
-    let mut cluster = Cluster::start_with_lease(1, fast_tuning(), long_lease()).await;
+    let mut cluster = Cluster::start_planning(1, fast_tuning(), long_lease(), true).await;
     cluster.leader().await;
     let addr = cluster.addrs[0];
     let mut tokens = Vec::new();
@@ -169,6 +169,35 @@ async fn decommission_drains_a_server_then_it_is_gone() {
     assert_eq!(error_of(&r).0, Status::Malformed);
     let r = write(addr, Request::Decommission { server: gone }).await;
     assert_eq!(error_of(&r).0, Status::Malformed);
+    cluster.stop_all().await;
+}
+
+/// Coordinators that plan no transfers (the default for now): a decommission that would need
+/// some is refused at once, typed and saying why, and changes nothing; one of a server holding
+/// nothing works.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn decommission_is_refused_while_transfers_are_not_planned() {
+    let mut cluster = Cluster::start_planning(1, fast_tuning(), long_lease(), false).await;
+    cluster.leader().await;
+    let addr = cluster.addrs[0];
+    for t in 1..=3u128 {
+        register(addr, t, &format!("10.0.0.{t}:2000")).await;
+    }
+    let r = write(addr, Request::AddSpace { description: SPACE.into() }).await;
+    assert_eq!(r.response, Response::Done, "{r:?}");
+    let (late, _) = register(addr, 4, "10.0.0.4:2000").await;
+    let cfg = get_config(addr).await;
+    assert_eq!(transfers(&cfg), 0, "a joining server is sent nothing");
+    assert_eq!(held(&cfg, late), 0);
+
+    let (status, message) = error_of(&write(addr, Request::Decommission { server: ServerId(1) }).await);
+    assert_eq!(status, Status::CmpFail, "{message}");
+    assert!(message.contains("no state transfers"), "{message}");
+    assert_eq!(get_config(addr).await, cfg, "nothing changed");
+
+    let r = write(addr, Request::Decommission { server: late }).await;
+    assert_eq!(r.response, Response::Done, "{r:?}");
+    assert!(get_config(addr).await.server(late).is_none(), "gone at once");
     cluster.stop_all().await;
 }
 
