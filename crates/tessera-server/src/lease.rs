@@ -117,17 +117,22 @@ pub fn lapsed_error() -> ErrorReply {
     )
 }
 
-/// One kept-open connection to one coordinator.
-struct Link {
-    address: String,
+/// One kept-open connection to one coordinator (the heartbeats', and the transfer reports').
+pub(crate) struct Link {
+    pub(crate) address: String,
     framed: Option<Framed<TcpStream, LengthDelimitedCodec>>,
     next_id: u64,
 }
 
 impl Link {
+    /// A link to the coordinator at `address`, connected on its first call.
+    pub(crate) fn new(address: String) -> Link {
+        Link { address, framed: None, next_id: 1 }
+    }
+
     /// One request, answered within `timeout`, or `None` (the connection is then dropped and
     /// opened again next time).
-    async fn call(&mut self, request: Request, timeout: Duration) -> Option<Response> {
+    pub(crate) async fn call(&mut self, request: Request, timeout: Duration) -> Option<Response> {
         let id = self.next_id;
         self.next_id += 1;
         let attempt = async {
@@ -177,8 +182,7 @@ pub async fn keep_lease(
     epoch: impl Fn() -> Epoch,
     stop: impl Fn() -> bool,
 ) {
-    let mut links: Vec<Link> =
-        coordinators.into_iter().map(|address| Link { address, framed: None, next_id: 1 }).collect();
+    let mut links: Vec<Link> = coordinators.into_iter().map(Link::new).collect();
     let mut period = FIRST_PERIOD;
     let mut interval = tokio::time::interval(period);
     interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
