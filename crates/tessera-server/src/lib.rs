@@ -153,7 +153,7 @@ impl Server {
                     token,
                     incarnation,
                     reported,
-                    move |done| transfers::lists_transfer(&viewing.view().config, me, done),
+                    move |done| transfers::may_be_under_way(&viewing.view().config, me, done),
                     move || stopping.is_shutting_down(),
                 )));
             }

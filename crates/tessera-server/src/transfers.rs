@@ -9,7 +9,7 @@
 //! the leader), and keeps a report until a coordinator accepts it (`Done`: applied, or it named
 //! nothing any more) or the configuration this server acts on no longer lists the transfer
 //! (completed, an answer having been lost; or cancelled: its source or this server left the
-//! region). Until then it retries, on every coordinator in turn, backing off to
+//! region), a configuration at least as new as the transfer ([`may_be_under_way`]). Until then it retries, on every coordinator in turn, backing off to
 //! [`RETRY_MAX`], with every report it holds in one request.
 //!
 //! A report is lost with the process that made it: harmless, since the coordinators take a
@@ -63,14 +63,20 @@ impl TransferReports {
     }
 }
 
-/// Whether `config` still lists the transfer `done` names, into `me`.
-pub fn lists_transfer(config: &Configuration, me: ServerId, done: &TransferRef) -> bool {
-    config
-        .spaces
-        .iter()
-        .find(|s| s.id == done.space)
-        .and_then(|s| s.transfer_at(done.subspace, RegionIndex(done.region)))
-        .is_some_and(|t| t.id == done.id && t.to == me)
+/// Whether the transfer `done` names, into `me`, may still be under way as far as `config`
+/// knows: `config` lists it, or is older than the epoch that started it. The chain loop
+/// learns of a configuration before the connections' view does (it steps the state machine
+/// with it, commits what that produced, and only then swaps the view), and a transfer can
+/// complete in that commit (chunks that came before the configuration): a view older than
+/// the transfer says nothing about it.
+pub fn may_be_under_way(config: &Configuration, me: ServerId, done: &TransferRef) -> bool {
+    config.epoch.0 < done.id
+        || config
+            .spaces
+            .iter()
+            .find(|s| s.id == done.space)
+            .and_then(|s| s.transfer_at(done.subspace, RegionIndex(done.region)))
+            .is_some_and(|t| t.id == done.id && t.to == me)
 }
 
 /// What the coordinators made of one round of tries.
@@ -86,7 +92,8 @@ enum Outcome {
 
 /// Reports completed transfers into `server` to the coordinators (see the module
 /// documentation) until `reports` closes or `stop()` says so. `listed(r)`: whether the
-/// configuration the server acts on still lists the transfer `r` names.
+/// transfer `r` names may still be under way in the configuration the server acts on (see
+/// [`may_be_under_way`]).
 pub async fn report_transfers(
     coordinators: Vec<String>,
     server: ServerId,
@@ -213,6 +220,48 @@ mod tests {
         refs
     }
 
+    /// A report is kept while the configuration lists its transfer, or predates it (the view
+    /// lags the chain loop); dropped once a configuration as new as the transfer lacks it.
+    #[test]
+    fn a_report_waits_for_a_configuration_as_new_as_its_transfer() {
+        let schema =
+            tessera_types::parse_space("space t key k attributes int x subspace x create 4 partitions").unwrap();
+        let (me, other) = (ServerId(3), ServerId(1));
+        let mut space = tessera_protocol::SpaceConfig::owned_by(2, schema, &[ServerId(1), ServerId(2)]);
+        let config = |epoch: u64, space: &tessera_protocol::SpaceConfig| Configuration {
+            epoch: Epoch(epoch),
+            servers: vec![],
+            spaces: vec![space.clone()],
+        };
+        let done = TransferRef { space: 2, subspace: tessera_types::SubspaceId(1), region: 1, id: 5 };
+        // Before epoch 5, the view knows nothing of it: kept.
+        assert!(may_be_under_way(&config(4, &space), me, &done));
+        // Epoch 5 and later without it: completed or cancelled, dropped.
+        assert!(!may_be_under_way(&config(5, &space), me, &done));
+        assert!(!may_be_under_way(&config(9, &space), me, &done));
+        space.replicas[1][1].push(me);
+        let t = tessera_protocol::Transfer {
+            id: 5,
+            subspace: done.subspace,
+            region: RegionIndex(1),
+            to: me,
+            replaces: None,
+        };
+        space.transfers.push(t);
+        assert!(may_be_under_way(&config(5, &space), me, &done));
+        assert!(may_be_under_way(&config(9, &space), me, &done));
+        // Another transfer of the region, another target, another space: not this one.
+        for wrong in [
+            TransferRef { id: 6, ..done },
+            TransferRef { region: 2, ..done },
+            TransferRef { space: 3, ..done },
+            TransferRef { subspace: tessera_types::SubspaceId(0), ..done },
+        ] {
+            assert!(!may_be_under_way(&config(9, &space), me, &wrong), "{wrong:?}");
+        }
+        assert!(!may_be_under_way(&config(9, &space), other, &done));
+    }
+
     async fn start_coordinator(dir: &std::path::Path, listener: tokio::net::TcpListener) -> Coordinator {
         let addr = listener.local_addr().unwrap();
         let mut options = CoordinatorOptions::new(1, dir, addr, vec![(1, addr.to_string())]);
@@ -283,7 +332,7 @@ mod tests {
             4,
             1,
             rx,
-            move |r| lists_transfer(&seen.lock().unwrap(), new, r),
+            move |r| may_be_under_way(&seen.lock().unwrap(), new, r),
             move || stopped.load(Ordering::SeqCst),
         ));
         for r in &done {
@@ -317,7 +366,7 @@ mod tests {
             assert!(space.complete_replicas(r.subspace, region).contains(&new), "{r:?}");
             assert_eq!(space.member_since(r.subspace, region, new), Epoch(r.id), "joined by that transfer");
         }
-        assert!(lists_transfer(&after, new, &dropped), "a report the configuration no longer listed was not sent");
+        assert!(may_be_under_way(&after, new, &dropped), "a report the configuration no longer listed was not sent");
         *config.lock().unwrap() = after.clone();
 
         // A report from an earlier incarnation (the coordinators know incarnation 2 now) is
