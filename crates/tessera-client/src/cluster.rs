@@ -308,7 +308,8 @@ impl Cluster {
             .clone())
     }
 
-    /// Adds or removes a space, then waits until the cached configuration includes the change.
+    /// Changes the configuration (adds or removes a space, decommissions a server), then waits
+    /// until the cached configuration includes the change.
     pub(crate) async fn change_spaces(&self, request: Request) -> Result<(), ClientError> {
         let before = self.routes().config.epoch;
         let mut backoff = Backoff::new();

@@ -62,8 +62,9 @@
 //! * A **search** is planned by the client: it checks the predicates against the schema
 //!   (refusing bad ones with the status a server would use, without contacting anyone), picks
 //!   the subspace whose search box crosses the fewest regions, and asks **one replica of each
-//!   of those regions** — successive searches rotate over the replicas — sending every server
-//!   it picked one `SearchRegions` request for its regions, all at once. Predicates that
+//!   of those regions** — successive searches rotate over the replicas that hold all of the
+//!   region, never a state transfer's target still catching up — sending every server it
+//!   picked one `SearchRegions` request for its regions, all at once. Predicates that
 //!   contradict each other contact nobody. The answers are merged: one object per key, the
 //!   highest version (an object moving between regions can be in both for a moment).
 //!   [`Client::count`], [`Client::sorted_search`] and [`Client::search_stream`] are that
@@ -366,6 +367,28 @@ impl Client {
             name: name.to_owned(),
         })
         .await
+    }
+
+    /// Cluster mode: decommissions `server`. The coordinators copy every region it holds to
+    /// other servers by state transfer while the cluster keeps serving, drop it from each
+    /// region as that copy completes, and remove it from the configuration once it holds none.
+    /// Answers once the decision is recorded: the cached configuration then shows the server
+    /// `Leaving`, or without it when it held nothing. Refused with `TooFewServers` when fewer
+    /// Available servers than some space's replicas would remain, `CmpFail` when it is leaving
+    /// already, is offline and alone holds some regions, or holds regions while the
+    /// coordinators plan no state transfers (the default for now: see
+    /// `tessera_coordinator::state::PLAN_TRANSFERS`), `Malformed` for an unknown server and in
+    /// standalone mode.
+    pub async fn decommission(&self, server: ServerId) -> Result<(), ClientError> {
+        match &self.mode {
+            Mode::Standalone(_) => Err(ClientError::Server {
+                status: Status::Malformed,
+                message: "decommission is for a cluster: a standalone server has nobody to hand \
+                          its regions to"
+                    .into(),
+            }),
+            Mode::Cluster(c) => c.change_spaces(Request::Decommission { server }).await,
+        }
     }
 
     /// Every space, freshly fetched.

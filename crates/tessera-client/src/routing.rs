@@ -3,11 +3,14 @@
 //! because no single server sees the whole request (DESIGN §4-§5).
 //!
 //! * A key's requests go to its **point leader**: the first server of the replica set of the
-//!   key's region in the key subspace (subspace 0).
+//!   key's region in the key subspace (subspace 0). Never a state transfer's target, which is
+//!   always the set's last member, after at least one other.
 //! * A search runs on the subspace [`choose_subspace`] picks (every client and server makes the
-//!   same choice), crosses the regions of its box there, and asks **one replica per region**:
-//!   search number `turn` asks replica `(turn + region) mod K` of each region, so successive
-//!   searches rotate over every replica.
+//!   same choice), crosses the regions of its box there, and asks **one replica per region**
+//!   among those that hold all of it ([`SpaceConfig::complete_replicas`]: not a transfer's
+//!   target still catching up, which would miss what it has not received yet): search number
+//!   `turn` asks complete replica `(turn + region) mod K` of each region, so successive
+//!   searches rotate over every complete replica.
 //! * Predicates, keys, sort attributes and funcalls are checked against the schema with the
 //!   functions the server uses, and refused with the statuses a server would answer.
 
@@ -103,6 +106,17 @@ fn replicas(space: &SpaceConfig, subspace: SubspaceId, region: RegionIndex) -> &
         .map_or(&[], Vec::as_slice)
 }
 
+/// The replicas a search may ask for a region: its complete replicas (all but a transfer's
+/// target still catching up), empty when the configuration has none for it.
+fn read_replicas(space: &SpaceConfig, subspace: SubspaceId, region: RegionIndex) -> &[ServerId] {
+    // `complete_replicas` indexes directly, and a configuration from the network may lack
+    // the region: look it up with bounds first.
+    if replicas(space, subspace, region).is_empty() {
+        return &[];
+    }
+    space.complete_replicas(subspace, region)
+}
+
 /// The point leader of `key` (of the space's key type): the first server of its key region's
 /// replica set. `Unavailable` when that region has no replica in this configuration.
 pub(crate) fn point_leader(
@@ -122,7 +136,8 @@ pub(crate) fn point_leader(
         })
 }
 
-/// The replica of `region` that search number `turn` asks, if the region has any.
+/// The replica of `region` that search number `turn` asks among `replicas` (the region's
+/// [`read_replicas`]), if there is any.
 fn pick_replica(replicas: &[ServerId], region: RegionIndex, turn: u64) -> Option<ServerId> {
     if replicas.is_empty() {
         return None;
@@ -131,9 +146,9 @@ fn pick_replica(replicas: &[ServerId], region: RegionIndex, turn: u64) -> Option
     Some(replicas[index as usize])
 }
 
-/// Which server each region of a search is asked of: one replica per region, rotating with
-/// `turn`. Every region lands in exactly one server's list, each list in the order given.
-/// `Unavailable` when a region has no replica.
+/// Which server each region of a search is asked of: one complete replica per region,
+/// rotating with `turn`. Every region lands in exactly one server's list, each list in the
+/// order given. `Unavailable` when a region has no complete replica.
 pub(crate) fn assign_regions(
     space: &SpaceConfig,
     subspace: SubspaceId,
@@ -142,8 +157,8 @@ pub(crate) fn assign_regions(
 ) -> Result<BTreeMap<ServerId, Vec<u32>>, ClientError> {
     let mut by_server: BTreeMap<ServerId, Vec<u32>> = BTreeMap::new();
     for &region in regions {
-        let server =
-            pick_replica(replicas(space, subspace, region), region, turn).ok_or_else(|| {
+        let server = pick_replica(read_replicas(space, subspace, region), region, turn)
+            .ok_or_else(|| {
                 refused(
                     Status::Unavailable,
                     format!(
@@ -210,7 +225,7 @@ pub(crate) fn explain(
             let mut servers: Vec<ServerId> = b
                 .regions(tessellation)
                 .into_iter()
-                .filter_map(|r| pick_replica(replicas(space, plan.subspace, r), r, turn))
+                .filter_map(|r| pick_replica(read_replicas(space, plan.subspace, r), r, turn))
                 .collect();
             servers.sort();
             servers.dedup();
@@ -300,7 +315,7 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
     use tessera_geometry::key_coordinate;
-    use tessera_protocol::{ServerInfo, ServerState};
+    use tessera_protocol::{ServerInfo, ServerState, Transfer};
     use tessera_types::{parse_space, Epoch, PredicateOp};
 
     const HOTELS: &str = "space hotels
@@ -389,6 +404,94 @@ mod tests {
         assert_eq!(
             assign_regions(&space, SubspaceId(1), &[], 0).unwrap(),
             BTreeMap::new()
+        );
+    }
+
+    /// A transfer's target holds only part of its region until the transfer completes: no
+    /// search asks it there, whatever the turn, while it is asked as usual elsewhere.
+    #[test]
+    fn a_catching_up_target_is_never_picked() {
+        let (a, b, target) = (ServerId(1), ServerId(2), ServerId(3));
+        // Every region of subspace 1 gains `target`; the even ones are still catching up.
+        let space = with_transfers(
+            space_with(|s, _| {
+                if s == 1 {
+                    vec![a, b, target]
+                } else {
+                    vec![a, b]
+                }
+            }),
+            |s, r| s == 1 && r % 2 == 0,
+        );
+        assert_eq!(space.transfers.len(), 5, "regions 0, 2, 4, 6 and 8 of nine");
+        let t = space.tessellations();
+        let subspace = SubspaceId(1);
+        let regions: Vec<RegionIndex> = (0..9).map(RegionIndex).collect();
+        let mut asked_target = std::collections::BTreeSet::new();
+        for turn in 0..6 {
+            let assigned = assign_regions(&space, subspace, &regions, turn).unwrap();
+            for (server, list) in &assigned {
+                assert!(
+                    *server != target || list.iter().all(|r| r % 2 == 1),
+                    "turn {turn}: {server} asked for {list:?}"
+                );
+                if *server == target {
+                    asked_target.extend(list.iter().copied());
+                }
+            }
+        }
+        // Over three turns each region's three replicas took a turn: the complete ones still do.
+        assert_eq!(asked_target, [1, 3, 5, 7].into_iter().collect());
+        // With every region of subspace 1 catching up, a point search there (one region)
+        // contacts one of the two others, whatever the turn, and explain counts that server.
+        let all = with_transfers(
+            space_with(|s, _| {
+                if s == 1 {
+                    vec![a, b, target]
+                } else {
+                    vec![a, b]
+                }
+            }),
+            |s, _| s == 1,
+        );
+        let checked = check_predicates(
+            &all.schema,
+            &[
+                Predicate::equals("city", "x"),
+                Predicate::equals("price", 1i64),
+            ],
+        )
+        .unwrap();
+        let mut asked = std::collections::BTreeSet::new();
+        for turn in 0..6 {
+            let route = route_search(&all, &t, &checked, turn).unwrap();
+            assert_eq!(route.subspace, subspace);
+            let servers: Vec<ServerId> = route.regions.keys().copied().collect();
+            assert_eq!(servers.len(), 1);
+            assert_ne!(servers[0], target, "turn {turn}");
+            asked.insert(servers[0]);
+            assert_eq!(explain(&all, &t, &checked, turn).servers_contacted, 1);
+        }
+        assert_eq!(
+            asked,
+            [a, b].into_iter().collect(),
+            "the complete replicas still rotate"
+        );
+        // The point leader heads the set and is never the target.
+        assert_eq!(point_leader(&space, &t, &Value::from("k")).unwrap(), a);
+        // A region whose only member is a catching-up target (a configuration `check` refuses)
+        // has no replica to ask.
+        let mut lone = space_with(|_, _| vec![target]);
+        lone.transfers.push(Transfer {
+            id: 1,
+            subspace,
+            region: RegionIndex(0),
+            to: target,
+            replaces: None,
+        });
+        assert_eq!(
+            status_of(assign_regions(&lone, subspace, &[RegionIndex(0)], 0)),
+            Status::Unavailable
         );
     }
 
@@ -497,14 +600,51 @@ mod tests {
         );
     }
 
-    /// A space whose every region has 1 to 3 distinct replicas among servers 0..6.
+    /// `space` with a state transfer into every region of `subspace` that `into(region)`
+    /// picks, its target the set's last member (as `Configuration::check` requires).
+    fn with_transfers(mut space: SpaceConfig, into: impl Fn(usize, usize) -> bool) -> SpaceConfig {
+        for (s, regions) in space.replicas.iter().enumerate() {
+            for (r, set) in regions.iter().enumerate() {
+                if set.len() >= 2 && into(s, r) {
+                    space.transfers.push(Transfer {
+                        id: 1,
+                        subspace: SubspaceId(s as u16),
+                        region: RegionIndex(r as u32),
+                        to: *set.last().unwrap(),
+                        replaces: None,
+                    });
+                }
+            }
+        }
+        space
+    }
+
+    /// The members of a region's set a search may ask: every one that no transfer targets.
+    fn readable(space: &SpaceConfig, subspace: SubspaceId, region: RegionIndex) -> Vec<ServerId> {
+        let targets: Vec<ServerId> = space
+            .transfers
+            .iter()
+            .filter(|t| t.subspace == subspace && t.region == region)
+            .map(|t| t.to)
+            .collect();
+        space
+            .replicas_of(subspace, region)
+            .iter()
+            .copied()
+            .filter(|s| !targets.contains(s))
+            .collect()
+    }
+
+    /// A space whose every region has 1 to 3 distinct replicas among servers 0..6, and some
+    /// regions of 2 or more a transfer under way.
     fn any_space() -> impl Strategy<Value = SpaceConfig> {
         let sets = proptest::collection::vec(
             proptest::sample::subsequence((0..6u64).collect::<Vec<_>>(), 1..=3),
             9,
         );
-        (sets, any::<u64>()).prop_map(|(sets, seed)| {
-            space_with(|s, r| {
+        let transfers = proptest::collection::vec(any::<bool>(), 7);
+        (sets, any::<u64>(), transfers).prop_map(|(sets, seed, transfers)| {
+            let space = space_with(|s, r| {
                 let mut set: Vec<ServerId> = sets[(s * 3 + r) % sets.len()]
                     .iter()
                     .map(|&i| ServerId(i))
@@ -513,7 +653,8 @@ mod tests {
                 let len = set.len();
                 set.rotate_left((seed as usize + r) % len);
                 set
-            })
+            });
+            with_transfers(space, |s, r| transfers[(s * 5 + r) % transfers.len()])
         })
     }
 
@@ -552,11 +693,13 @@ mod tests {
             let key = check_key(&space.schema, key).unwrap();
             let region = t[0].region_of(&[key_coordinate(&key)]);
             prop_assert_eq!(key_region(&t[0], &key), region);
-            prop_assert_eq!(point_leader(&space, &t, &key).unwrap(), space.replicas_of(SubspaceId::KEY, region)[0]);
+            let leader = point_leader(&space, &t, &key).unwrap();
+            prop_assert_eq!(leader, space.replicas_of(SubspaceId::KEY, region)[0]);
+            prop_assert!(readable(&space, SubspaceId::KEY, region).contains(&leader), "never a transfer's target");
         }
 
-        /// Every region is asked of exactly one server, a replica of that region, and the
-        /// lists keep the regions' order.
+        /// Every region is asked of exactly one server, a replica of that region that no
+        /// transfer targets, and the lists keep the regions' order.
         #[test]
         fn every_region_is_covered_once(
             space in any_space(),
@@ -576,17 +719,18 @@ mod tests {
                 prop_assert!(!list.is_empty());
                 prop_assert!(list.windows(2).all(|w| w[0] < w[1]));
                 for &r in list {
-                    prop_assert!(space.replicas_of(subspace, RegionIndex(r)).contains(server));
+                    prop_assert!(readable(&space, subspace, RegionIndex(r)).contains(server));
                 }
             }
         }
 
-        /// K successive searches ask each of a region's K replicas exactly once.
+        /// K successive searches ask each of a region's K replicas that hold all of it (all
+        /// but a transfer's target) exactly once.
         #[test]
         fn replicas_rotate(space in any_space(), subspace in 0..3u16, region in 0..8u32, turn in any::<u64>()) {
             let subspace = SubspaceId(subspace);
             let region = RegionIndex(region % space.tessellations()[subspace.get()].regions_count());
-            let set = space.replicas_of(subspace, region).to_vec();
+            let set = readable(&space, subspace, region);
             let mut asked: Vec<ServerId> = (0..set.len() as u64)
                 .map(|i| {
                     let assigned = assign_regions(&space, subspace, &[region], turn.wrapping_add(i)).unwrap();

@@ -62,6 +62,11 @@ pub struct CoordinatorOptions {
     pub default_tolerate: Option<u32>,
     /// Server leases and failure detection.
     pub lease: LeaseTuning,
+    /// Whether the configuration's commands plan state transfers (re-replication, joins,
+    /// decommission, balance): [`crate::state::PLAN_TRANSFERS`] (off) by default, turned on by
+    /// the planner's tests. Every coordinator of a group must be given the same value: it is a
+    /// rule of their replicated state machine.
+    pub plan_transfers: bool,
 }
 
 impl CoordinatorOptions {
@@ -75,6 +80,7 @@ impl CoordinatorOptions {
             raft: RaftTuning::default(),
             default_tolerate: None,
             lease: LeaseTuning::default(),
+            plan_transfers: crate::state::PLAN_TRANSFERS,
         }
     }
 }
@@ -124,7 +130,8 @@ impl Coordinator {
         std::fs::create_dir_all(&raft_dir).map_err(data_err)?;
         check_node_id(&raft_dir, options.id).map_err(data_err)?;
         let log_store = LogStore::open(&raft_dir).map_err(data_err)?;
-        let (state_machine, config, state) = StateMachineStore::open(&raft_dir).map_err(data_err)?;
+        let (state_machine, config, state) =
+            StateMachineStore::open(&raft_dir, options.plan_transfers).map_err(data_err)?;
 
         let t = &options.raft;
         let raft_config = Config {

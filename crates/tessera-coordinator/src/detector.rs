@@ -17,13 +17,19 @@
 //! - a coordinator that becomes leader (or leads a new term) restarts every server's count at
 //!   that moment, and forgets decisions of earlier terms (an entry of an earlier term commits
 //!   before the new leader's first confirmation returns, so before its first lease).
+//!
+//! Servers that are Leaving (being decommissioned) still serve their regions: they are watched
+//! and granted leases like Available ones. Each heartbeat also says which configuration epoch
+//! the server acts on; every coordinator keeps the latest per server (not in the Raft state:
+//! it is soft, like when it last heard the server), so that a space change is answered once
+//! the servers act on it ([`Detector::lagging`]).
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use tessera_protocol::{ErrorReply, HeartbeatReply, Response, ServerLiveness, ServerState, Status};
-use tessera_types::ServerId;
+use tessera_types::{Epoch, ServerId};
 use tokio::sync::watch;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -80,8 +86,16 @@ struct Watch {
     /// The detector's clock: the latest of the last heartbeat received, the moment this
     /// coordinator became leader, and the moment the server (re)joined as Available.
     since: Instant,
-    /// Whether the server was Available when the detector last looked.
+    /// Whether the server was live (Available or Leaving) when the detector last looked.
     available: bool,
+    /// The epoch the server said it acts on, in the latest heartbeat from that incarnation.
+    epoch: Option<Epoch>,
+}
+
+/// Whether a server in this state serves, so holds a lease and is watched: Available, or
+/// Leaving (it serves its regions until they have moved).
+pub(crate) fn is_live(state: ServerState) -> bool {
+    matches!(state, ServerState::Available | ServerState::Leaving)
 }
 
 struct Inner {
@@ -153,17 +167,47 @@ impl Detector {
     }
 
     /// Records a heartbeat of `incarnation` (checked against the registered one) received at
-    /// `at`.
-    fn heard(&self, id: ServerId, incarnation: u64, at: Instant) {
+    /// `at`, in which the server said it acts on `epoch`.
+    fn heard(&self, id: ServerId, incarnation: u64, at: Instant, epoch: Epoch) {
         let mut inner = lock(&self.inner);
-        let watch = inner.servers.entry(id).or_insert(Watch { incarnation, heard: None, since: at, available: true });
+        let fresh = |available| Watch { incarnation, heard: None, since: at, available, epoch: None };
+        let watch = inner.servers.entry(id).or_insert(fresh(true));
         if incarnation > watch.incarnation {
-            *watch = Watch { incarnation, heard: None, since: at, available: watch.available };
+            *watch = fresh(watch.available);
         }
         if incarnation == watch.incarnation {
             watch.heard = Some(watch.heard.map_or(at, |h| h.max(at)));
             watch.since = watch.since.max(at);
+            // Heartbeats are answered concurrently: an older one may be recorded last.
+            watch.epoch = Some(watch.epoch.map_or(epoch, |e| e.max(epoch)));
         }
+    }
+
+    /// The live servers of the applied configuration that act on an epoch before `epoch`, by
+    /// their heartbeats to this coordinator, in id order.
+    ///
+    /// Only servers heard within the last lease count: one not heard for that long holds no
+    /// lease on a heartbeat this coordinator saw, and it will report its epoch in the
+    /// heartbeat that renews its lease. (Every coordinator hears every server, so followers
+    /// can tell too.)
+    pub(crate) fn lagging(&self, epoch: Epoch) -> Vec<ServerId> {
+        let state = self.state.borrow().clone();
+        let inner = lock(&self.inner);
+        let now = Instant::now();
+        let lease = Duration::from_millis(self.tuning.lease_ms);
+        state
+            .servers
+            .iter()
+            .filter(|s| is_live(s.info.state))
+            .filter(|s| {
+                inner.servers.get(&s.info.id).is_some_and(|w| {
+                    w.incarnation == s.incarnation
+                        && w.heard.is_some_and(|h| now.saturating_duration_since(h) <= lease)
+                        && w.epoch.is_none_or(|e| e < epoch)
+                })
+            })
+            .map(|s| s.info.id)
+            .collect()
     }
 
     /// Whether a lease may be granted to that server: not while its removal is pending.
@@ -202,12 +246,12 @@ impl Detector {
             .servers
             .iter()
             .map(|s| {
-                let heard =
-                    inner.servers.get(&s.info.id).filter(|w| w.incarnation == s.incarnation).and_then(|w| w.heard);
+                let watch = inner.servers.get(&s.info.id).filter(|w| w.incarnation == s.incarnation);
+                let heard = watch.and_then(|w| w.heard);
                 ServerLiveness {
                     id: s.info.id,
                     heard_ms_ago: heard.map(|h| now.saturating_duration_since(h).as_millis() as u64),
-                    epoch: None,
+                    epoch: watch.and_then(|w| w.epoch),
                 }
             })
             .collect()
@@ -250,11 +294,8 @@ impl Detector {
         if self.raft.metrics().borrow().current_leader != Some(self.me) {
             return;
         }
-        let available = self
-            .state
-            .borrow()
-            .server(id)
-            .is_some_and(|s| s.incarnation == incarnation && s.info.state == ServerState::Available);
+        let available =
+            self.state.borrow().server(id).is_some_and(|s| s.incarnation == incarnation && is_live(s.info.state));
         if !available {
             // Offline already (or restarted since): nothing to propose.
             return;
@@ -292,12 +333,15 @@ impl Detector {
             );
         }
         let state = self.state.borrow().clone();
+        // Servers decommissioned since are forgotten.
+        inner.servers.retain(|id, _| state.server(*id).is_some());
         for s in &state.servers {
             let (id, incarnation) = (s.info.id, s.incarnation);
-            let available = s.info.state == ServerState::Available;
-            let watch = inner.servers.entry(id).or_insert(Watch { incarnation, heard: None, since: now, available });
+            let available = is_live(s.info.state);
+            let fresh = Watch { incarnation, heard: None, since: now, available, epoch: None };
+            let watch = inner.servers.entry(id).or_insert(fresh);
             if incarnation > watch.incarnation {
-                *watch = Watch { incarnation, heard: None, since: now, available };
+                *watch = Watch { incarnation, heard: None, since: now, available, epoch: None };
             }
             if !available {
                 watch.available = false;
@@ -344,7 +388,32 @@ pub(crate) async fn run(detector: Arc<Detector>, cancel: CancellationToken) {
     }
 }
 
-/// Answers one heartbeat received at `received`.
+/// Checks that a request from a server names a registered server with its token, and not an
+/// earlier incarnation than the registered one (this coordinator may lag: a later one may be
+/// registered at the leader already). Returns the registered incarnation, or the refusal to
+/// answer: `Malformed` for an unknown server or the wrong token (a decommissioned server is
+/// unknown), `StaleServer` for an earlier incarnation.
+pub(crate) fn identify(detector: &Detector, id: ServerId, token: u128, incarnation: u64) -> Result<u64, Response> {
+    let registered = {
+        let state = detector.state.borrow();
+        state.server(id).filter(|s| s.token == token).map(|s| s.incarnation)
+    };
+    let Some(current) = registered else {
+        return Err(Response::Error(ErrorReply::new(
+            Status::Malformed,
+            format!("no server {id} with that token is registered: register first"),
+        )));
+    };
+    if incarnation < current {
+        return Err(Response::Error(ErrorReply::new(
+            Status::StaleServer,
+            format!("server {id} restarted since: it is at incarnation {current}, this process is {incarnation}"),
+        )));
+    }
+    Ok(current)
+}
+
+/// Answers one heartbeat received at `received`, from a server acting on `epoch`.
 pub(crate) async fn heartbeat(
     detector: &Arc<Detector>,
     received: Instant,
@@ -352,6 +421,7 @@ pub(crate) async fn heartbeat(
     token: u128,
     incarnation: u64,
     failed: bool,
+    epoch: Epoch,
 ) -> Response {
     let lease_ms = detector.tuning.lease_ms;
     let reply = |leader: bool| {
@@ -359,23 +429,11 @@ pub(crate) async fn heartbeat(
         let server_state = state.server(id).map_or(ServerState::Offline, |s| s.info.state);
         Response::Heartbeat(HeartbeatReply { leader, state: server_state, epoch: state.epoch, lease_ms })
     };
-    let registered = {
-        let state = detector.state.borrow();
-        state.server(id).filter(|s| s.token == token).map(|s| s.incarnation)
+    let current = match identify(detector, id, token, incarnation) {
+        Ok(current) => current,
+        Err(refused) => return refused,
     };
-    let Some(current) = registered else {
-        return Response::Error(ErrorReply::new(
-            Status::Malformed,
-            format!("no server {id} with that token is registered: register first"),
-        ));
-    };
-    if incarnation < current {
-        return Response::Error(ErrorReply::new(
-            Status::StaleServer,
-            format!("server {id} restarted since: it is at incarnation {current}, this process is {incarnation}"),
-        ));
-    }
-    detector.heard(id, incarnation, received);
+    detector.heard(id, incarnation, received, epoch);
     if incarnation > current {
         // Registered at the leader, not applied here yet.
         return reply(false);

@@ -3,9 +3,9 @@
 //!
 //! # Modules
 //! - [`state`]: the pure state machine. [`ClusterState::apply`] takes a [`Command`]
-//!   (register a server, take one offline, add or remove a space) and either changes the state
-//!   and bumps the epoch by one, or fails and changes nothing. It also assigns replica sets
-//!   (below).
+//!   (register a server, take one offline, add or remove a space, complete state transfers,
+//!   decommission a server) and either changes the state and bumps the epoch by one, or fails
+//!   and changes nothing. It also assigns replica sets and plans state transfers (below).
 //! - `raft_types`, `log_store`, `sm_store`: openraft's type configuration, the durable log and
 //!   vote, the state machine with its snapshots.
 //! - `peer`: coordinator-to-coordinator messages (Raft RPCs, forwarded writes) over TCP.
@@ -17,7 +17,7 @@
 //! A coordinator listens on one `host:port`. Every frame is a 4-byte big-endian length and a
 //! body. A body starting with the protocol version byte is a tessera-protocol request
 //! (`GetConfig`, `WaitConfig`, `AddSpace`, `RmSpace`, `RegisterServer`, `Heartbeat`,
-//! `CoordinatorStatus`),
+//! `TransfersDone`, `Decommission`, `CoordinatorStatus`),
 //! answered by id, out of order (a `WaitConfig` never holds up other requests). A body starting
 //! with [`PEER_TAG`] (0xC7) is a peer message: postcard of a Raft RPC or a forwarded write, one
 //! at a time per connection. Every response carries the coordinator's applied epoch (a
@@ -25,8 +25,9 @@
 //! [`PEER_FRAME_BYTES_MAX`]; client frames are held to the protocol's `FRAME_BYTES_MAX`.
 //!
 //! # Writes and forwarding
-//! `AddSpace`, `RmSpace` and `RegisterServer` become a [`Command`] proposed through Raft and
-//! answered once applied. A coordinator that is not the leader sends the command to the leader
+//! `AddSpace`, `RmSpace`, `RegisterServer`, `TransfersDone` and `Decommission` become a
+//! [`Command`] proposed through Raft and answered once applied; `AddSpace` and `RmSpace` only
+//! once the servers act on the change, too (below). A coordinator that is not the leader sends the command to the leader
 //! as a peer `Forward` message on a fresh connection, answers with the leader's result, and
 //! first waits (up to 2 s) until it has applied that epoch itself, so a read it serves next sees
 //! the change. With no leader, it retries for up to 3 s, then answers `Unavailable` ("no
@@ -64,9 +65,45 @@
 //! chain. The argument, and the tunables, are on [`LeaseTuning`]. A heartbeat from an unknown
 //! server or with the wrong token is refused (`Malformed`), one from an earlier incarnation
 //! too (`StaleServer`). `CoordinatorStatus` from the leader lists when it last heard each
-//! server. A server never heard from is suspected like a silent one
-//! (see [`LeaseTuning::suspect_unheard`]). Re-replication (giving a region a new replica
-//! after one left) is not done yet: a region can shrink down to its last replica.
+//! server, and the epoch each said it acts on. A server never heard from is suspected like a
+//! silent one (see [`LeaseTuning::suspect_unheard`]). A Leaving server (below) is watched, and
+//! granted leases, like an Available one: it serves until its regions have moved.
+//!
+//! # Re-replication and membership
+//! **Off for now** ([`state::PLAN_TRANSFERS`], `CoordinatorOptions::plan_transfers`): the
+//! replicas' part of a transfer does not pass its simulation yet, so the coordinators plan no
+//! transfers. A region that lost a replica stays a replica short, a joining server gets
+//! regions only in spaces created after it joined, and `Decommission` of a server that holds
+//! regions is refused (`CmpFail`, [`state::CommandError::TransfersOff`]). What follows is what
+//! planning does once switched on (the planner's tests turn it on).
+//!
+//! A region's replica set changes by *state transfer* ([`tessera_protocol::Transfer`] in
+//! `SpaceConfig::transfers`, at most one per region): the target joins the set last, named by
+//! the epoch that started it; the member before it (the source) streams it the region while
+//! live updates reach it down the chain; it serves no reads, never leads, and is not counted
+//! as a copy until it reports the transfer done (`TransfersDone`,
+//! [`Command::CompleteTransfers`]), when it becomes a full member and the member it replaces,
+//! if any, leaves, in one new epoch. After every command that changed the configuration, the
+//! state machine plans transfers in the same epoch: a region short of K replicas (a server
+//! died, restarted, or was taken offline) gains a member from the Available servers holding
+//! the fewest regions; a region holding a Leaving server gets its replacement; and each
+//! subspace is balanced so that every Available server holds between floor and ceil of
+//! regions × K / servers (how a joining server gets its share). No server is the target, nor
+//! the source, of more than [`state::TRANSFERS_PER_SERVER_MAX`] (8) transfers at a time; the
+//! rest start as earlier ones complete. A server leaving a set takes its transfers along: as
+//! target, the transfer ends; as source, it is cancelled and planned again under a new id; a
+//! server is never removed from a set where it is the only complete member. `Decommission`
+//! (`tessera decommission`) makes an Available server Leaving, provided enough other
+//! Available servers remain for every space's K: it gets nothing new, its regions move away,
+//! and once it holds none it leaves the configuration (its heartbeats are then refused as from
+//! an unknown server).
+//!
+//! # Space changes are finished when the servers act on them
+//! Each heartbeat carries the epoch the server acts on; every coordinator records the latest
+//! per server (soft state, not in Raft). `AddSpace` and `RmSpace` are answered `Done` only once
+//! every live server heard within the last lease reports the change's epoch or a later one;
+//! after 5 s they are answered `Timeout`, naming the servers that have not (the change is made
+//! all the same).
 //!
 //! # Replica assignment
 //! A new space's regions are assigned over the Available servers, region by region: the K

@@ -38,6 +38,11 @@ const FORWARD_TIMEOUT: Duration = Duration::from_secs(5);
 const CATCH_UP_WAIT: Duration = Duration::from_secs(2);
 /// Client requests in flight per connection.
 const IN_FLIGHT_MAX: usize = 256;
+/// How long `AddSpace` and `RmSpace` wait, once applied, for every live server to act on the
+/// new epoch (servers report it in their heartbeats, every quarter lease) before answering
+/// `Timeout`. Five default leases: a server that has not caught up by then is stuck or cut
+/// off, and the operator should hear of it.
+const SERVERS_CATCH_UP_WAIT: Duration = Duration::from_secs(5);
 
 pub(crate) struct Shared {
     pub(crate) id: NodeId,
@@ -126,13 +131,17 @@ async fn serve_connection(shared: Arc<Shared>, stream: TcpStream) {
                 });
             }
             Err(FrameError::UnsupportedVersion(v)) => {
-                let msg = format!("protocol version {v}, this coordinator speaks {}", tessera_protocol::PROTOCOL_VERSION);
+                let msg =
+                    format!("protocol version {v}, this coordinator speaks {}", tessera_protocol::PROTOCOL_VERSION);
                 let _ = send(&tx, &shared, 0, Response::Error(ErrorReply::new(Status::UnsupportedProtocol, msg))).await;
                 break;
             }
             Err(e) => {
                 let id = peek_request_id(&body).unwrap_or(0);
-                if send(&tx, &shared, id, Response::Error(ErrorReply::new(Status::Malformed, e.to_string()))).await.is_err() {
+                if send(&tx, &shared, id, Response::Error(ErrorReply::new(Status::Malformed, e.to_string())))
+                    .await
+                    .is_err()
+                {
                     break;
                 }
             }
@@ -154,7 +163,10 @@ async fn send(tx: &mpsc::Sender<Bytes>, shared: &Shared, id: u64, response: Resp
             let frame = ResponseFrame {
                 id,
                 epoch: frame.epoch,
-                response: Response::Error(ErrorReply::new(Status::Internal, format!("cannot encode the response: {e}"))),
+                response: Response::Error(ErrorReply::new(
+                    Status::Internal,
+                    format!("cannot encode the response: {e}"),
+                )),
             };
             encode_response(&frame).map_err(|_| ())?
         }
@@ -233,7 +245,10 @@ async fn handle(shared: &Arc<Shared>, request: Request, received: Instant) -> Re
             if description.len() > DESCRIPTION_BYTES_MAX {
                 return error(
                     Status::TooLarge,
-                    format!("description of {} bytes is over the {DESCRIPTION_BYTES_MAX}-byte limit", description.len()),
+                    format!(
+                        "description of {} bytes is over the {DESCRIPTION_BYTES_MAX}-byte limit",
+                        description.len()
+                    ),
                 );
             }
             let parsed = match shared.default_tolerate {
@@ -241,18 +256,37 @@ async fn handle(shared: &Arc<Shared>, request: Request, received: Instant) -> Re
                 None => parse_space(&description),
             };
             match parsed {
-                Ok(schema) => write(shared, Command::AddSpace { schema }).await,
+                Ok(schema) => {
+                    let what = format!("space {:?} created", schema.name);
+                    let lagging = ("does not serve it yet", "do not serve it yet");
+                    write_acknowledged(shared, Command::AddSpace { schema }, &what, lagging).await
+                }
                 Err(e) => error(Status::BadDescription, e.to_string()),
             }
         }
-        Request::RmSpace { name } => write(shared, Command::RmSpace { name }).await,
+        Request::RmSpace { name } => {
+            let what = format!("space {name:?} removed");
+            write_acknowledged(shared, Command::RmSpace { name }, &what, ("still serves it", "still serve it")).await
+        }
         Request::RegisterServer { token, address, incarnation } => {
             write(shared, Command::RegisterServer { token, address, incarnation }).await
         }
         Request::CoordinatorStatus => Response::CoordinatorStatus(status(shared)),
-        Request::Heartbeat { server, token, incarnation, failed, epoch: _ } => {
-            detector::heartbeat(&shared.detector, received, server, token, incarnation, failed).await
+        Request::Heartbeat { server, token, incarnation, failed, epoch } => {
+            detector::heartbeat(&shared.detector, received, server, token, incarnation, failed, epoch).await
         }
+        Request::TransfersDone { server, token, incarnation, done } => {
+            if let Err(refused) = detector::identify(&shared.detector, server, token, incarnation) {
+                return refused;
+            }
+            if done.is_empty() {
+                return Response::Done;
+            }
+            // The command checks the incarnation again where it applies, and ignores
+            // references that name no transfer into this server (a repeated report).
+            write(shared, Command::CompleteTransfers { id: server, incarnation, done }).await
+        }
+        Request::Decommission { server } => write(shared, Command::Decommission { id: server }).await,
         _ => error(Status::Malformed, "that request is for a server"),
     }
 }
@@ -280,9 +314,13 @@ pub(crate) fn status(shared: &Shared) -> CoordinatorStatus {
 fn outcome_response(result: ApplyResult) -> Response {
     match result.outcome {
         Some(Ok(CommandOutcome::Registered { id, .. })) => Response::Registered(id),
-        Some(Ok(CommandOutcome::SpaceAdded { .. } | CommandOutcome::SpaceRemoved | CommandOutcome::MarkedOffline { .. })) => {
-            Response::Done
-        }
+        Some(Ok(
+            CommandOutcome::SpaceAdded { .. }
+            | CommandOutcome::SpaceRemoved
+            | CommandOutcome::MarkedOffline { .. }
+            | CommandOutcome::TransfersCompleted { .. }
+            | CommandOutcome::Decommissioned { .. },
+        )) => Response::Done,
         Some(Err(e)) => {
             let status = match &e {
                 CommandError::SpaceExists(_) => Status::SpaceExists,
@@ -292,6 +330,11 @@ fn outcome_response(result: ApplyResult) -> Response {
                 CommandError::ConfigurationTooLarge { .. } => Status::TooLarge,
                 CommandError::InvalidAddress(_) | CommandError::UnknownServer(_) => Status::Malformed,
                 CommandError::StaleServer { .. } | CommandError::AlreadyOffline(_) => Status::StaleServer,
+                // Not retryable: the same request would meet the same state.
+                CommandError::AlreadyLeaving(_)
+                | CommandError::OfflineHoldsRegions { .. }
+                | CommandError::TransfersOff { .. } => Status::CmpFail,
+                CommandError::WouldUnderReplicate { .. } => Status::TooFewServers,
             };
             error(status, e.to_string())
         }
@@ -299,15 +342,64 @@ fn outcome_response(result: ApplyResult) -> Response {
     }
 }
 
-/// Proposes `command` through Raft: here if this coordinator leads, else on the leader.
+/// Proposes `command` through Raft (see [`propose`]) and answers with its outcome.
 async fn write(shared: &Shared, command: Command) -> Response {
+    match propose(shared, command).await {
+        Ok(result) => outcome_response(result),
+        Err(refused) => refused,
+    }
+}
+
+/// Like [`write`], but a change is answered only once every live server this coordinator hears
+/// acts on its epoch (see `Detector::lagging`), or with `Timeout` after
+/// [`SERVERS_CATCH_UP_WAIT`], naming the servers that have not caught up: the change is made
+/// either way. `what` and `lagging` (singular, plural) word that error: "space "x" created",
+/// ("does not serve it yet", "do not serve it yet").
+async fn write_acknowledged(shared: &Shared, command: Command, what: &str, lagging: (&str, &str)) -> Response {
+    let result = match propose(shared, command).await {
+        Ok(result) => result,
+        Err(refused) => return refused,
+    };
+    let epoch = result.epoch;
+    let response = outcome_response(result);
+    if response != Response::Done {
+        return response;
+    }
+    let deadline = Instant::now() + SERVERS_CATCH_UP_WAIT;
+    loop {
+        let behind = shared.detector.lagging(epoch);
+        if behind.is_empty() {
+            return Response::Done;
+        }
+        if Instant::now() >= deadline {
+            let names: Vec<String> = behind.iter().map(|s| s.0.to_string()).collect();
+            let (servers, verb, their) =
+                if names.len() == 1 { ("server", lagging.0, "its") } else { ("servers", lagging.1, "their") };
+            let message = format!(
+                "{what} in epoch {}, but {servers} {} {verb}: {their} heartbeats did not report that epoch within {} s",
+                epoch.0,
+                names.join(", "),
+                SERVERS_CATCH_UP_WAIT.as_secs()
+            );
+            return error(Status::Timeout, message);
+        }
+        tokio::select! {
+            _ = shared.cancel.cancelled() => return error(Status::Unavailable, "coordinator stopping; retry"),
+            _ = tokio::time::sleep(Duration::from_millis(20)) => {}
+        }
+    }
+}
+
+/// Proposes `command` through Raft: here if this coordinator leads, else on the leader. An
+/// error is the answer to send.
+async fn propose(shared: &Shared, command: Command) -> Result<ApplyResult, Response> {
     let deadline = Instant::now() + WRITE_DEADLINE;
     loop {
         let leader = match shared.raft.client_write(command.clone()).await {
-            Ok(r) => return outcome_response(r.data),
+            Ok(r) => return Ok(r.data),
             Err(RaftError::APIError(ClientWriteError::ForwardToLeader(f))) => f.leader_id,
-            Err(RaftError::APIError(e)) => return error(Status::Internal, e.to_string()),
-            Err(RaftError::Fatal(e)) => return error(Status::Unavailable, format!("coordinator stopping: {e}")),
+            Err(RaftError::APIError(e)) => return Err(error(Status::Internal, e.to_string())),
+            Err(RaftError::Fatal(e)) => return Err(error(Status::Unavailable, format!("coordinator stopping: {e}"))),
         };
         if let Some(leader) = leader.filter(|l| *l != shared.id) {
             match forward(shared, leader, &command).await {
@@ -315,23 +407,23 @@ async fn write(shared: &Shared, command: Command) -> Response {
                     // Let this coordinator apply it too, so reads here right after see it.
                     let mut rx = shared.config.clone();
                     let _ = tokio::time::timeout(CATCH_UP_WAIT, rx.wait_for(|c| c.epoch >= result.epoch)).await;
-                    return outcome_response(result);
+                    return Ok(result);
                 }
                 Err(Forwarding::Retry(why)) => tracing::debug!(leader, %why, "forwarding failed; retrying"),
                 Err(Forwarding::Ambiguous(why)) => {
-                    return error(
+                    return Err(error(
                         Status::Unavailable,
                         format!("lost the coordinator leader mid-request ({why}); the change may or may not have applied: retry"),
-                    )
+                    ))
                 }
-                Err(Forwarding::Failed(why)) => return error(Status::Internal, why),
+                Err(Forwarding::Failed(why)) => return Err(error(Status::Internal, why)),
             }
         }
         if Instant::now() >= deadline {
-            return error(Status::Unavailable, "no coordinator leader; retry");
+            return Err(error(Status::Unavailable, "no coordinator leader; retry"));
         }
         tokio::select! {
-            _ = shared.cancel.cancelled() => return error(Status::Unavailable, "coordinator stopping; retry"),
+            _ = shared.cancel.cancelled() => return Err(error(Status::Unavailable, "coordinator stopping; retry")),
             _ = tokio::time::sleep(Duration::from_millis(50)) => {}
         }
     }
@@ -352,7 +444,9 @@ async fn forward(shared: &Shared, leader: NodeId, command: &Command) -> Result<A
     let mut connection = PeerConnection::new(addr.clone());
     match connection.call(&PeerRequest::Forward(command.clone()), FORWARD_TIMEOUT).await {
         Ok(PeerResponse::Forward(Ok(result))) => Ok(result),
-        Ok(PeerResponse::Forward(Err(ForwardError::NotLeader { .. }))) => Err(Forwarding::Retry("not the leader any more".into())),
+        Ok(PeerResponse::Forward(Err(ForwardError::NotLeader { .. }))) => {
+            Err(Forwarding::Retry("not the leader any more".into()))
+        }
         Ok(PeerResponse::Forward(Err(ForwardError::Failed(why)))) => Err(Forwarding::Failed(why)),
         Ok(_) => Err(Forwarding::Failed("unexpected peer response".into())),
         Err(e @ CallError::Connect { .. }) => Err(Forwarding::Retry(e.to_string())),

@@ -44,6 +44,9 @@ struct Applied {
 
 struct Shared {
     dir: PathBuf,
+    /// [`ClusterState::plan_transfers`] for every state this store holds: a rule of this
+    /// coordinator, which snapshots do not carry.
+    plan_transfers: bool,
     applied: Mutex<Applied>,
     current: Mutex<Option<StoredSnapshot>>,
     published: watch::Sender<Arc<Configuration>>,
@@ -65,15 +68,17 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 
 impl StateMachineStore {
     /// Opens the state machine in `dir`, starting from the snapshot there if there is one.
+    /// `plan_transfers`: whether its commands plan state transfers (`ClusterState::plan_transfers`).
     #[allow(clippy::type_complexity)]
     pub(crate) fn open(
         dir: &Path,
+        plan_transfers: bool,
     ) -> io::Result<(StateMachineStore, watch::Receiver<Arc<Configuration>>, watch::Receiver<Arc<ClusterState>>)> {
         std::fs::create_dir_all(dir)?;
         let current = read_checked(&dir.join(SNAPSHOT))?
             .map(|b| postcard::from_bytes::<StoredSnapshot>(&b).map_err(invalid))
             .transpose()?;
-        let applied = match &current {
+        let mut applied = match &current {
             Some(s) => Applied {
                 last_applied: s.meta.last_log_id,
                 membership: s.meta.last_membership.clone(),
@@ -81,11 +86,13 @@ impl StateMachineStore {
             },
             None => Applied { last_applied: None, membership: StoredMembership::default(), state: ClusterState::default() },
         };
+        applied.state.plan_transfers = plan_transfers;
         tracing::debug!(last_applied = ?applied.last_applied, epoch = applied.state.epoch.0, "opened the state machine");
         let (published, rx) = watch::channel(Arc::new(applied.state.configuration()));
         let (published_state, state_rx) = watch::channel(Arc::new(applied.state.clone()));
         let shared = Shared {
             dir: dir.to_path_buf(),
+            plan_transfers,
             applied: Mutex::new(applied),
             current: Mutex::new(current),
             published,
@@ -182,8 +189,9 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
 
     async fn install_snapshot(&mut self, meta: &SnapshotMeta, snapshot: Box<Cursor<Vec<u8>>>) -> Result<(), StorageError> {
         let data = snapshot.into_inner();
-        let state: ClusterState = postcard::from_bytes(&data)
+        let mut state: ClusterState = postcard::from_bytes(&data)
             .map_err(|e| StorageIOError::read_snapshot(Some(meta.signature()), AnyError::new(&e)))?;
+        state.plan_transfers = self.shared.plan_transfers;
         tracing::info!(snapshot = %meta, epoch = state.epoch.0, "installing a snapshot from the leader");
         self.store(StoredSnapshot { meta: meta.clone(), data }).await?;
         let mut applied = lock(&self.shared.applied);

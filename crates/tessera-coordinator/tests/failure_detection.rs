@@ -11,11 +11,12 @@ use std::time::Duration;
 use common::*;
 use futures::{SinkExt, StreamExt};
 use tessera_coordinator::LeaseTuning;
+use tessera_geometry::RegionIndex;
 use tessera_protocol::{
     codec, decode_response, encode_request, Configuration, HeartbeatReply, Request, RequestFrame, Response,
     ServerState, Status,
 };
-use tessera_types::{Epoch, ServerId};
+use tessera_types::{Epoch, ServerId, SubspaceId};
 use tokio::net::TcpStream;
 use tokio::time::Instant;
 use tokio_util::codec::{Framed, LengthDelimitedCodec};
@@ -124,11 +125,35 @@ fn sets(cfg: &Configuration) -> Vec<Vec<ServerId>> {
     cfg.spaces.iter().flat_map(|s| s.replicas.iter().flatten().cloned()).collect()
 }
 
+/// Every replica set of every space, flattened, without the targets of the transfers `after`
+/// started (they catch up at the end of their sets; `before` has none).
+fn sets_without_new_transfers(after: &Configuration) -> Vec<Vec<ServerId>> {
+    let mut cfg = after.clone();
+    for space in &mut cfg.spaces {
+        for t in std::mem::take(&mut space.transfers) {
+            let set = &mut space.replicas[t.subspace.get()][t.region.0 as usize];
+            assert_eq!(set.pop(), Some(t.to), "a transfer's target is last");
+        }
+    }
+    sets(&cfg)
+}
+
 /// `after` took `victim` out of every set of `before` where it had company, keeping the
-/// others' order (so the next replica heads where it headed).
-fn assert_removed(before: &Configuration, after: &Configuration, victim: ServerId) {
-    let (old, new) = (sets(before), sets(after));
+/// others' order (so the next replica heads where it headed). With transfers `planned`, it
+/// started re-replicating the regions it left: each gains a member catching up at the end of
+/// its set, never the victim (unless it restarted, so it is back), never more than 8 per
+/// target; without, those regions stay a replica short.
+fn assert_removed(before: &Configuration, after: &Configuration, victim: ServerId, planned: bool) {
+    assert!(before.spaces.iter().all(|s| s.transfers.is_empty()));
+    let (old, new) = (sets(before), sets_without_new_transfers(after));
     assert_eq!(old.len(), new.len());
+    let transfers: Vec<_> = after.spaces.iter().flat_map(|s| s.transfers.iter().copied()).collect();
+    assert_eq!(!transfers.is_empty(), planned, "re-replication started only if planned: {transfers:?}");
+    for t in &transfers {
+        assert_eq!((t.id, t.replaces), (after.epoch.0, None), "{t:?}");
+        assert_eq!(after.server(t.to).map(|s| s.state), Some(ServerState::Available));
+        assert!(transfers.iter().filter(|u| u.to == t.to).count() <= 8);
+    }
     let mut moved_heads = 0;
     for (o, n) in old.iter().zip(&new) {
         if o.len() > 1 && o.contains(&victim) {
@@ -184,7 +209,8 @@ async fn register_three(addr: SocketAddr) -> Vec<(ServerId, u128)> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_silent_server_is_taken_offline_after_its_lease_and_margin() {
-    let mut cluster = Cluster::start_with_lease(1, fast_tuning(), lease(300, 200)).await;
+    // Planning on: the silent server's regions start re-replicating as it is taken offline.
+    let mut cluster = Cluster::start_planning(1, fast_tuning(), lease(300, 200), true).await;
     cluster.leader().await;
     let addr = cluster.addrs[0];
     let servers = register_three(addr).await;
@@ -223,7 +249,7 @@ async fn a_silent_server_is_taken_offline_after_its_lease_and_margin() {
     assert!(took <= Duration::from_millis(500 + 1000), "taken offline only after {took:?}");
     assert!(last.is_some());
     assert_eq!(after.epoch, Epoch(5), "one new epoch");
-    assert_removed(&cfg, &after, victim);
+    assert_removed(&cfg, &after, victim, true);
     for &(id, _) in &servers {
         if id != victim {
             assert_eq!(state_of(&after, id), ServerState::Available);
@@ -238,14 +264,21 @@ async fn a_silent_server_is_taken_offline_after_its_lease_and_margin() {
     assert_unchanged(addr, &after, Duration::from_millis(1000)).await;
 
     // The victim comes back: it hears it is Offline, registers again, and is Available with no
-    // regions (re-replication is what would give it some).
+    // complete region (re-replication sends it some to catch up on).
     let Response::Heartbeat(reply) = heartbeat(addr, victim, 2, 1, false).await else { panic!() };
     assert_eq!((reply.state, reply.epoch), (ServerState::Offline, Epoch(5)));
     let (id, epoch) = register(addr, 2, "10.0.0.2:2000").await;
     assert_eq!((id, epoch), (victim, Epoch(6)));
     let back = get_config(addr).await;
     assert_eq!(state_of(&back, victim), ServerState::Available);
-    assert!(sets(&back).iter().all(|s| !s.contains(&victim)));
+    for space in &back.spaces {
+        for (sub, sets) in space.replicas.iter().enumerate() {
+            for region in 0..sets.len() {
+                let (sub, region) = (SubspaceId(sub as u16), RegionIndex(region as u32));
+                assert!(!space.complete_replicas(sub, region).contains(&victim));
+            }
+        }
+    }
     // Now it must keep heartbeating, or it goes offline again.
     let back = wait_config(addr, Duration::from_secs(5), |c| state_of(c, victim) == ServerState::Offline).await;
     assert_eq!(back.epoch, Epoch(7));
@@ -278,7 +311,7 @@ async fn a_server_reporting_a_storage_failure_is_taken_offline_at_once() {
     let took = reported.elapsed();
     assert!(took < Duration::from_millis(1000), "at once, not after a lease: {took:?}");
     assert_eq!(after.epoch, Epoch(cfg.epoch.0 + 1));
-    assert_removed(&cfg, &after, victim);
+    assert_removed(&cfg, &after, victim, cluster.plan_transfers);
     // It keeps saying it failed: no more epochs, and no lease.
     assert_unchanged(addr, &after, Duration::from_millis(800)).await;
     let Response::Heartbeat(reply) = heartbeat(addr, victim, token, 1, true).await else { panic!() };
@@ -316,7 +349,7 @@ async fn bad_heartbeats_are_refused_and_restarts_leave_their_replica_sets() {
     assert_eq!((id, epoch), (first, Epoch(cfg.epoch.0 + 1)));
     let after = get_config(addr).await;
     assert_eq!(state_of(&after, first), ServerState::Available);
-    assert_removed(&cfg, &after, first);
+    assert_removed(&cfg, &after, first, cluster.plan_transfers);
     // Its previous life is refused, registering or heartbeating.
     match heartbeat(addr, first, token, 1, false).await {
         Response::Error(e) => assert_eq!(e.status, Status::StaleServer, "{e}"),
@@ -361,7 +394,7 @@ async fn a_new_leader_waits_a_lease_and_margin_before_taking_servers_offline() {
     let took = deposed.elapsed();
     assert!(took >= patience, "the new leader acted {took:?} after the old one went, before a lease and margin");
     assert_eq!(after.epoch, Epoch(cfg.epoch.0 + 1), "only the victim changed");
-    assert_removed(&cfg, &after, victim);
+    assert_removed(&cfg, &after, victim, cluster.plan_transfers);
 
     // The others kept heartbeating through the change: still Available, and the new leader
     // renews their leases.

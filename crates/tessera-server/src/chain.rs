@@ -26,6 +26,10 @@
 //! configuration and swap the connections' view, and only then drop the storage of removed
 //! spaces. So the server switches epochs all at once, and no request sees a space its chain
 //! cannot serve. A storage failure on that path fail-stops the server as a failed commit does.
+//!
+//! A state transfer into this server that the state machine says is complete (its last
+//! chunk's writes are durable) is handed to the task that reports it to the coordinators
+//! (`transfers`), never reported from here: this thread never waits on the network.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -43,6 +47,7 @@ use crate::outbox::Replier;
 use crate::peers::Peers;
 use crate::queue::LoopInput;
 use crate::state::Shared;
+use crate::transfers::TransferReports;
 use crate::view::{ServedSpace, View};
 
 /// Most inputs stepped before one group commit. Bounds the latency an input can add to the
@@ -53,12 +58,14 @@ const TICK: Duration = Duration::from_millis(50);
 
 /// Starts the chain loop on its own thread. `incarnation` grows with every start of the
 /// process; `previous` is the configuration persisted before this start, if the server acted
-/// on one (regions it held then and does not hold now are cleared).
+/// on one (regions it held then and does not hold now are cleared). Completed state transfers
+/// go to `reports`.
 pub fn spawn(
     shared: Arc<Shared>,
     incarnation: u64,
     previous: Option<&Configuration>,
     rx: mpsc::Receiver<LoopInput>,
+    reports: TransferReports,
     runtime: tokio::runtime::Handle,
 ) -> std::thread::JoinHandle<()> {
     let view = shared.view();
@@ -74,6 +81,7 @@ pub fn spawn(
         groups: HashMap::new(),
         next_group: 0,
         failure: None,
+        reports,
     };
     std::thread::Builder::new()
         .name("tessera-chain".into())
@@ -119,6 +127,8 @@ struct ChainLoop {
     next_group: u64,
     /// Set when storage failed: the server takes no more writes.
     failure: Option<ErrorReply>,
+    /// Where completed state transfers go, to be reported to the coordinators.
+    reports: TransferReports,
 }
 
 struct StoreReader<'a>(&'a Store);
@@ -368,10 +378,16 @@ impl ChainLoop {
         for (client, result) in out.replies {
             self.answer(client, result);
         }
+        // Durable: the coordinators may count this server as a full member of those regions.
         for done in out.transfers_done {
-            // The coordinators plan no transfers yet (ARCHITECTURE, "State transfer"), so
-            // there is nobody to report this to; logged so that a test can see it.
-            tracing::info!(space = done.space, subspace = done.subspace.0, region = done.region, id = done.id, "state transfer complete here");
+            tracing::info!(
+                space = done.space,
+                subspace = done.subspace.0,
+                region = done.region,
+                id = done.id,
+                "state transfer complete here"
+            );
+            self.reports.send(done);
         }
         self.replica.advance();
     }

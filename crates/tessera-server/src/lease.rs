@@ -117,17 +117,22 @@ pub fn lapsed_error() -> ErrorReply {
     )
 }
 
-/// One kept-open connection to one coordinator.
-struct Link {
-    address: String,
+/// One kept-open connection to one coordinator (the heartbeats', and the transfer reports').
+pub(crate) struct Link {
+    pub(crate) address: String,
     framed: Option<Framed<TcpStream, LengthDelimitedCodec>>,
     next_id: u64,
 }
 
 impl Link {
+    /// A link to the coordinator at `address`, connected on its first call.
+    pub(crate) fn new(address: String) -> Link {
+        Link { address, framed: None, next_id: 1 }
+    }
+
     /// One request, answered within `timeout`, or `None` (the connection is then dropped and
     /// opened again next time).
-    async fn call(&mut self, request: Request, timeout: Duration) -> Option<Response> {
+    pub(crate) async fn call(&mut self, request: Request, timeout: Duration) -> Option<Response> {
         let id = self.next_id;
         self.next_id += 1;
         let attempt = async {
@@ -156,11 +161,13 @@ impl Link {
 }
 
 /// Keeps this server's lease: every quarter lease, a heartbeat to every coordinator at once,
-/// each on its own kept-open connection with a short timeout. Renews `lease` when a reply
-/// grants it (`leader: true`, `state: Available`, `failed` unset). When the coordinators say
-/// the server is Offline and it has not failed, registers it again (same token and
-/// incarnation) so it becomes Available; it then holds no regions until re-replication gives
-/// it some. When `failed` is set, ends the lease for good (the heartbeats then report the
+/// each on its own kept-open connection with a short timeout, saying which configuration the
+/// server acts on (`epoch()`: the coordinators answer a space change once every server acts on
+/// it). Renews `lease` when a reply grants it (`leader: true`, `state` Available or Leaving —
+/// a server being decommissioned serves until its regions have moved — and `failed` unset).
+/// When the coordinators say the server is Offline and it has not failed, registers it again
+/// (same token and incarnation) so it becomes Available; it then holds no regions until
+/// re-replication gives it some. When `failed` is set, ends the lease for good (the heartbeats then report the
 /// failure). When the coordinators know a newer incarnation of this server, ends the lease for
 /// good too: this process is a previous life. Returns once `stop()` says so.
 #[allow(clippy::too_many_arguments)]
@@ -172,10 +179,10 @@ pub async fn keep_lease(
     address: String,
     lease: Arc<Lease>,
     failed: Arc<AtomicBool>,
+    epoch: impl Fn() -> Epoch,
     stop: impl Fn() -> bool,
 ) {
-    let mut links: Vec<Link> =
-        coordinators.into_iter().map(|address| Link { address, framed: None, next_id: 1 }).collect();
+    let mut links: Vec<Link> = coordinators.into_iter().map(Link::new).collect();
     let mut period = FIRST_PERIOD;
     let mut interval = tokio::time::interval(period);
     interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -195,7 +202,7 @@ pub async fn keep_lease(
                 logged_failure = true;
             }
         }
-        let request = Request::Heartbeat { server, token, incarnation, failed: failed_now, epoch: Epoch(0) };
+        let request = Request::Heartbeat { server, token, incarnation, failed: failed_now, epoch: epoch() };
         let timeout = period.max(TIMEOUT_MIN);
         let sent_at = Instant::now();
         let replies = futures::future::join_all(links.iter_mut().map(|l| l.call(request.clone(), timeout))).await;
@@ -204,7 +211,8 @@ pub async fn keep_lease(
         for reply in replies.into_iter().flatten() {
             match reply {
                 Response::Heartbeat(r) => {
-                    if r.leader && r.state == ServerState::Available && !failed_now {
+                    let serving = matches!(r.state, ServerState::Available | ServerState::Leaving);
+                    if r.leader && serving && !failed_now {
                         lease.renew(sent_at, r.lease_ms);
                     }
                     if newest.as_ref().is_none_or(|n| r.epoch > n.epoch || (r.leader && r.epoch == n.epoch)) {
@@ -380,6 +388,7 @@ mod tests {
                 address.clone(),
                 lease,
                 failed,
+                || Epoch(3),
                 move || stop2.load(Ordering::SeqCst),
             ));
             (stop, task)
@@ -393,6 +402,9 @@ mod tests {
         };
         let state = move || async move { configuration(addr).await.server(id).unwrap().state };
         wait_until("the lease is granted", Duration::from_secs(5), valid(&lease)).await;
+        // The heartbeats say which epoch the server acts on.
+        let reported = coordinator.status().servers.iter().find(|s| s.id == id).and_then(|s| s.epoch);
+        assert_eq!(reported, Some(Epoch(3)));
         // Held for a while: renewed every quarter lease.
         for _ in 0..20 {
             tokio::time::sleep(Duration::from_millis(50)).await;

@@ -20,6 +20,8 @@
 //! * `reads`: get, search, count, sorted search and explain, from committed state.
 //! * `peers`: outgoing links to peers; checking and queueing what a peer sends.
 //! * `coordination`: registration with the coordinators and following their configuration.
+//! * `transfers`: reporting completed state transfers to the coordinators, off the chain
+//!   loop's thread.
 //! * `chain`: the chain loop, the only write path; fail-stop when storage fails.
 //! * `group`: a standalone server's group delete and update, as per-key conditional writes.
 //! * `validate`: a request checked against the view into a typed job, or an error. Pure.
@@ -36,6 +38,7 @@ mod peers;
 mod queue;
 mod reads;
 mod state;
+mod transfers;
 mod validate;
 mod view;
 
@@ -129,13 +132,32 @@ impl Server {
         let shared =
             Arc::new(state::Shared::new(options.data_dir.clone(), Arc::new(store), me, mode, config, chain_tx, lease));
         let runtime = tokio::runtime::Handle::current();
-        let chain = chain::spawn(shared.clone(), incarnation, previous.as_ref(), chain_rx, runtime);
+        let (reports, reported) = match options.cluster {
+            None => (transfers::TransferReports::none(), None),
+            Some(_) => {
+                let (tx, rx) = transfers::TransferReports::channel();
+                (tx, Some(rx))
+            }
+        };
+        let chain = chain::spawn(shared.clone(), incarnation, previous.as_ref(), chain_rx, reports, runtime);
         let mut tasks = vec![tokio::spawn(chain::tick(shared.clone()))];
         if let Some(c) = &options.cluster {
             tasks.push(tokio::spawn(coordination::follow_configuration(c.coordinators.clone(), shared.clone())));
             let address = coordination::advertised(c, local_addr)?;
             let token = coordination::load_or_make_token(&options.data_dir)?;
-            let stopping = shared.clone();
+            if let Some(reported) = reported {
+                let (viewing, stopping) = (shared.clone(), shared.clone());
+                tasks.push(tokio::spawn(transfers::report_transfers(
+                    c.coordinators.clone(),
+                    me,
+                    token,
+                    incarnation,
+                    reported,
+                    move |done| transfers::may_be_under_way(&viewing.view().config, me, done),
+                    move || stopping.is_shutting_down(),
+                )));
+            }
+            let (viewing, stopping) = (shared.clone(), shared.clone());
             tasks.push(tokio::spawn(lease::keep_lease(
                 c.coordinators.clone(),
                 me,
@@ -144,6 +166,7 @@ impl Server {
                 address,
                 shared.lease.clone(),
                 shared.storage_failed_flag(),
+                move || viewing.view().epoch(),
                 move || stopping.is_shutting_down(),
             )));
             // Serve once the coordinators granted a lease (normally within one heartbeat);

@@ -232,7 +232,8 @@ fn check_predicates(space: &ServedSpace, predicates: &[Predicate]) -> Result<Vec
     CheckedPredicate::check_all(&space.config.schema, predicates).map_err(predicate_error)
 }
 
-/// The regions a `SearchRegions` names: they exist, and this server owns every one of them.
+/// The regions a `SearchRegions` names: they exist, and this server serves reads of every one
+/// of them (a member of its replica set, not a state transfer's target still catching up).
 fn check_regions(space: &ServedSpace, subspace: SubspaceId, regions: &[u32]) -> Result<Vec<RegionIndex>, ErrorReply> {
     let schema = &space.config.schema;
     let Some(t) = space.tessellations.get(subspace.get()) else {
@@ -256,7 +257,82 @@ fn check_regions(space: &ServedSpace, subspace: SubspaceId, regions: &[u32]) -> 
                     format!("this server does not own region {r} of subspace {} in its configuration; refresh", subspace.get()),
                 ));
             }
+            // A client with this configuration asks another replica; one that asks here acts
+            // on an older configuration, as for a region this server does not own.
+            if !space.serves_reads(subspace, RegionIndex(r)) {
+                return Err(ErrorReply::new(
+                    Status::StaleEpoch,
+                    format!(
+                        "this server is still receiving region {r} of subspace {} by state transfer; refresh",
+                        subspace.get()
+                    ),
+                ));
+            }
             Ok(RegionIndex(r))
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tessera_protocol::{Configuration, ServerInfo, ServerState, SpaceConfig, Transfer};
+    use tessera_types::{Epoch, ServerId};
+
+    /// A cluster view of server `me`: servers 1 and 2 hold every region, and region 1 of
+    /// subspace 1 is gaining server 3 by state transfer.
+    fn view_of(me: u64) -> View {
+        let schema = parse_space("space t key k attributes int x subspace x create 4 partitions").unwrap();
+        let mut space = SpaceConfig::owned_by(1, schema, &[ServerId(1), ServerId(2)]);
+        space.replicas[1][1].push(ServerId(3));
+        space.transfers.push(Transfer {
+            id: 5,
+            subspace: SubspaceId(1),
+            region: RegionIndex(1),
+            to: ServerId(3),
+            replaces: None,
+        });
+        let servers = (1..=3)
+            .map(|i| ServerInfo { id: ServerId(i), address: format!("h:{i}"), state: ServerState::Available })
+            .collect();
+        let config = Configuration { epoch: Epoch(5), servers, spaces: vec![space] };
+        config.check().expect("a configuration a coordinator could make");
+        View::new(Arc::new(config), ServerId(me), Mode::Cluster)
+    }
+
+    fn search_regions(view: &View, regions: Vec<u32>) -> Result<Job, ErrorReply> {
+        let request =
+            Request::SearchRegions { space: "t".into(), predicates: vec![], subspace: SubspaceId(1), regions };
+        validate(RequestFrame { id: 1, epoch: Epoch(5), request }, view)
+    }
+
+    fn regions_of(job: Result<Job, ErrorReply>) -> Vec<RegionIndex> {
+        match job {
+            Ok(Job::Search { kind: SearchKind::Regions { subspace, regions }, .. }) => {
+                assert_eq!(subspace, SubspaceId(1));
+                regions
+            }
+            other => panic!("expected a search of regions, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_catching_up_target_answers_searches_of_its_region_with_stale_epoch() {
+        let target = view_of(3);
+        for regions in [vec![1], vec![0, 1], vec![0]] {
+            let refused = search_regions(&target, regions.clone()).expect_err("refused");
+            assert_eq!(refused.status, Status::StaleEpoch, "regions {regions:?}: {}", refused.message);
+        }
+        let refused = search_regions(&target, vec![1]).unwrap_err();
+        assert!(refused.message.contains("state transfer"), "{}", refused.message);
+        // The complete replicas serve that region, and every other.
+        for member in [1, 2] {
+            assert_eq!(
+                regions_of(search_regions(&view_of(member), vec![0, 1, 3])),
+                vec![RegionIndex(0), RegionIndex(1), RegionIndex(3)]
+            );
+        }
+        // A region that does not exist is still malformed, whoever asks.
+        assert_eq!(search_regions(&target, vec![4]).unwrap_err().status, Status::Malformed);
+    }
 }

@@ -34,9 +34,17 @@ impl ServedSpace {
         &self.config.schema.name
     }
 
-    /// Whether this server holds `region` of `subspace`.
+    /// Whether this server holds `region` of `subspace`: it is a member of the region's
+    /// replica set, if only as a state transfer's target still catching up.
     pub fn owns(&self, subspace: SubspaceId, region: RegionIndex) -> bool {
         self.config.replicas_of(subspace, region).contains(&self.me)
+    }
+
+    /// Whether this server may answer reads of `region` of `subspace`: it is a member of the
+    /// region's replica set and not a state transfer's target still catching up, which holds
+    /// only part of the region until the transfer completes.
+    pub fn serves_reads(&self, subspace: SubspaceId, region: RegionIndex) -> bool {
+        self.config.complete_replicas(subspace, region).contains(&self.me)
     }
 
     /// The point leader of `key`: the head of its key region's replica set.
@@ -83,5 +91,45 @@ impl View {
     /// name: not removed, nor removed and created again under the same name.
     pub fn is_current(&self, space: &ServedSpace) -> bool {
         self.spaces.get(space.name()).is_some_and(|s| s.config.id == space.config.id)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tessera_protocol::Transfer;
+    use tessera_types::parse_space;
+
+    /// Region 1 of subspace 1 gaining server 3 by state transfer, every other region held by
+    /// servers 1 and 2, as seen by `me`.
+    fn served_by(me: u64) -> ServedSpace {
+        let schema = parse_space("space t key k attributes int x subspace x create 4 partitions").unwrap();
+        let mut config = SpaceConfig::owned_by(1, schema, &[ServerId(1), ServerId(2)]);
+        config.replicas[1][1].push(ServerId(3));
+        config.transfers.push(Transfer {
+            id: 1,
+            subspace: SubspaceId(1),
+            region: RegionIndex(1),
+            to: ServerId(3),
+            replaces: None,
+        });
+        ServedSpace { tessellations: config.tessellations(), config, me: ServerId(me) }
+    }
+
+    #[test]
+    fn a_catching_up_target_owns_its_region_but_serves_no_reads_of_it() {
+        let (region, other) = (RegionIndex(1), RegionIndex(2));
+        let x = SubspaceId(1);
+        let target = served_by(3);
+        assert!(target.owns(x, region), "a hop of the region's chains");
+        assert!(!target.serves_reads(x, region), "it holds part of the region only");
+        assert!(!target.owns(x, other) && !target.serves_reads(x, other));
+        for member in [1, 2] {
+            let served = served_by(member);
+            for r in [region, other] {
+                assert!(served.owns(x, r) && served.serves_reads(x, r), "server {member}, region {}", r.0);
+            }
+        }
+        assert!(!served_by(4).owns(x, region) && !served_by(4).serves_reads(x, region));
     }
 }

@@ -1,5 +1,5 @@
-//! The cluster commands: `tessera coordinator`, `tessera server`, `tessera dev --servers N`
-//! and `tessera status`.
+//! The cluster commands: `tessera coordinator`, `tessera server`, `tessera dev --servers N`,
+//! `tessera status` and `tessera decommission`.
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -8,7 +8,7 @@ use std::path::PathBuf;
 
 use tessera_client::Client;
 use tessera_coordinator::{Coordinator, CoordinatorOptions, LeaseTuning};
-use tessera_protocol::{Configuration, CoordinatorStatus};
+use tessera_protocol::{Configuration, CoordinatorStatus, ServerLiveness};
 use tessera_server::{ClusterOptions, Server, ServerOptions};
 use tessera_storage::FsyncPolicy;
 use tessera_types::{ServerId, SubspaceId};
@@ -76,7 +76,13 @@ fn lease_tuning(lease_ms: u64) -> LeaseTuning {
     LeaseTuning { lease_ms, margin_ms: lease_ms / 2, ..LeaseTuning::default() }
 }
 
-fn server_options(data_dir: PathBuf, listen: SocketAddr, coordinators: Vec<String>, advertise: Option<String>, storage: (FsyncPolicy, u64)) -> ServerOptions {
+fn server_options(
+    data_dir: PathBuf,
+    listen: SocketAddr,
+    coordinators: Vec<String>,
+    advertise: Option<String>,
+    storage: (FsyncPolicy, u64),
+) -> ServerOptions {
     let mut options = ServerOptions::new(data_dir, listen);
     (options.fsync, options.cache_bytes) = storage;
     options.cluster = Some(ClusterOptions { coordinators, advertise });
@@ -128,11 +134,8 @@ pub async fn dev(d: DevCluster) -> Result<(), Failure> {
         let l = TcpListener::bind(address).await.map_err(|e| Failure::Error(format!("binding {address}: {e}")))?;
         listeners.push(l);
     }
-    let peers: Vec<(u64, String)> = listeners
-        .iter()
-        .enumerate()
-        .map(|(i, l)| (i as u64 + 1, l.local_addr().expect("bound").to_string()))
-        .collect();
+    let peers: Vec<(u64, String)> =
+        listeners.iter().enumerate().map(|(i, l)| (i as u64 + 1, l.local_addr().expect("bound").to_string())).collect();
     let mut coordinators = Vec::new();
     for (i, listener) in listeners.into_iter().enumerate() {
         let id = i as u64 + 1;
@@ -192,16 +195,52 @@ fn regions_per_server(config: &Configuration) -> BTreeMap<ServerId, (u64, u64)> 
     counts
 }
 
-/// When the leader last heard each server, from the status of the coordinator that leads.
+/// When the leader last heard each server, and the epoch the server said it acts on, from the
+/// status of the coordinator that leads.
 fn last_heard(
     coordinators: &[(String, Result<CoordinatorStatus, tessera_client::ClientError>)],
-) -> BTreeMap<ServerId, Option<u64>> {
+) -> BTreeMap<ServerId, ServerLiveness> {
     coordinators
         .iter()
         .filter_map(|(_, s)| s.as_ref().ok())
         .find(|s| s.leader == Some(s.id))
-        .map(|s| s.servers.iter().map(|l| (l.id, l.heard_ms_ago)).collect())
+        .map(|s| s.servers.iter().map(|l| (l.id, l.clone())).collect())
         .unwrap_or_default()
+}
+
+/// The epoch a server reported, or "-" when the leader has not heard it (or is unknown).
+fn epoch_text(liveness: Option<&ServerLiveness>) -> String {
+    liveness.and_then(|l| l.epoch).map_or_else(|| "-".into(), |e| e.0.to_string())
+}
+
+/// "1 region", "3 regions".
+fn count(n: usize, what: &str) -> String {
+    if n == 1 {
+        format!("1 {what}")
+    } else {
+        format!("{n} {what}s")
+    }
+}
+
+/// `tessera decommission --server ID`: asks the coordinators to drain the server, then says
+/// what they did.
+pub async fn decommission(client: &Client, server: ServerId) -> Result<(), Failure> {
+    client.decommission(server).await?;
+    let config = client.refresh().await?;
+    if config.server(server).is_none() {
+        println!("server {server} held no region: it has left the cluster (configuration epoch {})", config.epoch);
+        return Ok(());
+    }
+    let (held, _) = regions_per_server(&config).get(&server).copied().unwrap_or_default();
+    let moving = config.spaces.iter().flat_map(|s| &s.transfers).filter(|t| t.replaces == Some(server)).count();
+    println!(
+        "server {server} is leaving (configuration epoch {}): its {} move to other servers by state transfer, {} \
+         under way now; it leaves the cluster once it holds none. Follow it with `tessera status`.",
+        config.epoch,
+        count(held as usize, "region"),
+        count(moving, "transfer"),
+    );
+    Ok(())
 }
 
 /// "0.2 s ago", or "-" when the leader has not heard the server (or is unknown).
@@ -230,16 +269,19 @@ pub async fn status(client: &Client, json: bool) -> Result<(), Failure> {
             }).collect::<Vec<_>>(),
             "servers": config.servers.iter().map(|s| {
                 let (held, led) = regions.get(&s.id).copied().unwrap_or_default();
+                let liveness = heard.get(&s.id);
                 serde_json::json!({
                     "id": s.id.0, "address": s.address, "state": format!("{:?}", s.state).to_lowercase(),
                     "regions": held, "key_regions_led": led,
-                    "heard_ms_ago": heard.get(&s.id).copied().flatten(),
+                    "heard_ms_ago": liveness.and_then(|l| l.heard_ms_ago),
+                    "epoch": liveness.and_then(|l| l.epoch).map(|e| e.0),
                 })
             }).collect::<Vec<_>>(),
             "spaces": config.spaces.iter().map(|s| serde_json::json!({
                 "name": s.schema.name, "id": s.id, "replicas": s.schema.tolerate + 1,
                 "subspaces": s.schema.subspaces.len(),
                 "regions": s.replicas.iter().map(Vec::len).sum::<usize>(),
+                "transfers": s.transfers.len(),
             })).collect::<Vec<_>>(),
         });
         println!("{value}");
@@ -263,14 +305,29 @@ pub async fn status(client: &Client, json: bool) -> Result<(), Failure> {
         }
     }
     println!("\nservers:");
-    // A standalone server answers to no coordinator: no "heard" column.
-    let heard_column = |text: &str| if client.is_cluster() { format!("   {text}") } else { String::new() };
-    println!("  {:<4} {:<22} {:<10} {:>8} {:>12}{}", "id", "address", "state", "regions", "keys led", heard_column("heard"));
+    // A standalone server answers to no coordinator: no "heard" and "epoch" columns.
+    let cluster_columns = |heard: &str, epoch: &str| {
+        if client.is_cluster() {
+            format!("   {heard:<10}  {epoch}")
+        } else {
+            String::new()
+        }
+    };
+    println!(
+        "  {:<4} {:<22} {:<10} {:>8} {:>12}{}",
+        "id",
+        "address",
+        "state",
+        "regions",
+        "keys led",
+        cluster_columns("heard", "epoch")
+    );
     for s in &config.servers {
         let (held, led) = regions.get(&s.id).copied().unwrap_or_default();
         let state = format!("{:?}", s.state).to_lowercase();
-        let heard = heard_column(&heard_text(heard.get(&s.id).copied().flatten()));
-        println!("  {:<4} {:<22} {:<10} {held:>8} {led:>12}{heard}", s.id.0, s.address, state);
+        let liveness = heard.get(&s.id);
+        let columns = cluster_columns(&heard_text(liveness.and_then(|l| l.heard_ms_ago)), &epoch_text(liveness));
+        println!("  {:<4} {:<22} {:<10} {held:>8} {led:>12}{columns}", s.id.0, s.address, state);
     }
     println!("\nspaces:");
     if config.spaces.is_empty() {
@@ -278,8 +335,13 @@ pub async fn status(client: &Client, json: bool) -> Result<(), Failure> {
     }
     for s in &config.spaces {
         let regions: usize = s.replicas.iter().map(Vec::len).sum();
+        // Regions gaining a replica (after a failure, a join, or a server leaving).
+        let transfers = match s.transfers.len() {
+            0 => String::new(),
+            n => format!(", {} under way", count(n, "transfer")),
+        };
         println!(
-            "  {:<16} {} replicas, {} subspaces, {regions} regions",
+            "  {:<16} {} replicas, {} subspaces, {regions} regions{transfers}",
             s.schema.name,
             s.schema.tolerate + 1,
             s.schema.subspaces.len()
@@ -291,7 +353,6 @@ pub async fn status(client: &Client, json: bool) -> Result<(), Failure> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tessera_protocol::ServerLiveness;
     use tessera_types::Epoch;
 
     #[test]
@@ -309,15 +370,22 @@ mod tests {
             epoch: Epoch(1),
             servers,
         };
-        let heard = |id: u64, ms: Option<u64>| ServerLiveness { id: ServerId(id), heard_ms_ago: ms, epoch: None };
+        let heard = |id: u64, ms: Option<u64>| ServerLiveness {
+            id: ServerId(id),
+            heard_ms_ago: ms,
+            epoch: ms.map(|_| Epoch(7)),
+        };
         let coordinators = vec![
             ("a".to_string(), Ok(status(1, vec![]))),
             ("b".to_string(), Ok(status(2, vec![heard(1, Some(100)), heard(2, None)]))),
             ("c".to_string(), Err(tessera_client::ClientError::Protocol("down".into()))),
         ];
         let got = last_heard(&coordinators);
-        assert_eq!(got.get(&ServerId(1)), Some(&Some(100)));
-        assert_eq!(got.get(&ServerId(2)), Some(&None));
+        assert_eq!(got.get(&ServerId(1)).map(|l| l.heard_ms_ago), Some(Some(100)));
+        assert_eq!(got.get(&ServerId(2)).map(|l| l.heard_ms_ago), Some(None));
+        assert_eq!(epoch_text(got.get(&ServerId(1))), "7");
+        assert_eq!(epoch_text(got.get(&ServerId(2))), "-");
+        assert_eq!(epoch_text(None), "-");
         assert!(last_heard(&coordinators[..1]).is_empty(), "followers know nothing");
     }
 }

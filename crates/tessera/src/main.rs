@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
-use tessera_client::{Client, ClientError, Status};
+use tessera_client::{Client, ClientError, ServerId, Status};
 use tessera_server::{Server, ServerOptions};
 use tessera_storage::FsyncPolicy;
 
@@ -133,7 +133,8 @@ enum Command {
         cache_mb: u64,
     },
     /// Show the cluster: coordinators (leader, term), servers (state, regions, when the leader
-    /// last heard from each), the epoch.
+    /// last heard from each and the epoch each acts on), spaces (with the state transfers under
+    /// way), the epoch.
     Status {
         /// One JSON object instead of text.
         #[arg(long)]
@@ -154,6 +155,24 @@ enum Command {
     },
     /// Remove a space and all its objects.
     RmSpace { space: String },
+    /// Take a server out of the cluster without losing a replica: its regions move elsewhere,
+    /// then it leaves.
+    ///
+    /// The coordinators mark the server `leaving`: it gets no new regions, and each region it
+    /// holds is copied to another server by state transfer while the cluster keeps serving
+    /// reads and writes (a few regions at a time per server, so the copying does not swamp the
+    /// live load). As each copy completes, the server drops out of that region. Once it holds no
+    /// region it leaves the configuration, and it can be stopped. Follow the draining with
+    /// `tessera status`. Refused when fewer servers than some space's replicas would remain
+    /// (add a server first). Cluster only.
+    ///
+    /// Not yet: the coordinators plan no state transfers in this version, so a server that
+    /// holds regions is refused (CMPFAIL, saying so); one that holds none leaves at once.
+    Decommission {
+        /// The server's id, as `tessera status` lists it.
+        #[arg(long)]
+        server: u64,
+    },
     /// List the spaces, one name per line (with --describe: their full descriptions).
     ListSpaces {
         #[arg(long)]
@@ -229,9 +248,9 @@ async fn connect(addr: &str, timeout_s: f64) -> Result<Client, Failure> {
         return Err(Failure::Error(format!("--timeout must be a positive number of seconds, not {timeout_s}")));
     }
     let options = tessera_client::ClientOptions::with_timeout(std::time::Duration::from_secs_f64(timeout_s));
-    Client::connect_with(addr, options)
-        .await
-        .map_err(|e| Failure::Error(format!("cannot reach Tessera at {addr}: {e} (is `tessera dev` or a coordinator running?)")))
+    Client::connect_with(addr, options).await.map_err(|e| {
+        Failure::Error(format!("cannot reach Tessera at {addr}: {e} (is `tessera dev` or a coordinator running?)"))
+    })
 }
 
 fn print_line(json: &serde_json::Value) -> Result<(), Failure> {
@@ -246,8 +265,16 @@ async fn run(cli: Cli) -> Result<(), Failure> {
                 dev(data_dir, listen, fsync, cache_mb).await
             } else {
                 let storage = storage_options(fsync, cache_mb);
-                cluster::dev(cluster::DevCluster { data_dir, listen, storage, servers, replicas, coordinators, lease_ms })
-                    .await
+                cluster::dev(cluster::DevCluster {
+                    data_dir,
+                    listen,
+                    storage,
+                    servers,
+                    replicas,
+                    coordinators,
+                    lease_ms,
+                })
+                .await
             }
         }
         Command::Coordinator { id, data_dir, listen, peers, default_tolerate, lease_ms } => {
@@ -279,6 +306,9 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             Ok(())
         }
         Command::RmSpace { space } => Ok(connect(&cli.addr, cli.timeout).await?.rm_space(&space).await?),
+        Command::Decommission { server } => {
+            cluster::decommission(&connect(&cli.addr, cli.timeout).await?, ServerId(server)).await
+        }
         Command::ListSpaces { describe } => {
             for schema in connect(&cli.addr, cli.timeout).await?.list_spaces().await? {
                 if describe {
@@ -364,9 +394,7 @@ fn storage_options(fsync: Fsync, cache_mb: u64) -> (FsyncPolicy, u64) {
 async fn dev(data_dir: PathBuf, listen: SocketAddr, fsync: Fsync, cache_mb: u64) -> Result<(), Failure> {
     let mut options = ServerOptions::new(&data_dir, listen);
     (options.fsync, options.cache_bytes) = storage_options(fsync, cache_mb);
-    let server = Server::start(options)
-        .await
-        .map_err(|e| Failure::Error(format!("cannot start: {e}")))?;
+    let server = Server::start(options).await.map_err(|e| Failure::Error(format!("cannot start: {e}")))?;
     println!("tessera dev: ready on {}, data in {}", server.local_addr(), data_dir.display());
     let _ = std::io::stdout().flush();
     wait_for_stop_signal().await;

@@ -137,6 +137,8 @@ pub struct Cluster {
     pub nodes: Vec<Option<Coordinator>>,
     pub tuning: RaftTuning,
     pub lease: LeaseTuning,
+    /// `CoordinatorOptions::plan_transfers` of every node.
+    pub plan_transfers: bool,
 }
 
 impl Cluster {
@@ -145,6 +147,12 @@ impl Cluster {
     }
 
     pub async fn start_with_lease(n: usize, tuning: RaftTuning, lease: LeaseTuning) -> Cluster {
+        Cluster::start_planning(n, tuning, lease, tessera_coordinator::state::PLAN_TRANSFERS).await
+    }
+
+    /// A cluster whose coordinators plan state transfers or not, whatever the default: for
+    /// the tests of the planner.
+    pub async fn start_planning(n: usize, tuning: RaftTuning, lease: LeaseTuning, plan_transfers: bool) -> Cluster {
         init_tracing();
         let mut listeners = Vec::new();
         for _ in 0..n {
@@ -152,7 +160,7 @@ impl Cluster {
         }
         let addrs: Vec<SocketAddr> = listeners.iter().map(|l| l.local_addr().unwrap()).collect();
         let dirs: Vec<_> = (0..n).map(|_| tempfile::tempdir().unwrap()).collect();
-        let mut cluster = Cluster { dirs, addrs, nodes: Vec::new(), tuning, lease };
+        let mut cluster = Cluster { dirs, addrs, nodes: Vec::new(), tuning, lease, plan_transfers };
         for (i, listener) in listeners.into_iter().enumerate() {
             let c = Coordinator::start_with_listener(cluster.options(i), listener).await.expect("start");
             assert_eq!(c.local_addr(), cluster.addrs[i]);
@@ -166,6 +174,7 @@ impl Cluster {
         let mut o = CoordinatorOptions::new(i as u64 + 1, self.dirs[i].path(), self.addrs[i], peers);
         o.raft = self.tuning.clone();
         o.lease = self.lease.clone();
+        o.plan_transfers = self.plan_transfers;
         o
     }
 

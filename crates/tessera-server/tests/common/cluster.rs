@@ -26,10 +26,16 @@ pub async fn server(dir: &std::path::Path, n: usize, coordinator: SocketAddr) ->
 
 impl Cluster {
     pub async fn start(servers: usize) -> Cluster {
+        Cluster::start_planning(servers, tessera_coordinator::state::PLAN_TRANSFERS).await
+    }
+
+    /// A cluster whose coordinator plans state transfers or not, whatever the default.
+    pub async fn start_planning(servers: usize, plan_transfers: bool) -> Cluster {
         let dir = tempfile::tempdir().unwrap();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let address = listener.local_addr().unwrap();
-        let options = CoordinatorOptions::new(1, dir.path().join("c1"), address, vec![(1, address.to_string())]);
+        let mut options = CoordinatorOptions::new(1, dir.path().join("c1"), address, vec![(1, address.to_string())]);
+        options.plan_transfers = plan_transfers;
         let coordinator = Coordinator::start_with_listener(options, listener).await.unwrap();
         let mut started = Vec::new();
         for n in 0..servers {
