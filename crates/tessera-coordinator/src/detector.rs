@@ -210,6 +210,19 @@ impl Detector {
             .collect()
     }
 
+    /// Whether this coordinator heard `incarnation` of server `id` within the last lease and
+    /// is not removing it: a server that may have failed since must not become a full replica
+    /// (a completed transfer can make its target the only one, when it replaces the other).
+    pub(crate) fn lease_current(&self, id: ServerId, incarnation: u64) -> bool {
+        let inner = lock(&self.inner);
+        let lease = Duration::from_millis(self.tuning.lease_ms);
+        let heard = inner.servers.get(&id).is_some_and(|w| {
+            w.incarnation == incarnation
+                && w.heard.is_some_and(|h| Instant::now().saturating_duration_since(h) <= lease)
+        });
+        heard && !inner.removing.contains_key(&id)
+    }
+
     /// Whether a lease may be granted to that server: not while its removal is pending.
     fn may_grant(&self, id: ServerId) -> bool {
         !lock(&self.inner).removing.contains_key(&id)

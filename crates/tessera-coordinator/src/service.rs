@@ -276,11 +276,22 @@ async fn handle(shared: &Arc<Shared>, request: Request, received: Instant) -> Re
             detector::heartbeat(&shared.detector, received, server, token, incarnation, failed, epoch).await
         }
         Request::TransfersDone { server, token, incarnation, done } => {
-            if let Err(refused) = detector::identify(&shared.detector, server, token, incarnation) {
-                return refused;
-            }
+            let current = match detector::identify(&shared.detector, server, token, incarnation) {
+                Ok(current) => current,
+                Err(refused) => return refused,
+            };
             if done.is_empty() {
                 return Response::Done;
+            }
+            // (A later incarnation than the one registered here goes on to the command, which
+            // refuses it where it applies.)
+            if incarnation == current && !shared.detector.lease_current(server, incarnation) {
+                // It may have failed since it reported; the report comes again after the
+                // heartbeat that renews its lease, or its removal ends the transfers.
+                return error(
+                    Status::Unavailable,
+                    format!("server {server} holds no current lease here: send the report again after a heartbeat"),
+                );
             }
             // The command checks the incarnation again where it applies, and ignores
             // references that name no transfer into this server (a repeated report).

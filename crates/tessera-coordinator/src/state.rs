@@ -43,15 +43,12 @@ pub const CONFIGURATION_BYTES_MAX: usize = tessera_protocol::constants::FRAME_BY
 pub const TRANSFERS_PER_SERVER_MAX: usize = 8;
 
 /// Whether the coordinators plan state transfers: re-replication after a failure or a restart,
-/// a joining server taking its share, decommission, balance. Off until the transfer simulation
-/// (`TESSERA_SIM_TRANSFERS=1 cargo test -p tessera-replication --test simulation`) passes
-/// 10,000 seeds: the replicas' part of a transfer still loses or duplicates updates in some of
-/// them. While it is off, a region that lost a replica stays a replica short, a joining server
-/// gets regions only in new spaces, and `Decommission` of a server that holds regions is
-/// refused ([`CommandError::TransfersOff`]) instead of leaving it Leaving for ever. The one
-/// switch to flip; tests of the planner turn it on per state ([`ClusterState::plan_transfers`],
-/// `CoordinatorOptions::plan_transfers`).
-pub const PLAN_TRANSFERS: bool = false;
+/// a joining server taking its share, decommission, balance. On. Off, a region that lost a
+/// replica stays a replica short, a joining server gets regions only in new spaces, and
+/// `Decommission` of a server that holds regions is refused ([`CommandError::TransfersOff`])
+/// instead of leaving it Leaving for ever. Tests turn it on or off per state
+/// ([`ClusterState::plan_transfers`], `CoordinatorOptions::plan_transfers`).
+pub const PLAN_TRANSFERS: bool = true;
 
 /// A server as the coordinator remembers it: what everyone sees, plus the token that identifies
 /// the server across restarts and the incarnation of the process that registered last.

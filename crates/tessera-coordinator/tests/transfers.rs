@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use common::*;
 use tessera_coordinator::LeaseTuning;
-use tessera_protocol::{Configuration, Request, Response, ServerState, Status, TransferRef};
+use tessera_protocol::{Configuration, Request, Response, ResponseFrame, ServerState, Status, TransferRef};
 use tessera_types::{Epoch, ServerId};
 use tokio::time::Instant;
 
@@ -20,6 +20,14 @@ const SPACE: &str =
 /// A lease long enough that fake servers that never heartbeat stay Available for the test.
 fn long_lease() -> LeaseTuning {
     LeaseTuning { lease_ms: 60_000, margin_ms: 1_000, ..LeaseTuning::default() }
+}
+
+/// A transfer report, as a server makes it: its heartbeat first, since the coordinators
+/// complete transfers only into a server whose lease they see current.
+async fn report(addr: SocketAddr, server: ServerId, token: u128, incarnation: u64, done: Vec<TransferRef>) -> ResponseFrame {
+    let heartbeat = Request::Heartbeat { server, token, incarnation, failed: false, epoch: Epoch(0) };
+    call(addr, heartbeat).await;
+    write(addr, Request::TransfersDone { server, token, incarnation, done }).await
 }
 
 /// Every transfer into `to`, as the server names them when it reports them done.
@@ -56,7 +64,7 @@ async fn complete_all(addr: SocketAddr, tokens: &[(ServerId, u128)]) -> Configur
             if done.is_empty() {
                 continue;
             }
-            let r = write(addr, Request::TransfersDone { server: id, token, incarnation: 1, done }).await;
+            let r = report(addr, id, token, 1, done).await;
             assert_eq!(r.response, Response::Done, "{r:?}");
         }
     }
@@ -92,16 +100,21 @@ async fn transfers_done_completes_transfers_through_any_coordinator() {
     // the command applies.
     let r = write(follower, Request::TransfersDone { server: new, token: 4, incarnation: 2, done: done.clone() }).await;
     assert_eq!(error_of(&r).0, Status::StaleServer, "{r:?}");
+    // Not heard from within a lease (it never sent a heartbeat): it may have failed since it
+    // reported, so nothing completes, and it is told to report again after a heartbeat.
+    let r = write(follower, Request::TransfersDone { server: new, token: 4, incarnation: 1, done: done.clone() }).await;
+    assert_eq!(error_of(&r).0, Status::Unavailable, "{r:?}");
+    assert_eq!(get_config(follower).await, cfg);
     // References that name nothing, or nothing at all: Done, no new epoch.
     let stale = TransferRef { id: done[0].id + 1000, ..done[0] };
     for done in [vec![], vec![stale]] {
-        let r = write(follower, Request::TransfersDone { server: new, token: 4, incarnation: 1, done }).await;
+        let r = report(follower, new, 4, 1, done).await;
         assert_eq!(r.response, Response::Done);
     }
     assert_eq!(get_config(follower).await, cfg);
 
     // The real report, through a follower: applied once, one new epoch, visible right away.
-    let r = write(follower, Request::TransfersDone { server: new, token: 4, incarnation: 1, done: done.clone() }).await;
+    let r = report(follower, new, 4, 1, done.clone()).await;
     assert_eq!(r.response, Response::Done, "{r:?}");
     let after = get_config(follower).await;
     assert_eq!(after.epoch, Epoch(cfg.epoch.0 + 1));
@@ -112,7 +125,7 @@ async fn transfers_done_completes_transfers_through_any_coordinator() {
         assert!(space.transfer_at(d.subspace, region).is_none_or(|t| t.id != d.id));
     }
     // Reported again (a lost answer): Done, nothing changes.
-    let r = write(follower, Request::TransfersDone { server: new, token: 4, incarnation: 1, done }).await;
+    let r = report(follower, new, 4, 1, done).await;
     assert_eq!(r.response, Response::Done);
     assert_eq!(get_config(follower).await.epoch, after.epoch);
 

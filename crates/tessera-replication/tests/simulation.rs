@@ -828,6 +828,15 @@ impl Sim {
         e.ret.is_none() && self.ever_failed.contains(&e.server)
     }
 
+    /// Writes whose point leader failed with them unanswered: each may or may not take effect
+    /// at any time after its call, which the linearizability check must try both ways.
+    fn writes_lost(&self) -> usize {
+        self.history
+            .iter()
+            .filter(|e| self.lost_with_leader(e))
+            .count()
+    }
+
     /// A search on one live replica per region (in the current configuration), merged by
     /// highest version, checked against the settled keys of the model.
     fn search(&mut self, settled: &BTreeMap<Value, Option<Object>>) {
@@ -1259,6 +1268,59 @@ fn for_checking(events: Vec<Event>) -> Vec<Event> {
         .collect()
 }
 
+/// Fails the run with what is unfinished: who holds what, transfers, backlogs, writes in flight.
+fn stuck(sim: &Sim, seed: u64, why: &str) -> ! {
+    let in_flight: Vec<_> = sim
+        .history
+        .iter()
+        .filter(|e| e.ret.is_none() && !sim.lost_with_leader(e))
+        .collect();
+    let backlogs: Vec<_> = sim
+        .nodes
+        .iter()
+        .map(|(id, n)| {
+            (
+                id,
+                n.replica
+                    .as_ref()
+                    .map(|r| (r.unacked(), r.describe_unfinished())),
+                n.paused.is_some(),
+            )
+        })
+        .collect();
+    let holders: BTreeSet<ServerId> = sim
+        .config()
+        .spaces
+        .iter()
+        .flat_map(|s| s.replicas.iter().flatten().flatten().copied())
+        .collect();
+    let transfers: Vec<_> = sim
+        .config()
+        .spaces
+        .iter()
+        .map(|s| (s.id, &s.transfers))
+        .collect();
+    panic!(
+        "seed {seed}: {why} at t={} (replica set members {holders:?}, transfers {transfers:?}): network {} configs {} removals {} wakes {} restarts {}, backlogs {backlogs:?}; writes in flight {in_flight:?}",
+        sim.now,
+        sim.network.len(),
+        sim.config_deliveries.len(),
+        sim.removals.len(),
+        sim.wake_at.len(),
+        sim.restart_at.len()
+    );
+}
+
+/// Writes lost with their point leader after which the clients stop issuing operations.
+const LOST_WRITES_MAX: usize = 6;
+
+/// Ticks after the last client operation by which the system must be quiet again.
+const QUIESCE_LIMIT: u64 = 1_000_000;
+
+/// Ticks by which the clients' operations must all have been issued (each waits for a free
+/// client, so a write that is never answered shows here).
+const ACTIVE_LIMIT: u64 = 200_000;
+
 fn run(seed: u64) -> (u64, [u64; 6]) {
     let mut sim = Sim::new(seed);
     let keys: Vec<Value> = (0..sim.rng.random_range(2..6))
@@ -1269,8 +1331,17 @@ fn run(seed: u64) -> (u64, [u64; 6]) {
     let servers: Vec<ServerId> = sim.nodes.keys().copied().collect();
     let mut spaces_added = 0;
     let mut ticks_idle = 0;
+    let mut issued_until = 0;
     loop {
-        let quiet = issued >= ops;
+        // The checker's search grows with every write that never returned: past a few, the
+        // clients stop (later operations would add little but time).
+        let quiet = issued >= ops || sim.writes_lost() >= LOST_WRITES_MAX;
+        if !quiet {
+            issued_until = sim.now;
+            if sim.now >= ACTIVE_LIMIT {
+                stuck(&sim, seed, "the clients' operations were not all issued");
+            }
+        }
         let choice = sim.rng.random_range(0..100);
         if !quiet && choice < 25 {
             if sim.client_op(&keys) {
@@ -1344,40 +1415,8 @@ fn run(seed: u64) -> (u64, [u64; 6]) {
             if ticks_idle > 2 {
                 break;
             }
-            if sim.now >= 1_000_000 {
-                let backlogs: Vec<_> = sim
-                    .nodes
-                    .iter()
-                    .map(|(id, n)| {
-                        (
-                            id,
-                            n.replica
-                                .as_ref()
-                                .map(|r| (r.unacked(), r.describe_unfinished())),
-                            n.paused.is_some(),
-                        )
-                    })
-                    .collect();
-                let holders: BTreeSet<ServerId> = sim
-                    .config()
-                    .spaces
-                    .iter()
-                    .flat_map(|s| s.replicas.iter().flatten().flatten().copied())
-                    .collect();
-                let transfers: Vec<_> = sim
-                    .config()
-                    .spaces
-                    .iter()
-                    .map(|s| (s.id, &s.transfers))
-                    .collect();
-                panic!(
-                    "seed {seed}: the system did not quiesce (replica set members {holders:?}, transfers {transfers:?}): network {} configs {} removals {} wakes {} restarts {}, backlogs {backlogs:?}",
-                    sim.network.len(),
-                    sim.config_deliveries.len(),
-                    sim.removals.len(),
-                    sim.wake_at.len(),
-                    sim.restart_at.len()
-                );
+            if sim.now >= issued_until + QUIESCE_LIMIT {
+                stuck(&sim, seed, "the system did not quiesce");
             }
         }
     }

@@ -6,6 +6,7 @@
 //! - every key's final value is the same read by key and found by search (so every
 //!   acknowledged write that the history keeps is on the servers that now hold its regions);
 //! - a failed server is offline and in no replica set, and every region still has a replica;
+//!   then, by state transfer, every region is back to two replicas on available servers;
 //! - writes to the keys the failed server led succeeded again soon after the fault.
 
 #[allow(dead_code)]
@@ -149,7 +150,19 @@ fn run(fault: Fault) {
         for t in tasks {
             history.extend(t.await.expect("a worker panicked"));
         }
-        // The final state: every key by get, and one search, agree.
+        if server_failed {
+            // Re-replication (under the clients' load until they stopped): every region is
+            // back to two replicas, all on available servers, with no transfer left.
+            let healed = wait_for(&admin, "every region back to two replicas", Duration::from_secs(60), |c| {
+                let space = c.space("kv").expect("the space");
+                let available = |s: &ServerId| c.server(*s).is_some_and(|i| i.state == ServerState::Available);
+                space.transfers.is_empty() && space.replicas.iter().flatten().all(|set| set.len() == 2 && set.iter().all(available))
+            })
+            .await;
+            eprintln!("{fault:?}: every region back to two replicas {:?} after the fault (epoch {})", struck.elapsed(), healed.epoch);
+        }
+        // The final state: every key by get, and one search (which now asks the new replicas
+        // too), agree.
         final_state_agrees(&admin).await;
         history
     });
