@@ -165,9 +165,6 @@ enum Command {
     /// region it leaves the configuration, and it can be stopped. Follow the draining with
     /// `tessera status`. Refused when fewer servers than some space's replicas would remain
     /// (add a server first). Cluster only.
-    ///
-    /// Not yet: the coordinators plan no state transfers in this version, so a server that
-    /// holds regions is refused (CMPFAIL, saying so); one that holds none leaves at once.
     Decommission {
         /// The server's id, as `tessera status` lists it.
         #[arg(long)]
