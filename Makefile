@@ -40,7 +40,7 @@ bench-build:
 	$(CARGO) build --release --locked -p tessera
 
 # The long runs that `make test` keeps short: 10 000 seeds of the replication simulation
-# (crashes, pauses, partitions, restarts; about a minute).
+# (crashes, pauses, partitions, restarts, state transfers in three seeds of four; a few minutes).
 test-long:
 	TESSERA_SIM_SEEDS=10000 $(CARGO) test --locked --release -p tessera-replication --test simulation -- --nocapture
 

@@ -267,7 +267,7 @@ mod tests {
         let mut options = CoordinatorOptions::new(1, dir, addr, vec![(1, addr.to_string())]);
         // Fake servers never heartbeat: keep them Available for the test.
         options.lease.lease_ms = 600_000;
-        // The planner is off by default; this test needs transfers to report.
+        // This test needs transfers to report, whatever the default.
         options.plan_transfers = true;
         Coordinator::start_with_listener(options, listener).await.unwrap()
     }
@@ -350,6 +350,15 @@ mod tests {
         // Back: the reports still listed are accepted, completing their transfers in one new
         // epoch; the dropped one is still under way.
         let coordinator = start_coordinator(dir.path(), rebind(addr).await).await;
+        // Its heartbeats: the coordinators complete transfers only into a server whose lease
+        // they see current.
+        let heartbeats = tokio::spawn(async move {
+            loop {
+                let beat = Request::Heartbeat { server: new, token: 4, incarnation: 1, failed: false, epoch: Epoch(0) };
+                let _ = Link::new(addr.to_string()).call(beat, Duration::from_secs(1)).await;
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        });
         let deadline = Instant::now() + Duration::from_secs(20);
         let after = loop {
             let c = configuration(addr).await;
@@ -382,6 +391,7 @@ mod tests {
         tokio::time::timeout(Duration::from_secs(20), task).await.expect("the task ends").unwrap();
         assert_eq!(configuration(addr).await.epoch, restarted.epoch, "nothing completed");
         stop.store(true, Ordering::SeqCst);
+        heartbeats.abort();
         coordinator.shutdown().await;
     }
 }
