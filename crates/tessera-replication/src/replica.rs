@@ -782,14 +782,18 @@ impl Replica {
         let mut outgoing = BTreeMap::new();
         let mut incoming = BTreeMap::new();
         let mut started = Vec::new();
+        let mut new_sources = Vec::new();
         for space in &self.config.spaces {
             for t in &space.transfers {
                 let key = (space.id, (t.subspace, t.region), t.id);
                 if space.transfer_source(t) == self.me {
-                    let o = self.outgoing.remove(&key).unwrap_or(Outgoing {
-                        to: t.to,
-                        cursor: None,
-                        finished: false,
+                    let o = self.outgoing.remove(&key).unwrap_or_else(|| {
+                        new_sources.push((space.id, (t.subspace, t.region)));
+                        Outgoing {
+                            to: t.to,
+                            cursor: None,
+                            finished: false,
+                        }
                     });
                     outgoing.insert(key, o);
                 }
@@ -806,6 +810,20 @@ impl Replica {
         }
         self.outgoing = outgoing;
         self.incoming = incoming;
+        // A new transfer's chunks leave out the keys with an update pending here, counting on
+        // that update to bring the key: so every such update goes to the target again, ahead
+        // of the first chunk, whatever this hop sent it before (the target's region starts
+        // empty; it may have had it in an earlier membership). Forgetting where it went makes
+        // `repair_chains` send it on again.
+        for (space, location) in new_sources {
+            for (_, state) in self.keys.iter_mut().filter(|((s, _), _)| *s == space) {
+                for ((l, _), p) in state.pending.iter_mut() {
+                    if *l == location {
+                        p.next = None;
+                    }
+                }
+            }
+        }
         let mut held_since = BTreeMap::new();
         for space in &self.config.spaces {
             for subspace in space.schema.subspace_ids() {
