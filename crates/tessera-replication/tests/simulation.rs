@@ -1522,7 +1522,8 @@ fn run(seed: u64) -> (u64, [u64; 6]) {
             )
         })
         .count();
-    if done * 5 < taken {
+    // (A handful of writes shows nothing: a seed whose faults took most of its writes.)
+    if taken >= 10 && done * 5 < taken {
         let mut outcomes: BTreeMap<String, usize> = BTreeMap::new();
         for e in &writes {
             *outcomes.entry(format!("{:?}", e.outcome)).or_default() += 1;
