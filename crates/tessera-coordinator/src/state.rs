@@ -639,16 +639,8 @@ impl Load {
         to: ServerId,
         replaces: Option<ServerId>,
     ) {
-        let set = &mut space.replicas[subspace][region];
-        let source = *set.last().expect("replica sets are never empty");
-        set.push(to);
-        space.transfers.push(Transfer {
-            id,
-            subspace: SubspaceId(subspace as u16),
-            region: RegionIndex(region as u32),
-            to,
-            replaces,
-        });
+        let source = *space.replicas[subspace][region].last().expect("replica sets are never empty");
+        space.start_transfer(id, SubspaceId(subspace as u16), RegionIndex(region as u32), to, replaces);
         *self.target.entry(to).or_default() += 1;
         *self.source.entry(source).or_default() += 1;
         for (s, delta) in std::iter::once((to, 1i64)).chain(replaces.map(|r| (r, -1))) {
@@ -1562,13 +1554,7 @@ mod tests {
 
     /// References to every transfer into `to`.
     fn refs_into(st: &ClusterState, to: ServerId) -> Vec<TransferRef> {
-        let mut refs = Vec::new();
-        for space in &st.spaces {
-            for t in space.transfers.iter().filter(|t| t.to == to) {
-                refs.push(TransferRef { space: space.id, subspace: t.subspace, region: t.region.0, id: t.id });
-            }
-        }
-        refs
+        st.spaces.iter().flat_map(|s| s.transfer_refs_into(to)).collect()
     }
 
     /// Every region of every space, as (space, subspace, region).

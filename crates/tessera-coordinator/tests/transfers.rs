@@ -32,13 +32,7 @@ async fn report(addr: SocketAddr, server: ServerId, token: u128, incarnation: u6
 
 /// Every transfer into `to`, as the server names them when it reports them done.
 fn refs_into(cfg: &Configuration, to: ServerId) -> Vec<TransferRef> {
-    let mut refs = Vec::new();
-    for space in &cfg.spaces {
-        for t in space.transfers.iter().filter(|t| t.to == to) {
-            refs.push(TransferRef { space: space.id, subspace: t.subspace, region: t.region.0, id: t.id });
-        }
-    }
-    refs
+    cfg.spaces.iter().flat_map(|s| s.transfer_refs_into(to)).collect()
 }
 
 fn transfers(cfg: &Configuration) -> usize {

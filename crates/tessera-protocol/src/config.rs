@@ -9,6 +9,8 @@ use serde::{Deserialize, Serialize};
 use tessera_geometry::{RegionIndex, Tessellation};
 use tessera_types::{Epoch, ServerId, SpaceSchema, SubspaceId};
 
+use crate::message::TransferRef;
+
 /// What the coordinator knows of a server.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
@@ -150,6 +152,30 @@ impl SpaceConfig {
                 .map(|j| j.since)
         };
         Epoch(by_transfer.or_else(joined).unwrap_or(self.id))
+    }
+
+    /// Starts a transfer of `region` of `subspace` into `to`, in the epoch `id`: `to` joins
+    /// the set last (see [`Transfer`]).
+    pub fn start_transfer(
+        &mut self,
+        id: u64,
+        subspace: SubspaceId,
+        region: RegionIndex,
+        to: ServerId,
+        replaces: Option<ServerId>,
+    ) {
+        self.replicas[subspace.get()][region.0 as usize].push(to);
+        self.transfers.push(Transfer { id, subspace, region, to, replaces });
+    }
+
+    /// Every transfer into `to`, named as its target reports it done.
+    pub fn transfer_refs_into(&self, to: ServerId) -> impl Iterator<Item = TransferRef> + '_ {
+        self.transfers.iter().filter(move |t| t.to == to).map(|t| TransferRef {
+            space: self.id,
+            subspace: t.subspace,
+            region: t.region.0,
+            id: t.id,
+        })
     }
 
     /// The transfer `t` completed: its target becomes a full member since `t.id`, and the

@@ -432,15 +432,7 @@ fn start_transfer(
     replaces: Option<ServerId>,
 ) {
     let id = config.epoch.0;
-    let space = &mut config.spaces[space];
-    space.replicas[subspace.get()][region.0 as usize].push(to);
-    space.transfers.push(Transfer {
-        id,
-        subspace,
-        region,
-        to,
-        replaces,
-    });
+    config.spaces[space].start_transfer(id, subspace, region, to, replaces);
 }
 
 // ---- The simulated cluster. --------------------------------------------------------------

@@ -211,13 +211,7 @@ mod tests {
 
     /// Every transfer into `to` that `config` lists, as its target reports it.
     fn refs_into(config: &Configuration, to: ServerId) -> Vec<TransferRef> {
-        let mut refs = Vec::new();
-        for space in &config.spaces {
-            for t in space.transfers.iter().filter(|t| t.to == to) {
-                refs.push(TransferRef { space: space.id, subspace: t.subspace, region: t.region.0, id: t.id });
-            }
-        }
-        refs
+        config.spaces.iter().flat_map(|s| s.transfer_refs_into(to)).collect()
     }
 
     /// A report is kept while the configuration lists its transfer, or predates it (the view
@@ -239,15 +233,7 @@ mod tests {
         // Epoch 5 and later without it: completed or cancelled, dropped.
         assert!(!may_be_under_way(&config(5, &space), me, &done));
         assert!(!may_be_under_way(&config(9, &space), me, &done));
-        space.replicas[1][1].push(me);
-        let t = tessera_protocol::Transfer {
-            id: 5,
-            subspace: done.subspace,
-            region: RegionIndex(1),
-            to: me,
-            replaces: None,
-        };
-        space.transfers.push(t);
+        space.start_transfer(5, done.subspace, RegionIndex(1), me, None);
         assert!(may_be_under_way(&config(5, &space), me, &done));
         assert!(may_be_under_way(&config(9, &space), me, &done));
         // Another transfer of the region, another target, another space: not this one.

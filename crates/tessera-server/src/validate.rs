@@ -276,7 +276,7 @@ fn check_regions(space: &ServedSpace, subspace: SubspaceId, regions: &[u32]) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tessera_protocol::{Configuration, ServerInfo, ServerState, SpaceConfig, Transfer};
+    use tessera_protocol::{Configuration, ServerInfo, ServerState, SpaceConfig};
     use tessera_types::{Epoch, ServerId};
 
     /// A cluster view of server `me`: servers 1 and 2 hold every region, and region 1 of
@@ -284,14 +284,7 @@ mod tests {
     fn view_of(me: u64) -> View {
         let schema = parse_space("space t key k attributes int x subspace x create 4 partitions").unwrap();
         let mut space = SpaceConfig::owned_by(1, schema, &[ServerId(1), ServerId(2)]);
-        space.replicas[1][1].push(ServerId(3));
-        space.transfers.push(Transfer {
-            id: 5,
-            subspace: SubspaceId(1),
-            region: RegionIndex(1),
-            to: ServerId(3),
-            replaces: None,
-        });
+        space.start_transfer(5, SubspaceId(1), RegionIndex(1), ServerId(3), None);
         let servers = (1..=3)
             .map(|i| ServerInfo { id: ServerId(i), address: format!("h:{i}"), state: ServerState::Available })
             .collect();

@@ -97,7 +97,6 @@ impl View {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tessera_protocol::Transfer;
     use tessera_types::parse_space;
 
     /// Region 1 of subspace 1 gaining server 3 by state transfer, every other region held by
@@ -105,14 +104,7 @@ mod tests {
     fn served_by(me: u64) -> ServedSpace {
         let schema = parse_space("space t key k attributes int x subspace x create 4 partitions").unwrap();
         let mut config = SpaceConfig::owned_by(1, schema, &[ServerId(1), ServerId(2)]);
-        config.replicas[1][1].push(ServerId(3));
-        config.transfers.push(Transfer {
-            id: 1,
-            subspace: SubspaceId(1),
-            region: RegionIndex(1),
-            to: ServerId(3),
-            replaces: None,
-        });
+        config.start_transfer(1, SubspaceId(1), RegionIndex(1), ServerId(3), None);
         ServedSpace { tessellations: config.tessellations(), config, me: ServerId(me) }
     }
 
