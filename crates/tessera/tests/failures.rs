@@ -1,15 +1,17 @@
 //! Real faults in a real cluster: three `tessera coordinator` and five `tessera server`
 //! processes, every region on two servers, six clients writing and reading while one fault
-//! strikes — `kill -9` of a server, a server stopped (SIGSTOP) for longer than its lease and
-//! then continued, `kill -9` of the coordinators' Raft leader. After each run:
+//! strikes — `kill -9` of a server; a server stopped (SIGSTOP) for longer than its lease and
+//! then continued; a server cut off from peers, clients and coordinators by TCP proxies for
+//! longer than its lease, or three times briefly; `kill -9` of the coordinators' Raft leader;
+//! a sixth server joining; a server decommissioned. After each run:
 //! - the clients' history is linearizable (Porcupine, tools/lincheck);
 //! - every key's final value is the same read by key and found by search (so every
 //!   acknowledged write that the history keeps is on the servers that now hold its regions);
 //! - a failed server is offline and in no replica set, and every region still has a replica;
-//!   then, by state transfer, every region is back to two replicas on available servers;
+//! - by state transfer, every region is back to two replicas on available servers, balanced
+//!   (a joining server holds its share, a decommissioned one has left);
 //! - writes to the keys the failed server led succeeded again soon after the fault.
 
-#[allow(dead_code)]
 mod common;
 
 use std::collections::BTreeMap;
@@ -18,6 +20,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::cluster::{check, final_state_agrees, lincheck, worker, Cluster, Op, KEYS, SPACE};
+use common::proxy::Network;
 use tessera_client::{Client, ClientOptions, Configuration, ServerId, ServerState, Value};
 
 const WORKERS: u64 = 6;
@@ -26,12 +29,31 @@ const RUN_FOR: Duration = Duration::from_secs(8);
 const FAULT_AT: Duration = Duration::from_secs(2);
 /// A short lease, so a failure is acted on quickly.
 const LEASE_MS: &str = "400";
+/// A cut shorter than the lease.
+const BRIEF_CUT: Duration = Duration::from_millis(150);
 
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 enum Fault {
     KillServer,
     StopServer,
+    /// Nothing reaches the server and nothing it sends arrives (its links to peers, clients and
+    /// coordinators are silenced by the test's proxies) for longer than its lease; then healed.
+    PartitionServer,
+    /// Three cuts of the same kind, each shorter than a lease, a second apart.
+    BriefPartitions,
     KillCoordinatorLeader,
+    /// A sixth server joins; it takes its share of regions by state transfer.
+    JoinServer,
+    /// `decommission` of the server leading most key regions: its regions move away, then it
+    /// leaves the configuration.
+    DecommissionServer,
+}
+
+impl Fault {
+    /// The fault takes a server out of its replica sets (the test then waits for that).
+    fn fails_a_server(self) -> bool {
+        matches!(self, Fault::KillServer | Fault::StopServer | Fault::PartitionServer)
+    }
 }
 
 fn signal(pid: u32, name: &str) {
@@ -49,6 +71,21 @@ fn key_regions_led(config: &Configuration) -> BTreeMap<ServerId, usize> {
     led
 }
 
+/// Healed: no transfer under way; every region has two replicas, all on available servers;
+/// and within each subspace every available server holds between the floor and the ceiling
+/// of `regions * 2 / servers` regions (the coordinators' balance rule).
+fn healed(c: &Configuration) -> bool {
+    let space = c.space("kv").expect("the space");
+    let available: Vec<ServerId> = c.servers.iter().filter(|s| s.state == ServerState::Available).map(|s| s.id).collect();
+    let complete = space.replicas.iter().flatten().all(|set| set.len() == 2 && set.iter().all(|s| available.contains(s)));
+    let balanced = space.replicas.iter().all(|regions| {
+        let slots = regions.len() * 2;
+        let (floor, ceil) = (slots / available.len(), slots.div_ceil(available.len()));
+        available.iter().all(|s| (floor..=ceil).contains(&regions.iter().filter(|set| set.contains(s)).count()))
+    });
+    space.transfers.is_empty() && complete && balanced
+}
+
 async fn wait_for(client: &Client, what: &str, deadline: Duration, ok: impl Fn(&Configuration) -> bool) -> Arc<Configuration> {
     let started = Instant::now();
     loop {
@@ -61,9 +98,41 @@ async fn wait_for(client: &Client, what: &str, deadline: Duration, ok: impl Fn(&
     }
 }
 
+/// Puts to every key until each has succeeded once, within `deadline` of `struck`; the puts
+/// join the history as client 99's.
+async fn write_every_key(admin: &Client, started: Instant, struck: Instant, deadline: Duration) -> Vec<Op> {
+    let mut ops = Vec::new();
+    let mut pending: Vec<i64> = (0..KEYS).collect();
+    let mut attempt = 0;
+    let mut last_error = None;
+    while !pending.is_empty() {
+        assert!(struck.elapsed() < deadline, "writes to {pending:?} did not resume: {last_error:?}");
+        let mut still = Vec::new();
+        for k in pending {
+            attempt += 1;
+            let value = -(attempt * 100 + k);
+            let call = started.elapsed().as_nanos();
+            let result = admin.put("kv", k, [("v", value)]).await;
+            let ok = result.is_ok().then_some(true);
+            let ret = ok.map(|_| started.elapsed().as_nanos());
+            let (key, value) = (k.to_string(), Some(value));
+            ops.push(Op { client: 99, op: "put", key, value, expect: None, call, ret, ok, output: None });
+            if let Err(e) = result {
+                eprintln!("{:?} put {k}: {e}", struck.elapsed());
+                last_error = Some(e);
+                still.push(k);
+            }
+        }
+        pending = still;
+    }
+    ops
+}
+
 fn run(fault: Fault) {
     let checker = lincheck();
-    let mut cluster = Cluster::start(3, 5, &["--lease-ms", LEASE_MS]);
+    let partitions = matches!(fault, Fault::PartitionServer | Fault::BriefPartitions);
+    let network = partitions.then(Network::new);
+    let mut cluster = Cluster::start_on(network, 3, 5, &["--lease-ms", LEASE_MS]);
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("runtime");
     let history = runtime.block_on(async {
         let options = ClientOptions::with_timeout(Duration::from_secs(5));
@@ -72,8 +141,10 @@ fn run(fault: Fault) {
         let config = admin.configuration();
         // The server leading the most key regions: failing it hurts most.
         let led = key_regions_led(&config);
-        let (victim_id, _) = led.iter().max_by_key(|(_, n)| **n).map(|(s, n)| (*s, *n)).expect("a leader");
+        let (mut victim_id, _) = led.iter().max_by_key(|(_, n)| **n).map(|(s, n)| (*s, *n)).expect("a leader");
         let victim_address = config.server(victim_id).expect("listed").address.clone();
+        let victim = cluster.server_at(&victim_address).expect("the victim's process");
+        let victim_pid = cluster.servers[victim].as_ref().expect("running").child.id();
         let started = Instant::now();
         let mut tasks = Vec::new();
         for id in 0..WORKERS {
@@ -82,20 +153,23 @@ fn run(fault: Fault) {
         }
         tokio::time::sleep(FAULT_AT).await;
         let struck = Instant::now();
-        let mut stopped = None;
-        let mut admin_ops = Vec::new();
+        let mut history = Vec::new();
         match fault {
             Fault::KillServer => {
-                let n = cluster.server_at(&victim_address).expect("the victim's process");
-                let mut daemon = cluster.servers[n].take().expect("running");
+                let mut daemon = cluster.servers[victim].take().expect("running");
                 daemon.child.kill().expect("kill -9");
                 daemon.child.wait().expect("reaped");
             }
-            Fault::StopServer => {
-                let n = cluster.server_at(&victim_address).expect("the victim's process");
-                let pid = cluster.servers[n].as_ref().expect("running").child.id();
-                signal(pid, "STOP");
-                stopped = Some(pid);
+            Fault::StopServer => signal(victim_pid, "STOP"),
+            Fault::PartitionServer => cluster.network.as_ref().expect("proxies").isolate(victim, victim_pid),
+            Fault::BriefPartitions => {
+                let network = cluster.network.as_ref().expect("proxies");
+                for _ in 0..3 {
+                    network.isolate(victim, victim_pid);
+                    tokio::time::sleep(BRIEF_CUT).await;
+                    network.heal();
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                }
             }
             Fault::KillCoordinatorLeader => {
                 let statuses = admin.coordinator_statuses().await;
@@ -104,9 +178,18 @@ fn run(fault: Fault) {
                 daemon.child.kill().expect("kill -9");
                 daemon.child.wait().expect("reaped");
             }
+            Fault::JoinServer => {
+                let n = cluster.add_server();
+                let address = cluster.servers[n].as_ref().expect("running").addr.clone();
+                let config = wait_for(&admin, "the new server registered", Duration::from_secs(10), |c| {
+                    c.servers.iter().any(|s| s.address == address)
+                })
+                .await;
+                victim_id = config.servers.iter().find(|s| s.address == address).expect("registered").id;
+            }
+            Fault::DecommissionServer => admin.decommission(victim_id).await.expect("decommission"),
         }
-        let server_failed = !matches!(fault, Fault::KillCoordinatorLeader);
-        if server_failed {
+        if fault.fails_a_server() {
             // Taken out of every replica set, within a few leases.
             let config = wait_for(&admin, "the failed server offline", Duration::from_secs(15), |c| {
                 c.server(victim_id).is_some_and(|s| s.state == ServerState::Offline)
@@ -117,51 +200,37 @@ fn run(fault: Fault) {
                 assert!(!set.is_empty(), "every region keeps a replica");
                 assert!(!set.contains(&victim_id) || set.len() == 1, "{victim_id} left in {set:?}");
             }
-            // Writes to every key (those the failed server led among them) succeed again. They
-            // join the history as client 99's.
-            let mut pending: Vec<i64> = (0..KEYS).collect();
-            let mut attempt = 0;
-            while !pending.is_empty() {
-                assert!(struck.elapsed() < Duration::from_secs(20), "writes to {pending:?} did not resume");
-                let mut still = Vec::new();
-                for k in pending {
-                    attempt += 1;
-                    let value = -(attempt * 100 + k);
-                    let call = started.elapsed().as_nanos();
-                    let result = admin.put("kv", k, [("v", value)]).await;
-                    let ok = result.is_ok().then_some(true);
-                    let ret = ok.map(|_| started.elapsed().as_nanos());
-                    let (key, value) = (k.to_string(), Some(value));
-                    admin_ops.push(Op { client: 99, op: "put", key, value, expect: None, call, ret, ok, output: None });
-                    if result.is_err() {
-                        still.push(k);
-                    }
-                }
-                pending = still;
-            }
+            // Writes to every key (those the failed server led among them) succeed again.
+            history.extend(write_every_key(&admin, started, struck, Duration::from_secs(20)).await);
             eprintln!("{fault:?}: writes resumed {:?} after the fault", struck.elapsed());
+            // The server comes back on its old configuration with a lapsed lease, and must not
+            // serve or disturb anything; it returns as a server holding nothing.
+            match fault {
+                Fault::StopServer => signal(victim_pid, "CONT"),
+                Fault::PartitionServer => cluster.network.as_ref().expect("proxies").heal(),
+                _ => {}
+            }
         }
-        if let Some(pid) = stopped {
-            // SIGCONT: it wakes up on its old configuration with a lapsed lease, and must not
-            // serve or disturb anything; it comes back as a server holding nothing.
-            signal(pid, "CONT");
+        if let Some(network) = &cluster.network {
+            // The cut reached the connections the server had opened to its peers too.
+            assert!(network.silenced_outgoing() > 0, "no outgoing connection of the cut-off server was silenced");
         }
-        let mut history = admin_ops;
         for t in tasks {
             history.extend(t.await.expect("a worker panicked"));
         }
-        if server_failed {
-            // Re-replication (under the clients' load until they stopped): every region is
-            // back to two replicas, all on available servers, with no transfer left.
-            let healed = wait_for(&admin, "every region back to two replicas", Duration::from_secs(60), |c| {
-                let space = c.space("kv").expect("the space");
-                let available = |s: &ServerId| c.server(*s).is_some_and(|i| i.state == ServerState::Available);
-                space.transfers.is_empty() && space.replicas.iter().flatten().all(|set| set.len() == 2 && set.iter().all(available))
-            })
-            .await;
-            eprintln!("{fault:?}: every region back to two replicas {:?} after the fault (epoch {})", struck.elapsed(), healed.epoch);
+        // Re-replication, a join's share or a decommission's drain (under the clients' load
+        // until they stopped): every region on two available servers, balanced, no transfer.
+        let config = wait_for(&admin, "every region back to two balanced replicas", Duration::from_secs(60), healed).await;
+        eprintln!("{fault:?}: healed {:?} after the fault (epoch {})", struck.elapsed(), config.epoch);
+        match fault {
+            Fault::JoinServer => {
+                let held = config.space("kv").expect("the space").replicas.iter().flatten().filter(|s| s.contains(&victim_id)).count();
+                assert!(held > 0, "the new server holds its share");
+            }
+            Fault::DecommissionServer => assert!(config.server(victim_id).is_none(), "{victim_id} left the configuration"),
+            _ => {}
         }
-        // The final state: every key by get, and one search (which now asks the new replicas
+        // The final state: every key by get, and one search (which asks the new replicas
         // too), agree.
         final_state_agrees(&admin).await;
         history
@@ -186,8 +255,28 @@ fn a_server_stopped_past_its_lease() {
 }
 
 #[test]
+fn a_server_cut_off_past_its_lease() {
+    run(Fault::PartitionServer);
+}
+
+#[test]
+fn a_server_cut_off_briefly_three_times() {
+    run(Fault::BriefPartitions);
+}
+
+#[test]
 fn kill_9_of_the_coordinator_leader() {
     run(Fault::KillCoordinatorLeader);
+}
+
+#[test]
+fn a_server_joins_under_load() {
+    run(Fault::JoinServer);
+}
+
+#[test]
+fn a_server_decommissioned_under_load() {
+    run(Fault::DecommissionServer);
 }
 
 /// `make bench-failover`: how long writes to the keys a server led fail after `kill -9` of that

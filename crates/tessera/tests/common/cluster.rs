@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use tessera_client::{Client, ClientError, Predicate, Status, Value};
 
+use super::proxy::Network;
 use super::Daemon;
 
 /// A key-value space the workers use: every region on two servers.
@@ -22,7 +23,10 @@ pub fn free_port() -> u16 {
 
 pub struct Cluster {
     pub coordinators: Vec<Option<Daemon>>,
+    /// A server's `addr` is the address it advertises (its proxy's, on a cuttable network).
     pub servers: Vec<Option<Daemon>>,
+    /// When set, servers talk through its proxies, so that one can be cut off.
+    pub network: Option<Network>,
     pub dir: tempfile::TempDir,
 }
 
@@ -30,6 +34,16 @@ impl Cluster {
     /// `coordinators` coordinator processes (with `coordinator_args` more, e.g. a lease), then
     /// `servers` server processes registered with them.
     pub fn start(coordinators: usize, servers: usize, coordinator_args: &[&str]) -> Cluster {
+        Cluster::start_on(None, coordinators, servers, coordinator_args)
+    }
+
+    /// As `start`, with every server's connections through `network`'s proxies.
+    pub fn start_on(
+        network: Option<Network>,
+        coordinators: usize,
+        servers: usize,
+        coordinator_args: &[&str],
+    ) -> Cluster {
         let dir = tempfile::tempdir().expect("temp dir");
         let ports: Vec<u16> = (0..coordinators).map(|_| free_port()).collect();
         let peers: Vec<String> = ports.iter().enumerate().map(|(i, p)| format!("{}=127.0.0.1:{p}", i + 1)).collect();
@@ -47,7 +61,7 @@ impl Cluster {
                 Some(Daemon::start(&args, &data))
             })
             .collect();
-        let mut cluster = Cluster { coordinators, servers: vec![], dir };
+        let mut cluster = Cluster { coordinators, servers: vec![], network, dir };
         for _ in 0..servers {
             cluster.add_server();
         }
@@ -59,10 +73,23 @@ impl Cluster {
         let n = self.servers.len();
         let data = self.dir.path().join(format!("s{}", n + 1));
         let addresses = self.addresses();
-        self.servers.push(Some(Daemon::start(
-            &["server", "--listen", "127.0.0.1:0", "--coordinators", &addresses, "--data-dir"],
-            &data,
-        )));
+        let Some(network) = &self.network else {
+            self.servers.push(Some(Daemon::start(
+                &["server", "--listen", "127.0.0.1:0", "--coordinators", &addresses, "--data-dir"],
+                &data,
+            )));
+            return n;
+        };
+        // Through its own proxies: one that peers and clients reach it by (its advertised
+        // address), and one to each coordinator.
+        let listen = format!("127.0.0.1:{}", free_port());
+        let advertise = network.proxy(n, &listen);
+        let coordinators: Vec<String> = addresses.split(',').map(|c| network.proxy(n, c)).collect();
+        let coordinators = coordinators.join(",");
+        let args = ["server", "--listen", &listen, "--advertise", &advertise, "--coordinators", &coordinators, "--data-dir"];
+        let mut daemon = Daemon::start(&args, &data);
+        daemon.addr = advertise;
+        self.servers.push(Some(daemon));
         n
     }
 
@@ -76,7 +103,6 @@ impl Cluster {
     }
 }
 
-/// One operation as lincheck reads it (tools/lincheck/README.md).
 /// One operation as lincheck reads it (tools/lincheck/README.md).
 #[derive(Debug, Clone)]
 pub struct Op {

@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod cluster;
+pub mod proxy;
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;
@@ -55,7 +56,8 @@ fn spawn_until_ready(args: &[&str], data_dir: &Path) -> (Child, String) {
     let mut child = Command::new(TESSERA)
         .args(args)
         .arg(data_dir)
-        .env("RUST_LOG", "error,openraft=off")
+        // TESSERA_TEST_LOG sets the daemons' log filter when a test needs looking into.
+        .env("RUST_LOG", std::env::var("TESSERA_TEST_LOG").unwrap_or_else(|_| "error,openraft=off".into()))
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .spawn()
