@@ -376,8 +376,9 @@ impl Client {
     /// `Leaving`, or without it when it held nothing. Refused with `TooFewServers` when fewer
     /// Available servers than some space's replicas would remain, `CmpFail` when it is leaving
     /// already, is offline and alone holds some regions, or holds regions while the
-    /// coordinators plan no state transfers (the default for now: see
-    /// `tessera_coordinator::state::PLAN_TRANSFERS`), `Malformed` for an unknown server and in
+    /// coordinators were started not to plan state transfers
+    /// (`tessera_coordinator::CoordinatorOptions::plan_transfers`), `Malformed` for an unknown
+    /// server and in
     /// standalone mode.
     pub async fn decommission(&self, server: ServerId) -> Result<(), ClientError> {
         match &self.mode {

@@ -63,9 +63,9 @@ pub struct CoordinatorOptions {
     /// Server leases and failure detection.
     pub lease: LeaseTuning,
     /// Whether the configuration's commands plan state transfers (re-replication, joins,
-    /// decommission, balance): [`crate::state::PLAN_TRANSFERS`] (off) by default, turned on by
-    /// the planner's tests. Every coordinator of a group must be given the same value: it is a
-    /// rule of their replicated state machine.
+    /// decommission, balance): [`crate::state::PLAN_TRANSFERS`] (on) by default, turned off by
+    /// tests of what happens without it. Every coordinator of a group must be given the same
+    /// value: it is a rule of their replicated state machine.
     pub plan_transfers: bool,
 }
 

@@ -70,12 +70,10 @@
 //! granted leases, like an Available one: it serves until its regions have moved.
 //!
 //! # Re-replication and membership
-//! **Off for now** ([`state::PLAN_TRANSFERS`], `CoordinatorOptions::plan_transfers`): the
-//! replicas' part of a transfer does not pass its simulation yet, so the coordinators plan no
-//! transfers. A region that lost a replica stays a replica short, a joining server gets
-//! regions only in spaces created after it joined, and `Decommission` of a server that holds
-//! regions is refused (`CmpFail`, [`state::CommandError::TransfersOff`]). What follows is what
-//! planning does once switched on (the planner's tests turn it on).
+//! On by default ([`state::PLAN_TRANSFERS`]; `CoordinatorOptions::plan_transfers` turns it
+//! off, for tests: then a region that lost a replica stays a replica short, a joining server
+//! gets regions only in spaces created after it joined, and `Decommission` of a server that
+//! holds regions is refused, `CmpFail`, [`state::CommandError::TransfersOff`]).
 //!
 //! A region's replica set changes by *state transfer* ([`tessera_protocol::Transfer`] in
 //! `SpaceConfig::transfers`, at most one per region): the target joins the set last, named by

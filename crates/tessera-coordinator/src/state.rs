@@ -1410,8 +1410,7 @@ mod tests {
         }
     }
 
-    /// What [`PLAN_TRANSFERS`] off means (the default for now; set explicitly here so that
-    /// flipping it changes no test).
+    /// What [`PLAN_TRANSFERS`] off means (set explicitly here, so the default changes no test).
     #[test]
     fn without_planning_regions_stay_short_and_decommission_needs_an_empty_server() {
         let mut st = with_servers(3);
@@ -2074,7 +2073,7 @@ mod tests {
             }
         }
 
-        /// With planning off (the default for now, [`PLAN_TRANSFERS`]): the same invariants
+        /// With planning off ([`PLAN_TRANSFERS`] false): the same invariants
         /// after every command, and no transfer nor Leaving server ever appears; then, every
         /// server brought back, each decommission either removes a server that holds nothing
         /// at once or is refused, `TransfersOff` for one that holds regions, changing nothing.

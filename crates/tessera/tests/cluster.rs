@@ -3,14 +3,13 @@
 //! checked for linearizability by Porcupine (tools/lincheck, a Go program). The test fails on
 //! a violation; a deliberately corrupted copy of the history must fail the checker too.
 
-#[allow(dead_code)]
 mod common;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::cluster::{check, final_state_agrees, lincheck, worker, Cluster, Op, SPACE};
-use tessera_client::Client;
+use tessera_client::{Client, Value};
 
 const WORKERS: u64 = 6;
 const RUN_FOR: Duration = Duration::from_secs(4);
@@ -45,6 +44,7 @@ fn three_coordinators_four_servers_linearizable() {
         }
         // The final state, as gets and as one search over every server, agree.
         final_state_agrees(&admin).await;
+        a_space_change_is_usable_at_once(&admin, &cluster.addresses()).await;
         history
     });
     let writes = history.iter().filter(|o| o.op != "get" && o.ok == Some(true)).count();
@@ -61,4 +61,20 @@ fn three_coordinators_four_servers_linearizable() {
     let (code, _) = check(&checker, &corrupted, dir.path(), "corrupted.jsonl");
     assert_eq!(code, 1, "lincheck must reject a read of a value never written");
     drop(cluster);
+}
+
+/// A space change is finished when it is answered: a client that cached the old schema uses
+/// a space dropped and created again with another schema, and a space just added, at once,
+/// without a `WRONGTYPE` checked against the old schema or an `UNKNOWNSPACE`.
+async fn a_space_change_is_usable_at_once(admin: &Client, addresses: &str) {
+    let stale = Client::connect(addresses).await.expect("connecting");
+    stale.put("kv", 1i64, [("v", 5i64)]).await.expect("a put with the old schema");
+    admin.rm_space("kv").await.expect("rm-space");
+    admin.add_space("space kv key int k attributes string v create 8 partitions tolerate 1 failure").await.expect("add-space");
+    admin.add_space("space fresh key int k attributes int n create 4 partitions tolerate 1 failure").await.expect("add-space");
+    stale.put("kv", 1i64, [("v", "text")]).await.expect("a put with the new schema, from a client that cached the old");
+    let record = stale.get("kv", 1i64).await.expect("get").expect("the new object");
+    assert_eq!(record.attributes.get("v"), Some(&Value::String("text".into())));
+    stale.put("fresh", 2i64, [("n", 3i64)]).await.expect("a put to the space just added");
+    assert!(stale.get("fresh", 2i64).await.expect("get").is_some());
 }
