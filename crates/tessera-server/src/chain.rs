@@ -314,6 +314,18 @@ impl ChainLoop {
         if config.epoch <= self.view.epoch() {
             return Ok(());
         }
+        // Reads that overlap the install are refused (`Shared::read_still_valid`): it clears
+        // regions this server loses before the view that says so is in place. An install that
+        // fail-stops the server never ends, so reads stay refused; a server that failed before
+        // begins none.
+        self.check_alive()?;
+        self.shared.begin_install();
+        self.install_between_commits(config)?;
+        self.shared.end_install();
+        Ok(())
+    }
+
+    fn install_between_commits(&mut self, config: Arc<Configuration>) -> Result<(), ErrorReply> {
         self.flush();
         self.check_alive()?;
         let old = self.view.config.clone();

@@ -133,6 +133,8 @@ pub async fn serve(shared: Arc<Shared>, stream: TcpStream) {
 
 /// Validates a request and hands the job to what runs it.
 async fn route(shared: &Arc<Shared>, frame: RequestFrame, replier: Replier) {
+    // Before the view: a read checks after reading that no install overlapped it.
+    let stamp = shared.read_stamp();
     let view = shared.view();
     let epoch = view.epoch();
     if shared.is_shutting_down() {
@@ -150,18 +152,21 @@ async fn route(shared: &Arc<Shared>, frame: RequestFrame, replier: Replier) {
         Job::Answer(response) => return replier.send(epoch, response),
         Job::Get { space, key } => {
             let found = reads::get(&shared.store, &space, &key);
+            if !shared.read_still_valid(stamp) {
+                return replier.fail(epoch, shared.read_overlapped_install());
+            }
             return replier.send(epoch, found.map_or_else(Response::Error, Response::Object));
         }
         Job::Explain { space, predicates } => {
             return replier.send(epoch, Response::Explain(reads::explain(&space, &predicates)));
         }
         Job::Search { space, predicates, kind } => {
-            let Some((kind, replier)) = search_inline(shared, &space, &predicates, kind, replier) else {
+            let Some((kind, replier)) = search_inline(shared, stamp, &space, &predicates, kind, replier) else {
                 return;
             };
             // Waits (and so stops reading this connection) while its searches are all busy.
             let slot = replier.outbox.searches.clone().acquire_owned().await.expect("never closed");
-            return search(shared, space, predicates, kind, replier, slot);
+            return search(shared, stamp, space, predicates, kind, replier, slot);
         }
         Job::Group { space, predicates, write } => {
             let slot = replier.outbox.searches.clone().acquire_owned().await.expect("never closed");
@@ -181,6 +186,7 @@ async fn route(shared: &Arc<Shared>, frame: RequestFrame, replier: Replier) {
 /// Gives the search back if it is not such a search or has too many matches.
 fn search_inline(
     shared: &Shared,
+    stamp: u64,
     space: &ServedSpace,
     predicates: &[CheckedPredicate],
     kind: SearchKind,
@@ -221,6 +227,7 @@ fn search_inline(
     let epoch = shared.view().epoch();
     match (scanned, kind) {
         (Err(e), _) => replier.fail(epoch, e),
+        _ if !shared.read_still_valid(stamp) => replier.fail(epoch, shared.read_overlapped_install()),
         (Ok(()), SearchKind::Count) => replier.send(epoch, Response::Count(found.len() as u64)),
         (Ok(()), _) => {
             let mut frames = Vec::with_capacity(2);
@@ -239,6 +246,7 @@ fn search_inline(
 /// that may be slow to read.
 fn search(
     shared: &Arc<Shared>,
+    stamp: u64,
     space: Arc<ServedSpace>,
     predicates: Vec<CheckedPredicate>,
     kind: SearchKind,
@@ -274,6 +282,8 @@ fn search(
             }
         })();
         match outcome {
+            // What was streamed already is dropped by the client, which makes the search again.
+            Ok(Some(_)) if !shared.read_still_valid(stamp) => replier.fail(epoch, shared.read_overlapped_install()),
             Ok(Some(last)) => replier.send(epoch, last),
             Ok(None) => {} // the client went away mid-search
             Err(e) => replier.fail(epoch, e),

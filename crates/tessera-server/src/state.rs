@@ -9,10 +9,10 @@
 use std::io::Write;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 
-use tessera_protocol::{Configuration, ServerInfo, ServerState};
+use tessera_protocol::{Configuration, ErrorReply, ServerInfo, ServerState, Status};
 use tessera_storage::Store;
 use tessera_types::{Epoch, ServerId};
 
@@ -31,6 +31,11 @@ pub struct Shared {
     pub store: Arc<Store>,
     pub me: ServerId,
     view: RwLock<Arc<View>>,
+    /// Odd while the chain loop installs a configuration, which may clear regions this server
+    /// loses before the new view is in place; bumped at the start and at the end of each. A
+    /// read checked against one view answers only if no install began or ended while it read
+    /// storage (a sequence lock): otherwise it may have read a region cleared under it.
+    installs: AtomicU64,
     /// The chain loop: the only way to write.
     pub chain: ChainSender,
     shutting_down: AtomicBool,
@@ -55,6 +60,7 @@ impl Shared {
             store,
             me,
             view: RwLock::new(Arc::new(View::new(Arc::new(config), me, mode))),
+            installs: AtomicU64::new(0),
             chain,
             shutting_down: AtomicBool::new(false),
             storage_failed: Arc::new(AtomicBool::new(false)),
@@ -69,6 +75,35 @@ impl Shared {
 
     pub fn mode(&self) -> Mode {
         self.view().mode
+    }
+
+    /// Taken before a read looks at the view; see [`Shared::read_still_valid`].
+    pub fn read_stamp(&self) -> u64 {
+        self.installs.load(Ordering::SeqCst)
+    }
+
+    /// Whether what a read that took `stamp` found in storage still answers for the view it
+    /// was checked against: no configuration install overlapped it.
+    pub fn read_still_valid(&self, stamp: u64) -> bool {
+        stamp % 2 == 0 && self.installs.load(Ordering::SeqCst) == stamp
+    }
+
+    /// The refusal of a read that overlapped an install: the client tries again, in the new
+    /// configuration.
+    pub fn read_overlapped_install(&self) -> ErrorReply {
+        ErrorReply::new(Status::StaleEpoch, "this server changed configuration while it read; retry")
+    }
+
+    /// The chain loop starts installing a configuration (see `installs`).
+    pub fn begin_install(&self) {
+        let before = self.installs.fetch_add(1, Ordering::SeqCst);
+        assert!(before % 2 == 0, "installs do not overlap");
+    }
+
+    /// The chain loop finished installing a configuration: its view is in place.
+    pub fn end_install(&self) {
+        let before = self.installs.fetch_add(1, Ordering::SeqCst);
+        assert!(before % 2 == 1, "an install ends after it began");
     }
 
     /// Persists `config` and then makes it current. Only the chain loop calls this, so

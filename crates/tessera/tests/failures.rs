@@ -132,7 +132,7 @@ fn run(fault: Fault) {
     let checker = lincheck();
     let partitions = matches!(fault, Fault::PartitionServer | Fault::BriefPartitions);
     let network = partitions.then(Network::new);
-    let mut cluster = Cluster::start_on(network, 3, 5, &["--lease-ms", LEASE_MS]);
+    let mut cluster = Cluster::start_on(network, 3, 5, &["--lease-ms", LEASE_MS], &[]);
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("runtime");
     let history = runtime.block_on(async {
         let options = ClientOptions::with_timeout(Duration::from_secs(5));

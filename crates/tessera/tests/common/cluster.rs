@@ -27,6 +27,8 @@ pub struct Cluster {
     pub servers: Vec<Option<Daemon>>,
     /// When set, servers talk through its proxies, so that one can be cut off.
     pub network: Option<Network>,
+    /// More arguments for every `tessera server`.
+    pub server_args: Vec<String>,
     pub dir: tempfile::TempDir,
 }
 
@@ -34,15 +36,17 @@ impl Cluster {
     /// `coordinators` coordinator processes (with `coordinator_args` more, e.g. a lease), then
     /// `servers` server processes registered with them.
     pub fn start(coordinators: usize, servers: usize, coordinator_args: &[&str]) -> Cluster {
-        Cluster::start_on(None, coordinators, servers, coordinator_args)
+        Cluster::start_on(None, coordinators, servers, coordinator_args, &[])
     }
 
-    /// As `start`, with every server's connections through `network`'s proxies.
+    /// As `start`, with every server's connections through `network`'s proxies (if given) and
+    /// `server_args` for every server.
     pub fn start_on(
         network: Option<Network>,
         coordinators: usize,
         servers: usize,
         coordinator_args: &[&str],
+        server_args: &[&str],
     ) -> Cluster {
         let dir = tempfile::tempdir().expect("temp dir");
         let ports: Vec<u16> = (0..coordinators).map(|_| free_port()).collect();
@@ -61,7 +65,8 @@ impl Cluster {
                 Some(Daemon::start(&args, &data))
             })
             .collect();
-        let mut cluster = Cluster { coordinators, servers: vec![], network, dir };
+        let server_args = server_args.iter().map(|a| a.to_string()).collect();
+        let mut cluster = Cluster { coordinators, servers: vec![], network, server_args, dir };
         for _ in 0..servers {
             cluster.add_server();
         }
@@ -73,11 +78,12 @@ impl Cluster {
         let n = self.servers.len();
         let data = self.dir.path().join(format!("s{}", n + 1));
         let addresses = self.addresses();
+        let mut args = vec!["server".to_owned()];
+        args.extend(self.server_args.iter().cloned());
         let Some(network) = &self.network else {
-            self.servers.push(Some(Daemon::start(
-                &["server", "--listen", "127.0.0.1:0", "--coordinators", &addresses, "--data-dir"],
-                &data,
-            )));
+            args.extend(["--listen", "127.0.0.1:0", "--coordinators", &addresses, "--data-dir"].map(String::from));
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            self.servers.push(Some(Daemon::start(&args, &data)));
             return n;
         };
         // Through its own proxies: one that peers and clients reach it by (its advertised
@@ -86,7 +92,10 @@ impl Cluster {
         let advertise = network.proxy(n, &listen);
         let coordinators: Vec<String> = addresses.split(',').map(|c| network.proxy(n, c)).collect();
         let coordinators = coordinators.join(",");
-        let args = ["server", "--listen", &listen, "--advertise", &advertise, "--coordinators", &coordinators, "--data-dir"];
+        args.extend(
+            ["--listen", &listen, "--advertise", &advertise, "--coordinators", &coordinators, "--data-dir"].map(String::from),
+        );
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
         let mut daemon = Daemon::start(&args, &data);
         daemon.addr = advertise;
         self.servers.push(Some(daemon));
@@ -279,6 +288,12 @@ pub fn check(checker: &Path, ops: &[Op], dir: &Path, name: &str) -> (i32, String
     drop(f);
     let out = Command::new(checker).args(["-timeout", "120s"]).arg(&path).output().expect("running lincheck");
     eprintln!("lincheck {name}: {}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    if let Some(keep) = std::env::var_os("TESSERA_KEEP_HISTORY").filter(|_| out.status.code() != Some(0)) {
+        // For looking into a failure: the history outlives the test's temporary directory.
+        let kept = Path::new(&keep).join(name);
+        std::fs::copy(&path, &kept).expect("keeping the history");
+        eprintln!("history kept in {}", kept.display());
+    }
     (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
