@@ -1,5 +1,5 @@
 # The two commands of the README's quick start, and a few conveniences.
-.PHONY: dev install test test-rust test-go test-python test-long bench-build bench-failover
+.PHONY: dev install test test-rust test-go test-python test-long bench-build bench-failover bench-transfers
 
 CARGO ?= cargo
 PYTHON ?= python3
@@ -48,3 +48,10 @@ test-long:
 # on a local cluster of 3 coordinators and 5 servers (prints JSON: each run, median, max).
 bench-failover:
 	PATH="$(dir $(GO)):$$PATH" $(CARGO) test --locked --release -p tessera --test failures -- --ignored --nocapture failover_time
+
+# What state transfer costs on a local cluster of 3 coordinators and 5 servers holding 50 000
+# objects of 1 KB: throughput before, during and after the copy, and the copy's MB/s against
+# the load's, after `kill -9` of a server and for a sixth server joining; 3 runs each (prints
+# JSON: every run and the medians). TESSERA_TRANSFER_MB_S sets the servers' --transfer-mb-s.
+bench-transfers:
+	$(CARGO) test --locked --release -p tessera --test transfers_bench -- --ignored --nocapture --test-threads 1

@@ -446,6 +446,10 @@ pub struct Replica {
     failed: Option<ErrorReply>,
     /// Transfers this server is the source of, in the current configuration.
     outgoing: BTreeMap<TransferKey, Outgoing>,
+    /// Bytes of transfer chunks this server may read and send per tick, and what is left of
+    /// them until the next ([`Replica::set_transfer_rate`]).
+    transfer_bytes_per_tick: usize,
+    transfer_budget: usize,
     /// Transfers into this server in the current configuration: whether the last chunk came.
     incoming: BTreeMap<TransferKey, Incoming>,
     /// Writes were handed out by `take_outputs` and not yet reported durable: storage may
@@ -489,6 +493,8 @@ impl Replica {
             outputs: Outputs::default(),
             failed: None,
             outgoing: BTreeMap::new(),
+            transfer_bytes_per_tick: usize::MAX,
+            transfer_budget: usize::MAX,
             incoming: BTreeMap::new(),
             awaiting_advance: false,
             held_since: BTreeMap::new(),
@@ -502,6 +508,16 @@ impl Replica {
         }
         r.install(config);
         r
+    }
+
+    /// Paces the transfers this server is the source of: at most `bytes_per_tick` bytes of
+    /// chunks are read and sent per tick (a chunk asks storage for no more than what is left,
+    /// and carries at least one entry). Unlimited by default. Copying at full speed starves
+    /// the server's live traffic; `tessera server --transfer-mb-s` sets the rate.
+    pub fn set_transfer_rate(&mut self, bytes_per_tick: usize) {
+        assert!(bytes_per_tick > 0, "a transfer must be able to make progress");
+        self.transfer_bytes_per_tick = bytes_per_tick;
+        self.transfer_budget = bytes_per_tick;
     }
 
     pub fn epoch(&self) -> Epoch {
@@ -549,6 +565,7 @@ impl Replica {
             }
             Input::Tick => {
                 self.tick += 1;
+                self.transfer_budget = self.transfer_bytes_per_tick;
                 let tick = self.tick;
                 self.resend_stalled();
                 let mut resend = Vec::new();
@@ -893,16 +910,20 @@ impl Replica {
             loop {
                 let o = &self.outgoing[&key];
                 let to = o.to;
-                if o.finished || self.links.get(&to).map_or(0, Link::unacked_len) >= TRANSFER_WINDOW
+                if o.finished
+                    || self.transfer_budget == 0
+                    || self.links.get(&to).map_or(0, Link::unacked_len) >= TRANSFER_WINDOW
                 {
                     break;
                 }
+                let max_bytes = TRANSFER_CHUNK_BYTES.min(self.transfer_budget);
+                self.transfer_budget -= max_bytes;
                 let chunk = match store.region_entries(
                     rt.name(),
                     location.0,
                     location.1,
                     o.cursor.as_deref(),
-                    TRANSFER_CHUNK_BYTES,
+                    max_bytes,
                 ) {
                     Ok(chunk) => chunk,
                     Err(e) => {

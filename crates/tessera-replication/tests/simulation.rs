@@ -521,6 +521,25 @@ struct Sim {
     /// Whether the coordinator heals and moves regions by state transfer (see
     /// `transfers_wanted`). Without, it heals nothing: K - 1 failures in all.
     transfers_on: bool,
+    /// Whether sources send one transfer chunk per tick (`Replica::set_transfer_rate`), so
+    /// transfers last many ticks and interleave with the chain traffic; half the seeds.
+    paced: bool,
+}
+
+/// A replica as the server starts one; `paced`, it sends at most one transfer chunk a tick
+/// (the model store's chunks are up to three entries whatever the budget).
+fn start_replica(
+    id: ServerId,
+    incarnation: u64,
+    config: Arc<Configuration>,
+    previous: Option<&Configuration>,
+    paced: bool,
+) -> Replica {
+    let mut replica = Replica::new(id, incarnation, config, previous);
+    if paced {
+        replica.set_transfer_rate(1);
+    }
+    replica
 }
 
 /// `TESSERA_SIM_TRANSFERS=0` or `=1` runs every seed without or with state transfers; by
@@ -541,6 +560,7 @@ impl Sim {
         let k = rng.random_range(1..=servers.min(3));
         let transfers_on = transfers_wanted(&mut rng);
         let spare = usize::from(transfers_on && servers > k && rng.random_bool(0.3));
+        let paced = rng.random_bool(0.5);
         let schema = parse_space(SPACE).expect("valid space");
         let config = Arc::new(first_configuration(servers, spare, k, &schema));
         let geometry = Geometry {
@@ -553,7 +573,7 @@ impl Sim {
             .map(|s| {
                 let incarnation = 1 + rng.random_range(0..1000);
                 let node = Node {
-                    replica: Some(Replica::new(s.id, incarnation, config.clone(), None)),
+                    replica: Some(start_replica(s.id, incarnation, config.clone(), None, paced)),
                     store: ModelStore::default(),
                     config: config.clone(),
                     paused: None,
@@ -585,6 +605,7 @@ impl Sim {
             reports: Vec::new(),
             transfers: [0; 2],
             transfers_on,
+            paced,
             trace: 0,
             tracing: std::env::var_os("TESSERA_SIM_TRACE").is_some(),
         }
@@ -1022,11 +1043,12 @@ impl Sim {
             let config = self.config().clone();
             let node = self.nodes.get_mut(&server).expect("known");
             node.incarnation += 1 + self.rng.random_range(0..1000);
-            node.replica = Some(Replica::new(
+            node.replica = Some(start_replica(
                 server,
                 node.incarnation,
                 config.clone(),
                 Some(&node.config),
+                self.paced,
             ));
             node.config = config;
             if self.tracing {

@@ -59,17 +59,21 @@ const TICK: Duration = Duration::from_millis(50);
 /// Starts the chain loop on its own thread. `incarnation` grows with every start of the
 /// process; `previous` is the configuration persisted before this start, if the server acted
 /// on one (regions it held then and does not hold now are cleared). Completed state transfers
-/// go to `reports`.
+/// go to `reports`; the transfers this server is the source of are paced to
+/// `transfer_bytes_per_second`.
 pub fn spawn(
     shared: Arc<Shared>,
     incarnation: u64,
     previous: Option<&Configuration>,
     rx: mpsc::Receiver<LoopInput>,
     reports: TransferReports,
+    transfer_bytes_per_second: u64,
     runtime: tokio::runtime::Handle,
 ) -> std::thread::JoinHandle<()> {
     let view = shared.view();
-    let replica = Replica::new(shared.me, incarnation, view.config.clone(), previous);
+    let mut replica = Replica::new(shared.me, incarnation, view.config.clone(), previous);
+    let per_tick = transfer_bytes_per_second.saturating_mul(TICK.as_millis() as u64) / 1000;
+    replica.set_transfer_rate(usize::try_from(per_tick).unwrap_or(usize::MAX).max(1));
     let peers = Peers::new(shared.clone(), runtime);
     let chain = ChainLoop {
         shared,

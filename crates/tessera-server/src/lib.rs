@@ -68,7 +68,16 @@ pub struct ServerOptions {
     /// `None`: standalone, one server owning every region (`tessera dev`). `Some`: a member
     /// of a cluster run by coordinators.
     pub cluster: Option<ClusterOptions>,
+    /// Bytes per second this server reads and sends of the state transfers it is the source
+    /// of (re-replication, joins, decommission, balance), all of them together. Faster means
+    /// fewer seconds a replica short and more of the live traffic's CPU and disk taken.
+    pub transfer_bytes_per_second: u64,
 }
+
+/// The default of [`ServerOptions::transfer_bytes_per_second`]: 8 MB/s. On the 2-core test
+/// machine, with five servers on it, it kept 52-74 % of the live throughput while regions were
+/// copied, against 3-11 % unpaced (`make bench-transfers`, docs/benchmarks.md).
+pub const TRANSFER_BYTES_PER_SECOND_DEFAULT: u64 = 8_000_000;
 
 impl ServerOptions {
     pub fn new(data_dir: impl Into<PathBuf>, listen: SocketAddr) -> ServerOptions {
@@ -78,6 +87,7 @@ impl ServerOptions {
             fsync: FsyncPolicy::Always,
             cache_bytes: StoreOptions::default().cache_bytes,
             cluster: None,
+            transfer_bytes_per_second: TRANSFER_BYTES_PER_SECOND_DEFAULT,
         }
     }
 }
@@ -139,7 +149,15 @@ impl Server {
                 (tx, Some(rx))
             }
         };
-        let chain = chain::spawn(shared.clone(), incarnation, previous.as_ref(), chain_rx, reports, runtime);
+        let chain = chain::spawn(
+            shared.clone(),
+            incarnation,
+            previous.as_ref(),
+            chain_rx,
+            reports,
+            options.transfer_bytes_per_second,
+            runtime,
+        );
         let mut tasks = vec![tokio::spawn(chain::tick(shared.clone()))];
         if let Some(c) = &options.cluster {
             tasks.push(tokio::spawn(coordination::follow_configuration(c.coordinators.clone(), shared.clone())));

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use tessera_client::Client;
 use tessera_coordinator::{Coordinator, CoordinatorOptions, LeaseTuning};
 use tessera_protocol::{Configuration, CoordinatorStatus, ServerLiveness};
-use tessera_server::{ClusterOptions, Server, ServerOptions};
+use tessera_server::{ClusterOptions, Server, ServerOptions, TRANSFER_BYTES_PER_SECOND_DEFAULT};
 use tessera_storage::FsyncPolicy;
 use tessera_types::{ServerId, SubspaceId};
 use tokio::net::TcpListener;
@@ -82,9 +82,11 @@ fn server_options(
     coordinators: Vec<String>,
     advertise: Option<String>,
     storage: (FsyncPolicy, u64),
+    transfer_bytes_per_second: u64,
 ) -> ServerOptions {
     let mut options = ServerOptions::new(data_dir, listen);
     (options.fsync, options.cache_bytes) = storage;
+    options.transfer_bytes_per_second = transfer_bytes_per_second;
     options.cluster = Some(ClusterOptions { coordinators, advertise });
     options
 }
@@ -95,12 +97,13 @@ pub async fn server(
     coordinators: &str,
     advertise: Option<String>,
     storage: (FsyncPolicy, u64),
+    transfer_bytes_per_second: u64,
 ) -> Result<(), Failure> {
     let coordinators = addresses(coordinators);
     if coordinators.is_empty() {
         return Err(Failure::Error("--coordinators names no address".into()));
     }
-    let options = server_options(data_dir.clone(), listen, coordinators, advertise, storage);
+    let options = server_options(data_dir.clone(), listen, coordinators, advertise, storage, transfer_bytes_per_second);
     let s = Server::start(options).await.map_err(|e| Failure::Error(format!("cannot start: {e}")))?;
     ready(format!("tessera server {}: ready on {}, data in {}", s.id(), s.local_addr(), data_dir.display()));
     wait_for_stop_signal().await;
@@ -153,7 +156,7 @@ pub async fn dev(d: DevCluster) -> Result<(), Failure> {
     for n in 1..=d.servers {
         let dir = d.data_dir.join(format!("server-{n}"));
         let listen = SocketAddr::new(d.listen.ip(), 0);
-        let options = server_options(dir, listen, addresses.clone(), None, d.storage);
+        let options = server_options(dir, listen, addresses.clone(), None, d.storage, TRANSFER_BYTES_PER_SECOND_DEFAULT);
         let s = Server::start(options).await.map_err(|e| Failure::Error(format!("cannot start server {n}: {e}")))?;
         servers.push(s);
     }
