@@ -20,7 +20,8 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use tessera_protocol::{
-    Configuration, CoordinatorStatus, Request, Response, SortOrder, WireObject,
+    Configuration, CoordinatorStatus, Request, Response, ServerState, SortOrder, SpaceTrace,
+    WireObject,
 };
 use tessera_types::{Epoch, Funcall, Predicate, SpaceSchema, Value};
 use tokio::time::Instant;
@@ -501,6 +502,49 @@ impl Cluster {
             Some(_) => Ok(routes),
             None => Err(routing::unknown_space(name)),
         }
+    }
+
+    /// Every server's trace of `space` over the last `minutes` minutes, merged. A server that
+    /// does not answer is left out: the merged trace's `servers` says how many did; none
+    /// answering is an error.
+    pub(crate) async fn trace(&self, space: &str, minutes: u32) -> Result<SpaceTrace, ClientError> {
+        let routes = self.routes_with(space).await?;
+        let epoch = routes.config.epoch;
+        let addresses: Vec<String> = routes
+            .config
+            .servers
+            .iter()
+            .filter(|s| s.state != ServerState::Offline)
+            .map(|s| s.address.clone())
+            .collect();
+        let request = Request::Trace {
+            space: space.to_owned(),
+            minutes,
+        };
+        let answers = futures::future::join_all(addresses.iter().map(|address| {
+            let request = request.clone();
+            async move {
+                let connection = self.connection(address).await?;
+                match connection.call(request, epoch).await? {
+                    Response::Trace(t) => Ok(t),
+                    Response::Error(e) => Err(ClientError::from(e)),
+                    other => Err(unexpected(other)),
+                }
+            }
+        }))
+        .await;
+        let mut merged: Option<SpaceTrace> = None;
+        let mut last_error = None;
+        for answer in answers {
+            match (answer, merged.as_mut()) {
+                (Ok(t), Some(m)) => m.merge(t),
+                (Ok(t), None) => merged = Some(t),
+                (Err(e), _) => last_error = Some(e),
+            }
+        }
+        merged.ok_or_else(|| {
+            last_error.unwrap_or_else(|| ClientError::NoCoordinator("no server to ask".into()))
+        })
     }
 
     // ---- keys ----------------------------------------------------------------------------

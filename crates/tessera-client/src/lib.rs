@@ -105,8 +105,8 @@ use std::sync::Arc;
 
 pub use error::ClientError;
 pub use tessera_protocol::{
-    Configuration, CoordinatorStatus, Explanation, ServerInfo, ServerState, SortOrder, Status,
-    WriteMode,
+    Configuration, Constraint, CoordinatorStatus, Explanation, RequestShape, ServerInfo,
+    ServerState, ShapeCount, SortOrder, SpaceTrace, Status, WriteMode,
 };
 pub use tessera_types::{
     Funcall, FuncallOp, NumOp, Predicate, PredicateOp, ServerId, SpaceSchema, Value, Version,
@@ -691,6 +691,25 @@ impl Client {
                 }
             }
             Mode::Cluster(c) => c.group_update(space, predicates, funcalls).await,
+        }
+    }
+
+    /// The shapes of the requests served in `space` over the last `minutes` minutes (at most
+    /// 15): which attributes searches fixed or bounded and how many objects they matched, which
+    /// attributes writes set. In a cluster every server is asked and the answers merged.
+    pub async fn trace(&self, space: &str, minutes: u32) -> Result<SpaceTrace, ClientError> {
+        match &self.mode {
+            Mode::Standalone(s) => match s
+                .call(Request::Trace {
+                    space: space.to_owned(),
+                    minutes,
+                })
+                .await?
+            {
+                Response::Trace(t) => Ok(t),
+                other => Err(unexpected(other)),
+            },
+            Mode::Cluster(c) => c.trace(space, minutes).await,
         }
     }
 

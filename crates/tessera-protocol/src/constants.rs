@@ -14,3 +14,7 @@ pub const SEARCH_BATCH_BYTES: usize = 256 * 1024;
 pub const DESCRIPTION_BYTES_MAX: usize = 64 * 1024;
 
 const _: () = assert!(SEARCH_BATCH_BYTES + OBJECT_BYTES_MAX < FRAME_BYTES_MAX);
+
+/// How far back a server keeps the shapes of the requests it served (`Request::Trace`), in
+/// minutes: long enough to tell a lasting change of workload from a burst.
+pub const TRACE_MINUTES_MAX: u32 = 15;

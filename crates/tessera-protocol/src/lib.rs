@@ -19,6 +19,7 @@ pub mod constants;
 pub mod frame;
 pub mod message;
 pub mod status;
+pub mod trace;
 
 pub use config::{Configuration, ConfigurationError, Joined, ServerInfo, ServerState, SpaceConfig, Transfer};
 #[cfg(feature = "frame")]
@@ -28,6 +29,7 @@ pub use message::{
     SortOrder, WireObject, WriteMode,
 };
 pub use status::{ErrorReply, Status};
+pub use trace::{Constraint, RequestShape, ShapeCount, SpaceTrace};
 
 /// The protocol version this build speaks. A frame with another version is refused with
 /// [`Status::UnsupportedProtocol`].

@@ -102,6 +102,9 @@ pub enum Request {
     /// To a server, from another server: the rest of this connection carries chain messages
     /// (tessera-replication), not client requests. Answered by `Done`.
     PeerHello { from: ServerId },
+    /// The shapes of the requests this server served in `space` over the last `minutes`
+    /// minutes (at most [`crate::constants::TRACE_MINUTES_MAX`]). Answered by `Trace`.
+    Trace { space: String, minutes: u32 },
 }
 
 impl Request {
@@ -127,7 +130,8 @@ impl Request {
             | Request::SortedSearch { space, .. }
             | Request::GroupDel { space, .. }
             | Request::GroupUpdate { space, .. }
-            | Request::Explain { space, .. } => Some(space),
+            | Request::Explain { space, .. }
+            | Request::Trace { space, .. } => Some(space),
         }
     }
 }
@@ -173,6 +177,7 @@ pub enum Response {
     /// `Heartbeat`: whether it renews the server's lease, and what the coordinator knows of it.
     Heartbeat(HeartbeatReply),
     Error(ErrorReply),
+    Trace(crate::trace::SpaceTrace),
 }
 
 /// A state transfer, as a server names it when it reports it complete (see

@@ -24,7 +24,9 @@ use futures::StreamExt;
 use tessera_geometry::SearchBox;
 use tessera_protocol::constants::SEARCH_BATCH_BYTES;
 use tessera_protocol::frame::peek_request_id;
-use tessera_protocol::{codec, decode_request, ErrorReply, FrameError, Request, RequestFrame, Response, Status};
+use tessera_protocol::{
+    codec, decode_request, ErrorReply, FrameError, Request, RequestFrame, RequestShape, Response, Status,
+};
 use tessera_storage::StoredObject;
 use tessera_types::{CheckedPredicate, Epoch};
 use tokio::net::{TcpListener, TcpStream};
@@ -37,6 +39,7 @@ use crate::peers;
 use crate::queue::LoopInput;
 use crate::reads;
 use crate::state::Shared;
+use crate::trace;
 use crate::validate::{validate, Job, SearchKind};
 use crate::view::{Mode, ServedSpace};
 
@@ -155,7 +158,12 @@ async fn route(shared: &Arc<Shared>, frame: RequestFrame, replier: Replier) {
             if !shared.read_still_valid(stamp) {
                 return replier.fail(epoch, shared.read_overlapped_install());
             }
+            let matched = matches!(found, Ok(Some(_)));
+            shared.trace.record(&space, RequestShape::Get, 1.0, f64::from(u8::from(matched)));
             return replier.send(epoch, found.map_or_else(Response::Error, Response::Object));
+        }
+        Job::Trace { space, minutes } => {
+            return replier.send(epoch, Response::Trace(shared.trace.summary(&space, minutes)));
         }
         Job::Explain { space, predicates } => {
             return replier.send(epoch, Response::Explain(reads::explain(&space, &predicates)));
@@ -172,7 +180,10 @@ async fn route(shared: &Arc<Shared>, frame: RequestFrame, replier: Replier) {
             let slot = replier.outbox.searches.clone().acquire_owned().await.expect("never closed");
             return group(shared, space, predicates, write, replier, slot);
         }
-        Job::Write { space, write } => LoopInput::Write { space, write, reply: replier },
+        Job::Write { space, write } => {
+            shared.trace.record(&space, trace::write_shape(&space, &write), 1.0, 0.0);
+            LoopInput::Write { space, write, reply: replier }
+        }
         Job::AddSpace { schema } => LoopInput::AddSpace { schema, reply: replier },
         Job::RmSpace { name } => LoopInput::RmSpace { name, reply: replier },
     };
@@ -225,6 +236,9 @@ fn search_inline(
         return Some((kind, replier));
     }
     let epoch = shared.view().epoch();
+    if scanned.is_ok() {
+        trace_search(shared, space, predicates, search_share(space, predicates, &kind), found.len() as u64);
+    }
     match (scanned, kind) {
         (Err(e), _) => replier.fail(epoch, e),
         _ if !shared.read_still_valid(stamp) => replier.fail(epoch, shared.read_overlapped_install()),
@@ -240,6 +254,21 @@ fn search_inline(
         }
     }
     None
+}
+
+/// Counts a search this server answered in the trace: all of it, or for a cluster client's
+/// share, the fraction of its regions this server was sent.
+fn trace_search(shared: &Shared, space: &ServedSpace, predicates: &[CheckedPredicate], share: f64, matched: u64) {
+    shared.trace.record(space, trace::search_shape(space, predicates), share, matched as f64);
+}
+
+/// The share of a search this server answers: all of it, or for a cluster client's share,
+/// the fraction of the regions its box crosses that this server was sent.
+fn search_share(space: &ServedSpace, predicates: &[CheckedPredicate], kind: &SearchKind) -> f64 {
+    match kind {
+        SearchKind::Regions { subspace, regions } => trace::share_of_search(space, *subspace, predicates, regions),
+        _ => 1.0,
+    }
 }
 
 /// Runs a search on the blocking pool: it may read many objects, and streams them to a client
@@ -258,11 +287,17 @@ fn search(
         let _slot = slot;
         let epoch = shared.view().epoch();
         let store = &shared.store;
+        let share = search_share(&space, &predicates, &kind);
+        let mut matched = 0u64;
         let outcome = (|| -> Result<Option<Response>, ErrorReply> {
             match kind {
-                SearchKind::Count => Ok(Some(Response::Count(reads::count(store, &space, &predicates)?))),
+                SearchKind::Count => {
+                    matched = reads::count(store, &space, &predicates)?;
+                    Ok(Some(Response::Count(matched)))
+                }
                 SearchKind::Sorted { by, limit, order } => {
                     let found = reads::sorted_search(store, &space, &predicates, by, limit, order)?;
+                    matched = found.len() as u64;
                     for chunk in found.chunks(256) {
                         if replier.outbox.send_blocking(replier.id, epoch, Response::SearchItems(chunk.to_vec())).is_err() {
                             return Ok(None);
@@ -270,17 +305,22 @@ fn search(
                     }
                     Ok(Some(Response::SearchDone))
                 }
-                SearchKind::All => stream(&replier, epoch, |f| reads::for_each_match(store, &space, &predicates, f)),
+                SearchKind::All => {
+                    stream(&replier, epoch, &mut matched, |f| reads::for_each_match(store, &space, &predicates, f))
+                }
                 SearchKind::Regions { subspace, regions } => {
                     let Some(search_box) = SearchBox::for_predicates(&space.config.schema, subspace, &predicates) else {
                         return Ok(Some(Response::SearchDone));
                     };
-                    stream(&replier, epoch, |f| {
+                    stream(&replier, epoch, &mut matched, |f| {
                         reads::for_each_match_in(store, &space, subspace, &search_box, &regions, &predicates, f)
                     })
                 }
             }
         })();
+        if matches!(outcome, Ok(Some(_))) {
+            trace_search(&shared, &space, &predicates, share, matched);
+        }
         match outcome {
             // What was streamed already is dropped by the client, which makes the search again.
             Ok(Some(_)) if !shared.read_still_valid(stamp) => replier.fail(epoch, shared.read_overlapped_install()),
@@ -296,10 +336,12 @@ fn search(
 fn stream(
     replier: &Replier,
     epoch: Epoch,
+    streamed: &mut u64,
     scan: impl FnOnce(&mut dyn FnMut(StoredObject) -> ControlFlow<()>) -> Result<(), ErrorReply>,
 ) -> Result<Option<Response>, ErrorReply> {
     let (mut batch, mut bytes, mut gone) = (Vec::new(), 0usize, false);
     scan(&mut |o: StoredObject| {
+        *streamed += 1;
         bytes += postcard::experimental::serialized_size(&o.object.values).unwrap_or(0);
         batch.push(reads::wire(o));
         if bytes >= SEARCH_BATCH_BYTES {

@@ -38,6 +38,7 @@ mod peers;
 mod queue;
 mod reads;
 mod state;
+mod trace;
 mod transfers;
 mod validate;
 mod view;

@@ -18,6 +18,7 @@ use tessera_types::{Epoch, ServerId};
 
 use crate::errors::ServerError;
 use crate::lease::Lease;
+use crate::trace::Trace;
 use crate::queue::ChainSender;
 use crate::view::{Mode, View};
 
@@ -43,6 +44,8 @@ pub struct Shared {
     /// This server's lease with the coordinators: while it has lapsed, the server answers no
     /// get, search or write (another server may lead its keys by now). Always valid standalone.
     pub lease: Arc<Lease>,
+    /// The shapes of the requests served, for `tessera trace`.
+    pub trace: Trace,
 }
 
 impl Shared {
@@ -65,6 +68,7 @@ impl Shared {
             shutting_down: AtomicBool::new(false),
             storage_failed: Arc::new(AtomicBool::new(false)),
             lease,
+            trace: Trace::default(),
         }
     }
 
@@ -85,7 +89,7 @@ impl Shared {
     /// Whether what a read that took `stamp` found in storage still answers for the view it
     /// was checked against: no configuration install overlapped it.
     pub fn read_still_valid(&self, stamp: u64) -> bool {
-        stamp % 2 == 0 && self.installs.load(Ordering::SeqCst) == stamp
+        stamp.is_multiple_of(2) && self.installs.load(Ordering::SeqCst) == stamp
     }
 
     /// The refusal of a read that overlapped an install: the client tries again, in the new
@@ -97,13 +101,13 @@ impl Shared {
     /// The chain loop starts installing a configuration (see `installs`).
     pub fn begin_install(&self) {
         let before = self.installs.fetch_add(1, Ordering::SeqCst);
-        assert!(before % 2 == 0, "installs do not overlap");
+        assert!(before.is_multiple_of(2), "installs do not overlap");
     }
 
     /// The chain loop finished installing a configuration: its view is in place.
     pub fn end_install(&self) {
         let before = self.installs.fetch_add(1, Ordering::SeqCst);
-        assert!(before % 2 == 1, "an install ends after it began");
+        assert!(!before.is_multiple_of(2), "an install ends after it began");
     }
 
     /// Persists `config` and then makes it current. Only the chain loop calls this, so

@@ -31,6 +31,8 @@ pub enum Job {
     Write { space: Arc<ServedSpace>, write: KeyWrite },
     /// Standalone: group delete and group update.
     Group { space: Arc<ServedSpace>, predicates: Vec<CheckedPredicate>, write: GroupWrite },
+    /// The shapes of the requests served in a space (`tessera trace`).
+    Trace { space: Arc<ServedSpace>, minutes: u32 },
     /// Standalone: configuration changes.
     AddSpace { schema: SpaceSchema },
     RmSpace { name: String },
@@ -115,6 +117,7 @@ pub fn validate(frame: RequestFrame, view: &View) -> Result<Job, ErrorReply> {
             Ok(Job::AddSpace { schema })
         }
         Request::RmSpace { name } => Ok(Job::RmSpace { name }),
+        Request::Trace { space: name, minutes } => Ok(Job::Trace { space: space(&name)?, minutes }),
         Request::RegisterServer { .. }
         | Request::Heartbeat { .. }
         | Request::TransfersDone { .. }

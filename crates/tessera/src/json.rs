@@ -114,6 +114,46 @@ pub fn attributes_from_json(schema: &SpaceSchema, text: &str) -> Result<Vec<(Str
         .collect()
 }
 
+/// A trace as workload lines, most frequent first: `{"p": …, "get": true}`,
+/// `{"p": …, "search": {ATTR: "eq" | "range" | "other"}, "matches": …}`,
+/// `{"p": …, "update": [ATTR…]}`, `{"p": …, "del": true}`. `p` is the share of all requests
+/// (rounded to 6 places), `matches` the objects a search matched on average.
+pub fn workload_lines(trace: &tessera_client::SpaceTrace) -> Vec<Json> {
+    use tessera_client::{Constraint, RequestShape};
+    let total = trace.requests();
+    if total <= 0.0 {
+        return Vec::new();
+    }
+    let round = |x: f64| (x * 1e6).round() / 1e6;
+    let mut counts: Vec<&tessera_client::ShapeCount> = trace.shapes.iter().filter(|c| c.requests > 0.0).collect();
+    counts.sort_by(|a, b| b.requests.total_cmp(&a.requests).then_with(|| a.shape.cmp(&b.shape)));
+    counts
+        .into_iter()
+        .map(|c| {
+            let p = round(c.requests / total);
+            match &c.shape {
+                RequestShape::Get => serde_json::json!({"p": p, "get": true}),
+                RequestShape::Del => serde_json::json!({"p": p, "del": true}),
+                RequestShape::Write(attributes) => serde_json::json!({"p": p, "update": attributes}),
+                RequestShape::Search(constraints) => {
+                    let search: Map<String, Json> = constraints
+                        .iter()
+                        .map(|(name, c)| {
+                            let kind = match c {
+                                Constraint::Eq => "eq",
+                                Constraint::Range => "range",
+                                Constraint::Other => "other",
+                            };
+                            (name.clone(), Json::String(kind.into()))
+                        })
+                        .collect();
+                    serde_json::json!({"p": p, "search": search, "matches": round(c.matched / c.requests)})
+                }
+            }
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -145,5 +185,31 @@ mod tests {
         assert!(attributes_from_json(&schema, r#"[1]"#).unwrap_err().contains("JSON object"));
         assert!(attributes_from_json(&schema, r#"{"k": "x"}"#).unwrap_err().contains("is the key"));
         assert!(attributes_from_json(&schema, r#"{"i": 99999999999999999999}"#).is_err());
+    }
+
+    #[test]
+    fn a_trace_becomes_workload_lines_most_frequent_first() {
+        use tessera_client::{Constraint, RequestShape, ShapeCount, SpaceTrace};
+        let trace = SpaceTrace {
+            space: "hotels".into(),
+            minutes: 5,
+            servers: 2,
+            shapes: vec![
+                ShapeCount { shape: RequestShape::Get, requests: 10.0, matched: 9.0 },
+                ShapeCount { shape: RequestShape::Search(vec![("city".into(), Constraint::Eq), ("price".into(), Constraint::Range)]), requests: 30.0, matched: 60.0 },
+                ShapeCount { shape: RequestShape::Write(vec!["price".into()]), requests: 20.0, matched: 0.0 },
+            ],
+        };
+        let lines: Vec<String> = super::workload_lines(&trace).iter().map(|l| l.to_string()).collect();
+        assert_eq!(
+            lines,
+            [
+                r#"{"p":0.5,"search":{"city":"eq","price":"range"},"matches":2.0}"#,
+                r#"{"p":0.333333,"update":["price"]}"#,
+                r#"{"p":0.166667,"get":true}"#,
+            ]
+        );
+        let empty = SpaceTrace { shapes: vec![], ..trace };
+        assert!(super::workload_lines(&empty).is_empty());
     }
 }

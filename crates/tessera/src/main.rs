@@ -200,6 +200,19 @@ enum Command {
     Count { space: String, predicates: Vec<String> },
     /// Show how a search would run: the subspace chosen and the regions it contacts (JSON).
     Explain { space: String, predicates: Vec<String> },
+    /// Show the workload a space served: the shapes of its requests over the last minutes, as
+    /// every server sampled them, one JSON line per kind of request with its share `p` of all
+    /// requests — the workload format `tessera advise --workload` reads. A search's line names
+    /// each attribute it fixed (`eq`), bounded (`range`) or otherwise filtered (`other`) and the
+    /// objects it matched on average (`matches`); an update's line the attributes it set.
+    ///
+    /// Example: `tessera trace hotels --minutes 10 > workload.jsonl`
+    Trace {
+        space: String,
+        /// How many minutes back (each server keeps the last 15).
+        #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=15))]
+        minutes: u32,
+    },
     /// Benchmark with the YCSB core workloads (against Tessera or, to compare, Redis).
     Bench(tessera_bench::BenchArgs),
 }
@@ -362,6 +375,19 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             let schema = client.describe_space(&space).await?;
             let preds = texts.iter().map(|t| predicates::parse_predicate(&schema, t)).collect::<Result<Vec<_>, _>>()?;
             println!("{}", client.count(&space, preds).await?);
+            Ok(())
+        }
+        Command::Trace { space, minutes } => {
+            let client = connect(&cli.addr, cli.timeout).await?;
+            let trace = client.trace(&space, minutes).await?;
+            let total = trace.requests();
+            eprintln!(
+                "tessera trace: {total:.0} requests in {space:?} over the last {} minutes, as {} server(s) saw them",
+                trace.minutes, trace.servers
+            );
+            for line in json::workload_lines(&trace) {
+                print_line(&line)?;
+            }
             Ok(())
         }
         Command::Explain { space, predicates: texts } => {
