@@ -202,7 +202,7 @@ enum Command {
     Explain { space: String, predicates: Vec<String> },
     /// Show the workload a space served: the shapes of its requests over the last minutes, as
     /// every server sampled them, one JSON line per kind of request with its share `p` of all
-    /// requests — the workload format `tessera advise --workload` reads. A search's line names
+    /// requests. A search's line names
     /// each attribute it fixed (`eq`), bounded (`range`) or otherwise filtered (`other`) and the
     /// objects it matched on average (`matches`); an update's line the attributes it set.
     ///
