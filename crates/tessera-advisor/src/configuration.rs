@@ -31,6 +31,11 @@ impl Configuration {
         Ok(configuration)
     }
 
+    /// A configuration built by the advisor from attributes it checked already.
+    pub(crate) fn from_checked(subspaces: Vec<Vec<AttrIndex>>) -> Configuration {
+        Configuration { subspaces }
+    }
+
     /// The configuration `schema` has now.
     pub fn of_schema(schema: &SpaceSchema) -> Configuration {
         Configuration {

@@ -3,8 +3,9 @@
 //!
 //! Given a space (its attributes, partitions and tolerance), a workload (query classes with
 //! probabilities, [`parse_workload`]) and hardware constants ([`Calibration`]), the
-//! [`Model`] predicts the throughput of the workload under any configuration of subspaces.
-//! [`fit()`] turns measured micro-workloads into constants.
+//! [`Model`] predicts the throughput of the workload under any configuration of subspaces, and
+//! [`advise`] ranks configurations and compares them with the heuristics of seed 000
+//! ([`baselines()`]). [`fit()`] turns measured micro-workloads into constants.
 //!
 //! # The model
 //!
@@ -81,7 +82,17 @@
 //! regions and servers. `spread` lets the model count the regions such a dimension costs, but
 //! it does not see the hot spot.
 //!
+//! # The configurator
+//!
+//! [`advise`] enumerates configurations within bounds (subspaces per configuration, dimensions
+//! per subspace), prunes those that cannot be best (see the [`advisor`] module), scores the rest,
+//! clusters the configurations whose throughputs agree within a tolerance (seed 000 §5.1), and
+//! reports the best clusters with each class's terms, beside the baselines of seed 000 §5.2.3
+//! (no subspace, hyperspace, subspaces-all, dominant, greedy) and the space's current
+//! configuration.
 
+pub mod advisor;
+pub mod baselines;
 pub mod calibration;
 pub mod configuration;
 pub mod constants;
@@ -91,6 +102,8 @@ pub mod parse;
 pub mod prediction;
 pub mod workload;
 
+pub use advisor::{advise, Advice, AdviseError, AdvisorOptions, Baseline, Cluster, SearchSummary};
+pub use baselines::{baselines, BaselineName};
 pub use calibration::{Calibration, CalibrationError};
 pub use configuration::Configuration;
 pub use fit::{fit, FitError, Measurements, SearchMeasurement, WriteMeasurement};

@@ -186,6 +186,11 @@ impl<'a> Model<'a> {
         }
     }
 
+    /// How the key subspace serves each class.
+    pub(crate) fn key_terms(&self) -> &SubspaceTerms {
+        &self.key
+    }
+
     fn terms_of(
         &self,
         subspaces: &[&SubspaceTerms],
