@@ -1,0 +1,179 @@
+//! The hardware-dependent constants of the model (seed 000's Tmax, α, β, rebuilt for Tessera).
+//!
+//! Every constant is a cost in seconds of the cluster's capacity: an operation of cost `c`
+//! lets the cluster run `1 / c` of them a second. The defaults come from this repository's own
+//! measurements on its 2-core development machine (docs/benchmarks.md); they rank
+//! configurations sensibly, but absolute throughputs need `tessera calibrate` on the real
+//! cluster (see [`crate::fit`](mod@crate::fit)).
+
+use serde::{Deserialize, Serialize};
+
+/// The model's constants. Build with [`Calibration::default`] or [`crate::fit::fit`], then
+/// [`Calibration::check`] them (the model does).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Calibration {
+    /// Cost of one server of an update's chain: 1 / Tmax, Tmax being the write throughput of
+    /// a chain of one server (K = 1, no subspace). Default 119 µs: the `subspaces` sweep of
+    /// docs/benchmarks.md (4 servers, K = 1) ran puts/s × chain length ≈ 8,400 at every
+    /// chain length from 1 to 21.
+    pub write_hop_s: f64,
+    /// α: what one replica set of a subspace the update relocates the object in costs,
+    /// relative to a replica set that overwrites it in place (the old region's servers delete,
+    /// the new region's insert). Default 1: in that same sweep every put relocated the object
+    /// in every subspace, and throughput still followed the chain length with one cost per
+    /// server (Tessera's LSM store makes a delete a write, unlike HyperDex's, for which the
+    /// seed measured α = 2.66).
+    pub relocation_factor: f64,
+    /// Cost of a get: one server, the key's point leader. Default 10 µs: 98,861 gets/s on the
+    /// standalone server at 100k objects.
+    pub get_s: f64,
+    /// c0: fixed cost of a search, whatever it contacts.
+    pub search_base_s: f64,
+    /// a: cost of each region a search contacts (a server walks the region's part of the box).
+    pub search_region_s: f64,
+    /// b: cost of each object a search reads (every object inside its box, before the
+    /// predicates that are not dimensions filter it). The defaults, c0 = 0, a = 10 µs and
+    /// b = 0.7 µs, predict the standalone `search-fixed` figures of docs/benchmarks.md
+    /// (1, 4, 16 and 64 regions; 2.4, 39, 625 and 10,000 objects) within 30 %.
+    pub search_object_s: f64,
+}
+
+impl Default for Calibration {
+    fn default() -> Calibration {
+        Calibration {
+            write_hop_s: 119e-6,
+            relocation_factor: 1.0,
+            get_s: 10e-6,
+            search_base_s: 0.0,
+            search_region_s: 10e-6,
+            search_object_s: 0.7e-6,
+        }
+    }
+}
+
+/// Why a calibration cannot be used: some prediction would not be a positive, finite number.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum CalibrationError {
+    /// A constant is NaN or infinite.
+    #[error("calibration constant {name} is {value}: it must be a finite number")]
+    NotFinite { name: &'static str, value: f64 },
+    /// A constant that must be positive is zero or negative (`write_hop_s`, `get_s`,
+    /// `relocation_factor`).
+    #[error("calibration constant {name} is {value}: it must be greater than 0")]
+    NotPositive { name: &'static str, value: f64 },
+    /// A search cost is negative.
+    #[error("calibration constant {name} is {value}: it must not be negative")]
+    Negative { name: &'static str, value: f64 },
+    /// `search_base_s` and `search_region_s` are both 0, so a search reading no object would
+    /// cost nothing (a search contacts at least one region).
+    #[error("search_base_s and search_region_s are both 0: a search would be free")]
+    FreeSearch,
+}
+
+impl Calibration {
+    /// Tmax: the write throughput of a chain of one server.
+    pub fn write_throughput_max(&self) -> f64 {
+        1.0 / self.write_hop_s
+    }
+
+    /// Checks that every prediction made with these constants is positive and finite.
+    pub fn check(&self) -> Result<(), CalibrationError> {
+        let all = [
+            ("write_hop_s", self.write_hop_s),
+            ("relocation_factor", self.relocation_factor),
+            ("get_s", self.get_s),
+            ("search_base_s", self.search_base_s),
+            ("search_region_s", self.search_region_s),
+            ("search_object_s", self.search_object_s),
+        ];
+        for (name, value) in all {
+            if !value.is_finite() {
+                return Err(CalibrationError::NotFinite { name, value });
+            }
+        }
+        for (name, value) in &all[..3] {
+            if *value <= 0.0 {
+                return Err(CalibrationError::NotPositive {
+                    name,
+                    value: *value,
+                });
+            }
+        }
+        for (name, value) in &all[3..] {
+            if *value < 0.0 {
+                return Err(CalibrationError::Negative {
+                    name,
+                    value: *value,
+                });
+            }
+        }
+        if self.search_base_s + self.search_region_s <= 0.0 {
+            return Err(CalibrationError::FreeSearch);
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_usable() {
+        let c = Calibration::default();
+        assert_eq!(c.check(), Ok(()));
+        assert!((c.write_throughput_max() - 8403.0).abs() < 1.0);
+    }
+
+    #[test]
+    fn each_bad_constant_is_named() {
+        let base = Calibration::default();
+        let with = |f: fn(&mut Calibration)| {
+            let mut c = base;
+            f(&mut c);
+            c.check()
+        };
+        assert_eq!(
+            with(|c| c.get_s = f64::NAN).unwrap_err().to_string(),
+            "calibration constant get_s is NaN: it must be a finite number"
+        );
+        assert_eq!(
+            with(|c| c.write_hop_s = 0.0),
+            Err(CalibrationError::NotPositive {
+                name: "write_hop_s",
+                value: 0.0
+            })
+        );
+        assert_eq!(
+            with(|c| c.relocation_factor = -1.0),
+            Err(CalibrationError::NotPositive {
+                name: "relocation_factor",
+                value: -1.0
+            })
+        );
+        assert_eq!(
+            with(|c| c.search_object_s = -1e-9),
+            Err(CalibrationError::Negative {
+                name: "search_object_s",
+                value: -1e-9
+            })
+        );
+        assert_eq!(
+            with(|c| {
+                c.search_base_s = 0.0;
+                c.search_region_s = 0.0;
+            }),
+            Err(CalibrationError::FreeSearch)
+        );
+        // A fixed cost alone is enough.
+        assert_eq!(
+            with(|c| {
+                c.search_base_s = 1e-6;
+                c.search_region_s = 0.0;
+            }),
+            Ok(())
+        );
+    }
+}

@@ -1,0 +1,115 @@
+//! Tessera's performance model and automatic configurator (DESIGN §8; seed 000 ch. 4 and 5,
+//! rebuilt for how Tessera works). Pure: no I/O, no clocks, no network.
+//!
+//! Given a space (its attributes, partitions and tolerance), a workload (query classes with
+//! probabilities, [`parse_workload`]) and hardware constants ([`Calibration`]), the
+//! [`Model`] predicts the throughput of the workload under any configuration of subspaces, and
+//! [`advise`] ranks configurations and compares them with the heuristics of seed 000
+//! ([`baselines()`]). [`fit()`] turns measured micro-workloads into constants.
+//!
+//! # The model
+//!
+//! Notation: O objects, K = f + 1 servers per region, R partitions. A subspace S of d
+//! dimensions is cut along its j-th dimension into n_j slices, ⌊R^(1/d)⌋ or ⌈R^(1/d)⌉ of them
+//! with the product closest to R (`tessera_geometry::Tessellation`; 2 dimensions and R = 8 give
+//! 3 × 3). The model uses those exact slices, not R^(1/d). Costs are seconds of the cluster's
+//! capacity; a class's throughput is 1 / cost.
+//!
+//! **Search.** A search of class Q, run in subspace S, crosses along dimension j (attribute x):
+//!
+//! * 1 slice if Q fixes x by equality;
+//! * min(n_j, 1 + s_x·f_x·n_j) slices if Q bounds x by a range and x's axis keeps order (int
+//!   or float, not the key): s_x is the fraction of objects the range matches, f_x the fraction
+//!   of the axis x's values occupy (`spread`), and a range covering a fraction s·f of an axis
+//!   cut into n equal slices crosses 1 + s·f·n of them on average;
+//! * all n_j slices otherwise (x not in Q, or a range on a hashed axis: strings and the key).
+//!
+//! The regions it contacts are the product, CR(Q, S) = Π_j slices_j. With equalities only this
+//! is seed 000's eq. 4.1, CR = R^(|E|/|S|), E the dimensions Q leaves open, whenever R has an
+//! exact d-th root (else it is the product of the actual slices: 256 regions in 3 dimensions
+//! are 7 × 6 × 6, so one fixed dimension leaves 36, not 256^(2/3) = 40.3).
+//!
+//! Objects read: read(Q, S) = O × Π sel_x over the dimensions of S that Q narrows
+//! (sel = 1/distinct_x for equality, s_x for a range on an ordered axis). Objects matched:
+//! O × Π sel_x over all of Q's predicates (a search's `matches` replaces this and scales the
+//! objects read alike). Cost:
+//!
+//! cost(Q, S) = c0 + a · CR(Q, S) + b · read(Q, S)
+//!
+//! This replaces seed 000's eq. 4.2, cost = CR × (O / R) × β: HyperDex scanned each contacted
+//! region whole, while Tessera's storage walks only the search's box inside a region, in
+//! Z-order with BIGMIN skips, so the cost follows the regions contacted and the objects in the
+//! box, not the regions' size (ARCHITECTURE.md, `tessera-storage/tests/search_cost.rs`).
+//!
+//! The subspace a search uses is the one Tessera's client and server pick
+//! (`tessera_geometry::choose_subspace`): fewest regions, then fewest dimensions, then the
+//! first declared, the key subspace first. The model applies that rule to expected region
+//! counts; the code applies it per search to actual ones, which for ranges can differ from
+//! search to search. A search that no subspace narrows uses the key subspace: R regions, all O
+//! objects read. The rule looks at regions only, never at objects read, so of two subspaces
+//! crossing one region each it picks the one with fewer dimensions even when the other's box
+//! holds far fewer objects: in Tessera (and so in the model), adding a subspace, or adding a
+//! predicate on an attribute of another subspace, can make a search dearer.
+//!
+//! **Update** of an existing object assigning attributes U. The chain is the key region's K
+//! servers, then for each subspace S_i the K servers of the object's region, and, when the
+//! update moves the object to another region of S_i, the K servers of the new one too
+//! (`tessera_geometry::chain_for_update`). A subspace U does not touch keeps the object in
+//! place (it is in N). One it touches moves the object with probability
+//! P_i = 1 − Π_{x ∈ S_i ∩ U} 1 / max(1, f_x · n_x): a new value lands in the old slice with
+//! probability 1/n on a hashed axis, and never leaves it when the values fill less than one
+//! slice of an ordered axis. Then:
+//!
+//! chain length = K (1 + Σ_i (1 + P_i)),
+//! cost = hop · K (1 + Σ_i w_i), with w_i = 1 if S_i ∈ N, else (1 − P_i) + 2α P_i.
+//!
+//! With every touched subspace relocated (P_i = 1) these are seed 000's eq. 4.3 and 4.5,
+//! length = K(1 + |N| + 2|M|) and T = Tmax / (K(1 + |N| + 2α|M|)) with Tmax = 1/hop, except
+//! for the 1 that eq. 4.5 adds for the read by key preceding each modification in the seed's
+//! experiments: Tessera does no such read (a put names only the attributes it assigns, and the
+//! point leader, the chain's first server, applies it to the object it holds), so the model
+//! drops it. An application that reads before it writes has a get class as well.
+//!
+//! **Put** of a new object: a chain of K(1 + |S|) servers (no old region), cost hop · K(1 + |S|).
+//! **Get**: one server, the point leader; cost g.
+//!
+//! **Mix** (eq. 4.6-4.7): T = 1 / Σ_i p_i · cost_i = 1 / Σ_i (p_i / T_i).
+//!
+//! The model counts the cluster's work, as the seed's does: it assumes requests spread over the
+//! servers. Skewed data breaks that, and one case is built into Tessera: an int or float
+//! dimension is cut into equal slices of the whole i64 or f64 axis, so values of ordinary size
+//! (prices, counts, timestamps) sit in one or two slices, and so in 1/n of the subspace's
+//! regions and servers. `spread` lets the model count the regions such a dimension costs, but
+//! it does not see the hot spot.
+//!
+//! # The configurator
+//!
+//! [`advise`] enumerates configurations within bounds (subspaces per configuration, dimensions
+//! per subspace), prunes those that cannot be best (see the [`advisor`] module), scores the rest,
+//! clusters the configurations whose throughputs agree within a tolerance (seed 000 §5.1), and
+//! reports the best clusters with each class's terms, beside the baselines of seed 000 §5.2.3
+//! (no subspace, hyperspace, subspaces-all, dominant, greedy) and the space's current
+//! configuration.
+
+pub mod advisor;
+pub mod baselines;
+pub mod calibration;
+pub mod configuration;
+pub mod constants;
+pub mod fit;
+pub mod model;
+pub mod parse;
+pub mod prediction;
+pub mod workload;
+
+pub use advisor::{advise, Advice, AdviseError, AdvisorOptions, Baseline, Cluster, SearchSummary};
+pub use baselines::{baselines, BaselineName};
+pub use calibration::{Calibration, CalibrationError};
+pub use configuration::Configuration;
+pub use fit::{fit, FitError, Measurements, SearchMeasurement, WriteMeasurement};
+pub use model::{Model, ModelError};
+pub use parse::parse_workload;
+pub use prediction::{ClassPrediction, ClassTerms, Prediction};
+pub use workload::{
+    AttributeStatistics, Operation, PredicateKind, QueryClass, Workload, WorkloadError,
+};

@@ -1,0 +1,61 @@
+//! What the model predicts for one configuration, with the terms that explain it.
+
+use serde::{Deserialize, Serialize};
+
+/// The predicted throughput of a workload under one configuration.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Prediction {
+    /// The configuration's subspaces (besides the key subspace), in declaration order.
+    pub subspaces: Vec<Vec<String>>,
+    /// Operations a second of the whole mix: 1 / Σ p_i · cost_i.
+    pub throughput_ops_s: f64,
+    /// One entry per query class, in the workload's order.
+    pub classes: Vec<ClassPrediction>,
+}
+
+/// One query class under one configuration.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ClassPrediction {
+    /// The class's line in the workload.
+    pub line: usize,
+    /// The class's probability (scaled so that all sum to 1).
+    pub probability: f64,
+    /// The operation, written out (`search city=eq price=range`, `update price`, `put`, `get`).
+    pub operation: String,
+    pub terms: ClassTerms,
+    /// Seconds of cluster capacity one operation of the class takes.
+    pub cost_s: f64,
+    /// The throughput of this class alone: 1 / cost_s.
+    pub throughput_ops_s: f64,
+}
+
+/// The model's terms for one class: what makes its cost.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum ClassTerms {
+    Search {
+        /// The dimensions of the subspace the search uses (the key alone for the key subspace).
+        subspace: Vec<String>,
+        /// Which subspace: 0 is the key subspace, i the i-th one declared.
+        subspace_index: usize,
+        /// Regions (so servers' scans) the search contacts; an expectation when it has ranges.
+        regions_contacted: f64,
+        /// Objects inside the search's box in that subspace: read, then filtered by the
+        /// predicates that are not its dimensions.
+        objects_read: f64,
+        /// Objects the search returns.
+        objects_matched: f64,
+    },
+    Update {
+        /// Servers in the chain (expected: a subspace the update touches adds its new region's
+        /// replica set only when the object leaves its region).
+        chain_length: f64,
+        /// Expected number of subspaces in which the update moves the object to another region.
+        subspaces_relocated: f64,
+    },
+    Put {
+        /// Servers in the chain: K (1 + subspaces).
+        chain_length: f64,
+    },
+    Get,
+}
