@@ -378,7 +378,7 @@ fn dimension_attributes(schema: &SpaceSchema, workload: &Workload) -> Vec<AttrIn
         .flat_map(|c| match &c.operation {
             Operation::Search { predicates, .. } => predicates.iter().map(|(a, _)| *a).collect(),
             Operation::Update { attributes } => attributes.clone(),
-            Operation::Put | Operation::Get => vec![],
+            Operation::Put | Operation::Get | Operation::Del => vec![],
         })
         .filter(|&a| a != AttrIndex::KEY && schema.attribute(a).ty.is_primitive())
         .collect();

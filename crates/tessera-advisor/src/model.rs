@@ -165,7 +165,7 @@ impl<'a> Model<'a> {
                     chain_length: outcome.chain_length,
                     subspaces_relocated: outcome.relocations,
                 },
-                (Operation::Put, _) => ClassTerms::Put {
+                (Operation::Put | Operation::Del, _) => ClassTerms::Put {
                     chain_length: outcome.chain_length,
                 },
                 _ => ClassTerms::Get,
@@ -225,7 +225,7 @@ impl<'a> Model<'a> {
                 Operation::Update { attributes } => {
                     self.update_in(dimensions, &slices, is_key, attributes)
                 }
-                Operation::Put => ClassInSubspace::Write {
+                Operation::Put | Operation::Del => ClassInSubspace::Write {
                     replica_sets: 1.0,
                     weight: 1.0,
                     relocation: 0.0,
@@ -460,6 +460,7 @@ impl<'a> Model<'a> {
                 )
             }
             Operation::Put => "put".to_owned(),
+            Operation::Del => "del".to_owned(),
             Operation::Get => "get".to_owned(),
         }
     }

@@ -15,9 +15,11 @@
 //!
 //! * A query class has `p` (its probability, in (0, 1]; all of them sum to 1 within
 //!   [`crate::constants::PROBABILITY_SUM_TOLERANCE`]) and exactly one operation: `search`, an
-//!   object from attribute name to `"eq"` or `"range"` (it may be empty: a search of
-//!   everything); `update`, the attributes an update of an existing object assigns; `put`
-//!   (`true`), a put creating a new object; `get` (`true`). A search may add `matches`, the
+//!   object from attribute name to `"eq"`, `"range"` or `"other"` (a filter that fixes no
+//!   dimension, left out of the model; it may be empty: a search of everything); `update`, the
+//!   attributes an update of an existing object assigns; `put` (`true`), a put creating a new
+//!   object; `get` (`true`); `del` (`true`), a delete (its chain is a put's: one region per
+//!   subspace, nothing moves). `tessera trace` prints these lines. A search may add `matches`, the
 //!   objects one such search returns, which overrides the estimate from the statistics.
 //! * Attribute statistics: `attribute`, and at least one of `distinct` (distinct values, ≥ 1:
 //!   equality matches 1/distinct of the objects; not for the key, which is unique),
@@ -114,6 +116,7 @@ pub fn parse_workload(text: &str, schema: &SpaceSchema) -> Result<Workload, Work
                         attributes: names.iter().map(|n| resolve(n)).collect::<Result<_, _>>()?,
                     },
                     RawOperation::Put => Operation::Put,
+                    RawOperation::Del => Operation::Del,
                     RawOperation::Get => Operation::Get,
                 };
                 classes.push(QueryClass {
@@ -147,6 +150,7 @@ struct RawLine {
     update: Option<Vec<String>>,
     get: Option<bool>,
     put: Option<bool>,
+    del: Option<bool>,
     matches: Option<f64>,
     attribute: Option<String>,
     distinct: Option<u64>,
@@ -177,6 +181,7 @@ enum RawOperation {
     Update(Vec<String>),
     Put,
     Get,
+    Del,
 }
 
 impl RawLine {
@@ -187,6 +192,7 @@ impl RawLine {
             ("update", self.update.is_some()),
             ("get", self.get.is_some()),
             ("put", self.put.is_some()),
+            ("del", self.del.is_some()),
             ("matches", self.matches.is_some()),
         ];
         let statistics_fields = [
@@ -246,6 +252,7 @@ impl RawLine {
                 for (field, flag, operation) in [
                     ("get", self.get, RawOperation::Get),
                     ("put", self.put, RawOperation::Put),
+                    ("del", self.del, RawOperation::Del),
                 ] {
                     match flag {
                         Some(true) => operations.push((field, operation)),
@@ -275,6 +282,15 @@ impl RawLine {
     }
 }
 
+/// How a line's search constrains an attribute, as written.
+#[derive(Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum RawPredicateKind {
+    Eq,
+    Range,
+    Other,
+}
+
 /// A search's predicates in the order written, duplicates kept (a JSON map would silently keep
 /// the last of two predicates on one attribute; [`Workload::new`] refuses them instead).
 struct SearchPredicates(Vec<(String, PredicateKind)>);
@@ -286,7 +302,7 @@ impl<'de> Deserialize<'de> for SearchPredicates {
             type Value = SearchPredicates;
 
             fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("an object from attribute names to \"eq\" or \"range\"")
+                f.write_str("an object from attribute names to \"eq\", \"range\" or \"other\"")
             }
 
             fn visit_map<A: MapAccess<'de>>(
@@ -294,8 +310,14 @@ impl<'de> Deserialize<'de> for SearchPredicates {
                 mut map: A,
             ) -> Result<SearchPredicates, A::Error> {
                 let mut predicates = Vec::new();
-                while let Some(entry) = map.next_entry::<String, PredicateKind>()? {
-                    predicates.push(entry);
+                while let Some((name, kind)) = map.next_entry::<String, RawPredicateKind>()? {
+                    // A filter that is neither (regex, contains, length: `tessera trace` says
+                    // "other") fixes no dimension: the model leaves it out.
+                    match kind {
+                        RawPredicateKind::Eq => predicates.push((name, PredicateKind::Eq)),
+                        RawPredicateKind::Range => predicates.push((name, PredicateKind::Range)),
+                        RawPredicateKind::Other => {}
+                    }
                 }
                 Ok(SearchPredicates(predicates))
             }

@@ -34,6 +34,8 @@ pub enum Operation {
     Update { attributes: Vec<AttrIndex> },
     /// A put that creates a new object.
     Put,
+    /// A delete: it walks the object's chain once, as a put does, and moves it nowhere.
+    Del,
     /// A get by key.
     Get,
 }
@@ -356,7 +358,7 @@ fn check_class(
                 });
             }
         }
-        Operation::Put | Operation::Get => {}
+        Operation::Put | Operation::Get | Operation::Del => {}
     }
     Ok(())
 }

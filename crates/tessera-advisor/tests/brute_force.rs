@@ -100,7 +100,8 @@ fn reference_cost(
                 }
                 c.write_hop_s * k * weight
             }
-            Operation::Put => c.write_hop_s * k * (1.0 + subspaces.len() as f64),
+            // A delete's chain is a new object's: one region per subspace.
+            Operation::Put | Operation::Del => c.write_hop_s * k * (1.0 + subspaces.len() as f64),
             Operation::Get => c.get_s,
         };
         total += class.probability * cost;

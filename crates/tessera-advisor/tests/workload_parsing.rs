@@ -116,14 +116,14 @@ fn every_refusal() {
         ),
         (
             r#"{"p": 1, "search": {"city": "like"}}"#,
-            WorkloadError::Json { line: 1, message: "unknown variant `like`, expected `eq` or `range` (column 34)".into() },
-            "line 1: unknown variant `like`, expected `eq` or `range` (column 34)",
+            WorkloadError::Json { line: 1, message: "unknown variant `like`, expected one of `eq`, `range`, `other` (column 34)".into() },
+            "line 1: unknown variant `like`, expected one of `eq`, `range`, `other` (column 34)",
         ),
         (
             r#"{"p": 1, "get": true, "weight": 2}"#,
             WorkloadError::Json {
                 line: 1,
-                message: "unknown field `weight`, expected one of `p`, `search`, `update`, `get`, `put`, `matches`, `attribute`, `distinct`, `selectivity`, `spread`, `objects` (column 30)".into(),
+                message: "unknown field `weight`, expected one of `p`, `search`, `update`, `get`, `put`, `del`, `matches`, `attribute`, `distinct`, `selectivity`, `spread`, `objects` (column 30)".into(),
             },
             "line 1: unknown field `weight`",
         ),
@@ -294,4 +294,25 @@ fn every_refusal() {
             "{text}: {shown:?} does not start with {message:?}"
         );
     }
+}
+
+/// What `tessera trace` prints: deletes, and filters that are neither equality nor a range
+/// (they fix no dimension).
+#[test]
+fn the_lines_tessera_trace_prints() {
+    let text = r#"{"p":0.5,"search":{"city":"other","stars":"range"},"matches":1.0}
+{"p":0.25,"del":true}
+{"p":0.25,"update":["price"]}"#;
+    let w = parse_workload(text, &hotels()).expect("valid workload");
+    let operations: Vec<&Operation> = w.classes().iter().map(|c| &c.operation).collect();
+    assert_eq!(
+        operations,
+        [
+            &Operation::Search { predicates: vec![(STARS, PredicateKind::Range)], matches: Some(1.0) },
+            &Operation::Del,
+            &Operation::Update { attributes: vec![PRICE] },
+        ]
+    );
+    let refused = parse_workload(r#"{"p": 1, "del": false}"#, &hotels()).expect_err("del must be true");
+    assert_eq!(refused, WorkloadError::FlagNotTrue { line: 1, field: "del" });
 }
