@@ -1,12 +1,13 @@
 //! `tessera`: run the local database, talk to it, benchmark it.
 
 mod cluster;
+mod advise;
 mod json;
 mod predicates;
 
 use std::io::{Read, Write};
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
@@ -213,6 +214,36 @@ enum Command {
         #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=15))]
         minutes: u32,
     },
+    /// Rank subspace configurations of a space for a workload with Tessera's performance model
+    /// (DESIGN §8): every configuration within the bounds is scored, equal scores are grouped,
+    /// and the baselines (no subspace, one hyperspace, one subspace per attribute, dominant,
+    /// greedy, and the space's current configuration) are scored beside them. Prints one JSON
+    /// object: the ranked groups with each configuration's subspaces, predicted throughput and,
+    /// per query class, the terms behind it (subspace used, regions contacted, objects read,
+    /// chain length).
+    ///
+    /// The workload is a file of JSON lines (`--workload`; format in
+    /// crates/tessera-advisor/src/parse.rs, and what `tessera trace` prints) or the live trace
+    /// (`--from-trace`). Without an `{"objects": N}` line the space's current object count is
+    /// used. The model's constants are defaults measured on a 2-core machine: the ranking holds
+    /// better than the absolute figures.
+    ///
+    /// Example: `tessera advise hotels --workload workload.jsonl --top 3`
+    #[command(group(clap::ArgGroup::new("source").required(true).args(["workload", "from_trace"])))]
+    Advise {
+        space: String,
+        /// The workload file (JSON lines); `-` reads stdin.
+        #[arg(long)]
+        workload: Option<PathBuf>,
+        /// Use what the servers sampled over the last `--minutes` minutes instead.
+        #[arg(long)]
+        from_trace: bool,
+        #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=15))]
+        minutes: u32,
+        /// How many groups of equally good configurations to print.
+        #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=100))]
+        top: u32,
+    },
     /// Benchmark with the YCSB core workloads (against Tessera or, to compare, Redis).
     Bench(tessera_bench::BenchArgs),
 }
@@ -270,6 +301,16 @@ async fn connect(addr: &str, timeout_s: f64) -> Result<Client, Failure> {
     })
 }
 
+/// The text of file `path`, or of stdin for `-`.
+fn read_text(path: &Path) -> Result<String, Failure> {
+    if path.as_os_str() != "-" {
+        return std::fs::read_to_string(path).map_err(|e| Failure::Error(format!("reading {}: {e}", path.display())));
+    }
+    let mut text = String::new();
+    std::io::stdin().read_to_string(&mut text).map_err(|e| Failure::Error(format!("reading stdin: {e}")))?;
+    Ok(text)
+}
+
 fn print_line(json: &serde_json::Value) -> Result<(), Failure> {
     let mut out = std::io::stdout().lock();
     writeln!(out, "{json}").map_err(|e| Failure::Error(format!("writing output: {e}")))
@@ -309,17 +350,7 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             Ok(())
         }
         Command::AddSpace { file } => {
-            let description = match file {
-                Some(path) if path.as_os_str() != "-" => std::fs::read_to_string(&path)
-                    .map_err(|e| Failure::Error(format!("reading {}: {e}", path.display())))?,
-                _ => {
-                    let mut text = String::new();
-                    std::io::stdin()
-                        .read_to_string(&mut text)
-                        .map_err(|e| Failure::Error(format!("reading stdin: {e}")))?;
-                    text
-                }
-            };
+            let description = read_text(file.as_deref().unwrap_or(Path::new("-")))?;
             connect(&cli.addr, cli.timeout).await?.add_space(&description).await?;
             Ok(())
         }
@@ -389,6 +420,24 @@ async fn run(cli: Cli) -> Result<(), Failure> {
                 print_line(&line)?;
             }
             Ok(())
+        }
+        Command::Advise { space, workload, from_trace: _, minutes, top } => {
+            let client = connect(&cli.addr, cli.timeout).await?;
+            let text = match workload {
+                Some(path) => read_text(&path)?,
+                None => {
+                    let trace = client.trace(&space, minutes).await?;
+                    let lines = json::workload_lines(&trace);
+                    if lines.is_empty() {
+                        return Err(Failure::Error(format!(
+                            "no request to {space:?} was traced in the last {minutes} minutes: nothing to advise on"
+                        )));
+                    }
+                    lines.iter().map(|l| l.to_string()).collect::<Vec<_>>().join("\n")
+                }
+            };
+            let advice = advise::advise(&client, &space, &text, top as usize).await?;
+            print_line(&advice)
         }
         Command::Explain { space, predicates: texts } => {
             let client = connect(&cli.addr, cli.timeout).await?;

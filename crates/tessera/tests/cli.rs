@@ -93,3 +93,47 @@ fn exit_codes_and_messages() {
     assert_eq!(code(&tessera(a, &["rm-space", "people"])), 0);
     assert_eq!(code(&tessera(a, &["rm-space", "people"])), 2);
 }
+
+/// `tessera trace` then `tessera advise`: a workload of searches on `city` alone is served
+/// best by a subspace of `city` (every other configuration reads every key region, or pays
+/// update hops for nothing); the same advice comes from the trace, from the trace's lines in a
+/// file, and a bad workload is refused naming its line.
+#[test]
+fn trace_then_advise() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = DevServer::start(&dir.path().join("data"));
+    let a = server.addr.as_str();
+    let o = tessera_stdin(a, &["add-space"], "space hotels key id attributes string city, int stars, int price create 16 partitions");
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    for n in 0..20 {
+        let object = format!(r#"{{"city": "c{}", "stars": {}, "price": {}}}"#, n % 4, n % 5, 10 * n);
+        assert_eq!(code(&tessera(a, &["put", "hotels", &format!("h{n}"), &object])), 0);
+    }
+    for _ in 0..60 {
+        assert_eq!(code(&tessera(a, &["search", "hotels", "city=c1"])), 0);
+    }
+
+    let o = tessera(a, &["trace", "hotels"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let lines: Vec<serde_json::Value> = stdout(&o).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    assert_eq!(lines[0], serde_json::json!({"p": 0.75, "search": {"city": "eq"}, "matches": 5.0}));
+    assert_eq!(lines[1], serde_json::json!({"p": 0.25, "update": ["city", "price", "stars"]}));
+
+    let best = |o: &Output| -> serde_json::Value {
+        assert_eq!(code(o), 0, "{}", stderr(o));
+        let advice: serde_json::Value = serde_json::from_str(&stdout(o)).unwrap();
+        assert_eq!(advice["objects"], 20);
+        advice["clusters"][0]["configurations"][0]["subspaces"].clone()
+    };
+    assert_eq!(best(&tessera(a, &["advise", "hotels", "--from-trace"])), serde_json::json!([["city"]]));
+    let file = dir.path().join("workload.jsonl");
+    std::fs::write(&file, stdout(&tessera(a, &["trace", "hotels"]))).unwrap();
+    assert_eq!(best(&tessera(a, &["advise", "hotels", "--workload", file.to_str().unwrap()])), serde_json::json!([["city"]]));
+
+    let o = tessera_stdin(a, &["advise", "hotels", "--workload", "-"], "{\"p\": 1, \"get\": true}\n{\"p\": 1, \"search\": {\"town\": \"eq\"}}\n");
+    assert_eq!(code(&o), 2);
+    assert!(stderr(&o).contains("line 2") && stderr(&o).contains("town"), "{}", stderr(&o));
+    let o = tessera(a, &["advise", "hotels"]);
+    assert_eq!(code(&o), 2, "a workload is required");
+}
