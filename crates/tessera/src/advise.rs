@@ -8,7 +8,13 @@ use crate::Failure;
 
 /// Ranks `space`'s subspace configurations for the workload in `text`. Without an `objects`
 /// line, the workload gets the space's current object count.
-pub async fn advise(client: &Client, space: &str, text: &str, top: usize) -> Result<serde_json::Value, Failure> {
+pub async fn advise(
+    client: &Client,
+    space: &str,
+    text: &str,
+    top: usize,
+    calibration: Calibration,
+) -> Result<serde_json::Value, Failure> {
     let mut schema = client.describe_space(space).await?;
     if !client.is_cluster() {
         // A standalone server is every region's only replica, whatever the space tolerates.
@@ -22,7 +28,7 @@ pub async fn advise(client: &Client, space: &str, text: &str, top: usize) -> Res
     let workload =
         parse_workload(&text, &schema).map_err(|e| Failure::Error(format!("the workload for {space:?}: {e}")))?;
     let options = AdvisorOptions { clusters_reported: top, ..AdvisorOptions::default() };
-    let advice = rank(&schema, &workload, Calibration::default(), options)
+    let advice = rank(&schema, &workload, calibration, options)
         .map_err(|e| Failure::Error(format!("advising on {space:?}: {e}")))?;
     serde_json::to_value(&advice).map_err(|e| Failure::Error(format!("the advice as JSON: {e}")))
 }

@@ -2,6 +2,7 @@
 
 mod cluster;
 mod advise;
+mod calibrate;
 mod json;
 mod predicates;
 
@@ -243,6 +244,31 @@ enum Command {
         /// How many groups of equally good configurations to print.
         #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=100))]
         top: u32,
+        /// The model's constants, as `tessera calibrate --save` wrote them (default: constants
+        /// measured on a 2-core machine).
+        #[arg(long)]
+        calibration: Option<PathBuf>,
+    },
+    /// Measure the performance model's constants on this database: creates three scratch
+    /// spaces (tessera_calibrate_*; one copy of each region), loads them, runs short closed-loop
+    /// gets, searches (contacting one to every region) and writes (through no or two subspaces,
+    /// moving the object or not), fits the constants and drops the spaces. Prints the constants
+    /// and the measurements as JSON; `--save FILE` keeps the constants for
+    /// `tessera advise --calibration FILE`. Takes about 8 × --seconds plus the loading; measure
+    /// on an otherwise idle database.
+    Calibrate {
+        /// Objects loaded into each scratch space.
+        #[arg(long, default_value_t = 2000, value_parser = clap::value_parser!(i64).range(100..=10_000_000))]
+        objects: i64,
+        /// Seconds each micro-workload runs.
+        #[arg(long, default_value_t = 2.0)]
+        seconds: f64,
+        /// Requests in flight at once.
+        #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u64).range(1..=1024))]
+        concurrency: u64,
+        /// Also write the constants (JSON) to this file.
+        #[arg(long)]
+        save: Option<PathBuf>,
     },
     /// Benchmark with the YCSB core workloads (against Tessera or, to compare, Redis).
     Bench(tessera_bench::BenchArgs),
@@ -421,7 +447,12 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             }
             Ok(())
         }
-        Command::Advise { space, workload, from_trace: _, minutes, top } => {
+        Command::Advise { space, workload, from_trace: _, minutes, top, calibration } => {
+            let calibration = match calibration {
+                None => tessera_advisor::Calibration::default(),
+                Some(path) => serde_json::from_str(&read_text(&path)?)
+                    .map_err(|e| Failure::Error(format!("the calibration in {}: {e}", path.display())))?,
+            };
             let client = connect(&cli.addr, cli.timeout).await?;
             let text = match workload {
                 Some(path) => read_text(&path)?,
@@ -436,8 +467,21 @@ async fn run(cli: Cli) -> Result<(), Failure> {
                     lines.iter().map(|l| l.to_string()).collect::<Vec<_>>().join("\n")
                 }
             };
-            let advice = advise::advise(&client, &space, &text, top as usize).await?;
+            let advice = advise::advise(&client, &space, &text, top as usize, calibration).await?;
             print_line(&advice)
+        }
+        Command::Calibrate { objects, seconds, concurrency, save } => {
+            if !(seconds > 0.0 && seconds <= 600.0) {
+                return Err(Failure::Error(format!("--seconds must be in (0, 600], not {seconds}")));
+            }
+            let client = std::sync::Arc::new(connect(&cli.addr, cli.timeout).await?);
+            let options = calibrate::CalibrateOptions { objects, seconds, concurrency: concurrency as usize };
+            let result = calibrate::calibrate(&client, options).await?;
+            if let Some(path) = save {
+                std::fs::write(&path, result["calibration"].to_string())
+                    .map_err(|e| Failure::Error(format!("writing {}: {e}", path.display())))?;
+            }
+            print_line(&result)
         }
         Command::Explain { space, predicates: texts } => {
             let client = connect(&cli.addr, cli.timeout).await?;

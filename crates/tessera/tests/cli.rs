@@ -137,3 +137,36 @@ fn trace_then_advise() {
     let o = tessera(a, &["advise", "hotels"]);
     assert_eq!(code(&o), 2, "a workload is required");
 }
+
+/// `tessera calibrate` measures every kind of micro-workload, fits constants the advisor
+/// accepts, leaves no scratch space behind, and `advise --calibration` uses what it saved.
+#[test]
+fn calibrate_then_advise_with_the_constants() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = DevServer::start(&dir.path().join("data"));
+    let a = server.addr.as_str();
+    let saved = dir.path().join("calibration.json");
+    let o = tessera(a, &["calibrate", "--objects", "200", "--seconds", "0.3", "--concurrency", "4", "--save", saved.to_str().unwrap()]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let result: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let m = &result["measurements"];
+    assert_eq!((m["gets"].as_array().unwrap().len(), m["searches"].as_array().unwrap().len(), m["writes"].as_array().unwrap().len()), (1, 4, 3));
+    // The searches' regions as explain counts them for 16 partitions: one slice of g10; one of
+    // the 4 x 4 (g100, g10) fixing g100 alone; one fixing both; every key region.
+    let regions: Vec<f64> = m["searches"].as_array().unwrap().iter().map(|s| s["regions"].as_f64().unwrap()).collect();
+    assert_eq!(regions, [1.0, 4.0, 1.0, 16.0]);
+    let objects: Vec<f64> = m["searches"].as_array().unwrap().iter().map(|s| s["objects"].as_f64().unwrap()).collect();
+    assert_eq!(objects, [20.0, 2.0, 2.0, 200.0]);
+    for (name, value) in result["calibration"].as_object().unwrap() {
+        let v = value.as_f64().unwrap();
+        assert!(v.is_finite() && v >= 0.0, "{name} = {v}");
+    }
+    assert_eq!(stdout(&tessera(a, &["list-spaces"])), "", "the scratch spaces are dropped");
+
+    let o = tessera_stdin(a, &["add-space"], "space hotels key id attributes string city create 16 partitions");
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let o = tessera_stdin(a, &["advise", "hotels", "--calibration", saved.to_str().unwrap(), "--workload", "-"], "{\"p\": 1, \"search\": {\"city\": \"eq\"}}\n");
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let advice: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(advice["calibration"], result["calibration"]);
+}
