@@ -4,13 +4,16 @@
 
 use std::collections::BTreeMap;
 
+mod common;
+
+use common::{kind, primitive};
 use proptest::prelude::*;
 use tessera_advisor::{
     advise, AdvisorOptions, AttributeStatistics, Calibration, Configuration, Model, Operation,
     PredicateKind, QueryClass, Workload,
 };
 use tessera_geometry::Tessellation;
-use tessera_types::{AttrIndex, Attribute, AttributeType, PrimitiveType, SpaceSchema};
+use tessera_types::{AttrIndex, AttributeType, PrimitiveType, SpaceSchema};
 
 /// The model again: the cost of one operation of the mix under `subspaces` (declaration order).
 fn reference_cost(
@@ -153,39 +156,11 @@ fn every_configuration_is_every_order_of_every_set() {
 
 /// A key and three attributes of random types; 1 to 300 partitions; K = 1 to 3.
 fn schema() -> impl Strategy<Value = SpaceSchema> {
-    let primitive = prop_oneof![
-        Just(PrimitiveType::String),
-        Just(PrimitiveType::Int),
-        Just(PrimitiveType::Float)
-    ];
-    (prop::collection::vec(primitive, 3), 1u32..300, 0u32..3).prop_map(
+    (prop::collection::vec(primitive(), 3), 1u32..300, 0u32..3).prop_map(
         |(types, partitions, tolerate)| {
-            let attributes = types
-                .iter()
-                .enumerate()
-                .map(|(i, &ty)| Attribute {
-                    name: format!("a{}", i + 1),
-                    ty: AttributeType::Primitive(ty),
-                })
-                .collect();
-            SpaceSchema::new(
-                "t",
-                Attribute {
-                    name: "k".into(),
-                    ty: AttributeType::STRING,
-                },
-                attributes,
-                vec![],
-                partitions,
-                tolerate,
-            )
-            .expect("valid space")
+            common::space(AttributeType::STRING, &types, vec![], partitions, tolerate)
         },
     )
-}
-
-fn kind() -> impl Strategy<Value = PredicateKind> {
-    prop_oneof![Just(PredicateKind::Eq), Just(PredicateKind::Range)]
 }
 
 /// 1 to 4 searches (predicates on the key and the three attributes), 0 to 3 writes, maybe a get.

@@ -2,14 +2,16 @@
 //! chains, run on concrete objects and predicates (the oracle is Tessera's own code, not the
 //! model's).
 
+mod common;
+
 use proptest::prelude::*;
 use tessera_advisor::{parse_workload, Calibration, ClassTerms, Configuration, Model};
 use tessera_geometry::{
     chain_for_update, choose_subspace, RegionIndex, ReplicaMap, SearchBox, Tessellation,
 };
 use tessera_types::{
-    AttrIndex, Attribute, AttributeType, CheckedPredicate, Object, Predicate, PredicateOp,
-    PrimitiveType, ServerId, SpaceSchema, SubspaceId, Value,
+    AttrIndex, AttributeType, CheckedPredicate, Object, Predicate, PredicateOp, PrimitiveType,
+    ServerId, SpaceSchema, SubspaceId, Value,
 };
 
 fn tessellations(schema: &SpaceSchema) -> Vec<Tessellation> {
@@ -31,26 +33,13 @@ fn space_keyed(
     partitions: u32,
     tolerate: u32,
 ) -> SpaceSchema {
-    let attributes = types
-        .iter()
-        .enumerate()
-        .map(|(i, &ty)| Attribute {
-            name: format!("a{}", i + 1),
-            ty: AttributeType::Primitive(ty),
-        })
-        .collect();
-    SpaceSchema::new(
-        "t",
-        Attribute {
-            name: "k".into(),
-            ty: AttributeType::Primitive(key),
-        },
-        attributes,
+    common::space(
+        AttributeType::Primitive(key),
+        types,
         vec![],
         partitions,
         tolerate,
     )
-    .expect("valid space")
 }
 
 fn value(ty: PrimitiveType, seed: i64) -> Value {

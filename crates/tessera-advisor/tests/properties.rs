@@ -2,6 +2,9 @@
 
 use std::collections::BTreeMap;
 
+mod common;
+
+use common::{kind, primitive};
 use proptest::prelude::*;
 use tessera_advisor::{
     AttributeStatistics, Calibration, ClassTerms, Configuration, Model, Operation, PredicateKind,
@@ -11,43 +14,15 @@ use tessera_types::{AttrIndex, Attribute, AttributeType, PrimitiveType, SpaceSch
 
 /// Attributes 1..=4 are primitives of random types (the dimensions); 5 is a set (never one).
 fn schema() -> impl Strategy<Value = SpaceSchema> {
-    let primitive = prop_oneof![
-        Just(PrimitiveType::String),
-        Just(PrimitiveType::Int),
-        Just(PrimitiveType::Float)
-    ];
-    (prop::collection::vec(primitive, 4), 1u32..1000, 0u32..3).prop_map(
+    (prop::collection::vec(primitive(), 4), 1u32..1000, 0u32..3).prop_map(
         |(types, partitions, tolerate)| {
-            let mut attributes: Vec<Attribute> = types
-                .iter()
-                .enumerate()
-                .map(|(i, &ty)| Attribute {
-                    name: format!("a{}", i + 1),
-                    ty: AttributeType::Primitive(ty),
-                })
-                .collect();
-            attributes.push(Attribute {
+            let tags = Attribute {
                 name: "tags".into(),
                 ty: AttributeType::Set(PrimitiveType::String),
-            });
-            SpaceSchema::new(
-                "t",
-                Attribute {
-                    name: "k".into(),
-                    ty: AttributeType::INT,
-                },
-                attributes,
-                vec![],
-                partitions,
-                tolerate,
-            )
-            .expect("valid space")
+            };
+            common::space(AttributeType::INT, &types, vec![tags], partitions, tolerate)
         },
     )
-}
-
-fn kind() -> impl Strategy<Value = PredicateKind> {
-    prop_oneof![Just(PredicateKind::Eq), Just(PredicateKind::Range)]
 }
 
 /// A search over attributes 0..=5 (a range only where it applies: not on the set).
