@@ -11,11 +11,10 @@ use std::time::{Duration, Instant};
 
 use rand::rngs::SmallRng;
 use rand::SeedableRng;
-use serde::Serialize;
 use tessera_client::{Client, ClientError, Predicate, Status, Value};
 
 use crate::driver::{phase_name, run_closed_loop, task_rng, PhaseKind, TaskStats, Tickets};
-use crate::report::PhaseReport;
+use crate::report::{Deployment, ExplainSummary, PhaseReport, SearchFixedReport, SubspacesReport};
 use crate::search_fixed::{self, SearchFixedPlan};
 use crate::subspaces::{self, SubspacesPlan};
 use crate::target::TargetError;
@@ -23,86 +22,6 @@ use crate::workload::Operation;
 
 /// How many queries `search-fixed` asks `explain` about (seeded, like the run's queries).
 pub const EXPLAIN_SAMPLES: u64 = 32;
-
-/// Where the benchmark ran: read from the client's configuration after the space exists.
-#[derive(Clone, Debug, Serialize)]
-pub struct Deployment {
-    /// Servers in the configuration (1 for a standalone server).
-    pub servers: usize,
-    /// Replicas of each region of the benchmark space (K; 1 on a standalone server).
-    pub replicas: u64,
-}
-
-/// The `subspaces` section of the report.
-#[derive(Clone, Debug, Serialize)]
-pub struct SubspacesReport {
-    pub space: String,
-    /// Non-key subspaces (S), one attribute each.
-    pub subspaces: u32,
-    pub partitions: u32,
-    #[serde(flatten)]
-    pub deployment: Deployment,
-    /// Chain of every run-phase put: K(1 + 2S) (each put moves the object in every subspace).
-    pub chain_length: u64,
-    /// Chain of every load-phase put (an insert): K(1 + S).
-    pub insert_chain_length: u64,
-}
-
-/// The `search_fixed` section of the report.
-#[derive(Clone, Debug, Serialize)]
-pub struct SearchFixedReport {
-    pub space: String,
-    /// Attributes of `x, y, z` each search fixes (F).
-    pub fixed: u32,
-    pub partitions: u32,
-    /// Distinct values each attribute takes.
-    pub values_per_attribute: u32,
-    #[serde(flatten)]
-    pub deployment: Deployment,
-    /// records / values_per_attribute^F.
-    pub expected_objects_per_search: f64,
-    /// Objects returned per successful run-phase search (absent without a run phase).
-    pub mean_objects_returned: Option<f64>,
-    /// What `Client::explain` says of this query shape, over `EXPLAIN_SAMPLES` queries.
-    pub explain: ExplainSummary,
-}
-
-/// `Client::explain` over several queries of one shape.
-#[derive(Clone, Debug, Default, Serialize)]
-pub struct ExplainSummary {
-    pub queries: u64,
-    /// The subspace the search chose (of the first query), by its dimensions.
-    pub subspace_dimensions: Vec<String>,
-    pub subspace_regions: u64,
-    pub servers_contacted_mean: f64,
-    pub servers_contacted_min: u64,
-    pub servers_contacted_max: u64,
-    pub regions_contacted_mean: f64,
-    pub regions_contacted_min: u64,
-    pub regions_contacted_max: u64,
-}
-
-impl ExplainSummary {
-    /// Folds `(servers_contacted, regions_contacted)` pairs.
-    pub fn from_samples(dimensions: Vec<String>, subspace_regions: u64, samples: &[(u64, u64)]) -> ExplainSummary {
-        let n = samples.len() as u64;
-        if n == 0 {
-            return ExplainSummary { subspace_dimensions: dimensions, subspace_regions, ..ExplainSummary::default() };
-        }
-        let mean = |f: fn(&(u64, u64)) -> u64| samples.iter().map(f).sum::<u64>() as f64 / n as f64;
-        ExplainSummary {
-            queries: n,
-            subspace_dimensions: dimensions,
-            subspace_regions,
-            servers_contacted_mean: mean(|s| s.0),
-            servers_contacted_min: samples.iter().map(|s| s.0).min().unwrap_or(0),
-            servers_contacted_max: samples.iter().map(|s| s.0).max().unwrap_or(0),
-            regions_contacted_mean: mean(|s| s.1),
-            regions_contacted_min: samples.iter().map(|s| s.1).min().unwrap_or(0),
-            regions_contacted_max: samples.iter().map(|s| s.1).max().unwrap_or(0),
-        }
-    }
-}
 
 /// What a phase needs to know besides its workload.
 #[derive(Clone, Copy, Debug)]

@@ -9,7 +9,6 @@ use serde::{Deserialize, Serialize};
 use tessera_geometry::{RegionIndex, Tessellation};
 use tessera_types::{Epoch, ServerId, SpaceSchema, SubspaceId};
 
-use crate::message::TransferRef;
 
 /// What the coordinator knows of a server.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -86,6 +85,18 @@ pub struct Transfer {
     pub to: ServerId,
     /// A member that leaves the region when the transfer completes (decommission, rebalance).
     pub replaces: Option<ServerId>,
+}
+
+/// A state transfer, as a server names it when it reports it complete (see
+/// [`Transfer`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct TransferRef {
+    /// `SpaceConfig::id`.
+    pub space: u64,
+    pub subspace: SubspaceId,
+    pub region: u32,
+    /// `Transfer::id`.
+    pub id: u64,
 }
 
 impl SpaceConfig {

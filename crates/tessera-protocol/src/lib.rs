@@ -21,11 +21,11 @@ pub mod message;
 pub mod status;
 pub mod trace;
 
-pub use config::{Configuration, ConfigurationError, Joined, ServerInfo, ServerState, SpaceConfig, Transfer};
+pub use config::{Configuration, ConfigurationError, Joined, ServerInfo, ServerState, SpaceConfig, Transfer, TransferRef};
 #[cfg(feature = "frame")]
 pub use frame::{codec, decode_request, decode_response, encode_request, encode_response, FrameError};
 pub use message::{
-    CoordinatorStatus, Explanation, HeartbeatReply, TransferRef, Request, RequestFrame, Response, ResponseFrame, ServerLiveness,
+    CoordinatorStatus, Explanation, HeartbeatReply, Request, RequestFrame, Response, ResponseFrame, ServerLiveness,
     SortOrder, WireObject, WriteMode,
 };
 pub use status::{ErrorReply, Status};

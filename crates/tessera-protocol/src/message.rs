@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 use tessera_types::{Epoch, Funcall, Predicate, ServerId, SubspaceId, Value, Version};
 
-use crate::config::{Configuration, ServerState};
+use crate::config::{Configuration, ServerState, TransferRef};
 use crate::status::ErrorReply;
 
 /// What a write requires of the key's current object.
@@ -178,18 +178,6 @@ pub enum Response {
     Heartbeat(HeartbeatReply),
     Error(ErrorReply),
     Trace(crate::trace::SpaceTrace),
-}
-
-/// A state transfer, as a server names it when it reports it complete (see
-/// [`crate::Transfer`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-pub struct TransferRef {
-    /// `SpaceConfig::id`.
-    pub space: u64,
-    pub subspace: SubspaceId,
-    pub region: u32,
-    /// `Transfer::id`.
-    pub id: u64,
 }
 
 /// A coordinator's answer to a server's heartbeat.
