@@ -7,20 +7,12 @@ mod common;
 use proptest::prelude::*;
 use tessera_advisor::{parse_workload, Calibration, ClassTerms, Configuration, Model};
 use tessera_geometry::{
-    chain_for_update, choose_subspace, RegionIndex, ReplicaMap, SearchBox, Tessellation,
+    chain_for_update, choose_subspace, tessellations, RegionIndex, ReplicaMap, SearchBox, Tessellation,
 };
 use tessera_types::{
     AttrIndex, AttributeType, CheckedPredicate, Object, Predicate, PredicateOp, PrimitiveType,
     ServerId, SpaceSchema, SubspaceId, Value,
 };
-
-fn tessellations(schema: &SpaceSchema) -> Vec<Tessellation> {
-    schema
-        .subspaces
-        .iter()
-        .map(|s| Tessellation::new(s.dimensions.len(), schema.partitions))
-        .collect()
-}
 
 /// A space with a string key and attributes a1.. of the given types.
 fn space(types: &[PrimitiveType], partitions: u32, tolerate: u32) -> SpaceSchema {

@@ -126,11 +126,7 @@ mod tests {
     fn setup(k: u64) -> (SpaceSchema, Vec<Tessellation>, Synthetic) {
         let s = parse_space("space t key k attributes int x, int y, string z subspace x subspace y create 4 partitions")
             .expect("valid space");
-        let ts: Vec<Tessellation> = s
-            .subspaces
-            .iter()
-            .map(|sub| Tessellation::new(sub.dimensions.len(), s.partitions))
-            .collect();
+        let ts = crate::tessellations(&s);
         let r = Synthetic::new(&ts, k);
         (s, ts, r)
     }

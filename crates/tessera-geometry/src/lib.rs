@@ -20,5 +20,5 @@ pub use chain::{chain_for_update, ChainHop, ReplicaMap};
 pub use coordinate::{coordinate, key_coordinate, key_region, point};
 pub use search::{choose_subspace, SearchBox, SearchPlan};
 
-pub use tessellation::{RegionIndex, Tessellation};
+pub use tessellation::{tessellations, RegionIndex, Tessellation};
 pub use zorder::{deinterleave, interleave, next_in_box};

@@ -250,19 +250,12 @@ pub fn choose_subspace(
 mod tests {
     use super::*;
     use crate::coordinate::point;
+    use crate::tessellations;
     use proptest::prelude::*;
     use tessera_types::{parse_space, Attribute, AttributeType, Object, Predicate};
 
     fn check(schema: &SpaceSchema, attr: &str, op: PredicateOp) -> CheckedPredicate {
         CheckedPredicate::check(schema, &Predicate::new(attr, op)).expect("test predicate is valid")
-    }
-
-    fn tessellations(schema: &SpaceSchema) -> Vec<Tessellation> {
-        schema
-            .subspaces
-            .iter()
-            .map(|s| Tessellation::new(s.dimensions.len(), schema.partitions))
-            .collect()
     }
 
     fn space() -> SpaceSchema {

@@ -7,6 +7,7 @@
 //! significant, so region numbers follow the first dimension's order.
 
 use serde::{Deserialize, Serialize};
+use tessera_types::SpaceSchema;
 
 /// A region's number within its subspace: `0..Tessellation::regions_count()`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -107,6 +108,11 @@ impl Tessellation {
     pub fn region_bounds(&self, region: RegionIndex) -> Vec<(u64, u64)> {
         self.cells_of(region).iter().enumerate().map(|(d, &c)| self.interval_bounds(d, c)).collect()
     }
+}
+
+/// The tessellation of every subspace of `schema`, in subspace order (the key subspace first).
+pub fn tessellations(schema: &SpaceSchema) -> Vec<Tessellation> {
+    schema.subspaces.iter().map(|s| Tessellation::new(s.dimensions.len(), schema.partitions)).collect()
 }
 
 #[cfg(test)]

@@ -121,11 +121,7 @@ impl SpaceConfig {
 
     /// The tessellation of every subspace, in subspace order.
     pub fn tessellations(&self) -> Vec<Tessellation> {
-        self.schema
-            .subspaces
-            .iter()
-            .map(|s| Tessellation::new(s.dimensions.len(), self.schema.partitions))
-            .collect()
+        tessera_geometry::tessellations(&self.schema)
     }
 
     pub fn replicas_of(&self, subspace: SubspaceId, region: RegionIndex) -> &[ServerId] {

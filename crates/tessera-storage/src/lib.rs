@@ -771,11 +771,7 @@ impl<'a> Pending<'a> {
 }
 
 fn open_space(db: &Database, schema: SpaceSchema) -> Result<Space, fjall::Error> {
-    let tessellations: Vec<Tessellation> = schema
-        .subspaces
-        .iter()
-        .map(|s| Tessellation::new(s.dimensions.len(), schema.partitions))
-        .collect();
+    let tessellations = tessera_geometry::tessellations(&schema);
     let keyspaces = (0..schema.subspaces.len())
         .map(|n| db.keyspace(&keyspace_name(&schema.name, n), keyspace_options))
         .collect::<Result<Vec<_>, _>>()?;
