@@ -47,7 +47,11 @@ struct Failure {
 
 impl Failure {
     fn wrong_type(message: impl Into<String>) -> Failure {
-        Failure { symbol: "WRONGTYPE".into(), code: CODE_WRONGTYPE, message: message.into() }
+        Failure {
+            symbol: "WRONGTYPE".into(),
+            code: CODE_WRONGTYPE,
+            message: message.into(),
+        }
     }
 
     fn into_py(self) -> PyErr {
@@ -63,17 +67,25 @@ impl From<ClientError> for Failure {
                 code: status.code(),
                 message: message.clone(),
             },
-            ClientError::Io(_) | ClientError::ConnectionClosed => {
-                Failure { symbol: "CONNECTION".into(), code: CODE_CONNECTION, message: e.to_string() }
-            }
+            ClientError::Io(_) | ClientError::ConnectionClosed => Failure {
+                symbol: "CONNECTION".into(),
+                code: CODE_CONNECTION,
+                message: e.to_string(),
+            },
             // Cluster mode: every coordinator was unreachable (or none answered) until the
             // client's retries ran out. For the application that is a connection failure.
             ClientError::NoCoordinator(detail) => Failure {
                 symbol: "CONNECTION".into(),
                 code: CODE_CONNECTION,
-                message: format!("no coordinator of the cluster answered before the retries ran out: {detail}"),
+                message: format!(
+                    "no coordinator of the cluster answered before the retries ran out: {detail}"
+                ),
             },
-            _ => Failure { symbol: "PROTOCOL".into(), code: CODE_PROTOCOL, message: e.to_string() },
+            _ => Failure {
+                symbol: "PROTOCOL".into(),
+                code: CODE_PROTOCOL,
+                message: e.to_string(),
+            },
         }
     }
 }
@@ -83,11 +95,17 @@ impl From<ClientError> for Failure {
 enum Outcome {
     Done,
     Object(Option<Record>),
-    Records { key_name: String, records: Vec<Record> },
+    Records {
+        key_name: String,
+        records: Vec<Record>,
+    },
     Count(u64),
     Explain(Explanation),
     Spaces(Vec<SpaceSchema>),
-    Config { config: Arc<Configuration>, cluster: bool },
+    Config {
+        config: Arc<Configuration>,
+        cluster: bool,
+    },
     Coordinators(Vec<(String, Result<CoordinatorStatus, Failure>)>),
 }
 
@@ -124,16 +142,28 @@ fn to_value(obj: &Bound<'_, PyAny>) -> PyResult<Value> {
         return Ok(Value::Float(f));
     }
     if let Ok(l) = obj.cast::<PyList>() {
-        return Ok(Value::List(l.iter().map(|x| to_value(&x)).collect::<PyResult<_>>()?));
+        return Ok(Value::List(
+            l.iter().map(|x| to_value(&x)).collect::<PyResult<_>>()?,
+        ));
     }
     if let Ok(t) = obj.cast::<PyTuple>() {
-        return Ok(Value::List(t.iter().map(|x| to_value(&x)).collect::<PyResult<_>>()?));
+        return Ok(Value::List(
+            t.iter().map(|x| to_value(&x)).collect::<PyResult<_>>()?,
+        ));
     }
     if let Ok(s) = obj.cast::<PySet>() {
-        return Ok(Value::Set(s.iter().map(|x| to_value(&x)).collect::<PyResult<BTreeSet<_>>>()?));
+        return Ok(Value::Set(
+            s.iter()
+                .map(|x| to_value(&x))
+                .collect::<PyResult<BTreeSet<_>>>()?,
+        ));
     }
     if let Ok(s) = obj.cast::<PyFrozenSet>() {
-        return Ok(Value::Set(s.iter().map(|x| to_value(&x)).collect::<PyResult<BTreeSet<_>>>()?));
+        return Ok(Value::Set(
+            s.iter()
+                .map(|x| to_value(&x))
+                .collect::<PyResult<BTreeSet<_>>>()?,
+        ));
     }
     if let Ok(d) = obj.cast::<PyDict>() {
         let mut map = BTreeMap::new();
@@ -142,12 +172,21 @@ fn to_value(obj: &Bound<'_, PyAny>) -> PyResult<Value> {
         }
         return Ok(Value::Map(map));
     }
-    let type_name = obj.get_type().name().map(|n| n.to_string()).unwrap_or_else(|_| "?".into());
+    let type_name = obj
+        .get_type()
+        .name()
+        .map(|n| n.to_string())
+        .unwrap_or_else(|_| "?".into());
     Err(Failure::wrong_type(format!("a {type_name} cannot be stored in Tessera")).into_py())
 }
 
 fn bad_argument(message: String) -> PyErr {
-    Failure { symbol: "PROTOCOL".into(), code: CODE_PROTOCOL, message }.into_py()
+    Failure {
+        symbol: "PROTOCOL".into(),
+        code: CODE_PROTOCOL,
+        message,
+    }
+    .into_py()
 }
 
 fn to_predicates(list: &Bound<'_, PyAny>) -> PyResult<Vec<Predicate>> {
@@ -155,7 +194,8 @@ fn to_predicates(list: &Bound<'_, PyAny>) -> PyResult<Vec<Predicate>> {
     for item in list.try_iter()? {
         let (attr, op, arg): (String, String, Bound<'_, PyAny>) = item?.extract()?;
         let length = |arg: &Bound<'_, PyAny>| -> PyResult<u64> {
-            arg.extract::<u64>().map_err(|_| Failure::wrong_type("a length is a non-negative int").into_py())
+            arg.extract::<u64>()
+                .map_err(|_| Failure::wrong_type("a length is a non-negative int").into_py())
         };
         let op = match op.as_str() {
             "equals" => PredicateOp::Equals(to_value(&arg)?),
@@ -215,11 +255,17 @@ fn to_funcalls(list: &Bound<'_, PyAny>) -> PyResult<Vec<Funcall>> {
             "map_string_append" => FuncallOp::MapStringAppend,
             other => match (other.strip_prefix("num_"), other.strip_prefix("map_num_")) {
                 (Some(n), _) if num_op(n).is_some() => FuncallOp::Num(num_op(n).expect("checked")),
-                (_, Some(n)) if num_op(n).is_some() => FuncallOp::MapNum(num_op(n).expect("checked")),
+                (_, Some(n)) if num_op(n).is_some() => {
+                    FuncallOp::MapNum(num_op(n).expect("checked"))
+                }
                 _ => return Err(bad_argument(format!("unknown operation {other:?}"))),
             },
         };
-        out.push(Funcall { attr, op, arg: to_value(&arg)? });
+        out.push(Funcall {
+            attr,
+            op,
+            arg: to_value(&arg)?,
+        });
     }
     Ok(out)
 }
@@ -241,7 +287,10 @@ fn operation(client: &Client, op: &str, args: &Bound<'_, PyTuple>) -> PyResult<O
         if args.len() == n {
             Ok(())
         } else {
-            Err(bad_argument(format!("{op} takes {n} arguments, got {}", args.len())))
+            Err(bad_argument(format!(
+                "{op} takes {n} arguments, got {}",
+                args.len()
+            )))
         }
     };
     let s = |i: usize| -> PyResult<String> { args.get_item(i)?.extract::<String>() };
@@ -281,17 +330,26 @@ fn operation(client: &Client, op: &str, args: &Bound<'_, PyTuple>) -> PyResult<O
             let (space, predicates) = (s(0)?, p(1)?);
             Box::pin(async move {
                 let key_name = c.describe_space(&space).await?.key().name.clone();
-                Ok(Outcome::Records { key_name, records: c.search(&space, predicates).await? })
+                Ok(Outcome::Records {
+                    key_name,
+                    records: c.search(&space, predicates).await?,
+                })
             })
         }
         "sorted_search" => {
             arity(5)?;
             let (space, predicates, sort_by) = (s(0)?, p(1)?, s(2)?);
             let limit: u32 = args.get_item(3)?.extract()?;
-            let order = if args.get_item(4)?.is_truthy()? { SortOrder::Descending } else { SortOrder::Ascending };
+            let order = if args.get_item(4)?.is_truthy()? {
+                SortOrder::Descending
+            } else {
+                SortOrder::Ascending
+            };
             Box::pin(async move {
                 let key_name = c.describe_space(&space).await?.key().name.clone();
-                let records = c.sorted_search(&space, predicates, &sort_by, limit, order).await?;
+                let records = c
+                    .sorted_search(&space, predicates, &sort_by, limit, order)
+                    .await?;
                 Ok(Outcome::Records { key_name, records })
             })
         }
@@ -303,7 +361,11 @@ fn operation(client: &Client, op: &str, args: &Bound<'_, PyTuple>) -> PyResult<O
         "group_update" => {
             arity(3)?;
             let (space, predicates, funcalls) = (s(0)?, p(1)?, f(2)?);
-            Box::pin(async move { Ok(Outcome::Count(c.group_update(&space, predicates, funcalls).await?)) })
+            Box::pin(async move {
+                Ok(Outcome::Count(
+                    c.group_update(&space, predicates, funcalls).await?,
+                ))
+            })
         }
         "explain" => {
             arity(2)?;
@@ -332,14 +394,22 @@ fn operation(client: &Client, op: &str, args: &Bound<'_, PyTuple>) -> PyResult<O
         }
         "config" => {
             arity(0)?;
-            Box::pin(async move { Ok(Outcome::Config { config: c.refresh().await?, cluster: c.is_cluster() }) })
+            Box::pin(async move {
+                Ok(Outcome::Config {
+                    config: c.refresh().await?,
+                    cluster: c.is_cluster(),
+                })
+            })
         }
         "coordinators" => {
             arity(0)?;
             Box::pin(async move {
                 let statuses = c.coordinator_statuses().await;
                 Ok(Outcome::Coordinators(
-                    statuses.into_iter().map(|(address, s)| (address, s.map_err(Failure::from))).collect(),
+                    statuses
+                        .into_iter()
+                        .map(|(address, s)| (address, s.map_err(Failure::from)))
+                        .collect(),
                 ))
             })
         }
@@ -354,12 +424,22 @@ fn value_to_py<'py>(py: Python<'py>, value: &Value) -> PyResult<Bound<'py, PyAny
         Value::String(s) => PyString::new(py, s).into_any(),
         Value::Int(i) => i.into_pyobject(py)?.into_any(),
         Value::Float(f) => PyFloat::new(py, *f).into_any(),
-        Value::List(items) => {
-            PyList::new(py, items.iter().map(|x| value_to_py(py, x)).collect::<PyResult<Vec<_>>>()?)?.into_any()
-        }
-        Value::Set(items) => {
-            PySet::new(py, items.iter().map(|x| value_to_py(py, x)).collect::<PyResult<Vec<_>>>()?)?.into_any()
-        }
+        Value::List(items) => PyList::new(
+            py,
+            items
+                .iter()
+                .map(|x| value_to_py(py, x))
+                .collect::<PyResult<Vec<_>>>()?,
+        )?
+        .into_any(),
+        Value::Set(items) => PySet::new(
+            py,
+            items
+                .iter()
+                .map(|x| value_to_py(py, x))
+                .collect::<PyResult<Vec<_>>>()?,
+        )?
+        .into_any(),
         Value::Map(entries) => {
             let d = PyDict::new(py);
             for (k, v) in entries {
@@ -371,7 +451,11 @@ fn value_to_py<'py>(py: Python<'py>, value: &Value) -> PyResult<Bound<'py, PyAny
 }
 
 /// A record as a dict of its attributes, with the key under `key_name` first when given.
-fn record_to_py<'py>(py: Python<'py>, record: &Record, key_name: Option<&str>) -> PyResult<Bound<'py, PyDict>> {
+fn record_to_py<'py>(
+    py: Python<'py>,
+    record: &Record,
+    key_name: Option<&str>,
+) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
     if let Some(name) = key_name {
         d.set_item(name, value_to_py(py, &record.key)?)?;
@@ -387,12 +471,19 @@ fn schema_to_py<'py>(py: Python<'py>, schema: &SpaceSchema) -> PyResult<Bound<'p
     d.set_item("name", &schema.name)?;
     d.set_item("key", &schema.key().name)?;
     d.set_item("key_type", schema.key().ty.to_string())?;
-    let attributes: Vec<(String, String)> =
-        schema.attributes[1..].iter().map(|a| (a.name.clone(), a.ty.to_string())).collect();
+    let attributes: Vec<(String, String)> = schema.attributes[1..]
+        .iter()
+        .map(|a| (a.name.clone(), a.ty.to_string()))
+        .collect();
     d.set_item("attributes", attributes)?;
     let subspaces: Vec<Vec<String>> = schema.subspaces[1..]
         .iter()
-        .map(|s| s.dimensions.iter().map(|&a| schema.attribute(a).name.clone()).collect())
+        .map(|s| {
+            s.dimensions
+                .iter()
+                .map(|&a| schema.attribute(a).name.clone())
+                .collect()
+        })
         .collect();
     d.set_item("subspaces", subspaces)?;
     d.set_item("partitions", schema.partitions)?;
@@ -408,7 +499,10 @@ fn outcome_to_py(py: Python<'_>, outcome: Outcome) -> PyResult<Py<PyAny>> {
         Outcome::Object(Some(r)) => record_to_py(py, &r, None)?.into_any(),
         Outcome::Records { key_name, records } => PyList::new(
             py,
-            records.iter().map(|r| record_to_py(py, r, Some(&key_name))).collect::<PyResult<Vec<_>>>()?,
+            records
+                .iter()
+                .map(|r| record_to_py(py, r, Some(&key_name)))
+                .collect::<PyResult<Vec<_>>>()?,
         )?
         .into_any(),
         Outcome::Count(n) => n.into_pyobject(py)?.into_any(),
@@ -429,9 +523,14 @@ fn outcome_to_py(py: Python<'_>, outcome: Outcome) -> PyResult<Py<PyAny>> {
             d.set_item("candidates", candidates)?;
             d.into_any()
         }
-        Outcome::Spaces(spaces) => {
-            PyList::new(py, spaces.iter().map(|s| schema_to_py(py, s)).collect::<PyResult<Vec<_>>>()?)?.into_any()
-        }
+        Outcome::Spaces(spaces) => PyList::new(
+            py,
+            spaces
+                .iter()
+                .map(|s| schema_to_py(py, s))
+                .collect::<PyResult<Vec<_>>>()?,
+        )?
+        .into_any(),
         Outcome::Config { config, cluster } => {
             let d = PyDict::new(py);
             d.set_item("cluster", cluster)?;
@@ -449,13 +548,21 @@ fn outcome_to_py(py: Python<'_>, outcome: Outcome) -> PyResult<Py<PyAny>> {
                 let sd = PyDict::new(py);
                 sd.set_item("name", &s.schema.name)?;
                 sd.set_item("id", s.id)?;
-                sd.set_item("regions", s.replicas.iter().map(|r| r.len()).collect::<Vec<_>>())?;
+                sd.set_item(
+                    "regions",
+                    s.replicas.iter().map(|r| r.len()).collect::<Vec<_>>(),
+                )?;
                 sd.set_item("tolerate", s.schema.tolerate)?;
                 // replicas[subspace][region]: the region's replica set (server ids, chain order).
                 let replicas: Vec<Vec<Vec<u64>>> = s
                     .replicas
                     .iter()
-                    .map(|regions| regions.iter().map(|set| set.iter().map(|id| id.0).collect()).collect())
+                    .map(|regions| {
+                        regions
+                            .iter()
+                            .map(|set| set.iter().map(|id| id.0).collect())
+                            .collect()
+                    })
                     .collect();
                 sd.set_item("replicas", replicas)?;
                 spaces.append(sd)?;
@@ -477,7 +584,9 @@ fn outcome_to_py(py: Python<'_>, outcome: Outcome) -> PyResult<Py<PyAny>> {
                         sd.set_item("epoch", s.epoch.0)?;
                         sd.set_item("members", s.members)?;
                     }
-                    Err(f) => sd.set_item("error", format!("{} ({}): {}", f.symbol, f.code, f.message))?,
+                    Err(f) => {
+                        sd.set_item("error", format!("{} ({}): {}", f.symbol, f.code, f.message))?
+                    }
                 }
                 list.append(sd)?;
             }
@@ -514,7 +623,9 @@ impl NativeClient {
                 "timeout must be a positive number of seconds, not {timeout}"
             )));
         }
-        let options = tessera_client::ClientOptions::with_timeout(std::time::Duration::from_secs_f64(timeout));
+        let options = tessera_client::ClientOptions::with_timeout(
+            std::time::Duration::from_secs_f64(timeout),
+        );
         let client = py
             .detach(|| runtime().block_on(Client::connect_with(&addresses, options)))
             .map_err(|e| Failure::from(e).into_py())?;
@@ -535,11 +646,18 @@ impl NativeClient {
         runtime().spawn(async move {
             let _ = tx.send(operation.await);
         });
-        Ok(NativeDeferred { state: Mutex::new(DeferredState::Running(rx)) })
+        Ok(NativeDeferred {
+            state: Mutex::new(DeferredState::Running(rx)),
+        })
     }
 
     /// `op(*args)` as an asyncio awaitable.
-    fn call_async<'py>(&self, py: Python<'py>, op: &str, args: &Bound<'py, PyTuple>) -> PyResult<Bound<'py, PyAny>> {
+    fn call_async<'py>(
+        &self,
+        py: Python<'py>,
+        op: &str,
+        args: &Bound<'py, PyTuple>,
+    ) -> PyResult<Bound<'py, PyAny>> {
         let operation = operation(&self.client, op, args)?;
         pyo3_async_runtimes::tokio::future_into_py(py, async move {
             let result = operation.await;
@@ -548,7 +666,12 @@ impl NativeClient {
     }
 
     /// A search whose results are read as they stream in.
-    fn search_iter(&self, py: Python<'_>, space: String, predicates: &Bound<'_, PyAny>) -> PyResult<NativeSearch> {
+    fn search_iter(
+        &self,
+        py: Python<'_>,
+        space: String,
+        predicates: &Bound<'_, PyAny>,
+    ) -> PyResult<NativeSearch> {
         let predicates = to_predicates(predicates)?;
         let client = self.client.clone();
         let started = py.detach(|| {
@@ -559,7 +682,10 @@ impl NativeClient {
             })
         });
         let (key_name, stream) = started.map_err(|e| Failure::from(e).into_py())?;
-        Ok(NativeSearch { key_name, stream: Mutex::new(Some(stream)) })
+        Ok(NativeSearch {
+            key_name,
+            stream: Mutex::new(Some(stream)),
+        })
     }
 }
 
@@ -582,7 +708,11 @@ impl NativeDeferred {
             let mut state = self.state.lock().expect("deferred lock");
             if let DeferredState::Running(rx) = &mut *state {
                 let result = runtime().block_on(rx).unwrap_or_else(|_| {
-                    Err(Failure { symbol: "CONNECTION".into(), code: CODE_CONNECTION, message: "the operation was dropped".into() })
+                    Err(Failure {
+                        symbol: "CONNECTION".into(),
+                        code: CODE_CONNECTION,
+                        message: "the operation was dropped".into(),
+                    })
                 });
                 *state = DeferredState::Finished(result);
             }
@@ -611,7 +741,9 @@ impl NativeSearch {
     fn __next__(&self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
         let next = py.detach(|| {
             let mut slot = self.stream.lock().expect("search lock");
-            let Some(stream) = slot.as_mut() else { return Ok(None) };
+            let Some(stream) = slot.as_mut() else {
+                return Ok(None);
+            };
             let next = runtime().block_on(stream.next());
             if !matches!(next, Ok(Some(_))) {
                 *slot = None; // finished or failed: later calls end the iteration
@@ -619,7 +751,11 @@ impl NativeSearch {
             next
         });
         match next {
-            Ok(Some(record)) => Ok(Some(record_to_py(py, &record, Some(&self.key_name))?.into_any().unbind())),
+            Ok(Some(record)) => Ok(Some(
+                record_to_py(py, &record, Some(&self.key_name))?
+                    .into_any()
+                    .unbind(),
+            )),
             Ok(None) => Ok(None),
             Err(e) => Err(Failure::from(e).into_py()),
         }

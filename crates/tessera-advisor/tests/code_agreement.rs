@@ -7,7 +7,8 @@ mod common;
 use proptest::prelude::*;
 use tessera_advisor::{parse_workload, Calibration, ClassTerms, Configuration, Model};
 use tessera_geometry::{
-    chain_for_update, choose_subspace, tessellations, RegionIndex, ReplicaMap, SearchBox, Tessellation,
+    chain_for_update, choose_subspace, tessellations, RegionIndex, ReplicaMap, SearchBox,
+    Tessellation,
 };
 use tessera_types::{
     AttrIndex, AttributeType, CheckedPredicate, Object, Predicate, PredicateOp, PrimitiveType,

@@ -308,11 +308,23 @@ fn the_lines_tessera_trace_prints() {
     assert_eq!(
         operations,
         [
-            &Operation::Search { predicates: vec![(STARS, PredicateKind::Range)], matches: Some(1.0) },
+            &Operation::Search {
+                predicates: vec![(STARS, PredicateKind::Range)],
+                matches: Some(1.0)
+            },
             &Operation::Del,
-            &Operation::Update { attributes: vec![PRICE] },
+            &Operation::Update {
+                attributes: vec![PRICE]
+            },
         ]
     );
-    let refused = parse_workload(r#"{"p": 1, "del": false}"#, &hotels()).expect_err("del must be true");
-    assert_eq!(refused, WorkloadError::FlagNotTrue { line: 1, field: "del" });
+    let refused =
+        parse_workload(r#"{"p": 1, "del": false}"#, &hotels()).expect_err("del must be true");
+    assert_eq!(
+        refused,
+        WorkloadError::FlagNotTrue {
+            line: 1,
+            field: "del"
+        }
+    );
 }

@@ -20,7 +20,9 @@ use rand::{Rng, SeedableRng};
 use crate::generator::{AcknowledgedCounter, Uniform};
 use crate::report::{OpReport, PhaseReport};
 use crate::target::{Target, TargetError};
-use crate::workload::{random_field, KeyChooser, Operation, Record, WorkloadSpec, FIELD_COUNT, MAX_SCAN_LENGTH};
+use crate::workload::{
+    random_field, KeyChooser, Operation, Record, WorkloadSpec, FIELD_COUNT, MAX_SCAN_LENGTH,
+};
 
 /// The largest latency the histograms hold exactly; longer ones are recorded as this (an hour,
 /// far beyond any timeout, so in practice nothing saturates).
@@ -76,7 +78,12 @@ impl TaskStats {
     }
 
     /// Records one finished operation. `Ok(false)` means the record was not found.
-    pub(crate) fn record(&mut self, op: Operation, started: Instant, outcome: Result<bool, TargetError>) {
+    pub(crate) fn record(
+        &mut self,
+        op: Operation,
+        started: Instant,
+        outcome: Result<bool, TargetError>,
+    ) {
         let i = op.index();
         match outcome {
             Ok(true) => {
@@ -212,7 +219,13 @@ where
         if histogram.is_empty() && stats.errors[i] == 0 {
             continue;
         }
-        let mut report = OpReport::new(histogram, stats.errors[i], stats.not_found[i], elapsed_s, None);
+        let mut report = OpReport::new(
+            histogram,
+            stats.errors[i],
+            stats.not_found[i],
+            elapsed_s,
+            None,
+        );
         match op {
             Operation::Scan => report.records_scanned = Some(stats.records[i]),
             Operation::Search => report.records_returned = Some(stats.records[i]),
@@ -223,7 +236,11 @@ where
         ops.insert(op.name().to_owned(), report);
     }
     let report = PhaseReport {
-        overall_throughput: if elapsed_s > 0.0 { operations as f64 / elapsed_s } else { 0.0 },
+        overall_throughput: if elapsed_s > 0.0 {
+            operations as f64 / elapsed_s
+        } else {
+            0.0
+        },
         elapsed_s,
         operations,
         errors,
@@ -248,10 +265,18 @@ pub async fn run_phase<T: Target>(targets: Vec<T>, plan: PhasePlan) -> (Vec<T>, 
     };
     let (duration, progress) = (plan.duration, plan.progress);
     let name = phase_name(plan.kind);
-    let shared = Arc::new(Shared { insert_keys: Arc::new(AcknowledgedCounter::new(plan.records.max(1))), plan });
-    run_closed_loop(targets, name, total, duration, progress, move |target, id, tickets| {
-        task(target, id, Arc::clone(&shared), tickets)
-    })
+    let shared = Arc::new(Shared {
+        insert_keys: Arc::new(AcknowledgedCounter::new(plan.records.max(1))),
+        plan,
+    });
+    run_closed_loop(
+        targets,
+        name,
+        total,
+        duration,
+        progress,
+        move |target, id, tickets| task(target, id, Arc::clone(&shared), tickets),
+    )
     .await
 }
 
@@ -267,8 +292,10 @@ fn progress_bar(progress: bool, name: &str, total: u64) -> ProgressBar {
         return ProgressBar::hidden();
     }
     let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
-    let style = ProgressStyle::with_template("{prefix:>4} [{elapsed_precise}] {wide_bar} {pos}/{len} {per_sec} eta {eta}")
-        .unwrap_or_else(|_| ProgressStyle::default_bar());
+    let style = ProgressStyle::with_template(
+        "{prefix:>4} [{elapsed_precise}] {wide_bar} {pos}/{len} {per_sec} eta {eta}",
+    )
+    .unwrap_or_else(|_| ProgressStyle::default_bar());
     bar.set_style(style);
     bar.set_prefix(name.to_owned());
     bar
@@ -284,11 +311,21 @@ pub(crate) fn task_rng(seed: u64, kind: PhaseKind, id: u64) -> SmallRng {
 }
 
 /// One closed-loop client.
-async fn task<T: Target>(mut target: T, id: u64, shared: Arc<Shared>, tickets: Arc<Tickets>) -> (T, TaskStats) {
+async fn task<T: Target>(
+    mut target: T,
+    id: u64,
+    shared: Arc<Shared>,
+    tickets: Arc<Tickets>,
+) -> (T, TaskStats) {
     let plan = &shared.plan;
     let mut rng = task_rng(plan.seed, plan.kind, id);
     let mut stats = TaskStats::new();
-    let mut chooser = KeyChooser::new(&plan.spec, plan.records.max(1), plan.operations, &shared.insert_keys);
+    let mut chooser = KeyChooser::new(
+        &plan.spec,
+        plan.records.max(1),
+        plan.operations,
+        &shared.insert_keys,
+    );
     let scan_length = Uniform::new(1, MAX_SCAN_LENGTH);
     while let Some(issued) = tickets.next() {
         match plan.kind {

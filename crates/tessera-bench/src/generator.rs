@@ -80,7 +80,10 @@ impl Zipfian {
     /// With a precomputed zeta(items, theta), as `ScrambledZipfian` does for its 10^10 items.
     pub fn with_zetan(min: u64, max: u64, theta: f64, zetan: f64) -> Zipfian {
         assert!(max >= min, "empty zipfian range {min}..={max}");
-        assert!(theta > 0.0 && theta < 1.0, "zipfian theta {theta} outside (0, 1)");
+        assert!(
+            theta > 0.0 && theta < 1.0,
+            "zipfian theta {theta} outside (0, 1)"
+        );
         let items = max - min + 1;
         let zeta2theta = zeta(0, 2, theta, 0.0);
         let mut z = Zipfian {
@@ -198,7 +201,10 @@ impl AcknowledgedCounter {
     /// Keys `0..start` already exist; the first key handed out is `start`. `start` must be > 0
     /// (YCSB loads at least one record before a run).
     pub fn new(start: u64) -> AcknowledgedCounter {
-        assert!(start > 0, "the acknowledged counter needs at least one loaded record");
+        assert!(
+            start > 0,
+            "the acknowledged counter needs at least one loaded record"
+        );
         AcknowledgedCounter {
             next: AtomicU64::new(start),
             acked: Mutex::new((start - 1, BTreeSet::new())),
@@ -245,7 +251,9 @@ pub struct Latest {
 impl Latest {
     /// `initial_last` is the counter's last value when the run starts (record count − 1).
     pub fn new(initial_last: u64) -> Latest {
-        Latest { zipfian: Zipfian::new(0, initial_last.max(1) - 1) }
+        Latest {
+            zipfian: Zipfian::new(0, initial_last.max(1) - 1),
+        }
     }
 
     /// A key in `1..=last` (YCSB's `max - zipfian.nextLong(max)`: key 0 is never chosen once any
@@ -285,7 +293,10 @@ mod tests {
         // Published FNV-1a 64 test vector, validating the reference implementation.
         assert_eq!(fnv1a_bytes(b"a"), 0xaf63dc4c8601ec8c);
         for v in [0u64, 1, 42, 999_999, u64::MAX / 3] {
-            assert_eq!(fnv_hash64(v), (fnv1a_bytes(&v.to_le_bytes()) as i64).unsigned_abs());
+            assert_eq!(
+                fnv_hash64(v),
+                (fnv1a_bytes(&v.to_le_bytes()) as i64).unsigned_abs()
+            );
         }
     }
 
@@ -305,9 +316,16 @@ mod tests {
         for i in 0..2u64 {
             let expected = 1.0 / (((i + 1) as f64).powf(ZIPFIAN_CONSTANT) * zetan);
             let got = counts[i as usize] as f64 / SAMPLES as f64;
-            assert!((got - expected).abs() < 0.01, "item {i}: share {got}, expected {expected}");
+            assert!(
+                (got - expected).abs() < 0.01,
+                "item {i}: share {got}, expected {expected}"
+            );
         }
-        let top = counts.iter().enumerate().max_by_key(|(_, c)| **c).map(|(i, _)| i);
+        let top = counts
+            .iter()
+            .enumerate()
+            .max_by_key(|(_, c)| **c)
+            .map(|(i, _)| i);
         assert_eq!(top, Some(0));
         // Skew: the first 10% of items take the large majority of the draws.
         let head: u64 = counts[..100].iter().sum();
@@ -339,13 +357,19 @@ mod tests {
         by_count.sort_by_key(|(_, c)| std::cmp::Reverse(*c));
         // Still skewed: the hottest key gets about 1/zetan of the draws (≈ 3.8%).
         let top_share = by_count[0].1 as f64 / SAMPLES as f64;
-        assert!((top_share - 1.0 / SCRAMBLED_ZETAN).abs() < 0.01, "top share {top_share}");
+        assert!(
+            (top_share - 1.0 / SCRAMBLED_ZETAN).abs() < 0.01,
+            "top share {top_share}"
+        );
         // But the ten hottest keys are scattered across the range, not packed at its start.
         let hot: Vec<u64> = by_count[..10].iter().map(|(k, _)| *k).collect();
         let lo = *hot.iter().min().unwrap_or(&0);
         let hi = *hot.iter().max().unwrap_or(&0);
         assert!(hi - lo > n / 2, "hot keys {hot:?} are clustered");
-        assert!(hot.iter().filter(|k| **k < 10).count() < 3, "hot keys {hot:?} are the first keys");
+        assert!(
+            hot.iter().filter(|k| **k < 10).count() < 3,
+            "hot keys {hot:?} are the first keys"
+        );
     }
 
     #[test]
@@ -361,7 +385,10 @@ mod tests {
                 recent += 1;
             }
         }
-        assert!(recent as f64 / SAMPLES as f64 > 0.3, "recent share {recent}");
+        assert!(
+            recent as f64 / SAMPLES as f64 > 0.3,
+            "recent share {recent}"
+        );
         // After more inserts complete, the newest key becomes the most popular.
         for _ in 0..100 {
             let k = counter.next_key();
@@ -380,7 +407,10 @@ mod tests {
                 old += 1;
             }
         }
-        assert!(newest > 10 * old, "newest {newest} vs formerly newest {old}");
+        assert!(
+            newest > 10 * old,
+            "newest {newest} vs formerly newest {old}"
+        );
     }
 
     #[test]
@@ -395,7 +425,11 @@ mod tests {
         }
         let expected = SAMPLES as f64 / 100.0;
         for (i, c) in counts.iter().enumerate() {
-            assert!((*c as f64 - expected).abs() < expected * 0.1, "value {} drawn {c} times", i + 100);
+            assert!(
+                (*c as f64 - expected).abs() < expected * 0.1,
+                "value {} drawn {c} times",
+                i + 100
+            );
         }
     }
 

@@ -175,9 +175,13 @@ enum TargetKind {
 
 fn parse_target(url: &str) -> Result<TargetKind, BenchError> {
     if url.starts_with("tessera://") {
-        target::tessera::parse_url(url).map(TargetKind::Tessera).map_err(BenchError::InvalidArgs)
+        target::tessera::parse_url(url)
+            .map(TargetKind::Tessera)
+            .map_err(BenchError::InvalidArgs)
     } else if url.starts_with("redis://") {
-        target::redis::parse_url(url).map(TargetKind::Redis).map_err(BenchError::InvalidArgs)
+        target::redis::parse_url(url)
+            .map(TargetKind::Redis)
+            .map_err(BenchError::InvalidArgs)
     } else if url == "memory://" || url == "memory" {
         Ok(TargetKind::Memory)
     } else {
@@ -190,19 +194,30 @@ fn parse_target(url: &str) -> Result<TargetKind, BenchError> {
 /// Runs the benchmark `args` describes and returns what it measured.
 pub async fn run(args: BenchArgs) -> Result<Report, BenchError> {
     if args.records == 0 {
-        return Err(BenchError::InvalidArgs("--records must be at least 1".into()));
+        return Err(BenchError::InvalidArgs(
+            "--records must be at least 1".into(),
+        ));
     }
     if args.threads == 0 {
-        return Err(BenchError::InvalidArgs("--threads must be at least 1".into()));
+        return Err(BenchError::InvalidArgs(
+            "--threads must be at least 1".into(),
+        ));
     }
     let duration = match args.duration_s {
         None => None,
         Some(s) if s.is_finite() && s > 0.0 => Some(Duration::from_secs_f64(s)),
-        Some(s) => return Err(BenchError::InvalidArgs(format!("--duration-s {s} is not a positive number"))),
+        Some(s) => {
+            return Err(BenchError::InvalidArgs(format!(
+                "--duration-s {s} is not a positive number"
+            )))
+        }
     };
     let connect_error = |source: TargetError| match source {
         TargetError::Unsupported(why) => BenchError::TargetUnsupported(why),
-        source => BenchError::Connect { target: args.target.clone(), source },
+        source => BenchError::Connect {
+            target: args.target.clone(),
+            source,
+        },
     };
     let target = parse_target(&args.target)?;
     if !args.workload.is_ycsb() {
@@ -260,11 +275,16 @@ async fn run_sweep(
             args.workload
         )));
     };
-    let subspaces_plan = subspaces::SubspacesPlan::new(args.subspaces, args.partitions).map_err(BenchError::InvalidArgs)?;
-    let search_plan = search_fixed::SearchFixedPlan::new(args.fixed, args.partitions).map_err(BenchError::InvalidArgs)?;
+    let subspaces_plan = subspaces::SubspacesPlan::new(args.subspaces, args.partitions)
+        .map_err(BenchError::InvalidArgs)?;
+    let search_plan = search_fixed::SearchFixedPlan::new(args.fixed, args.partitions)
+        .map_err(BenchError::InvalidArgs)?;
     let client = tessera_client::Client::connect(&addr)
         .await
-        .map_err(|e| BenchError::Connect { target: args.target.clone(), source: sweep::to_target_error(e) })?;
+        .map_err(|e| BenchError::Connect {
+            target: args.target.clone(),
+            source: sweep::to_target_error(e),
+        })?;
     let phases = sweep::Phases {
         load: matches!(args.phase, Phase::Load | Phase::Both),
         run: matches!(args.phase, Phase::Run | Phase::Both),
@@ -275,7 +295,10 @@ async fn run_sweep(
         duration,
         progress: show_progress(args.progress),
     };
-    let prepare_error = |source| BenchError::Prepare { target: args.target.clone(), source };
+    let prepare_error = |source| BenchError::Prepare {
+        target: args.target.clone(),
+        source,
+    };
     let mut report = Report {
         target: args.target.clone(),
         workload: args.workload,
@@ -289,10 +312,14 @@ async fn run_sweep(
         search_fixed: None,
     };
     if args.workload == Workload::Subspaces {
-        let (load, run, extra) = sweep::run_subspaces(client, subspaces_plan, phases).await.map_err(prepare_error)?;
+        let (load, run, extra) = sweep::run_subspaces(client, subspaces_plan, phases)
+            .await
+            .map_err(prepare_error)?;
         (report.load, report.run, report.subspaces) = (load, run, Some(extra));
     } else {
-        let (load, run, extra) = sweep::run_search_fixed(client, search_plan, phases).await.map_err(prepare_error)?;
+        let (load, run, extra) = sweep::run_search_fixed(client, search_plan, phases)
+            .await
+            .map_err(prepare_error)?;
         (report.load, report.run, report.search_fixed) = (load, run, Some(extra));
     }
     Ok(report)
@@ -328,7 +355,10 @@ async fn drive<T: Target>(
             first
                 .prepare()
                 .await
-                .map_err(|source| BenchError::Prepare { target: args.target.clone(), source })?;
+                .map_err(|source| BenchError::Prepare {
+                    target: args.target.clone(),
+                    source,
+                })?;
         }
         let (back, report) = run_phase(targets, plan(PhaseKind::Load, None)).await;
         targets = back;
@@ -368,29 +398,74 @@ mod tests {
         assert_eq!(a.workload, Workload::A);
         assert_eq!(a.phase, Phase::Both);
         assert_eq!(a.progress, ProgressMode::Auto);
-        let b = Cli::parse_from(["bench", "--connections", "3", "-w", "e", "--duration-s", "1.5"]).bench;
-        assert_eq!((b.threads, b.workload, b.duration_s), (3, Workload::E, Some(1.5)));
+        let b = Cli::parse_from([
+            "bench",
+            "--connections",
+            "3",
+            "-w",
+            "e",
+            "--duration-s",
+            "1.5",
+        ])
+        .bench;
+        assert_eq!(
+            (b.threads, b.workload, b.duration_s),
+            (3, Workload::E, Some(1.5))
+        );
     }
 
     #[test]
     fn subspaces_and_search_fixed_flags() {
         use clap::CommandFactory;
         let a = Cli::parse_from(["bench", "-w", "subspaces", "--subspaces", "0"]).bench;
-        assert_eq!((a.workload, a.subspaces, a.partitions), (Workload::Subspaces, 0, 64));
-        let b = Cli::parse_from(["bench", "-w", "search-fixed", "--fixed", "2", "--partitions", "27"]).bench;
-        assert_eq!((b.workload, b.fixed, b.partitions), (Workload::SearchFixed, 2, 27));
-        assert_eq!((b.subspaces, Cli::parse_from(["bench"]).bench.fixed), (10, 3), "documented defaults");
-        for bad in [&["--subspaces", "11"][..], &["--fixed", "4"], &["--partitions", "1"], &["-w", "searchfixed"]] {
+        assert_eq!(
+            (a.workload, a.subspaces, a.partitions),
+            (Workload::Subspaces, 0, 64)
+        );
+        let b = Cli::parse_from([
+            "bench",
+            "-w",
+            "search-fixed",
+            "--fixed",
+            "2",
+            "--partitions",
+            "27",
+        ])
+        .bench;
+        assert_eq!(
+            (b.workload, b.fixed, b.partitions),
+            (Workload::SearchFixed, 2, 27)
+        );
+        assert_eq!(
+            (b.subspaces, Cli::parse_from(["bench"]).bench.fixed),
+            (10, 3),
+            "documented defaults"
+        );
+        for bad in [
+            &["--subspaces", "11"][..],
+            &["--fixed", "4"],
+            &["--partitions", "1"],
+            &["-w", "searchfixed"],
+        ] {
             let mut argv = vec!["bench"];
             argv.extend_from_slice(bad);
             assert!(Cli::try_parse_from(argv).is_err(), "{bad:?} is refused");
         }
         let help = Cli::command().render_long_help().to_string();
-        for flag in ["--subspaces", "--fixed", "--partitions", "search-fixed", "subspaces"] {
+        for flag in [
+            "--subspaces",
+            "--fixed",
+            "--partitions",
+            "search-fixed",
+            "subspaces",
+        ] {
             assert!(help.contains(flag), "--help mentions {flag}");
         }
         assert_eq!(Workload::SearchFixed.to_string(), "search-fixed");
-        assert_eq!(serde_json::to_value(Workload::SearchFixed).unwrap(), "search-fixed");
+        assert_eq!(
+            serde_json::to_value(Workload::SearchFixed).unwrap(),
+            "search-fixed"
+        );
         assert!(Workload::E.is_ycsb() && Workload::S.is_ycsb() && !Workload::Subspaces.is_ycsb());
     }
 
@@ -399,25 +474,48 @@ mod tests {
         for w in ["subspaces", "search-fixed"] {
             for target in ["memory://", "redis://127.0.0.1:1"] {
                 let r = run(args(&["--target", target, "-w", w])).await;
-                assert!(matches!(&r, Err(BenchError::TargetUnsupported(why)) if why.contains(w)), "{w} {target}: {r:?}");
+                assert!(
+                    matches!(&r, Err(BenchError::TargetUnsupported(why)) if why.contains(w)),
+                    "{w} {target}: {r:?}"
+                );
             }
         }
     }
 
     #[test]
     fn target_urls() {
-        assert_eq!(parse_target("redis://h:1").ok(), Some(TargetKind::Redis("h:1".into())));
-        assert_eq!(parse_target("tessera://h").ok(), Some(TargetKind::Tessera("h:1982".into())));
+        assert_eq!(
+            parse_target("redis://h:1").ok(),
+            Some(TargetKind::Redis("h:1".into()))
+        );
+        assert_eq!(
+            parse_target("tessera://h").ok(),
+            Some(TargetKind::Tessera("h:1982".into()))
+        );
         assert_eq!(parse_target("memory://").ok(), Some(TargetKind::Memory));
-        assert!(matches!(parse_target("http://h"), Err(BenchError::InvalidArgs(_))));
+        assert!(matches!(
+            parse_target("http://h"),
+            Err(BenchError::InvalidArgs(_))
+        ));
     }
 
     #[tokio::test]
     async fn every_workload_runs_on_the_memory_target() {
         for w in ["a", "b", "c", "d", "e", "f", "s"] {
-            let report = run(args(&["--target", "memory://", "-w", w, "--records", "2000", "--operations", "3000", "-t", "4"]))
-                .await
-                .expect("memory benchmark runs");
+            let report = run(args(&[
+                "--target",
+                "memory://",
+                "-w",
+                w,
+                "--records",
+                "2000",
+                "--operations",
+                "3000",
+                "-t",
+                "4",
+            ]))
+            .await
+            .expect("memory benchmark runs");
             let load = report.load.as_ref().expect("load ran");
             assert_eq!(load.operations, 2000);
             assert_eq!(load.errors, 0);
@@ -438,7 +536,10 @@ mod tests {
             if w == "e" {
                 let scan = &run.ops["scan"];
                 // Scans average ~50 records when the prefix group has room.
-                assert!(scan.records_scanned.unwrap_or(0) > scan.count * 10, "{scan:?}");
+                assert!(
+                    scan.records_scanned.unwrap_or(0) > scan.count * 10,
+                    "{scan:?}"
+                );
             }
             let json = serde_json::to_value(&report).expect("serialises");
             assert!(json["run"]["ops"]["read"]["p999_us"].is_u64() || w == "e" || w == "s");
@@ -467,8 +568,14 @@ mod tests {
 
     #[tokio::test]
     async fn bad_arguments_are_refused() {
-        assert!(matches!(run(args(&["--target", "memory://", "--records", "0"])).await, Err(BenchError::InvalidArgs(_))));
-        assert!(matches!(run(args(&["--target", "memory://", "-t", "0"])).await, Err(BenchError::InvalidArgs(_))));
+        assert!(matches!(
+            run(args(&["--target", "memory://", "--records", "0"])).await,
+            Err(BenchError::InvalidArgs(_))
+        ));
+        assert!(matches!(
+            run(args(&["--target", "memory://", "-t", "0"])).await,
+            Err(BenchError::InvalidArgs(_))
+        ));
         assert!(matches!(
             run(args(&["--target", "memory://", "--duration-s=-1"])).await,
             Err(BenchError::InvalidArgs(_))
@@ -478,12 +585,26 @@ mod tests {
     #[tokio::test]
     async fn search_read_finds_each_record_once_and_misses_absent_ones() {
         // Run only: nothing loaded, so every search finds nothing and counts as not found.
-        let report = run(args(&["--target", "memory://", "-w", "s", "--phase", "run", "--records", "50", "--operations", "200"]))
-            .await
-            .expect("runs");
+        let report = run(args(&[
+            "--target",
+            "memory://",
+            "-w",
+            "s",
+            "--phase",
+            "run",
+            "--records",
+            "50",
+            "--operations",
+            "200",
+        ]))
+        .await
+        .expect("runs");
         let run = report.run.expect("run ran");
         let search = &run.ops["search"];
-        assert_eq!((search.count, search.errors, search.not_found), (0, 200, 200));
+        assert_eq!(
+            (search.count, search.errors, search.not_found),
+            (0, 200, 200)
+        );
         // Loaded: every search returns its record.
         let report = run_loaded_s().await;
         let search = &report.ops["search"];
@@ -491,24 +612,44 @@ mod tests {
     }
 
     async fn run_loaded_s() -> PhaseReport {
-        run(args(&["--target", "memory://", "-w", "s", "--records", "300", "--operations", "500", "-t", "3"]))
-            .await
-            .expect("runs")
-            .run
-            .expect("run ran")
+        run(args(&[
+            "--target",
+            "memory://",
+            "-w",
+            "s",
+            "--records",
+            "300",
+            "--operations",
+            "500",
+            "-t",
+            "3",
+        ]))
+        .await
+        .expect("runs")
+        .run
+        .expect("run ran")
     }
 
     #[tokio::test]
     async fn workload_s_is_refused_for_redis_before_connecting() {
         // Port 1: nothing listens, so reaching connect would be a Connect error instead.
         let r = run(args(&["--target", "redis://127.0.0.1:1", "-w", "s"])).await;
-        assert!(matches!(&r, Err(BenchError::TargetUnsupported(why)) if why.contains("workload s")), "{r:?}");
+        assert!(
+            matches!(&r, Err(BenchError::TargetUnsupported(why)) if why.contains("workload s")),
+            "{r:?}"
+        );
     }
 
     #[tokio::test]
     async fn unreachable_redis_fails_at_connect() {
         // Port 1 on loopback: nothing listens there.
-        let r = run(args(&["--target", "redis://127.0.0.1:1", "--records", "10"])).await;
+        let r = run(args(&[
+            "--target",
+            "redis://127.0.0.1:1",
+            "--records",
+            "10",
+        ]))
+        .await;
         assert!(matches!(r, Err(BenchError::Connect { .. })), "{r:?}");
     }
 }

@@ -86,12 +86,22 @@ impl OpReport {
     ) -> OpReport {
         let count = histogram.len();
         let empty = count == 0;
-        let q = |quantile: f64| if empty { 0 } else { histogram.value_at_quantile(quantile) };
+        let q = |quantile: f64| {
+            if empty {
+                0
+            } else {
+                histogram.value_at_quantile(quantile)
+            }
+        };
         OpReport {
             count,
             errors,
             not_found,
-            throughput: if elapsed_s > 0.0 { count as f64 / elapsed_s } else { 0.0 },
+            throughput: if elapsed_s > 0.0 {
+                count as f64 / elapsed_s
+            } else {
+                0.0
+            },
             mean_us: if empty { 0.0 } else { histogram.mean() },
             p50_us: q(0.50),
             p95_us: q(0.95),
@@ -164,10 +174,18 @@ pub struct ExplainSummary {
 
 impl ExplainSummary {
     /// Folds `(servers_contacted, regions_contacted)` pairs.
-    pub fn from_samples(dimensions: Vec<String>, subspace_regions: u64, samples: &[(u64, u64)]) -> ExplainSummary {
+    pub fn from_samples(
+        dimensions: Vec<String>,
+        subspace_regions: u64,
+        samples: &[(u64, u64)],
+    ) -> ExplainSummary {
         let n = samples.len() as u64;
         if n == 0 {
-            return ExplainSummary { subspace_dimensions: dimensions, subspace_regions, ..ExplainSummary::default() };
+            return ExplainSummary {
+                subspace_dimensions: dimensions,
+                subspace_regions,
+                ..ExplainSummary::default()
+            };
         }
         let mean = |f: fn(&(u64, u64)) -> u64| samples.iter().map(f).sum::<u64>() as f64 / n as f64;
         ExplainSummary {

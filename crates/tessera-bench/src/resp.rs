@@ -56,7 +56,9 @@ fn parse_at(buf: &[u8], at: usize, depth: usize) -> Result<Option<(Reply, usize)
     if depth > DEPTH_MAX {
         return Err(RespError("replies nested too deep".into()));
     }
-    let Some(line_end) = find_crlf(buf, at) else { return Ok(None) };
+    let Some(line_end) = find_crlf(buf, at) else {
+        return Ok(None);
+    };
     if line_end == at {
         return Err(RespError("empty line".into()));
     }
@@ -80,7 +82,10 @@ fn parse_at(buf: &[u8], at: usize, depth: usize) -> Result<Option<(Reply, usize)
             if &buf[end..end + 2] != b"\r\n" {
                 return Err(RespError("bulk string not terminated by CRLF".into()));
             }
-            Ok(Some((Reply::Bulk(Some(buf[after_line..end].to_vec())), end + 2)))
+            Ok(Some((
+                Reply::Bulk(Some(buf[after_line..end].to_vec())),
+                end + 2,
+            )))
         }
         b'*' => {
             let len = integer(line)?;
@@ -107,7 +112,10 @@ fn parse_at(buf: &[u8], at: usize, depth: usize) -> Result<Option<(Reply, usize)
 }
 
 fn find_crlf(buf: &[u8], from: usize) -> Option<usize> {
-    buf.get(from..)?.windows(2).position(|w| w == b"\r\n").map(|p| from + p)
+    buf.get(from..)?
+        .windows(2)
+        .position(|w| w == b"\r\n")
+        .map(|p| from + p)
 }
 
 fn utf8(bytes: &[u8]) -> Result<String, RespError> {
@@ -129,12 +137,16 @@ mod tests {
     fn encodes_commands_as_bulk_arrays() {
         let mut buf = BytesMut::new();
         encode_command(&mut buf, &[b"HSET", b"user1", b"field0", b""]);
-        assert_eq!(&buf[..], b"*4\r\n$4\r\nHSET\r\n$5\r\nuser1\r\n$6\r\nfield0\r\n$0\r\n\r\n");
+        assert_eq!(
+            &buf[..],
+            b"*4\r\n$4\r\nHSET\r\n$5\r\nuser1\r\n$6\r\nfield0\r\n$0\r\n\r\n"
+        );
     }
 
     #[test]
     fn parses_every_reply_type() {
-        let input = b"+OK\r\n-ERR wrong\r\n:42\r\n$3\r\nfoo\r\n$-1\r\n*2\r\n$1\r\na\r\n*1\r\n:1\r\n*-1\r\n";
+        let input =
+            b"+OK\r\n-ERR wrong\r\n:42\r\n$3\r\nfoo\r\n$-1\r\n*2\r\n$1\r\na\r\n*1\r\n:1\r\n*-1\r\n";
         let mut at = 0;
         let mut replies = Vec::new();
         while at < input.len() {

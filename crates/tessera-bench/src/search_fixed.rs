@@ -58,7 +58,10 @@ pub struct SearchFixedPlan {
 impl SearchFixedPlan {
     pub fn new(fixed: u32, partitions: u32) -> Result<SearchFixedPlan, String> {
         if fixed as usize > ATTRIBUTES.len() {
-            return Err(format!("--fixed {fixed}: the subspace has {} attributes", ATTRIBUTES.len()));
+            return Err(format!(
+                "--fixed {fixed}: the subspace has {} attributes",
+                ATTRIBUTES.len()
+            ));
         }
         if partitions == 0 {
             return Err("--partitions must be at least 1".into());
@@ -77,12 +80,20 @@ impl SearchFixedPlan {
 
     /// One search: `(attribute, value)` for each fixed attribute, nothing for the open ones.
     pub fn query<R: Rng + ?Sized>(&self, rng: &mut R) -> Vec<(&'static str, i64)> {
-        ATTRIBUTES[..self.fixed as usize].iter().map(|&a| (a, attribute_value(rng.random_range(0..VALUES)))).collect()
+        ATTRIBUTES[..self.fixed as usize]
+            .iter()
+            .map(|&a| (a, attribute_value(rng.random_range(0..VALUES))))
+            .collect()
     }
 
     /// Whether `xyz` satisfies `query`.
     pub fn matches(xyz: &[i64; 3], query: &[(&str, i64)]) -> bool {
-        query.iter().all(|(a, v)| ATTRIBUTES.iter().position(|x| x == a).is_some_and(|d| xyz[d] == *v))
+        query.iter().all(|(a, v)| {
+            ATTRIBUTES
+                .iter()
+                .position(|x| x == a)
+                .is_some_and(|d| xyz[d] == *v)
+        })
     }
 
     /// Objects a search returns on average when `records` are loaded.
@@ -114,7 +125,13 @@ mod tests {
         assert!(values.windows(2).all(|w| w[0] < w[1]));
         // 64 partitions over 3 dimensions: 4 intervals per axis, 4 values in each.
         for interval in 0..4 {
-            assert_eq!(values.iter().filter(|&&v| interval_of(v, 4) == interval).count(), 4);
+            assert_eq!(
+                values
+                    .iter()
+                    .filter(|&&v| interval_of(v, 4) == interval)
+                    .count(),
+                4
+            );
         }
     }
 
@@ -125,7 +142,10 @@ mod tests {
             let plan = SearchFixedPlan::new(f, 64).unwrap();
             for _ in 0..100 {
                 let q = plan.query(&mut rng);
-                assert_eq!(q.iter().map(|(a, _)| *a).collect::<Vec<_>>(), ATTRIBUTES[..f as usize]);
+                assert_eq!(
+                    q.iter().map(|(a, _)| *a).collect::<Vec<_>>(),
+                    ATTRIBUTES[..f as usize]
+                );
                 assert!(q.iter().all(|(_, v)| values_contain(*v)));
             }
         }
@@ -146,12 +166,18 @@ mod tests {
             let found: usize = (0..queries)
                 .map(|_| {
                     let q = plan.query(&mut rng);
-                    objects.iter().filter(|o| SearchFixedPlan::matches(o, &q)).count()
+                    objects
+                        .iter()
+                        .filter(|o| SearchFixedPlan::matches(o, &q))
+                        .count()
                 })
                 .sum();
             let mean = found as f64 / queries as f64;
             let expected = plan.expected_matches(records);
-            assert!((mean - expected).abs() <= 0.1 * expected + 1.0, "F={f}: mean {mean}, expected {expected}");
+            assert!(
+                (mean - expected).abs() <= 0.1 * expected + 1.0,
+                "F={f}: mean {mean}, expected {expected}"
+            );
         }
     }
 

@@ -87,7 +87,10 @@ impl SubspacesPlan {
         if partitions < 2 {
             return Err(format!("--partitions {partitions}: workload subspaces needs at least 2, so every update can move"));
         }
-        Ok(SubspacesPlan { subspaces, partitions })
+        Ok(SubspacesPlan {
+            subspaces,
+            partitions,
+        })
     }
 
     /// One space per `S`, so sweeps over `S` on one server do not collide.
@@ -99,7 +102,12 @@ impl SubspacesPlan {
     /// default (`tessera dev --replicas K`), a standalone server has one replica anyway.
     pub fn description(&self) -> String {
         let mut d = format!("space {}\nkey id\nattributes ", self.space_name());
-        d.push_str(&(0..ATTRIBUTES).map(|i| format!("int {}", attribute(i))).collect::<Vec<_>>().join(", "));
+        d.push_str(
+            &(0..ATTRIBUTES)
+                .map(|i| format!("int {}", attribute(i)))
+                .collect::<Vec<_>>()
+                .join(", "),
+        );
         d.push('\n');
         for i in 0..self.subspaces as usize {
             d.push_str(&format!("subspace {}\n", attribute(i)));
@@ -110,7 +118,8 @@ impl SubspacesPlan {
 
     /// The region (interval of its axis) attribute `attr` of object `n` lies in at `generation`.
     pub fn region(&self, n: u64, attr: usize, generation: u64) -> u32 {
-        let start = mix(n.wrapping_mul(ATTRIBUTES as u64).wrapping_add(attr as u64)) % self.partitions as u64;
+        let start = mix(n.wrapping_mul(ATTRIBUTES as u64).wrapping_add(attr as u64))
+            % self.partitions as u64;
         ((start + generation % self.partitions as u64) % self.partitions as u64) as u32
     }
 
@@ -161,7 +170,10 @@ mod tests {
                 assert_eq!(sub.dimensions.len(), 1);
             }
             assert_eq!(schema.partitions, 64);
-            assert!(!plan.description().contains("tolerate"), "the cluster's default decides");
+            assert!(
+                !plan.description().contains("tolerate"),
+                "the cluster's default decides"
+            );
         }
         assert!(SubspacesPlan::new(11, 64).is_err());
         assert!(SubspacesPlan::new(3, 1).is_err());
@@ -185,7 +197,11 @@ mod tests {
                 for attr in 0..ATTRIBUTES {
                     for g in 0..5 {
                         let v = plan.value(n, attr, g);
-                        assert_eq!(interval_of(v, partitions), plan.region(n, attr, g), "P={partitions} n={n} a{attr} g={g}");
+                        assert_eq!(
+                            interval_of(v, partitions),
+                            plan.region(n, attr, g),
+                            "P={partitions} n={n} a{attr} g={g}"
+                        );
                     }
                 }
             }
@@ -209,7 +225,11 @@ mod tests {
             let (old, new) = (plan.values(n, generation[n as usize]), plan.values(n, g));
             for attr in 0..ATTRIBUTES {
                 assert_ne!(old[attr], new[attr], "every attribute changes");
-                assert_ne!(interval_of(old[attr], 64), interval_of(new[attr], 64), "op {i} a{attr} moves");
+                assert_ne!(
+                    interval_of(old[attr], 64),
+                    interval_of(new[attr], 64),
+                    "op {i} a{attr} moves"
+                );
             }
             generation[n as usize] = g;
         }
@@ -224,7 +244,10 @@ mod tests {
                 per_region[plan.region(n, 0, g) as usize] += 1;
             }
             // 1000 expected per region; a generous band, this only guards against clumping.
-            assert!(per_region.iter().all(|&c| (800..1200).contains(&c)), "generation {g}: {per_region:?}");
+            assert!(
+                per_region.iter().all(|&c| (800..1200).contains(&c)),
+                "generation {g}: {per_region:?}"
+            );
         }
     }
 }

@@ -39,7 +39,9 @@ pub(crate) struct Phases {
 pub(crate) fn to_target_error(e: ClientError) -> TargetError {
     match e {
         ClientError::Io(io) => TargetError::Io(io),
-        ClientError::ConnectionClosed => TargetError::Io(std::io::ErrorKind::ConnectionAborted.into()),
+        ClientError::ConnectionClosed => {
+            TargetError::Io(std::io::ErrorKind::ConnectionAborted.into())
+        }
         ClientError::Protocol(p) => TargetError::Protocol(p),
         other => TargetError::Server(other.to_string()),
     }
@@ -48,14 +50,21 @@ pub(crate) fn to_target_error(e: ClientError) -> TargetError {
 /// Creates the space unless it exists; an existing one must have the same attributes,
 /// subspaces and partitions (its failures tolerated may differ).
 async fn prepare(client: &Client, description: &str) -> Result<(), TargetError> {
-    let wanted = tessera_types::parse_space(description).map_err(|e| TargetError::Protocol(format!("{e}")))?;
+    let wanted = tessera_types::parse_space(description)
+        .map_err(|e| TargetError::Protocol(format!("{e}")))?;
     match client.add_space(description).await {
         Ok(()) => return Ok(()),
         Err(e) if e.status() == Some(Status::SpaceExists) => {}
         Err(e) => return Err(to_target_error(e)),
     }
-    let have = client.describe_space(&wanted.name).await.map_err(to_target_error)?;
-    if have.attributes != wanted.attributes || have.subspaces != wanted.subspaces || have.partitions != wanted.partitions {
+    let have = client
+        .describe_space(&wanted.name)
+        .await
+        .map_err(to_target_error)?;
+    if have.attributes != wanted.attributes
+        || have.subspaces != wanted.subspaces
+        || have.partitions != wanted.partitions
+    {
         return Err(TargetError::Server(format!(
             "space {:?} exists with another shape: remove it (tessera rm-space {}) and load again",
             wanted.name, wanted.name
@@ -70,14 +79,31 @@ async fn deployment(client: &Client, space: &str) -> Result<Deployment, TargetEr
     if config.space(space).is_none() {
         config = client.refresh().await.map_err(to_target_error)?;
     }
-    let replicas = config.space(space).and_then(|s| s.replicas.first()?.first().map(|set| set.len() as u64)).unwrap_or(0);
-    Ok(Deployment { servers: config.servers.len(), replicas })
+    let replicas = config
+        .space(space)
+        .and_then(|s| s.replicas.first()?.first().map(|set| set.len() as u64))
+        .unwrap_or(0);
+    Ok(Deployment {
+        servers: config.servers.len(),
+        replicas,
+    })
 }
 
 /// Puts `attrs` under `key`, recorded as `op`.
-async fn put(client: &Client, space: &str, key: String, attrs: Vec<(&'static str, Value)>, op: Operation, stats: &mut TaskStats) {
+async fn put(
+    client: &Client,
+    space: &str,
+    key: String,
+    attrs: Vec<(&'static str, Value)>,
+    op: Operation,
+    stats: &mut TaskStats,
+) {
     let started = Instant::now();
-    let outcome = client.put(space, key, attrs).await.map(|()| true).map_err(to_target_error);
+    let outcome = client
+        .put(space, key, attrs)
+        .await
+        .map(|()| true)
+        .map_err(to_target_error);
     stats.record(op, started, outcome);
 }
 
@@ -91,20 +117,27 @@ async fn load(
     let attrs = Arc::new(attrs);
     let space: Arc<str> = space.into();
     let clients = vec![client.clone(); phases.threads];
-    let (_, report) = run_closed_loop(clients, phase_name(PhaseKind::Load), phases.records, None, phases.progress, {
-        move |client: Client, _id, tickets: Arc<Tickets>| {
-            let (attrs, space) = (Arc::clone(&attrs), Arc::clone(&space));
-            async move {
-                let mut stats = TaskStats::new();
-                while let Some(n) = tickets.next() {
-                    let (key, values) = attrs(n);
-                    put(&client, &space, key, values, Operation::Insert, &mut stats).await;
-                    tickets.finished();
+    let (_, report) = run_closed_loop(
+        clients,
+        phase_name(PhaseKind::Load),
+        phases.records,
+        None,
+        phases.progress,
+        {
+            move |client: Client, _id, tickets: Arc<Tickets>| {
+                let (attrs, space) = (Arc::clone(&attrs), Arc::clone(&space));
+                async move {
+                    let mut stats = TaskStats::new();
+                    while let Some(n) = tickets.next() {
+                        let (key, values) = attrs(n);
+                        put(&client, &space, key, values, Operation::Insert, &mut stats).await;
+                        tickets.finished();
+                    }
+                    (client, stats)
                 }
-                (client, stats)
             }
-        }
-    })
+        },
+    )
     .await;
     report
 }
@@ -118,34 +151,56 @@ pub(crate) async fn run_subspaces(
 ) -> Result<(Option<PhaseReport>, Option<PhaseReport>, SubspacesReport), TargetError> {
     let space = plan.space_name();
     let attrs = move |n: u64, generation: u64| -> Vec<(&'static str, Value)> {
-        plan.values(n, generation).iter().enumerate().map(|(i, &v)| (subspaces::attribute(i), Value::Int(v))).collect()
+        plan.values(n, generation)
+            .iter()
+            .enumerate()
+            .map(|(i, &v)| (subspaces::attribute(i), Value::Int(v)))
+            .collect()
     };
     let mut load_report = None;
     if phases.load {
         prepare(&client, &plan.description()).await?;
-        load_report = Some(load(&client, &space, &phases, move |n| (subspaces::key(n), attrs(n, 0))).await);
+        load_report = Some(
+            load(&client, &space, &phases, move |n| {
+                (subspaces::key(n), attrs(n, 0))
+            })
+            .await,
+        );
     }
     let mut run_report = None;
     if phases.run {
         let space: Arc<str> = space.as_str().into();
         let clients = vec![client.clone(); phases.threads];
-        let (_, report) =
-            run_closed_loop(clients, phase_name(PhaseKind::Run), phases.operations, phases.duration, phases.progress, {
+        let (_, report) = run_closed_loop(
+            clients,
+            phase_name(PhaseKind::Run),
+            phases.operations,
+            phases.duration,
+            phases.progress,
+            {
                 move |client: Client, _id, tickets: Arc<Tickets>| {
                     let space = Arc::clone(&space);
                     async move {
                         let mut stats = TaskStats::new();
                         while let Some(i) = tickets.next() {
                             let (n, generation) = plan.update(i, phases.records);
-                            put(&client, &space, subspaces::key(n), attrs(n, generation), Operation::Update, &mut stats)
-                                .await;
+                            put(
+                                &client,
+                                &space,
+                                subspaces::key(n),
+                                attrs(n, generation),
+                                Operation::Update,
+                                &mut stats,
+                            )
+                            .await;
                             tickets.finished();
                         }
                         (client, stats)
                     }
                 }
-            })
-            .await;
+            },
+        )
+        .await;
         run_report = Some(report);
     }
     let deployment = deployment(&client, &space).await?;
@@ -162,20 +217,32 @@ pub(crate) async fn run_subspaces(
 }
 
 fn predicates(query: &[(&'static str, i64)]) -> Vec<Predicate> {
-    query.iter().map(|&(a, v)| Predicate::equals(a, Value::Int(v))).collect()
+    query
+        .iter()
+        .map(|&(a, v)| Predicate::equals(a, Value::Int(v)))
+        .collect()
 }
 
 /// One search; every object returned must satisfy the query, or the search counts as failed.
 async fn search(client: &Client, query: &[(&'static str, i64)]) -> Result<u64, TargetError> {
-    let found = client.search(search_fixed::SPACE_NAME, predicates(query)).await.map_err(to_target_error)?;
+    let found = client
+        .search(search_fixed::SPACE_NAME, predicates(query))
+        .await
+        .map_err(to_target_error)?;
     for record in &found {
         let int = |a: &str| match record.attributes.get(a) {
             Some(Value::Int(i)) => Ok(*i),
-            other => Err(TargetError::Protocol(format!("object {:?} has {a} = {other:?}", record.key))),
+            other => Err(TargetError::Protocol(format!(
+                "object {:?} has {a} = {other:?}",
+                record.key
+            ))),
         };
         let xyz = [int("x")?, int("y")?, int("z")?];
         if !SearchFixedPlan::matches(&xyz, query) {
-            return Err(TargetError::Protocol(format!("search {query:?} returned {:?} with {xyz:?}", record.key)));
+            return Err(TargetError::Protocol(format!(
+                "search {query:?} returned {:?} with {xyz:?}",
+                record.key
+            )));
         }
     }
     Ok(found.len() as u64)
@@ -195,7 +262,11 @@ pub(crate) async fn run_search_fixed(
         load_report = Some(
             load(&client, space, &phases, |n| {
                 let xyz = search_fixed::object(n);
-                let attrs = search_fixed::ATTRIBUTES.iter().zip(xyz).map(|(&a, v)| (a, Value::Int(v))).collect();
+                let attrs = search_fixed::ATTRIBUTES
+                    .iter()
+                    .zip(xyz)
+                    .map(|(&a, v)| (a, Value::Int(v)))
+                    .collect();
                 (search_fixed::key(n), attrs)
             })
             .await,
@@ -204,8 +275,13 @@ pub(crate) async fn run_search_fixed(
     let mut run_report = None;
     if phases.run {
         let clients = vec![client.clone(); phases.threads];
-        let (_, report) =
-            run_closed_loop(clients, phase_name(PhaseKind::Run), phases.operations, phases.duration, phases.progress, {
+        let (_, report) = run_closed_loop(
+            clients,
+            phase_name(PhaseKind::Run),
+            phases.operations,
+            phases.duration,
+            phases.progress,
+            {
                 move |client: Client, id, tickets: Arc<Tickets>| async move {
                     let mut rng = task_rng(phases.seed, PhaseKind::Run, id);
                     let mut stats = TaskStats::new();
@@ -222,8 +298,9 @@ pub(crate) async fn run_search_fixed(
                     }
                     (client, stats)
                 }
-            })
-            .await;
+            },
+        )
+        .await;
         run_report = Some(report);
     }
 
@@ -231,7 +308,10 @@ pub(crate) async fn run_search_fixed(
     let mut samples = Vec::new();
     let (mut dimensions, mut subspace_regions) = (Vec::new(), 0);
     for i in 0..EXPLAIN_SAMPLES {
-        let e = client.explain(space, predicates(&plan.query(&mut rng))).await.map_err(to_target_error)?;
+        let e = client
+            .explain(space, predicates(&plan.query(&mut rng)))
+            .await
+            .map_err(to_target_error)?;
         if i == 0 {
             (dimensions, subspace_regions) = (e.dimensions.clone(), e.subspace_regions);
         }
@@ -261,8 +341,14 @@ mod tests {
     #[test]
     fn explain_summary_folds_samples() {
         let s = ExplainSummary::from_samples(vec!["x".into()], 64, &[(4, 16), (3, 16), (2, 16)]);
-        assert_eq!((s.queries, s.servers_contacted_min, s.servers_contacted_max), (3, 2, 4));
-        assert_eq!((s.servers_contacted_mean, s.regions_contacted_mean), (3.0, 16.0));
+        assert_eq!(
+            (s.queries, s.servers_contacted_min, s.servers_contacted_max),
+            (3, 2, 4)
+        );
+        assert_eq!(
+            (s.servers_contacted_mean, s.regions_contacted_mean),
+            (3.0, 16.0)
+        );
         let empty = ExplainSummary::from_samples(vec![], 1, &[]);
         assert_eq!((empty.queries, empty.servers_contacted_mean), (0, 0.0));
     }
@@ -270,7 +356,13 @@ mod tests {
     #[test]
     fn predicates_fix_each_queried_attribute_by_equality() {
         let p = predicates(&[("x", 5), ("y", -1)]);
-        assert_eq!(p, vec![Predicate::equals("x", Value::Int(5)), Predicate::equals("y", Value::Int(-1))]);
+        assert_eq!(
+            p,
+            vec![
+                Predicate::equals("x", Value::Int(5)),
+                Predicate::equals("y", Value::Int(-1))
+            ]
+        );
         assert!(predicates(&[]).is_empty());
     }
 }

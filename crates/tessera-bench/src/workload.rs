@@ -39,8 +39,10 @@ create 64 partitions
 
 /// The name of field `i` (`field0`..`field9`).
 pub fn field_name(i: usize) -> &'static str {
-    const NAMES: [&str; FIELD_COUNT] =
-        ["field0", "field1", "field2", "field3", "field4", "field5", "field6", "field7", "field8", "field9"];
+    const NAMES: [&str; FIELD_COUNT] = [
+        "field0", "field1", "field2", "field3", "field4", "field5", "field6", "field7", "field8",
+        "field9",
+    ];
     NAMES[i]
 }
 
@@ -71,13 +73,17 @@ pub struct Record {
 
 impl Record {
     pub fn random<R: Rng + ?Sized>(rng: &mut R) -> Record {
-        Record { fields: (0..FIELD_COUNT).map(|_| random_field(rng)).collect() }
+        Record {
+            fields: (0..FIELD_COUNT).map(|_| random_field(rng)).collect(),
+        }
     }
 }
 
 /// One field value of `FIELD_LENGTH` random printable bytes.
 pub fn random_field<R: Rng + ?Sized>(rng: &mut R) -> String {
-    (0..FIELD_LENGTH).map(|_| rng.random_range(b' '..=b'~') as char).collect()
+    (0..FIELD_LENGTH)
+        .map(|_| rng.random_range(b' '..=b'~') as char)
+        .collect()
 }
 
 /// A YCSB core workload, or one of the benchmarks of this crate's own (`s`, `subspaces`,
@@ -199,18 +205,50 @@ impl Workload {
             distribution: Distribution::Zipfian,
         };
         match self {
-            Workload::A => WorkloadSpec { read: 0.5, update: 0.5, ..base },
-            Workload::B => WorkloadSpec { read: 0.95, update: 0.05, ..base },
+            Workload::A => WorkloadSpec {
+                read: 0.5,
+                update: 0.5,
+                ..base
+            },
+            Workload::B => WorkloadSpec {
+                read: 0.95,
+                update: 0.05,
+                ..base
+            },
             Workload::C => WorkloadSpec { read: 1.0, ..base },
-            Workload::D => WorkloadSpec { read: 0.95, insert: 0.05, distribution: Distribution::Latest, ..base },
-            Workload::E => WorkloadSpec { scan: 0.95, insert: 0.05, ..base },
-            Workload::F => WorkloadSpec { read: 0.5, read_modify_write: 0.5, ..base },
+            Workload::D => WorkloadSpec {
+                read: 0.95,
+                insert: 0.05,
+                distribution: Distribution::Latest,
+                ..base
+            },
+            Workload::E => WorkloadSpec {
+                scan: 0.95,
+                insert: 0.05,
+                ..base
+            },
+            Workload::F => WorkloadSpec {
+                read: 0.5,
+                read_modify_write: 0.5,
+                ..base
+            },
             // Same zipfian request distribution as C: the two differ only in get vs search.
-            Workload::S => WorkloadSpec { search: 1.0, ..base },
+            Workload::S => WorkloadSpec {
+                search: 1.0,
+                ..base
+            },
             // Their keys and queries come from their own plans, not from a key chooser; the
             // specs only state the mix.
-            Workload::Subspaces => WorkloadSpec { update: 1.0, distribution: Distribution::Uniform, ..base },
-            Workload::SearchFixed => WorkloadSpec { search: 1.0, distribution: Distribution::Uniform, ..base },
+            Workload::Subspaces => WorkloadSpec {
+                update: 1.0,
+                distribution: Distribution::Uniform,
+                ..base
+            },
+            Workload::SearchFixed => WorkloadSpec {
+                search: 1.0,
+                distribution: Distribution::Uniform,
+                ..base
+            },
         }
     }
 
@@ -241,7 +279,12 @@ impl WorkloadSpec {
             x -= w;
         }
         // Rounding left a sliver past the last weight: give it to the last non-zero operation.
-        weights.iter().rev().find(|(_, w)| *w > 0.0).map(|(op, _)| *op).unwrap_or(Operation::Read)
+        weights
+            .iter()
+            .rev()
+            .find(|(_, w)| *w > 0.0)
+            .map(|(op, _)| *op)
+            .unwrap_or(Operation::Read)
     }
 }
 
@@ -256,7 +299,12 @@ pub enum KeyChooser {
 impl KeyChooser {
     /// As YCSB's `CoreWorkload.init`: the zipfian space covers the loaded records plus twice the
     /// inserts the run expects, so new records can become popular.
-    pub fn new(spec: &WorkloadSpec, records: u64, operations: u64, counter: &AcknowledgedCounter) -> KeyChooser {
+    pub fn new(
+        spec: &WorkloadSpec,
+        records: u64,
+        operations: u64,
+        counter: &AcknowledgedCounter,
+    ) -> KeyChooser {
         assert!(records > 0);
         match spec.distribution {
             Distribution::Zipfian => {
@@ -269,7 +317,11 @@ impl KeyChooser {
     }
 
     /// YCSB's `nextKeynum`: redraws until the key's insert has been acknowledged.
-    pub fn next<R: Rng + ?Sized>(&mut self, rng: &mut R, counter: &Arc<AcknowledgedCounter>) -> u64 {
+    pub fn next<R: Rng + ?Sized>(
+        &mut self,
+        rng: &mut R,
+        counter: &Arc<AcknowledgedCounter>,
+    ) -> u64 {
         let last = counter.last_value();
         match self {
             KeyChooser::Latest(l) => l.next(rng, last),
@@ -310,7 +362,10 @@ mod tests {
         ] {
             let spec = w.spec();
             let got = (0..n).filter(|_| spec.choose(&mut rng) == op).count() as f64 / n as f64;
-            assert!((got - share).abs() < 0.01, "workload {w}: {op:?} share {got}, expected {share}");
+            assert!(
+                (got - share).abs() < 0.01,
+                "workload {w}: {op:?} share {got}, expected {share}"
+            );
         }
     }
 
@@ -327,7 +382,14 @@ mod tests {
         let (c, s) = (Workload::C.spec(), Workload::S.spec());
         assert_eq!(s.distribution, c.distribution);
         assert_eq!((s.search, s.read, s.insert), (1.0, 0.0, 0.0));
-        assert_eq!(WorkloadSpec { read: 1.0, search: 0.0, ..s }, c);
+        assert_eq!(
+            WorkloadSpec {
+                read: 1.0,
+                search: 0.0,
+                ..s
+            },
+            c
+        );
         assert_eq!(Workload::S.to_string(), "s");
         assert_eq!(Operation::Search.name(), "search");
     }
@@ -364,7 +426,8 @@ mod tests {
             assert!(SPACE_DESCRIPTION.contains(&format!("string {}", field_name(i))));
         }
         assert!(SPACE_DESCRIPTION.contains("subspace prefix, suffix"));
-        let schema = tessera_types::parse_space(SPACE_DESCRIPTION).expect("the benchmark space parses");
+        let schema =
+            tessera_types::parse_space(SPACE_DESCRIPTION).expect("the benchmark space parses");
         assert_eq!(schema.name, SPACE_NAME);
     }
 }

@@ -39,10 +39,14 @@ pub struct RaftTuning {
 
 impl Default for RaftTuning {
     fn default() -> Self {
-        RaftTuning { heartbeat_ms: 100, election_timeout_ms: (400, 800), snapshot_every: 1000, logs_kept_after_snapshot: 100 }
+        RaftTuning {
+            heartbeat_ms: 100,
+            election_timeout_ms: (400, 800),
+            snapshot_every: 1000,
+            logs_kept_after_snapshot: 100,
+        }
     }
 }
-
 
 /// Everything a coordinator needs to start.
 #[derive(Clone, Debug)]
@@ -71,7 +75,12 @@ pub struct CoordinatorOptions {
 
 impl CoordinatorOptions {
     /// Options with the default [`RaftTuning`].
-    pub fn new(id: u64, data_dir: impl Into<PathBuf>, listen: SocketAddr, peers: Vec<(u64, String)>) -> Self {
+    pub fn new(
+        id: u64,
+        data_dir: impl Into<PathBuf>,
+        listen: SocketAddr,
+        peers: Vec<(u64, String)>,
+    ) -> Self {
         CoordinatorOptions {
             id,
             data_dir: data_dir.into(),
@@ -92,9 +101,15 @@ pub enum CoordinatorError {
     #[error("bad options: {0}")]
     Options(String),
     #[error("data directory {path}: {source}")]
-    DataDir { path: PathBuf, source: std::io::Error },
+    DataDir {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     #[error("cannot listen on {addr}: {source}")]
-    Listen { addr: SocketAddr, source: std::io::Error },
+    Listen {
+        addr: SocketAddr,
+        source: std::io::Error,
+    },
     #[error("raft: {0}")]
     Raft(String),
 }
@@ -112,21 +127,34 @@ const NODE_ID_FILE: &str = "node-id";
 impl Coordinator {
     /// Starts a coordinator listening on `options.listen`.
     pub async fn start(options: CoordinatorOptions) -> Result<Coordinator, CoordinatorError> {
-        let listener = TcpListener::bind(options.listen)
-            .await
-            .map_err(|source| CoordinatorError::Listen { addr: options.listen, source })?;
+        let listener =
+            TcpListener::bind(options.listen)
+                .await
+                .map_err(|source| CoordinatorError::Listen {
+                    addr: options.listen,
+                    source,
+                })?;
         Coordinator::start_with_listener(options, listener).await
     }
 
     /// Starts a coordinator on a listener bound already (`options.listen` is then ignored):
     /// lets tests pick free ports before they know every peer's address.
-    pub async fn start_with_listener(options: CoordinatorOptions, listener: TcpListener) -> Result<Coordinator, CoordinatorError> {
+    pub async fn start_with_listener(
+        options: CoordinatorOptions,
+        listener: TcpListener,
+    ) -> Result<Coordinator, CoordinatorError> {
         let addresses = check_options(&options)?;
         let local_addr = listener
             .local_addr()
-            .map_err(|source| CoordinatorError::Listen { addr: options.listen, source })?;
+            .map_err(|source| CoordinatorError::Listen {
+                addr: options.listen,
+                source,
+            })?;
         let raft_dir = options.data_dir.join("raft");
-        let data_err = |source| CoordinatorError::DataDir { path: raft_dir.clone(), source };
+        let data_err = |source| CoordinatorError::DataDir {
+            path: raft_dir.clone(),
+            source,
+        };
         std::fs::create_dir_all(&raft_dir).map_err(data_err)?;
         check_node_id(&raft_dir, options.id).map_err(data_err)?;
         let log_store = LogStore::open(&raft_dir).map_err(data_err)?;
@@ -150,13 +178,28 @@ impl Coordinator {
         .map_err(|e| CoordinatorError::Options(e.to_string()))?;
 
         let addresses = Arc::new(addresses);
-        let network = PeerNetworkFactory { me: options.id, addresses: addresses.clone() };
-        let raft = Raft::new(options.id, Arc::new(raft_config), network, log_store, state_machine)
-            .await
-            .map_err(|e| CoordinatorError::Raft(e.to_string()))?;
+        let network = PeerNetworkFactory {
+            me: options.id,
+            addresses: addresses.clone(),
+        };
+        let raft = Raft::new(
+            options.id,
+            Arc::new(raft_config),
+            network,
+            log_store,
+            state_machine,
+        )
+        .await
+        .map_err(|e| CoordinatorError::Raft(e.to_string()))?;
 
         let tracker = TaskTracker::new();
-        let detector = Detector::new(options.id, options.lease.clone(), raft.clone(), state, tracker.clone());
+        let detector = Detector::new(
+            options.id,
+            options.lease.clone(),
+            raft.clone(),
+            state,
+            tracker.clone(),
+        );
         let shared = Arc::new(Shared {
             id: options.id,
             raft: raft.clone(),
@@ -167,15 +210,25 @@ impl Coordinator {
             cancel: CancellationToken::new(),
             tracker,
         });
-        shared.tracker.spawn(service::accept_loop(shared.clone(), listener));
-        shared.tracker.spawn(detector::run(shared.detector.clone(), shared.cancel.clone()));
+        shared
+            .tracker
+            .spawn(service::accept_loop(shared.clone(), listener));
+        shared.tracker.spawn(detector::run(
+            shared.detector.clone(),
+            shared.cancel.clone(),
+        ));
         tracing::info!(id = options.id, addr = %local_addr, members = addresses.len(), "coordinator started");
 
-        let pristine = !raft.is_initialized().await.map_err(|e| CoordinatorError::Raft(e.to_string()))?;
+        let pristine = !raft
+            .is_initialized()
+            .await
+            .map_err(|e| CoordinatorError::Raft(e.to_string()))?;
         let smallest = addresses.keys().next().copied() == Some(options.id);
         if pristine && smallest {
-            let members: BTreeMap<NodeId, BasicNode> =
-                addresses.iter().map(|(id, addr)| (*id, BasicNode { addr: addr.clone() })).collect();
+            let members: BTreeMap<NodeId, BasicNode> = addresses
+                .iter()
+                .map(|(id, addr)| (*id, BasicNode { addr: addr.clone() }))
+                .collect();
             tracing::info!(?members, "initializing the coordinator group");
             match raft.initialize(members).await {
                 Ok(()) | Err(RaftError::APIError(InitializeError::NotAllowed(_))) => {}
@@ -186,7 +239,11 @@ impl Coordinator {
                 }
             }
         }
-        Ok(Coordinator { shared, local_addr, stopped: false })
+        Ok(Coordinator {
+            shared,
+            local_addr,
+            stopped: false,
+        })
     }
 
     /// The address clients, servers and peers reach this coordinator at.
@@ -226,7 +283,12 @@ impl Coordinator {
 
     /// Index of the last log entry in this coordinator's current snapshot, if any.
     pub fn snapshot_upto(&self) -> Option<u64> {
-        self.shared.raft.metrics().borrow().snapshot.map(|l| l.index)
+        self.shared
+            .raft
+            .metrics()
+            .borrow()
+            .snapshot
+            .map(|l| l.index)
     }
 
     /// Stops accepting, closes every connection, stops Raft, and waits for every task.
@@ -258,21 +320,32 @@ impl Drop for Coordinator {
     }
 }
 
-fn check_options(options: &CoordinatorOptions) -> Result<BTreeMap<NodeId, String>, CoordinatorError> {
+fn check_options(
+    options: &CoordinatorOptions,
+) -> Result<BTreeMap<NodeId, String>, CoordinatorError> {
     let mut addresses = BTreeMap::new();
     for (id, addr) in &options.peers {
         if addr.is_empty() {
-            return Err(CoordinatorError::Options(format!("member {id} has an empty address")));
+            return Err(CoordinatorError::Options(format!(
+                "member {id} has an empty address"
+            )));
         }
         if addresses.insert(*id, addr.clone()).is_some() {
-            return Err(CoordinatorError::Options(format!("member {id} is listed twice")));
+            return Err(CoordinatorError::Options(format!(
+                "member {id} is listed twice"
+            )));
         }
     }
     if options.lease.lease_ms == 0 {
-        return Err(CoordinatorError::Options("the lease must be at least 1 ms".into()));
+        return Err(CoordinatorError::Options(
+            "the lease must be at least 1 ms".into(),
+        ));
     }
     if !addresses.contains_key(&options.id) {
-        return Err(CoordinatorError::Options(format!("this coordinator's id {} is not among the members", options.id)));
+        return Err(CoordinatorError::Options(format!(
+            "this coordinator's id {} is not among the members",
+            options.id
+        )));
     }
     Ok(addresses)
 }

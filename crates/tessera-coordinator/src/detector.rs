@@ -70,7 +70,11 @@ pub struct LeaseTuning {
 
 impl Default for LeaseTuning {
     fn default() -> Self {
-        LeaseTuning { lease_ms: 1000, margin_ms: 500, suspect_unheard: true }
+        LeaseTuning {
+            lease_ms: 1000,
+            margin_ms: 500,
+            suspect_unheard: true,
+        }
     }
 }
 
@@ -170,7 +174,13 @@ impl Detector {
     /// `at`, in which the server said it acts on `epoch`.
     fn heard(&self, id: ServerId, incarnation: u64, at: Instant, epoch: Epoch) {
         let mut inner = lock(&self.inner);
-        let fresh = |available| Watch { incarnation, heard: None, since: at, available, epoch: None };
+        let fresh = |available| Watch {
+            incarnation,
+            heard: None,
+            since: at,
+            available,
+            epoch: None,
+        };
         let watch = inner.servers.entry(id).or_insert(fresh(true));
         if incarnation > watch.incarnation {
             *watch = fresh(watch.available);
@@ -202,7 +212,8 @@ impl Detector {
             .filter(|s| {
                 inner.servers.get(&s.info.id).is_some_and(|w| {
                     w.incarnation == s.incarnation
-                        && w.heard.is_some_and(|h| now.saturating_duration_since(h) <= lease)
+                        && w.heard
+                            .is_some_and(|h| now.saturating_duration_since(h) <= lease)
                         && w.epoch.is_none_or(|e| e < epoch)
                 })
             })
@@ -218,7 +229,8 @@ impl Detector {
         let lease = Duration::from_millis(self.tuning.lease_ms);
         let heard = inner.servers.get(&id).is_some_and(|w| {
             w.incarnation == incarnation
-                && w.heard.is_some_and(|h| Instant::now().saturating_duration_since(h) <= lease)
+                && w.heard
+                    .is_some_and(|h| Instant::now().saturating_duration_since(h) <= lease)
         });
         heard && !inner.removing.contains_key(&id)
     }
@@ -231,7 +243,8 @@ impl Detector {
     /// Whether this coordinator is the Raft leader, confirmed by a quorum in a round that
     /// started after `received`.
     async fn confirm_leadership(&self, raft: &Raft, received: Instant) -> bool {
-        let covered = |c: Option<Confirmation>| c.filter(|c| c.started >= received).map(|c| c.leader);
+        let covered =
+            |c: Option<Confirmation>| c.filter(|c| c.started >= received).map(|c| c.leader);
         if let Some(leader) = covered(*lock(&self.last_confirmation)) {
             return leader;
         }
@@ -242,7 +255,10 @@ impl Detector {
         let started = Instant::now();
         // A reply later than a lease is of no use to the server.
         let limit = Duration::from_millis(self.tuning.lease_ms);
-        let leader = matches!(tokio::time::timeout(limit, raft.ensure_linearizable()).await, Ok(Ok(_)));
+        let leader = matches!(
+            tokio::time::timeout(limit, raft.ensure_linearizable()).await,
+            Ok(Ok(_))
+        );
         *lock(&self.last_confirmation) = Some(Confirmation { started, leader });
         leader
     }
@@ -259,11 +275,15 @@ impl Detector {
             .servers
             .iter()
             .map(|s| {
-                let watch = inner.servers.get(&s.info.id).filter(|w| w.incarnation == s.incarnation);
+                let watch = inner
+                    .servers
+                    .get(&s.info.id)
+                    .filter(|w| w.incarnation == s.incarnation);
                 let heard = watch.and_then(|w| w.heard);
                 ServerLiveness {
                     id: s.info.id,
-                    heard_ms_ago: heard.map(|h| now.saturating_duration_since(h).as_millis() as u64),
+                    heard_ms_ago: heard
+                        .map(|h| now.saturating_duration_since(h).as_millis() as u64),
                     epoch: watch.and_then(|w| w.epoch),
                 }
             })
@@ -307,28 +327,42 @@ impl Detector {
         if self.raft.metrics().borrow().current_leader != Some(self.me) {
             return;
         }
-        let available =
-            self.state.borrow().server(id).is_some_and(|s| s.incarnation == incarnation && is_live(s.info.state));
+        let available = self
+            .state
+            .borrow()
+            .server(id)
+            .is_some_and(|s| s.incarnation == incarnation && is_live(s.info.state));
         if !available {
             // Offline already (or restarted since): nothing to propose.
             return;
         }
         let mut inner = lock(&self.inner);
-        self.decide(&mut inner, id, incarnation, "it reported a storage failure".into());
+        self.decide(
+            &mut inner,
+            id,
+            incarnation,
+            "it reported a storage failure".into(),
+        );
     }
 
     /// One look: follows leadership changes, then takes silent servers offline.
     fn tick(self: &Arc<Self>) {
         let (leader, term) = {
             let m = self.raft.metrics().borrow().clone();
-            (m.current_leader == Some(self.me) && m.state.is_leader(), m.current_term)
+            (
+                m.current_leader == Some(self.me) && m.state.is_leader(),
+                m.current_term,
+            )
         };
         let now = Instant::now();
         let mut guard = lock(&self.inner);
         let inner = &mut *guard;
         if !leader {
             if inner.leading.take().is_some() {
-                tracing::info!(term, "no longer the coordinator leader: failure detection stops here");
+                tracing::info!(
+                    term,
+                    "no longer the coordinator leader: failure detection stops here"
+                );
             }
             return;
         }
@@ -351,10 +385,22 @@ impl Detector {
         for s in &state.servers {
             let (id, incarnation) = (s.info.id, s.incarnation);
             let available = is_live(s.info.state);
-            let fresh = Watch { incarnation, heard: None, since: now, available, epoch: None };
+            let fresh = Watch {
+                incarnation,
+                heard: None,
+                since: now,
+                available,
+                epoch: None,
+            };
             let watch = inner.servers.entry(id).or_insert(fresh);
             if incarnation > watch.incarnation {
-                *watch = Watch { incarnation, heard: None, since: now, available, epoch: None };
+                *watch = Watch {
+                    incarnation,
+                    heard: None,
+                    since: now,
+                    available,
+                    epoch: None,
+                };
             }
             if !available {
                 watch.available = false;
@@ -406,10 +452,18 @@ pub(crate) async fn run(detector: Arc<Detector>, cancel: CancellationToken) {
 /// registered at the leader already). Returns the registered incarnation, or the refusal to
 /// answer: `Malformed` for an unknown server or the wrong token (a decommissioned server is
 /// unknown), `StaleServer` for an earlier incarnation.
-pub(crate) fn identify(detector: &Detector, id: ServerId, token: u128, incarnation: u64) -> Result<u64, Response> {
+pub(crate) fn identify(
+    detector: &Detector,
+    id: ServerId,
+    token: u128,
+    incarnation: u64,
+) -> Result<u64, Response> {
     let registered = {
         let state = detector.state.borrow();
-        state.server(id).filter(|s| s.token == token).map(|s| s.incarnation)
+        state
+            .server(id)
+            .filter(|s| s.token == token)
+            .map(|s| s.incarnation)
     };
     let Some(current) = registered else {
         return Err(Response::Error(ErrorReply::new(
@@ -439,8 +493,15 @@ pub(crate) async fn heartbeat(
     let lease_ms = detector.tuning.lease_ms;
     let reply = |leader: bool| {
         let state = detector.state.borrow().clone();
-        let server_state = state.server(id).map_or(ServerState::Offline, |s| s.info.state);
-        Response::Heartbeat(HeartbeatReply { leader, state: server_state, epoch: state.epoch, lease_ms })
+        let server_state = state
+            .server(id)
+            .map_or(ServerState::Offline, |s| s.info.state);
+        Response::Heartbeat(HeartbeatReply {
+            leader,
+            state: server_state,
+            epoch: state.epoch,
+            lease_ms,
+        })
     };
     let current = match identify(detector, id, token, incarnation) {
         Ok(current) => current,
@@ -461,6 +522,10 @@ pub(crate) async fn heartbeat(
     let leader = detector.confirm_leadership(&detector.raft, received).await;
     // Read after the confirmation: a removal decided meanwhile, or applied, denies the lease.
     let granted = leader && detector.may_grant(id);
-    let still = detector.state.borrow().server(id).is_some_and(|s| s.incarnation == incarnation);
+    let still = detector
+        .state
+        .borrow()
+        .server(id)
+        .is_some_and(|s| s.incarnation == incarnation);
     reply(granted && still)
 }

@@ -12,7 +12,11 @@ use xxhash_rust::xxh3::xxh3_64;
 pub(crate) fn write_atomic(dir: &Path, name: &str, body: &[u8], durable: bool) -> io::Result<()> {
     let tmp = dir.join(format!("{name}.tmp"));
     {
-        let mut f = OpenOptions::new().write(true).create(true).truncate(true).open(&tmp)?;
+        let mut f = OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&tmp)?;
         f.write_all(&xxh3_64(body).to_le_bytes())?;
         f.write_all(body)?;
         if durable {
@@ -37,12 +41,18 @@ pub(crate) fn read_checked(path: &Path) -> io::Result<Option<Vec<u8>>> {
     let mut bytes = Vec::new();
     f.read_to_end(&mut bytes)?;
     if bytes.len() < 8 {
-        return Err(io::Error::new(io::ErrorKind::InvalidData, format!("{}: truncated", path.display())));
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("{}: truncated", path.display()),
+        ));
     }
     let (sum, body) = bytes.split_at(8);
     let sum = u64::from_le_bytes(sum.try_into().expect("8 bytes"));
     if sum != xxh3_64(body) {
-        return Err(io::Error::new(io::ErrorKind::InvalidData, format!("{}: checksum mismatch", path.display())));
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("{}: checksum mismatch", path.display()),
+        ));
     }
     Ok(Some(body.to_vec()))
 }
@@ -56,6 +66,10 @@ pub(crate) fn invalid(e: impl std::fmt::Display) -> io::Error {
 }
 
 /// Runs blocking file I/O off the async threads.
-pub(crate) async fn blocking<T: Send + 'static>(f: impl FnOnce() -> io::Result<T> + Send + 'static) -> io::Result<T> {
-    tokio::task::spawn_blocking(f).await.map_err(io::Error::other)?
+pub(crate) async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> io::Result<T> + Send + 'static,
+) -> io::Result<T> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(io::Error::other)?
 }

@@ -86,7 +86,11 @@ impl LogStore {
             .flatten();
 
         let path = dir.join(LOG);
-        let mut file = OpenOptions::new().read(true).append(true).create(true).open(&path)?;
+        let mut file = OpenOptions::new()
+            .read(true)
+            .append(true)
+            .create(true)
+            .open(&path)?;
         let mut bytes = Vec::new();
         file.seek(SeekFrom::Start(0))?;
         file.read_to_end(&mut bytes)?;
@@ -97,11 +101,15 @@ impl LogStore {
         while let Some(header) = bytes.get(at..at + RECORD_HEADER) {
             let len = u32::from_le_bytes(header[..4].try_into().expect("4 bytes")) as usize;
             let sum = u64::from_le_bytes(header[4..].try_into().expect("8 bytes"));
-            let Some(payload) = bytes.get(at + RECORD_HEADER..at + RECORD_HEADER + len) else { break };
+            let Some(payload) = bytes.get(at + RECORD_HEADER..at + RECORD_HEADER + len) else {
+                break;
+            };
             if xxh3_64(payload) != sum {
                 break;
             }
-            let Ok(entry) = postcard::from_bytes::<Entry>(payload) else { break };
+            let Ok(entry) = postcard::from_bytes::<Entry>(payload) else {
+                break;
+            };
             let index = entry.log_id.index;
             if previous.is_some_and(|p| p + 1 != index) {
                 break;
@@ -119,10 +127,26 @@ impl LogStore {
         if let Some(p) = last_purged {
             entries = entries.split_off(&(p.index + 1));
         }
-        tracing::debug!(entries = entries.len(), ?vote, ?last_purged, ?committed, "opened the raft log");
+        tracing::debug!(
+            entries = entries.len(),
+            ?vote,
+            ?last_purged,
+            ?committed,
+            "opened the raft log"
+        );
         Ok(LogStore {
-            memory: Arc::new(Mutex::new(Memory { entries, last_purged, vote, committed })),
-            disk: Arc::new(Mutex::new(Disk { dir: dir.to_path_buf(), file, offsets, end: at as u64 })),
+            memory: Arc::new(Mutex::new(Memory {
+                entries,
+                last_purged,
+                vote,
+                committed,
+            })),
+            disk: Arc::new(Mutex::new(Disk {
+                dir: dir.to_path_buf(),
+                file,
+                offsets,
+                end: at as u64,
+            })),
         })
     }
 
@@ -168,7 +192,9 @@ impl Disk {
     }
 
     fn truncate(&mut self, since: u64) -> io::Result<()> {
-        let Some((_, &offset)) = self.offsets.range(since..).next() else { return Ok(()) };
+        let Some((_, &offset)) = self.offsets.range(since..).next() else {
+            return Ok(());
+        };
         self.file.set_len(offset)?;
         self.file.sync_all()?;
         self.offsets.split_off(&since);
@@ -179,20 +205,39 @@ impl Disk {
     /// Rewrites the log without the records up to `upto`, after `purged` records the new
     /// purge point (so a crash in between only leaves records that will be ignored).
     fn purge(&mut self, upto: u64) -> io::Result<()> {
-        let start = self.offsets.range(upto + 1..).next().map(|(_, &o)| o).unwrap_or(self.end);
+        let start = self
+            .offsets
+            .range(upto + 1..)
+            .next()
+            .map(|(_, &o)| o)
+            .unwrap_or(self.end);
         let mut tail = Vec::with_capacity((self.end - start) as usize);
         self.file.seek(SeekFrom::Start(start))?;
-        (&mut self.file).take(self.end - start).read_to_end(&mut tail)?;
+        (&mut self.file)
+            .take(self.end - start)
+            .read_to_end(&mut tail)?;
         let tmp = self.dir.join(format!("{LOG}.tmp"));
         {
-            let mut f = OpenOptions::new().write(true).create(true).truncate(true).open(&tmp)?;
+            let mut f = OpenOptions::new()
+                .write(true)
+                .create(true)
+                .truncate(true)
+                .open(&tmp)?;
             f.write_all(&tail)?;
             f.sync_all()?;
         }
         std::fs::rename(&tmp, self.dir.join(LOG))?;
         sync_dir(&self.dir)?;
-        self.file = OpenOptions::new().read(true).append(true).open(self.dir.join(LOG))?;
-        self.offsets = self.offsets.split_off(&(upto + 1)).into_iter().map(|(i, o)| (i, o - start)).collect();
+        self.file = OpenOptions::new()
+            .read(true)
+            .append(true)
+            .open(self.dir.join(LOG))?;
+        self.offsets = self
+            .offsets
+            .split_off(&(upto + 1))
+            .into_iter()
+            .map(|(i, o)| (i, o - start))
+            .collect();
         self.end -= start;
         Ok(())
     }
@@ -204,7 +249,11 @@ impl RaftLogReader<TypeConfig> for LogStore {
         range: RB,
     ) -> Result<Vec<Entry>, StorageError> {
         let memory = lock(&self.memory);
-        Ok(memory.entries.range(range).map(|(_, e)| e.clone()).collect())
+        Ok(memory
+            .entries
+            .range(range)
+            .map(|(_, e)| e.clone())
+            .collect())
     }
 }
 
@@ -213,8 +262,15 @@ impl RaftLogStorage<TypeConfig> for LogStore {
 
     async fn get_log_state(&mut self) -> Result<LogState<TypeConfig>, StorageError> {
         let memory = lock(&self.memory);
-        let last = memory.entries.last_key_value().map(|(_, e)| e.log_id).or(memory.last_purged);
-        Ok(LogState { last_purged_log_id: memory.last_purged, last_log_id: last })
+        let last = memory
+            .entries
+            .last_key_value()
+            .map(|(_, e)| e.log_id)
+            .or(memory.last_purged);
+        Ok(LogState {
+            last_purged_log_id: memory.last_purged,
+            last_log_id: last,
+        })
     }
 
     async fn get_log_reader(&mut self) -> Self::LogReader {
@@ -222,7 +278,8 @@ impl RaftLogStorage<TypeConfig> for LogStore {
     }
 
     async fn save_vote(&mut self, vote: &Vote) -> Result<(), StorageError> {
-        let body = postcard::to_allocvec(vote).map_err(|e| StorageIOError::write_vote(AnyError::new(&e)))?;
+        let body = postcard::to_allocvec(vote)
+            .map_err(|e| StorageIOError::write_vote(AnyError::new(&e)))?;
         let dir = self.disk_dir();
         blocking(move || write_atomic(&dir, VOTE, &body, true))
             .await
@@ -236,7 +293,8 @@ impl RaftLogStorage<TypeConfig> for LogStore {
     }
 
     async fn save_committed(&mut self, committed: Option<LogId>) -> Result<(), StorageError> {
-        let body = postcard::to_allocvec(&committed).map_err(|e| StorageIOError::write(AnyError::new(&e)))?;
+        let body = postcard::to_allocvec(&committed)
+            .map_err(|e| StorageIOError::write(AnyError::new(&e)))?;
         let dir = self.disk_dir();
         blocking(move || write_atomic(&dir, COMMITTED, &body, false))
             .await
@@ -249,7 +307,11 @@ impl RaftLogStorage<TypeConfig> for LogStore {
         Ok(lock(&self.memory).committed)
     }
 
-    async fn append<I>(&mut self, entries: I, callback: LogFlushed<TypeConfig>) -> Result<(), StorageError>
+    async fn append<I>(
+        &mut self,
+        entries: I,
+        callback: LogFlushed<TypeConfig>,
+    ) -> Result<(), StorageError>
     where
         I: IntoIterator<Item = Entry> + Send,
         I::IntoIter: Send,
@@ -281,7 +343,8 @@ impl RaftLogStorage<TypeConfig> for LogStore {
 
     async fn purge(&mut self, log_id: LogId) -> Result<(), StorageError> {
         tracing::debug!(%log_id, "purging the raft log");
-        let body = postcard::to_allocvec(&Some(log_id)).map_err(|e| StorageIOError::write_logs(AnyError::new(&e)))?;
+        let body = postcard::to_allocvec(&Some(log_id))
+            .map_err(|e| StorageIOError::write_logs(AnyError::new(&e)))?;
         let disk = self.disk.clone();
         blocking(move || {
             let mut disk = lock(&disk);
@@ -307,12 +370,20 @@ mod tests {
     fn entry(term: u64, index: u64) -> Entry {
         Entry {
             log_id: LogId::new(CommittedLeaderId::new(term, 1), index),
-            payload: EntryPayload::Normal(Command::RmSpace { name: format!("e{index}") }),
+            payload: EntryPayload::Normal(Command::RmSpace {
+                name: format!("e{index}"),
+            }),
         }
     }
 
     async fn indexes(store: &mut LogStore) -> Vec<(u64, u64)> {
-        store.try_get_log_entries(..).await.unwrap().iter().map(|e| (e.log_id.leader_id.term, e.log_id.index)).collect()
+        store
+            .try_get_log_entries(..)
+            .await
+            .unwrap()
+            .iter()
+            .map(|e| (e.log_id.leader_id.term, e.log_id.index))
+            .collect()
     }
 
     #[tokio::test]
@@ -320,10 +391,16 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut store = LogStore::open(dir.path()).unwrap();
         assert_eq!(store.get_log_state().await.unwrap(), LogState::default());
-        store.append_durably((1..=6).map(|i| entry(1, i)).collect()).await.unwrap();
+        store
+            .append_durably((1..=6).map(|i| entry(1, i)).collect())
+            .await
+            .unwrap();
         let vote = Vote::new(3, 2);
         store.save_vote(&vote).await.unwrap();
-        store.save_committed(Some(entry(1, 4).log_id)).await.unwrap();
+        store
+            .save_committed(Some(entry(1, 4).log_id))
+            .await
+            .unwrap();
         // Conflicting entries from a new leader replace 5 and 6.
         store.truncate(entry(1, 5).log_id).await.unwrap();
         store.append_durably(vec![entry(2, 5)]).await.unwrap();
@@ -333,7 +410,10 @@ mod tests {
 
         let mut store = LogStore::open(dir.path()).unwrap();
         assert_eq!(store.read_vote().await.unwrap(), Some(vote));
-        assert_eq!(store.read_committed().await.unwrap(), Some(entry(1, 4).log_id));
+        assert_eq!(
+            store.read_committed().await.unwrap(),
+            Some(entry(1, 4).log_id)
+        );
         assert_eq!(indexes(&mut store).await, vec![(1, 3), (1, 4), (2, 5)]);
         let state = store.get_log_state().await.unwrap();
         assert_eq!(state.last_purged_log_id, Some(entry(1, 2).log_id));
@@ -341,10 +421,16 @@ mod tests {
         // Appends after reopening land after the rewritten log.
         store.append_durably(vec![entry(2, 6)]).await.unwrap();
         store.truncate(entry(2, 6).log_id).await.unwrap();
-        store.append_durably(vec![entry(3, 6), entry(3, 7)]).await.unwrap();
+        store
+            .append_durably(vec![entry(3, 6), entry(3, 7)])
+            .await
+            .unwrap();
         drop(store);
         let mut store = LogStore::open(dir.path()).unwrap();
-        assert_eq!(indexes(&mut store).await, vec![(1, 3), (1, 4), (2, 5), (3, 6), (3, 7)]);
+        assert_eq!(
+            indexes(&mut store).await,
+            vec![(1, 3), (1, 4), (2, 5), (3, 6), (3, 7)]
+        );
         // Purging everything leaves the purge point as the last log id.
         store.purge(entry(3, 7).log_id).await.unwrap();
         drop(store);
@@ -362,7 +448,10 @@ mod tests {
     async fn a_torn_tail_is_cut_off() {
         let dir = tempfile::tempdir().unwrap();
         let store = LogStore::open(dir.path()).unwrap();
-        store.append_durably((1..=3).map(|i| entry(1, i)).collect()).await.unwrap();
+        store
+            .append_durably((1..=3).map(|i| entry(1, i)).collect())
+            .await
+            .unwrap();
         drop(store);
         let path = dir.path().join(LOG);
         let len = std::fs::metadata(&path).unwrap().len();
@@ -385,7 +474,10 @@ mod tests {
         std::fs::write(&path, &bytes).unwrap();
         let mut store = LogStore::open(dir.path()).unwrap();
         let got = indexes(&mut store).await;
-        assert!(got.len() < 3 && got.iter().enumerate().all(|(i, e)| *e == (1, i as u64 + 1)), "{got:?}");
+        assert!(
+            got.len() < 3 && got.iter().enumerate().all(|(i, e)| *e == (1, i as u64 + 1)),
+            "{got:?}"
+        );
     }
 
     #[tokio::test]

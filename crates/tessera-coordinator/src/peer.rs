@@ -16,8 +16,8 @@ use openraft::error::{
 };
 use openraft::network::{RPCOption, RaftNetwork, RaftNetworkFactory};
 use openraft::raft::{
-    AppendEntriesRequest, AppendEntriesResponse, InstallSnapshotRequest, InstallSnapshotResponse, VoteRequest,
-    VoteResponse,
+    AppendEntriesRequest, AppendEntriesResponse, InstallSnapshotRequest, InstallSnapshotResponse,
+    VoteRequest, VoteResponse,
 };
 use openraft::RPCTypes;
 use serde::{Deserialize, Serialize};
@@ -38,7 +38,10 @@ pub const PEER_FRAME_BYTES_MAX: usize = 64 * 1024 * 1024;
 pub(crate) const CONNECT_TIMEOUT: Duration = Duration::from_millis(500);
 
 pub(crate) fn codec() -> LengthDelimitedCodec {
-    LengthDelimitedCodec::builder().length_field_length(4).max_frame_length(PEER_FRAME_BYTES_MAX).new_codec()
+    LengthDelimitedCodec::builder()
+        .length_field_length(4)
+        .max_frame_length(PEER_FRAME_BYTES_MAX)
+        .new_codec()
 }
 
 #[derive(Serialize, Deserialize)]
@@ -54,7 +57,9 @@ pub(crate) enum PeerRequest {
 pub(crate) enum PeerResponse {
     AppendEntries(Result<AppendEntriesResponse<NodeId>, RaftError<NodeId>>),
     Vote(Result<VoteResponse<NodeId>, RaftError<NodeId>>),
-    InstallSnapshot(Result<InstallSnapshotResponse<NodeId>, RaftError<NodeId, InstallSnapshotError>>),
+    InstallSnapshot(
+        Result<InstallSnapshotResponse<NodeId>, RaftError<NodeId, InstallSnapshotError>>,
+    ),
     Forward(Result<ApplyResult, ForwardError>),
 }
 
@@ -68,7 +73,8 @@ pub(crate) enum ForwardError {
 
 pub(crate) fn encode<T: Serialize>(value: &T) -> Result<Bytes, postcard::Error> {
     let mut buf = BytesMut::with_capacity(256).writer();
-    std::io::Write::write_all(&mut buf, &[PEER_TAG]).map_err(|_| postcard::Error::SerializeBufferFull)?;
+    std::io::Write::write_all(&mut buf, &[PEER_TAG])
+        .map_err(|_| postcard::Error::SerializeBufferFull)?;
     Ok(postcard::to_io(value, buf)?.into_inner().freeze())
 }
 
@@ -83,7 +89,10 @@ pub(crate) fn decode<T: for<'a> Deserialize<'a>>(body: &[u8]) -> Result<T, postc
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum CallError {
     #[error("cannot connect to {addr}: {source}")]
-    Connect { addr: String, source: std::io::Error },
+    Connect {
+        addr: String,
+        source: std::io::Error,
+    },
     #[error("timed out")]
     Timeout,
     #[error("i/o: {0}")]
@@ -107,9 +116,15 @@ impl PeerConnection {
 
     /// Sends `request` and waits for its response, all within `timeout`. Any failure drops the
     /// connection, so a late response can never be taken for the next request's.
-    pub(crate) async fn call(&mut self, request: &PeerRequest, timeout: Duration) -> Result<PeerResponse, CallError> {
+    pub(crate) async fn call(
+        &mut self,
+        request: &PeerRequest,
+        timeout: Duration,
+    ) -> Result<PeerResponse, CallError> {
         let body = encode(request)?;
-        let result = tokio::time::timeout(timeout, self.exchange(body)).await.unwrap_or(Err(CallError::Timeout));
+        let result = tokio::time::timeout(timeout, self.exchange(body))
+            .await
+            .unwrap_or(Err(CallError::Timeout));
         if result.is_err() {
             self.framed = None;
         }
@@ -124,7 +139,10 @@ impl PeerConnection {
                     addr: self.addr.clone(),
                     source: std::io::Error::new(std::io::ErrorKind::TimedOut, "connect timed out"),
                 })?
-                .map_err(|source| CallError::Connect { addr: self.addr.clone(), source })?;
+                .map_err(|source| CallError::Connect {
+                    addr: self.addr.clone(),
+                    source,
+                })?;
             stream.set_nodelay(true)?;
             self.framed = Some(Framed::new(stream, codec()));
         }
@@ -149,8 +167,16 @@ impl RaftNetworkFactory<TypeConfig> for PeerNetworkFactory {
     type Network = PeerClient;
 
     async fn new_client(&mut self, target: NodeId, node: &Node) -> PeerClient {
-        let addr = self.addresses.get(&target).cloned().unwrap_or_else(|| node.addr.clone());
-        PeerClient { me: self.me, target, connection: PeerConnection::new(addr) }
+        let addr = self
+            .addresses
+            .get(&target)
+            .cloned()
+            .unwrap_or_else(|| node.addr.clone());
+        PeerClient {
+            me: self.me,
+            target,
+            connection: PeerConnection::new(addr),
+        }
     }
 }
 
@@ -168,17 +194,25 @@ impl PeerClient {
         option: &RPCOption,
     ) -> Result<PeerResponse, RPCError<NodeId, Node, E>> {
         let ttl = option.hard_ttl();
-        self.connection.call(&request, ttl).await.map_err(|e| match e {
-            CallError::Connect { .. } => RPCError::Unreachable(Unreachable::new(&e)),
-            CallError::Timeout => {
-                RPCError::Timeout(Timeout { action, id: self.me, target: self.target, timeout: ttl })
-            }
-            e => RPCError::Network(NetworkError::new(&e)),
-        })
+        self.connection
+            .call(&request, ttl)
+            .await
+            .map_err(|e| match e {
+                CallError::Connect { .. } => RPCError::Unreachable(Unreachable::new(&e)),
+                CallError::Timeout => RPCError::Timeout(Timeout {
+                    action,
+                    id: self.me,
+                    target: self.target,
+                    timeout: ttl,
+                }),
+                e => RPCError::Network(NetworkError::new(&e)),
+            })
     }
 
     fn unexpected<E: std::error::Error>(&self) -> RPCError<NodeId, Node, E> {
-        RPCError::Network(NetworkError::new(&CallError::Codec(postcard::Error::DeserializeBadEncoding)))
+        RPCError::Network(NetworkError::new(&CallError::Codec(
+            postcard::Error::DeserializeBadEncoding,
+        )))
     }
 }
 
@@ -188,8 +222,17 @@ impl RaftNetwork<TypeConfig> for PeerClient {
         rpc: AppendEntriesRequest<TypeConfig>,
         option: RPCOption,
     ) -> Result<AppendEntriesResponse<NodeId>, RPCError<NodeId, Node, RaftError<NodeId>>> {
-        match self.rpc(RPCTypes::AppendEntries, PeerRequest::AppendEntries(rpc), &option).await? {
-            PeerResponse::AppendEntries(r) => r.map_err(|e| RPCError::RemoteError(RemoteError::new(self.target, e))),
+        match self
+            .rpc(
+                RPCTypes::AppendEntries,
+                PeerRequest::AppendEntries(rpc),
+                &option,
+            )
+            .await?
+        {
+            PeerResponse::AppendEntries(r) => {
+                r.map_err(|e| RPCError::RemoteError(RemoteError::new(self.target, e)))
+            }
             _ => Err(self.unexpected()),
         }
     }
@@ -198,9 +241,21 @@ impl RaftNetwork<TypeConfig> for PeerClient {
         &mut self,
         rpc: InstallSnapshotRequest<TypeConfig>,
         option: RPCOption,
-    ) -> Result<InstallSnapshotResponse<NodeId>, RPCError<NodeId, Node, RaftError<NodeId, InstallSnapshotError>>> {
-        match self.rpc(RPCTypes::InstallSnapshot, PeerRequest::InstallSnapshot(rpc), &option).await? {
-            PeerResponse::InstallSnapshot(r) => r.map_err(|e| RPCError::RemoteError(RemoteError::new(self.target, e))),
+    ) -> Result<
+        InstallSnapshotResponse<NodeId>,
+        RPCError<NodeId, Node, RaftError<NodeId, InstallSnapshotError>>,
+    > {
+        match self
+            .rpc(
+                RPCTypes::InstallSnapshot,
+                PeerRequest::InstallSnapshot(rpc),
+                &option,
+            )
+            .await?
+        {
+            PeerResponse::InstallSnapshot(r) => {
+                r.map_err(|e| RPCError::RemoteError(RemoteError::new(self.target, e)))
+            }
             _ => Err(self.unexpected()),
         }
     }
@@ -210,8 +265,13 @@ impl RaftNetwork<TypeConfig> for PeerClient {
         rpc: VoteRequest<NodeId>,
         option: RPCOption,
     ) -> Result<VoteResponse<NodeId>, RPCError<NodeId, Node, RaftError<NodeId>>> {
-        match self.rpc(RPCTypes::Vote, PeerRequest::Vote(rpc), &option).await? {
-            PeerResponse::Vote(r) => r.map_err(|e| RPCError::RemoteError(RemoteError::new(self.target, e))),
+        match self
+            .rpc(RPCTypes::Vote, PeerRequest::Vote(rpc), &option)
+            .await?
+        {
+            PeerResponse::Vote(r) => {
+                r.map_err(|e| RPCError::RemoteError(RemoteError::new(self.target, e)))
+            }
             _ => Err(self.unexpected()),
         }
     }

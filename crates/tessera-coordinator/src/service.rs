@@ -10,8 +10,8 @@ use openraft::error::{ClientWriteError, RaftError};
 use tessera_protocol::constants::{DESCRIPTION_BYTES_MAX, FRAME_BYTES_MAX};
 use tessera_protocol::frame::peek_request_id;
 use tessera_protocol::{
-    decode_request, encode_response, Configuration, CoordinatorStatus, ErrorReply, FrameError, Request, RequestFrame,
-    Response, ResponseFrame, Status,
+    decode_request, encode_response, Configuration, CoordinatorStatus, ErrorReply, FrameError,
+    Request, RequestFrame, Response, ResponseFrame, Status,
 };
 use tessera_types::{parse_space, parse_space_tolerating, Epoch};
 use tokio::net::tcp::OwnedWriteHalf;
@@ -23,7 +23,9 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::detector::{self, Detector};
-use crate::peer::{self, CallError, ForwardError, PeerConnection, PeerRequest, PeerResponse, PEER_TAG};
+use crate::peer::{
+    self, CallError, ForwardError, PeerConnection, PeerRequest, PeerResponse, PEER_TAG,
+};
 use crate::raft_types::{ApplyResult, NodeId, Raft};
 use crate::state::{Command, CommandError, CommandOutcome};
 
@@ -70,7 +72,9 @@ pub(crate) async fn accept_loop(shared: Arc<Shared>, listener: TcpListener) {
         match accepted {
             Ok((stream, peer)) => {
                 tracing::trace!(%peer, "connection");
-                shared.tracker.spawn(serve_connection(shared.clone(), stream));
+                shared
+                    .tracker
+                    .spawn(serve_connection(shared.clone(), stream));
             }
             Err(e) => {
                 // Out of file descriptors and the like: do not spin.
@@ -86,7 +90,9 @@ async fn serve_connection(shared: Arc<Shared>, stream: TcpStream) {
     let (read, write) = stream.into_split();
     let mut reader = FramedRead::new(read, peer::codec());
     let (tx, rx) = mpsc::channel::<Bytes>(64);
-    shared.tracker.spawn(write_loop(write, rx, shared.cancel.clone()));
+    shared
+        .tracker
+        .spawn(write_loop(write, rx, shared.cancel.clone()));
     let permits = Arc::new(Semaphore::new(IN_FLIGHT_MAX));
     loop {
         let frame = tokio::select! {
@@ -104,7 +110,9 @@ async fn serve_connection(shared: Arc<Shared>, stream: TcpStream) {
         // A heartbeat counts from here: no earlier than the server sent it.
         let received = Instant::now();
         if body.first() == Some(&PEER_TAG) {
-            let Some(reply) = serve_peer(&shared, &body).await else { break };
+            let Some(reply) = serve_peer(&shared, &body).await else {
+                break;
+            };
             if tx.send(reply).await.is_err() {
                 break;
             }
@@ -112,8 +120,17 @@ async fn serve_connection(shared: Arc<Shared>, stream: TcpStream) {
         }
         if body.len() > FRAME_BYTES_MAX {
             let id = peek_request_id(&body).unwrap_or(0);
-            let msg = format!("frame of {} bytes is over the {FRAME_BYTES_MAX}-byte limit", body.len());
-            let _ = send(&tx, &shared, id, Response::Error(ErrorReply::new(Status::TooLarge, msg))).await;
+            let msg = format!(
+                "frame of {} bytes is over the {FRAME_BYTES_MAX}-byte limit",
+                body.len()
+            );
+            let _ = send(
+                &tx,
+                &shared,
+                id,
+                Response::Error(ErrorReply::new(Status::TooLarge, msg)),
+            )
+            .await;
             break;
         }
         match decode_request(&body) {
@@ -131,16 +148,29 @@ async fn serve_connection(shared: Arc<Shared>, stream: TcpStream) {
                 });
             }
             Err(FrameError::UnsupportedVersion(v)) => {
-                let msg =
-                    format!("protocol version {v}, this coordinator speaks {}", tessera_protocol::PROTOCOL_VERSION);
-                let _ = send(&tx, &shared, 0, Response::Error(ErrorReply::new(Status::UnsupportedProtocol, msg))).await;
+                let msg = format!(
+                    "protocol version {v}, this coordinator speaks {}",
+                    tessera_protocol::PROTOCOL_VERSION
+                );
+                let _ = send(
+                    &tx,
+                    &shared,
+                    0,
+                    Response::Error(ErrorReply::new(Status::UnsupportedProtocol, msg)),
+                )
+                .await;
                 break;
             }
             Err(e) => {
                 let id = peek_request_id(&body).unwrap_or(0);
-                if send(&tx, &shared, id, Response::Error(ErrorReply::new(Status::Malformed, e.to_string())))
-                    .await
-                    .is_err()
+                if send(
+                    &tx,
+                    &shared,
+                    id,
+                    Response::Error(ErrorReply::new(Status::Malformed, e.to_string())),
+                )
+                .await
+                .is_err()
                 {
                     break;
                 }
@@ -149,13 +179,22 @@ async fn serve_connection(shared: Arc<Shared>, stream: TcpStream) {
     }
 }
 
-async fn send(tx: &mpsc::Sender<Bytes>, shared: &Shared, id: u64, response: Response) -> Result<(), ()> {
+async fn send(
+    tx: &mpsc::Sender<Bytes>,
+    shared: &Shared,
+    id: u64,
+    response: Response,
+) -> Result<(), ()> {
     // A configuration travels with its own epoch; anything else with the applied one.
     let epoch = match &response {
         Response::Config(c) => c.epoch,
         _ => shared.epoch(),
     };
-    let frame = ResponseFrame { id, epoch, response };
+    let frame = ResponseFrame {
+        id,
+        epoch,
+        response,
+    };
     let bytes = match encode_response(&frame) {
         Ok(b) => b,
         Err(e) => {
@@ -175,7 +214,11 @@ async fn send(tx: &mpsc::Sender<Bytes>, shared: &Shared, id: u64, response: Resp
 }
 
 /// Writes whatever responses are ready, then flushes once.
-async fn write_loop(write: OwnedWriteHalf, mut rx: mpsc::Receiver<Bytes>, cancel: CancellationToken) {
+async fn write_loop(
+    write: OwnedWriteHalf,
+    mut rx: mpsc::Receiver<Bytes>,
+    cancel: CancellationToken,
+) {
     let mut out = FramedWrite::new(write, peer::codec());
     let work = async {
         while let Some(bytes) = rx.recv().await {
@@ -203,17 +246,25 @@ async fn serve_peer(shared: &Shared, body: &[u8]) -> Option<Bytes> {
         }
     };
     let response = match request {
-        PeerRequest::AppendEntries(rpc) => PeerResponse::AppendEntries(shared.raft.append_entries(rpc).await),
+        PeerRequest::AppendEntries(rpc) => {
+            PeerResponse::AppendEntries(shared.raft.append_entries(rpc).await)
+        }
         PeerRequest::Vote(rpc) => PeerResponse::Vote(shared.raft.vote(rpc).await),
-        PeerRequest::InstallSnapshot(rpc) => PeerResponse::InstallSnapshot(shared.raft.install_snapshot(rpc).await),
-        PeerRequest::Forward(command) => PeerResponse::Forward(match shared.raft.client_write(command).await {
-            Ok(r) => Ok(r.data),
-            Err(RaftError::APIError(ClientWriteError::ForwardToLeader(f))) => {
-                Err(ForwardError::NotLeader { leader: f.leader_id })
-            }
-            Err(RaftError::Fatal(_)) => Err(ForwardError::NotLeader { leader: None }),
-            Err(e) => Err(ForwardError::Failed(e.to_string())),
-        }),
+        PeerRequest::InstallSnapshot(rpc) => {
+            PeerResponse::InstallSnapshot(shared.raft.install_snapshot(rpc).await)
+        }
+        PeerRequest::Forward(command) => {
+            PeerResponse::Forward(match shared.raft.client_write(command).await {
+                Ok(r) => Ok(r.data),
+                Err(RaftError::APIError(ClientWriteError::ForwardToLeader(f))) => {
+                    Err(ForwardError::NotLeader {
+                        leader: f.leader_id,
+                    })
+                }
+                Err(RaftError::Fatal(_)) => Err(ForwardError::NotLeader { leader: None }),
+                Err(e) => Err(ForwardError::Failed(e.to_string())),
+            })
+        }
     };
     match peer::encode(&response) {
         Ok(b) => Some(b),
@@ -266,16 +317,54 @@ async fn handle(shared: &Arc<Shared>, request: Request, received: Instant) -> Re
         }
         Request::RmSpace { name } => {
             let what = format!("space {name:?} removed");
-            write_acknowledged(shared, Command::RmSpace { name }, &what, ("still serves it", "still serve it")).await
+            write_acknowledged(
+                shared,
+                Command::RmSpace { name },
+                &what,
+                ("still serves it", "still serve it"),
+            )
+            .await
         }
-        Request::RegisterServer { token, address, incarnation } => {
-            write(shared, Command::RegisterServer { token, address, incarnation }).await
+        Request::RegisterServer {
+            token,
+            address,
+            incarnation,
+        } => {
+            write(
+                shared,
+                Command::RegisterServer {
+                    token,
+                    address,
+                    incarnation,
+                },
+            )
+            .await
         }
         Request::CoordinatorStatus => Response::CoordinatorStatus(status(shared)),
-        Request::Heartbeat { server, token, incarnation, failed, epoch } => {
-            detector::heartbeat(&shared.detector, received, server, token, incarnation, failed, epoch).await
+        Request::Heartbeat {
+            server,
+            token,
+            incarnation,
+            failed,
+            epoch,
+        } => {
+            detector::heartbeat(
+                &shared.detector,
+                received,
+                server,
+                token,
+                incarnation,
+                failed,
+                epoch,
+            )
+            .await
         }
-        Request::TransfersDone { server, token, incarnation, done } => {
+        Request::TransfersDone {
+            server,
+            token,
+            incarnation,
+            done,
+        } => {
             let current = match detector::identify(&shared.detector, server, token, incarnation) {
                 Ok(current) => current,
                 Err(refused) => return refused,
@@ -295,9 +384,19 @@ async fn handle(shared: &Arc<Shared>, request: Request, received: Instant) -> Re
             }
             // The command checks the incarnation again where it applies, and ignores
             // references that name no transfer into this server (a repeated report).
-            write(shared, Command::CompleteTransfers { id: server, incarnation, done }).await
+            write(
+                shared,
+                Command::CompleteTransfers {
+                    id: server,
+                    incarnation,
+                    done,
+                },
+            )
+            .await
         }
-        Request::Decommission { server } => write(shared, Command::Decommission { id: server }).await,
+        Request::Decommission { server } => {
+            write(shared, Command::Decommission { id: server }).await
+        }
         _ => error(Status::Malformed, "that request is for a server"),
     }
 }
@@ -308,8 +407,23 @@ pub(crate) fn status(shared: &Shared) -> CoordinatorStatus {
         .membership_config
         .membership()
         .nodes()
-        .filter(|(id, _)| metrics.membership_config.membership().voter_ids().any(|v| v == **id))
-        .map(|(id, node)| (*id, shared.addresses.get(id).cloned().unwrap_or_else(|| node.addr.clone())))
+        .filter(|(id, _)| {
+            metrics
+                .membership_config
+                .membership()
+                .voter_ids()
+                .any(|v| v == **id)
+        })
+        .map(|(id, node)| {
+            (
+                *id,
+                shared
+                    .addresses
+                    .get(id)
+                    .cloned()
+                    .unwrap_or_else(|| node.addr.clone()),
+            )
+        })
         .collect();
     CoordinatorStatus {
         id: shared.id,
@@ -339,8 +453,12 @@ fn outcome_response(result: ApplyResult) -> Response {
                 CommandError::TooFewServers { .. } => Status::TooFewServers,
                 CommandError::InvalidSchema(_) => Status::BadDescription,
                 CommandError::ConfigurationTooLarge { .. } => Status::TooLarge,
-                CommandError::InvalidAddress(_) | CommandError::UnknownServer(_) => Status::Malformed,
-                CommandError::StaleServer { .. } | CommandError::AlreadyOffline(_) => Status::StaleServer,
+                CommandError::InvalidAddress(_) | CommandError::UnknownServer(_) => {
+                    Status::Malformed
+                }
+                CommandError::StaleServer { .. } | CommandError::AlreadyOffline(_) => {
+                    Status::StaleServer
+                }
                 // Not retryable: the same request would meet the same state.
                 CommandError::AlreadyLeaving(_)
                 | CommandError::OfflineHoldsRegions { .. }
@@ -366,7 +484,12 @@ async fn write(shared: &Shared, command: Command) -> Response {
 /// [`SERVERS_CATCH_UP_WAIT`], naming the servers that have not caught up: the change is made
 /// either way. `what` and `lagging` (singular, plural) word that error: "space "x" created",
 /// ("does not serve it yet", "do not serve it yet").
-async fn write_acknowledged(shared: &Shared, command: Command, what: &str, lagging: (&str, &str)) -> Response {
+async fn write_acknowledged(
+    shared: &Shared,
+    command: Command,
+    what: &str,
+    lagging: (&str, &str),
+) -> Response {
     let result = match propose(shared, command).await {
         Ok(result) => result,
         Err(refused) => return refused,
@@ -384,8 +507,11 @@ async fn write_acknowledged(shared: &Shared, command: Command, what: &str, laggi
         }
         if Instant::now() >= deadline {
             let names: Vec<String> = behind.iter().map(|s| s.0.to_string()).collect();
-            let (servers, verb, their) =
-                if names.len() == 1 { ("server", lagging.0, "its") } else { ("servers", lagging.1, "their") };
+            let (servers, verb, their) = if names.len() == 1 {
+                ("server", lagging.0, "its")
+            } else {
+                ("servers", lagging.1, "their")
+            };
             let message = format!(
                 "{what} in epoch {}, but {servers} {} {verb}: {their} heartbeats did not report that epoch within {} s",
                 epoch.0,
@@ -410,7 +536,12 @@ async fn propose(shared: &Shared, command: Command) -> Result<ApplyResult, Respo
             Ok(r) => return Ok(r.data),
             Err(RaftError::APIError(ClientWriteError::ForwardToLeader(f))) => f.leader_id,
             Err(RaftError::APIError(e)) => return Err(error(Status::Internal, e.to_string())),
-            Err(RaftError::Fatal(e)) => return Err(error(Status::Unavailable, format!("coordinator stopping: {e}"))),
+            Err(RaftError::Fatal(e)) => {
+                return Err(error(
+                    Status::Unavailable,
+                    format!("coordinator stopping: {e}"),
+                ))
+            }
         };
         if let Some(leader) = leader.filter(|l| *l != shared.id) {
             match forward(shared, leader, &command).await {
@@ -448,12 +579,21 @@ enum Forwarding {
     Failed(String),
 }
 
-async fn forward(shared: &Shared, leader: NodeId, command: &Command) -> Result<ApplyResult, Forwarding> {
+async fn forward(
+    shared: &Shared,
+    leader: NodeId,
+    command: &Command,
+) -> Result<ApplyResult, Forwarding> {
     let Some(addr) = shared.addresses.get(&leader) else {
-        return Err(Forwarding::Retry(format!("leader {leader} is not a known member")));
+        return Err(Forwarding::Retry(format!(
+            "leader {leader} is not a known member"
+        )));
     };
     let mut connection = PeerConnection::new(addr.clone());
-    match connection.call(&PeerRequest::Forward(command.clone()), FORWARD_TIMEOUT).await {
+    match connection
+        .call(&PeerRequest::Forward(command.clone()), FORWARD_TIMEOUT)
+        .await
+    {
         Ok(PeerResponse::Forward(Ok(result))) => Ok(result),
         Ok(PeerResponse::Forward(Err(ForwardError::NotLeader { .. }))) => {
             Err(Forwarding::Retry("not the leader any more".into()))

@@ -73,7 +73,11 @@ impl StateMachineStore {
     pub(crate) fn open(
         dir: &Path,
         plan_transfers: bool,
-    ) -> io::Result<(StateMachineStore, watch::Receiver<Arc<Configuration>>, watch::Receiver<Arc<ClusterState>>)> {
+    ) -> io::Result<(
+        StateMachineStore,
+        watch::Receiver<Arc<Configuration>>,
+        watch::Receiver<Arc<ClusterState>>,
+    )> {
         std::fs::create_dir_all(dir)?;
         let current = read_checked(&dir.join(SNAPSHOT))?
             .map(|b| postcard::from_bytes::<StoredSnapshot>(&b).map_err(invalid))
@@ -84,7 +88,11 @@ impl StateMachineStore {
                 membership: s.meta.last_membership.clone(),
                 state: postcard::from_bytes(&s.data).map_err(invalid)?,
             },
-            None => Applied { last_applied: None, membership: StoredMembership::default(), state: ClusterState::default() },
+            None => Applied {
+                last_applied: None,
+                membership: StoredMembership::default(),
+                state: ClusterState::default(),
+            },
         };
         applied.state.plan_transfers = plan_transfers;
         tracing::debug!(last_applied = ?applied.last_applied, epoch = applied.state.epoch.0, "opened the state machine");
@@ -100,18 +108,28 @@ impl StateMachineStore {
             writing: tokio::sync::Mutex::new(()),
             builds: AtomicU64::new(0),
         };
-        Ok((StateMachineStore { shared: Arc::new(shared) }, rx, state_rx))
+        Ok((
+            StateMachineStore {
+                shared: Arc::new(shared),
+            },
+            rx,
+            state_rx,
+        ))
     }
 
     /// Persists `snapshot` and makes it the current one, unless a newer one is current already.
     async fn store(&self, snapshot: StoredSnapshot) -> Result<(), StorageError> {
         let signature = snapshot.meta.signature();
         let _writing = self.shared.writing.lock().await;
-        if lock(&self.shared.current).as_ref().is_some_and(|c| c.meta.last_log_id > snapshot.meta.last_log_id) {
+        if lock(&self.shared.current)
+            .as_ref()
+            .is_some_and(|c| c.meta.last_log_id > snapshot.meta.last_log_id)
+        {
             return Ok(());
         }
-        let body = postcard::to_allocvec(&snapshot)
-            .map_err(|e| StorageIOError::write_snapshot(Some(signature.clone()), AnyError::new(&e)))?;
+        let body = postcard::to_allocvec(&snapshot).map_err(|e| {
+            StorageIOError::write_snapshot(Some(signature.clone()), AnyError::new(&e))
+        })?;
         let dir = self.shared.dir.clone();
         blocking(move || write_atomic(&dir, SNAPSHOT, &body, true))
             .await
@@ -125,7 +143,8 @@ impl RaftSnapshotBuilder<TypeConfig> for StateMachineStore {
     async fn build_snapshot(&mut self) -> Result<Snapshot, StorageError> {
         let (last_applied, membership, data) = {
             let applied = lock(&self.shared.applied);
-            let data = postcard::to_allocvec(&applied.state).map_err(|e| StorageIOError::read_state_machine(AnyError::new(&e)))?;
+            let data = postcard::to_allocvec(&applied.state)
+                .map_err(|e| StorageIOError::read_state_machine(AnyError::new(&e)))?;
             (applied.last_applied, applied.membership.clone(), data)
         };
         let n = self.shared.builds.fetch_add(1, Ordering::Relaxed);
@@ -133,10 +152,21 @@ impl RaftSnapshotBuilder<TypeConfig> for StateMachineStore {
             Some(l) => format!("{}-{}-{}", l.leader_id, l.index, n),
             None => format!("none-{n}"),
         };
-        let meta = SnapshotMeta { last_log_id: last_applied, last_membership: membership, snapshot_id };
+        let meta = SnapshotMeta {
+            last_log_id: last_applied,
+            last_membership: membership,
+            snapshot_id,
+        };
         tracing::info!(snapshot = %meta, bytes = data.len(), "built a snapshot");
-        self.store(StoredSnapshot { meta: meta.clone(), data: data.clone() }).await?;
-        Ok(Snapshot { meta, snapshot: Box::new(Cursor::new(data)) })
+        self.store(StoredSnapshot {
+            meta: meta.clone(),
+            data: data.clone(),
+        })
+        .await?;
+        Ok(Snapshot {
+            meta,
+            snapshot: Box::new(Cursor::new(data)),
+        })
     }
 }
 
@@ -170,11 +200,18 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
                     None
                 }
             };
-            results.push(ApplyResult { epoch: applied.state.epoch, outcome });
+            results.push(ApplyResult {
+                epoch: applied.state.epoch,
+                outcome,
+            });
         }
         if applied.state.epoch != epoch_before {
-            self.shared.published_state.send_replace(Arc::new(applied.state.clone()));
-            self.shared.published.send_replace(Arc::new(applied.state.configuration()));
+            self.shared
+                .published_state
+                .send_replace(Arc::new(applied.state.clone()));
+            self.shared
+                .published
+                .send_replace(Arc::new(applied.state.configuration()));
         }
         Ok(results)
     }
@@ -187,25 +224,39 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
         Ok(Box::new(Cursor::new(Vec::new())))
     }
 
-    async fn install_snapshot(&mut self, meta: &SnapshotMeta, snapshot: Box<Cursor<Vec<u8>>>) -> Result<(), StorageError> {
+    async fn install_snapshot(
+        &mut self,
+        meta: &SnapshotMeta,
+        snapshot: Box<Cursor<Vec<u8>>>,
+    ) -> Result<(), StorageError> {
         let data = snapshot.into_inner();
-        let mut state: ClusterState = postcard::from_bytes(&data)
-            .map_err(|e| StorageIOError::read_snapshot(Some(meta.signature()), AnyError::new(&e)))?;
+        let mut state: ClusterState = postcard::from_bytes(&data).map_err(|e| {
+            StorageIOError::read_snapshot(Some(meta.signature()), AnyError::new(&e))
+        })?;
         state.plan_transfers = self.shared.plan_transfers;
         tracing::info!(snapshot = %meta, epoch = state.epoch.0, "installing a snapshot from the leader");
-        self.store(StoredSnapshot { meta: meta.clone(), data }).await?;
+        self.store(StoredSnapshot {
+            meta: meta.clone(),
+            data,
+        })
+        .await?;
         let mut applied = lock(&self.shared.applied);
         applied.last_applied = meta.last_log_id;
         applied.membership = meta.last_membership.clone();
         applied.state = state;
-        self.shared.published_state.send_replace(Arc::new(applied.state.clone()));
-        self.shared.published.send_replace(Arc::new(applied.state.configuration()));
+        self.shared
+            .published_state
+            .send_replace(Arc::new(applied.state.clone()));
+        self.shared
+            .published
+            .send_replace(Arc::new(applied.state.configuration()));
         Ok(())
     }
 
     async fn get_current_snapshot(&mut self) -> Result<Option<Snapshot>, StorageError> {
-        Ok(lock(&self.shared.current)
-            .as_ref()
-            .map(|s| Snapshot { meta: s.meta.clone(), snapshot: Box::new(Cursor::new(s.data.clone())) }))
+        Ok(lock(&self.shared.current).as_ref().map(|s| Snapshot {
+            meta: s.meta.clone(),
+            snapshot: Box::new(Cursor::new(s.data.clone())),
+        }))
     }
 }

@@ -24,7 +24,9 @@ use std::collections::HashMap;
 
 use serde::{Deserialize, Serialize};
 use tessera_geometry::{RegionIndex, Tessellation};
-use tessera_protocol::{Configuration, ServerInfo, ServerState, SpaceConfig, Transfer, TransferRef};
+use tessera_protocol::{
+    Configuration, ServerInfo, ServerState, SpaceConfig, Transfer, TransferRef,
+};
 use tessera_types::{Epoch, SchemaError, ServerId, SpaceSchema, SubspaceId};
 
 /// Longest server address accepted by registration (`host:port`).
@@ -180,7 +182,11 @@ pub enum CommandError {
     #[error("no space named {0:?}")]
     UnknownSpace(String),
     #[error("space {space:?} needs {needed} servers (tolerate {} failures + 1), but {available} are available", needed - 1)]
-    TooFewServers { space: String, needed: u32, available: u32 },
+    TooFewServers {
+        space: String,
+        needed: u32,
+        available: u32,
+    },
     #[error("the space is not valid: {0}")]
     InvalidSchema(SchemaError),
     #[error("the configuration would take {bytes} bytes, over the {max}-byte limit: fewer partitions, subspaces or replicas")]
@@ -190,7 +196,11 @@ pub enum CommandError {
     #[error("no server {0} is registered")]
     UnknownServer(ServerId),
     #[error("server {id} is at incarnation {current}, not {incarnation}: that process is an earlier one")]
-    StaleServer { id: ServerId, incarnation: u64, current: u64 },
+    StaleServer {
+        id: ServerId,
+        incarnation: u64,
+        current: u64,
+    },
     #[error("server {0} is offline already")]
     AlreadyOffline(ServerId),
     #[error("server {0} is being decommissioned already")]
@@ -198,7 +208,12 @@ pub enum CommandError {
     #[error("server {id} is offline and alone holds {regions} regions (their data is nowhere else): bring it back, then decommission it")]
     OfflineHoldsRegions { id: ServerId, regions: u64 },
     #[error("decommissioning server {id} would leave {available} available servers, but space {space:?} needs {needed} (tolerate {} failures + 1): add a server first", needed - 1)]
-    WouldUnderReplicate { id: ServerId, space: String, needed: u32, available: u32 },
+    WouldUnderReplicate {
+        id: ServerId,
+        space: String,
+        needed: u32,
+        available: u32,
+    },
     #[error("server {id} holds {regions} regions, and these coordinators plan no state transfers yet, so nothing would move them: decommission works only for a server that holds none (stop it and let its lease lapse: it leaves every region that has another replica, which stays a replica short; then decommission it)")]
     TransfersOff { id: ServerId, regions: u64 },
 }
@@ -232,11 +247,19 @@ impl ClusterState {
     pub fn apply(&mut self, command: Command) -> Result<CommandOutcome, CommandError> {
         let before = self.epoch;
         let mut outcome = match command {
-            Command::RegisterServer { token, address, incarnation } => self.register(token, address, incarnation),
+            Command::RegisterServer {
+                token,
+                address,
+                incarnation,
+            } => self.register(token, address, incarnation),
             Command::MarkOffline { id, incarnation } => self.mark_offline(id, incarnation),
             Command::AddSpace { schema } => self.add_space(schema),
             Command::RmSpace { name } => self.rm_space(&name),
-            Command::CompleteTransfers { id, incarnation, done } => self.complete_transfers(id, incarnation, &done),
+            Command::CompleteTransfers {
+                id,
+                incarnation,
+                done,
+            } => self.complete_transfers(id, incarnation, &done),
             Command::Decommission { id } => self.decommission(id),
         }?;
         if self.epoch != before {
@@ -251,7 +274,11 @@ impl ClusterState {
 
     /// The ids of the servers in `state`, in id order.
     fn ids_in(&self, state: ServerState) -> Vec<ServerId> {
-        self.servers.iter().filter(|s| s.info.state == state).map(|s| s.info.id).collect()
+        self.servers
+            .iter()
+            .filter(|s| s.info.state == state)
+            .map(|s| s.info.id)
+            .collect()
     }
 
     fn bump(&mut self) -> Epoch {
@@ -259,7 +286,12 @@ impl ClusterState {
         self.epoch
     }
 
-    fn register(&mut self, token: u128, address: String, incarnation: u64) -> Result<CommandOutcome, CommandError> {
+    fn register(
+        &mut self,
+        token: u128,
+        address: String,
+        incarnation: u64,
+    ) -> Result<CommandOutcome, CommandError> {
         if address.is_empty() || address.len() > ADDRESS_BYTES_MAX {
             return Err(CommandError::InvalidAddress(address));
         }
@@ -267,7 +299,11 @@ impl ClusterState {
             let server = &self.servers[i];
             let id = server.info.id;
             if incarnation < server.incarnation {
-                return Err(CommandError::StaleServer { id, incarnation, current: server.incarnation });
+                return Err(CommandError::StaleServer {
+                    id,
+                    incarnation,
+                    current: server.incarnation,
+                });
             }
             let restarted = incarnation > server.incarnation;
             let offline = server.info.state == ServerState::Offline;
@@ -293,7 +329,11 @@ impl ClusterState {
         let id = ServerId(self.next_server_id);
         self.next_server_id += 1;
         self.servers.push(RegisteredServer {
-            info: ServerInfo { id, address, state: ServerState::Available },
+            info: ServerInfo {
+                id,
+                address,
+                state: ServerState::Available,
+            },
             token,
             incarnation,
         });
@@ -301,10 +341,22 @@ impl ClusterState {
         Ok(CommandOutcome::Registered { id, changed: true })
     }
 
-    fn mark_offline(&mut self, id: ServerId, incarnation: u64) -> Result<CommandOutcome, CommandError> {
-        let server = self.servers.iter_mut().find(|s| s.info.id == id).ok_or(CommandError::UnknownServer(id))?;
+    fn mark_offline(
+        &mut self,
+        id: ServerId,
+        incarnation: u64,
+    ) -> Result<CommandOutcome, CommandError> {
+        let server = self
+            .servers
+            .iter_mut()
+            .find(|s| s.info.id == id)
+            .ok_or(CommandError::UnknownServer(id))?;
         if server.incarnation != incarnation {
-            return Err(CommandError::StaleServer { id, incarnation, current: server.incarnation });
+            return Err(CommandError::StaleServer {
+                id,
+                incarnation,
+                current: server.incarnation,
+            });
         }
         if server.info.state == ServerState::Offline {
             return Err(CommandError::AlreadyOffline(id));
@@ -328,15 +380,20 @@ impl ClusterState {
     ) -> Result<CommandOutcome, CommandError> {
         let server = self.server(id).ok_or(CommandError::UnknownServer(id))?;
         if server.incarnation != incarnation {
-            return Err(CommandError::StaleServer { id, incarnation, current: server.incarnation });
+            return Err(CommandError::StaleServer {
+                id,
+                incarnation,
+                current: server.incarnation,
+            });
         }
         let mut completed = 0u32;
         for r in done {
-            let Some(space) = self.spaces.iter_mut().find(|s| s.id == r.space) else { continue };
-            let found = space
-                .transfers
-                .iter()
-                .position(|t| t.subspace == r.subspace && t.region.0 == r.region && t.id == r.id && t.to == id);
+            let Some(space) = self.spaces.iter_mut().find(|s| s.id == r.space) else {
+                continue;
+            };
+            let found = space.transfers.iter().position(|t| {
+                t.subspace == r.subspace && t.region.0 == r.region && t.id == r.id && t.to == id
+            });
             let Some(i) = found else { continue };
             // The target is a full member from now on, joined since the transfer's epoch
             // (replicas drop its chain messages built before that); the member it replaces
@@ -353,21 +410,36 @@ impl ClusterState {
     }
 
     fn decommission(&mut self, id: ServerId) -> Result<CommandOutcome, CommandError> {
-        let state = self.server(id).ok_or(CommandError::UnknownServer(id))?.info.state;
+        let state = self
+            .server(id)
+            .ok_or(CommandError::UnknownServer(id))?
+            .info
+            .state;
         if state == ServerState::Leaving {
             return Err(CommandError::AlreadyLeaving(id));
         }
         if state == ServerState::Offline {
             // Taken offline, it left every set but those it alone holds: those it cannot
             // hand over, the rest it has left already.
-            let regions =
-                self.spaces.iter().flat_map(|s| s.replicas.iter().flatten()).filter(|set| set.contains(&id)).count();
+            let regions = self
+                .spaces
+                .iter()
+                .flat_map(|s| s.replicas.iter().flatten())
+                .filter(|set| set.contains(&id))
+                .count();
             if regions > 0 {
-                return Err(CommandError::OfflineHoldsRegions { id, regions: regions as u64 });
+                return Err(CommandError::OfflineHoldsRegions {
+                    id,
+                    regions: regions as u64,
+                });
             }
         }
         // An Offline server counts too: it would not come back to make up the number.
-        let others = self.ids_in(ServerState::Available).into_iter().filter(|s| *s != id).count() as u32;
+        let others = self
+            .ids_in(ServerState::Available)
+            .into_iter()
+            .filter(|s| *s != id)
+            .count() as u32;
         if let Some(space) = self.spaces.iter().find(|s| s.schema.replicas() > others) {
             return Err(CommandError::WouldUnderReplicate {
                 id,
@@ -378,10 +450,17 @@ impl ClusterState {
         }
         if !self.plan_transfers {
             // Leaving, it would wait for transfers nobody plans, serving for ever.
-            let regions =
-                self.spaces.iter().flat_map(|s| s.replicas.iter().flatten()).filter(|set| set.contains(&id)).count();
+            let regions = self
+                .spaces
+                .iter()
+                .flat_map(|s| s.replicas.iter().flatten())
+                .filter(|set| set.contains(&id))
+                .count();
             if regions > 0 {
-                return Err(CommandError::TransfersOff { id, regions: regions as u64 });
+                return Err(CommandError::TransfersOff {
+                    id,
+                    regions: regions as u64,
+                });
             }
         }
         if state == ServerState::Offline {
@@ -395,7 +474,11 @@ impl ClusterState {
         // Copies into it would only have to move again: they stop, and planning sends those
         // regions elsewhere.
         for space in &mut self.spaces {
-            let SpaceConfig { replicas, transfers, .. } = space;
+            let SpaceConfig {
+                replicas,
+                transfers,
+                ..
+            } = space;
             transfers.retain(|t| {
                 if t.to != id {
                     return true;
@@ -427,8 +510,12 @@ impl ClusterState {
         if self.spaces.iter().any(|s| s.schema.name == schema.name) {
             return Err(CommandError::SpaceExists(schema.name));
         }
-        let available: Vec<ServerId> =
-            self.servers.iter().filter(|s| s.info.state == ServerState::Available).map(|s| s.info.id).collect();
+        let available: Vec<ServerId> = self
+            .servers
+            .iter()
+            .filter(|s| s.info.state == ServerState::Available)
+            .map(|s| s.info.id)
+            .collect();
         let k = schema.replicas();
         if k as usize > available.len() {
             return Err(CommandError::TooFewServers {
@@ -442,21 +529,37 @@ impl ClusterState {
         let regions: usize = schema
             .subspaces
             .iter()
-            .map(|s| Tessellation::new(s.dimensions.len(), schema.partitions).regions_count() as usize)
+            .map(|s| {
+                Tessellation::new(s.dimensions.len(), schema.partitions).regions_count() as usize
+            })
             .sum();
         let lower_bound = regions.saturating_mul(k as usize + 1);
         if lower_bound > CONFIGURATION_BYTES_MAX {
-            return Err(CommandError::ConfigurationTooLarge { bytes: lower_bound, max: CONFIGURATION_BYTES_MAX });
+            return Err(CommandError::ConfigurationTooLarge {
+                bytes: lower_bound,
+                max: CONFIGURATION_BYTES_MAX,
+            });
         }
         let replicas = assign_replicas(&schema, &available, &self.spaces);
         let id = self.epoch.0 + 1;
-        let space = SpaceConfig { id, schema, replicas, transfers: Vec::new(), joined: Vec::new() };
+        let space = SpaceConfig {
+            id,
+            schema,
+            replicas,
+            transfers: Vec::new(),
+            joined: Vec::new(),
+        };
         let mut next = self.configuration();
         next.epoch = Epoch(id);
         next.spaces.push(space);
-        let bytes = postcard::to_allocvec(&next).map(|v| v.len()).unwrap_or(usize::MAX);
+        let bytes = postcard::to_allocvec(&next)
+            .map(|v| v.len())
+            .unwrap_or(usize::MAX);
         if bytes > CONFIGURATION_BYTES_MAX {
-            return Err(CommandError::ConfigurationTooLarge { bytes, max: CONFIGURATION_BYTES_MAX });
+            return Err(CommandError::ConfigurationTooLarge {
+                bytes,
+                max: CONFIGURATION_BYTES_MAX,
+            });
         }
         let space = next.spaces.pop().expect("pushed above");
         self.spaces.push(space);
@@ -475,7 +578,8 @@ impl ClusterState {
             self.start_transfers();
         }
         let spaces = &self.spaces;
-        self.servers.retain(|s| s.info.state != ServerState::Leaving || holds_any(spaces, s.info.id));
+        self.servers
+            .retain(|s| s.info.state != ServerState::Leaving || holds_any(spaces, s.info.id));
     }
 
     /// Starts the state transfers the configuration calls for, naming them by the current
@@ -503,8 +607,17 @@ impl ClusterState {
     /// applying a command that changes nothing, which plans nothing, keeps that true.
     fn start_transfers(&mut self) {
         let id = self.epoch.0;
-        let states: HashMap<ServerId, ServerState> = self.servers.iter().map(|s| (s.info.id, s.info.state)).collect();
-        let alive = |s: &ServerId| matches!(states.get(s), Some(ServerState::Available | ServerState::Leaving));
+        let states: HashMap<ServerId, ServerState> = self
+            .servers
+            .iter()
+            .map(|s| (s.info.id, s.info.state))
+            .collect();
+        let alive = |s: &ServerId| {
+            matches!(
+                states.get(s),
+                Some(ServerState::Available | ServerState::Leaving)
+            )
+        };
         let leaving = |s: &ServerId| states.get(s) == Some(&ServerState::Leaving);
         let available = self.ids_in(ServerState::Available);
         let mut load = Load::default();
@@ -533,7 +646,11 @@ impl ClusterState {
                 }
                 // Regions with a transfer under way: at most one at a time.
                 let mut busy = vec![false; regions];
-                for t in space.transfers.iter().filter(|t| t.subspace.get() == subspace) {
+                for t in space
+                    .transfers
+                    .iter()
+                    .filter(|t| t.subspace.get() == subspace)
+                {
                     busy[t.region.0 as usize] = true;
                 }
                 // Replicas short, and Leaving servers.
@@ -566,30 +683,44 @@ impl ClusterState {
                     continue;
                 }
                 let (ceil, floor) = ((regions * k).div_ceil(n) as u64, (regions * k / n) as u64);
-                let worth = |from: u64, to: u64| (from > ceil && to < ceil) || (from > floor && to < floor);
+                let worth =
+                    |from: u64, to: u64| (from > ceil && to < ceil) || (from > floor && to < floor);
                 loop {
-                    let mut donors: Vec<ServerId> =
-                        available.iter().copied().filter(|s| load.held(*s) > floor).collect();
+                    let mut donors: Vec<ServerId> = available
+                        .iter()
+                        .copied()
+                        .filter(|s| load.held(*s) > floor)
+                        .collect();
                     donors.sort_by_key(|s| (std::cmp::Reverse(load.held(*s)), *s));
-                    let mut takers: Vec<ServerId> =
-                        available.iter().copied().filter(|s| load.held(*s) < ceil && !load.target_full(*s)).collect();
+                    let mut takers: Vec<ServerId> = available
+                        .iter()
+                        .copied()
+                        .filter(|s| load.held(*s) < ceil && !load.target_full(*s))
+                        .collect();
                     takers.sort_by_key(|s| (load.held(*s), load.cluster(*s), *s));
                     let mut chosen = None;
                     'search: for &donor in &donors {
                         for (region, set) in space.replicas[subspace].iter().enumerate() {
                             let source = *set.last().expect("replica sets are never empty");
-                            if busy[region] || !set.contains(&donor) || !alive(&source) || load.source_full(source) {
+                            if busy[region]
+                                || !set.contains(&donor)
+                                || !alive(&source)
+                                || load.source_full(source)
+                            {
                                 continue;
                             }
-                            let taker =
-                                takers.iter().find(|t| !set.contains(t) && worth(load.held(donor), load.held(**t)));
+                            let taker = takers.iter().find(|t| {
+                                !set.contains(t) && worth(load.held(donor), load.held(**t))
+                            });
                             if let Some(&to) = taker {
                                 chosen = Some((region, to, donor));
                                 break 'search;
                             }
                         }
                     }
-                    let Some((region, to, donor)) = chosen else { break };
+                    let Some((region, to, donor)) = chosen else {
+                        break;
+                    };
                     load.start(space, id, subspace, region, to, Some(donor));
                     busy[region] = true;
                 }
@@ -639,12 +770,23 @@ impl Load {
         to: ServerId,
         replaces: Option<ServerId>,
     ) {
-        let source = *space.replicas[subspace][region].last().expect("replica sets are never empty");
-        space.start_transfer(id, SubspaceId(subspace as u16), RegionIndex(region as u32), to, replaces);
+        let source = *space.replicas[subspace][region]
+            .last()
+            .expect("replica sets are never empty");
+        space.start_transfer(
+            id,
+            SubspaceId(subspace as u16),
+            RegionIndex(region as u32),
+            to,
+            replaces,
+        );
         *self.target.entry(to).or_default() += 1;
         *self.source.entry(source).or_default() += 1;
         for (s, delta) in std::iter::once((to, 1i64)).chain(replaces.map(|r| (r, -1))) {
-            for count in [self.held.entry(s).or_default(), self.cluster.entry(s).or_default()] {
+            for count in [
+                self.held.entry(s).or_default(),
+                self.cluster.entry(s).or_default(),
+            ] {
                 *count = count.saturating_add_signed(delta);
             }
         }
@@ -673,13 +815,18 @@ impl Load {
 pub fn remove_from_replica_sets(spaces: &mut [SpaceConfig], id: ServerId) -> bool {
     let mut changed = false;
     for space in spaces.iter_mut() {
-        let SpaceConfig { replicas, transfers, .. } = space;
+        let SpaceConfig {
+            replicas,
+            transfers,
+            ..
+        } = space;
         for (subspace, sets) in replicas.iter_mut().enumerate() {
             for (region, set) in sets.iter_mut().enumerate() {
                 if !set.contains(&id) {
                     continue;
                 }
-                let at = |t: &Transfer| t.subspace.get() == subspace && t.region.0 as usize == region;
+                let at =
+                    |t: &Transfer| t.subspace.get() == subspace && t.region.0 as usize == region;
                 if let Some(i) = transfers.iter().position(at) {
                     let t = transfers[i];
                     // The target is last, its source just before it (`SpaceConfig::transfer_source`).
@@ -713,18 +860,28 @@ pub fn remove_from_replica_sets(spaces: &mut [SpaceConfig], id: ServerId) -> boo
 
 /// Whether `id` is a member of any replica set.
 fn holds_any(spaces: &[SpaceConfig], id: ServerId) -> bool {
-    spaces.iter().flat_map(|s| s.replicas.iter().flatten()).any(|set| set.contains(&id))
+    spaces
+        .iter()
+        .flat_map(|s| s.replicas.iter().flatten())
+        .any(|set| set.contains(&id))
 }
 
 /// The members of a region that count as holding it for balance: every member but the one a
 /// transfer under way replaces (it is on its way out; the target counts, it is on its way in).
-fn holders<'a>(space: &'a SpaceConfig, subspace: usize, region: usize) -> impl Iterator<Item = ServerId> + 'a {
+fn holders<'a>(
+    space: &'a SpaceConfig,
+    subspace: usize,
+    region: usize,
+) -> impl Iterator<Item = ServerId> + 'a {
     let replaces = space
         .transfers
         .iter()
         .find(|t| t.subspace.get() == subspace && t.region.0 as usize == region)
         .and_then(|t| t.replaces);
-    space.replicas[subspace][region].iter().copied().filter(move |s| Some(*s) != replaces)
+    space.replicas[subspace][region]
+        .iter()
+        .copied()
+        .filter(move |s| Some(*s) != replaces)
 }
 
 /// Checks a schema the way [`SpaceSchema::new`] does, so that a command that did not come from
@@ -740,8 +897,10 @@ fn validate_schema(schema: &SpaceSchema) -> Result<(), SchemaError> {
     for s in &schema.subspaces[1..] {
         let mut names = Vec::with_capacity(s.dimensions.len());
         for d in &s.dimensions {
-            let a =
-                schema.attributes.get(d.get()).ok_or_else(|| SchemaError::UnknownAttribute(format!("#{}", d.get())))?;
+            let a = schema
+                .attributes
+                .get(d.get())
+                .ok_or_else(|| SchemaError::UnknownAttribute(format!("#{}", d.get())))?;
             names.push(a.name.clone());
         }
         subspaces.push(names);
@@ -780,11 +939,15 @@ pub fn assign_replicas(
     existing: &[SpaceConfig],
 ) -> Vec<Vec<Vec<ServerId>>> {
     let k = schema.replicas() as usize;
-    assert!(k >= 1 && servers.len() >= k, "assign_replicas needs at least K servers");
+    assert!(
+        k >= 1 && servers.len() >= k,
+        "assign_replicas needs at least K servers"
+    );
     let mut servers = servers.to_vec();
     servers.sort();
     servers.dedup();
-    let index: HashMap<ServerId, usize> = servers.iter().enumerate().map(|(i, s)| (*s, i)).collect();
+    let index: HashMap<ServerId, usize> =
+        servers.iter().enumerate().map(|(i, s)| (*s, i)).collect();
     let n = servers.len();
     let mut global_hold = vec![0u64; n];
     let mut global_head = vec![0u64; n];
@@ -805,7 +968,8 @@ pub fn assign_replicas(
     let mut out = Vec::with_capacity(schema.subspaces.len());
     let mut order: Vec<usize> = (0..n).collect();
     for subspace in &schema.subspaces {
-        let regions = Tessellation::new(subspace.dimensions.len(), schema.partitions).regions_count() as usize;
+        let regions = Tessellation::new(subspace.dimensions.len(), schema.partitions)
+            .regions_count() as usize;
         let mut hold = vec![0u64; n];
         let mut head = vec![0u64; n];
         let mut sets = Vec::with_capacity(regions);
@@ -839,7 +1003,9 @@ mod tests {
         for d in dims.iter().take(subspaces) {
             text.push_str(&format!("subspace {d}\n"));
         }
-        text.push_str(&format!("create {partitions} partitions\ntolerate {tolerate} failures\n"));
+        text.push_str(&format!(
+            "create {partitions} partitions\ntolerate {tolerate} failures\n"
+        ));
         parse_space(&text).unwrap()
     }
 
@@ -866,7 +1032,11 @@ mod tests {
     /// A space just created: K distinct Available servers per region, within the balance bound.
     fn check_space(st: &ClusterState, space: &SpaceConfig) {
         let k = space.schema.replicas() as usize;
-        let n = st.servers.iter().filter(|s| s.info.state == ServerState::Available).count() as u64;
+        let n = st
+            .servers
+            .iter()
+            .filter(|s| s.info.state == ServerState::Available)
+            .count() as u64;
         for (sub, t) in space.replicas.iter().zip(space.tessellations()) {
             assert_eq!(sub.len(), t.regions_count() as usize);
             let regions = sub.len() as u64;
@@ -881,17 +1051,31 @@ mod tests {
                 d.dedup();
                 assert_eq!(d.len(), k, "distinct members: {set:?}");
                 for s in set {
-                    let r = st.servers.iter().find(|r| r.info.id == *s).expect("members are registered");
-                    assert_eq!(r.info.state, ServerState::Available, "{s:?} is given regions only while Available");
+                    let r = st
+                        .servers
+                        .iter()
+                        .find(|r| r.info.id == *s)
+                        .expect("members are registered");
+                    assert_eq!(
+                        r.info.state,
+                        ServerState::Available,
+                        "{s:?} is given regions only while Available"
+                    );
                     *hold.entry(*s).or_default() += 1;
                 }
                 *heads.entry(set[0]).or_default() += 1;
             }
             for (s, h) in &hold {
-                assert!(*h <= bound, "{s:?} holds {h} of {regions} regions (K={k}, n={n}, bound {bound})");
+                assert!(
+                    *h <= bound,
+                    "{s:?} holds {h} of {regions} regions (K={k}, n={n}, bound {bound})"
+                );
             }
             for (s, h) in &heads {
-                assert!(*h <= head_bound, "{s:?} heads {h} of {regions} regions (n={n}, bound {head_bound})");
+                assert!(
+                    *h <= head_bound,
+                    "{s:?} heads {h} of {regions} regions (n={n}, bound {head_bound})"
+                );
             }
         }
     }
@@ -899,32 +1083,94 @@ mod tests {
     #[test]
     fn register_assigns_ids_in_order_and_is_idempotent() {
         let mut st = ClusterState::default();
-        let a = st.apply(Command::RegisterServer { token: 7, address: "a:1".into(), incarnation: 1 }).unwrap();
-        assert_eq!(a, CommandOutcome::Registered { id: ServerId(1), changed: true });
+        let a = st
+            .apply(Command::RegisterServer {
+                token: 7,
+                address: "a:1".into(),
+                incarnation: 1,
+            })
+            .unwrap();
+        assert_eq!(
+            a,
+            CommandOutcome::Registered {
+                id: ServerId(1),
+                changed: true
+            }
+        );
         assert_eq!(st.epoch, Epoch(1));
-        let b = st.apply(Command::RegisterServer { token: 9, address: "b:1".into(), incarnation: 1 }).unwrap();
-        assert_eq!(b, CommandOutcome::Registered { id: ServerId(2), changed: true });
-        let again = st.apply(Command::RegisterServer { token: 7, address: "a:1".into(), incarnation: 1 }).unwrap();
-        assert_eq!(again, CommandOutcome::Registered { id: ServerId(1), changed: false });
+        let b = st
+            .apply(Command::RegisterServer {
+                token: 9,
+                address: "b:1".into(),
+                incarnation: 1,
+            })
+            .unwrap();
+        assert_eq!(
+            b,
+            CommandOutcome::Registered {
+                id: ServerId(2),
+                changed: true
+            }
+        );
+        let again = st
+            .apply(Command::RegisterServer {
+                token: 7,
+                address: "a:1".into(),
+                incarnation: 1,
+            })
+            .unwrap();
+        assert_eq!(
+            again,
+            CommandOutcome::Registered {
+                id: ServerId(1),
+                changed: false
+            }
+        );
         assert_eq!(st.epoch, Epoch(2), "same address: no new epoch");
-        let moved = st.apply(Command::RegisterServer { token: 7, address: "a:2".into(), incarnation: 1 }).unwrap();
-        assert_eq!(moved, CommandOutcome::Registered { id: ServerId(1), changed: true });
+        let moved = st
+            .apply(Command::RegisterServer {
+                token: 7,
+                address: "a:2".into(),
+                incarnation: 1,
+            })
+            .unwrap();
+        assert_eq!(
+            moved,
+            CommandOutcome::Registered {
+                id: ServerId(1),
+                changed: true
+            }
+        );
         assert_eq!(st.epoch, Epoch(3));
-        assert_eq!(st.configuration().server(ServerId(1)).unwrap().address, "a:2");
+        assert_eq!(
+            st.configuration().server(ServerId(1)).unwrap().address,
+            "a:2"
+        );
         assert_eq!(st.servers.len(), 2);
         assert!(matches!(
-            st.apply(Command::RegisterServer { token: 1, address: String::new(), incarnation: 1 }),
+            st.apply(Command::RegisterServer {
+                token: 1,
+                address: String::new(),
+                incarnation: 1
+            }),
             Err(CommandError::InvalidAddress(_))
         ));
     }
 
     fn reg(token: u128, address: &str, incarnation: u64) -> Command {
-        Command::RegisterServer { token, address: address.into(), incarnation }
+        Command::RegisterServer {
+            token,
+            address: address.into(),
+            incarnation,
+        }
     }
 
     /// Every replica set of every space, flattened, in a stable order.
     fn sets(st: &ClusterState) -> Vec<Vec<ServerId>> {
-        st.spaces.iter().flat_map(|s| s.replicas.iter().flatten().cloned()).collect()
+        st.spaces
+            .iter()
+            .flat_map(|s| s.replicas.iter().flatten().cloned())
+            .collect()
     }
 
     /// Every replica set as it was before planning ran in the current epoch: planning only
@@ -947,11 +1193,22 @@ mod tests {
     #[test]
     fn mark_offline_removes_the_server_keeping_the_order_of_the_others() {
         let mut st = with_servers(3);
-        st.apply(Command::AddSpace { schema: schema("s", 1, 8, 2) }).unwrap();
-        st.apply(Command::AddSpace { schema: schema("solo", 0, 4, 0) }).unwrap();
+        st.apply(Command::AddSpace {
+            schema: schema("s", 1, 8, 2),
+        })
+        .unwrap();
+        st.apply(Command::AddSpace {
+            schema: schema("solo", 0, 4, 0),
+        })
+        .unwrap();
         let before = st.clone();
         let victim = ServerId(2);
-        let out = st.apply(Command::MarkOffline { id: victim, incarnation: 1 }).unwrap();
+        let out = st
+            .apply(Command::MarkOffline {
+                id: victim,
+                incarnation: 1,
+            })
+            .unwrap();
         assert_eq!(out, CommandOutcome::MarkedOffline { id: victim });
         assert_eq!(st.epoch.0, before.epoch.0 + 1);
         assert_eq!(state_of(&st, victim), ServerState::Offline);
@@ -964,39 +1221,71 @@ mod tests {
                 assert_eq!(new, [victim]);
                 sole += 1;
             } else {
-                let expected: Vec<ServerId> = old.iter().copied().filter(|s| *s != victim).collect();
+                let expected: Vec<ServerId> =
+                    old.iter().copied().filter(|s| *s != victim).collect();
                 assert_eq!(new, expected, "the others keep their order");
                 if old[0] == victim {
                     assert_eq!(new[0], old[1], "the next replica becomes the point leader");
                 }
             }
         }
-        assert!(sole > 0, "the single-replica space gave the victim some regions of its own");
+        assert!(
+            sole > 0,
+            "the single-replica space gave the victim some regions of its own"
+        );
 
         // A second decision about it, a stale incarnation or an unknown server change nothing.
         let after = st.clone();
         assert_eq!(
-            st.apply(Command::MarkOffline { id: victim, incarnation: 1 }),
+            st.apply(Command::MarkOffline {
+                id: victim,
+                incarnation: 1
+            }),
             Err(CommandError::AlreadyOffline(victim))
         );
         assert_eq!(
-            st.apply(Command::MarkOffline { id: ServerId(1), incarnation: 7 }),
-            Err(CommandError::StaleServer { id: ServerId(1), incarnation: 7, current: 1 })
+            st.apply(Command::MarkOffline {
+                id: ServerId(1),
+                incarnation: 7
+            }),
+            Err(CommandError::StaleServer {
+                id: ServerId(1),
+                incarnation: 7,
+                current: 1
+            })
         );
         assert_eq!(
-            st.apply(Command::MarkOffline { id: ServerId(9), incarnation: 1 }),
+            st.apply(Command::MarkOffline {
+                id: ServerId(9),
+                incarnation: 1
+            }),
             Err(CommandError::UnknownServer(ServerId(9)))
         );
         assert_eq!(st, after);
 
         // An Offline server gets nothing in a new space, and does not count as available.
-        st.apply(Command::AddSpace { schema: schema("t", 2, 16, 1) }).unwrap();
+        st.apply(Command::AddSpace {
+            schema: schema("t", 2, 16, 1),
+        })
+        .unwrap();
         let t = st.spaces.last().unwrap();
-        assert!(t.replicas.iter().flatten().all(|set| !set.contains(&victim)), "{t:?}");
+        assert!(
+            t.replicas
+                .iter()
+                .flatten()
+                .all(|set| !set.contains(&victim)),
+            "{t:?}"
+        );
         check_space(&st, t);
         assert_eq!(
-            st.apply(Command::AddSpace { schema: schema("u", 1, 4, 2) }),
-            Err(CommandError::TooFewServers { space: "u".into(), needed: 3, available: 2 })
+            st.apply(Command::AddSpace {
+                schema: schema("u", 1, 4, 2)
+            }),
+            Err(CommandError::TooFewServers {
+                space: "u".into(),
+                needed: 3,
+                available: 2
+            })
         );
     }
 
@@ -1006,26 +1295,57 @@ mod tests {
         st.apply(reg(1, "a:1", 10)).unwrap();
         st.apply(reg(2, "b:1", 10)).unwrap();
         st.apply(reg(3, "c:1", 10)).unwrap();
-        st.apply(Command::AddSpace { schema: schema("s", 1, 8, 2) }).unwrap();
-        st.apply(Command::AddSpace { schema: schema("solo", 0, 4, 0) }).unwrap();
+        st.apply(Command::AddSpace {
+            schema: schema("s", 1, 8, 2),
+        })
+        .unwrap();
+        st.apply(Command::AddSpace {
+            schema: schema("solo", 0, 4, 0),
+        })
+        .unwrap();
         let a = ServerId(1);
 
         // Same incarnation, same address: nothing changes.
         let before = st.clone();
-        assert_eq!(st.apply(reg(1, "a:1", 10)), Ok(CommandOutcome::Registered { id: a, changed: false }));
+        assert_eq!(
+            st.apply(reg(1, "a:1", 10)),
+            Ok(CommandOutcome::Registered {
+                id: a,
+                changed: false
+            })
+        );
         assert_eq!(st, before);
         // An earlier incarnation is refused and changes nothing.
-        assert_eq!(st.apply(reg(1, "a:1", 9)), Err(CommandError::StaleServer { id: a, incarnation: 9, current: 10 }));
+        assert_eq!(
+            st.apply(reg(1, "a:1", 9)),
+            Err(CommandError::StaleServer {
+                id: a,
+                incarnation: 9,
+                current: 10
+            })
+        );
         assert_eq!(st, before);
         // Same incarnation, new address: the address changes, the sets do not.
-        assert_eq!(st.apply(reg(1, "a:2", 10)), Ok(CommandOutcome::Registered { id: a, changed: true }));
+        assert_eq!(
+            st.apply(reg(1, "a:2", 10)),
+            Ok(CommandOutcome::Registered {
+                id: a,
+                changed: true
+            })
+        );
         assert_eq!(st.epoch.0, before.epoch.0 + 1);
         assert_eq!(sets(&st), sets(&before));
         assert_eq!(st.configuration().server(a).unwrap().address, "a:2");
 
         // A new incarnation: a restart. It leaves every set it can leave, stays Available.
         let before = st.clone();
-        assert_eq!(st.apply(reg(1, "a:3", 11)), Ok(CommandOutcome::Registered { id: a, changed: true }));
+        assert_eq!(
+            st.apply(reg(1, "a:3", 11)),
+            Ok(CommandOutcome::Registered {
+                id: a,
+                changed: true
+            })
+        );
         assert_eq!(st.epoch.0, before.epoch.0 + 1);
         assert_eq!(state_of(&st, a), ServerState::Available);
         assert_eq!(st.server(a).unwrap().incarnation, 11);
@@ -1034,10 +1354,16 @@ mod tests {
             if old == &[a] {
                 assert_eq!(new, [a]);
             } else {
-                assert_eq!(new, old.iter().copied().filter(|s| *s != a).collect::<Vec<_>>());
+                assert_eq!(
+                    new,
+                    old.iter().copied().filter(|s| *s != a).collect::<Vec<_>>()
+                );
             }
         }
-        assert!(sets(&st).iter().any(|set| set == &[a]), "it keeps the regions it alone holds");
+        assert!(
+            sets(&st).iter().any(|set| set == &[a]),
+            "it keeps the regions it alone holds"
+        );
         // The regions it left (16 of "s", K = 3) are a replica short, and it is the only
         // server not in them: it is sent 8 of them at once, the rest wait.
         let s = st.spaces.iter().find(|s| s.schema.name == "s").unwrap();
@@ -1048,23 +1374,46 @@ mod tests {
         }
 
         // Offline, then registering again (same incarnation): Available, nothing else changes.
-        st.apply(Command::MarkOffline { id: ServerId(2), incarnation: 10 }).unwrap();
+        st.apply(Command::MarkOffline {
+            id: ServerId(2),
+            incarnation: 10,
+        })
+        .unwrap();
         let before = st.clone();
-        assert_eq!(st.apply(reg(2, "b:1", 10)), Ok(CommandOutcome::Registered { id: ServerId(2), changed: true }));
+        assert_eq!(
+            st.apply(reg(2, "b:1", 10)),
+            Ok(CommandOutcome::Registered {
+                id: ServerId(2),
+                changed: true
+            })
+        );
         assert_eq!(st.epoch.0, before.epoch.0 + 1);
         assert_eq!(state_of(&st, ServerId(2)), ServerState::Available);
         assert_eq!(sets_before_planning(&st), sets(&before));
         // Offline, then restarted: Available at the new incarnation.
-        st.apply(Command::MarkOffline { id: ServerId(3), incarnation: 10 }).unwrap();
+        st.apply(Command::MarkOffline {
+            id: ServerId(3),
+            incarnation: 10,
+        })
+        .unwrap();
         let before = st.clone();
-        assert_eq!(st.apply(reg(3, "c:1", 12)), Ok(CommandOutcome::Registered { id: ServerId(3), changed: true }));
+        assert_eq!(
+            st.apply(reg(3, "c:1", 12)),
+            Ok(CommandOutcome::Registered {
+                id: ServerId(3),
+                changed: true
+            })
+        );
         assert_eq!(st.epoch.0, before.epoch.0 + 1);
         assert_eq!(state_of(&st, ServerId(3)), ServerState::Available);
         assert_eq!(st.server(ServerId(3)).unwrap().incarnation, 12);
         // A decision about the earlier incarnation cannot hit the restarted server.
         let before = st.clone();
         assert!(matches!(
-            st.apply(Command::MarkOffline { id: ServerId(3), incarnation: 10 }),
+            st.apply(Command::MarkOffline {
+                id: ServerId(3),
+                incarnation: 10
+            }),
             Err(CommandError::StaleServer { .. })
         ));
         assert_eq!(st, before);
@@ -1074,7 +1423,11 @@ mod tests {
     fn add_and_remove_spaces() {
         let mut st = with_servers(4);
         let before = st.clone();
-        let out = st.apply(Command::AddSpace { schema: schema("s", 2, 16, 1) }).unwrap();
+        let out = st
+            .apply(Command::AddSpace {
+                schema: schema("s", 2, 16, 1),
+            })
+            .unwrap();
         assert_eq!(out, CommandOutcome::SpaceAdded { id: 5 });
         assert_eq!(st.epoch, Epoch(5));
         let cfg = st.configuration();
@@ -1082,16 +1435,26 @@ mod tests {
         assert_eq!(space.id, 5);
         check_space(&st, space);
         assert_eq!(
-            st.apply(Command::AddSpace { schema: schema("s", 1, 4, 0) }),
+            st.apply(Command::AddSpace {
+                schema: schema("s", 1, 4, 0)
+            }),
             Err(CommandError::SpaceExists("s".into()))
         );
-        assert_eq!(st.apply(Command::RmSpace { name: "s".into() }), Ok(CommandOutcome::SpaceRemoved));
+        assert_eq!(
+            st.apply(Command::RmSpace { name: "s".into() }),
+            Ok(CommandOutcome::SpaceRemoved)
+        );
         assert_eq!(st.epoch, Epoch(6));
         assert_eq!(st.spaces, before.spaces);
-        assert_eq!(st.apply(Command::RmSpace { name: "s".into() }), Err(CommandError::UnknownSpace("s".into())));
+        assert_eq!(
+            st.apply(Command::RmSpace { name: "s".into() }),
+            Err(CommandError::UnknownSpace("s".into()))
+        );
         // Created again: a new id.
         assert_eq!(
-            st.apply(Command::AddSpace { schema: schema("s", 1, 4, 0) }),
+            st.apply(Command::AddSpace {
+                schema: schema("s", 1, 4, 0)
+            }),
             Ok(CommandOutcome::SpaceAdded { id: 7 })
         );
     }
@@ -1100,8 +1463,19 @@ mod tests {
     fn too_few_servers_names_both_numbers() {
         let mut st = with_servers(2);
         let before = st.clone();
-        let err = st.apply(Command::AddSpace { schema: schema("s", 1, 8, 2) }).unwrap_err();
-        assert_eq!(err, CommandError::TooFewServers { space: "s".into(), needed: 3, available: 2 });
+        let err = st
+            .apply(Command::AddSpace {
+                schema: schema("s", 1, 8, 2),
+            })
+            .unwrap_err();
+        assert_eq!(
+            err,
+            CommandError::TooFewServers {
+                space: "s".into(),
+                needed: 3,
+                available: 2
+            }
+        );
         let msg = err.to_string();
         assert!(msg.contains('3') && msg.contains('2'), "{msg}");
         assert_eq!(st, before);
@@ -1112,7 +1486,10 @@ mod tests {
         let mut st = with_servers(8);
         let before = st.clone();
         let big = schema("big", 4, tessera_types::constants::PARTITIONS_MAX, 7);
-        assert!(matches!(st.apply(Command::AddSpace { schema: big }), Err(CommandError::ConfigurationTooLarge { .. })));
+        assert!(matches!(
+            st.apply(Command::AddSpace { schema: big }),
+            Err(CommandError::ConfigurationTooLarge { .. })
+        ));
         assert_eq!(st, before);
     }
 
@@ -1121,13 +1498,22 @@ mod tests {
         let mut st = with_servers(3);
         let mut bad = schema("s", 1, 8, 0);
         bad.partitions = 0;
-        assert!(matches!(st.apply(Command::AddSpace { schema: bad }), Err(CommandError::InvalidSchema(_))));
+        assert!(matches!(
+            st.apply(Command::AddSpace { schema: bad }),
+            Err(CommandError::InvalidSchema(_))
+        ));
         let mut bad = schema("s", 1, 8, 0);
         bad.subspaces[1].dimensions.clear();
-        assert!(matches!(st.apply(Command::AddSpace { schema: bad }), Err(CommandError::InvalidSchema(_))));
+        assert!(matches!(
+            st.apply(Command::AddSpace { schema: bad }),
+            Err(CommandError::InvalidSchema(_))
+        ));
         let mut bad = schema("s", 1, 8, 0);
         bad.subspaces[1].dimensions[0] = tessera_types::AttrIndex(60);
-        assert!(matches!(st.apply(Command::AddSpace { schema: bad }), Err(CommandError::InvalidSchema(_))));
+        assert!(matches!(
+            st.apply(Command::AddSpace { schema: bad }),
+            Err(CommandError::InvalidSchema(_))
+        ));
         assert_eq!(st.epoch, Epoch(3));
     }
 
@@ -1136,7 +1522,10 @@ mod tests {
         // Servers join one by one between space creations; new spaces favour the least loaded.
         let mut st = with_servers(3);
         for i in 0..6 {
-            st.apply(Command::AddSpace { schema: schema(&format!("s{i}"), 1, 10, 1) }).unwrap();
+            st.apply(Command::AddSpace {
+                schema: schema(&format!("s{i}"), 1, 10, 1),
+            })
+            .unwrap();
         }
         let mut load: HashMap<ServerId, u64> = HashMap::new();
         for sp in &st.spaces {
@@ -1154,10 +1543,18 @@ mod tests {
     }
 
     /// A region's members and its transfer, by subspace and region number.
-    fn region(st: &ClusterState, space: &str, sub: u16, region: u32) -> (Vec<ServerId>, Option<Transfer>) {
+    fn region(
+        st: &ClusterState,
+        space: &str,
+        sub: u16,
+        region: u32,
+    ) -> (Vec<ServerId>, Option<Transfer>) {
         let space = st.spaces.iter().find(|s| s.schema.name == space).unwrap();
         let (sub, region) = (SubspaceId(sub), RegionIndex(region));
-        (space.replicas_of(sub, region).to_vec(), space.transfer_at(sub, region).copied())
+        (
+            space.replicas_of(sub, region).to_vec(),
+            space.transfer_at(sub, region).copied(),
+        )
     }
 
     fn ids(list: &[u64]) -> Vec<ServerId> {
@@ -1167,18 +1564,38 @@ mod tests {
     #[test]
     fn a_dead_server_is_replaced_a_few_regions_at_a_time() {
         let mut st = planning(with_servers(4));
-        st.apply(Command::AddSpace { schema: schema("s", 1, 32, 1) }).unwrap();
+        st.apply(Command::AddSpace {
+            schema: schema("s", 1, 32, 1),
+        })
+        .unwrap();
         let before = st.clone();
         let dead = ServerId(1);
-        st.apply(Command::MarkOffline { id: dead, incarnation: 1 }).unwrap();
+        st.apply(Command::MarkOffline {
+            id: dead,
+            incarnation: 1,
+        })
+        .unwrap();
         let space = &st.spaces[0];
-        let short: usize = sets(&before).iter().filter(|set| set.contains(&dead)).count();
-        assert!(short > 2 * TRANSFERS_PER_SERVER_MAX, "enough regions to hit the limit: {short}");
+        let short: usize = sets(&before)
+            .iter()
+            .filter(|set| set.contains(&dead))
+            .count();
+        assert!(
+            short > 2 * TRANSFERS_PER_SERVER_MAX,
+            "enough regions to hit the limit: {short}"
+        );
         // Each region it left gets one new member, streamed by the one that is left, but no
         // server receives or sends more than the limit: 3 survivors, so at most 3 * 8.
-        assert!(!space.transfers.is_empty() && space.transfers.len() <= 3 * TRANSFERS_PER_SERVER_MAX);
+        assert!(
+            !space.transfers.is_empty() && space.transfers.len() <= 3 * TRANSFERS_PER_SERVER_MAX
+        );
         let (to, from) = transfer_counts(&st);
-        assert!(to.values().chain(from.values()).all(|n| *n <= TRANSFERS_PER_SERVER_MAX), "{to:?} {from:?}");
+        assert!(
+            to.values()
+                .chain(from.values())
+                .all(|n| *n <= TRANSFERS_PER_SERVER_MAX),
+            "{to:?} {from:?}"
+        );
         for t in &space.transfers {
             let set = space.replicas_of(t.subspace, t.region);
             assert_eq!((t.id, t.replaces), (st.epoch.0, None));
@@ -1189,8 +1606,13 @@ mod tests {
         // Completing them all, round after round, brings every region back to K = 2, none on
         // the dead server, balanced over the three.
         let rounds = settle(&mut st).unwrap();
-        assert!(rounds >= 2, "the limit spread the work over rounds: {rounds}");
-        assert!(sets(&st).iter().all(|set| set.len() == 2 && !set.contains(&dead)));
+        assert!(
+            rounds >= 2,
+            "the limit spread the work over rounds: {rounds}"
+        );
+        assert!(sets(&st)
+            .iter()
+            .all(|set| set.len() == 2 && !set.contains(&dead)));
         st.servers.retain(|s| s.info.id != dead);
         check_settled(&st).unwrap();
     }
@@ -1199,38 +1621,73 @@ mod tests {
     fn transfers_follow_their_members_out() {
         // Four servers, K = 3, one region: [1, 2, 3]; 3 dies, so 4 catches up from 2.
         let mut st = planning(with_servers(4));
-        st.apply(Command::AddSpace { schema: schema("s", 0, 1, 2) }).unwrap();
+        st.apply(Command::AddSpace {
+            schema: schema("s", 0, 1, 2),
+        })
+        .unwrap();
         assert_eq!(region(&st, "s", 0, 0).0, ids(&[1, 2, 3]));
         let base = st.clone();
-        st.apply(Command::MarkOffline { id: ServerId(3), incarnation: 1 }).unwrap();
+        st.apply(Command::MarkOffline {
+            id: ServerId(3),
+            incarnation: 1,
+        })
+        .unwrap();
         let started = st.epoch.0;
-        let t =
-            Transfer { id: started, subspace: SubspaceId(0), region: RegionIndex(0), to: ServerId(4), replaces: None };
+        let t = Transfer {
+            id: started,
+            subspace: SubspaceId(0),
+            region: RegionIndex(0),
+            to: ServerId(4),
+            replaces: None,
+        };
         assert_eq!(region(&st, "s", 0, 0), (ids(&[1, 2, 4]), Some(t)));
         let catching_up = st.clone();
 
         // The target dies: the transfer ends, and nobody else is free to take it.
-        st.apply(Command::MarkOffline { id: ServerId(4), incarnation: 1 }).unwrap();
+        st.apply(Command::MarkOffline {
+            id: ServerId(4),
+            incarnation: 1,
+        })
+        .unwrap();
         assert_eq!(region(&st, "s", 0, 0), (ids(&[1, 2]), None));
 
         // The source dies: the transfer is cancelled and started again from the new last
         // member, under a new id.
         let mut st = catching_up.clone();
-        st.apply(Command::MarkOffline { id: ServerId(2), incarnation: 1 }).unwrap();
-        let again = Transfer { id: st.epoch.0, ..t };
+        st.apply(Command::MarkOffline {
+            id: ServerId(2),
+            incarnation: 1,
+        })
+        .unwrap();
+        let again = Transfer {
+            id: st.epoch.0,
+            ..t
+        };
         assert_ne!(again.id, t.id);
         assert_eq!(region(&st, "s", 0, 0), (ids(&[1, 4]), Some(again)));
 
         // A member before the source dies: the transfer goes on.
         let mut st = catching_up.clone();
-        st.apply(Command::MarkOffline { id: ServerId(1), incarnation: 1 }).unwrap();
+        st.apply(Command::MarkOffline {
+            id: ServerId(1),
+            incarnation: 1,
+        })
+        .unwrap();
         assert_eq!(region(&st, "s", 0, 0), (ids(&[2, 4]), Some(t)));
 
         // The only complete member dies while the target catches up: it stays (its data is
         // nowhere else), the transfer is cancelled, and no new one starts from a dead source.
         let mut st = catching_up.clone();
-        st.apply(Command::MarkOffline { id: ServerId(1), incarnation: 1 }).unwrap();
-        st.apply(Command::MarkOffline { id: ServerId(2), incarnation: 1 }).unwrap();
+        st.apply(Command::MarkOffline {
+            id: ServerId(1),
+            incarnation: 1,
+        })
+        .unwrap();
+        st.apply(Command::MarkOffline {
+            id: ServerId(2),
+            incarnation: 1,
+        })
+        .unwrap();
         assert_eq!(region(&st, "s", 0, 0), (ids(&[2]), None));
 
         // A restart counts as leaving too: the target restarting loses its partial copy.
@@ -1238,126 +1695,266 @@ mod tests {
         st.apply(reg(1003, "10.0.0.3:2000", 2)).unwrap();
         let (set, transfer) = region(&st, "s", 0, 0);
         assert_eq!(set[..2], ids(&[1, 2])[..]);
-        assert_ne!(transfer.map(|t| t.id), Some(t.id), "the restarted target starts over");
+        assert_ne!(
+            transfer.map(|t| t.id),
+            Some(t.id),
+            "the restarted target starts over"
+        );
 
         // The member a transfer replaces dies: it goes, the transfer goes on replacing nobody.
         let mut st = base.clone();
         st.apply(Command::Decommission { id: ServerId(1) }).unwrap();
-        let (set, Some(leaving)) = region(&st, "s", 0, 0) else { panic!("a transfer replaces the Leaving server") };
-        assert_eq!((set, leaving.replaces, leaving.to), (ids(&[1, 2, 3, 4]), Some(ServerId(1)), ServerId(4)));
-        st.apply(Command::MarkOffline { id: ServerId(1), incarnation: 1 }).unwrap();
-        assert_eq!(region(&st, "s", 0, 0), (ids(&[2, 3, 4]), Some(Transfer { replaces: None, ..leaving })));
-        assert!(st.server(ServerId(1)).is_none(), "a Leaving server that dies holding nothing is gone");
+        let (set, Some(leaving)) = region(&st, "s", 0, 0) else {
+            panic!("a transfer replaces the Leaving server")
+        };
+        assert_eq!(
+            (set, leaving.replaces, leaving.to),
+            (ids(&[1, 2, 3, 4]), Some(ServerId(1)), ServerId(4))
+        );
+        st.apply(Command::MarkOffline {
+            id: ServerId(1),
+            incarnation: 1,
+        })
+        .unwrap();
+        assert_eq!(
+            region(&st, "s", 0, 0),
+            (
+                ids(&[2, 3, 4]),
+                Some(Transfer {
+                    replaces: None,
+                    ..leaving
+                })
+            )
+        );
+        assert!(
+            st.server(ServerId(1)).is_none(),
+            "a Leaving server that dies holding nothing is gone"
+        );
     }
 
     #[test]
     fn completing_transfers_checks_what_it_is_told() {
         let mut st = planning(with_servers(3));
-        st.apply(Command::AddSpace { schema: schema("s", 0, 1, 1) }).unwrap();
+        st.apply(Command::AddSpace {
+            schema: schema("s", 0, 1, 1),
+        })
+        .unwrap();
         assert_eq!(region(&st, "s", 0, 0).0, ids(&[1, 2]));
-        st.apply(Command::MarkOffline { id: ServerId(2), incarnation: 1 }).unwrap();
-        let (set, Some(t)) = region(&st, "s", 0, 0) else { panic!("a transfer to 3") };
+        st.apply(Command::MarkOffline {
+            id: ServerId(2),
+            incarnation: 1,
+        })
+        .unwrap();
+        let (set, Some(t)) = region(&st, "s", 0, 0) else {
+            panic!("a transfer to 3")
+        };
         assert_eq!((set, t.to), (ids(&[1, 3]), ServerId(3)));
         let space = st.spaces[0].id;
-        let good = TransferRef { space, subspace: SubspaceId(0), region: 0, id: t.id };
-        let complete = |id: u64, incarnation: u64, done: Vec<TransferRef>| Command::CompleteTransfers {
-            id: ServerId(id),
-            incarnation,
-            done,
+        let good = TransferRef {
+            space,
+            subspace: SubspaceId(0),
+            region: 0,
+            id: t.id,
         };
+        let complete =
+            |id: u64, incarnation: u64, done: Vec<TransferRef>| Command::CompleteTransfers {
+                id: ServerId(id),
+                incarnation,
+                done,
+            };
 
         // References that name no transfer of this server change nothing.
         let before = st.clone();
         for wrong in [
-            TransferRef { id: t.id + 1, ..good },
-            TransferRef { id: t.id - 1, ..good },
-            TransferRef { space: space + 1, ..good },
+            TransferRef {
+                id: t.id + 1,
+                ..good
+            },
+            TransferRef {
+                id: t.id - 1,
+                ..good
+            },
+            TransferRef {
+                space: space + 1,
+                ..good
+            },
             TransferRef { region: 1, ..good },
-            TransferRef { subspace: SubspaceId(1), ..good },
+            TransferRef {
+                subspace: SubspaceId(1),
+                ..good
+            },
         ] {
-            assert_eq!(st.apply(complete(3, 1, vec![wrong])), Ok(CommandOutcome::TransfersCompleted { completed: 0 }));
+            assert_eq!(
+                st.apply(complete(3, 1, vec![wrong])),
+                Ok(CommandOutcome::TransfersCompleted { completed: 0 })
+            );
         }
         assert_eq!(
             st.apply(complete(1, 1, vec![good])),
             Ok(CommandOutcome::TransfersCompleted { completed: 0 }),
             "not its transfer"
         );
-        assert_eq!(st.apply(complete(3, 1, vec![])), Ok(CommandOutcome::TransfersCompleted { completed: 0 }));
+        assert_eq!(
+            st.apply(complete(3, 1, vec![])),
+            Ok(CommandOutcome::TransfersCompleted { completed: 0 })
+        );
         assert_eq!(
             st.apply(complete(3, 2, vec![good])),
-            Err(CommandError::StaleServer { id: ServerId(3), incarnation: 2, current: 1 })
+            Err(CommandError::StaleServer {
+                id: ServerId(3),
+                incarnation: 2,
+                current: 1
+            })
         );
-        assert_eq!(st.apply(complete(9, 1, vec![good])), Err(CommandError::UnknownServer(ServerId(9))));
+        assert_eq!(
+            st.apply(complete(9, 1, vec![good])),
+            Err(CommandError::UnknownServer(ServerId(9)))
+        );
         assert_eq!(st, before);
 
         // The right one, repeated: completed once, one new epoch; 3 is a full member.
-        assert_eq!(st.apply(complete(3, 1, vec![good, good])), Ok(CommandOutcome::TransfersCompleted { completed: 1 }));
+        assert_eq!(
+            st.apply(complete(3, 1, vec![good, good])),
+            Ok(CommandOutcome::TransfersCompleted { completed: 1 })
+        );
         assert_eq!(st.epoch.0, before.epoch.0 + 1);
         assert_eq!(region(&st, "s", 0, 0), (ids(&[1, 3]), None));
-        assert_eq!(st.configuration().spaces[0].complete_replicas(SubspaceId(0), RegionIndex(0)), ids(&[1, 3]));
+        assert_eq!(
+            st.configuration().spaces[0].complete_replicas(SubspaceId(0), RegionIndex(0)),
+            ids(&[1, 3])
+        );
         // Reported again (a lost reply): nothing.
         let after = st.clone();
-        assert_eq!(st.apply(complete(3, 1, vec![good])), Ok(CommandOutcome::TransfersCompleted { completed: 0 }));
+        assert_eq!(
+            st.apply(complete(3, 1, vec![good])),
+            Ok(CommandOutcome::TransfersCompleted { completed: 0 })
+        );
         assert_eq!(st, after);
     }
 
     #[test]
     fn decommission_drains_a_server_then_removes_it() {
         let mut st = planning(with_servers(5));
-        st.apply(Command::AddSpace { schema: schema("two", 2, 24, 1) }).unwrap();
-        st.apply(Command::AddSpace { schema: schema("three", 1, 16, 2) }).unwrap();
+        st.apply(Command::AddSpace {
+            schema: schema("two", 2, 24, 1),
+        })
+        .unwrap();
+        st.apply(Command::AddSpace {
+            schema: schema("three", 1, 16, 2),
+        })
+        .unwrap();
         let gone = ServerId(2);
         let held = sets(&st).iter().filter(|set| set.contains(&gone)).count();
         assert_eq!(
             st.apply(Command::Decommission { id: gone }),
-            Ok(CommandOutcome::Decommissioned { id: gone, removed: false })
+            Ok(CommandOutcome::Decommissioned {
+                id: gone,
+                removed: false
+            })
         );
         assert_eq!(state_of(&st, gone), ServerState::Leaving);
         // Its regions start moving, at most the limit of them from it at once; each transfer
         // replaces it.
-        let moving: Vec<Transfer> = st.spaces.iter().flat_map(|s| s.transfers.iter().copied()).collect();
+        let moving: Vec<Transfer> = st
+            .spaces
+            .iter()
+            .flat_map(|s| s.transfers.iter().copied())
+            .collect();
         assert!(!moving.is_empty());
-        assert!(moving.iter().all(|t| t.replaces == Some(gone) && t.to != gone), "{moving:?}");
+        assert!(
+            moving
+                .iter()
+                .all(|t| t.replaces == Some(gone) && t.to != gone),
+            "{moving:?}"
+        );
         // Nothing new for it, and it cannot be decommissioned twice.
-        assert_eq!(st.apply(Command::Decommission { id: gone }), Err(CommandError::AlreadyLeaving(gone)));
-        st.apply(Command::AddSpace { schema: schema("later", 0, 8, 0) }).unwrap();
-        assert!(st.spaces[2].replicas.iter().flatten().all(|set| !set.contains(&gone)));
+        assert_eq!(
+            st.apply(Command::Decommission { id: gone }),
+            Err(CommandError::AlreadyLeaving(gone))
+        );
+        st.apply(Command::AddSpace {
+            schema: schema("later", 0, 8, 0),
+        })
+        .unwrap();
+        assert!(st.spaces[2]
+            .replicas
+            .iter()
+            .flatten()
+            .all(|set| !set.contains(&gone)));
         // It keeps serving (and holding) until its last region has moved, then it is gone.
         let rounds = settle(&mut st).unwrap();
-        assert!(rounds > 1 && held > TRANSFERS_PER_SERVER_MAX, "{held} regions moved over {rounds} rounds");
+        assert!(
+            rounds > 1 && held > TRANSFERS_PER_SERVER_MAX,
+            "{held} regions moved over {rounds} rounds"
+        );
         assert!(st.server(gone).is_none());
         assert!(st.configuration().server(gone).is_none());
         check_settled(&st).unwrap();
-        assert_eq!(st.apply(Command::Decommission { id: gone }), Err(CommandError::UnknownServer(gone)));
+        assert_eq!(
+            st.apply(Command::Decommission { id: gone }),
+            Err(CommandError::UnknownServer(gone))
+        );
 
         // Four servers left and a K = 3 space: one more may go, not two.
         st.apply(Command::Decommission { id: ServerId(1) }).unwrap();
-        let err = st.apply(Command::Decommission { id: ServerId(3) }).unwrap_err();
+        let err = st
+            .apply(Command::Decommission { id: ServerId(3) })
+            .unwrap_err();
         assert_eq!(
             err,
-            CommandError::WouldUnderReplicate { id: ServerId(3), space: "three".into(), needed: 3, available: 2 }
+            CommandError::WouldUnderReplicate {
+                id: ServerId(3),
+                space: "three".into(),
+                needed: 3,
+                available: 2
+            }
         );
         assert!(err.to_string().contains("three"), "{err}");
 
         // An Offline server: refused while it alone holds a region, removed at once otherwise.
         let mut solo = planning(with_servers(3));
-        solo.apply(Command::AddSpace { schema: schema("solo", 0, 4, 0) }).unwrap();
-        solo.apply(Command::MarkOffline { id: ServerId(1), incarnation: 1 }).unwrap();
+        solo.apply(Command::AddSpace {
+            schema: schema("solo", 0, 4, 0),
+        })
+        .unwrap();
+        solo.apply(Command::MarkOffline {
+            id: ServerId(1),
+            incarnation: 1,
+        })
+        .unwrap();
         assert!(matches!(
             solo.apply(Command::Decommission { id: ServerId(1) }),
             Err(CommandError::OfflineHoldsRegions { .. })
         ));
         let mut empty = planning(with_servers(3));
-        empty.apply(Command::AddSpace { schema: schema("s", 1, 16, 1) }).unwrap();
-        empty.apply(Command::RegisterServer { token: 77, address: "x:1".into(), incarnation: 1 }).unwrap();
+        empty
+            .apply(Command::AddSpace {
+                schema: schema("s", 1, 16, 1),
+            })
+            .unwrap();
+        empty
+            .apply(Command::RegisterServer {
+                token: 77,
+                address: "x:1".into(),
+                incarnation: 1,
+            })
+            .unwrap();
         let new = empty.servers.last().unwrap().info.id;
         settle(&mut empty).unwrap();
-        empty.apply(Command::MarkOffline { id: new, incarnation: 1 }).unwrap();
+        empty
+            .apply(Command::MarkOffline {
+                id: new,
+                incarnation: 1,
+            })
+            .unwrap();
         settle(&mut empty).unwrap();
         assert!(sets(&empty).iter().all(|set| !set.contains(&new)));
         assert_eq!(
             empty.apply(Command::Decommission { id: new }),
-            Ok(CommandOutcome::Decommissioned { id: new, removed: true })
+            Ok(CommandOutcome::Decommissioned {
+                id: new,
+                removed: true
+            })
         );
         assert!(empty.server(new).is_none());
     }
@@ -1368,7 +1965,10 @@ mod tests {
         let before = st.clone();
         assert_eq!(
             st.apply(Command::Decommission { id: ServerId(3) }),
-            Ok(CommandOutcome::Decommissioned { id: ServerId(3), removed: true })
+            Ok(CommandOutcome::Decommissioned {
+                id: ServerId(3),
+                removed: true
+            })
         );
         assert_eq!(st.epoch.0, before.epoch.0 + 1);
         assert_eq!(st.servers, before.servers[..2]);
@@ -1377,36 +1977,57 @@ mod tests {
     #[test]
     fn a_leaving_server_that_restarts_or_registers_again_goes_on_leaving() {
         let mut st = planning(with_servers(3));
-        st.apply(Command::AddSpace { schema: schema("s", 0, 16, 1) }).unwrap();
+        st.apply(Command::AddSpace {
+            schema: schema("s", 0, 16, 1),
+        })
+        .unwrap();
         st.apply(Command::Decommission { id: ServerId(1) }).unwrap();
         let before = st.clone();
         // A retried registration of the same process changes nothing.
         assert_eq!(
             st.apply(reg(1000, "10.0.0.0:2000", 1)),
-            Ok(CommandOutcome::Registered { id: ServerId(1), changed: false })
+            Ok(CommandOutcome::Registered {
+                id: ServerId(1),
+                changed: false
+            })
         );
         assert_eq!(st, before);
         // A restart leaves its sets, but not the decision.
         st.apply(reg(1000, "10.0.0.0:2000", 2)).unwrap();
-        assert_eq!(st.server(ServerId(1)).map(|s| s.info.state), None, "it held nothing more: gone");
+        assert_eq!(
+            st.server(ServerId(1)).map(|s| s.info.state),
+            None,
+            "it held nothing more: gone"
+        );
         assert!(sets(&st).iter().all(|set| !set.contains(&ServerId(1))));
     }
 
     #[test]
     fn a_joining_server_takes_its_share() {
         let mut st = planning(with_servers(3));
-        st.apply(Command::AddSpace { schema: schema("s", 2, 16, 1) }).unwrap();
+        st.apply(Command::AddSpace {
+            schema: schema("s", 2, 16, 1),
+        })
+        .unwrap();
         let new = ServerId(4);
         st.apply(reg(9, "new:1", 1)).unwrap();
         // It gets regions from the most loaded, each transfer replacing the donor.
         let moving: Vec<Transfer> = st.spaces[0].transfers.clone();
-        assert!(!moving.is_empty() && moving.len() <= TRANSFERS_PER_SERVER_MAX, "{moving:?}");
-        assert!(moving.iter().all(|t| t.to == new && t.replaces.is_some_and(|r| r != new)));
+        assert!(
+            !moving.is_empty() && moving.len() <= TRANSFERS_PER_SERVER_MAX,
+            "{moving:?}"
+        );
+        assert!(moving
+            .iter()
+            .all(|t| t.to == new && t.replaces.is_some_and(|r| r != new)));
         settle(&mut st).unwrap();
         check_settled(&st).unwrap();
         for sub in &st.spaces[0].replicas {
             // 16 regions * K 2 / 4 servers: exactly 8 each.
-            assert_eq!(sub.iter().filter(|set| set.contains(&new)).count(), sub.len() * 2 / 4);
+            assert_eq!(
+                sub.iter().filter(|set| set.contains(&new)).count(),
+                sub.len() * 2 / 4
+            );
         }
     }
 
@@ -1415,30 +2036,55 @@ mod tests {
     fn without_planning_regions_stay_short_and_decommission_needs_an_empty_server() {
         let mut st = with_servers(3);
         st.plan_transfers = false;
-        st.apply(Command::AddSpace { schema: schema("s", 1, 8, 1) }).unwrap();
+        st.apply(Command::AddSpace {
+            schema: schema("s", 1, 8, 1),
+        })
+        .unwrap();
         // A dead server leaves its regions a replica short: nothing replaces it.
-        st.apply(Command::MarkOffline { id: ServerId(3), incarnation: 1 }).unwrap();
+        st.apply(Command::MarkOffline {
+            id: ServerId(3),
+            incarnation: 1,
+        })
+        .unwrap();
         assert!(st.spaces[0].transfers.is_empty());
-        assert!(sets(&st).iter().all(|set| !set.contains(&ServerId(3)) && !set.is_empty()));
-        assert!(sets(&st).iter().any(|set| set.len() == 1), "some regions are one short");
+        assert!(sets(&st)
+            .iter()
+            .all(|set| !set.contains(&ServerId(3)) && !set.is_empty()));
+        assert!(
+            sets(&st).iter().any(|set| set.len() == 1),
+            "some regions are one short"
+        );
         // A joining server takes no share of existing spaces.
         st.apply(reg(9, "new:1", 1)).unwrap();
         let new = st.servers.last().unwrap().info.id;
-        assert!(st.spaces[0].transfers.is_empty() && sets(&st).iter().all(|set| !set.contains(&new)));
+        assert!(
+            st.spaces[0].transfers.is_empty() && sets(&st).iter().all(|set| !set.contains(&new))
+        );
         // Decommission: refused, with the reason, for a server that holds regions; nothing
         // changes. One that holds none (the new one, the offline one) leaves at once.
         let before = st.clone();
-        let err = st.apply(Command::Decommission { id: ServerId(1) }).unwrap_err();
-        assert!(matches!(err, CommandError::TransfersOff { id: ServerId(1), regions } if regions > 0), "{err:?}");
+        let err = st
+            .apply(Command::Decommission { id: ServerId(1) })
+            .unwrap_err();
+        assert!(
+            matches!(err, CommandError::TransfersOff { id: ServerId(1), regions } if regions > 0),
+            "{err:?}"
+        );
         assert!(err.to_string().contains("no state transfers"), "{err}");
         assert_eq!(st, before);
         assert_eq!(
             st.apply(Command::Decommission { id: new }),
-            Ok(CommandOutcome::Decommissioned { id: new, removed: true })
+            Ok(CommandOutcome::Decommissioned {
+                id: new,
+                removed: true
+            })
         );
         assert_eq!(
             st.apply(Command::Decommission { id: ServerId(3) }),
-            Ok(CommandOutcome::Decommissioned { id: ServerId(3), removed: true })
+            Ok(CommandOutcome::Decommissioned {
+                id: ServerId(3),
+                removed: true
+            })
         );
         st.configuration().check().unwrap();
     }
@@ -1447,24 +2093,45 @@ mod tests {
     fn join_records_follow_the_members() {
         // Three servers, K = 2, one region: [1, 2].
         let mut st = planning(with_servers(3));
-        st.apply(Command::AddSpace { schema: schema("s", 0, 1, 1) }).unwrap();
+        st.apply(Command::AddSpace {
+            schema: schema("s", 0, 1, 1),
+        })
+        .unwrap();
         assert_eq!(region(&st, "s", 0, 0).0, ids(&[1, 2]));
         let joined = |st: &ClusterState| st.spaces[0].joined.clone();
         let complete = |st: &mut ClusterState, to: u64| {
             let done = refs_into(st, ServerId(to));
             assert_eq!(done.len(), 1);
-            st.apply(Command::CompleteTransfers { id: ServerId(to), incarnation: 1, done }).unwrap();
+            st.apply(Command::CompleteTransfers {
+                id: ServerId(to),
+                incarnation: 1,
+                done,
+            })
+            .unwrap();
             st.configuration().check().unwrap();
         };
         // 1 is decommissioned: 3 replaces it and, once done, is a member since that transfer.
         st.apply(Command::Decommission { id: ServerId(1) }).unwrap();
-        let (_, Some(t)) = region(&st, "s", 0, 0) else { panic!("a transfer to 3") };
+        let (_, Some(t)) = region(&st, "s", 0, 0) else {
+            panic!("a transfer to 3")
+        };
         assert_eq!((t.to, t.replaces), (ServerId(3), Some(ServerId(1))));
-        assert_eq!(st.spaces[0].member_since(SubspaceId(0), RegionIndex(0), ServerId(3)), Epoch(t.id));
-        assert!(joined(&st).is_empty(), "a record only once the transfer completes");
+        assert_eq!(
+            st.spaces[0].member_since(SubspaceId(0), RegionIndex(0), ServerId(3)),
+            Epoch(t.id)
+        );
+        assert!(
+            joined(&st).is_empty(),
+            "a record only once the transfer completes"
+        );
         complete(&mut st, 3);
         assert_eq!(region(&st, "s", 0, 0), (ids(&[2, 3]), None));
-        let record = Joined { subspace: SubspaceId(0), region: RegionIndex(0), server: ServerId(3), since: t.id };
+        let record = Joined {
+            subspace: SubspaceId(0),
+            region: RegionIndex(0),
+            server: ServerId(3),
+            since: t.id,
+        };
         assert_eq!(joined(&st), [record]);
         assert!(st.server(ServerId(1)).is_none());
         // A fourth server; 3 dies: it leaves the set, and its record with it.
@@ -1473,8 +2140,16 @@ mod tests {
         settle(&mut st).unwrap();
         let (set, _) = region(&st, "s", 0, 0);
         assert!(set.contains(&ServerId(3)));
-        st.apply(Command::MarkOffline { id: ServerId(3), incarnation: 1 }).unwrap();
-        assert!(joined(&st).iter().all(|j| j.server != ServerId(3)), "{:?}", joined(&st));
+        st.apply(Command::MarkOffline {
+            id: ServerId(3),
+            incarnation: 1,
+        })
+        .unwrap();
+        assert!(
+            joined(&st).iter().all(|j| j.server != ServerId(3)),
+            "{:?}",
+            joined(&st)
+        );
         st.configuration().check().unwrap();
         // 3 comes back (a restart); the region is completed by someone, and 3's old record
         // never returns: each member has at most one record, of its latest transfer.
@@ -1509,29 +2184,56 @@ mod tests {
             let nth = |n: usize| &st.servers[n % st.servers.len()];
             match self {
                 Step::Apply(c) => c.clone(),
-                Step::MarkCurrent(_) | Step::Restart(_) | Step::Complete(_) | Step::Decommission(_)
+                Step::MarkCurrent(_)
+                | Step::Restart(_)
+                | Step::Complete(_)
+                | Step::Decommission(_)
                     if st.servers.is_empty() =>
                 {
-                    Command::MarkOffline { id: ServerId(1), incarnation: 0 }
+                    Command::MarkOffline {
+                        id: ServerId(1),
+                        incarnation: 0,
+                    }
                 }
-                Step::MarkCurrent(n) => Command::MarkOffline { id: nth(*n).info.id, incarnation: nth(*n).incarnation },
+                Step::MarkCurrent(n) => Command::MarkOffline {
+                    id: nth(*n).info.id,
+                    incarnation: nth(*n).incarnation,
+                },
                 Step::Restart(n) => Command::RegisterServer {
                     token: nth(*n).token,
                     address: nth(*n).info.address.clone(),
                     incarnation: nth(*n).incarnation + 1,
                 },
                 Step::Complete(n) => {
-                    let mut targets: Vec<ServerId> =
-                        st.spaces.iter().flat_map(|s| s.transfers.iter().map(|t| t.to)).collect();
+                    let mut targets: Vec<ServerId> = st
+                        .spaces
+                        .iter()
+                        .flat_map(|s| s.transfers.iter().map(|t| t.to))
+                        .collect();
                     targets.sort();
                     targets.dedup();
-                    let to = if targets.is_empty() { nth(*n).info.id } else { targets[n % targets.len()] };
+                    let to = if targets.is_empty() {
+                        nth(*n).info.id
+                    } else {
+                        targets[n % targets.len()]
+                    };
                     let mut done = refs_into(st, to);
                     done.extend(done.first().copied());
-                    done.push(TransferRef { space: 0, subspace: SubspaceId(0), region: 0, id: 0 });
-                    Command::CompleteTransfers { id: to, incarnation: st.server(to).unwrap().incarnation, done }
+                    done.push(TransferRef {
+                        space: 0,
+                        subspace: SubspaceId(0),
+                        region: 0,
+                        id: 0,
+                    });
+                    Command::CompleteTransfers {
+                        id: to,
+                        incarnation: st.server(to).unwrap().incarnation,
+                        done,
+                    }
                 }
-                Step::Decommission(n) => Command::Decommission { id: nth(*n).info.id },
+                Step::Decommission(n) => Command::Decommission {
+                    id: nth(*n).info.id,
+                },
             }
         }
     }
@@ -1553,7 +2255,10 @@ mod tests {
 
     /// References to every transfer into `to`.
     fn refs_into(st: &ClusterState, to: ServerId) -> Vec<TransferRef> {
-        st.spaces.iter().flat_map(|s| s.transfer_refs_into(to)).collect()
+        st.spaces
+            .iter()
+            .flat_map(|s| s.transfer_refs_into(to))
+            .collect()
     }
 
     /// Every region of every space, as (space, subspace, region).
@@ -1603,24 +2308,54 @@ mod tests {
             for id in set {
                 prop_assert!(state(*id).is_some(), "{:?} is registered", id);
                 if state(*id) == Some(ServerState::Offline) {
-                    prop_assert_eq!(set, &[*id][..], "offline {:?} is only in sets of its own", id);
+                    prop_assert_eq!(
+                        set,
+                        &[*id][..],
+                        "offline {:?} is only in sets of its own",
+                        id
+                    );
                 }
             }
             match space.transfer_at(sub, region) {
                 Some(t) => {
-                    prop_assert_eq!(state(t.to), Some(ServerState::Available), "a target is Available: {:?}", t);
+                    prop_assert_eq!(
+                        state(t.to),
+                        Some(ServerState::Available),
+                        "a target is Available: {:?}",
+                        t
+                    );
                     prop_assert_eq!(set.last(), Some(&t.to));
-                    prop_assert!(set.len() >= 2 && set[0] != t.to, "a target never leads: {:?} {:?}", set, t);
-                    prop_assert!(set.len() <= k + usize::from(t.replaces.is_some()), "{:?} {:?} K={}", set, t, k);
+                    prop_assert!(
+                        set.len() >= 2 && set[0] != t.to,
+                        "a target never leads: {:?} {:?}",
+                        set,
+                        t
+                    );
+                    prop_assert!(
+                        set.len() <= k + usize::from(t.replaces.is_some()),
+                        "{:?} {:?} K={}",
+                        set,
+                        t,
+                        k
+                    );
                 }
                 None => prop_assert!(set.len() <= k, "{:?} has more than K={} members", set, k),
             }
         }
         let (to, from) = transfer_counts(st);
         for (server, n) in to.iter().chain(&from) {
-            prop_assert!(*n <= TRANSFERS_PER_SERVER_MAX, "{:?} in {} transfers at once", server, n);
+            prop_assert!(
+                *n <= TRANSFERS_PER_SERVER_MAX,
+                "{:?} in {} transfers at once",
+                server,
+                n
+            );
         }
-        for s in st.servers.iter().filter(|s| s.info.state == ServerState::Leaving) {
+        for s in st
+            .servers
+            .iter()
+            .filter(|s| s.info.state == ServerState::Leaving)
+        {
             prop_assert!(
                 sets(st).iter().any(|set| set.contains(&s.info.id)),
                 "a Leaving server that holds nothing is gone"
@@ -1637,9 +2372,14 @@ mod tests {
             }
         }
         if !st.plan_transfers {
-            prop_assert!(st.spaces.iter().all(|s| s.transfers.is_empty()), "a transfer while planning is off");
             prop_assert!(
-                st.servers.iter().all(|s| s.info.state != ServerState::Leaving),
+                st.spaces.iter().all(|s| s.transfers.is_empty()),
+                "a transfer while planning is off"
+            );
+            prop_assert!(
+                st.servers
+                    .iter()
+                    .all(|s| s.info.state != ServerState::Leaving),
                 "a Leaving server while planning is off"
             );
         }
@@ -1654,12 +2394,17 @@ mod tests {
         completed_by: Option<ServerId>,
     ) -> Result<(), TestCaseError> {
         for (space, sub, region) in regions(before) {
-            let Some(a) = space_by_id(after, space) else { continue };
+            let Some(a) = space_by_id(after, space) else {
+                continue;
+            };
             let b = space_by_id(before, space).unwrap();
             let was = b.complete_replicas(sub, region);
             let finished = b
                 .transfer_at(sub, region)
-                .filter(|t| Some(t.to) == completed_by && a.transfer_at(sub, region).map(|x| x.id) != Some(t.id))
+                .filter(|t| {
+                    Some(t.to) == completed_by
+                        && a.transfer_at(sub, region).map(|x| x.id) != Some(t.id)
+                })
                 .map(|t| t.to);
             let now = a.complete_replicas(sub, region);
             prop_assert!(
@@ -1686,11 +2431,19 @@ mod tests {
     /// stays only where it was the only complete member, and then alone; a transfer survives
     /// when `id` was neither its target nor the member streaming to it (the one before the
     /// target), and then replaces nobody (the region is a member short already).
-    fn check_removed(before: &ClusterState, after: &ClusterState, id: ServerId) -> Result<(), TestCaseError> {
+    fn check_removed(
+        before: &ClusterState,
+        after: &ClusterState,
+        id: ServerId,
+    ) -> Result<(), TestCaseError> {
         let mut stripped = after.clone();
         for space in &mut stripped.spaces {
             let epoch = after.epoch.0;
-            let SpaceConfig { replicas, transfers, .. } = space;
+            let SpaceConfig {
+                replicas,
+                transfers,
+                ..
+            } = space;
             transfers.retain(|t| {
                 if t.id == epoch {
                     replicas[t.subspace.get()][t.region.0 as usize].pop();
@@ -1700,7 +2453,10 @@ mod tests {
         }
         prop_assert_eq!(regions(before), regions(&stripped));
         for (space, sub, region) in regions(before) {
-            let (b, a) = (space_by_id(before, space).unwrap(), space_by_id(&stripped, space).unwrap());
+            let (b, a) = (
+                space_by_id(before, space).unwrap(),
+                space_by_id(&stripped, space).unwrap(),
+            );
             let (o, n) = (b.replicas_of(sub, region), a.replicas_of(sub, region));
             let complete = b.complete_replicas(sub, region);
             if !o.contains(&id) {
@@ -1710,7 +2466,13 @@ mod tests {
             }
             prop_assert!(is_subsequence(n, o), "{:?} is {:?} less some members", n, o);
             for c in complete.iter().filter(|c| **c != id) {
-                prop_assert!(n.contains(c), "complete member {:?} stays: {:?} -> {:?}", c, o, n);
+                prop_assert!(
+                    n.contains(c),
+                    "complete member {:?} stays: {:?} -> {:?}",
+                    c,
+                    o,
+                    n
+                );
             }
             if complete == [id] {
                 prop_assert_eq!(n, &[id][..], "the only complete member stays, alone");
@@ -1720,9 +2482,21 @@ mod tests {
             if let Some(t) = b.transfer_at(sub, region) {
                 let source = o[o.len() - 2];
                 if t.to != id && source != id {
-                    prop_assert_eq!(a.transfer_at(sub, region), Some(&Transfer { replaces: None, ..*t }));
+                    prop_assert_eq!(
+                        a.transfer_at(sub, region),
+                        Some(&Transfer {
+                            replaces: None,
+                            ..*t
+                        })
+                    );
                 } else {
-                    prop_assert_eq!(a.transfer_at(sub, region), None, "transfer {:?} ends with {:?}", t, id);
+                    prop_assert_eq!(
+                        a.transfer_at(sub, region),
+                        None,
+                        "transfer {:?} ends with {:?}",
+                        t,
+                        id
+                    );
                     prop_assert!(!n.contains(&t.to));
                 }
             }
@@ -1732,15 +2506,28 @@ mod tests {
 
     /// Completes every transfer under way, one report per target; returns how many there were.
     fn complete_all(st: &mut ClusterState) -> usize {
-        let mut targets: Vec<ServerId> = st.spaces.iter().flat_map(|s| s.transfers.iter().map(|t| t.to)).collect();
+        let mut targets: Vec<ServerId> = st
+            .spaces
+            .iter()
+            .flat_map(|s| s.transfers.iter().map(|t| t.to))
+            .collect();
         targets.sort();
         targets.dedup();
         let mut n = 0;
         for to in targets {
             let done = refs_into(st, to);
             let incarnation = st.server(to).unwrap().incarnation;
-            let out = st.apply(Command::CompleteTransfers { id: to, incarnation, done: done.clone() });
-            assert_eq!(out, Ok(CommandOutcome::TransfersCompleted { completed: done.len() as u32 }));
+            let out = st.apply(Command::CompleteTransfers {
+                id: to,
+                incarnation,
+                done: done.clone(),
+            });
+            assert_eq!(
+                out,
+                Ok(CommandOutcome::TransfersCompleted {
+                    completed: done.len() as u32
+                })
+            );
             n += done.len();
         }
         n
@@ -1761,16 +2548,33 @@ mod tests {
     /// Leaving server, every region K distinct Available members, and within each subspace
     /// every Available server holds between floor and ceil of regions * K / servers.
     fn check_settled(st: &ClusterState) -> Result<(), TestCaseError> {
-        let available: Vec<ServerId> =
-            st.servers.iter().filter(|s| s.info.state == ServerState::Available).map(|s| s.info.id).collect();
-        prop_assert!(st.servers.iter().all(|s| s.info.state == ServerState::Available), "{:?}", st.servers);
+        let available: Vec<ServerId> = st
+            .servers
+            .iter()
+            .filter(|s| s.info.state == ServerState::Available)
+            .map(|s| s.info.id)
+            .collect();
+        prop_assert!(
+            st.servers
+                .iter()
+                .all(|s| s.info.state == ServerState::Available),
+            "{:?}",
+            st.servers
+        );
         let n = available.len();
         for space in &st.spaces {
             prop_assert!(space.transfers.is_empty());
             let k = space.schema.replicas() as usize;
-            prop_assert!(k <= n, "space {:?} needs {} servers, {} are available", space.schema.name, k, n);
+            prop_assert!(
+                k <= n,
+                "space {:?} needs {} servers, {} are available",
+                space.schema.name,
+                k,
+                n
+            );
             for sets in &space.replicas {
-                let mut hold: HashMap<ServerId, usize> = available.iter().map(|s| (*s, 0)).collect();
+                let mut hold: HashMap<ServerId, usize> =
+                    available.iter().map(|s| (*s, 0)).collect();
                 for set in sets {
                     prop_assert_eq!(set.len(), k, "K members: {:?}", set);
                     for s in set {
@@ -1796,11 +2600,19 @@ mod tests {
 
     /// Brings every Offline server back (registering again at its incarnation).
     fn bring_back(st: &mut ClusterState) -> Result<(), TestCaseError> {
-        let offline: Vec<RegisteredServer> =
-            st.servers.iter().filter(|s| s.info.state == ServerState::Offline).cloned().collect();
+        let offline: Vec<RegisteredServer> = st
+            .servers
+            .iter()
+            .filter(|s| s.info.state == ServerState::Offline)
+            .cloned()
+            .collect();
         for s in offline {
-            st.apply(Command::RegisterServer { token: s.token, address: s.info.address, incarnation: s.incarnation })
-                .unwrap();
+            st.apply(Command::RegisterServer {
+                token: s.token,
+                address: s.info.address,
+                incarnation: s.incarnation,
+            })
+            .unwrap();
             check_state(st)?;
         }
         Ok(())
@@ -1822,21 +2634,39 @@ mod tests {
         for b in &before.servers {
             if st.server(b.info.id).is_none() {
                 let decommissioned = matches!(c, Command::Decommission { id } if *id == b.info.id);
-                prop_assert!(b.info.state == ServerState::Leaving || decommissioned, "{:?} vanished", b);
+                prop_assert!(
+                    b.info.state == ServerState::Leaving || decommissioned,
+                    "{:?} vanished",
+                    b
+                );
             }
         }
         match (c, result) {
-            (Command::RegisterServer { token, address, incarnation }, Ok(CommandOutcome::Registered { id, .. })) => {
+            (
+                Command::RegisterServer {
+                    token,
+                    address,
+                    incarnation,
+                },
+                Ok(CommandOutcome::Registered { id, .. }),
+            ) => {
                 let old = before.server_by_token(*token);
                 let was_leaving = old.is_some_and(|o| o.info.state == ServerState::Leaving);
                 match st.server(*id) {
                     Some(now) => {
                         prop_assert_eq!(&now.info.address, address);
                         prop_assert_eq!(now.incarnation, *incarnation);
-                        let expected = if was_leaving { ServerState::Leaving } else { ServerState::Available };
+                        let expected = if was_leaving {
+                            ServerState::Leaving
+                        } else {
+                            ServerState::Available
+                        };
                         prop_assert_eq!(now.info.state, expected);
                     }
-                    None => prop_assert!(was_leaving, "only a Leaving server may leave as it registers"),
+                    None => prop_assert!(
+                        was_leaving,
+                        "only a Leaving server may leave as it registers"
+                    ),
                 }
                 match old {
                     Some(old) if old.incarnation < *incarnation => check_removed(before, st, *id)?,
@@ -1844,9 +2674,18 @@ mod tests {
                     _ => prop_assert_eq!(sets_before_planning(st), sets(before)),
                 }
             }
-            (Command::RegisterServer { token, incarnation, .. }, Err(e)) => {
+            (
+                Command::RegisterServer {
+                    token, incarnation, ..
+                },
+                Err(e),
+            ) => {
                 if let Some(old) = before.server_by_token(*token) {
-                    prop_assert!(*incarnation < old.incarnation, "refused only as an earlier incarnation: {}", e);
+                    prop_assert!(
+                        *incarnation < old.incarnation,
+                        "refused only as an earlier incarnation: {}",
+                        e
+                    );
                 }
             }
             (Command::MarkOffline { id, .. }, Ok(outcome)) => {
@@ -1863,15 +2702,24 @@ mod tests {
                 check_removed(before, st, *id)?;
                 for a in &st.servers {
                     if a.info.id != *id {
-                        prop_assert_eq!(Some(a), before.server(a.info.id), "other servers are untouched");
+                        prop_assert_eq!(
+                            Some(a),
+                            before.server(a.info.id),
+                            "other servers are untouched"
+                        );
                     }
                 }
             }
             (Command::MarkOffline { id, incarnation }, Err(e)) => {
                 let refused = match before.server(*id) {
                     None => matches!(e, CommandError::UnknownServer(_)),
-                    Some(s) if s.incarnation != *incarnation => matches!(e, CommandError::StaleServer { .. }),
-                    Some(s) => s.info.state == ServerState::Offline && matches!(e, CommandError::AlreadyOffline(_)),
+                    Some(s) if s.incarnation != *incarnation => {
+                        matches!(e, CommandError::StaleServer { .. })
+                    }
+                    Some(s) => {
+                        s.info.state == ServerState::Offline
+                            && matches!(e, CommandError::AlreadyOffline(_))
+                    }
                 };
                 prop_assert!(refused, "{:?} refused with {}", c, e);
             }
@@ -1879,20 +2727,42 @@ mod tests {
                 prop_assert_eq!(*id, st.epoch.0);
                 let space = st.spaces.last().unwrap();
                 prop_assert_eq!(&space.schema, schema);
-                prop_assert!(space.transfers.is_empty(), "a new space is balanced: {:?}", space.transfers);
+                prop_assert!(
+                    space.transfers.is_empty(),
+                    "a new space is balanced: {:?}",
+                    space.transfers
+                );
                 check_space(st, space);
             }
-            (Command::AddSpace { schema }, Err(CommandError::TooFewServers { needed, available, .. })) => {
+            (
+                Command::AddSpace { schema },
+                Err(CommandError::TooFewServers {
+                    needed, available, ..
+                }),
+            ) => {
                 prop_assert_eq!(*needed, schema.replicas());
                 prop_assert!((*available as usize) < *needed as usize);
-                let live = st.servers.iter().filter(|s| s.info.state == ServerState::Available).count();
+                let live = st
+                    .servers
+                    .iter()
+                    .filter(|s| s.info.state == ServerState::Available)
+                    .count();
                 prop_assert_eq!(*available as usize, live);
             }
-            (Command::CompleteTransfers { id, incarnation, done }, result) => {
+            (
+                Command::CompleteTransfers {
+                    id,
+                    incarnation,
+                    done,
+                },
+                result,
+            ) => {
                 let server = before.server(*id);
                 match result {
                     Err(CommandError::UnknownServer(_)) => prop_assert!(server.is_none()),
-                    Err(CommandError::StaleServer { .. }) => prop_assert!(server.unwrap().incarnation != *incarnation),
+                    Err(CommandError::StaleServer { .. }) => {
+                        prop_assert!(server.unwrap().incarnation != *incarnation)
+                    }
                     Ok(CommandOutcome::TransfersCompleted { completed }) => {
                         // Which references name a transfer into `id` exactly, each counted once.
                         let mut matching: Vec<TransferRef> = done
@@ -1912,30 +2782,47 @@ mod tests {
                         matching.sort();
                         matching.dedup();
                         prop_assert_eq!(*completed as usize, matching.len());
-                        prop_assert_eq!(st.epoch.0, before.epoch.0 + u64::from(!matching.is_empty()));
+                        prop_assert_eq!(
+                            st.epoch.0,
+                            before.epoch.0 + u64::from(!matching.is_empty())
+                        );
                         for r in &matching {
-                            let (b, a) = (space_by_id(before, r.space).unwrap(), space_by_id(st, r.space).unwrap());
+                            let (b, a) = (
+                                space_by_id(before, r.space).unwrap(),
+                                space_by_id(st, r.space).unwrap(),
+                            );
                             let region = RegionIndex(r.region);
                             let t = b.transfer_at(r.subspace, region).unwrap();
-                            prop_assert!(a.transfer_at(r.subspace, region).is_none_or(|x| x.id == st.epoch.0));
+                            prop_assert!(a
+                                .transfer_at(r.subspace, region)
+                                .is_none_or(|x| x.id == st.epoch.0));
                             let now = a.complete_replicas(r.subspace, region);
-                            prop_assert!(now.contains(id), "{:?} is a complete member of {:?}", id, now);
+                            prop_assert!(
+                                now.contains(id),
+                                "{:?} is a complete member of {:?}",
+                                id,
+                                now
+                            );
                             // Joined since the transfer's epoch, by one record.
                             prop_assert_eq!(a.member_since(r.subspace, region, *id), Epoch(t.id));
                             let records = a
                                 .joined
                                 .iter()
-                                .filter(|j| (j.subspace, j.region, j.server) == (r.subspace, region, *id))
+                                .filter(|j| {
+                                    (j.subspace, j.region, j.server) == (r.subspace, region, *id)
+                                })
                                 .count();
                             prop_assert_eq!(records, 1);
                             if let Some(old) = t.replaces {
                                 // It left; planning may have sent the region back to it already (a new
                                 // transfer, as balance now sees it), never as a complete member.
-                                let back =
-                                    a.transfer_at(r.subspace, region).filter(|x| x.to == old && x.id == st.epoch.0);
+                                let back = a
+                                    .transfer_at(r.subspace, region)
+                                    .filter(|x| x.to == old && x.id == st.epoch.0);
                                 prop_assert!(
                                     !now.contains(&old)
-                                        && (back.is_some() || !a.replicas_of(r.subspace, region).contains(&old)),
+                                        && (back.is_some()
+                                            || !a.replicas_of(r.subspace, region).contains(&old)),
                                     "{:?} left",
                                     old
                                 );
@@ -1952,7 +2839,12 @@ mod tests {
                     .iter()
                     .filter(|s| s.info.state == ServerState::Available && s.info.id != *id)
                     .count();
-                let needed = before.spaces.iter().map(|s| s.schema.replicas() as usize).max().unwrap_or(0);
+                let needed = before
+                    .spaces
+                    .iter()
+                    .map(|s| s.schema.replicas() as usize)
+                    .max()
+                    .unwrap_or(0);
                 let holds = sets(before).iter().any(|set| set.contains(id));
                 match result {
                     Err(CommandError::UnknownServer(_)) => prop_assert!(server.is_none()),
@@ -1963,7 +2855,9 @@ mod tests {
                         prop_assert!(server.unwrap().info.state == ServerState::Offline && holds)
                     }
                     Err(CommandError::WouldUnderReplicate { .. }) => {
-                        prop_assert!(server.unwrap().info.state != ServerState::Leaving && others < needed)
+                        prop_assert!(
+                            server.unwrap().info.state != ServerState::Leaving && others < needed
+                        )
                     }
                     Err(CommandError::TransfersOff { .. }) => {
                         prop_assert!(!before.plan_transfers && holds && others >= needed);
@@ -1972,13 +2866,24 @@ mod tests {
                     Ok(CommandOutcome::Decommissioned { removed, .. }) => {
                         let was = server.unwrap().info.state;
                         prop_assert!(others >= needed);
-                        prop_assert!(before.plan_transfers || (!holds && *removed), "nothing would move its regions");
-                        prop_assert!(was == ServerState::Offline && !holds || was == ServerState::Available);
+                        prop_assert!(
+                            before.plan_transfers || (!holds && *removed),
+                            "nothing would move its regions"
+                        );
+                        prop_assert!(
+                            was == ServerState::Offline && !holds || was == ServerState::Available
+                        );
                         prop_assert_eq!(*removed, st.server(*id).is_none());
                         if !removed {
-                            prop_assert_eq!(st.server(*id).unwrap().info.state, ServerState::Leaving);
+                            prop_assert_eq!(
+                                st.server(*id).unwrap().info.state,
+                                ServerState::Leaving
+                            );
                         }
-                        prop_assert!(refs_into(st, *id).is_empty(), "no transfer goes to a Leaving server");
+                        prop_assert!(
+                            refs_into(st, *id).is_empty(),
+                            "no transfer goes to a Leaving server"
+                        );
                     }
                     other => prop_assert!(false, "{:?}", other),
                 }
@@ -2011,7 +2916,11 @@ mod tests {
             }
             check_state(st)?;
             check_command(&before, st, &c, &result)?;
-            if let (Command::RegisterServer { token, .. }, Ok(CommandOutcome::Registered { id, .. })) = (&c, &result) {
+            if let (
+                Command::RegisterServer { token, .. },
+                Ok(CommandOutcome::Registered { id, .. }),
+            ) = (&c, &result)
+            {
                 // A token keeps its id while the server is in the configuration.
                 if before.server_by_token(*token).is_some() {
                     prop_assert_eq!(ids[token], *id, "a token keeps its id");
@@ -2027,7 +2936,11 @@ mod tests {
         }
         // Ids are distinct and below the next one, in registration order.
         let got: Vec<u64> = st.servers.iter().map(|s| s.info.id.0).collect();
-        prop_assert!(got.windows(2).all(|w| w[0] < w[1]) && got.iter().all(|i| *i < st.next_server_id), "{:?}", got);
+        prop_assert!(
+            got.windows(2).all(|w| w[0] < w[1]) && got.iter().all(|i| *i < st.next_server_id),
+            "{:?}",
+            got
+        );
         Ok(())
     }
 

@@ -21,7 +21,10 @@ fn check_replicas(cfg: &Configuration, space: &str, k: usize) {
         let bound = (sub.len() * k).div_ceil(servers.len()) + 1;
         for server in &servers {
             let held = sub.iter().filter(|set| set.contains(server)).count();
-            assert!(held <= bound, "{server:?} holds {held} regions, bound {bound}");
+            assert!(
+                held <= bound,
+                "{server:?} holds {held} regions, bound {bound}"
+            );
         }
         for set in sub {
             assert_eq!(set.len(), k);
@@ -57,9 +60,19 @@ async fn three_coordinators_replicate_forward_and_validate() {
     assert_eq!((id, e), (ServerId(3), Epoch(5)));
 
     // AddSpace sent to a follower.
-    let r = write(cluster.addrs[followers[0]], Request::AddSpace { description: SPACE.into() }).await;
+    let r = write(
+        cluster.addrs[followers[0]],
+        Request::AddSpace {
+            description: SPACE.into(),
+        },
+    )
+    .await;
     assert_eq!(r.response, Response::Done, "{r:?}");
-    assert_eq!(r.epoch, Epoch(6), "the follower answers once it has applied the change");
+    assert_eq!(
+        r.epoch,
+        Epoch(6),
+        "the follower answers once it has applied the change"
+    );
 
     // Every coordinator converges on the same configuration.
     let mut configs = Vec::new();
@@ -76,50 +89,122 @@ async fn three_coordinators_replicate_forward_and_validate() {
     check_replicas(cfg, "users", 2);
 
     // K = 5 > 4 servers: refused, nothing changed.
-    let too_many = SPACE.replace("users", "wide").replace("tolerate 1 failure", "tolerate 4 failures");
-    let r = write(cluster.addrs[followers[1]], Request::AddSpace { description: too_many }).await;
+    let too_many = SPACE
+        .replace("users", "wide")
+        .replace("tolerate 1 failure", "tolerate 4 failures");
+    let r = write(
+        cluster.addrs[followers[1]],
+        Request::AddSpace {
+            description: too_many,
+        },
+    )
+    .await;
     let (status, msg) = error_of(&r);
     assert_eq!(status, Status::TooFewServers, "{msg}");
-    assert!(msg.contains('5') && msg.contains('4'), "names both numbers: {msg}");
-    let r = write(cluster.addrs[li], Request::AddSpace { description: SPACE.into() }).await;
+    assert!(
+        msg.contains('5') && msg.contains('4'),
+        "names both numbers: {msg}"
+    );
+    let r = write(
+        cluster.addrs[li],
+        Request::AddSpace {
+            description: SPACE.into(),
+        },
+    )
+    .await;
     assert_eq!(error_of(&r).0, Status::SpaceExists);
     for &a in &cluster.addrs {
         assert_eq!(get_config(a).await, *cfg, "failed commands change nothing");
     }
 
     // Validation at the edge.
-    let r = call(cluster.addrs[followers[0]], Request::AddSpace { description: "space 9x\nkey k\n".into() }).await;
+    let r = call(
+        cluster.addrs[followers[0]],
+        Request::AddSpace {
+            description: "space 9x\nkey k\n".into(),
+        },
+    )
+    .await;
     let (status, msg) = error_of(&r);
     assert_eq!(status, Status::BadDescription);
-    assert!(msg.starts_with("1:7"), "the parse error with its position: {msg}");
-    let huge = format!("{SPACE}#{}\n", "x".repeat(tessera_protocol::constants::DESCRIPTION_BYTES_MAX));
-    assert_eq!(error_of(&call(cluster.addrs[li], Request::AddSpace { description: huge }).await).0, Status::TooLarge);
-    let r = write(cluster.addrs[followers[0]], Request::RmSpace { name: "nope".into() }).await;
+    assert!(
+        msg.starts_with("1:7"),
+        "the parse error with its position: {msg}"
+    );
+    let huge = format!(
+        "{SPACE}#{}\n",
+        "x".repeat(tessera_protocol::constants::DESCRIPTION_BYTES_MAX)
+    );
+    assert_eq!(
+        error_of(&call(cluster.addrs[li], Request::AddSpace { description: huge }).await).0,
+        Status::TooLarge
+    );
+    let r = write(
+        cluster.addrs[followers[0]],
+        Request::RmSpace {
+            name: "nope".into(),
+        },
+    )
+    .await;
     assert_eq!(error_of(&r).0, Status::UnknownSpace);
-    let r = call(cluster.addrs[li], Request::Get { space: "users".into(), key: "k".into() }).await;
+    let r = call(
+        cluster.addrs[li],
+        Request::Get {
+            space: "users".into(),
+            key: "k".into(),
+        },
+    )
+    .await;
     let (status, msg) = error_of(&r);
-    assert_eq!((status, msg.as_str()), (Status::Malformed, "that request is for a server"));
-    assert_eq!(r.epoch, Epoch(6), "every response carries the applied epoch");
+    assert_eq!(
+        (status, msg.as_str()),
+        (Status::Malformed, "that request is for a server")
+    );
+    assert_eq!(
+        r.epoch,
+        Epoch(6),
+        "every response carries the applied epoch"
+    );
 
     // WaitConfig does not hold up later requests on the same connection.
     let mut client = Client::connect(cluster.addrs[followers[0]]).await;
-    let wait = client.send(Request::WaitConfig { after: Epoch(6), timeout_ms: 10_000 }).await;
+    let wait = client
+        .send(Request::WaitConfig {
+            after: Epoch(6),
+            timeout_ms: 10_000,
+        })
+        .await;
     let get = client.send(Request::GetConfig).await;
     let first = client.recv().await;
     assert_eq!(first.id, get, "GetConfig answered while WaitConfig waits");
     // RmSpace through the other follower wakes the waiter with epoch 7.
-    let r = write(cluster.addrs[followers[1]], Request::RmSpace { name: "users".into() }).await;
+    let r = write(
+        cluster.addrs[followers[1]],
+        Request::RmSpace {
+            name: "users".into(),
+        },
+    )
+    .await;
     assert_eq!(r.response, Response::Done);
     let second = client.recv().await;
     assert_eq!(second.id, wait);
-    let Response::Config(c) = second.response else { panic!("{second:?}") };
+    let Response::Config(c) = second.response else {
+        panic!("{second:?}")
+    };
     assert_eq!(c.epoch, Epoch(7));
     assert!(c.space("users").is_none());
     // A WaitConfig with nothing new answers the current configuration at its timeout.
     let started = std::time::Instant::now();
-    let r = client.call(Request::WaitConfig { after: Epoch(7), timeout_ms: 300 }).await;
+    let r = client
+        .call(Request::WaitConfig {
+            after: Epoch(7),
+            timeout_ms: 300,
+        })
+        .await;
     assert!(started.elapsed() >= Duration::from_millis(250));
-    let Response::Config(c) = r.response else { panic!() };
+    let Response::Config(c) = r.response else {
+        panic!()
+    };
     assert_eq!(c.epoch, Epoch(7));
 
     // Everybody agrees on the group.
@@ -127,7 +212,10 @@ async fn three_coordinators_replicate_forward_and_validate() {
         let s = common::status(a).await;
         assert_eq!(s.leader, Some(leader));
         assert_eq!(s.members.len(), 3);
-        assert_eq!(s.members.iter().map(|m| m.0).collect::<Vec<_>>(), vec![1, 2, 3]);
+        assert_eq!(
+            s.members.iter().map(|m| m.0).collect::<Vec<_>>(),
+            vec![1, 2, 3]
+        );
         assert!(s.term >= 1);
     }
     cluster.stop_all().await;
@@ -147,7 +235,13 @@ async fn a_new_leader_takes_over() {
         let (id, _) = register(cluster.addrs[i], 10 + n as u128, "b:1").await;
         assert_eq!(id, ServerId(2 + n as u64));
     }
-    let r = write(cluster.addrs[cluster.running()[0]], Request::AddSpace { description: SPACE.into() }).await;
+    let r = write(
+        cluster.addrs[cluster.running()[0]],
+        Request::AddSpace {
+            description: SPACE.into(),
+        },
+    )
+    .await;
     assert_eq!(r.response, Response::Done, "{r:?}");
     let mut configs = Vec::new();
     for i in cluster.running() {
@@ -169,7 +263,13 @@ async fn a_whole_cluster_restarts_from_its_data() {
     for t in 0..3u128 {
         register(cluster.addrs[t as usize], 500 + t, &format!("s{t}:1")).await;
     }
-    let r = write(cluster.addrs[1], Request::AddSpace { description: SPACE.into() }).await;
+    let r = write(
+        cluster.addrs[1],
+        Request::AddSpace {
+            description: SPACE.into(),
+        },
+    )
+    .await;
     assert_eq!(r.response, Response::Done);
     let mut before = Vec::new();
     for &a in &cluster.addrs {
@@ -186,8 +286,14 @@ async fn a_whole_cluster_restarts_from_its_data() {
     }
     cluster.leader().await;
     // Known tokens keep their ids; a new one gets the next.
-    assert_eq!(register(cluster.addrs[2], 501, "s1:1").await, (ServerId(2), Epoch(4)));
-    assert_eq!(register(cluster.addrs[0], 900, "s9:1").await, (ServerId(4), Epoch(5)));
+    assert_eq!(
+        register(cluster.addrs[2], 501, "s1:1").await,
+        (ServerId(2), Epoch(4))
+    );
+    assert_eq!(
+        register(cluster.addrs[0], 900, "s9:1").await,
+        (ServerId(4), Epoch(5))
+    );
     cluster.stop_all().await;
 }
 
@@ -197,7 +303,13 @@ async fn a_single_coordinator_restarts_from_its_data() {
     let a = cluster.addrs[0];
     assert_eq!(register(a, 7, "x:1").await, (ServerId(1), Epoch(1)));
     assert_eq!(register(a, 8, "y:1").await, (ServerId(2), Epoch(2)));
-    let r = write(a, Request::AddSpace { description: SPACE.into() }).await;
+    let r = write(
+        a,
+        Request::AddSpace {
+            description: SPACE.into(),
+        },
+    )
+    .await;
     assert_eq!(r.response, Response::Done);
     let before = get_config(a).await;
     cluster.stop(0).await;
@@ -211,7 +323,11 @@ async fn a_single_coordinator_restarts_from_its_data() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_lagging_coordinator_catches_up_from_a_snapshot() {
-    let tuning = RaftTuning { snapshot_every: 5, logs_kept_after_snapshot: 0, ..fast_tuning() };
+    let tuning = RaftTuning {
+        snapshot_every: 5,
+        logs_kept_after_snapshot: 0,
+        ..fast_tuning()
+    };
     let mut cluster = Cluster::start(3, tuning).await;
     let leader = cluster.leader().await;
     let li = cluster.node_index(leader);
@@ -225,7 +341,13 @@ async fn a_lagging_coordinator_catches_up_from_a_snapshot() {
         let (id, _) = register(cluster.addrs[other], t, &format!("h{t}:1")).await;
         assert_eq!(id, ServerId(t as u64));
     }
-    let r = write(cluster.addrs[li], Request::AddSpace { description: SPACE.into() }).await;
+    let r = write(
+        cluster.addrs[li],
+        Request::AddSpace {
+            description: SPACE.into(),
+        },
+    )
+    .await;
     assert_eq!(r.response, Response::Done);
     let want = config_at_least(cluster.addrs[li], Epoch(31)).await;
     // The leader has snapshotted and purged past everything the lagging node has.
@@ -235,15 +357,25 @@ async fn a_lagging_coordinator_catches_up_from_a_snapshot() {
         if node.snapshot_upto().is_some() && node.log_purged_upto().is_some_and(|p| p > 5) {
             break;
         }
-        assert!(tokio::time::Instant::now() < deadline, "leader never purged its log");
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "leader never purged its log"
+        );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     assert!(cluster.dirs[li].path().join("raft/snapshot").exists());
 
     cluster.restart(lagging).await;
-    assert_eq!(config_at_least(cluster.addrs[lagging], Epoch(31)).await, want);
+    assert_eq!(
+        config_at_least(cluster.addrs[lagging], Epoch(31)).await,
+        want
+    );
     assert!(
-        cluster.nodes[lagging].as_ref().unwrap().snapshot_upto().is_some(),
+        cluster.nodes[lagging]
+            .as_ref()
+            .unwrap()
+            .snapshot_upto()
+            .is_some(),
         "the lagging node installed a snapshot"
     );
     assert!(cluster.dirs[lagging].path().join("raft/snapshot").exists());
@@ -251,7 +383,10 @@ async fn a_lagging_coordinator_catches_up_from_a_snapshot() {
     // And it restarts from that snapshot plus its log.
     cluster.stop(lagging).await;
     cluster.restart(lagging).await;
-    assert_eq!(config_at_least(cluster.addrs[lagging], Epoch(31)).await, want);
+    assert_eq!(
+        config_at_least(cluster.addrs[lagging], Epoch(31)).await,
+        want
+    );
     cluster.stop_all().await;
 }
 
@@ -263,7 +398,13 @@ async fn five_coordinators_agree() {
         let (id, _) = register(cluster.addrs[i], 40 + i as u128, &format!("n{i}:1")).await;
         assert_eq!(id, ServerId(i as u64 + 1));
     }
-    let r = write(cluster.addrs[4], Request::AddSpace { description: SPACE.replace("tolerate 1 failure", "tolerate 2 failures") }).await;
+    let r = write(
+        cluster.addrs[4],
+        Request::AddSpace {
+            description: SPACE.replace("tolerate 1 failure", "tolerate 2 failures"),
+        },
+    )
+    .await;
     assert_eq!(r.response, Response::Done);
     let want = config_at_least(cluster.addrs[0], Epoch(6)).await;
     check_replicas(&want, "users", 3);
@@ -272,10 +413,22 @@ async fn five_coordinators_agree() {
     cluster.stop(cluster.node_index(leader)).await;
     let other = cluster.running()[0];
     cluster.stop(other).await;
-    let r = write(cluster.addrs[cluster.running()[0]], Request::RmSpace { name: "users".into() }).await;
+    let r = write(
+        cluster.addrs[cluster.running()[0]],
+        Request::RmSpace {
+            name: "users".into(),
+        },
+    )
+    .await;
     assert_eq!(r.response, Response::Done);
     for i in cluster.running() {
-        assert_eq!(config_at_least(cluster.addrs[i], Epoch(7)).await.spaces.len(), 0);
+        assert_eq!(
+            config_at_least(cluster.addrs[i], Epoch(7))
+                .await
+                .spaces
+                .len(),
+            0
+        );
     }
     cluster.stop_all().await;
 }
@@ -289,7 +442,15 @@ async fn bad_frames_are_answered_and_a_dropped_coordinator_stops() {
     let stream = tokio::net::TcpStream::connect(addr).await.unwrap();
     let mut framed = tokio_util::codec::Framed::new(stream, codec());
     // Version byte right, body garbage: Malformed, and the connection goes on.
-    framed.send(bytes::Bytes::from_static(&[tessera_protocol::PROTOCOL_VERSION, 5, 0xFF, 0xFF])).await.unwrap();
+    framed
+        .send(bytes::Bytes::from_static(&[
+            tessera_protocol::PROTOCOL_VERSION,
+            5,
+            0xFF,
+            0xFF,
+        ]))
+        .await
+        .unwrap();
     let r = decode_response(&framed.next().await.unwrap().unwrap()).unwrap();
     assert_eq!((r.id, error_of(&r).0), (5, Status::Malformed));
     let ok = tessera_protocol::encode_request(&tessera_protocol::RequestFrame {
@@ -302,16 +463,25 @@ async fn bad_frames_are_answered_and_a_dropped_coordinator_stops() {
     let r = decode_response(&framed.next().await.unwrap().unwrap()).unwrap();
     assert!(matches!(r.response, Response::Config(_)) && r.id == 6);
     // Another protocol version: answered, then closed.
-    framed.send(bytes::Bytes::from_static(&[99, 1, 2])).await.unwrap();
+    framed
+        .send(bytes::Bytes::from_static(&[99, 1, 2]))
+        .await
+        .unwrap();
     let r = decode_response(&framed.next().await.unwrap().unwrap()).unwrap();
     assert_eq!(error_of(&r).0, Status::UnsupportedProtocol);
-    assert!(framed.next().await.is_none(), "closed after a version mismatch");
+    assert!(
+        framed.next().await.is_none(),
+        "closed after a version mismatch"
+    );
 
     // Dropping without shutdown stops serving.
     drop(cluster.nodes[0].take());
     let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
     while tokio::net::TcpStream::connect(addr).await.is_ok() {
-        assert!(tokio::time::Instant::now() < deadline, "still accepting after drop");
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "still accepting after drop"
+        );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }

@@ -13,8 +13,8 @@ use futures::{SinkExt, StreamExt};
 use tessera_coordinator::LeaseTuning;
 use tessera_geometry::RegionIndex;
 use tessera_protocol::{
-    codec, decode_response, encode_request, Configuration, HeartbeatReply, Request, RequestFrame, Response,
-    ServerState, Status,
+    codec, decode_response, encode_request, Configuration, HeartbeatReply, Request, RequestFrame,
+    Response, ServerState, Status,
 };
 use tessera_types::{Epoch, ServerId, SubspaceId};
 use tokio::net::TcpStream;
@@ -24,7 +24,11 @@ use tokio_util::codec::{Framed, LengthDelimitedCodec};
 const SPACE: &str = "space users\nkey name\nattributes int age, string city\nsubspace age\nsubspace city, age\ncreate 16 partitions\ntolerate 1 failure\n";
 
 fn lease(lease_ms: u64, margin_ms: u64) -> LeaseTuning {
-    LeaseTuning { lease_ms, margin_ms, ..LeaseTuning::default() }
+    LeaseTuning {
+        lease_ms,
+        margin_ms,
+        ..LeaseTuning::default()
+    }
 }
 
 /// One request on a kept connection, with a short timeout; the connection is dropped on any
@@ -42,12 +46,20 @@ async fn try_call(
             *connection = Some(Framed::new(stream, codec()));
         }
         let framed = connection.as_mut()?;
-        let body = encode_request(&RequestFrame { id: 1, epoch: Epoch(0), request }).ok()?;
+        let body = encode_request(&RequestFrame {
+            id: 1,
+            epoch: Epoch(0),
+            request,
+        })
+        .ok()?;
         framed.send(body).await.ok()?;
         let frame = framed.next().await?.ok()?;
         decode_response(&frame).ok().map(|f| f.response)
     };
-    let response = tokio::time::timeout(Duration::from_millis(1000), attempt).await.ok().flatten();
+    let response = tokio::time::timeout(Duration::from_millis(1000), attempt)
+        .await
+        .ok()
+        .flatten();
     if response.is_none() {
         *connection = None;
     }
@@ -55,11 +67,25 @@ async fn try_call(
 }
 
 fn heartbeat_request(id: ServerId, token: u128, incarnation: u64, failed: bool) -> Request {
-    Request::Heartbeat { server: id, token, incarnation, failed, epoch: Epoch(0) }
+    Request::Heartbeat {
+        server: id,
+        token,
+        incarnation,
+        failed,
+        epoch: Epoch(0),
+    }
 }
 
-async fn heartbeat(addr: SocketAddr, id: ServerId, token: u128, incarnation: u64, failed: bool) -> Response {
-    call(addr, heartbeat_request(id, token, incarnation, failed)).await.response
+async fn heartbeat(
+    addr: SocketAddr,
+    id: ServerId,
+    token: u128,
+    incarnation: u64,
+    failed: bool,
+) -> Response {
+    call(addr, heartbeat_request(id, token, incarnation, failed))
+        .await
+        .response
 }
 
 /// A fake server's heartbeat loop: every `every`, a heartbeat to every coordinator at once,
@@ -73,12 +99,23 @@ struct Heartbeats {
 }
 
 impl Heartbeats {
-    fn start(addrs: Vec<SocketAddr>, id: ServerId, token: u128, incarnation: u64, every: Duration) -> Heartbeats {
+    fn start(
+        addrs: Vec<SocketAddr>,
+        id: ServerId,
+        token: u128,
+        incarnation: u64,
+        every: Duration,
+    ) -> Heartbeats {
         let stop = Arc::new(AtomicBool::new(false));
         let failed = Arc::new(AtomicBool::new(false));
         let granted = Arc::new(AtomicU64::new(0));
         let last_granted = Arc::new(std::sync::Mutex::new(None));
-        let (stop2, failed2, granted2, last2) = (stop.clone(), failed.clone(), granted.clone(), last_granted.clone());
+        let (stop2, failed2, granted2, last2) = (
+            stop.clone(),
+            failed.clone(),
+            granted.clone(),
+            last_granted.clone(),
+        );
         let task = tokio::spawn(async move {
             let mut connections: Vec<Option<Framed<TcpStream, LengthDelimitedCodec>>> =
                 addrs.iter().map(|_| None).collect();
@@ -86,13 +123,11 @@ impl Heartbeats {
             while !stop2.load(Ordering::SeqCst) {
                 interval.tick().await;
                 let failed = failed2.load(Ordering::SeqCst);
-                let replies = futures::future::join_all(
-                    connections
-                        .iter_mut()
-                        .zip(&addrs)
-                        .map(|(c, a)| try_call(c, *a, heartbeat_request(id, token, incarnation, failed))),
-                )
-                .await;
+                let replies =
+                    futures::future::join_all(connections.iter_mut().zip(&addrs).map(|(c, a)| {
+                        try_call(c, *a, heartbeat_request(id, token, incarnation, failed))
+                    }))
+                    .await;
                 for r in replies {
                     if let Some(Response::Heartbeat(HeartbeatReply {
                         leader: true,
@@ -106,7 +141,13 @@ impl Heartbeats {
                 }
             }
         });
-        Heartbeats { stop, failed, granted, last_granted, task }
+        Heartbeats {
+            stop,
+            failed,
+            granted,
+            last_granted,
+            task,
+        }
     }
 
     /// Stops sending; returns once no heartbeat is in flight any more.
@@ -122,7 +163,10 @@ fn state_of(cfg: &Configuration, id: ServerId) -> ServerState {
 
 /// Every replica set of every space, flattened.
 fn sets(cfg: &Configuration) -> Vec<Vec<ServerId>> {
-    cfg.spaces.iter().flat_map(|s| s.replicas.iter().flatten().cloned()).collect()
+    cfg.spaces
+        .iter()
+        .flat_map(|s| s.replicas.iter().flatten().cloned())
+        .collect()
 }
 
 /// Every replica set of every space, flattened, without the targets of the transfers `after`
@@ -147,11 +191,22 @@ fn assert_removed(before: &Configuration, after: &Configuration, victim: ServerI
     assert!(before.spaces.iter().all(|s| s.transfers.is_empty()));
     let (old, new) = (sets(before), sets_without_new_transfers(after));
     assert_eq!(old.len(), new.len());
-    let transfers: Vec<_> = after.spaces.iter().flat_map(|s| s.transfers.iter().copied()).collect();
-    assert_eq!(!transfers.is_empty(), planned, "re-replication started only if planned: {transfers:?}");
+    let transfers: Vec<_> = after
+        .spaces
+        .iter()
+        .flat_map(|s| s.transfers.iter().copied())
+        .collect();
+    assert_eq!(
+        !transfers.is_empty(),
+        planned,
+        "re-replication started only if planned: {transfers:?}"
+    );
     for t in &transfers {
         assert_eq!((t.id, t.replaces), (after.epoch.0, None), "{t:?}");
-        assert_eq!(after.server(t.to).map(|s| s.state), Some(ServerState::Available));
+        assert_eq!(
+            after.server(t.to).map(|s| s.state),
+            Some(ServerState::Available)
+        );
         assert!(transfers.iter().filter(|u| u.to == t.to).count() <= 8);
     }
     let mut moved_heads = 0;
@@ -166,24 +221,41 @@ fn assert_removed(before: &Configuration, after: &Configuration, victim: ServerI
         } else {
             assert_eq!(n, o);
         }
-        assert!(!n.contains(&victim) || n.len() == 1, "{victim} left every set it had company in: {n:?}");
+        assert!(
+            !n.contains(&victim) || n.len() == 1,
+            "{victim} left every set it had company in: {n:?}"
+        );
     }
     assert!(moved_heads > 0, "the victim led some regions before");
 }
 
 /// Follows the configuration at `addr` until `done` holds, for at most `within`.
-async fn wait_config(addr: SocketAddr, within: Duration, done: impl Fn(&Configuration) -> bool) -> Configuration {
+async fn wait_config(
+    addr: SocketAddr,
+    within: Duration,
+    done: impl Fn(&Configuration) -> bool,
+) -> Configuration {
     let deadline = Instant::now() + within;
     let mut client = Client::connect(addr).await;
     let mut known = Epoch(0);
     loop {
         let left = deadline.saturating_duration_since(Instant::now());
-        let r = client.call(Request::WaitConfig { after: known, timeout_ms: left.as_millis().max(1) as u32 }).await;
-        let Response::Config(c) = r.response else { panic!("wait config: {:?}", r.response) };
+        let r = client
+            .call(Request::WaitConfig {
+                after: known,
+                timeout_ms: left.as_millis().max(1) as u32,
+            })
+            .await;
+        let Response::Config(c) = r.response else {
+            panic!("wait config: {:?}", r.response)
+        };
         if done(&c) {
             return *c;
         }
-        assert!(Instant::now() < deadline, "not within {within:?}; configuration now {c:#?}");
+        assert!(
+            Instant::now() < deadline,
+            "not within {within:?}; configuration now {c:#?}"
+        );
         known = c.epoch;
     }
 }
@@ -191,8 +263,15 @@ async fn wait_config(addr: SocketAddr, within: Duration, done: impl Fn(&Configur
 /// The configuration must stay exactly `cfg` for `period`.
 async fn assert_unchanged(addr: SocketAddr, cfg: &Configuration, period: Duration) {
     let mut client = Client::connect(addr).await;
-    let r = client.call(Request::WaitConfig { after: cfg.epoch, timeout_ms: period.as_millis() as u32 }).await;
-    let Response::Config(c) = r.response else { panic!("wait config: {:?}", r.response) };
+    let r = client
+        .call(Request::WaitConfig {
+            after: cfg.epoch,
+            timeout_ms: period.as_millis() as u32,
+        })
+        .await;
+    let Response::Config(c) = r.response else {
+        panic!("wait config: {:?}", r.response)
+    };
     assert_eq!(*c, *cfg, "the configuration changed");
 }
 
@@ -202,7 +281,13 @@ async fn register_three(addr: SocketAddr) -> Vec<(ServerId, u128)> {
         let (id, _) = register(addr, t, &format!("10.0.0.{t}:2000")).await;
         servers.push((id, t));
     }
-    let r = write(addr, Request::AddSpace { description: SPACE.into() }).await;
+    let r = write(
+        addr,
+        Request::AddSpace {
+            description: SPACE.into(),
+        },
+    )
+    .await;
     assert_eq!(r.response, Response::Done, "{r:?}");
     servers
 }
@@ -215,12 +300,25 @@ async fn a_silent_server_is_taken_offline_after_its_lease_and_margin() {
     let addr = cluster.addrs[0];
     let servers = register_three(addr).await;
     let every = Duration::from_millis(75);
-    let mut beats: Vec<Heartbeats> =
-        servers.iter().map(|&(id, token)| Heartbeats::start(cluster.addrs.clone(), id, token, 1, every)).collect();
+    let mut beats: Vec<Heartbeats> = servers
+        .iter()
+        .map(|&(id, token)| Heartbeats::start(cluster.addrs.clone(), id, token, 1, every))
+        .collect();
 
     // A heartbeat is answered by the leader: lease granted, the coordinators' lease length.
-    let Response::Heartbeat(reply) = heartbeat(addr, servers[0].0, servers[0].1, 1, false).await else { panic!() };
-    assert_eq!(reply, HeartbeatReply { leader: true, state: ServerState::Available, epoch: Epoch(4), lease_ms: 300 });
+    let Response::Heartbeat(reply) = heartbeat(addr, servers[0].0, servers[0].1, 1, false).await
+    else {
+        panic!()
+    };
+    assert_eq!(
+        reply,
+        HeartbeatReply {
+            leader: true,
+            state: ServerState::Available,
+            epoch: Epoch(4),
+            lease_ms: 300
+        }
+    );
 
     // Heartbeating, nobody is taken offline (several leases long).
     let cfg = get_config(addr).await;
@@ -241,12 +339,21 @@ async fn a_silent_server_is_taken_offline_after_its_lease_and_margin() {
     let last = *beats[1].last_granted.lock().unwrap();
     beats.remove(1).stop().await;
     let silent_from = Instant::now();
-    let after = wait_config(addr, Duration::from_secs(5), |c| state_of(c, victim) == ServerState::Offline).await;
+    let after = wait_config(addr, Duration::from_secs(5), |c| {
+        state_of(c, victim) == ServerState::Offline
+    })
+    .await;
     let took = silent_from.elapsed();
     // Not before its last lease surely lapsed: the last heartbeat left at most one period
     // before it stopped, so lease + margin - period is the earliest the leader may act.
-    assert!(took >= Duration::from_millis(500) - every, "taken offline after only {took:?}");
-    assert!(took <= Duration::from_millis(500 + 1000), "taken offline only after {took:?}");
+    assert!(
+        took >= Duration::from_millis(500) - every,
+        "taken offline after only {took:?}"
+    );
+    assert!(
+        took <= Duration::from_millis(500 + 1000),
+        "taken offline only after {took:?}"
+    );
     assert!(last.is_some());
     assert_eq!(after.epoch, Epoch(5), "one new epoch");
     assert_removed(&cfg, &after, victim, true);
@@ -265,7 +372,9 @@ async fn a_silent_server_is_taken_offline_after_its_lease_and_margin() {
 
     // The victim comes back: it hears it is Offline, registers again, and is Available with no
     // complete region (re-replication sends it some to catch up on).
-    let Response::Heartbeat(reply) = heartbeat(addr, victim, 2, 1, false).await else { panic!() };
+    let Response::Heartbeat(reply) = heartbeat(addr, victim, 2, 1, false).await else {
+        panic!()
+    };
     assert_eq!((reply.state, reply.epoch), (ServerState::Offline, Epoch(5)));
     let (id, epoch) = register(addr, 2, "10.0.0.2:2000").await;
     assert_eq!((id, epoch), (victim, Epoch(6)));
@@ -280,7 +389,10 @@ async fn a_silent_server_is_taken_offline_after_its_lease_and_margin() {
         }
     }
     // Now it must keep heartbeating, or it goes offline again.
-    let back = wait_config(addr, Duration::from_secs(5), |c| state_of(c, victim) == ServerState::Offline).await;
+    let back = wait_config(addr, Duration::from_secs(5), |c| {
+        state_of(c, victim) == ServerState::Offline
+    })
+    .await;
     assert_eq!(back.epoch, Epoch(7));
     for b in beats {
         b.stop().await;
@@ -297,7 +409,15 @@ async fn a_server_reporting_a_storage_failure_is_taken_offline_at_once() {
     let servers = register_three(addr).await;
     let beats: Vec<Heartbeats> = servers
         .iter()
-        .map(|&(id, token)| Heartbeats::start(cluster.addrs.clone(), id, token, 1, Duration::from_millis(250)))
+        .map(|&(id, token)| {
+            Heartbeats::start(
+                cluster.addrs.clone(),
+                id,
+                token,
+                1,
+                Duration::from_millis(250),
+            )
+        })
         .collect();
     let cfg = get_config(addr).await;
     assert_unchanged(addr, &cfg, Duration::from_millis(600)).await;
@@ -305,16 +425,29 @@ async fn a_server_reporting_a_storage_failure_is_taken_offline_at_once() {
     let (victim, token) = servers[2];
     let reported = Instant::now();
     beats[2].failed.store(true, Ordering::SeqCst);
-    let Response::Heartbeat(reply) = heartbeat(addr, victim, token, 1, true).await else { panic!() };
-    assert!(!reply.leader, "a failed server is granted no lease: {reply:?}");
-    let after = wait_config(addr, Duration::from_secs(5), |c| state_of(c, victim) == ServerState::Offline).await;
+    let Response::Heartbeat(reply) = heartbeat(addr, victim, token, 1, true).await else {
+        panic!()
+    };
+    assert!(
+        !reply.leader,
+        "a failed server is granted no lease: {reply:?}"
+    );
+    let after = wait_config(addr, Duration::from_secs(5), |c| {
+        state_of(c, victim) == ServerState::Offline
+    })
+    .await;
     let took = reported.elapsed();
-    assert!(took < Duration::from_millis(1000), "at once, not after a lease: {took:?}");
+    assert!(
+        took < Duration::from_millis(1000),
+        "at once, not after a lease: {took:?}"
+    );
     assert_eq!(after.epoch, Epoch(cfg.epoch.0 + 1));
     assert_removed(&cfg, &after, victim, cluster.plan_transfers);
     // It keeps saying it failed: no more epochs, and no lease.
     assert_unchanged(addr, &after, Duration::from_millis(800)).await;
-    let Response::Heartbeat(reply) = heartbeat(addr, victim, token, 1, true).await else { panic!() };
+    let Response::Heartbeat(reply) = heartbeat(addr, victim, token, 1, true).await else {
+        panic!()
+    };
     assert_eq!((reply.leader, reply.state), (false, ServerState::Offline));
     for b in beats {
         b.stop().await;
@@ -355,10 +488,20 @@ async fn bad_heartbeats_are_refused_and_restarts_leave_their_replica_sets() {
         Response::Error(e) => assert_eq!(e.status, Status::StaleServer, "{e}"),
         other => panic!("{other:?}"),
     }
-    let r = write(addr, Request::RegisterServer { token, address: "10.0.0.1:2000".into(), incarnation: 1 }).await;
+    let r = write(
+        addr,
+        Request::RegisterServer {
+            token,
+            address: "10.0.0.1:2000".into(),
+            incarnation: 1,
+        },
+    )
+    .await;
     assert_eq!(error_of(&r).0, Status::StaleServer);
     // The new incarnation heartbeats normally.
-    let Response::Heartbeat(reply) = heartbeat(addr, first, token, 2, false).await else { panic!() };
+    let Response::Heartbeat(reply) = heartbeat(addr, first, token, 2, false).await else {
+        panic!()
+    };
     assert_eq!((reply.leader, reply.state), (true, ServerState::Available));
     assert_eq!(get_config(addr).await, after);
     cluster.stop_all().await;
@@ -374,8 +517,10 @@ async fn a_new_leader_waits_a_lease_and_margin_before_taking_servers_offline() {
     let addrs = cluster.addrs.clone();
     let servers = register_three(addrs[0]).await;
     let every = Duration::from_millis(250);
-    let mut beats: Vec<Heartbeats> =
-        servers.iter().map(|&(id, token)| Heartbeats::start(addrs.clone(), id, token, 1, every)).collect();
+    let mut beats: Vec<Heartbeats> = servers
+        .iter()
+        .map(|&(id, token)| Heartbeats::start(addrs.clone(), id, token, 1, every))
+        .collect();
     let cfg = config_at_least(addrs[0], Epoch(4)).await;
     assert_unchanged(addrs[0], &cfg, Duration::from_millis(1000)).await;
 
@@ -390,18 +535,34 @@ async fn a_new_leader_waits_a_lease_and_margin_before_taking_servers_offline() {
     let new = cluster.leader().await;
     assert_ne!(new, old);
     let survivor = cluster.addrs[cluster.node_index(new)];
-    let after = wait_config(survivor, Duration::from_secs(10), |c| state_of(c, victim) == ServerState::Offline).await;
+    let after = wait_config(survivor, Duration::from_secs(10), |c| {
+        state_of(c, victim) == ServerState::Offline
+    })
+    .await;
     let took = deposed.elapsed();
-    assert!(took >= patience, "the new leader acted {took:?} after the old one went, before a lease and margin");
-    assert_eq!(after.epoch, Epoch(cfg.epoch.0 + 1), "only the victim changed");
+    assert!(
+        took >= patience,
+        "the new leader acted {took:?} after the old one went, before a lease and margin"
+    );
+    assert_eq!(
+        after.epoch,
+        Epoch(cfg.epoch.0 + 1),
+        "only the victim changed"
+    );
     assert_removed(&cfg, &after, victim, cluster.plan_transfers);
 
     // The others kept heartbeating through the change: still Available, and the new leader
     // renews their leases.
-    let granted: Vec<u64> = beats.iter().map(|b| b.granted.load(Ordering::SeqCst)).collect();
+    let granted: Vec<u64> = beats
+        .iter()
+        .map(|b| b.granted.load(Ordering::SeqCst))
+        .collect();
     assert_unchanged(survivor, &after, Duration::from_millis(1000)).await;
     for (b, before) in beats.iter().zip(granted) {
-        assert!(b.granted.load(Ordering::SeqCst) > before, "the new leader grants leases");
+        assert!(
+            b.granted.load(Ordering::SeqCst) > before,
+            "the new leader grants leases"
+        );
     }
     for &(id, _) in &servers[..2] {
         assert_eq!(state_of(&after, id), ServerState::Available);
@@ -417,7 +578,10 @@ async fn a_new_leader_waits_a_lease_and_margin_before_taking_servers_offline() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn followers_grant_no_lease_and_unheard_servers_are_suspected_by_default() {
     // With suspect_unheard off, a server that never heartbeats is left alone.
-    let quiet = LeaseTuning { suspect_unheard: false, ..lease(300, 200) };
+    let quiet = LeaseTuning {
+        suspect_unheard: false,
+        ..lease(300, 200)
+    };
     let mut cluster = Cluster::start_with_lease(3, fast_tuning(), quiet).await;
     let leader = cluster.leader().await;
     let addrs = cluster.addrs.clone();
@@ -425,17 +589,30 @@ async fn followers_grant_no_lease_and_unheard_servers_are_suspected_by_default()
     let cfg = config_at_least(addrs[0], Epoch(4)).await;
     for (i, &a) in addrs.iter().enumerate() {
         config_at_least(a, Epoch(4)).await;
-        let Response::Heartbeat(reply) = heartbeat(a, servers[0].0, servers[0].1, 1, false).await else { panic!() };
-        assert_eq!(reply.leader, i == cluster.node_index(leader), "only the leader grants: {reply:?}");
+        let Response::Heartbeat(reply) = heartbeat(a, servers[0].0, servers[0].1, 1, false).await
+        else {
+            panic!()
+        };
+        assert_eq!(
+            reply.leader,
+            i == cluster.node_index(leader),
+            "only the leader grants: {reply:?}"
+        );
         assert_eq!((reply.state, reply.lease_ms), (ServerState::Available, 300));
         let status = common::status(a).await;
-        assert_eq!(status.servers.is_empty(), i != cluster.node_index(leader), "liveness comes from the leader");
+        assert_eq!(
+            status.servers.is_empty(),
+            i != cluster.node_index(leader),
+            "liveness comes from the leader"
+        );
     }
     // Server 1 was heard once, then fell silent: taken offline. Servers 2 and 3 were never
     // heard: left alone.
     let (heard_once, _) = servers[0];
-    let after =
-        wait_config(addrs[0], Duration::from_secs(5), |c| state_of(c, heard_once) == ServerState::Offline).await;
+    let after = wait_config(addrs[0], Duration::from_secs(5), |c| {
+        state_of(c, heard_once) == ServerState::Offline
+    })
+    .await;
     assert_eq!(after.epoch, Epoch(cfg.epoch.0 + 1));
     assert_unchanged(addrs[0], &after, Duration::from_millis(1500)).await;
     for &(id, _) in &servers[1..] {
@@ -452,15 +629,34 @@ async fn followers_grant_no_lease_and_unheard_servers_are_suspected_by_default()
     let servers = register_three(addr).await;
     let beats: Vec<Heartbeats> = servers[..2]
         .iter()
-        .map(|&(id, token)| Heartbeats::start(cluster.addrs.clone(), id, token, 1, Duration::from_millis(75)))
+        .map(|&(id, token)| {
+            Heartbeats::start(
+                cluster.addrs.clone(),
+                id,
+                token,
+                1,
+                Duration::from_millis(75),
+            )
+        })
         .collect();
     let (silent, _) = servers[2];
-    let after = wait_config(addr, Duration::from_secs(5), |c| state_of(c, silent) == ServerState::Offline).await;
+    let after = wait_config(addr, Duration::from_secs(5), |c| {
+        state_of(c, silent) == ServerState::Offline
+    })
+    .await;
     for &(id, _) in &servers[..2] {
         assert_eq!(state_of(&after, id), ServerState::Available);
     }
     let status = common::status(addr).await;
-    assert_eq!(status.servers.iter().find(|s| s.id == silent).unwrap().heard_ms_ago, None);
+    assert_eq!(
+        status
+            .servers
+            .iter()
+            .find(|s| s.id == silent)
+            .unwrap()
+            .heard_ms_ago,
+        None
+    );
     for b in beats {
         b.stop().await;
     }

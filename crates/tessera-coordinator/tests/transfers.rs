@@ -10,7 +10,9 @@ use std::time::Duration;
 
 use common::*;
 use tessera_coordinator::LeaseTuning;
-use tessera_protocol::{Configuration, Request, Response, ResponseFrame, ServerState, Status, TransferRef};
+use tessera_protocol::{
+    Configuration, Request, Response, ResponseFrame, ServerState, Status, TransferRef,
+};
 use tessera_types::{Epoch, ServerId};
 use tokio::time::Instant;
 
@@ -19,20 +21,48 @@ const SPACE: &str =
 
 /// A lease long enough that fake servers that never heartbeat stay Available for the test.
 fn long_lease() -> LeaseTuning {
-    LeaseTuning { lease_ms: 60_000, margin_ms: 1_000, ..LeaseTuning::default() }
+    LeaseTuning {
+        lease_ms: 60_000,
+        margin_ms: 1_000,
+        ..LeaseTuning::default()
+    }
 }
 
 /// A transfer report, as a server makes it: its heartbeat first, since the coordinators
 /// complete transfers only into a server whose lease they see current.
-async fn report(addr: SocketAddr, server: ServerId, token: u128, incarnation: u64, done: Vec<TransferRef>) -> ResponseFrame {
-    let heartbeat = Request::Heartbeat { server, token, incarnation, failed: false, epoch: Epoch(0) };
+async fn report(
+    addr: SocketAddr,
+    server: ServerId,
+    token: u128,
+    incarnation: u64,
+    done: Vec<TransferRef>,
+) -> ResponseFrame {
+    let heartbeat = Request::Heartbeat {
+        server,
+        token,
+        incarnation,
+        failed: false,
+        epoch: Epoch(0),
+    };
     call(addr, heartbeat).await;
-    write(addr, Request::TransfersDone { server, token, incarnation, done }).await
+    write(
+        addr,
+        Request::TransfersDone {
+            server,
+            token,
+            incarnation,
+            done,
+        },
+    )
+    .await
 }
 
 /// Every transfer into `to`, as the server names them when it reports them done.
 fn refs_into(cfg: &Configuration, to: ServerId) -> Vec<TransferRef> {
-    cfg.spaces.iter().flat_map(|s| s.transfer_refs_into(to)).collect()
+    cfg.spaces
+        .iter()
+        .flat_map(|s| s.transfer_refs_into(to))
+        .collect()
 }
 
 fn transfers(cfg: &Configuration) -> usize {
@@ -41,7 +71,11 @@ fn transfers(cfg: &Configuration) -> usize {
 
 /// Regions of every subspace `id` is a member of.
 fn held(cfg: &Configuration, id: ServerId) -> usize {
-    cfg.spaces.iter().flat_map(|s| s.replicas.iter().flatten()).filter(|set| set.contains(&id)).count()
+    cfg.spaces
+        .iter()
+        .flat_map(|s| s.replicas.iter().flatten())
+        .filter(|set| set.contains(&id))
+        .count()
 }
 
 /// Each server reports every transfer into it done, through `addr`, until none is left.
@@ -71,9 +105,18 @@ async fn transfers_done_completes_transfers_through_any_coordinator() {
     let follower = cluster.addrs[(0..3).find(|i| *i as u64 + 1 != leader).unwrap()];
     let mut tokens = Vec::new();
     for t in 1..=3u128 {
-        tokens.push((register(follower, t, &format!("10.0.0.{t}:2000")).await.0, t));
+        tokens.push((
+            register(follower, t, &format!("10.0.0.{t}:2000")).await.0,
+            t,
+        ));
     }
-    let r = write(follower, Request::AddSpace { description: SPACE.into() }).await;
+    let r = write(
+        follower,
+        Request::AddSpace {
+            description: SPACE.into(),
+        },
+    )
+    .await;
     assert_eq!(r.response, Response::Done, "{r:?}");
 
     // A fourth server joins: it is sent regions from the others to catch up on.
@@ -84,23 +127,55 @@ async fn transfers_done_completes_transfers_through_any_coordinator() {
     assert!(!done.is_empty() && done.len() <= 8, "{done:?}");
 
     // Refused like a heartbeat: unknown, wrong token, earlier incarnation. Nothing changes.
-    for (server, token, incarnation, status) in
-        [(ServerId(99), 4, 1, Status::Malformed), (new, 5, 1, Status::Malformed), (new, 4, 0, Status::StaleServer)]
-    {
-        let r = call(follower, Request::TransfersDone { server, token, incarnation, done: done.clone() }).await;
+    for (server, token, incarnation, status) in [
+        (ServerId(99), 4, 1, Status::Malformed),
+        (new, 5, 1, Status::Malformed),
+        (new, 4, 0, Status::StaleServer),
+    ] {
+        let r = call(
+            follower,
+            Request::TransfersDone {
+                server,
+                token,
+                incarnation,
+                done: done.clone(),
+            },
+        )
+        .await;
         assert_eq!(error_of(&r).0, status, "{r:?}");
     }
     // A later incarnation than the registered one passes the check here but is refused where
     // the command applies.
-    let r = write(follower, Request::TransfersDone { server: new, token: 4, incarnation: 2, done: done.clone() }).await;
+    let r = write(
+        follower,
+        Request::TransfersDone {
+            server: new,
+            token: 4,
+            incarnation: 2,
+            done: done.clone(),
+        },
+    )
+    .await;
     assert_eq!(error_of(&r).0, Status::StaleServer, "{r:?}");
     // Not heard from within a lease (it never sent a heartbeat): it may have failed since it
     // reported, so nothing completes, and it is told to report again after a heartbeat.
-    let r = write(follower, Request::TransfersDone { server: new, token: 4, incarnation: 1, done: done.clone() }).await;
+    let r = write(
+        follower,
+        Request::TransfersDone {
+            server: new,
+            token: 4,
+            incarnation: 1,
+            done: done.clone(),
+        },
+    )
+    .await;
     assert_eq!(error_of(&r).0, Status::Unavailable, "{r:?}");
     assert_eq!(get_config(follower).await, cfg);
     // References that name nothing, or nothing at all: Done, no new epoch.
-    let stale = TransferRef { id: done[0].id + 1000, ..done[0] };
+    let stale = TransferRef {
+        id: done[0].id + 1000,
+        ..done[0]
+    };
     for done in [vec![], vec![stale]] {
         let r = report(follower, new, 4, 1, done).await;
         assert_eq!(r.response, Response::Done);
@@ -116,7 +191,9 @@ async fn transfers_done_completes_transfers_through_any_coordinator() {
         let space = after.spaces.iter().find(|s| s.id == d.space).unwrap();
         let region = tessera_geometry::RegionIndex(d.region);
         assert!(space.complete_replicas(d.subspace, region).contains(&new));
-        assert!(space.transfer_at(d.subspace, region).is_none_or(|t| t.id != d.id));
+        assert!(space
+            .transfer_at(d.subspace, region)
+            .is_none_or(|t| t.id != d.id));
     }
     // Reported again (a lost answer): Done, nothing changes.
     let r = report(follower, new, 4, 1, done).await;
@@ -141,10 +218,22 @@ async fn decommission_drains_a_server_then_it_is_gone() {
     for t in 1..=3u128 {
         tokens.push((register(addr, t, &format!("10.0.0.{t}:2000")).await.0, t));
     }
-    let r = write(addr, Request::AddSpace { description: SPACE.into() }).await;
+    let r = write(
+        addr,
+        Request::AddSpace {
+            description: SPACE.into(),
+        },
+    )
+    .await;
     assert_eq!(r.response, Response::Done, "{r:?}");
 
-    let r = write(addr, Request::Decommission { server: ServerId(99) }).await;
+    let r = write(
+        addr,
+        Request::Decommission {
+            server: ServerId(99),
+        },
+    )
+    .await;
     assert_eq!(error_of(&r).0, Status::Malformed, "{r:?}");
     let (gone, token) = tokens[0];
     let r = write(addr, Request::Decommission { server: gone }).await;
@@ -152,17 +241,40 @@ async fn decommission_drains_a_server_then_it_is_gone() {
     let cfg = get_config(addr).await;
     assert_eq!(cfg.server(gone).unwrap().state, ServerState::Leaving);
     assert!(transfers(&cfg) > 0);
-    assert!(cfg.spaces.iter().flat_map(|s| &s.transfers).all(|t| t.replaces == Some(gone)));
+    assert!(cfg
+        .spaces
+        .iter()
+        .flat_map(|s| &s.transfers)
+        .all(|t| t.replaces == Some(gone)));
     // It still gets a lease while it hands its regions over.
-    let r =
-        call(addr, Request::Heartbeat { server: gone, token, incarnation: 1, failed: false, epoch: cfg.epoch }).await;
-    let Response::Heartbeat(reply) = r.response else { panic!("{r:?}") };
+    let r = call(
+        addr,
+        Request::Heartbeat {
+            server: gone,
+            token,
+            incarnation: 1,
+            failed: false,
+            epoch: cfg.epoch,
+        },
+    )
+    .await;
+    let Response::Heartbeat(reply) = r.response else {
+        panic!("{r:?}")
+    };
     assert_eq!((reply.leader, reply.state), (true, ServerState::Leaving));
     let (status, message) = error_of(&write(addr, Request::Decommission { server: gone }).await);
     assert_eq!(status, Status::CmpFail, "{message}");
     assert!(message.contains("already"), "{message}");
     // Two left for K = 2: neither may go.
-    let (status, message) = error_of(&write(addr, Request::Decommission { server: tokens[1].0 }).await);
+    let (status, message) = error_of(
+        &write(
+            addr,
+            Request::Decommission {
+                server: tokens[1].0,
+            },
+        )
+        .await,
+    );
     assert_eq!(status, Status::TooFewServers, "{message}");
     assert!(message.contains("users"), "{message}");
 
@@ -171,8 +283,17 @@ async fn decommission_drains_a_server_then_it_is_gone() {
     assert_eq!(held(&settled, tokens[1].0), 32);
     assert_eq!(held(&settled, tokens[2].0), 32);
     // It is unknown now: its heartbeats are refused.
-    let r = call(addr, Request::Heartbeat { server: gone, token, incarnation: 1, failed: false, epoch: settled.epoch })
-        .await;
+    let r = call(
+        addr,
+        Request::Heartbeat {
+            server: gone,
+            token,
+            incarnation: 1,
+            failed: false,
+            epoch: settled.epoch,
+        },
+    )
+    .await;
     assert_eq!(error_of(&r).0, Status::Malformed);
     let r = write(addr, Request::Decommission { server: gone }).await;
     assert_eq!(error_of(&r).0, Status::Malformed);
@@ -190,21 +311,38 @@ async fn decommission_is_refused_while_transfers_are_not_planned() {
     for t in 1..=3u128 {
         register(addr, t, &format!("10.0.0.{t}:2000")).await;
     }
-    let r = write(addr, Request::AddSpace { description: SPACE.into() }).await;
+    let r = write(
+        addr,
+        Request::AddSpace {
+            description: SPACE.into(),
+        },
+    )
+    .await;
     assert_eq!(r.response, Response::Done, "{r:?}");
     let (late, _) = register(addr, 4, "10.0.0.4:2000").await;
     let cfg = get_config(addr).await;
     assert_eq!(transfers(&cfg), 0, "a joining server is sent nothing");
     assert_eq!(held(&cfg, late), 0);
 
-    let (status, message) = error_of(&write(addr, Request::Decommission { server: ServerId(1) }).await);
+    let (status, message) = error_of(
+        &write(
+            addr,
+            Request::Decommission {
+                server: ServerId(1),
+            },
+        )
+        .await,
+    );
     assert_eq!(status, Status::CmpFail, "{message}");
     assert!(message.contains("no state transfers"), "{message}");
     assert_eq!(get_config(addr).await, cfg, "nothing changed");
 
     let r = write(addr, Request::Decommission { server: late }).await;
     assert_eq!(r.response, Response::Done, "{r:?}");
-    assert!(get_config(addr).await.server(late).is_none(), "gone at once");
+    assert!(
+        get_config(addr).await.server(late).is_none(),
+        "gone at once"
+    );
     cluster.stop_all().await;
 }
 
@@ -219,24 +357,41 @@ struct FakeServer {
 
 impl FakeServer {
     fn start(addr: SocketAddr, id: ServerId, token: u128) -> FakeServer {
-        let (follow, epoch, stop) =
-            (Arc::new(AtomicBool::new(true)), Arc::new(AtomicU64::new(0)), Arc::new(AtomicBool::new(false)));
+        let (follow, epoch, stop) = (
+            Arc::new(AtomicBool::new(true)),
+            Arc::new(AtomicU64::new(0)),
+            Arc::new(AtomicBool::new(false)),
+        );
         let (follow2, epoch2, stop2) = (follow.clone(), epoch.clone(), stop.clone());
         let task = tokio::spawn(async move {
             let mut client = Client::connect(addr).await;
             while !stop2.load(Ordering::SeqCst) {
                 if follow2.load(Ordering::SeqCst) {
-                    let Response::Config(c) = client.call(Request::GetConfig).await.response else { panic!() };
+                    let Response::Config(c) = client.call(Request::GetConfig).await.response else {
+                        panic!()
+                    };
                     epoch2.store(c.epoch.0, Ordering::SeqCst);
                 }
                 let epoch = Epoch(epoch2.load(Ordering::SeqCst));
-                let r =
-                    client.call(Request::Heartbeat { server: id, token, incarnation: 1, failed: false, epoch }).await;
+                let r = client
+                    .call(Request::Heartbeat {
+                        server: id,
+                        token,
+                        incarnation: 1,
+                        failed: false,
+                        epoch,
+                    })
+                    .await;
                 assert!(matches!(r.response, Response::Heartbeat(_)), "{r:?}");
                 tokio::time::sleep(Duration::from_millis(50)).await;
             }
         });
-        FakeServer { follow, epoch, stop, task }
+        FakeServer {
+            follow,
+            epoch,
+            stop,
+            task,
+        }
     }
 
     async fn stop(self) {
@@ -250,7 +405,11 @@ async fn space_changes_are_answered_once_the_servers_act_on_them() {
     let mut cluster = Cluster::start_with_lease(
         1,
         fast_tuning(),
-        LeaseTuning { lease_ms: 1000, margin_ms: 500, ..Default::default() },
+        LeaseTuning {
+            lease_ms: 1000,
+            margin_ms: 500,
+            ..Default::default()
+        },
     )
     .await;
     cluster.leader().await;
@@ -263,13 +422,27 @@ async fn space_changes_are_answered_once_the_servers_act_on_them() {
 
     // Both follow the configuration: the change is answered soon after it applies.
     let asked = Instant::now();
-    let r = write(addr, Request::AddSpace { description: SPACE.into() }).await;
+    let r = write(
+        addr,
+        Request::AddSpace {
+            description: SPACE.into(),
+        },
+    )
+    .await;
     assert_eq!(r.response, Response::Done, "{r:?}");
-    assert!(asked.elapsed() < Duration::from_secs(2), "{:?}", asked.elapsed());
+    assert!(
+        asked.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        asked.elapsed()
+    );
     let created = r.epoch;
     let status = status(addr).await;
     for s in &status.servers {
-        assert_eq!(s.epoch, Some(created), "the leader knows the epoch each server acts on: {s:?}");
+        assert_eq!(
+            s.epoch,
+            Some(created),
+            "the leader knows the epoch each server acts on: {s:?}"
+        );
     }
 
     // Server 2 stops following (stuck on the old configuration, still heartbeating): the
@@ -278,7 +451,13 @@ async fn space_changes_are_answered_once_the_servers_act_on_them() {
     fake.follow.store(false, Ordering::SeqCst);
     let old = fake.epoch.load(Ordering::SeqCst);
     let asked = Instant::now();
-    let r = write(addr, Request::AddSpace { description: SPACE.replace("users", "other") }).await;
+    let r = write(
+        addr,
+        Request::AddSpace {
+            description: SPACE.replace("users", "other"),
+        },
+    )
+    .await;
     let waited = asked.elapsed();
     let (status, message) = error_of(&r);
     assert_eq!(status, Status::Timeout, "{message}");
@@ -291,12 +470,24 @@ async fn space_changes_are_answered_once_the_servers_act_on_them() {
             next.epoch.0
         )
     );
-    assert!(waited >= Duration::from_secs(5) && waited < Duration::from_secs(8), "{waited:?}");
-    assert_eq!(common::status(addr).await.servers[1].epoch, Some(Epoch(old)));
+    assert!(
+        waited >= Duration::from_secs(5) && waited < Duration::from_secs(8),
+        "{waited:?}"
+    );
+    assert_eq!(
+        common::status(addr).await.servers[1].epoch,
+        Some(Epoch(old))
+    );
 
     // It catches up: removing a space is answered as soon as both act on it.
     fake.follow.store(true, Ordering::SeqCst);
-    let r = write(addr, Request::RmSpace { name: "other".into() }).await;
+    let r = write(
+        addr,
+        Request::RmSpace {
+            name: "other".into(),
+        },
+    )
+    .await;
     assert_eq!(r.response, Response::Done, "{r:?}");
 
     // A server that falls silent is not waited for (it holds no lease to serve with).
@@ -304,7 +495,13 @@ async fn space_changes_are_answered_once_the_servers_act_on_them() {
     fake.stop().await;
     tokio::time::sleep(Duration::from_millis(1100)).await;
     let asked = Instant::now();
-    let r = write(addr, Request::RmSpace { name: "users".into() }).await;
+    let r = write(
+        addr,
+        Request::RmSpace {
+            name: "users".into(),
+        },
+    )
+    .await;
     assert_eq!(r.response, Response::Done, "{r:?}");
     assert!(asked.elapsed() < Duration::from_secs(2));
     for (_, fake) in servers {

@@ -27,18 +27,24 @@ impl Tessellation {
         let r = partitions as u64;
         // base = ⌊R^(1/d)⌋, computed exactly.
         let mut base = 1u64;
-        while (base + 1).checked_pow(dimensions as u32).is_some_and(|p| p <= r) {
+        while (base + 1)
+            .checked_pow(dimensions as u32)
+            .is_some_and(|p| p <= r)
+        {
             base += 1;
         }
         // Give `k` dimensions base+1 intervals, choosing k for the product closest to R.
         let product = |k: usize| -> u64 {
-            (base + 1).saturating_pow(k as u32).saturating_mul(base.saturating_pow((dimensions - k) as u32))
+            (base + 1)
+                .saturating_pow(k as u32)
+                .saturating_mul(base.saturating_pow((dimensions - k) as u32))
         };
         let k = (0..=dimensions)
             .min_by_key(|&k| (product(k).abs_diff(r), std::cmp::Reverse(k)))
             .expect("at least one candidate");
-        let intervals: Vec<u32> =
-            (0..dimensions).map(|i| if i < k { base as u32 + 1 } else { base as u32 }).collect();
+        let intervals: Vec<u32> = (0..dimensions)
+            .map(|i| if i < k { base as u32 + 1 } else { base as u32 })
+            .collect();
         let t = Tessellation { intervals };
         assert!(t.regions_count() >= 1);
         t
@@ -76,8 +82,11 @@ impl Tessellation {
     /// The region holding `point` (one coordinate per dimension).
     pub fn region_of(&self, point: &[u64]) -> RegionIndex {
         assert_eq!(point.len(), self.intervals.len());
-        let cells: Vec<u32> =
-            point.iter().enumerate().map(|(d, &c)| self.interval_of(d, c)).collect();
+        let cells: Vec<u32> = point
+            .iter()
+            .enumerate()
+            .map(|(d, &c)| self.interval_of(d, c))
+            .collect();
         self.region_at(&cells)
     }
 
@@ -106,13 +115,21 @@ impl Tessellation {
 
     /// The inclusive coordinate bounds of `region` along each dimension.
     pub fn region_bounds(&self, region: RegionIndex) -> Vec<(u64, u64)> {
-        self.cells_of(region).iter().enumerate().map(|(d, &c)| self.interval_bounds(d, c)).collect()
+        self.cells_of(region)
+            .iter()
+            .enumerate()
+            .map(|(d, &c)| self.interval_bounds(d, c))
+            .collect()
     }
 }
 
 /// The tessellation of every subspace of `schema`, in subspace order (the key subspace first).
 pub fn tessellations(schema: &SpaceSchema) -> Vec<Tessellation> {
-    schema.subspaces.iter().map(|s| Tessellation::new(s.dimensions.len(), schema.partitions)).collect()
+    schema
+        .subspaces
+        .iter()
+        .map(|s| Tessellation::new(s.dimensions.len(), schema.partitions))
+        .collect()
 }
 
 #[cfg(test)]

@@ -9,7 +9,6 @@ use serde::{Deserialize, Serialize};
 use tessera_geometry::{RegionIndex, Tessellation};
 use tessera_types::{Epoch, ServerId, SpaceSchema, SubspaceId};
 
-
 /// What the coordinator knows of a server.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
@@ -106,7 +105,8 @@ impl SpaceConfig {
             .subspaces
             .iter()
             .map(|s| {
-                let regions = Tessellation::new(s.dimensions.len(), schema.partitions).regions_count();
+                let regions =
+                    Tessellation::new(s.dimensions.len(), schema.partitions).regions_count();
                 vec![servers.to_vec(); regions as usize]
             })
             .collect();
@@ -150,8 +150,16 @@ impl SpaceConfig {
     /// The epoch since which `server`, a member of the region, has held it without a break:
     /// the transfer that brought it (under way or completed), else the space's creation. A
     /// chain message `server` built for that region in an earlier epoch is stale.
-    pub fn member_since(&self, subspace: SubspaceId, region: RegionIndex, server: ServerId) -> Epoch {
-        let by_transfer = self.transfer_at(subspace, region).filter(|t| t.to == server).map(|t| t.id);
+    pub fn member_since(
+        &self,
+        subspace: SubspaceId,
+        region: RegionIndex,
+        server: ServerId,
+    ) -> Epoch {
+        let by_transfer = self
+            .transfer_at(subspace, region)
+            .filter(|t| t.to == server)
+            .map(|t| t.id);
         let joined = || {
             self.joined
                 .iter()
@@ -172,17 +180,26 @@ impl SpaceConfig {
         replaces: Option<ServerId>,
     ) {
         self.replicas[subspace.get()][region.0 as usize].push(to);
-        self.transfers.push(Transfer { id, subspace, region, to, replaces });
+        self.transfers.push(Transfer {
+            id,
+            subspace,
+            region,
+            to,
+            replaces,
+        });
     }
 
     /// Every transfer into `to`, named as its target reports it done.
     pub fn transfer_refs_into(&self, to: ServerId) -> impl Iterator<Item = TransferRef> + '_ {
-        self.transfers.iter().filter(move |t| t.to == to).map(|t| TransferRef {
-            space: self.id,
-            subspace: t.subspace,
-            region: t.region.0,
-            id: t.id,
-        })
+        self.transfers
+            .iter()
+            .filter(move |t| t.to == to)
+            .map(|t| TransferRef {
+                space: self.id,
+                subspace: t.subspace,
+                region: t.region.0,
+                id: t.id,
+            })
     }
 
     /// The transfer `t` completed: its target becomes a full member since `t.id`, and the
@@ -194,9 +211,15 @@ impl SpaceConfig {
             set.retain(|s| *s != gone);
         }
         self.joined.retain(|j| {
-            (j.subspace, j.region) != (t.subspace, t.region) || (j.server != t.to && Some(j.server) != t.replaces)
+            (j.subspace, j.region) != (t.subspace, t.region)
+                || (j.server != t.to && Some(j.server) != t.replaces)
         });
-        self.joined.push(Joined { subspace: t.subspace, region: t.region, server: t.to, since: t.id });
+        self.joined.push(Joined {
+            subspace: t.subspace,
+            region: t.region,
+            server: t.to,
+            since: t.id,
+        });
     }
 
     /// Drops the join records of servers no longer in their region's replica set (call after
@@ -239,13 +262,21 @@ impl Configuration {
     /// be tessellated, one replica set per region, each non-empty, of distinct servers that the
     /// configuration lists. Without this, a bad configuration would make indexing panic.
     pub fn check(&self) -> Result<(), ConfigurationError> {
-        let fail = |reason: String| Err(ConfigurationError { epoch: self.epoch, reason });
+        let fail = |reason: String| {
+            Err(ConfigurationError {
+                epoch: self.epoch,
+                reason,
+            })
+        };
         let mut names = std::collections::BTreeSet::new();
         let mut ids = std::collections::BTreeSet::new();
         for space in &self.spaces {
             let schema = &space.schema;
             if !names.insert(&schema.name) || !ids.insert(space.id) {
-                return fail(format!("space {:?} (id {}) is listed twice", schema.name, space.id));
+                return fail(format!(
+                    "space {:?} (id {}) is listed twice",
+                    schema.name, space.id
+                ));
             }
             if schema.attributes.is_empty()
                 || schema.subspaces.is_empty()
@@ -255,24 +286,42 @@ impl Configuration {
                 return fail(format!("space {:?} has an impossible schema", schema.name));
             }
             for s in &schema.subspaces {
-                let dims_ok = (1..=tessera_types::constants::SUBSPACE_DIMENSIONS_MAX).contains(&s.dimensions.len())
-                    && s.dimensions.iter().all(|d| d.get() < schema.attributes.len());
+                let dims_ok = (1..=tessera_types::constants::SUBSPACE_DIMENSIONS_MAX)
+                    .contains(&s.dimensions.len())
+                    && s.dimensions
+                        .iter()
+                        .all(|d| d.get() < schema.attributes.len());
                 if !dims_ok {
-                    return fail(format!("space {:?} has a subspace with impossible dimensions", schema.name));
+                    return fail(format!(
+                        "space {:?} has a subspace with impossible dimensions",
+                        schema.name
+                    ));
                 }
             }
             if space.replicas.len() != schema.subspaces.len() {
-                return fail(format!("space {:?}: replica sets for {} subspaces", schema.name, space.replicas.len()));
+                return fail(format!(
+                    "space {:?}: replica sets for {} subspaces",
+                    schema.name,
+                    space.replicas.len()
+                ));
             }
             for (n, (sets, t)) in space.replicas.iter().zip(space.tessellations()).enumerate() {
                 if sets.len() != t.regions_count() as usize {
-                    return fail(format!("space {:?} subspace {n}: {} replica sets for {} regions", schema.name, sets.len(), t.regions_count()));
+                    return fail(format!(
+                        "space {:?} subspace {n}: {} replica sets for {} regions",
+                        schema.name,
+                        sets.len(),
+                        t.regions_count()
+                    ));
                 }
                 for set in sets {
                     let mut members: Vec<ServerId> = set.clone();
                     members.sort();
                     members.dedup();
-                    if set.is_empty() || members.len() != set.len() || set.iter().any(|s| self.server(*s).is_none()) {
+                    if set.is_empty()
+                        || members.len() != set.len()
+                        || set.iter().any(|s| self.server(*s).is_none())
+                    {
                         return fail(format!("space {:?} subspace {n}: replica set {set:?} is empty, repeats a server or names an unknown one", schema.name));
                     }
                 }
@@ -289,7 +338,10 @@ impl Configuration {
                         && t.replaces.is_none_or(|r| r != t.to && set.contains(&r))
                 });
                 if !fits || !regions.insert((t.subspace, t.region)) {
-                    return fail(format!("space {:?}: transfer {t:?} does not fit its region's replica set", schema.name));
+                    return fail(format!(
+                        "space {:?}: transfer {t:?} does not fit its region's replica set",
+                        schema.name
+                    ));
                 }
             }
             let mut members = std::collections::BTreeSet::new();
@@ -300,7 +352,10 @@ impl Configuration {
                     .and_then(|sets| sets.get(j.region.0 as usize))
                     .is_some_and(|set| set.contains(&j.server));
                 if !member || !members.insert((j.subspace, j.region, j.server)) {
-                    return fail(format!("space {:?}: join record {j:?} names no member of its region", schema.name));
+                    return fail(format!(
+                        "space {:?}: join record {j:?} names no member of its region",
+                        schema.name
+                    ));
                 }
             }
         }

@@ -24,7 +24,10 @@ pub enum FrameError {
 /// The length-prefix codec both sides use: 4-byte big-endian length, at most
 /// [`FRAME_BYTES_MAX`] bytes of body.
 pub fn codec() -> LengthDelimitedCodec {
-    LengthDelimitedCodec::builder().length_field_length(4).max_frame_length(FRAME_BYTES_MAX).new_codec()
+    LengthDelimitedCodec::builder()
+        .length_field_length(4)
+        .max_frame_length(FRAME_BYTES_MAX)
+        .new_codec()
 }
 
 /// Encodes any message as a frame body (version byte, then postcard). Servers use it for the
@@ -69,7 +72,9 @@ pub fn decode_response(body: &[u8]) -> Result<ResponseFrame, FrameError> {
 /// lets the server answer `Malformed` to the right request instead of dropping it silently.
 pub fn peek_request_id(body: &[u8]) -> Option<u64> {
     match body.split_first() {
-        Some((&PROTOCOL_VERSION, rest)) => postcard::take_from_bytes::<u64>(rest).ok().map(|(id, _)| id),
+        Some((&PROTOCOL_VERSION, rest)) => postcard::take_from_bytes::<u64>(rest)
+            .ok()
+            .map(|(id, _)| id),
         _ => None,
     }
 }
@@ -103,7 +108,10 @@ mod tests {
             epoch: Epoch(1),
             response: Response::Error(ErrorReply::new(Status::NotFound, "x")),
         };
-        assert_eq!(decode_response(&encode_response(&resp).unwrap()).unwrap(), resp);
+        assert_eq!(
+            decode_response(&encode_response(&resp).unwrap()).unwrap(),
+            resp
+        );
     }
 
     #[test]
@@ -115,12 +123,33 @@ mod tests {
         let frame = RequestFrame {
             id: 3,
             epoch: Epoch(0),
-            request: Request::Heartbeat { server: ServerId(2), token: u128::MAX, incarnation: 1 << 60, failed: true, epoch: Epoch(7) },
+            request: Request::Heartbeat {
+                server: ServerId(2),
+                token: u128::MAX,
+                incarnation: 1 << 60,
+                failed: true,
+                epoch: Epoch(7),
+            },
         };
-        assert_eq!(decode_request(&encode_request(&frame).unwrap()).unwrap(), frame);
-        let reply = HeartbeatReply { leader: true, state: ServerState::Offline, epoch: Epoch(9), lease_ms: 1000 };
-        let resp = ResponseFrame { id: 3, epoch: Epoch(9), response: Response::Heartbeat(reply) };
-        assert_eq!(decode_response(&encode_response(&resp).unwrap()).unwrap(), resp);
+        assert_eq!(
+            decode_request(&encode_request(&frame).unwrap()).unwrap(),
+            frame
+        );
+        let reply = HeartbeatReply {
+            leader: true,
+            state: ServerState::Offline,
+            epoch: Epoch(9),
+            lease_ms: 1000,
+        };
+        let resp = ResponseFrame {
+            id: 3,
+            epoch: Epoch(9),
+            response: Response::Heartbeat(reply),
+        };
+        assert_eq!(
+            decode_response(&encode_response(&resp).unwrap()).unwrap(),
+            resp
+        );
         let status = CoordinatorStatus {
             id: 1,
             leader: Some(1),
@@ -129,12 +158,27 @@ mod tests {
             members: vec![(1, "a:1".into())],
             epoch: Epoch(4),
             servers: vec![
-                ServerLiveness { id: ServerId(1), heard_ms_ago: Some(120), epoch: Some(Epoch(4)) },
-                ServerLiveness { id: ServerId(2), heard_ms_ago: None, epoch: None },
+                ServerLiveness {
+                    id: ServerId(1),
+                    heard_ms_ago: Some(120),
+                    epoch: Some(Epoch(4)),
+                },
+                ServerLiveness {
+                    id: ServerId(2),
+                    heard_ms_ago: None,
+                    epoch: None,
+                },
             ],
         };
-        let resp = ResponseFrame { id: 4, epoch: Epoch(4), response: Response::CoordinatorStatus(status) };
-        assert_eq!(decode_response(&encode_response(&resp).unwrap()).unwrap(), resp);
+        let resp = ResponseFrame {
+            id: 4,
+            epoch: Epoch(4),
+            response: Response::CoordinatorStatus(status),
+        };
+        assert_eq!(
+            decode_response(&encode_response(&resp).unwrap()).unwrap(),
+            resp
+        );
         // Postcard encodes enum variants by index: `Available` must stay the first.
         assert_eq!(postcard::to_allocvec(&ServerState::Available).unwrap(), [0]);
         assert_eq!(postcard::to_allocvec(&ServerState::Offline).unwrap(), [1]);
@@ -146,7 +190,10 @@ mod tests {
     #[test]
     fn bad_version_and_empty_are_refused() {
         assert!(matches!(decode_request(&[]), Err(FrameError::Empty)));
-        assert!(matches!(decode_request(&[99, 0]), Err(FrameError::UnsupportedVersion(99))));
+        assert!(matches!(
+            decode_request(&[99, 0]),
+            Err(FrameError::UnsupportedVersion(99))
+        ));
     }
 
     proptest! {

@@ -21,12 +21,17 @@ pub mod message;
 pub mod status;
 pub mod trace;
 
-pub use config::{Configuration, ConfigurationError, Joined, ServerInfo, ServerState, SpaceConfig, Transfer, TransferRef};
+pub use config::{
+    Configuration, ConfigurationError, Joined, ServerInfo, ServerState, SpaceConfig, Transfer,
+    TransferRef,
+};
 #[cfg(feature = "frame")]
-pub use frame::{codec, decode_request, decode_response, encode_request, encode_response, FrameError};
+pub use frame::{
+    codec, decode_request, decode_response, encode_request, encode_response, FrameError,
+};
 pub use message::{
-    CoordinatorStatus, Explanation, HeartbeatReply, Request, RequestFrame, Response, ResponseFrame, ServerLiveness,
-    SortOrder, WireObject, WriteMode,
+    CoordinatorStatus, Explanation, HeartbeatReply, Request, RequestFrame, Response, ResponseFrame,
+    ServerLiveness, SortOrder, WireObject, WriteMode,
 };
 pub use status::{ErrorReply, Status};
 pub use trace::{Constraint, RequestShape, ShapeCount, SpaceTrace};

@@ -31,9 +31,16 @@ pub enum SortOrder {
 pub enum Request {
     /// The current configuration (servers, spaces, regions and their replicas, epoch).
     GetConfig,
-    AddSpace { description: String },
-    RmSpace { name: String },
-    Get { space: String, key: Value },
+    AddSpace {
+        description: String,
+    },
+    RmSpace {
+        name: String,
+    },
+    Get {
+        space: String,
+        key: Value,
+    },
     /// Every write to one key: put, put_if_not_exist, cond_put, the atomic operations.
     /// `conditions` must hold on the current object (they are ignored when it is absent and
     /// the mode creates it). All funcalls apply, or none.
@@ -45,10 +52,20 @@ pub enum Request {
         funcalls: Vec<Funcall>,
     },
     /// del (no conditions) and cond_del.
-    Del { space: String, key: Value, conditions: Vec<Predicate> },
+    Del {
+        space: String,
+        key: Value,
+        conditions: Vec<Predicate>,
+    },
     /// Streams every matching object: `SearchItems`* then `SearchDone`.
-    Search { space: String, predicates: Vec<Predicate> },
-    Count { space: String, predicates: Vec<Predicate> },
+    Search {
+        space: String,
+        predicates: Vec<Predicate>,
+    },
+    Count {
+        space: String,
+        predicates: Vec<Predicate>,
+    },
     /// At most `limit` matching objects, ordered by `sort_by`.
     SortedSearch {
         space: String,
@@ -58,17 +75,32 @@ pub enum Request {
         order: SortOrder,
     },
     /// Deletes every matching object; answers how many.
-    GroupDel { space: String, predicates: Vec<Predicate> },
+    GroupDel {
+        space: String,
+        predicates: Vec<Predicate>,
+    },
     /// Applies the funcalls to every matching object; answers how many were updated (an object
     /// on which they cannot apply, by overflow for instance, is left as it was and not counted).
-    GroupUpdate { space: String, predicates: Vec<Predicate>, funcalls: Vec<Funcall> },
+    GroupUpdate {
+        space: String,
+        predicates: Vec<Predicate>,
+        funcalls: Vec<Funcall>,
+    },
     /// How a search would run: the subspace chosen and the regions it contacts.
-    Explain { space: String, predicates: Vec<Predicate> },
+    Explain {
+        space: String,
+        predicates: Vec<Predicate>,
+    },
     /// A cluster client's share of a search: every committed object matching `predicates` in
     /// `regions` of `subspace`, streamed like `Search`. The client planned the search from its
     /// configuration (DESIGN §4) and sends each server the regions it picked that server for;
     /// a server that does not own one of them answers `StaleEpoch`.
-    SearchRegions { space: String, predicates: Vec<Predicate>, subspace: SubspaceId, regions: Vec<u32> },
+    SearchRegions {
+        space: String,
+        predicates: Vec<Predicate>,
+        subspace: SubspaceId,
+        regions: Vec<u32>,
+    },
     /// To a coordinator, from a server: join the cluster, or come back after a restart.
     /// `token` is the server's identity, chosen at random on its first start and kept in its
     /// data directory: registering the same token again (a restart, or a retry after a lost
@@ -76,10 +108,17 @@ pub enum Request {
     /// start of the server process (microseconds since the Unix epoch): a new incarnation has
     /// lost its in-memory chain state, so the coordinators take it out of its old replica sets.
     /// Answered by `Registered`.
-    RegisterServer { token: u128, address: String, incarnation: u64 },
+    RegisterServer {
+        token: u128,
+        address: String,
+        incarnation: u64,
+    },
     /// To a coordinator: the configuration, once its epoch is greater than `after`, or the
     /// current one when `timeout_ms` passes first. Servers and clients follow changes with it.
-    WaitConfig { after: Epoch, timeout_ms: u32 },
+    WaitConfig {
+        after: Epoch,
+        timeout_ms: u32,
+    },
     /// To a coordinator: its view of the coordinator group. Answered by `CoordinatorStatus`.
     CoordinatorStatus,
     /// To every coordinator, from a server, a few times per lease: "I am alive". Answered by
@@ -90,21 +129,39 @@ pub enum Request {
     /// from an earlier incarnation than the registered one with `StaleServer`.
     /// `epoch`: the configuration the server acts on (the coordinators wait for every live
     /// server to reach a space change's epoch before they answer it).
-    Heartbeat { server: ServerId, token: u128, incarnation: u64, failed: bool, epoch: Epoch },
+    Heartbeat {
+        server: ServerId,
+        token: u128,
+        incarnation: u64,
+        failed: bool,
+        epoch: Epoch,
+    },
     /// To a coordinator, from a server: these state transfers into it are complete (every entry
     /// of their regions is durable here). Answered by `Done` once the coordinators applied it
     /// (the server is then a full replica of those regions), or refused like `Heartbeat`.
-    TransfersDone { server: ServerId, token: u128, incarnation: u64, done: Vec<TransferRef> },
+    TransfersDone {
+        server: ServerId,
+        token: u128,
+        incarnation: u64,
+        done: Vec<TransferRef>,
+    },
     /// To a coordinator: move every region `server` holds to other servers by state transfer,
     /// then remove it from the cluster. Answered by `Done` once the decision is recorded; the
     /// draining goes on under load (`tessera status` shows it).
-    Decommission { server: ServerId },
+    Decommission {
+        server: ServerId,
+    },
     /// To a server, from another server: the rest of this connection carries chain messages
     /// (tessera-replication), not client requests. Answered by `Done`.
-    PeerHello { from: ServerId },
+    PeerHello {
+        from: ServerId,
+    },
     /// The shapes of the requests this server served in `space` over the last `minutes`
     /// minutes (at most [`crate::constants::TRACE_MINUTES_MAX`]). Answered by `Trace`.
-    Trace { space: String, minutes: u32 },
+    Trace {
+        space: String,
+        minutes: u32,
+    },
 }
 
 impl Request {

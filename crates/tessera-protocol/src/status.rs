@@ -118,6 +118,9 @@ pub struct ErrorReply {
 
 impl ErrorReply {
     pub fn new(status: Status, message: impl Into<String>) -> ErrorReply {
-        ErrorReply { status, message: message.into() }
+        ErrorReply {
+            status,
+            message: message.into(),
+        }
     }
 }

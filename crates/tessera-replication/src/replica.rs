@@ -515,7 +515,10 @@ impl Replica {
     /// and carries at least one entry). Unlimited by default. Copying at full speed starves
     /// the server's live traffic; `tessera server --transfer-mb-s` sets the rate.
     pub fn set_transfer_rate(&mut self, bytes_per_tick: usize) {
-        assert!(bytes_per_tick > 0, "a transfer must be able to make progress");
+        assert!(
+            bytes_per_tick > 0,
+            "a transfer must be able to make progress"
+        );
         self.transfer_bytes_per_tick = bytes_per_tick;
         self.transfer_budget = bytes_per_tick;
     }
@@ -1424,7 +1427,11 @@ impl Replica {
             tracing::debug!(version = %u.version, %from, "dropped an update from a server that is not the hop before");
             return;
         }
-        if hop > 0 && u.epoch < rt.config.member_since(chain[hop - 1].subspace, chain[hop - 1].region, from) {
+        if hop > 0
+            && u.epoch
+                < rt.config
+                    .member_since(chain[hop - 1].subspace, chain[hop - 1].region, from)
+        {
             // Built by the hop before in an earlier membership of its region (it left and came
             // back since): what it says may be long stale.
             tracing::debug!(version = %u.version, %from, "dropped an update from an earlier membership of the hop before");

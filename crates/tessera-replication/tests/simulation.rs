@@ -573,7 +573,13 @@ impl Sim {
             .map(|s| {
                 let incarnation = 1 + rng.random_range(0..1000);
                 let node = Node {
-                    replica: Some(start_replica(s.id, incarnation, config.clone(), None, paced)),
+                    replica: Some(start_replica(
+                        s.id,
+                        incarnation,
+                        config.clone(),
+                        None,
+                        paced,
+                    )),
                     store: ModelStore::default(),
                     config: config.clone(),
                     paused: None,
@@ -1480,7 +1486,10 @@ fn run(seed: u64) -> (u64, [u64; 6]) {
             "seed {seed}: history of {key} is not linearizable:\n{}",
             events
                 .iter()
-                .map(|e| format!("  {:?} at {:?} call {} ret {:?}: {:?}", e.op, e.server, e.call, e.ret, e.outcome))
+                .map(|e| format!(
+                    "  {:?} at {:?} call {} ret {:?}: {:?}",
+                    e.op, e.server, e.call, e.ret, e.outcome
+                ))
                 .collect::<Vec<_>>()
                 .join("\n")
         );

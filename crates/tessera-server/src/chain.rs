@@ -37,7 +37,9 @@ use std::time::Duration;
 
 use tessera_protocol::{Configuration, ErrorReply, Response, SpaceConfig, Status};
 use tessera_replication::replica::RegionChunk;
-use tessera_replication::{ClientId, CommittedReader, Input, KeyWrite, Outputs, Replica, StoreWrite};
+use tessera_replication::{
+    ClientId, CommittedReader, Input, KeyWrite, Outputs, Replica, StoreWrite,
+};
 use tessera_storage::{ObjectWrite, Store, StoredObject};
 use tessera_types::{Epoch, Object, SpaceSchema, SubspaceId, Value, Version};
 use tokio::sync::{mpsc, oneshot};
@@ -142,8 +144,15 @@ impl CommittedReader for StoreReader<'_> {
         self.0.get(space, key).map_err(storage_error)
     }
 
-    fn entry_version(&self, space: &str, subspace: SubspaceId, object: &Object) -> Result<Option<Version>, ErrorReply> {
-        self.0.entry_version(space, subspace, object).map_err(storage_error)
+    fn entry_version(
+        &self,
+        space: &str,
+        subspace: SubspaceId,
+        object: &Object,
+    ) -> Result<Option<Version>, ErrorReply> {
+        self.0
+            .entry_version(space, subspace, object)
+            .map_err(storage_error)
     }
 
     fn region_entry_version(
@@ -153,7 +162,9 @@ impl CommittedReader for StoreReader<'_> {
         region: tessera_geometry::RegionIndex,
         key: &Value,
     ) -> Result<Option<Version>, ErrorReply> {
-        self.0.region_entry_version(space, subspace, region, key).map_err(storage_error)
+        self.0
+            .region_entry_version(space, subspace, region, key)
+            .map_err(storage_error)
     }
 
     fn region_entries(
@@ -164,8 +175,14 @@ impl CommittedReader for StoreReader<'_> {
         after: Option<&[u8]>,
         max_bytes: usize,
     ) -> Result<RegionChunk, ErrorReply> {
-        let chunk = self.0.region_entries(space, subspace, region, after, max_bytes).map_err(storage_error)?;
-        Ok(RegionChunk { entries: chunk.entries, next: chunk.next })
+        let chunk = self
+            .0
+            .region_entries(space, subspace, region, after, max_bytes)
+            .map_err(storage_error)?;
+        Ok(RegionChunk {
+            entries: chunk.entries,
+            next: chunk.next,
+        })
     }
 }
 
@@ -176,7 +193,9 @@ impl ChainLoop {
         self.flush();
         let mut batch = Vec::with_capacity(BATCH_MAX);
         loop {
-            let Some(first) = rx.blocking_recv() else { return };
+            let Some(first) = rx.blocking_recv() else {
+                return;
+            };
             batch.push(first);
             while batch.len() < BATCH_MAX {
                 match rx.try_recv() {
@@ -192,19 +211,33 @@ impl ChainLoop {
                     LoopInput::Write { reply, .. } if !self.shared.lease.is_valid() => {
                         reply.fail(self.view.epoch(), crate::lease::lapsed_error());
                     }
-                    LoopInput::Write { space, write, reply } => {
+                    LoopInput::Write {
+                        space,
+                        write,
+                        reply,
+                    } => {
                         let client = self.wait(Waiter::Client(reply));
                         self.on_write(client, &space, write);
                     }
-                    LoopInput::Writes { space, writes, done } => self.on_writes(&space, writes, done),
+                    LoopInput::Writes {
+                        space,
+                        writes,
+                        done,
+                    } => self.on_writes(&space, writes, done),
                     // Answered once the configuration is installed (persisted, in the view).
                     LoopInput::AddSpace { schema, reply } => {
                         let result = self.on_add_space(schema);
-                        reply.send(self.view.epoch(), result.map_or_else(Response::Error, |()| Response::Done));
+                        reply.send(
+                            self.view.epoch(),
+                            result.map_or_else(Response::Error, |()| Response::Done),
+                        );
                     }
                     LoopInput::RmSpace { name, reply } => {
                         let result = self.on_rm_space(&name);
-                        reply.send(self.view.epoch(), result.map_or_else(Response::Error, |()| Response::Done));
+                        reply.send(
+                            self.view.epoch(),
+                            result.map_or_else(Response::Error, |()| Response::Done),
+                        );
                     }
                     LoopInput::Peer(envelope) => self.step(Input::Peer(envelope)),
                     LoopInput::Tick => self.step(Input::Tick),
@@ -234,7 +267,10 @@ impl ChainLoop {
     fn answer(&mut self, client: ClientId, result: Result<(), ErrorReply>) {
         match self.waiting.remove(&client.0) {
             Some(Waiter::Client(replier)) => {
-                replier.send(self.view.epoch(), result.map_or_else(Response::Error, |()| Response::Done));
+                replier.send(
+                    self.view.epoch(),
+                    result.map_or_else(Response::Error, |()| Response::Done),
+                );
             }
             Some(Waiter::Group(id, at)) => {
                 let chunk = self.groups.get_mut(&id).expect("a waiting group chunk");
@@ -242,7 +278,11 @@ impl ChainLoop {
                 chunk.outstanding -= 1;
                 if chunk.outstanding == 0 {
                     let chunk = self.groups.remove(&id).expect("found above");
-                    let answers = chunk.answers.into_iter().map(|a| a.expect("every write answered")).collect();
+                    let answers = chunk
+                        .answers
+                        .into_iter()
+                        .map(|a| a.expect("every write answered"))
+                        .collect();
                     let _ = chunk.done.send(answers);
                 }
             }
@@ -253,10 +293,17 @@ impl ChainLoop {
     /// A write validated against `space`, which must still be the view's space of that name.
     fn on_write(&mut self, client: ClientId, space: &ServedSpace, write: KeyWrite) {
         if !self.view.is_current(space) {
-            let error = ErrorReply::new(Status::UnknownSpace, format!("space {:?} was removed", space.name()));
+            let error = ErrorReply::new(
+                Status::UnknownSpace,
+                format!("space {:?} was removed", space.name()),
+            );
             return self.answer(client, Err(error));
         }
-        self.step(Input::Write { client, space: space.name().to_owned(), write });
+        self.step(Input::Write {
+            client,
+            space: space.name().to_owned(),
+            write,
+        });
     }
 
     fn on_writes(
@@ -271,7 +318,11 @@ impl ChainLoop {
         }
         let id = self.next_group;
         self.next_group += 1;
-        let chunk = GroupChunk { answers: vec![None; writes.len()], outstanding: writes.len(), done };
+        let chunk = GroupChunk {
+            answers: vec![None; writes.len()],
+            outstanding: writes.len(),
+            done,
+        };
         self.groups.insert(id, chunk);
         for (at, write) in writes.into_iter().enumerate() {
             let client = self.wait(Waiter::Group(id, at));
@@ -282,18 +333,26 @@ impl ChainLoop {
     /// A standalone server's add-space: a configuration change it makes itself.
     fn on_add_space(&mut self, schema: SpaceSchema) -> Result<(), ErrorReply> {
         if self.view.config.space(&schema.name).is_some() {
-            return Err(ErrorReply::new(Status::SpaceExists, format!("a space named {:?} exists", schema.name)));
+            return Err(ErrorReply::new(
+                Status::SpaceExists,
+                format!("a space named {:?} exists", schema.name),
+            ));
         }
         let epoch = Epoch(self.view.epoch().0 + 1);
         let mut config = Configuration::clone(&self.view.config);
         config.epoch = epoch;
-        config.spaces.push(SpaceConfig::owned_by(epoch.0, schema, &[self.shared.me]));
+        config
+            .spaces
+            .push(SpaceConfig::owned_by(epoch.0, schema, &[self.shared.me]));
         self.install(Arc::new(config))
     }
 
     fn on_rm_space(&mut self, name: &str) -> Result<(), ErrorReply> {
         if self.view.config.space(name).is_none() {
-            return Err(ErrorReply::new(Status::UnknownSpace, format!("no space named {name:?}")));
+            return Err(ErrorReply::new(
+                Status::UnknownSpace,
+                format!("no space named {name:?}"),
+            ));
         }
         let mut config = Configuration::clone(&self.view.config);
         config.epoch = Epoch(self.view.epoch().0 + 1);
@@ -340,12 +399,16 @@ impl ChainLoop {
             if before.is_some_and(|b| b.id != space.id) {
                 // Dropped and created again under the same name: the old data must go.
                 if let Err(e) = store.drop_space(name) {
-                    return Err(self.fail_stop(format!("dropping the replaced space {name:?}: {e}")));
+                    return Err(
+                        self.fail_stop(format!("dropping the replaced space {name:?}: {e}"))
+                    );
                 }
             }
             if before.is_none_or(|b| b.id != space.id) {
                 if let Err(e) = store.create_space(&space.schema) {
-                    return Err(self.fail_stop(format!("creating the storage of space {name:?}: {e}")));
+                    return Err(
+                        self.fail_stop(format!("creating the storage of space {name:?}: {e}"))
+                    );
                 }
             }
         }
@@ -382,7 +445,10 @@ impl ChainLoop {
             return;
         }
         if !out.writes.is_empty() {
-            let writes: Vec<ObjectWrite> = std::mem::take(&mut out.writes).into_iter().map(object_write).collect();
+            let writes: Vec<ObjectWrite> = std::mem::take(&mut out.writes)
+                .into_iter()
+                .map(object_write)
+                .collect();
             if let Err(e) = self.shared.store.commit(&writes) {
                 self.fail(out, format!("a commit failed: {e}"));
                 return;
@@ -426,7 +492,10 @@ impl ChainLoop {
         self.failure = Some(why.clone());
         self.shared.set_storage_failed();
         let out = self.replica.take_outputs();
-        debug_assert!(out.writes.is_empty() && out.messages.is_empty(), "a failed replica only answers");
+        debug_assert!(
+            out.writes.is_empty() && out.messages.is_empty(),
+            "a failed replica only answers"
+        );
         for (client, result) in out.replies {
             self.answer(client, result);
         }
@@ -437,7 +506,25 @@ impl ChainLoop {
 /// The state machine's storage write as the store takes it.
 fn object_write(w: StoreWrite) -> ObjectWrite {
     match w {
-        StoreWrite::Entry { space, subspace, remove, insert } => ObjectWrite::Entry { space, subspace, remove, insert },
-        StoreWrite::ClearRegion { space, subspace, region } => ObjectWrite::ClearRegion { space, subspace, region },
+        StoreWrite::Entry {
+            space,
+            subspace,
+            remove,
+            insert,
+        } => ObjectWrite::Entry {
+            space,
+            subspace,
+            remove,
+            insert,
+        },
+        StoreWrite::ClearRegion {
+            space,
+            subspace,
+            region,
+        } => ObjectWrite::ClearRegion {
+            space,
+            subspace,
+            region,
+        },
     }
 }

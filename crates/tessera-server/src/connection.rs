@@ -25,7 +25,8 @@ use tessera_geometry::SearchBox;
 use tessera_protocol::constants::SEARCH_BATCH_BYTES;
 use tessera_protocol::frame::peek_request_id;
 use tessera_protocol::{
-    codec, decode_request, ErrorReply, FrameError, Request, RequestFrame, RequestShape, Response, Status,
+    codec, decode_request, ErrorReply, FrameError, Request, RequestFrame, RequestShape, Response,
+    Status,
 };
 use tessera_storage::StoredObject;
 use tessera_types::{CheckedPredicate, Epoch};
@@ -95,7 +96,11 @@ pub async fn serve(shared: Arc<Shared>, stream: TcpStream) {
             }
         };
         match decode_request(&body) {
-            Ok(RequestFrame { id, request: Request::PeerHello { from }, .. }) => {
+            Ok(RequestFrame {
+                id,
+                request: Request::PeerHello { from },
+                ..
+            }) => {
                 if shared.mode() == Mode::Cluster {
                     // From now on this connection carries a peer's chain messages.
                     tracing::debug!(peer = %from, "peer connected");
@@ -107,24 +112,37 @@ pub async fn serve(shared: Arc<Shared>, stream: TcpStream) {
                     let _ = writer.await;
                     return;
                 }
-                let error = ErrorReply::new(Status::Malformed, "this server runs standalone: it has no peers");
+                let error = ErrorReply::new(
+                    Status::Malformed,
+                    "this server runs standalone: it has no peers",
+                );
                 outbox.send_nowait(id, epoch, Response::Error(error), Some(permit));
             }
             Ok(frame) => {
-                let replier = Replier { id: frame.id, outbox: outbox.clone(), permit };
+                let replier = Replier {
+                    id: frame.id,
+                    outbox: outbox.clone(),
+                    permit,
+                };
                 route(&shared, frame, replier).await;
             }
             Err(FrameError::UnsupportedVersion(v)) => {
                 let error = ErrorReply::new(
                     Status::UnsupportedProtocol,
-                    format!("protocol version {v} is not spoken here (this server speaks {})", tessera_protocol::PROTOCOL_VERSION),
+                    format!(
+                        "protocol version {v} is not spoken here (this server speaks {})",
+                        tessera_protocol::PROTOCOL_VERSION
+                    ),
                 );
                 outbox.send_nowait(0, epoch, Response::Error(error), None);
                 break;
             }
             Err(e) => {
                 let id = peek_request_id(&body).unwrap_or(0);
-                let error = ErrorReply::new(Status::Malformed, format!("could not decode the request: {e}"));
+                let error = ErrorReply::new(
+                    Status::Malformed,
+                    format!("could not decode the request: {e}"),
+                );
                 outbox.send_nowait(id, epoch, Response::Error(error), Some(permit));
             }
         }
@@ -147,7 +165,10 @@ async fn route(shared: &Arc<Shared>, frame: RequestFrame, replier: Replier) {
         Ok(job) => job,
         Err(e) => return replier.fail(epoch, e),
     };
-    let needs_lease = matches!(job, Job::Get { .. } | Job::Search { .. } | Job::Write { .. });
+    let needs_lease = matches!(
+        job,
+        Job::Get { .. } | Job::Search { .. } | Job::Write { .. }
+    );
     if needs_lease && !shared.lease.is_valid() {
         return replier.fail(epoch, crate::lease::lapsed_error());
     }
@@ -159,36 +180,81 @@ async fn route(shared: &Arc<Shared>, frame: RequestFrame, replier: Replier) {
                 return replier.fail(epoch, shared.read_overlapped_install());
             }
             let matched = matches!(found, Ok(Some(_)));
-            shared.trace.record(&space, RequestShape::Get, 1.0, f64::from(u8::from(matched)));
+            shared
+                .trace
+                .record(&space, RequestShape::Get, 1.0, f64::from(u8::from(matched)));
             return replier.send(epoch, found.map_or_else(Response::Error, Response::Object));
         }
         Job::Trace { space, minutes } => {
-            return replier.send(epoch, Response::Trace(shared.trace.summary(&space, minutes)));
+            return replier.send(
+                epoch,
+                Response::Trace(shared.trace.summary(&space, minutes)),
+            );
         }
         Job::Explain { space, predicates } => {
-            return replier.send(epoch, Response::Explain(reads::explain(&space, &predicates)));
+            return replier.send(
+                epoch,
+                Response::Explain(reads::explain(&space, &predicates)),
+            );
         }
-        Job::Search { space, predicates, kind } => {
-            let Some((kind, replier)) = search_inline(shared, stamp, &space, &predicates, kind, replier) else {
+        Job::Search {
+            space,
+            predicates,
+            kind,
+        } => {
+            let Some((kind, replier)) =
+                search_inline(shared, stamp, &space, &predicates, kind, replier)
+            else {
                 return;
             };
             // Waits (and so stops reading this connection) while its searches are all busy.
-            let slot = replier.outbox.searches.clone().acquire_owned().await.expect("never closed");
+            let slot = replier
+                .outbox
+                .searches
+                .clone()
+                .acquire_owned()
+                .await
+                .expect("never closed");
             return search(shared, stamp, space, predicates, kind, replier, slot);
         }
-        Job::Group { space, predicates, write } => {
-            let slot = replier.outbox.searches.clone().acquire_owned().await.expect("never closed");
+        Job::Group {
+            space,
+            predicates,
+            write,
+        } => {
+            let slot = replier
+                .outbox
+                .searches
+                .clone()
+                .acquire_owned()
+                .await
+                .expect("never closed");
             return group(shared, space, predicates, write, replier, slot);
         }
         Job::Write { space, write } => {
-            shared.trace.record(&space, trace::write_shape(&space, &write), 1.0, 0.0);
-            LoopInput::Write { space, write, reply: replier }
+            shared
+                .trace
+                .record(&space, trace::write_shape(&space, &write), 1.0, 0.0);
+            LoopInput::Write {
+                space,
+                write,
+                reply: replier,
+            }
         }
-        Job::AddSpace { schema } => LoopInput::AddSpace { schema, reply: replier },
-        Job::RmSpace { name } => LoopInput::RmSpace { name, reply: replier },
+        Job::AddSpace { schema } => LoopInput::AddSpace {
+            schema,
+            reply: replier,
+        },
+        Job::RmSpace { name } => LoopInput::RmSpace {
+            name,
+            reply: replier,
+        },
     };
     if let Err(Some(reply)) = shared.chain.send(to_chain).await {
-        reply.fail(epoch, ErrorReply::new(Status::Unavailable, "the server is shutting down"));
+        reply.fail(
+            epoch,
+            ErrorReply::new(Status::Unavailable, "the server is shutting down"),
+        );
     }
 }
 
@@ -222,13 +288,23 @@ fn search_inline(
         }
         // A cluster client's share of a point search: one region, one cell.
         SearchKind::Regions { subspace, regions } => {
-            let Some(search_box) = SearchBox::for_predicates(&space.config.schema, *subspace, predicates) else {
+            let Some(search_box) =
+                SearchBox::for_predicates(&space.config.schema, *subspace, predicates)
+            else {
                 return Some((kind, replier));
             };
             if !search_box.is_point() {
                 return Some((kind, replier));
             }
-            reads::for_each_match_in(&shared.store, space, *subspace, &search_box, regions, predicates, &mut collect)
+            reads::for_each_match_in(
+                &shared.store,
+                space,
+                *subspace,
+                &search_box,
+                regions,
+                predicates,
+                &mut collect,
+            )
         }
         SearchKind::Sorted { .. } => return Some((kind, replier)),
     };
@@ -237,11 +313,19 @@ fn search_inline(
     }
     let epoch = shared.view().epoch();
     if scanned.is_ok() {
-        trace_search(shared, space, predicates, search_share(space, predicates, &kind), found.len() as u64);
+        trace_search(
+            shared,
+            space,
+            predicates,
+            search_share(space, predicates, &kind),
+            found.len() as u64,
+        );
     }
     match (scanned, kind) {
         (Err(e), _) => replier.fail(epoch, e),
-        _ if !shared.read_still_valid(stamp) => replier.fail(epoch, shared.read_overlapped_install()),
+        _ if !shared.read_still_valid(stamp) => {
+            replier.fail(epoch, shared.read_overlapped_install())
+        }
         (Ok(()), SearchKind::Count) => replier.send(epoch, Response::Count(found.len() as u64)),
         (Ok(()), _) => {
             let mut frames = Vec::with_capacity(2);
@@ -258,15 +342,28 @@ fn search_inline(
 
 /// Counts a search this server answered in the trace: all of it, or for a cluster client's
 /// share, the fraction of its regions this server was sent.
-fn trace_search(shared: &Shared, space: &ServedSpace, predicates: &[CheckedPredicate], share: f64, matched: u64) {
-    shared.trace.record(space, trace::search_shape(space, predicates), share, matched as f64);
+fn trace_search(
+    shared: &Shared,
+    space: &ServedSpace,
+    predicates: &[CheckedPredicate],
+    share: f64,
+    matched: u64,
+) {
+    shared.trace.record(
+        space,
+        trace::search_shape(space, predicates),
+        share,
+        matched as f64,
+    );
 }
 
 /// The share of a search this server answers: all of it, or for a cluster client's share,
 /// the fraction of the regions its box crosses that this server was sent.
 fn search_share(space: &ServedSpace, predicates: &[CheckedPredicate], kind: &SearchKind) -> f64 {
     match kind {
-        SearchKind::Regions { subspace, regions } => trace::share_of_search(space, *subspace, predicates, regions),
+        SearchKind::Regions { subspace, regions } => {
+            trace::share_of_search(space, *subspace, predicates, regions)
+        }
         _ => 1.0,
     }
 }
@@ -299,21 +396,35 @@ fn search(
                     let found = reads::sorted_search(store, &space, &predicates, by, limit, order)?;
                     matched = found.len() as u64;
                     for chunk in found.chunks(256) {
-                        if replier.outbox.send_blocking(replier.id, epoch, Response::SearchItems(chunk.to_vec())).is_err() {
+                        if replier
+                            .outbox
+                            .send_blocking(replier.id, epoch, Response::SearchItems(chunk.to_vec()))
+                            .is_err()
+                        {
                             return Ok(None);
                         }
                     }
                     Ok(Some(Response::SearchDone))
                 }
-                SearchKind::All => {
-                    stream(&replier, epoch, &mut matched, |f| reads::for_each_match(store, &space, &predicates, f))
-                }
+                SearchKind::All => stream(&replier, epoch, &mut matched, |f| {
+                    reads::for_each_match(store, &space, &predicates, f)
+                }),
                 SearchKind::Regions { subspace, regions } => {
-                    let Some(search_box) = SearchBox::for_predicates(&space.config.schema, subspace, &predicates) else {
+                    let Some(search_box) =
+                        SearchBox::for_predicates(&space.config.schema, subspace, &predicates)
+                    else {
                         return Ok(Some(Response::SearchDone));
                     };
                     stream(&replier, epoch, &mut matched, |f| {
-                        reads::for_each_match_in(store, &space, subspace, &search_box, &regions, &predicates, f)
+                        reads::for_each_match_in(
+                            store,
+                            &space,
+                            subspace,
+                            &search_box,
+                            &regions,
+                            &predicates,
+                            f,
+                        )
                     })
                 }
             }
@@ -323,7 +434,9 @@ fn search(
         }
         match outcome {
             // What was streamed already is dropped by the client, which makes the search again.
-            Ok(Some(_)) if !shared.read_still_valid(stamp) => replier.fail(epoch, shared.read_overlapped_install()),
+            Ok(Some(_)) if !shared.read_still_valid(stamp) => {
+                replier.fail(epoch, shared.read_overlapped_install())
+            }
             Ok(Some(last)) => replier.send(epoch, last),
             Ok(None) => {} // the client went away mid-search
             Err(e) => replier.fail(epoch, e),
@@ -347,7 +460,11 @@ fn stream(
         if bytes >= SEARCH_BATCH_BYTES {
             bytes = 0;
             let items = Response::SearchItems(std::mem::take(&mut batch));
-            if replier.outbox.send_blocking(replier.id, epoch, items).is_err() {
+            if replier
+                .outbox
+                .send_blocking(replier.id, epoch, items)
+                .is_err()
+            {
                 gone = true;
                 return ControlFlow::Break(());
             }
@@ -357,7 +474,12 @@ fn stream(
     if gone {
         return Ok(None);
     }
-    if !batch.is_empty() && replier.outbox.send_blocking(replier.id, epoch, Response::SearchItems(batch)).is_err() {
+    if !batch.is_empty()
+        && replier
+            .outbox
+            .send_blocking(replier.id, epoch, Response::SearchItems(batch))
+            .is_err()
+    {
         return Ok(None);
     }
     Ok(Some(Response::SearchDone))

@@ -12,7 +12,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::{SinkExt, StreamExt};
-use tessera_protocol::{codec, decode_response, encode_request, Configuration, Request, RequestFrame, Response};
+use tessera_protocol::{
+    codec, decode_response, encode_request, Configuration, Request, RequestFrame, Response,
+};
 use tessera_types::{Epoch, ServerId};
 use tokio::net::TcpStream;
 use tokio_util::codec::Framed;
@@ -69,7 +71,10 @@ pub fn load_or_make_token(dir: &Path) -> Result<u128, ServerError> {
 }
 
 /// One request to the first coordinator that answers it (trying each in turn).
-pub async fn ask_coordinators(coordinators: &[String], request: Request) -> Result<Response, String> {
+pub async fn ask_coordinators(
+    coordinators: &[String],
+    request: Request,
+) -> Result<Response, String> {
     let mut last = String::from("no coordinator address given");
     for address in coordinators {
         match ask(address, request.clone()).await {
@@ -87,14 +92,23 @@ async fn ask(address: &str, request: Request) -> Result<Response, std::io::Error
         .map_err(|_| std::io::Error::new(std::io::ErrorKind::TimedOut, "connect timed out"))??;
     let _ = stream.set_nodelay(true);
     let mut framed = Framed::new(stream, codec());
-    let frame = RequestFrame { id: 1, epoch: Epoch(0), request };
+    let frame = RequestFrame {
+        id: 1,
+        epoch: Epoch(0),
+        request,
+    };
     let body = encode_request(&frame).map_err(std::io::Error::other)?;
     framed.send(body).await?;
-    let reply = tokio::time::timeout(Duration::from_millis(WAIT_CONFIG_MS as u64 + 5_000), framed.next())
-        .await
-        .map_err(|_| std::io::Error::new(std::io::ErrorKind::TimedOut, "no answer"))?
-        .ok_or_else(|| std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "closed"))??;
-    decode_response(&reply).map(|f| f.response).map_err(std::io::Error::other)
+    let reply = tokio::time::timeout(
+        Duration::from_millis(WAIT_CONFIG_MS as u64 + 5_000),
+        framed.next(),
+    )
+    .await
+    .map_err(|_| std::io::Error::new(std::io::ErrorKind::TimedOut, "no answer"))?
+    .ok_or_else(|| std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "closed"))??;
+    decode_response(&reply)
+        .map(|f| f.response)
+        .map_err(std::io::Error::other)
 }
 
 /// Registers (or re-registers) this server; retries for about a minute while no coordinator
@@ -109,7 +123,11 @@ pub async fn register(
 ) -> Result<ServerId, ServerError> {
     let mut last = String::new();
     for _ in 0..300 {
-        let request = Request::RegisterServer { token, address: address.clone(), incarnation };
+        let request = Request::RegisterServer {
+            token,
+            address: address.clone(),
+            incarnation,
+        };
         match ask_coordinators(coordinators, request).await {
             Ok(Response::Registered(id)) => return Ok(id),
             Ok(other) => last = format!("unexpected answer {other:?}"),
@@ -117,7 +135,9 @@ pub async fn register(
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
-    Err(ServerError::Cluster(format!("could not register with the coordinators: {last}")))
+    Err(ServerError::Cluster(format!(
+        "could not register with the coordinators: {last}"
+    )))
 }
 
 /// Whether a configuration from a coordinator can be acted on; logs why not.
@@ -132,7 +152,10 @@ fn is_good(config: &Configuration) -> bool {
 }
 
 /// The first good configuration that lists this server.
-pub async fn first_configuration(coordinators: &[String], me: ServerId) -> Result<Configuration, ServerError> {
+pub async fn first_configuration(
+    coordinators: &[String],
+    me: ServerId,
+) -> Result<Configuration, ServerError> {
     let mut refused = None;
     for _ in 0..300 {
         if let Ok(Response::Config(c)) = ask_coordinators(coordinators, Request::GetConfig).await {
@@ -146,19 +169,30 @@ pub async fn first_configuration(coordinators: &[String], me: ServerId) -> Resul
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
-    Err(ServerError::Cluster("no coordinator gave a good configuration listing this server".into()))
+    Err(ServerError::Cluster(
+        "no coordinator gave a good configuration listing this server".into(),
+    ))
 }
 
 /// Follows the coordinators' configuration and hands every newer good one to the chain loop.
 pub async fn follow_configuration(coordinators: Vec<String>, shared: Arc<Shared>) {
     let mut known = shared.view().epoch();
     while !shared.is_shutting_down() {
-        let request = Request::WaitConfig { after: known, timeout_ms: WAIT_CONFIG_MS };
+        let request = Request::WaitConfig {
+            after: known,
+            timeout_ms: WAIT_CONFIG_MS,
+        };
         match ask_coordinators(&coordinators, request).await {
             Ok(Response::Config(c)) if c.epoch > known => {
                 // A bad one is skipped: the wait goes on from its epoch, for the next.
                 known = c.epoch;
-                if is_good(&c) && shared.chain.send(LoopInput::Config(Arc::new(*c))).await.is_err() {
+                if is_good(&c)
+                    && shared
+                        .chain
+                        .send(LoopInput::Config(Arc::new(*c)))
+                        .await
+                        .is_err()
+                {
                     return;
                 }
             }

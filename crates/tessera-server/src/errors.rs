@@ -24,7 +24,9 @@ pub enum ServerError {
 pub fn storage_error(e: StorageError) -> ErrorReply {
     match e {
         StorageError::Poisoned => read_only("the store is poisoned"),
-        StorageError::UnknownSpace(s) => ErrorReply::new(Status::UnknownSpace, format!("no space named {s:?}")),
+        StorageError::UnknownSpace(s) => {
+            ErrorReply::new(Status::UnknownSpace, format!("no space named {s:?}"))
+        }
         other => ErrorReply::new(Status::Internal, format!("storage: {other}")),
     }
 }

@@ -66,7 +66,10 @@ pub fn run(
 
 /// Whether a group operation skips a key whose write was refused with `status`.
 fn skipped(status: Status) -> bool {
-    matches!(status, Status::NotFound | Status::CmpFail | Status::TooLarge)
+    matches!(
+        status,
+        Status::NotFound | Status::CmpFail | Status::TooLarge
+    )
 }
 
 /// Writes every key of `keys` (emptying it) through the chain loop and waits for the answers.
@@ -83,7 +86,10 @@ fn write_each(
     let writes = keys
         .drain(..)
         .map(|key| match write {
-            GroupWrite::Del => KeyWrite::Del { key, conditions: predicates.to_vec() },
+            GroupWrite::Del => KeyWrite::Del {
+                key,
+                conditions: predicates.to_vec(),
+            },
             GroupWrite::Update(funcalls) => KeyWrite::Put {
                 key,
                 mode: WriteMode::UpdateOnly,
@@ -96,7 +102,11 @@ fn write_each(
     let stopped = || ErrorReply::new(Status::Unavailable, "the server is shutting down");
     shared
         .chain
-        .blocking_send(LoopInput::Writes { space: space.clone(), writes, done })
+        .blocking_send(LoopInput::Writes {
+            space: space.clone(),
+            writes,
+            done,
+        })
         .map_err(|_| stopped())?;
     let mut written = 0;
     for answer in answers.blocking_recv().map_err(|_| stopped())? {

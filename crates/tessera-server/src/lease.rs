@@ -17,8 +17,8 @@ use std::time::{Duration, Instant};
 
 use futures::{SinkExt, StreamExt};
 use tessera_protocol::{
-    codec, decode_response, encode_request, ErrorReply, HeartbeatReply, Request, RequestFrame, Response, ServerState,
-    Status,
+    codec, decode_response, encode_request, ErrorReply, HeartbeatReply, Request, RequestFrame,
+    Response, ServerState, Status,
 };
 use tessera_types::{Epoch, ServerId};
 use tokio::net::TcpStream;
@@ -53,16 +53,24 @@ impl Default for Lease {
 impl Lease {
     /// A lease not granted yet: invalid until the first renewal.
     pub fn new() -> Lease {
-        Lease { origin: Instant::now(), until: AtomicU64::new(0) }
+        Lease {
+            origin: Instant::now(),
+            until: AtomicU64::new(0),
+        }
     }
 
     /// A lease that never lapses: a standalone server's, which answers to nobody.
     pub fn always() -> Lease {
-        Lease { origin: Instant::now(), until: AtomicU64::new(ALWAYS) }
+        Lease {
+            origin: Instant::now(),
+            until: AtomicU64::new(ALWAYS),
+        }
     }
 
     fn micros(&self, at: Instant) -> u64 {
-        at.saturating_duration_since(self.origin).as_micros().min(ENDED as u128 - 1) as u64
+        at.saturating_duration_since(self.origin)
+            .as_micros()
+            .min(ENDED as u128 - 1) as u64
     }
 
     pub fn is_valid(&self) -> bool {
@@ -82,7 +90,9 @@ impl Lease {
         match self.until.load(Ordering::Acquire) {
             ALWAYS => None,
             ENDED => Some(Duration::ZERO),
-            until => Some(Duration::from_micros(until.saturating_sub(self.micros(Instant::now())))),
+            until => Some(Duration::from_micros(
+                until.saturating_sub(self.micros(Instant::now())),
+            )),
         }
     }
 
@@ -90,21 +100,32 @@ impl Lease {
     /// was sent. Never shortens it (a late reply to an older heartbeat changes nothing), and
     /// never revives an ended one.
     pub fn renew(&self, sent_at: Instant, lease_ms: u64) {
-        let until = self.micros(sent_at).saturating_add(lease_ms.saturating_mul(1000)).min(ENDED - 1);
-        let _ = self.until.fetch_update(Ordering::AcqRel, Ordering::Acquire, |current| match current {
-            ALWAYS | ENDED => None,
-            current if current >= until => None,
-            _ => Some(until),
-        });
+        let until = self
+            .micros(sent_at)
+            .saturating_add(lease_ms.saturating_mul(1000))
+            .min(ENDED - 1);
+        let _ = self.until.fetch_update(
+            Ordering::AcqRel,
+            Ordering::Acquire,
+            |current| match current {
+                ALWAYS | ENDED => None,
+                current if current >= until => None,
+                _ => Some(until),
+            },
+        );
     }
 
     /// Ends the lease for good (the server failed and stopped by itself): it never renews.
     /// No effect on [`Lease::always`].
     pub fn end(&self) {
-        let _ = self.until.fetch_update(Ordering::AcqRel, Ordering::Acquire, |current| match current {
-            ALWAYS => None,
-            _ => Some(ENDED),
-        });
+        let _ = self.until.fetch_update(
+            Ordering::AcqRel,
+            Ordering::Acquire,
+            |current| match current {
+                ALWAYS => None,
+                _ => Some(ENDED),
+            },
+        );
     }
 }
 
@@ -127,7 +148,11 @@ pub(crate) struct Link {
 impl Link {
     /// A link to the coordinator at `address`, connected on its first call.
     pub(crate) fn new(address: String) -> Link {
-        Link { address, framed: None, next_id: 1 }
+        Link {
+            address,
+            framed: None,
+            next_id: 1,
+        }
     }
 
     /// One request, answered within `timeout`, or `None` (the connection is then dropped and
@@ -142,7 +167,12 @@ impl Link {
                 self.framed = Some(Framed::new(stream, codec()));
             }
             let framed = self.framed.as_mut()?;
-            let body = encode_request(&RequestFrame { id, epoch: Epoch(0), request }).ok()?;
+            let body = encode_request(&RequestFrame {
+                id,
+                epoch: Epoch(0),
+                request,
+            })
+            .ok()?;
             framed.send(body).await.ok()?;
             loop {
                 let frame = decode_response(&framed.next().await?.ok()?).ok()?;
@@ -202,10 +232,18 @@ pub async fn keep_lease(
                 logged_failure = true;
             }
         }
-        let request = Request::Heartbeat { server, token, incarnation, failed: failed_now, epoch: epoch() };
+        let request = Request::Heartbeat {
+            server,
+            token,
+            incarnation,
+            failed: failed_now,
+            epoch: epoch(),
+        };
         let timeout = period.max(TIMEOUT_MIN);
         let sent_at = Instant::now();
-        let replies = futures::future::join_all(links.iter_mut().map(|l| l.call(request.clone(), timeout))).await;
+        let replies =
+            futures::future::join_all(links.iter_mut().map(|l| l.call(request.clone(), timeout)))
+                .await;
 
         let mut newest: Option<HeartbeatReply> = None;
         for reply in replies.into_iter().flatten() {
@@ -215,7 +253,10 @@ pub async fn keep_lease(
                     if r.leader && serving && !failed_now {
                         lease.renew(sent_at, r.lease_ms);
                     }
-                    if newest.as_ref().is_none_or(|n| r.epoch > n.epoch || (r.leader && r.epoch == n.epoch)) {
+                    if newest
+                        .as_ref()
+                        .is_none_or(|n| r.epoch > n.epoch || (r.leader && r.epoch == n.epoch))
+                    {
                         newest = Some(r);
                     }
                 }
@@ -226,8 +267,12 @@ pub async fn keep_lease(
                         logged_stale = true;
                     }
                 }
-                Response::Error(e) => tracing::debug!(server = %server, error = %e, "heartbeat refused"),
-                other => tracing::debug!(server = %server, ?other, "unexpected answer to a heartbeat"),
+                Response::Error(e) => {
+                    tracing::debug!(server = %server, error = %e, "heartbeat refused")
+                }
+                other => {
+                    tracing::debug!(server = %server, ?other, "unexpected answer to a heartbeat")
+                }
             }
         }
         if let Some(r) = &newest {
@@ -241,7 +286,14 @@ pub async fn keep_lease(
             }
             if r.state == ServerState::Offline && !failed_now && !logged_stale {
                 tracing::warn!(server = %server, epoch = r.epoch.0, "the coordinators took this server offline; registering again");
-                register_again(&mut links, token, &address, incarnation, timeout.max(Duration::from_secs(1))).await;
+                register_again(
+                    &mut links,
+                    token,
+                    &address,
+                    incarnation,
+                    timeout.max(Duration::from_secs(1)),
+                )
+                .await;
             }
         }
         let valid = lease.is_valid();
@@ -257,15 +309,27 @@ pub async fn keep_lease(
 }
 
 /// Registers again with the first coordinator that accepts it.
-async fn register_again(links: &mut [Link], token: u128, address: &str, incarnation: u64, timeout: Duration) {
+async fn register_again(
+    links: &mut [Link],
+    token: u128,
+    address: &str,
+    incarnation: u64,
+    timeout: Duration,
+) {
     for link in links.iter_mut() {
-        let request = Request::RegisterServer { token, address: address.to_owned(), incarnation };
+        let request = Request::RegisterServer {
+            token,
+            address: address.to_owned(),
+            incarnation,
+        };
         match link.call(request, timeout).await {
             Some(Response::Registered(id)) => {
                 tracing::info!(server = %id, "registered again: Available (holding no regions until re-replication)");
                 return;
             }
-            Some(other) => tracing::debug!(?other, coordinator = %link.address, "registering again failed"),
+            Some(other) => {
+                tracing::debug!(?other, coordinator = %link.address, "registering again failed")
+            }
             None => {}
         }
     }
@@ -286,7 +350,10 @@ mod tests {
         lease.renew(sent, 200);
         assert!(lease.is_valid());
         assert!(lease.is_valid_at(sent + Duration::from_millis(199)));
-        assert!(!lease.is_valid_at(sent + Duration::from_millis(200)), "runs from the moment the heartbeat was sent");
+        assert!(
+            !lease.is_valid_at(sent + Duration::from_millis(200)),
+            "runs from the moment the heartbeat was sent"
+        );
         // A late reply to an older heartbeat does not shorten it.
         lease.renew(sent - Duration::from_millis(150), 200);
         assert!(lease.is_valid_at(sent + Duration::from_millis(199)));
@@ -295,7 +362,10 @@ mod tests {
         assert!(lease.is_valid_at(sent + Duration::from_millis(299)));
         assert!(!lease.is_valid_at(sent + Duration::from_millis(300)));
         let remaining = lease.remaining().unwrap();
-        assert!(remaining <= Duration::from_millis(300) && remaining > Duration::from_millis(200), "{remaining:?}");
+        assert!(
+            remaining <= Duration::from_millis(300) && remaining > Duration::from_millis(200),
+            "{remaining:?}"
+        );
         // Real time too.
         let lease = Lease::new();
         lease.renew(Instant::now(), 50);
@@ -328,11 +398,19 @@ mod tests {
         let e = lapsed_error();
         assert_eq!(e.status, Status::Unavailable);
         assert!(e.status.is_retryable());
-        assert!(e.message.contains("lease") && e.message.contains("retry"), "{}", e.message);
+        assert!(
+            e.message.contains("lease") && e.message.contains("retry"),
+            "{}",
+            e.message
+        );
     }
 
     async fn configuration(addr: SocketAddr) -> Configuration {
-        let mut link = Link { address: addr.to_string(), framed: None, next_id: 1 };
+        let mut link = Link {
+            address: addr.to_string(),
+            framed: None,
+            next_id: 1,
+        };
         match link.call(Request::GetConfig, Duration::from_secs(5)).await {
             Some(Response::Config(c)) => *c,
             other => panic!("{other:?}"),
@@ -360,16 +438,32 @@ mod tests {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let mut options = CoordinatorOptions::new(1, dir.path(), addr, vec![(1, addr.to_string())]);
-        options.lease = LeaseTuning { lease_ms: 300, margin_ms: 200, ..LeaseTuning::default() };
-        let coordinator = Coordinator::start_with_listener(options, listener).await.unwrap();
+        options.lease = LeaseTuning {
+            lease_ms: 300,
+            margin_ms: 200,
+            ..LeaseTuning::default()
+        };
+        let coordinator = Coordinator::start_with_listener(options, listener)
+            .await
+            .unwrap();
         let coordinators = vec![addr.to_string()];
 
         let (token, incarnation, address) = (77u128, 5u64, "127.0.0.1:9".to_string());
-        let mut link = Link { address: addr.to_string(), framed: None, next_id: 1 };
-        let register = Request::RegisterServer { token, address: address.clone(), incarnation };
+        let mut link = Link {
+            address: addr.to_string(),
+            framed: None,
+            next_id: 1,
+        };
+        let register = Request::RegisterServer {
+            token,
+            address: address.clone(),
+            incarnation,
+        };
         let mut id = None;
         for _ in 0..100 {
-            if let Some(Response::Registered(i)) = link.call(register.clone(), Duration::from_secs(5)).await {
+            if let Some(Response::Registered(i)) =
+                link.call(register.clone(), Duration::from_secs(5)).await
+            {
                 id = Some(i);
                 break;
             }
@@ -401,9 +495,19 @@ mod tests {
             move || std::future::ready(lease.is_valid())
         };
         let state = move || async move { configuration(addr).await.server(id).unwrap().state };
-        wait_until("the lease is granted", Duration::from_secs(5), valid(&lease)).await;
+        wait_until(
+            "the lease is granted",
+            Duration::from_secs(5),
+            valid(&lease),
+        )
+        .await;
         // The heartbeats say which epoch the server acts on.
-        let reported = coordinator.status().servers.iter().find(|s| s.id == id).and_then(|s| s.epoch);
+        let reported = coordinator
+            .status()
+            .servers
+            .iter()
+            .find(|s| s.id == id)
+            .and_then(|s| s.epoch);
         assert_eq!(reported, Some(Epoch(3)));
         // Held for a while: renewed every quarter lease.
         for _ in 0..20 {
@@ -427,14 +531,24 @@ mod tests {
             assert!(Instant::now() < deadline, "never taken offline");
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
-        assert!(lapsed_first, "the lease lapsed before the server was taken offline");
+        assert!(
+            lapsed_first,
+            "the lease lapsed before the server was taken offline"
+        );
         assert!(!lease.is_valid());
 
         // Heartbeats resume: it hears it is Offline, registers again, holds a lease again.
         let (stop, task) = start(lease.clone(), failed.clone());
-        wait_until("Available again", Duration::from_secs(5), || async { state().await == ServerState::Available })
-            .await;
-        wait_until("the lease is granted again", Duration::from_secs(5), valid(&lease)).await;
+        wait_until("Available again", Duration::from_secs(5), || async {
+            state().await == ServerState::Available
+        })
+        .await;
+        wait_until(
+            "the lease is granted again",
+            Duration::from_secs(5),
+            valid(&lease),
+        )
+        .await;
 
         // Storage fails: the lease ends at once, the server goes offline without waiting for a
         // lease to lapse, and it stays so (no registering again).
@@ -445,13 +559,19 @@ mod tests {
             move || std::future::ready(!lease.is_valid())
         };
         wait_until("the lease ends", Duration::from_secs(1), ended).await;
-        wait_until("offline after the failure", Duration::from_secs(5), || async {
-            state().await == ServerState::Offline
-        })
+        wait_until(
+            "offline after the failure",
+            Duration::from_secs(5),
+            || async { state().await == ServerState::Offline },
+        )
         .await;
         assert!(reported.elapsed() < Duration::from_millis(1000));
         tokio::time::sleep(Duration::from_millis(600)).await;
-        assert_eq!(state().await, ServerState::Offline, "it does not register again after a failure");
+        assert_eq!(
+            state().await,
+            ServerState::Offline,
+            "it does not register again after a failure"
+        );
         assert!(!lease.is_valid());
         stop.store(true, Ordering::SeqCst);
         task.await.unwrap();

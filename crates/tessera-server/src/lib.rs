@@ -28,11 +28,11 @@
 //! * `connection`: accepting, framing, routing each job to what runs it; searches.
 
 mod chain;
-pub mod lease;
 mod connection;
 mod coordination;
 mod errors;
 mod group;
+pub mod lease;
 mod outbox;
 mod peers;
 mod queue;
@@ -107,7 +107,9 @@ impl Server {
     /// Opens (or recovers) the data directory, binds the listener and starts serving.
     pub async fn start(options: ServerOptions) -> Result<Server, ServerError> {
         std::fs::create_dir_all(&options.data_dir).map_err(ServerError::Io)?;
-        let listener = TcpListener::bind(options.listen).await.map_err(ServerError::Io)?;
+        let listener = TcpListener::bind(options.listen)
+            .await
+            .map_err(ServerError::Io)?;
         let local_addr = listener.local_addr().map_err(ServerError::Io)?;
         // Grows with every start of the process: peers number their links to this one afresh.
         let incarnation = std::time::SystemTime::now()
@@ -116,7 +118,10 @@ impl Server {
             .max(1);
         let store = Store::open(
             &options.data_dir.join("store"),
-            StoreOptions { fsync: options.fsync, cache_bytes: options.cache_bytes },
+            StoreOptions {
+                fsync: options.fsync,
+                cache_bytes: options.cache_bytes,
+            },
         )?;
         let (me, mode, config, previous) = match &options.cluster {
             None => {
@@ -126,7 +131,9 @@ impl Server {
             Some(c) => {
                 let address = coordination::advertised(c, local_addr)?;
                 let token = coordination::load_or_make_token(&options.data_dir)?;
-                let me = coordination::register(&c.coordinators, token, address.clone(), incarnation).await?;
+                let me =
+                    coordination::register(&c.coordinators, token, address.clone(), incarnation)
+                        .await?;
                 let config = coordination::first_configuration(&c.coordinators, me).await?;
                 // What this server acted on before it stopped: regions it held then and does
                 // not hold now are cleared by the state machine.
@@ -140,8 +147,15 @@ impl Server {
             None => lease::Lease::always(),
             Some(_) => lease::Lease::new(),
         });
-        let shared =
-            Arc::new(state::Shared::new(options.data_dir.clone(), Arc::new(store), me, mode, config, chain_tx, lease));
+        let shared = Arc::new(state::Shared::new(
+            options.data_dir.clone(),
+            Arc::new(store),
+            me,
+            mode,
+            config,
+            chain_tx,
+            lease,
+        ));
         let runtime = tokio::runtime::Handle::current();
         let (reports, reported) = match options.cluster {
             None => (transfers::TransferReports::none(), None),
@@ -161,7 +175,10 @@ impl Server {
         );
         let mut tasks = vec![tokio::spawn(chain::tick(shared.clone()))];
         if let Some(c) = &options.cluster {
-            tasks.push(tokio::spawn(coordination::follow_configuration(c.coordinators.clone(), shared.clone())));
+            tasks.push(tokio::spawn(coordination::follow_configuration(
+                c.coordinators.clone(),
+                shared.clone(),
+            )));
             let address = coordination::advertised(c, local_addr)?;
             let token = coordination::load_or_make_token(&options.data_dir)?;
             if let Some(reported) = reported {
@@ -200,7 +217,13 @@ impl Server {
         }
         let accept = tokio::spawn(connection::accept_loop(listener, shared.clone()));
         tracing::info!(%local_addr, data_dir = %options.data_dir.display(), "serving");
-        Ok(Server { local_addr, shared, accept, chain: Some(chain), tasks })
+        Ok(Server {
+            local_addr,
+            shared,
+            accept,
+            chain: Some(chain),
+            tasks,
+        })
     }
 
     /// This server's id (1 for a standalone server; the coordinator's choice in a cluster).

@@ -44,11 +44,19 @@ impl Outbox {
     }
 
     pub fn frame(id: u64, epoch: Epoch, response: Response) -> Bytes {
-        let frame = ResponseFrame { id, epoch, response };
+        let frame = ResponseFrame {
+            id,
+            epoch,
+            response,
+        };
         encode_response(&frame).unwrap_or_else(|e| {
             let error = ErrorReply::new(Status::Internal, format!("encoding the response: {e}"));
-            encode_response(&ResponseFrame { id, epoch, response: Response::Error(error) })
-                .expect("an error response always encodes")
+            encode_response(&ResponseFrame {
+                id,
+                epoch,
+                response: Response::Error(error),
+            })
+            .expect("an error response always encodes")
         })
     }
 
@@ -56,7 +64,13 @@ impl Outbox {
     /// a slow client). Memory stays bounded by the connection's in-flight limit: a response
     /// that waits for room keeps its request's in-flight `permit` until it is queued, so a
     /// client that does not read its answers stops being read.
-    pub fn send_nowait(&self, id: u64, epoch: Epoch, response: Response, permit: Option<OwnedSemaphorePermit>) {
+    pub fn send_nowait(
+        &self,
+        id: u64,
+        epoch: Epoch,
+        response: Response,
+        permit: Option<OwnedSemaphorePermit>,
+    ) {
         self.send_all_nowait(vec![Self::frame(id, epoch, response)], permit);
     }
 
@@ -88,7 +102,9 @@ impl Outbox {
     /// (searches stream this way, so a slow reader slows its own search, nobody else).
     /// Fails when the client is gone.
     pub fn send_blocking(&self, id: u64, epoch: Epoch, response: Response) -> Result<(), ()> {
-        self.tx.blocking_send(Self::frame(id, epoch, response)).map_err(|_| ())
+        self.tx
+            .blocking_send(Self::frame(id, epoch, response))
+            .map_err(|_| ())
     }
 }
 
@@ -101,7 +117,8 @@ pub struct Replier {
 
 impl Replier {
     pub fn send(self, epoch: Epoch, response: Response) {
-        self.outbox.send_nowait(self.id, epoch, response, Some(self.permit));
+        self.outbox
+            .send_nowait(self.id, epoch, response, Some(self.permit));
     }
 
     /// Answers with `error`.

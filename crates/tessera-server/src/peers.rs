@@ -28,7 +28,11 @@ use crate::state::Shared;
 /// Reads the envelopes peer `from` sends after its `PeerHello`, checks each, and queues it for
 /// the chain loop. Returns (closing the connection) at the first envelope that does not
 /// decode, does not come from `from`, or fails [`check_envelope`].
-pub async fn serve_peer(mut frames: FramedRead<OwnedReadHalf, LengthDelimitedCodec>, shared: Arc<Shared>, from: ServerId) {
+pub async fn serve_peer(
+    mut frames: FramedRead<OwnedReadHalf, LengthDelimitedCodec>,
+    shared: Arc<Shared>,
+    from: ServerId,
+) {
     while let Some(frame) = frames.next().await {
         let body = match frame {
             Ok(body) => body,
@@ -68,7 +72,12 @@ pub struct Peers {
 
 impl Peers {
     pub fn new(shared: Arc<Shared>, runtime: tokio::runtime::Handle) -> Peers {
-        Peers { me: shared.me, shared, runtime, links: Mutex::new(HashMap::new()) }
+        Peers {
+            me: shared.me,
+            shared,
+            runtime,
+            links: Mutex::new(HashMap::new()),
+        }
     }
 
     /// Queues `envelope` for peer `to`, connecting to it first if needed.
@@ -80,7 +89,8 @@ impl Peers {
         let mut links = self.links.lock().expect("peer map");
         let tx = links.entry(to).or_insert_with(|| {
             let (tx, rx) = mpsc::unbounded_channel();
-            self.runtime.spawn(peer_link(self.me, to, self.shared.clone(), rx));
+            self.runtime
+                .spawn(peer_link(self.me, to, self.shared.clone(), rx));
             tx
         });
         let _ = tx.send(frame);
@@ -89,7 +99,12 @@ impl Peers {
 
 /// Keeps a connection to `to` and writes what is queued for it. Frames queued while it is
 /// down are dropped: the state machine sends again what was not acknowledged.
-async fn peer_link(me: ServerId, to: ServerId, shared: Arc<Shared>, mut rx: mpsc::UnboundedReceiver<Bytes>) {
+async fn peer_link(
+    me: ServerId,
+    to: ServerId,
+    shared: Arc<Shared>,
+    mut rx: mpsc::UnboundedReceiver<Bytes>,
+) {
     while !shared.is_shutting_down() {
         let address = shared.view().config.server(to).map(|s| s.address.clone());
         let Some(address) = address else {
@@ -101,8 +116,14 @@ async fn peer_link(me: ServerId, to: ServerId, shared: Arc<Shared>, mut rx: mpsc
             let stream = TcpStream::connect(&address).await?;
             let _ = stream.set_nodelay(true);
             let mut framed = Framed::new(stream, codec());
-            let hello = RequestFrame { id: 0, epoch: Epoch(0), request: Request::PeerHello { from: me } };
-            framed.send(encode_request(&hello).map_err(std::io::Error::other)?).await?;
+            let hello = RequestFrame {
+                id: 0,
+                epoch: Epoch(0),
+                request: Request::PeerHello { from: me },
+            };
+            framed
+                .send(encode_request(&hello).map_err(std::io::Error::other)?)
+                .await?;
             match framed.next().await {
                 Some(Ok(body)) => match decode_response(&body).map(|f| f.response) {
                     Ok(Response::Done) => Ok(framed),

@@ -16,13 +16,27 @@ const QUEUE_MAX: usize = 8192;
 /// What the chain loop acts on, in the order it was queued.
 pub enum LoopInput {
     /// A client's write to one key, validated against `space` by its connection.
-    Write { space: Arc<ServedSpace>, write: KeyWrite, reply: Replier },
+    Write {
+        space: Arc<ServedSpace>,
+        write: KeyWrite,
+        reply: Replier,
+    },
     /// Writes of a group operation, one per key; `done` gets every write's outcome, in order,
     /// once each has been answered.
-    Writes { space: Arc<ServedSpace>, writes: Vec<KeyWrite>, done: oneshot::Sender<Vec<Result<(), ErrorReply>>> },
+    Writes {
+        space: Arc<ServedSpace>,
+        writes: Vec<KeyWrite>,
+        done: oneshot::Sender<Vec<Result<(), ErrorReply>>>,
+    },
     /// Standalone only: a configuration change the server makes itself.
-    AddSpace { schema: SpaceSchema, reply: Replier },
-    RmSpace { name: String, reply: Replier },
+    AddSpace {
+        schema: SpaceSchema,
+        reply: Replier,
+    },
+    RmSpace {
+        name: String,
+        reply: Replier,
+    },
     /// An envelope from a peer, checked by the connection it came on.
     Peer(Envelope),
     /// A configuration from the coordinators, checked.
@@ -36,10 +50,14 @@ impl LoopInput {
     /// The client waiting for this input's answer, if one is.
     fn into_replier(self) -> Option<Replier> {
         match self {
-            LoopInput::Write { reply, .. } | LoopInput::AddSpace { reply, .. } | LoopInput::RmSpace { reply, .. } => {
-                Some(reply)
-            }
-            LoopInput::Writes { .. } | LoopInput::Peer(_) | LoopInput::Config(_) | LoopInput::Tick | LoopInput::Stop => None,
+            LoopInput::Write { reply, .. }
+            | LoopInput::AddSpace { reply, .. }
+            | LoopInput::RmSpace { reply, .. } => Some(reply),
+            LoopInput::Writes { .. }
+            | LoopInput::Peer(_)
+            | LoopInput::Config(_)
+            | LoopInput::Tick
+            | LoopInput::Stop => None,
         }
     }
 }
@@ -63,7 +81,10 @@ impl ChainSender {
     /// Queues a tick unless the queue is full (then the loop is busy and a tick can wait).
     /// `false` once the loop has stopped.
     pub fn tick(&self) -> bool {
-        !matches!(self.0.try_send(LoopInput::Tick), Err(mpsc::error::TrySendError::Closed(_)))
+        !matches!(
+            self.0.try_send(LoopInput::Tick),
+            Err(mpsc::error::TrySendError::Closed(_))
+        )
     }
 
     /// Asks the loop to stop after the batch it is working on.

@@ -16,13 +16,22 @@ use tessera_types::{AttrIndex, CheckedPredicate, Value};
 use crate::errors::storage_error;
 use crate::view::ServedSpace;
 
-pub fn get(store: &Store, space: &ServedSpace, key: &Value) -> Result<Option<WireObject>, ErrorReply> {
-    let found = store.get(&space.config.schema.name, key).map_err(storage_error)?;
+pub fn get(
+    store: &Store,
+    space: &ServedSpace,
+    key: &Value,
+) -> Result<Option<WireObject>, ErrorReply> {
+    let found = store
+        .get(&space.config.schema.name, key)
+        .map_err(storage_error)?;
     Ok(found.map(wire))
 }
 
 pub fn wire(o: StoredObject) -> WireObject {
-    WireObject { version: o.version, values: o.object.values }
+    WireObject {
+        version: o.version,
+        values: o.object.values,
+    }
 }
 
 /// Calls `f` with every committed object that matches all `predicates`, until it breaks.
@@ -48,13 +57,23 @@ pub fn for_each_match_planned(
     predicates: &[CheckedPredicate],
     f: impl FnMut(StoredObject) -> ControlFlow<()>,
 ) -> Result<(), ErrorReply> {
-    let Some(search_box) = &plan.search_box else { return Ok(()) };
+    let Some(search_box) = &plan.search_box else {
+        return Ok(());
+    };
     let regions: Vec<_> = search_box
         .regions(&space.tessellations[plan.subspace.get()])
         .into_iter()
         .filter(|&r| space.owns(plan.subspace, r))
         .collect();
-    for_each_match_in(store, space, plan.subspace, search_box, &regions, predicates, f)
+    for_each_match_in(
+        store,
+        space,
+        plan.subspace,
+        search_box,
+        &regions,
+        predicates,
+        f,
+    )
 }
 
 /// Calls `f` with every committed object of `regions` of `subspace` that lies in `search_box`
@@ -88,7 +107,11 @@ pub fn is_point_search(plan: &SearchPlan) -> bool {
     plan.search_box.as_ref().is_none_or(SearchBox::is_point)
 }
 
-pub fn count(store: &Store, space: &ServedSpace, predicates: &[CheckedPredicate]) -> Result<u64, ErrorReply> {
+pub fn count(
+    store: &Store,
+    space: &ServedSpace,
+    predicates: &[CheckedPredicate],
+) -> Result<u64, ErrorReply> {
     let mut n = 0u64;
     for_each_match(store, space, predicates, |_| {
         n += 1;

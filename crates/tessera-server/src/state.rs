@@ -18,8 +18,8 @@ use tessera_types::{Epoch, ServerId};
 
 use crate::errors::ServerError;
 use crate::lease::Lease;
-use crate::trace::Trace;
 use crate::queue::ChainSender;
+use crate::trace::Trace;
 use crate::view::{Mode, View};
 
 /// The id of a standalone server (a cluster server gets its id from the coordinators).
@@ -95,7 +95,10 @@ impl Shared {
     /// The refusal of a read that overlapped an install: the client tries again, in the new
     /// configuration.
     pub fn read_overlapped_install(&self) -> ErrorReply {
-        ErrorReply::new(Status::StaleEpoch, "this server changed configuration while it read; retry")
+        ErrorReply::new(
+            Status::StaleEpoch,
+            "this server changed configuration while it read; retry",
+        )
     }
 
     /// The chain loop starts installing a configuration (see `installs`).
@@ -170,9 +173,14 @@ pub fn save_config(dir: &Path, config: &Configuration) -> Result<(), ServerError
 pub fn load_config(dir: &Path) -> Result<Option<Configuration>, ServerError> {
     let path = dir.join(CONFIG_FILE);
     match std::fs::read(&path) {
-        Ok(bytes) => postcard::from_bytes(&bytes)
-            .map(Some)
-            .map_err(|e| ServerError::CorruptConfig { path, reason: e.to_string() }),
+        Ok(bytes) => {
+            postcard::from_bytes(&bytes)
+                .map(Some)
+                .map_err(|e| ServerError::CorruptConfig {
+                    path,
+                    reason: e.to_string(),
+                })
+        }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(e.into()),
     }
@@ -212,14 +220,21 @@ pub fn reconcile(
 /// A standalone server's start: loads the persisted configuration (or makes the first one),
 /// reconciles storage with it, and records this server's address. Returns the configuration
 /// to serve.
-pub fn recover(dir: &Path, store: &Store, address: SocketAddr) -> Result<Configuration, ServerError> {
+pub fn recover(
+    dir: &Path,
+    store: &Store,
+    address: SocketAddr,
+) -> Result<Configuration, ServerError> {
     let mut config = load_config(dir)?.unwrap_or(Configuration {
         epoch: Epoch(0),
         servers: vec![],
         spaces: vec![],
     });
     for stored in store.spaces() {
-        if config.space(&stored.name).is_none_or(|s| s.schema != stored) {
+        if config
+            .space(&stored.name)
+            .is_none_or(|s| s.schema != stored)
+        {
             tracing::warn!(space = %stored.name, "dropping a space the configuration does not list (an unacknowledged add-space)");
             store.drop_space(&stored.name)?;
         }
@@ -233,7 +248,11 @@ pub fn recover(dir: &Path, store: &Store, address: SocketAddr) -> Result<Configu
     // Every start is a new epoch, as a restarted server is in a cluster: a point leader's
     // versions start at its epoch (`Version::first_in`), so a key deleted before the restart
     // and written after it never gets a version it had before.
-    let me = ServerInfo { id: SINGLE_SERVER_ID, address: address.to_string(), state: ServerState::Available };
+    let me = ServerInfo {
+        id: SINGLE_SERVER_ID,
+        address: address.to_string(),
+        state: ServerState::Available,
+    };
     config.servers = vec![me];
     config.epoch = Epoch(config.epoch.0 + 1);
     save_config(dir, &config)?;

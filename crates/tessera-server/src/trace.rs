@@ -6,11 +6,11 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use tessera_geometry::RegionIndex;
 use tessera_geometry::SearchBox;
 use tessera_protocol::constants::TRACE_MINUTES_MAX;
 use tessera_protocol::{Constraint, RequestShape, ShapeCount, SpaceTrace};
 use tessera_replication::KeyWrite;
-use tessera_geometry::RegionIndex;
 use tessera_types::{CheckedPredicate, PredicateOp, SubspaceId};
 
 use crate::view::ServedSpace;
@@ -34,7 +34,9 @@ pub struct Trace {
 }
 
 fn minute_now() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs() / 60)
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() / 60)
 }
 
 impl Trace {
@@ -47,8 +49,14 @@ impl Trace {
     fn record_at(&self, minute: u64, space: u64, shape: RequestShape, requests: f64, matched: f64) {
         let mut minutes = self.minutes.lock().expect("trace lock poisoned");
         if minutes.back().is_none_or(|m| m.number < minute) {
-            minutes.push_back(Minute { number: minute, tallies: HashMap::new() });
-            while minutes.front().is_some_and(|m| m.number + u64::from(TRACE_MINUTES_MAX) <= minute) {
+            minutes.push_back(Minute {
+                number: minute,
+                tallies: HashMap::new(),
+            });
+            while minutes
+                .front()
+                .is_some_and(|m| m.number + u64::from(TRACE_MINUTES_MAX) <= minute)
+            {
                 minutes.pop_front();
             }
         }
@@ -80,10 +88,19 @@ impl Trace {
         }
         let mut shapes: Vec<ShapeCount> = by_shape
             .into_iter()
-            .map(|(shape, t)| ShapeCount { shape, requests: t.requests, matched: t.matched })
+            .map(|(shape, t)| ShapeCount {
+                shape,
+                requests: t.requests,
+                matched: t.matched,
+            })
             .collect();
         shapes.sort_by(|a, b| a.shape.cmp(&b.shape));
-        SpaceTrace { space: name.to_owned(), minutes, servers: 1, shapes }
+        SpaceTrace {
+            space: name.to_owned(),
+            minutes,
+            servers: 1,
+            shapes,
+        }
     }
 }
 
@@ -116,7 +133,10 @@ pub fn write_shape(space: &ServedSpace, write: &KeyWrite) -> RequestShape {
     match write {
         KeyWrite::Put { funcalls, .. } => {
             let schema = &space.config.schema;
-            let mut names: Vec<String> = funcalls.iter().map(|f| schema.attribute(f.attr).name.clone()).collect();
+            let mut names: Vec<String> = funcalls
+                .iter()
+                .map(|f| schema.attribute(f.attr).name.clone())
+                .collect();
             names.sort();
             names.dedup();
             RequestShape::Write(names)
@@ -160,7 +180,14 @@ mod tests {
         trace.record_at(103, 7, RequestShape::Del, 1.0, 0.0);
         // The last 2 minutes at 103: minutes 102 and 103.
         let s = trace.summary_at(103, 7, "t", 2);
-        assert_eq!(s.shapes, vec![ShapeCount { shape: RequestShape::Del, requests: 1.0, matched: 0.0 }]);
+        assert_eq!(
+            s.shapes,
+            vec![ShapeCount {
+                shape: RequestShape::Del,
+                requests: 1.0,
+                matched: 0.0
+            }]
+        );
         // The last 4: 100 to 103.
         let s = trace.summary_at(103, 7, "t", 4);
         let gets = s.shapes.iter().find(|c| c.shape == get()).expect("gets");
@@ -175,6 +202,11 @@ mod tests {
         trace.record_at(10 + u64::from(TRACE_MINUTES_MAX), 1, get(), 1.0, 0.0);
         assert_eq!(trace.minutes.lock().unwrap().len(), 1);
         // Asking for more than is kept asks for what is kept.
-        assert_eq!(trace.summary_at(10 + u64::from(TRACE_MINUTES_MAX), 1, "t", 1000).minutes, TRACE_MINUTES_MAX);
+        assert_eq!(
+            trace
+                .summary_at(10 + u64::from(TRACE_MINUTES_MAX), 1, "t", 1000)
+                .minutes,
+            TRACE_MINUTES_MAX
+        );
     }
 }

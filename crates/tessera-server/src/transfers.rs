@@ -55,10 +55,16 @@ impl TransferReports {
                 if tx.send(done).is_err() {
                     // The task stopped: the server is shutting down, or is an earlier
                     // incarnation the coordinators no longer listen to.
-                    tracing::debug!(?done, "transfer report dropped: nobody reports to the coordinators any more");
+                    tracing::debug!(
+                        ?done,
+                        "transfer report dropped: nobody reports to the coordinators any more"
+                    );
                 }
             }
-            None => tracing::debug!(?done, "transfer report dropped: a standalone server has no coordinators"),
+            None => tracing::debug!(
+                ?done,
+                "transfer report dropped: a standalone server has no coordinators"
+            ),
         }
     }
 }
@@ -123,14 +129,22 @@ pub async fn report_transfers(
         pending.retain(|done| {
             let still = listed(done);
             if !still {
-                tracing::debug!(?done, "the configuration no longer lists this transfer: not reporting it");
+                tracing::debug!(
+                    ?done,
+                    "the configuration no longer lists this transfer: not reporting it"
+                );
             }
             still
         });
         if pending.is_empty() || stop() {
             continue;
         }
-        let request = Request::TransfersDone { server, token, incarnation, done: pending.clone() };
+        let request = Request::TransfersDone {
+            server,
+            token,
+            incarnation,
+            done: pending.clone(),
+        };
         match report(&mut links, &mut first, request).await {
             Outcome::Accepted => {
                 tracing::info!(server = %server, transfers = ?pending, "reported state transfers complete");
@@ -199,7 +213,10 @@ mod tests {
     use tokio::time::Instant;
 
     async fn call(addr: SocketAddr, request: Request) -> Response {
-        Link::new(addr.to_string()).call(request, Duration::from_secs(10)).await.expect("an answer")
+        Link::new(addr.to_string())
+            .call(request, Duration::from_secs(10))
+            .await
+            .expect("an answer")
     }
 
     async fn configuration(addr: SocketAddr) -> Configuration {
@@ -211,23 +228,35 @@ mod tests {
 
     /// Every transfer into `to` that `config` lists, as its target reports it.
     fn refs_into(config: &Configuration, to: ServerId) -> Vec<TransferRef> {
-        config.spaces.iter().flat_map(|s| s.transfer_refs_into(to)).collect()
+        config
+            .spaces
+            .iter()
+            .flat_map(|s| s.transfer_refs_into(to))
+            .collect()
     }
 
     /// A report is kept while the configuration lists its transfer, or predates it (the view
     /// lags the chain loop); dropped once a configuration as new as the transfer lacks it.
     #[test]
     fn a_report_waits_for_a_configuration_as_new_as_its_transfer() {
-        let schema =
-            tessera_types::parse_space("space t key k attributes int x subspace x create 4 partitions").unwrap();
+        let schema = tessera_types::parse_space(
+            "space t key k attributes int x subspace x create 4 partitions",
+        )
+        .unwrap();
         let (me, other) = (ServerId(3), ServerId(1));
-        let mut space = tessera_protocol::SpaceConfig::owned_by(2, schema, &[ServerId(1), ServerId(2)]);
+        let mut space =
+            tessera_protocol::SpaceConfig::owned_by(2, schema, &[ServerId(1), ServerId(2)]);
         let config = |epoch: u64, space: &tessera_protocol::SpaceConfig| Configuration {
             epoch: Epoch(epoch),
             servers: vec![],
             spaces: vec![space.clone()],
         };
-        let done = TransferRef { space: 2, subspace: tessera_types::SubspaceId(1), region: 1, id: 5 };
+        let done = TransferRef {
+            space: 2,
+            subspace: tessera_types::SubspaceId(1),
+            region: 1,
+            id: 5,
+        };
         // Before epoch 5, the view knows nothing of it: kept.
         assert!(may_be_under_way(&config(4, &space), me, &done));
         // Epoch 5 and later without it: completed or cancelled, dropped.
@@ -241,21 +270,32 @@ mod tests {
             TransferRef { id: 6, ..done },
             TransferRef { region: 2, ..done },
             TransferRef { space: 3, ..done },
-            TransferRef { subspace: tessera_types::SubspaceId(0), ..done },
+            TransferRef {
+                subspace: tessera_types::SubspaceId(0),
+                ..done
+            },
         ] {
-            assert!(!may_be_under_way(&config(9, &space), me, &wrong), "{wrong:?}");
+            assert!(
+                !may_be_under_way(&config(9, &space), me, &wrong),
+                "{wrong:?}"
+            );
         }
         assert!(!may_be_under_way(&config(9, &space), other, &done));
     }
 
-    async fn start_coordinator(dir: &std::path::Path, listener: tokio::net::TcpListener) -> Coordinator {
+    async fn start_coordinator(
+        dir: &std::path::Path,
+        listener: tokio::net::TcpListener,
+    ) -> Coordinator {
         let addr = listener.local_addr().unwrap();
         let mut options = CoordinatorOptions::new(1, dir, addr, vec![(1, addr.to_string())]);
         // Fake servers never heartbeat: keep them Available for the test.
         options.lease.lease_ms = 600_000;
         // This test needs transfers to report, whatever the default.
         options.plan_transfers = true;
-        Coordinator::start_with_listener(options, listener).await.unwrap()
+        Coordinator::start_with_listener(options, listener)
+            .await
+            .unwrap()
     }
 
     async fn rebind(addr: SocketAddr) -> tokio::net::TcpListener {
@@ -281,13 +321,25 @@ mod tests {
         let coordinator = start_coordinator(dir.path(), listener).await;
         // Three servers with a space of 8 regions a subspace (K = 2), then a fourth: the
         // planner sends it regions to catch up on.
-        let register =
-            |token: u128| Request::RegisterServer { token, address: format!("10.0.0.{token}:2000"), incarnation: 1 };
+        let register = |token: u128| Request::RegisterServer {
+            token,
+            address: format!("10.0.0.{token}:2000"),
+            incarnation: 1,
+        };
         let mut ids = Vec::new();
         for token in 1..=4u128 {
             if token == 4 {
                 let space = "space s key k attributes int a subspace a create 8 partitions tolerate 1 failure";
-                assert_eq!(call(addr, Request::AddSpace { description: space.into() }).await, Response::Done);
+                assert_eq!(
+                    call(
+                        addr,
+                        Request::AddSpace {
+                            description: space.into()
+                        }
+                    )
+                    .await,
+                    Response::Done
+                );
             }
             let deadline = Instant::now() + Duration::from_secs(10);
             loop {
@@ -301,7 +353,10 @@ mod tests {
         let new = ids[3];
         let before = configuration(addr).await;
         let done = refs_into(&before, new);
-        assert!(done.len() >= 2, "transfers into the new server: {before:#?}");
+        assert!(
+            done.len() >= 2,
+            "transfers into the new server: {before:#?}"
+        );
 
         // The coordinator goes away before the reports are made.
         coordinator.shutdown().await;
@@ -311,7 +366,11 @@ mod tests {
         let stop = Arc::new(AtomicBool::new(false));
         let stopped = stop.clone();
         // A coordinator that is not there (connections refused) comes first in the list.
-        let dead = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap().local_addr().unwrap();
+        let dead = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .unwrap()
+            .local_addr()
+            .unwrap();
         let task = tokio::spawn(report_transfers(
             vec![dead.to_string(), addr.to_string()],
             new,
@@ -340,8 +399,16 @@ mod tests {
         // they see current.
         let heartbeats = tokio::spawn(async move {
             loop {
-                let beat = Request::Heartbeat { server: new, token: 4, incarnation: 1, failed: false, epoch: Epoch(0) };
-                let _ = Link::new(addr.to_string()).call(beat, Duration::from_secs(1)).await;
+                let beat = Request::Heartbeat {
+                    server: new,
+                    token: 4,
+                    incarnation: 1,
+                    failed: false,
+                    epoch: Epoch(0),
+                };
+                let _ = Link::new(addr.to_string())
+                    .call(beat, Duration::from_secs(1))
+                    .await;
                 tokio::time::sleep(Duration::from_millis(100)).await;
             }
         });
@@ -354,19 +421,41 @@ mod tests {
             assert!(Instant::now() < deadline, "the reports were never accepted");
             tokio::time::sleep(Duration::from_millis(50)).await;
         };
-        assert_eq!(after.epoch, Epoch(before.epoch.0 + 1), "one report, one epoch");
+        assert_eq!(
+            after.epoch,
+            Epoch(before.epoch.0 + 1),
+            "one report, one epoch"
+        );
         let space = &after.spaces[0];
         for r in &done[..done.len() - 1] {
             let region = RegionIndex(r.region);
-            assert!(space.complete_replicas(r.subspace, region).contains(&new), "{r:?}");
-            assert_eq!(space.member_since(r.subspace, region, new), Epoch(r.id), "joined by that transfer");
+            assert!(
+                space.complete_replicas(r.subspace, region).contains(&new),
+                "{r:?}"
+            );
+            assert_eq!(
+                space.member_since(r.subspace, region, new),
+                Epoch(r.id),
+                "joined by that transfer"
+            );
         }
-        assert!(may_be_under_way(&after, new, &dropped), "a report the configuration no longer listed was not sent");
+        assert!(
+            may_be_under_way(&after, new, &dropped),
+            "a report the configuration no longer listed was not sent"
+        );
         *config.lock().unwrap() = after.clone();
 
         // A report from an earlier incarnation (the coordinators know incarnation 2 now) is
         // refused: the task stops, and the transfer stays under way.
-        let r = call(addr, Request::RegisterServer { token: 4, address: "10.0.0.4:2000".into(), incarnation: 2 }).await;
+        let r = call(
+            addr,
+            Request::RegisterServer {
+                token: 4,
+                address: "10.0.0.4:2000".into(),
+                incarnation: 2,
+            },
+        )
+        .await;
         assert_eq!(r, Response::Registered(new));
         let restarted = configuration(addr).await;
         *config.lock().unwrap() = restarted.clone();
@@ -374,8 +463,15 @@ mod tests {
         let again = refs_into(&restarted, new);
         assert!(!again.is_empty(), "{restarted:#?}");
         reports.send(again[0]);
-        tokio::time::timeout(Duration::from_secs(20), task).await.expect("the task ends").unwrap();
-        assert_eq!(configuration(addr).await.epoch, restarted.epoch, "nothing completed");
+        tokio::time::timeout(Duration::from_secs(20), task)
+            .await
+            .expect("the task ends")
+            .unwrap();
+        assert_eq!(
+            configuration(addr).await.epoch,
+            restarted.epoch,
+            "nothing completed"
+        );
         stop.store(true, Ordering::SeqCst);
         heartbeats.abort();
         coordinator.shutdown().await;

@@ -14,7 +14,10 @@ use tessera_replication::KeyWrite;
 use tessera_types::constants::KEY_BYTES_MAX;
 use tessera_types::funcall::FuncallCheckError;
 use tessera_types::predicate::PredicateError;
-use tessera_types::{parse_space, AttrIndex, CheckedFuncall, CheckedPredicate, Predicate, SpaceSchema, SubspaceId, Value};
+use tessera_types::{
+    parse_space, AttrIndex, CheckedFuncall, CheckedPredicate, Predicate, SpaceSchema, SubspaceId,
+    Value,
+};
 
 use crate::group::GroupWrite;
 use crate::view::{Mode, ServedSpace, View};
@@ -25,17 +28,41 @@ pub enum Job {
     /// Answered from the view alone.
     Answer(Response),
     /// A key this server leads.
-    Get { space: Arc<ServedSpace>, key: Value },
-    Explain { space: Arc<ServedSpace>, predicates: Vec<CheckedPredicate> },
-    Search { space: Arc<ServedSpace>, predicates: Vec<CheckedPredicate>, kind: SearchKind },
-    Write { space: Arc<ServedSpace>, write: KeyWrite },
+    Get {
+        space: Arc<ServedSpace>,
+        key: Value,
+    },
+    Explain {
+        space: Arc<ServedSpace>,
+        predicates: Vec<CheckedPredicate>,
+    },
+    Search {
+        space: Arc<ServedSpace>,
+        predicates: Vec<CheckedPredicate>,
+        kind: SearchKind,
+    },
+    Write {
+        space: Arc<ServedSpace>,
+        write: KeyWrite,
+    },
     /// Standalone: group delete and group update.
-    Group { space: Arc<ServedSpace>, predicates: Vec<CheckedPredicate>, write: GroupWrite },
+    Group {
+        space: Arc<ServedSpace>,
+        predicates: Vec<CheckedPredicate>,
+        write: GroupWrite,
+    },
     /// The shapes of the requests served in a space (`tessera trace`).
-    Trace { space: Arc<ServedSpace>, minutes: u32 },
+    Trace {
+        space: Arc<ServedSpace>,
+        minutes: u32,
+    },
     /// Standalone: configuration changes.
-    AddSpace { schema: SpaceSchema },
-    RmSpace { name: String },
+    AddSpace {
+        schema: SpaceSchema,
+    },
+    RmSpace {
+        name: String,
+    },
 }
 
 /// What a search returns.
@@ -44,10 +71,17 @@ pub enum SearchKind {
     /// Every match (standalone: of every region).
     All,
     Count,
-    Sorted { by: AttrIndex, limit: usize, order: SortOrder },
+    Sorted {
+        by: AttrIndex,
+        limit: usize,
+        order: SortOrder,
+    },
     /// A cluster client's share of a search: the matches in these regions, which this server
     /// holds.
-    Regions { subspace: SubspaceId, regions: Vec<RegionIndex> },
+    Regions {
+        subspace: SubspaceId,
+        regions: Vec<RegionIndex>,
+    },
 }
 
 /// Checks `frame` against `view`.
@@ -56,7 +90,10 @@ pub fn validate(frame: RequestFrame, view: &View) -> Result<Job, ErrorReply> {
     if frame.epoch > epoch {
         return Err(ErrorReply::new(
             Status::StaleEpoch,
-            format!("request built on epoch {} but this server is at {epoch}; retry", frame.epoch),
+            format!(
+                "request built on epoch {} but this server is at {epoch}; retry",
+                frame.epoch
+            ),
         ));
     }
     if view.mode == Mode::Cluster {
@@ -64,7 +101,9 @@ pub fn validate(frame: RequestFrame, view: &View) -> Result<Job, ErrorReply> {
     }
     let space = |name: &str| view.space(name);
     match frame.request {
-        Request::GetConfig => Ok(Job::Answer(Response::Config(Box::new((*view.config).clone())))),
+        Request::GetConfig => Ok(Job::Answer(Response::Config(Box::new(
+            (*view.config).clone(),
+        )))),
         Request::Get { space: name, key } => {
             let space = space(&name)?;
             let key = check_key(&space, key)?;
@@ -79,18 +118,36 @@ pub fn validate(frame: RequestFrame, view: &View) -> Result<Job, ErrorReply> {
             }
             Ok(Job::Get { space, key })
         }
-        Request::Explain { space: name, predicates } => {
+        Request::Explain {
+            space: name,
+            predicates,
+        } => {
             let space = space(&name)?;
             let predicates = check_predicates(&space, &predicates)?;
             Ok(Job::Explain { space, predicates })
         }
-        Request::Search { space: name, predicates } => search(space(&name)?, &predicates, |_| Ok(SearchKind::All)),
-        Request::Count { space: name, predicates } => search(space(&name)?, &predicates, |_| Ok(SearchKind::Count)),
-        Request::SortedSearch { space: name, predicates, sort_by, limit, order } => {
+        Request::Search {
+            space: name,
+            predicates,
+        } => search(space(&name)?, &predicates, |_| Ok(SearchKind::All)),
+        Request::Count {
+            space: name,
+            predicates,
+        } => search(space(&name)?, &predicates, |_| Ok(SearchKind::Count)),
+        Request::SortedSearch {
+            space: name,
+            predicates,
+            sort_by,
+            limit,
+            order,
+        } => {
             search(space(&name)?, &predicates, |space| {
                 let schema = &space.config.schema;
                 let by = schema.attribute_index(&sort_by).ok_or_else(|| {
-                    ErrorReply::new(Status::UnknownAttribute, format!("unknown attribute {sort_by:?}"))
+                    ErrorReply::new(
+                        Status::UnknownAttribute,
+                        format!("unknown attribute {sort_by:?}"),
+                    )
                 })?;
                 if !schema.attribute(by).ty.is_primitive() {
                     return Err(ErrorReply::new(
@@ -98,14 +155,24 @@ pub fn validate(frame: RequestFrame, view: &View) -> Result<Job, ErrorReply> {
                         format!("cannot sort by {sort_by:?}: only string, int and float attributes sort"),
                     ));
                 }
-                Ok(SearchKind::Sorted { by, limit: limit as usize, order })
+                Ok(SearchKind::Sorted {
+                    by,
+                    limit: limit as usize,
+                    order,
+                })
             })
         }
-        Request::SearchRegions { space: name, predicates, subspace, regions } => {
-            search(space(&name)?, &predicates, |space| {
-                Ok(SearchKind::Regions { subspace, regions: check_regions(space, subspace, &regions)? })
+        Request::SearchRegions {
+            space: name,
+            predicates,
+            subspace,
+            regions,
+        } => search(space(&name)?, &predicates, |space| {
+            Ok(SearchKind::Regions {
+                subspace,
+                regions: check_regions(space, subspace, &regions)?,
             })
-        }
+        }),
         Request::AddSpace { description } => {
             if description.len() > DESCRIPTION_BYTES_MAX {
                 return Err(ErrorReply::new(
@@ -113,45 +180,91 @@ pub fn validate(frame: RequestFrame, view: &View) -> Result<Job, ErrorReply> {
                     format!("descriptions are at most {DESCRIPTION_BYTES_MAX} bytes"),
                 ));
             }
-            let schema = parse_space(&description).map_err(|e| ErrorReply::new(Status::BadDescription, e.to_string()))?;
+            let schema = parse_space(&description)
+                .map_err(|e| ErrorReply::new(Status::BadDescription, e.to_string()))?;
             Ok(Job::AddSpace { schema })
         }
         Request::RmSpace { name } => Ok(Job::RmSpace { name }),
-        Request::Trace { space: name, minutes } => Ok(Job::Trace { space: space(&name)?, minutes }),
+        Request::Trace {
+            space: name,
+            minutes,
+        } => Ok(Job::Trace {
+            space: space(&name)?,
+            minutes,
+        }),
         Request::RegisterServer { .. }
         | Request::Heartbeat { .. }
         | Request::TransfersDone { .. }
         | Request::Decommission { .. }
         | Request::WaitConfig { .. }
-        | Request::CoordinatorStatus => {
-            Err(ErrorReply::new(Status::Malformed, "this is a server; that request is for a coordinator"))
-        }
-        Request::PeerHello { .. } => {
-            Err(ErrorReply::new(Status::Malformed, "a peer's hello must be the first request of its connection"))
-        }
-        Request::Put { space: name, key, mode, conditions, funcalls } => {
+        | Request::CoordinatorStatus => Err(ErrorReply::new(
+            Status::Malformed,
+            "this is a server; that request is for a coordinator",
+        )),
+        Request::PeerHello { .. } => Err(ErrorReply::new(
+            Status::Malformed,
+            "a peer's hello must be the first request of its connection",
+        )),
+        Request::Put {
+            space: name,
+            key,
+            mode,
+            conditions,
+            funcalls,
+        } => {
             let space = space(&name)?;
             let key = check_key(&space, key)?;
             let conditions = check_predicates(&space, &conditions)?;
-            let funcalls = CheckedFuncall::check_all(&space.config.schema, &funcalls).map_err(funcall_error)?;
-            Ok(Job::Write { space, write: KeyWrite::Put { key, mode, conditions, funcalls } })
+            let funcalls = CheckedFuncall::check_all(&space.config.schema, &funcalls)
+                .map_err(funcall_error)?;
+            Ok(Job::Write {
+                space,
+                write: KeyWrite::Put {
+                    key,
+                    mode,
+                    conditions,
+                    funcalls,
+                },
+            })
         }
-        Request::Del { space: name, key, conditions } => {
+        Request::Del {
+            space: name,
+            key,
+            conditions,
+        } => {
             let space = space(&name)?;
             let key = check_key(&space, key)?;
             let conditions = check_predicates(&space, &conditions)?;
-            Ok(Job::Write { space, write: KeyWrite::Del { key, conditions } })
+            Ok(Job::Write {
+                space,
+                write: KeyWrite::Del { key, conditions },
+            })
         }
-        Request::GroupDel { space: name, predicates } => {
+        Request::GroupDel {
+            space: name,
+            predicates,
+        } => {
             let space = space(&name)?;
             let predicates = check_predicates(&space, &predicates)?;
-            Ok(Job::Group { space, predicates, write: GroupWrite::Del })
+            Ok(Job::Group {
+                space,
+                predicates,
+                write: GroupWrite::Del,
+            })
         }
-        Request::GroupUpdate { space: name, predicates, funcalls } => {
+        Request::GroupUpdate {
+            space: name,
+            predicates,
+            funcalls,
+        } => {
             let space = space(&name)?;
             let predicates = check_predicates(&space, &predicates)?;
             match CheckedFuncall::check_all(&space.config.schema, &funcalls) {
-                Ok(funcalls) => Ok(Job::Group { space, predicates, write: GroupWrite::Update(funcalls) }),
+                Ok(funcalls) => Ok(Job::Group {
+                    space,
+                    predicates,
+                    write: GroupWrite::Update(funcalls),
+                }),
                 // A group update skips the objects its operations cannot apply to; one that
                 // fits no object's type applies to none.
                 Err(e) if e.is_atomic_mismatch() => Ok(Job::Answer(Response::Count(0))),
@@ -176,7 +289,10 @@ fn refuse_in_cluster(request: &Request) -> Result<(), ErrorReply> {
         }
         _ => return Ok(()),
     };
-    Err(ErrorReply::new(Status::Malformed, format!("this server is part of a cluster: {why}")))
+    Err(ErrorReply::new(
+        Status::Malformed,
+        format!("this server is part of a cluster: {why}"),
+    ))
 }
 
 fn search(
@@ -186,13 +302,19 @@ fn search(
 ) -> Result<Job, ErrorReply> {
     let predicates = check_predicates(&space, predicates)?;
     let kind = kind(&space)?;
-    Ok(Job::Search { space, predicates, kind })
+    Ok(Job::Search {
+        space,
+        predicates,
+        kind,
+    })
 }
 
 fn predicate_error(e: PredicateError) -> ErrorReply {
     let status = match &e {
         PredicateError::UnknownAttribute(_) => Status::UnknownAttribute,
-        PredicateError::WrongType { .. } | PredicateError::NotApplicable { .. } => Status::WrongType,
+        PredicateError::WrongType { .. } | PredicateError::NotApplicable { .. } => {
+            Status::WrongType
+        }
         PredicateError::BadRegex { .. } => Status::BadPredicate,
         PredicateError::TooMany(_) => Status::TooLarge,
         _ => Status::BadPredicate,
@@ -218,31 +340,52 @@ fn check_key(space: &ServedSpace, key: Value) -> Result<Value, ErrorReply> {
     let ty = schema.key().ty;
     let given = key.kind_name();
     let key = ty.coerce(key).ok_or_else(|| {
-        ErrorReply::new(Status::WrongType, format!("the key of space {:?} is a {ty}, not a {given}", schema.name))
+        ErrorReply::new(
+            Status::WrongType,
+            format!(
+                "the key of space {:?} is a {ty}, not a {given}",
+                schema.name
+            ),
+        )
     })?;
     if let Value::String(s) = &key {
         if s.len() > KEY_BYTES_MAX {
             return Err(ErrorReply::new(
                 Status::TooLarge,
-                format!("a key of {} bytes is over the {KEY_BYTES_MAX}-byte limit", s.len()),
+                format!(
+                    "a key of {} bytes is over the {KEY_BYTES_MAX}-byte limit",
+                    s.len()
+                ),
             ));
         }
     }
     Ok(key)
 }
 
-fn check_predicates(space: &ServedSpace, predicates: &[Predicate]) -> Result<Vec<CheckedPredicate>, ErrorReply> {
+fn check_predicates(
+    space: &ServedSpace,
+    predicates: &[Predicate],
+) -> Result<Vec<CheckedPredicate>, ErrorReply> {
     CheckedPredicate::check_all(&space.config.schema, predicates).map_err(predicate_error)
 }
 
 /// The regions a `SearchRegions` names: they exist, and this server serves reads of every one
 /// of them (a member of its replica set, not a state transfer's target still catching up).
-fn check_regions(space: &ServedSpace, subspace: SubspaceId, regions: &[u32]) -> Result<Vec<RegionIndex>, ErrorReply> {
+fn check_regions(
+    space: &ServedSpace,
+    subspace: SubspaceId,
+    regions: &[u32],
+) -> Result<Vec<RegionIndex>, ErrorReply> {
     let schema = &space.config.schema;
     let Some(t) = space.tessellations.get(subspace.get()) else {
         return Err(ErrorReply::new(
             Status::Malformed,
-            format!("space {:?} has {} subspaces, not {}", schema.name, schema.subspaces.len(), subspace.get() + 1),
+            format!(
+                "space {:?} has {} subspaces, not {}",
+                schema.name,
+                schema.subspaces.len(),
+                subspace.get() + 1
+            ),
         ));
     };
     regions
@@ -285,26 +428,51 @@ mod tests {
     /// A cluster view of server `me`: servers 1 and 2 hold every region, and region 1 of
     /// subspace 1 is gaining server 3 by state transfer.
     fn view_of(me: u64) -> View {
-        let schema = parse_space("space t key k attributes int x subspace x create 4 partitions").unwrap();
+        let schema =
+            parse_space("space t key k attributes int x subspace x create 4 partitions").unwrap();
         let mut space = SpaceConfig::owned_by(1, schema, &[ServerId(1), ServerId(2)]);
         space.start_transfer(5, SubspaceId(1), RegionIndex(1), ServerId(3), None);
         let servers = (1..=3)
-            .map(|i| ServerInfo { id: ServerId(i), address: format!("h:{i}"), state: ServerState::Available })
+            .map(|i| ServerInfo {
+                id: ServerId(i),
+                address: format!("h:{i}"),
+                state: ServerState::Available,
+            })
             .collect();
-        let config = Configuration { epoch: Epoch(5), servers, spaces: vec![space] };
-        config.check().expect("a configuration a coordinator could make");
+        let config = Configuration {
+            epoch: Epoch(5),
+            servers,
+            spaces: vec![space],
+        };
+        config
+            .check()
+            .expect("a configuration a coordinator could make");
         View::new(Arc::new(config), ServerId(me), Mode::Cluster)
     }
 
     fn search_regions(view: &View, regions: Vec<u32>) -> Result<Job, ErrorReply> {
-        let request =
-            Request::SearchRegions { space: "t".into(), predicates: vec![], subspace: SubspaceId(1), regions };
-        validate(RequestFrame { id: 1, epoch: Epoch(5), request }, view)
+        let request = Request::SearchRegions {
+            space: "t".into(),
+            predicates: vec![],
+            subspace: SubspaceId(1),
+            regions,
+        };
+        validate(
+            RequestFrame {
+                id: 1,
+                epoch: Epoch(5),
+                request,
+            },
+            view,
+        )
     }
 
     fn regions_of(job: Result<Job, ErrorReply>) -> Vec<RegionIndex> {
         match job {
-            Ok(Job::Search { kind: SearchKind::Regions { subspace, regions }, .. }) => {
+            Ok(Job::Search {
+                kind: SearchKind::Regions { subspace, regions },
+                ..
+            }) => {
                 assert_eq!(subspace, SubspaceId(1));
                 regions
             }
@@ -317,10 +485,19 @@ mod tests {
         let target = view_of(3);
         for regions in [vec![1], vec![0, 1], vec![0]] {
             let refused = search_regions(&target, regions.clone()).expect_err("refused");
-            assert_eq!(refused.status, Status::StaleEpoch, "regions {regions:?}: {}", refused.message);
+            assert_eq!(
+                refused.status,
+                Status::StaleEpoch,
+                "regions {regions:?}: {}",
+                refused.message
+            );
         }
         let refused = search_regions(&target, vec![1]).unwrap_err();
-        assert!(refused.message.contains("state transfer"), "{}", refused.message);
+        assert!(
+            refused.message.contains("state transfer"),
+            "{}",
+            refused.message
+        );
         // The complete replicas serve that region, and every other.
         for member in [1, 2] {
             assert_eq!(
@@ -329,6 +506,9 @@ mod tests {
             );
         }
         // A region that does not exist is still malformed, whoever asks.
-        assert_eq!(search_regions(&target, vec![4]).unwrap_err().status, Status::Malformed);
+        assert_eq!(
+            search_regions(&target, vec![4]).unwrap_err().status,
+            Status::Malformed
+        );
     }
 }

@@ -44,7 +44,9 @@ impl ServedSpace {
     /// region's replica set and not a state transfer's target still catching up, which holds
     /// only part of the region until the transfer completes.
     pub fn serves_reads(&self, subspace: SubspaceId, region: RegionIndex) -> bool {
-        self.config.complete_replicas(subspace, region).contains(&self.me)
+        self.config
+            .complete_replicas(subspace, region)
+            .contains(&self.me)
     }
 
     /// The point leader of `key`: the head of its key region's replica set.
@@ -69,11 +71,20 @@ impl View {
             .spaces
             .iter()
             .map(|s| {
-                let served = ServedSpace { tessellations: s.tessellations(), config: s.clone(), me };
+                let served = ServedSpace {
+                    tessellations: s.tessellations(),
+                    config: s.clone(),
+                    me,
+                };
                 (s.schema.name.clone(), Arc::new(served))
             })
             .collect();
-        View { config, spaces, me, mode }
+        View {
+            config,
+            spaces,
+            me,
+            mode,
+        }
     }
 
     pub fn epoch(&self) -> Epoch {
@@ -81,16 +92,17 @@ impl View {
     }
 
     pub fn space(&self, name: &str) -> Result<Arc<ServedSpace>, ErrorReply> {
-        self.spaces
-            .get(name)
-            .cloned()
-            .ok_or_else(|| ErrorReply::new(Status::UnknownSpace, format!("no space named {name:?}")))
+        self.spaces.get(name).cloned().ok_or_else(|| {
+            ErrorReply::new(Status::UnknownSpace, format!("no space named {name:?}"))
+        })
     }
 
     /// Whether `space` (validated against some earlier view) is still this view's space of its
     /// name: not removed, nor removed and created again under the same name.
     pub fn is_current(&self, space: &ServedSpace) -> bool {
-        self.spaces.get(space.name()).is_some_and(|s| s.config.id == space.config.id)
+        self.spaces
+            .get(space.name())
+            .is_some_and(|s| s.config.id == space.config.id)
     }
 }
 
@@ -102,10 +114,15 @@ mod tests {
     /// Region 1 of subspace 1 gaining server 3 by state transfer, every other region held by
     /// servers 1 and 2, as seen by `me`.
     fn served_by(me: u64) -> ServedSpace {
-        let schema = parse_space("space t key k attributes int x subspace x create 4 partitions").unwrap();
+        let schema =
+            parse_space("space t key k attributes int x subspace x create 4 partitions").unwrap();
         let mut config = SpaceConfig::owned_by(1, schema, &[ServerId(1), ServerId(2)]);
         config.start_transfer(1, SubspaceId(1), RegionIndex(1), ServerId(3), None);
-        ServedSpace { tessellations: config.tessellations(), config, me: ServerId(me) }
+        ServedSpace {
+            tessellations: config.tessellations(),
+            config,
+            me: ServerId(me),
+        }
     }
 
     #[test]
@@ -114,12 +131,19 @@ mod tests {
         let x = SubspaceId(1);
         let target = served_by(3);
         assert!(target.owns(x, region), "a hop of the region's chains");
-        assert!(!target.serves_reads(x, region), "it holds part of the region only");
+        assert!(
+            !target.serves_reads(x, region),
+            "it holds part of the region only"
+        );
         assert!(!target.owns(x, other) && !target.serves_reads(x, other));
         for member in [1, 2] {
             let served = served_by(member);
             for r in [region, other] {
-                assert!(served.owns(x, r) && served.serves_reads(x, r), "server {member}, region {}", r.0);
+                assert!(
+                    served.owns(x, r) && served.serves_reads(x, r),
+                    "server {member}, region {}",
+                    r.0
+                );
             }
         }
         assert!(!served_by(4).owns(x, region) && !served_by(4).serves_reads(x, region));

@@ -13,7 +13,8 @@ use tessera_protocol::{Configuration, Request, Response};
 use tessera_server::Server;
 use tessera_types::{ServerId, SubspaceId};
 
-const SPACE: &str = "space t key k attributes int x subspace x create 8 partitions tolerate 1 failure";
+const SPACE: &str =
+    "space t key k attributes int x subspace x create 8 partitions tolerate 1 failure";
 
 fn status_of(response: Response) -> (Status, String) {
     match response {
@@ -42,7 +43,10 @@ async fn a_cluster_server_answers_only_for_what_it_owns() {
     let region = tessellation.region_of(&[tessera_geometry::key_coordinate(&Value::from("a"))]);
     let leader = space.replicas_of(SubspaceId::KEY, region)[0];
     let other = cluster.servers.iter().find(|s| s.id() != leader).unwrap();
-    let get = |space: &str| Request::Get { space: space.into(), key: Value::from("a") };
+    let get = |space: &str| Request::Get {
+        space: space.into(),
+        key: Value::from("a"),
+    };
     match ask(cluster.server_of(leader).local_addr(), epoch, get("t")).await {
         Response::Object(Some(o)) => assert_eq!(o.values[1], Value::Int(5)),
         other => panic!("the point leader answers: {other:?}"),
@@ -57,18 +61,37 @@ async fn a_cluster_server_answers_only_for_what_it_owns() {
         funcalls: vec![tessera_types::Funcall::set("x", 9i64)],
     };
     let (status, _) = status_of(ask(other.local_addr(), epoch, put).await);
-    assert_eq!(status, Status::StaleEpoch, "only the point leader orders writes");
-    assert_eq!(client.get("t", "a").await.unwrap().unwrap().attributes["x"], Value::Int(5), "nothing changed");
+    assert_eq!(
+        status,
+        Status::StaleEpoch,
+        "only the point leader orders writes"
+    );
+    assert_eq!(
+        client.get("t", "a").await.unwrap().unwrap().attributes["x"],
+        Value::Int(5),
+        "nothing changed"
+    );
     // A point search (x fixed: one cell of one region) is answered on the connection's task.
-    let found = client.search("t", vec![tessera_client::Predicate::equals("x", 5i64)]).await.unwrap();
+    let found = client
+        .search("t", vec![tessera_client::Predicate::equals("x", 5i64)])
+        .await
+        .unwrap();
     assert_eq!(found.len(), 1);
     assert_eq!(found[0].key, Value::from("a"));
-    assert!(client.search("t", vec![tessera_client::Predicate::equals("x", 6i64)]).await.unwrap().is_empty());
+    assert!(client
+        .search("t", vec![tessera_client::Predicate::equals("x", 6i64)])
+        .await
+        .unwrap()
+        .is_empty());
 
     // Regions: a server searches only those it owns, and names the bad ones.
     let x = SubspaceId(1);
     let regions = space.replicas[1].len() as u32;
-    let not_owned = (0..regions).find(|&r| !space.replicas_of(x, tessera_geometry::RegionIndex(r)).contains(&other.id()));
+    let not_owned = (0..regions).find(|&r| {
+        !space
+            .replicas_of(x, tessera_geometry::RegionIndex(r))
+            .contains(&other.id())
+    });
     let search = |subspace, regions: Vec<u32>| Request::SearchRegions {
         space: "t".into(),
         predicates: vec![],
@@ -88,23 +111,41 @@ async fn a_cluster_server_answers_only_for_what_it_owns() {
         let (status, message) = status_of(ask(other.local_addr(), epoch, point).await);
         assert_eq!(status, Status::StaleEpoch, "{message}");
     }
-    let (status, message) = status_of(ask(other.local_addr(), epoch, search(x, vec![regions])).await);
+    let (status, message) =
+        status_of(ask(other.local_addr(), epoch, search(x, vec![regions])).await);
     assert_eq!(status, Status::Malformed, "{message}");
     assert!(message.contains("regions"), "{message}");
-    let (status, _) = status_of(ask(other.local_addr(), epoch, search(SubspaceId(9), vec![0])).await);
+    let (status, _) =
+        status_of(ask(other.local_addr(), epoch, search(SubspaceId(9), vec![0])).await);
     assert_eq!(status, Status::Malformed);
 
     // What belongs to coordinators or to cluster clients is refused with a reason.
     for request in [
-        Request::AddSpace { description: "space u key k".into() },
-        Request::Search { space: "t".into(), predicates: vec![] },
-        Request::Count { space: "t".into(), predicates: vec![] },
-        Request::RegisterServer { token: 1, address: "x:1".into(), incarnation: 1 },
+        Request::AddSpace {
+            description: "space u key k".into(),
+        },
+        Request::Search {
+            space: "t".into(),
+            predicates: vec![],
+        },
+        Request::Count {
+            space: "t".into(),
+            predicates: vec![],
+        },
+        Request::RegisterServer {
+            token: 1,
+            address: "x:1".into(),
+            incarnation: 1,
+        },
     ] {
         let (status, message) = status_of(ask(other.local_addr(), epoch, request).await);
         assert_eq!(status, Status::Malformed, "{message}");
     }
-    assert_eq!(client.list_spaces().await.unwrap().len(), 1, "no space was added by a server");
+    assert_eq!(
+        client.list_spaces().await.unwrap().len(),
+        1,
+        "no space was added by a server"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -116,12 +157,24 @@ async fn a_peer_that_sends_garbage_is_cut_off_and_nothing_changes() {
     client.put("t", "k", [("x", 1i64)]).await.unwrap();
     let target = cluster.servers[0].local_addr();
     let mut conn = peer_connection(target, ServerId(99)).await;
-    conn.send(bytes::Bytes::from_static(b"\x01garbage that is no envelope")).await.unwrap();
-    let closed = tokio::time::timeout(Duration::from_secs(10), conn.next()).await.expect("closed in time");
-    assert!(closed.is_none_or(|r| r.is_err()), "the server closes a peer connection that sends garbage");
+    conn.send(bytes::Bytes::from_static(
+        b"\x01garbage that is no envelope",
+    ))
+    .await
+    .unwrap();
+    let closed = tokio::time::timeout(Duration::from_secs(10), conn.next())
+        .await
+        .expect("closed in time");
+    assert!(
+        closed.is_none_or(|r| r.is_err()),
+        "the server closes a peer connection that sends garbage"
+    );
     // The cluster still works.
     client.put("t", "k", [("x", 2i64)]).await.unwrap();
-    assert_eq!(client.get("t", "k").await.unwrap().unwrap().attributes["x"], Value::Int(2));
+    assert_eq!(
+        client.get("t", "k").await.unwrap().unwrap().attributes["x"],
+        Value::Int(2)
+    );
     let all = client.search("t", vec![]).await.unwrap();
     assert_eq!(all.len(), 1);
 }
@@ -133,7 +186,10 @@ async fn a_restarted_server_keeps_its_identity_and_its_data() {
     client.add_space(SPACE).await.unwrap();
     settle(&cluster, &client.configuration()).await;
     for n in 0..50i64 {
-        client.put("t", format!("k{n}").as_str(), [("x", n)]).await.unwrap();
+        client
+            .put("t", format!("k{n}").as_str(), [("x", n)])
+            .await
+            .unwrap();
     }
     let before: Vec<ServerId> = cluster.servers.iter().map(Server::id).collect();
     let servers = std::mem::take(&mut cluster.servers);
@@ -141,15 +197,32 @@ async fn a_restarted_server_keeps_its_identity_and_its_data() {
         s.shutdown().await;
     }
     for n in 0..2 {
-        cluster.servers.push(server(cluster.dir.path(), n, cluster.coordinator.local_addr()).await);
+        cluster
+            .servers
+            .push(server(cluster.dir.path(), n, cluster.coordinator.local_addr()).await);
     }
     let after: Vec<ServerId> = cluster.servers.iter().map(Server::id).collect();
-    assert_eq!(before, after, "each data directory comes back as the same server");
-    assert_eq!(client.refresh().await.unwrap().servers.len(), 2, "no new server was registered");
+    assert_eq!(
+        before, after,
+        "each data directory comes back as the same server"
+    );
+    assert_eq!(
+        client.refresh().await.unwrap().servers.len(),
+        2,
+        "no new server was registered"
+    );
     let found = client.search("t", vec![]).await.unwrap();
-    assert_eq!(found.len(), 50, "every acknowledged write survived the restart");
+    assert_eq!(
+        found.len(),
+        50,
+        "every acknowledged write survived the restart"
+    );
     for n in 0..50i64 {
-        let got = client.get("t", format!("k{n}").as_str()).await.unwrap().expect("kept");
+        let got = client
+            .get("t", format!("k{n}").as_str())
+            .await
+            .unwrap()
+            .expect("kept");
         assert_eq!(got.attributes["x"], Value::Int(n));
     }
 }
@@ -160,14 +233,29 @@ async fn a_restarted_server_keeps_its_identity_and_its_data() {
 async fn a_cluster_group_update_skips_objects_it_would_make_too_large() {
     let cluster = Cluster::start(2).await;
     let client = cluster.client().await;
-    cluster.add_space(&client, "space g key k attributes string s, int n create 8 partitions").await;
+    cluster
+        .add_space(
+            &client,
+            "space g key k attributes string s, int n create 8 partitions",
+        )
+        .await;
     let limit = tessera_types::constants::OBJECT_BYTES_MAX;
     client.put("g", "small", [("s", "x")]).await.unwrap();
-    client.put("g", "big", [("s", "y".repeat(limit - 100))]).await.unwrap();
+    client
+        .put("g", "big", [("s", "y".repeat(limit - 100))])
+        .await
+        .unwrap();
     let before = client.get("g", "big").await.unwrap().unwrap();
     let grow = vec![Funcall::new("s", FuncallOp::StringAppend, "z".repeat(200))];
     assert_eq!(client.group_update("g", vec![], grow).await.unwrap(), 1);
     let small = client.get("g", "small").await.unwrap().unwrap();
-    assert_eq!(small.attributes["s"], Value::from(format!("x{}", "z".repeat(200)).as_str()));
-    assert_eq!(client.get("g", "big").await.unwrap().unwrap(), before, "skipped, unchanged");
+    assert_eq!(
+        small.attributes["s"],
+        Value::from(format!("x{}", "z".repeat(200)).as_str())
+    );
+    assert_eq!(
+        client.get("g", "big").await.unwrap().unwrap(),
+        before,
+        "skipped, unchanged"
+    );
 }

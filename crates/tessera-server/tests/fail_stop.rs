@@ -23,7 +23,10 @@ async fn a_failed_commit_is_acknowledged_to_nobody_and_the_server_takes_no_more_
     let client = server.client().await;
     client.add_space(SPACE).await.unwrap();
     for n in 0..20i64 {
-        client.put("t", format!("k{n}").as_str(), [("x", n)]).await.unwrap();
+        client
+            .put("t", format!("k{n}").as_str(), [("x", n)])
+            .await
+            .unwrap();
     }
     let before = snapshot(&client, "t").await;
     let running = server.server.as_ref().unwrap();
@@ -35,24 +38,53 @@ async fn a_failed_commit_is_acknowledged_to_nobody_and_the_server_takes_no_more_
     // state unknown: they may or may not be there after a restart), the others READONLY.
     let writes = (0..50i64).map(|n| client.put("t", format!("k{}", n % 30), [("x", 100 + n)]));
     let mut timeouts = 0;
-    for (n, result) in futures::future::join_all(writes).await.into_iter().enumerate() {
+    for (n, result) in futures::future::join_all(writes)
+        .await
+        .into_iter()
+        .enumerate()
+    {
         match status(result) {
             Status::Timeout => timeouts += 1,
             other => assert_eq!(other, Status::ReadOnly, "write {n}"),
         }
     }
-    assert!(timeouts > 0, "the failed batch's writes are answered TIMEOUT");
-    assert!(running.storage_failed(), "the failure is exposed to the rest of the server");
+    assert!(
+        timeouts > 0,
+        "the failed batch's writes are answered TIMEOUT"
+    );
+    assert!(
+        running.storage_failed(),
+        "the failure is exposed to the rest of the server"
+    );
 
     // Every later write is refused, whatever its kind; reads go on, and nothing changed.
-    assert_eq!(status(client.put("t", "k1", [("x", 9i64)]).await), Status::ReadOnly);
+    assert_eq!(
+        status(client.put("t", "k1", [("x", 9i64)]).await),
+        Status::ReadOnly
+    );
     assert_eq!(status(client.del("t", "k2").await), Status::ReadOnly);
-    assert_eq!(status(client.put_if_not_exist("t", "new", [("x", 9i64)]).await), Status::ReadOnly);
-    assert_eq!(status(client.group_del("t", vec![Predicate::equals("x", 3i64)]).await), Status::ReadOnly);
-    assert_eq!(status(client.add_space("space u key k attributes int n").await), Status::ReadOnly);
+    assert_eq!(
+        status(client.put_if_not_exist("t", "new", [("x", 9i64)]).await),
+        Status::ReadOnly
+    );
+    assert_eq!(
+        status(
+            client
+                .group_del("t", vec![Predicate::equals("x", 3i64)])
+                .await
+        ),
+        Status::ReadOnly
+    );
+    assert_eq!(
+        status(client.add_space("space u key k attributes int n").await),
+        Status::ReadOnly
+    );
     assert_eq!(status(client.rm_space("t").await), Status::ReadOnly);
     assert_eq!(snapshot(&client, "t").await, before);
-    assert_eq!(client.get("t", "k1").await.unwrap().unwrap().attributes["x"], Value::Int(1));
+    assert_eq!(
+        client.get("t", "k1").await.unwrap().unwrap().attributes["x"],
+        Value::Int(1)
+    );
     assert_eq!(client.list_spaces().await.unwrap().len(), 1);
 
     // A restart recovers the store from its journal: what was acknowledged, and nothing else.
@@ -62,7 +94,10 @@ async fn a_failed_commit_is_acknowledged_to_nobody_and_the_server_takes_no_more_
     assert!(!server.server.as_ref().unwrap().storage_failed());
     assert_eq!(snapshot(&client, "t").await, before);
     client.put("t", "k1", [("x", 9i64)]).await.unwrap();
-    assert_eq!(client.get("t", "k1").await.unwrap().unwrap().attributes["x"], Value::Int(9));
+    assert_eq!(
+        client.get("t", "k1").await.unwrap().unwrap().attributes["x"],
+        Value::Int(9)
+    );
     server.shutdown().await;
 }
 
@@ -71,10 +106,16 @@ async fn a_failed_commit_is_acknowledged_to_nobody_and_the_server_takes_no_more_
 const REPLICATED: &str = "space t key k attributes int x create 8 partitions tolerate 1 failure";
 
 /// Waits until the client's configuration (refreshed) has `server` offline.
-async fn until_offline(client: &tessera_client::Client, server: tessera_types::ServerId) -> tessera_protocol::Configuration {
+async fn until_offline(
+    client: &tessera_client::Client,
+    server: tessera_types::ServerId,
+) -> tessera_protocol::Configuration {
     for _ in 0..100 {
         let config = client.refresh().await.unwrap();
-        if config.server(server).is_some_and(|s| s.state == tessera_protocol::ServerState::Offline) {
+        if config
+            .server(server)
+            .is_some_and(|s| s.state == tessera_protocol::ServerState::Offline)
+        {
             return (*config).clone();
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
@@ -102,9 +143,19 @@ async fn a_point_leader_whose_commit_fails_leaves_the_chain() {
     // other replica leads the key from then on.
     let after = until_offline(&client, leader.id()).await;
     assert_ne!(point_leader(&after, "t", &key), leader.id());
-    client.put("t", "a", [("x", 3i64)]).await.expect("the new point leader takes writes");
-    assert_eq!(client.get("t", "a").await.unwrap().unwrap().attributes["x"], Value::Int(3));
-    let other = cluster.servers.iter().find(|s| s.id() != leader.id()).unwrap();
+    client
+        .put("t", "a", [("x", 3i64)])
+        .await
+        .expect("the new point leader takes writes");
+    assert_eq!(
+        client.get("t", "a").await.unwrap().unwrap().attributes["x"],
+        Value::Int(3)
+    );
+    let other = cluster
+        .servers
+        .iter()
+        .find(|s| s.id() != leader.id())
+        .unwrap();
     assert!(!other.storage_failed());
 }
 
@@ -122,10 +173,20 @@ async fn a_tail_whose_commit_fails_acknowledges_nothing_and_leaves_the_chain() {
     // The tail's commit fails, so it never acknowledges (not even when the point leader sends
     // the update again): the write completes only once the coordinators have taken the failed
     // tail out of the chain and the point leader, now its tail, commits it alone.
-    client.put("t", "a", [("x", 2i64)]).await.expect("done once the chain is repaired");
+    client
+        .put("t", "a", [("x", 2i64)])
+        .await
+        .expect("done once the chain is repaired");
     let now = client.refresh().await.unwrap();
-    assert_eq!(now.server(tail.id()).map(|s| s.state), Some(tessera_protocol::ServerState::Offline), "acknowledged only after the failed tail left");
+    assert_eq!(
+        now.server(tail.id()).map(|s| s.state),
+        Some(tessera_protocol::ServerState::Offline),
+        "acknowledged only after the failed tail left"
+    );
     assert!(tail.storage_failed());
     assert!(!cluster.server_of(leader).storage_failed());
-    assert_eq!(client.get("t", "a").await.unwrap().unwrap().attributes["x"], Value::Int(2));
+    assert_eq!(
+        client.get("t", "a").await.unwrap().unwrap().attributes["x"],
+        Value::Int(2)
+    );
 }

@@ -104,12 +104,20 @@ type Seen = BTreeMap<i64, Version>;
 
 /// Checks the version the server shows for `key`, which the model holds, against the contract.
 fn observe(model: &mut Model, seen: &mut Seen, key: i64, version: Version, what: &str) {
-    let o = model.get_mut(&key).expect("observed objects are in the model");
+    let o = model
+        .get_mut(&key)
+        .expect("observed objects are in the model");
     match o.version {
-        Some(v) => assert_eq!(version, v, "{what}: key {key} changed version without a write"),
+        Some(v) => assert_eq!(
+            version, v,
+            "{what}: key {key} changed version without a write"
+        ),
         None => {
             let before = seen.get(&key).copied().unwrap_or(Version::NONE);
-            assert!(version > before, "{what}: key {key} shows version {version:?} after {before:?}");
+            assert!(
+                version > before,
+                "{what}: key {key} shows version {version:?} after {before:?}"
+            );
             o.version = Some(version);
             seen.insert(key, version);
         }
@@ -473,8 +481,16 @@ async fn random_operations_match_a_model() {
                 expected.sort_by(|x, y| x.0.cmp(&y.0));
                 assert_eq!(found, expected, "step {step}: search {predicates:?}");
                 for r in &records {
-                    let Value::Int(key) = r.key else { panic!("int keys") };
-                    observe(&mut model, &mut seen, key, r.version, &format!("step {step}: search"));
+                    let Value::Int(key) = r.key else {
+                        panic!("int keys")
+                    };
+                    observe(
+                        &mut model,
+                        &mut seen,
+                        key,
+                        r.version,
+                        &format!("step {step}: search"),
+                    );
                 }
                 let count = client.count("model", predicates.clone()).await.unwrap();
                 assert_eq!(

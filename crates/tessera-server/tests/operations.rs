@@ -530,7 +530,10 @@ async fn atomic_failures_change_nothing() {
         );
     }
     // The key cannot change, and a plain assignment of the wrong type is a type error.
-    for f in [Funcall::new("id", FuncallOp::Set, "other"), Funcall::set("price", "cheap")] {
+    for f in [
+        Funcall::new("id", FuncallOp::Set, "other"),
+        Funcall::set("price", "cheap"),
+    ] {
         assert_eq!(
             status(client.atomic("hotels", "h", vec![f.clone()]).await),
             Status::WrongType,
@@ -1112,7 +1115,15 @@ async fn group_del_removes_exactly_the_matches() {
         .put_if_not_exist("hotels", k.as_str(), [("stars", i(1))])
         .await
         .unwrap();
-    assert!(client.get("hotels", k.as_str()).await.unwrap().unwrap().version > versions[k]);
+    assert!(
+        client
+            .get("hotels", k.as_str())
+            .await
+            .unwrap()
+            .unwrap()
+            .version
+            > versions[k]
+    );
     assert_eq!(
         client.group_del("hotels", vec![]).await.unwrap(),
         expected.len() as u64 + 1
@@ -1127,7 +1138,10 @@ async fn group_update_changes_exactly_the_matches_it_can() {
     let all = load_hotels(&client).await;
     // One match sits at the top of the int range: adding to it overflows, so it is skipped.
     let top = all.iter().find(|h| h.stars >= 3).unwrap().id.clone();
-    client.put("hotels", top.as_str(), [("price", i(i64::MAX))]).await.unwrap();
+    client
+        .put("hotels", top.as_str(), [("price", i(i64::MAX))])
+        .await
+        .unwrap();
     let before: BTreeMap<String, Record> = client
         .search("hotels", vec![])
         .await
@@ -1136,14 +1150,20 @@ async fn group_update_changes_exactly_the_matches_it_can() {
         .map(|r| (string_key(&r), r))
         .collect();
     let matches = |r: &Record| r.attributes["stars"] >= i(3);
-    let updatable = before.values().filter(|r| matches(r) && string_key(r) != top).count();
+    let updatable = before
+        .values()
+        .filter(|r| matches(r) && string_key(r) != top)
+        .count();
     assert!(updatable > 0);
 
     let updated = client
         .group_update(
             "hotels",
             vec![Predicate::new("stars", PredicateOp::GreaterEqual(i(3)))],
-            vec![num("price", NumOp::Add, 10i64), Funcall::set("address", "renovated")],
+            vec![
+                num("price", NumOp::Add, 10i64),
+                Funcall::set("address", "renovated"),
+            ],
         )
         .await
         .unwrap();
@@ -1152,7 +1172,9 @@ async fn group_update_changes_exactly_the_matches_it_can() {
     for (k, old) in &before {
         let now = client.get("hotels", k.as_str()).await.unwrap().unwrap();
         if matches(old) && *k != top {
-            let Value::Int(p) = old.attributes["price"] else { panic!("int price") };
+            let Value::Int(p) = old.attributes["price"] else {
+                panic!("int price")
+            };
             assert_eq!(now.attributes["price"], i(p + 10), "{k}");
             assert_eq!(now.attributes["address"], s("renovated"), "{k}");
             assert!(now.version > old.version, "{k}");
@@ -1161,7 +1183,18 @@ async fn group_update_changes_exactly_the_matches_it_can() {
         }
     }
     // Moved objects (price is a dimension) are found where they now are, once each.
-    let found = keys(&client.search("hotels", vec![Predicate::new("address", PredicateOp::Equals(s("renovated")))]).await.unwrap());
+    let found = keys(
+        &client
+            .search(
+                "hotels",
+                vec![Predicate::new(
+                    "address",
+                    PredicateOp::Equals(s("renovated")),
+                )],
+            )
+            .await
+            .unwrap(),
+    );
     assert_eq!(found.len(), updatable);
     assert_eq!(sorted_unique(found).len(), updatable);
     server.shutdown().await;
@@ -1173,15 +1206,28 @@ async fn group_update_changes_exactly_the_matches_it_can() {
 async fn group_update_skips_objects_it_would_make_too_large() {
     let server = TestServer::start().await;
     let client = server.client().await;
-    client.add_space("space g key k attributes string s, int n").await.unwrap();
+    client
+        .add_space("space g key k attributes string s, int n")
+        .await
+        .unwrap();
     let limit = tessera_types::constants::OBJECT_BYTES_MAX;
     client.put("g", "small", [("s", "x")]).await.unwrap();
-    client.put("g", "big", [("s", "y".repeat(limit - 100))]).await.unwrap();
+    client
+        .put("g", "big", [("s", "y".repeat(limit - 100))])
+        .await
+        .unwrap();
     let before = client.get("g", "big").await.unwrap().unwrap();
     let grow = vec![Funcall::new("s", FuncallOp::StringAppend, "z".repeat(200))];
     assert_eq!(client.group_update("g", vec![], grow).await.unwrap(), 1);
-    assert_eq!(attrs_in(&client, "g", "small").await["s"], s(&format!("x{}", "z".repeat(200))));
-    assert_eq!(client.get("g", "big").await.unwrap().unwrap(), before, "skipped, unchanged");
+    assert_eq!(
+        attrs_in(&client, "g", "small").await["s"],
+        s(&format!("x{}", "z".repeat(200)))
+    );
+    assert_eq!(
+        client.get("g", "big").await.unwrap().unwrap(),
+        before,
+        "skipped, unchanged"
+    );
     server.shutdown().await;
 }
 
@@ -1340,8 +1386,15 @@ async fn objects_moving_between_regions_are_found_once() {
         assert_eq!(sorted_unique(keys(&all)).len(), 50);
         // Every object was updated once more: each has a higher version than last round.
         for r in &all {
-            let before = versions.insert(r.key.clone(), r.version).unwrap_or(Version::NONE);
-            assert!(r.version > before, "{:?}: {:?} after {before:?}", r.key, r.version);
+            let before = versions
+                .insert(r.key.clone(), r.version)
+                .unwrap_or(Version::NONE);
+            assert!(
+                r.version > before,
+                "{:?}: {:?} after {before:?}",
+                r.key,
+                r.version
+            );
         }
         for city in CITIES {
             let found = client
@@ -1358,7 +1411,10 @@ async fn objects_moving_between_regions_are_found_once() {
                     .collect::<BTreeSet<_>>(),
                 expected
             );
-            assert!(found.iter().all(|r| r.version == versions[&r.key]), "the latest version of each");
+            assert!(
+                found.iter().all(|r| r.version == versions[&r.key]),
+                "the latest version of each"
+            );
         }
     }
     server.shutdown().await;
@@ -1417,7 +1473,10 @@ async fn versions_grow_with_every_update_and_are_never_reused() {
             .await
             .unwrap();
         // Updates of other keys in between do not matter.
-        client.put("hotels", "other", [("price", i(n as i64))]).await.unwrap();
+        client
+            .put("hotels", "other", [("price", i(n as i64))])
+            .await
+            .unwrap();
         let now = version("v").await.unwrap();
         assert!(now > last, "{now:?} after {last:?}");
         last = now;
@@ -1464,7 +1523,11 @@ async fn versions_grow_with_every_update_and_are_never_reused() {
     }
     let got = client.get("hotels", "counter").await.unwrap().unwrap();
     assert_eq!(got.attributes["stars"], i(300));
-    assert!(got.version.0 >= start.0 + 300, "300 updates, 300 versions: {:?} from {start:?}", got.version);
+    assert!(
+        got.version.0 >= start.0 + 300,
+        "300 updates, 300 versions: {:?} from {start:?}",
+        got.version
+    );
     server.shutdown().await;
 }
 
@@ -1506,7 +1569,10 @@ async fn data_and_spaces_survive_a_restart() {
     assert_eq!(snapshot(&client, "hotels").await, before);
     assert_eq!(before.len(), all.len() - 1);
     let h01 = client.get("hotels", "h01").await.unwrap().unwrap();
-    assert_eq!((h01.version, &h01.attributes["price"]), (h01_version, &i(1)));
+    assert_eq!(
+        (h01.version, &h01.attributes["price"]),
+        (h01_version, &i(1))
+    );
     assert_eq!(client.get("hotels", "h02").await.unwrap(), None);
     assert_eq!(
         client.get("cube", 7i64).await.unwrap().unwrap().attributes["x"],
@@ -1584,16 +1650,32 @@ async fn point_searches_with_many_matches_return_them_all() {
         let client = client.clone();
         async move {
             let n = if id < 600 { 5 } else { id };
-            client.put("points", id, [("n", Value::Int(n)), ("tag", Value::from("x"))]).await.unwrap();
+            client
+                .put(
+                    "points",
+                    id,
+                    [("n", Value::Int(n)), ("tag", Value::from("x"))],
+                )
+                .await
+                .unwrap();
         }
     });
     futures::future::join_all(puts).await;
     for (n, expected) in [(5i64, 600usize), (650, 1), (9999, 0)] {
-        let found = client.search("points", vec![Predicate::equals("n", n)]).await.unwrap();
+        let found = client
+            .search("points", vec![Predicate::equals("n", n)])
+            .await
+            .unwrap();
         assert_eq!(found.len(), expected, "n = {n}");
         let unique: BTreeSet<Value> = found.iter().map(|r| r.key.clone()).collect();
         assert_eq!(unique.len(), expected, "no key twice for n = {n}");
-        assert_eq!(client.count("points", vec![Predicate::equals("n", n)]).await.unwrap(), expected as u64);
+        assert_eq!(
+            client
+                .count("points", vec![Predicate::equals("n", n)])
+                .await
+                .unwrap(),
+            expected as u64
+        );
     }
     server.shutdown().await;
 }

@@ -22,7 +22,8 @@ use tessera_replication::{ChainAck, ChainUpdate, Envelope, PeerMessage};
 use tessera_server::Server;
 use tessera_types::{Object, ServerId, SubspaceId, Version};
 
-const SPACE: &str = "space t key k attributes int x subspace x create 8 partitions tolerate 0 failures";
+const SPACE: &str =
+    "space t key k attributes int x subspace x create 8 partitions tolerate 0 failures";
 const KEYS: usize = 40;
 
 /// Everything a bad envelope must leave alone: every key's object and version, and a search.
@@ -31,7 +32,16 @@ async fn stored(client: &Client) -> (Vec<Option<Record>>, Vec<Record>) {
     for n in 0..KEYS {
         gets.push(client.get("t", format!("k{n}").as_str()).await.unwrap());
     }
-    let mut all = client.search("t", vec![Predicate::new("x", tessera_client::PredicateOp::LessThan(Value::Int(1000)))]).await.unwrap();
+    let mut all = client
+        .search(
+            "t",
+            vec![Predicate::new(
+                "x",
+                tessera_client::PredicateOp::LessThan(Value::Int(1000)),
+            )],
+        )
+        .await
+        .unwrap();
     all.sort_by(|a, b| a.key.cmp(&b.key));
     (gets, all)
 }
@@ -45,11 +55,20 @@ fn key_led(config: &Configuration, server: ServerId, led: bool) -> Value {
 }
 
 fn object(key: &Value, x: i64) -> Object {
-    Object { values: vec![key.clone(), Value::Int(x)] }
+    Object {
+        values: vec![key.clone(), Value::Int(x)],
+    }
 }
 
 fn envelope(from: ServerId, seq: u64, body: Option<PeerMessage>) -> Bytes {
-    let envelope = Envelope { from, incarnation: 1, to_incarnation: 0, seq, ack: 0, body };
+    let envelope = Envelope {
+        from,
+        incarnation: 1,
+        to_incarnation: 0,
+        seq,
+        ack: 0,
+        body,
+    };
     encode(&envelope).expect("an envelope encodes")
 }
 
@@ -67,7 +86,10 @@ async fn a_bad_envelope_closes_its_connection_and_changes_nothing() {
     let client = cluster.client().await;
     let config = cluster.add_space(&client, SPACE).await;
     for n in 0..KEYS {
-        client.put("t", format!("k{n}").as_str(), [("x", n as i64)]).await.unwrap();
+        client
+            .put("t", format!("k{n}").as_str(), [("x", n as i64)])
+            .await
+            .unwrap();
     }
     let before = stored(&client).await;
     let target: &Server = &cluster.servers[0];
@@ -91,23 +113,81 @@ async fn a_bad_envelope_closes_its_connection_and_changes_nothing() {
     let chain = |u: ChainUpdate| Some(PeerMessage::Chain(u));
     let theirs = key_led(&config, me, false);
     let cases: Vec<(&str, Bytes)> = vec![
-        ("sequence 0 with a body", envelope(other, 0, chain(update.clone()))),
+        (
+            "sequence 0 with a body",
+            envelope(other, 0, chain(update.clone())),
+        ),
         ("no body with a sequence number", envelope(other, 3, None)),
-        ("an update with neither old nor new object", envelope(other, 1, chain(ChainUpdate { new: None, ..update.clone() }))),
+        (
+            "an update with neither old nor new object",
+            envelope(
+                other,
+                1,
+                chain(ChainUpdate {
+                    new: None,
+                    ..update.clone()
+                }),
+            ),
+        ),
         (
             "a truncated object",
-            envelope(other, 1, chain(ChainUpdate { new: Some(Object { values: vec![mine.clone()] }), ..update.clone() })),
+            envelope(
+                other,
+                1,
+                chain(ChainUpdate {
+                    new: Some(Object {
+                        values: vec![mine.clone()],
+                    }),
+                    ..update.clone()
+                }),
+            ),
         ),
         (
             "an object of the wrong types",
-            envelope(other, 1, chain(ChainUpdate { new: Some(Object { values: vec![mine.clone(), Value::from("seven")] }), ..update.clone() })),
+            envelope(
+                other,
+                1,
+                chain(ChainUpdate {
+                    new: Some(Object {
+                        values: vec![mine.clone(), Value::from("seven")],
+                    }),
+                    ..update.clone()
+                }),
+            ),
         ),
         (
             "old and new of different keys",
-            envelope(other, 1, chain(ChainUpdate { old: Some(object(&theirs, 1)), ..update.clone() })),
+            envelope(
+                other,
+                1,
+                chain(ChainUpdate {
+                    old: Some(object(&theirs, 1)),
+                    ..update.clone()
+                }),
+            ),
         ),
-        ("version 0", envelope(other, 1, chain(ChainUpdate { version: Version::NONE, ..update.clone() }))),
-        ("a region that does not exist", envelope(other, 1, chain(ChainUpdate { region: RegionIndex(1_000_000), ..update.clone() }))),
+        (
+            "version 0",
+            envelope(
+                other,
+                1,
+                chain(ChainUpdate {
+                    version: Version::NONE,
+                    ..update.clone()
+                }),
+            ),
+        ),
+        (
+            "a region that does not exist",
+            envelope(
+                other,
+                1,
+                chain(ChainUpdate {
+                    region: RegionIndex(1_000_000),
+                    ..update.clone()
+                }),
+            ),
+        ),
         (
             "a region this server does not hold",
             envelope(
@@ -120,7 +200,17 @@ async fn a_bad_envelope_closes_its_connection_and_changes_nothing() {
                 }),
             ),
         ),
-        ("a space that does not exist", envelope(other, 1, chain(ChainUpdate { space: space.id + 1000, ..update.clone() }))),
+        (
+            "a space that does not exist",
+            envelope(
+                other,
+                1,
+                chain(ChainUpdate {
+                    space: space.id + 1000,
+                    ..update.clone()
+                }),
+            ),
+        ),
         (
             "an acknowledgement of version 0",
             envelope(
@@ -136,30 +226,66 @@ async fn a_bad_envelope_closes_its_connection_and_changes_nothing() {
                 })),
             ),
         ),
-        ("an envelope claiming to come from the server itself", envelope(me, 1, chain(update.clone()))),
-        ("an envelope from another server than the hello's", envelope(ServerId(77), 1, chain(update.clone()))),
-        ("undecodable bytes", Bytes::from_static(b"\x01\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff not an envelope")),
+        (
+            "an envelope claiming to come from the server itself",
+            envelope(me, 1, chain(update.clone())),
+        ),
+        (
+            "an envelope from another server than the hello's",
+            envelope(ServerId(77), 1, chain(update.clone())),
+        ),
+        (
+            "undecodable bytes",
+            Bytes::from_static(b"\x01\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff not an envelope"),
+        ),
         ("an empty frame", Bytes::new()),
     ];
     for (n, (what, frame)) in cases.into_iter().enumerate() {
         let mut conn = peer_connection(target.local_addr(), other).await;
         conn.send(frame).await.unwrap();
-        assert!(closed_in_time(&mut conn).await, "{what}: the server closes the connection");
+        assert!(
+            closed_in_time(&mut conn).await,
+            "{what}: the server closes the connection"
+        );
         // The server still answers clients: a write and a read of a key outside the data.
         let probe = format!("probe{n}");
-        client.put("t", probe.as_str(), [("x", 5000i64)]).await.unwrap_or_else(|e| panic!("{what}: a write after it: {e}"));
-        assert!(client.get("t", probe.as_str()).await.unwrap().is_some(), "{what}");
-        assert_eq!(stored(&client).await, before, "{what}: the stored data is unchanged");
+        client
+            .put("t", probe.as_str(), [("x", 5000i64)])
+            .await
+            .unwrap_or_else(|e| panic!("{what}: a write after it: {e}"));
+        assert!(
+            client.get("t", probe.as_str()).await.unwrap().is_some(),
+            "{what}"
+        );
+        assert_eq!(
+            stored(&client).await,
+            before,
+            "{what}: the stored data is unchanged"
+        );
     }
     assert!(!target.storage_failed());
 
     // The control: the same valid update, addressed to an earlier life of the server (so the
     // state machine drops it), passes the checks and the connection stays open.
     let mut conn = peer_connection(target.local_addr(), other).await;
-    let stale = Envelope { from: other, incarnation: 1, to_incarnation: 1, seq: 1, ack: 0, body: chain(update) };
+    let stale = Envelope {
+        from: other,
+        incarnation: 1,
+        to_incarnation: 1,
+        seq: 1,
+        ack: 0,
+        body: chain(update),
+    };
     conn.send(encode(&stale).unwrap()).await.unwrap();
     let open = tokio::time::timeout(Duration::from_millis(500), conn.next()).await;
-    assert!(open.is_err(), "a good envelope leaves the connection open: {open:?}");
-    assert_eq!(stored(&client).await, before, "a stale peer's update changes nothing");
+    assert!(
+        open.is_err(),
+        "a good envelope leaves the connection open: {open:?}"
+    );
+    assert_eq!(
+        stored(&client).await,
+        before,
+        "a stale peer's update changes nothing"
+    );
     assert!(client.get("t", mine).await.unwrap().is_none());
 }

@@ -162,11 +162,19 @@ pub struct Funcall {
 
 impl Funcall {
     pub fn set(attr: impl Into<String>, value: impl Into<Value>) -> Funcall {
-        Funcall { attr: attr.into(), op: FuncallOp::Set, arg: value.into() }
+        Funcall {
+            attr: attr.into(),
+            op: FuncallOp::Set,
+            arg: value.into(),
+        }
     }
 
     pub fn new(attr: impl Into<String>, op: FuncallOp, arg: impl Into<Value>) -> Funcall {
-        Funcall { attr: attr.into(), op, arg: arg.into() }
+        Funcall {
+            attr: attr.into(),
+            op,
+            arg: arg.into(),
+        }
     }
 }
 
@@ -179,9 +187,19 @@ pub enum FuncallCheckError {
     #[error("the key {0:?} cannot be changed: delete the object and put a new one")]
     KeyImmutable(String),
     #[error("{op} does not apply to attribute {attr:?} of type {ty}")]
-    NotApplicable { attr: String, ty: AttributeType, op: String },
+    NotApplicable {
+        attr: String,
+        ty: AttributeType,
+        op: String,
+    },
     #[error("{op} on attribute {attr:?} of type {ty} needs a {expected} argument, got a {given}")]
-    WrongType { attr: String, ty: AttributeType, op: String, expected: String, given: &'static str },
+    WrongType {
+        attr: String,
+        ty: AttributeType,
+        op: String,
+        expected: String,
+        given: &'static str,
+    },
     #[error("too many funcalls: {0} (at most {FUNCALLS_MAX})")]
     TooMany(usize),
 }
@@ -192,7 +210,8 @@ impl FuncallCheckError {
     /// report those as a failed comparison, like an overflow: the operation cannot apply.
     pub fn is_atomic_mismatch(&self) -> bool {
         match self {
-            FuncallCheckError::NotApplicable { op, .. } | FuncallCheckError::WrongType { op, .. } => op != "set",
+            FuncallCheckError::NotApplicable { op, .. }
+            | FuncallCheckError::WrongType { op, .. } => op != "set",
             _ => false,
         }
     }
@@ -227,8 +246,11 @@ impl CheckedFuncall {
             return Err(FuncallCheckError::KeyImmutable(f.attr.clone()));
         }
         let ty = schema.attribute(attr).ty;
-        let not_applicable =
-            || FuncallCheckError::NotApplicable { attr: f.attr.clone(), ty, op: f.op.name() };
+        let not_applicable = || FuncallCheckError::NotApplicable {
+            attr: f.attr.clone(),
+            ty,
+            op: f.op.name(),
+        };
         let wrong_type = |expected: String| FuncallCheckError::WrongType {
             attr: f.attr.clone(),
             ty,
@@ -239,7 +261,10 @@ impl CheckedFuncall {
         let prim = |p: PrimitiveType| {
             coerce_primitive(p, f.arg.clone()).ok_or_else(|| wrong_type(p.name().into()))
         };
-        let whole = |t: AttributeType| t.coerce(f.arg.clone()).ok_or_else(|| wrong_type(t.to_string()));
+        let whole = |t: AttributeType| {
+            t.coerce(f.arg.clone())
+                .ok_or_else(|| wrong_type(t.to_string()))
+        };
         let numeric = |p: PrimitiveType, op: NumOp| {
             p != PrimitiveType::String && !(op.is_bitwise() && p == PrimitiveType::Float)
         };
@@ -247,21 +272,27 @@ impl CheckedFuncall {
         let arg = match (f.op, ty) {
             (FuncallOp::Set, t) => whole(t)?,
             (FuncallOp::Num(op), T::Primitive(p)) if numeric(p, op) => prim(p)?,
-            (FuncallOp::StringPrepend | FuncallOp::StringAppend, T::Primitive(PrimitiveType::String)) => {
-                prim(PrimitiveType::String)?
-            }
+            (
+                FuncallOp::StringPrepend | FuncallOp::StringAppend,
+                T::Primitive(PrimitiveType::String),
+            ) => prim(PrimitiveType::String)?,
             (FuncallOp::ListLPush | FuncallOp::ListRPush, T::List(p)) => prim(p)?,
             (FuncallOp::SetAdd | FuncallOp::SetRemove, T::Set(p)) => prim(p)?,
             (FuncallOp::SetUnion | FuncallOp::SetIntersect, T::Set(_)) => whole(ty)?,
             (FuncallOp::MapAdd, T::Map(_, _)) => whole(ty)?,
             (FuncallOp::MapRemove, T::Map(k, _)) => prim(k)?,
             (FuncallOp::MapNum(op), T::Map(_, v)) if numeric(v, op) => whole(ty)?,
-            (FuncallOp::MapStringPrepend | FuncallOp::MapStringAppend, T::Map(_, PrimitiveType::String)) => {
-                whole(ty)?
-            }
+            (
+                FuncallOp::MapStringPrepend | FuncallOp::MapStringAppend,
+                T::Map(_, PrimitiveType::String),
+            ) => whole(ty)?,
             _ => return Err(not_applicable()),
         };
-        Ok(CheckedFuncall { attr, op: f.op, arg })
+        Ok(CheckedFuncall {
+            attr,
+            op: f.op,
+            arg,
+        })
     }
 
     pub fn check_all(
@@ -271,7 +302,10 @@ impl CheckedFuncall {
         if funcalls.len() > crate::constants::FUNCALLS_MAX {
             return Err(FuncallCheckError::TooMany(funcalls.len()));
         }
-        funcalls.iter().map(|f| CheckedFuncall::check(schema, f)).collect()
+        funcalls
+            .iter()
+            .map(|f| CheckedFuncall::check(schema, f))
+            .collect()
     }
 
     /// Applies this funcall to `object` in place. On error `object` is unchanged.
@@ -335,15 +369,22 @@ impl CheckedFuncall {
                 }
                 Value::Map(m2)
             }
-            (FuncallOp::MapStringPrepend | FuncallOp::MapStringAppend, Value::Map(m), Value::Map(a)) => {
+            (
+                FuncallOp::MapStringPrepend | FuncallOp::MapStringAppend,
+                Value::Map(m),
+                Value::Map(a),
+            ) => {
                 let mut m2 = m.clone();
                 for (k, v) in a {
-                    let (Value::String(add), current) =
-                        (v, m2.get(k).cloned().unwrap_or(Value::String(String::new())))
-                    else {
+                    let (Value::String(add), current) = (
+                        v,
+                        m2.get(k).cloned().unwrap_or(Value::String(String::new())),
+                    ) else {
                         unreachable!("checked: map of strings")
                     };
-                    let Value::String(cur) = current else { unreachable!("stored map of strings") };
+                    let Value::String(cur) = current else {
+                        unreachable!("stored map of strings")
+                    };
                     let joined = if self.op == FuncallOp::MapStringPrepend {
                         format!("{add}{cur}")
                     } else {
@@ -353,7 +394,10 @@ impl CheckedFuncall {
                 }
                 Value::Map(m2)
             }
-            _ => unreachable!("checked funcall {:?} against stored value {:?}", self.op, slot),
+            _ => unreachable!(
+                "checked funcall {:?} against stored value {:?}",
+                self.op, slot
+            ),
         };
         *slot = new;
         Ok(())
@@ -404,34 +448,71 @@ mod tests {
             Funcall::new("st", SetAdd, "a"),
             Funcall::new("st", SetUnion, Value::List(vec!["b".into(), "c".into()])),
             Funcall::new("st", SetRemove, "b"),
-            Funcall::new("m", MapAdd, Value::Map([("x".into(), 1i64.into())].into_iter().collect())),
-            Funcall::new("m", MapNum(NumOp::Add), Value::Map([("x".into(), 2i64.into()), ("y".into(), 5i64.into())].into_iter().collect())),
+            Funcall::new(
+                "m",
+                MapAdd,
+                Value::Map([("x".into(), 1i64.into())].into_iter().collect()),
+            ),
+            Funcall::new(
+                "m",
+                MapNum(NumOp::Add),
+                Value::Map(
+                    [("x".into(), 2i64.into()), ("y".into(), 5i64.into())]
+                        .into_iter()
+                        .collect(),
+                ),
+            ),
             Funcall::new("m", MapRemove, "y"),
-            Funcall::new("ms", MapStringAppend, Value::Map([("a".into(), "z".into())].into_iter().collect())),
+            Funcall::new(
+                "ms",
+                MapStringAppend,
+                Value::Map([("a".into(), "z".into())].into_iter().collect()),
+            ),
         ])
         .unwrap();
         assert_eq!(o.values[1], Value::Int(43));
         assert_eq!(o.values[2], Value::Float(0.25));
         assert_eq!(o.values[3], Value::from("pre-mid-post"));
         assert_eq!(o.values[4], Value::List(vec![1i64.into(), 2i64.into()]));
-        assert_eq!(o.values[5], Value::Set(["a".into(), "c".into()].into_iter().collect()));
-        assert_eq!(o.values[6], Value::Map([("x".into(), 3i64.into())].into_iter().collect()));
-        assert_eq!(o.values[7], Value::Map([("a".into(), "z".into())].into_iter().collect()));
+        assert_eq!(
+            o.values[5],
+            Value::Set(["a".into(), "c".into()].into_iter().collect())
+        );
+        assert_eq!(
+            o.values[6],
+            Value::Map([("x".into(), 3i64.into())].into_iter().collect())
+        );
+        assert_eq!(
+            o.values[7],
+            Value::Map([("a".into(), "z".into())].into_iter().collect())
+        );
     }
 
     #[test]
     fn data_dependent_failures_are_clean() {
         use FuncallOp::*;
         assert_eq!(
-            run(&[Funcall::set("i", i64::MAX), Funcall::new("i", Num(NumOp::Add), 1i64)]),
+            run(&[
+                Funcall::set("i", i64::MAX),
+                Funcall::new("i", Num(NumOp::Add), 1i64)
+            ]),
             Err(FuncallError::Overflow)
         );
         assert_eq!(
-            run(&[Funcall::set("i", i64::MIN), Funcall::new("i", Num(NumOp::Div), -1i64)]),
+            run(&[
+                Funcall::set("i", i64::MIN),
+                Funcall::new("i", Num(NumOp::Div), -1i64)
+            ]),
             Err(FuncallError::Overflow)
         );
-        assert_eq!(run(&[Funcall::new("i", Num(NumOp::Mod), 0i64)]), Err(FuncallError::DivideByZero));
-        assert_eq!(run(&[Funcall::new("f", Num(NumOp::Div), 0.0)]), Err(FuncallError::NotANumber));
+        assert_eq!(
+            run(&[Funcall::new("i", Num(NumOp::Mod), 0i64)]),
+            Err(FuncallError::DivideByZero)
+        );
+        assert_eq!(
+            run(&[Funcall::new("f", Num(NumOp::Div), 0.0)]),
+            Err(FuncallError::NotANumber)
+        );
     }
 
     #[test]
@@ -439,15 +520,46 @@ mod tests {
         use FuncallOp::*;
         let s = schema();
         let check = |f: Funcall| CheckedFuncall::check(&s, &f);
-        assert!(matches!(check(Funcall::new("s", Num(NumOp::Add), 1i64)), Err(FuncallCheckError::NotApplicable { .. })));
-        assert!(matches!(check(Funcall::new("f", Num(NumOp::And), 1i64)), Err(FuncallCheckError::NotApplicable { .. })));
-        assert!(matches!(check(Funcall::new("i", Num(NumOp::Add), "x")), Err(FuncallCheckError::WrongType { .. })));
-        assert!(matches!(check(Funcall::new("l", ListRPush, "x")), Err(FuncallCheckError::WrongType { .. })));
-        assert!(matches!(check(Funcall::set("k", "other")), Err(FuncallCheckError::KeyImmutable(_))));
-        assert!(check(Funcall::new("s", Num(NumOp::Add), 1i64)).unwrap_err().is_atomic_mismatch());
-        assert!(check(Funcall::new("i", Num(NumOp::Add), "x")).unwrap_err().is_atomic_mismatch());
-        assert!(!check(Funcall::set("i", "x")).unwrap_err().is_atomic_mismatch());
-        assert!(matches!(check(Funcall::set("nope", 1i64)), Err(FuncallCheckError::UnknownAttribute(_))));
-        assert!(matches!(check(Funcall::new("ms", MapNum(NumOp::Add), Value::Map(Default::default()))), Err(FuncallCheckError::NotApplicable { .. })));
+        assert!(matches!(
+            check(Funcall::new("s", Num(NumOp::Add), 1i64)),
+            Err(FuncallCheckError::NotApplicable { .. })
+        ));
+        assert!(matches!(
+            check(Funcall::new("f", Num(NumOp::And), 1i64)),
+            Err(FuncallCheckError::NotApplicable { .. })
+        ));
+        assert!(matches!(
+            check(Funcall::new("i", Num(NumOp::Add), "x")),
+            Err(FuncallCheckError::WrongType { .. })
+        ));
+        assert!(matches!(
+            check(Funcall::new("l", ListRPush, "x")),
+            Err(FuncallCheckError::WrongType { .. })
+        ));
+        assert!(matches!(
+            check(Funcall::set("k", "other")),
+            Err(FuncallCheckError::KeyImmutable(_))
+        ));
+        assert!(check(Funcall::new("s", Num(NumOp::Add), 1i64))
+            .unwrap_err()
+            .is_atomic_mismatch());
+        assert!(check(Funcall::new("i", Num(NumOp::Add), "x"))
+            .unwrap_err()
+            .is_atomic_mismatch());
+        assert!(!check(Funcall::set("i", "x"))
+            .unwrap_err()
+            .is_atomic_mismatch());
+        assert!(matches!(
+            check(Funcall::set("nope", 1i64)),
+            Err(FuncallCheckError::UnknownAttribute(_))
+        ));
+        assert!(matches!(
+            check(Funcall::new(
+                "ms",
+                MapNum(NumOp::Add),
+                Value::Map(Default::default())
+            )),
+            Err(FuncallCheckError::NotApplicable { .. })
+        ));
     }
 }

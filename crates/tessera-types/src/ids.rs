@@ -15,14 +15,20 @@ pub struct Epoch(pub u64);
 
 /// The version of one key's object, assigned by its point leader: strictly increasing per key.
 /// Version 0 never names a stored object (and is the default: "no version yet").
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
 pub struct Version(pub u64);
 
 impl Version {
     pub const NONE: Version = Version(0);
 
     pub fn next(self) -> Version {
-        Version(self.0.checked_add(1).expect("a key's version space is 2^64"))
+        Version(
+            self.0
+                .checked_add(1)
+                .expect("a key's version space is 2^64"),
+        )
     }
 
     /// The lowest version a point leader gives in `epoch`: the epoch in the high 32 bits.

@@ -14,8 +14,10 @@ pub mod predicate;
 pub mod schema;
 pub mod value;
 
+pub use funcall::{
+    apply_all, CheckedFuncall, Funcall, FuncallCheckError, FuncallError, FuncallOp, NumOp,
+};
 pub use ids::{Epoch, ServerId, Version};
-pub use funcall::{apply_all, CheckedFuncall, Funcall, FuncallCheckError, FuncallError, FuncallOp, NumOp};
 pub use object::{Object, StoredObject};
 pub use parse::{parse_space, parse_space_tolerating, ParseError};
 pub use predicate::{matches_all, CheckedPredicate, Predicate, PredicateError, PredicateOp};

@@ -44,7 +44,11 @@ impl Object {
     /// Whether this object has exactly the shape and types of `schema`.
     pub fn conforms_to(&self, schema: &SpaceSchema) -> bool {
         self.values.len() == schema.attributes.len()
-            && self.values.iter().zip(&schema.attributes).all(|(v, a)| a.ty.admits(v))
+            && self
+                .values
+                .iter()
+                .zip(&schema.attributes)
+                .all(|(v, a)| a.ty.admits(v))
     }
 
     /// The attributes other than the key, with their names, in schema order.
@@ -52,6 +56,9 @@ impl Object {
         &'a self,
         schema: &'a SpaceSchema,
     ) -> impl Iterator<Item = (&'a str, &'a Value)> + 'a {
-        schema.attributes[1..].iter().zip(&self.values[1..]).map(|(a, v)| (a.name.as_str(), v))
+        schema.attributes[1..]
+            .iter()
+            .zip(&self.values[1..])
+            .map(|(a, v)| (a.name.as_str(), v))
     }
 }

@@ -153,7 +153,11 @@ impl Parser {
     }
 
     fn error_at(&self, pos: Pos, message: String) -> ParseError {
-        ParseError { line: pos.line, column: pos.column, message }
+        ParseError {
+            line: pos.line,
+            column: pos.column,
+            message,
+        }
     }
 
     fn expect_word(&mut self, what: &str) -> Result<(String, Pos), ParseError> {
@@ -186,7 +190,10 @@ impl Parser {
     fn primitive(&mut self) -> Result<PrimitiveType, ParseError> {
         let (w, pos) = self.expect_word("a type (string, int or float)")?;
         primitive_named(&w).ok_or_else(|| {
-            self.error_at(pos, format!("unknown type {w:?}: expected string, int or float"))
+            self.error_at(
+                pos,
+                format!("unknown type {w:?}: expected string, int or float"),
+            )
         })
     }
 
@@ -222,7 +229,13 @@ impl Parser {
                 let (name, pos) = self.expect_word(what)?;
                 Ok((Attribute { name, ty }, pos))
             }
-            None => Ok((Attribute { name: first, ty: AttributeType::STRING }, first_pos)),
+            None => Ok((
+                Attribute {
+                    name: first,
+                    ty: AttributeType::STRING,
+                },
+                first_pos,
+            )),
         }
     }
 }
@@ -237,7 +250,10 @@ fn primitive_named(word: &str) -> Option<PrimitiveType> {
 }
 
 fn is_keyword(word: &str) -> bool {
-    matches!(word, "space" | "key" | "attributes" | "subspace" | "create" | "tolerate")
+    matches!(
+        word,
+        "space" | "key" | "attributes" | "subspace" | "create" | "tolerate"
+    )
 }
 
 /// Parses a space description. See the module documentation for the grammar.
@@ -247,8 +263,14 @@ pub fn parse_space(text: &str) -> Result<SpaceSchema, ParseError> {
 
 /// [`parse_space`], with `tolerate` as the failures tolerated when the description does not
 /// say (a cluster's default: `tessera dev --replicas K` makes it K - 1).
-pub fn parse_space_tolerating(text: &str, default_tolerate: u32) -> Result<SpaceSchema, ParseError> {
-    let mut p = Parser { tokens: tokenize(text)?, at: 0 };
+pub fn parse_space_tolerating(
+    text: &str,
+    default_tolerate: u32,
+) -> Result<SpaceSchema, ParseError> {
+    let mut p = Parser {
+        tokens: tokenize(text)?,
+        at: 0,
+    };
     p.expect_keyword("space")?;
     let (name, name_pos) = p.expect_word("the space name")?;
     p.expect_keyword("key")?;
@@ -319,7 +341,10 @@ pub fn parse_space_tolerating(text: &str, default_tolerate: u32) -> Result<Space
 
     let (end, end_pos) = p.next();
     if end != Token::End {
-        return Err(p.error_at(end_pos, format!("unexpected {end} after the space description")));
+        return Err(p.error_at(
+            end_pos,
+            format!("unexpected {end} after the space description"),
+        ));
     }
 
     let attr_positions: Vec<Pos> = attributes.iter().map(|(_, pos)| *pos).collect();
@@ -355,13 +380,20 @@ pub fn parse_space_tolerating(text: &str, default_tolerate: u32) -> Result<Space
                 .next_back()
                 .unwrap_or(name_pos),
             SchemaError::TooManyDimensions { .. } | SchemaError::TooManySubspaces { .. } => {
-                subspaces.last().and_then(|(_, p)| p.first().copied()).unwrap_or(name_pos)
+                subspaces
+                    .last()
+                    .and_then(|(_, p)| p.first().copied())
+                    .unwrap_or(name_pos)
             }
             SchemaError::BadPartitions(_) => partitions_pos,
             SchemaError::BadTolerate(_) => tolerate_pos,
             _ => name_pos,
         };
-        ParseError { line: pos.line, column: pos.column, message: e.to_string() }
+        ParseError {
+            line: pos.line,
+            column: pos.column,
+            message: e.to_string(),
+        }
     })
 }
 
@@ -406,7 +438,10 @@ tolerate 1 failure
         assert_eq!(s.key().name, "id");
         assert_eq!(s.key().ty, AttributeType::STRING);
         assert_eq!(s.attributes.len(), 9);
-        assert_eq!(s.attribute(AttrIndex(7)).ty, AttributeType::Set(PrimitiveType::String));
+        assert_eq!(
+            s.attribute(AttrIndex(7)).ty,
+            AttributeType::Set(PrimitiveType::String)
+        );
         assert_eq!(
             s.attribute(AttrIndex(8)).ty,
             AttributeType::Map(PrimitiveType::String, PrimitiveType::Int)
@@ -421,7 +456,10 @@ tolerate 1 failure
     fn defaults_and_comments() {
         let s = parse_space("# a comment\nspace kv key int k # trailing\n").unwrap();
         assert_eq!(s.key().ty, AttributeType::INT);
-        assert_eq!((s.partitions, s.tolerate), (PARTITIONS_DEFAULT, TOLERATE_DEFAULT));
+        assert_eq!(
+            (s.partitions, s.tolerate),
+            (PARTITIONS_DEFAULT, TOLERATE_DEFAULT)
+        );
         assert_eq!(s.subspaces.len(), 1);
     }
 
@@ -482,7 +520,11 @@ mod properties {
     use proptest::prelude::*;
 
     fn primitive() -> impl Strategy<Value = PrimitiveType> {
-        prop_oneof![Just(PrimitiveType::String), Just(PrimitiveType::Int), Just(PrimitiveType::Float)]
+        prop_oneof![
+            Just(PrimitiveType::String),
+            Just(PrimitiveType::Int),
+            Just(PrimitiveType::Float)
+        ]
     }
 
     fn attribute_type() -> impl Strategy<Value = AttributeType> {
@@ -496,15 +538,27 @@ mod properties {
 
     /// Random valid schemas: a primitive key, up to 8 attributes, subspaces over primitives.
     fn schema() -> impl Strategy<Value = SpaceSchema> {
-        (primitive(), proptest::collection::vec(attribute_type(), 0..8), 1u32..5000, 0u32..4, any::<u64>())
+        (
+            primitive(),
+            proptest::collection::vec(attribute_type(), 0..8),
+            1u32..5000,
+            0u32..4,
+            any::<u64>(),
+        )
             .prop_map(|(key, types, partitions, tolerate, seed)| {
                 let attributes: Vec<Attribute> = types
                     .iter()
                     .enumerate()
-                    .map(|(i, &ty)| Attribute { name: format!("a{i}"), ty })
+                    .map(|(i, &ty)| Attribute {
+                        name: format!("a{i}"),
+                        ty,
+                    })
                     .collect();
-                let dims: Vec<String> =
-                    attributes.iter().filter(|a| a.ty.is_primitive()).map(|a| a.name.clone()).collect();
+                let dims: Vec<String> = attributes
+                    .iter()
+                    .filter(|a| a.ty.is_primitive())
+                    .map(|a| a.name.clone())
+                    .collect();
                 let mut subspaces = Vec::new();
                 for s in 0..(seed % 3) as usize {
                     let chosen: Vec<String> = dims
@@ -519,7 +573,10 @@ mod properties {
                 }
                 SpaceSchema::new(
                     "s",
-                    Attribute { name: "k".into(), ty: AttributeType::Primitive(key) },
+                    Attribute {
+                        name: "k".into(),
+                        ty: AttributeType::Primitive(key),
+                    },
                     attributes,
                     subspaces,
                     partitions,

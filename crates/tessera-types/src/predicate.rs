@@ -59,7 +59,10 @@ pub struct Predicate {
 
 impl Predicate {
     pub fn new(attr: impl Into<String>, op: PredicateOp) -> Predicate {
-        Predicate { attr: attr.into(), op }
+        Predicate {
+            attr: attr.into(),
+            op,
+        }
     }
 
     pub fn equals(attr: impl Into<String>, value: impl Into<Value>) -> Predicate {
@@ -83,9 +86,18 @@ pub enum PredicateError {
     #[error("unknown attribute {0:?}")]
     UnknownAttribute(String),
     #[error("attribute {attr:?} has type {ty}, but the {op} predicate was given a {given}")]
-    WrongType { attr: String, ty: AttributeType, op: &'static str, given: &'static str },
+    WrongType {
+        attr: String,
+        ty: AttributeType,
+        op: &'static str,
+        given: &'static str,
+    },
     #[error("the {op} predicate does not apply to attribute {attr:?} of type {ty}")]
-    NotApplicable { attr: String, ty: AttributeType, op: &'static str },
+    NotApplicable {
+        attr: String,
+        ty: AttributeType,
+        op: &'static str,
+    },
     #[error("invalid regular expression {pattern:?}: {reason}")]
     BadRegex { pattern: String, reason: String },
     #[error("too many predicates: {0} (at most {PREDICATES_MAX})")]
@@ -98,8 +110,11 @@ impl CheckedPredicate {
             .attribute_index(&p.attr)
             .ok_or_else(|| PredicateError::UnknownAttribute(p.attr.clone()))?;
         let ty = schema.attribute(attr).ty;
-        let not_applicable =
-            || PredicateError::NotApplicable { attr: p.attr.clone(), ty, op: p.op.name() };
+        let not_applicable = || PredicateError::NotApplicable {
+            attr: p.attr.clone(),
+            ty,
+            op: p.op.name(),
+        };
         let wrong_type = |given: &Value| PredicateError::WrongType {
             attr: p.attr.clone(),
             ty,
@@ -140,7 +155,10 @@ impl CheckedPredicate {
             PredicateOp::LengthEquals(_)
             | PredicateOp::LengthLessEqual(_)
             | PredicateOp::LengthGreaterEqual(_) => {
-                if matches!(ty, AttributeType::Primitive(PrimitiveType::Int | PrimitiveType::Float)) {
+                if matches!(
+                    ty,
+                    AttributeType::Primitive(PrimitiveType::Int | PrimitiveType::Float)
+                ) {
                     return Err(not_applicable());
                 }
                 p.op.clone()
@@ -167,7 +185,10 @@ impl CheckedPredicate {
         if predicates.len() > PREDICATES_MAX {
             return Err(PredicateError::TooMany(predicates.len()));
         }
-        predicates.iter().map(|p| CheckedPredicate::check(schema, p)).collect()
+        predicates
+            .iter()
+            .map(|p| CheckedPredicate::check(schema, p))
+            .collect()
     }
 
     /// Whether `value` (of this predicate's attribute type) satisfies the predicate.
@@ -190,9 +211,7 @@ impl CheckedPredicate {
                 (Value::List(items), _) => items.contains(needle),
                 (Value::Set(items), _) => items.contains(needle),
                 (Value::Map(entries), _) => entries.contains_key(needle),
-                (Value::String(s), Value::String(n)) => {
-                    memfind(s.as_bytes(), n.as_bytes())
-                }
+                (Value::String(s), Value::String(n)) => memfind(s.as_bytes(), n.as_bytes()),
                 _ => false,
             },
         }
@@ -237,7 +256,9 @@ mod tests {
     }
 
     fn eval(attr: &str, op: PredicateOp) -> bool {
-        CheckedPredicate::check(&schema(), &Predicate::new(attr, op)).unwrap().matches(&object())
+        CheckedPredicate::check(&schema(), &Predicate::new(attr, op))
+            .unwrap()
+            .matches(&object())
     }
 
     #[test]
@@ -245,7 +266,10 @@ mod tests {
         assert!(eval("i", PredicateOp::Equals(Value::Int(-5))));
         assert!(eval("i", PredicateOp::LessThan(Value::Int(0))));
         assert!(!eval("i", PredicateOp::GreaterEqual(Value::Int(0))));
-        assert!(eval("f", PredicateOp::Range(Value::Int(2), Value::Float(2.5))));
+        assert!(eval(
+            "f",
+            PredicateOp::Range(Value::Int(2), Value::Float(2.5))
+        ));
         assert!(eval("s", PredicateOp::GreaterThan(Value::from("hello"))));
         assert!(eval("s", PredicateOp::Regex("^hel+o w".into())));
         assert!(eval("s", PredicateOp::Contains(Value::from("o w"))));
@@ -257,21 +281,51 @@ mod tests {
         assert!(eval("m", PredicateOp::Contains(Value::from("x"))));
         assert!(eval("m", PredicateOp::LengthLessEqual(1)));
         assert!(eval("k", PredicateOp::Equals(Value::from("key"))));
-        assert!(eval("l", PredicateOp::Equals(Value::List(vec![Value::Int(1), Value::Int(2)]))));
+        assert!(eval(
+            "l",
+            PredicateOp::Equals(Value::List(vec![Value::Int(1), Value::Int(2)]))
+        ));
     }
 
     #[test]
     fn predicates_that_cannot_apply_are_refused() {
         let s = schema();
         let check = |attr: &str, op| CheckedPredicate::check(&s, &Predicate::new(attr, op));
-        assert!(matches!(check("nope", PredicateOp::Equals(Value::Int(1))), Err(PredicateError::UnknownAttribute(_))));
-        assert!(matches!(check("i", PredicateOp::Equals(Value::from("x"))), Err(PredicateError::WrongType { .. })));
-        assert!(matches!(check("i", PredicateOp::Regex("x".into())), Err(PredicateError::NotApplicable { .. })));
-        assert!(matches!(check("i", PredicateOp::LengthEquals(1)), Err(PredicateError::NotApplicable { .. })));
-        assert!(matches!(check("l", PredicateOp::LessThan(Value::Int(1))), Err(PredicateError::NotApplicable { .. })));
-        assert!(matches!(check("f", PredicateOp::Contains(Value::Int(1))), Err(PredicateError::NotApplicable { .. })));
-        assert!(matches!(check("s", PredicateOp::Regex("(".into())), Err(PredicateError::BadRegex { .. })));
-        assert!(matches!(check("f", PredicateOp::Equals(Value::Float(f64::NAN))), Err(PredicateError::WrongType { .. })));
-        assert!(matches!(check("l", PredicateOp::Contains(Value::from("x"))), Err(PredicateError::WrongType { .. })));
+        assert!(matches!(
+            check("nope", PredicateOp::Equals(Value::Int(1))),
+            Err(PredicateError::UnknownAttribute(_))
+        ));
+        assert!(matches!(
+            check("i", PredicateOp::Equals(Value::from("x"))),
+            Err(PredicateError::WrongType { .. })
+        ));
+        assert!(matches!(
+            check("i", PredicateOp::Regex("x".into())),
+            Err(PredicateError::NotApplicable { .. })
+        ));
+        assert!(matches!(
+            check("i", PredicateOp::LengthEquals(1)),
+            Err(PredicateError::NotApplicable { .. })
+        ));
+        assert!(matches!(
+            check("l", PredicateOp::LessThan(Value::Int(1))),
+            Err(PredicateError::NotApplicable { .. })
+        ));
+        assert!(matches!(
+            check("f", PredicateOp::Contains(Value::Int(1))),
+            Err(PredicateError::NotApplicable { .. })
+        ));
+        assert!(matches!(
+            check("s", PredicateOp::Regex("(".into())),
+            Err(PredicateError::BadRegex { .. })
+        ));
+        assert!(matches!(
+            check("f", PredicateOp::Equals(Value::Float(f64::NAN))),
+            Err(PredicateError::WrongType { .. })
+        ));
+        assert!(matches!(
+            check("l", PredicateOp::Contains(Value::from("x"))),
+            Err(PredicateError::WrongType { .. })
+        ));
     }
 }

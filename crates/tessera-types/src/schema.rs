@@ -115,7 +115,10 @@ impl SpaceSchema {
             return Err(SchemaError::InvalidName(name.to_owned()));
         }
         if !key.ty.is_primitive() {
-            return Err(SchemaError::KeyNotPrimitive { name: key.name, ty: key.ty });
+            return Err(SchemaError::KeyNotPrimitive {
+                name: key.name,
+                ty: key.ty,
+            });
         }
         let mut all = Vec::with_capacity(attributes.len() + 1);
         all.push(key);
@@ -132,9 +135,13 @@ impl SpaceSchema {
             }
         }
         if subspaces.len() + 1 > SUBSPACES_MAX {
-            return Err(SchemaError::TooManySubspaces { count: subspaces.len() + 1 });
+            return Err(SchemaError::TooManySubspaces {
+                count: subspaces.len() + 1,
+            });
         }
-        let mut resolved = vec![Subspace { dimensions: vec![AttrIndex::KEY] }];
+        let mut resolved = vec![Subspace {
+            dimensions: vec![AttrIndex::KEY],
+        }];
         for names in subspaces {
             if names.is_empty() {
                 return Err(SchemaError::EmptySubspace);
@@ -152,7 +159,10 @@ impl SpaceSchema {
                     return Err(SchemaError::KeyInSubspace(n));
                 }
                 if !all[idx].ty.is_primitive() {
-                    return Err(SchemaError::DimensionNotPrimitive { name: n, ty: all[idx].ty });
+                    return Err(SchemaError::DimensionNotPrimitive {
+                        name: n,
+                        ty: all[idx].ty,
+                    });
                 }
                 let idx = AttrIndex(idx as u16);
                 if dimensions.contains(&idx) {
@@ -168,7 +178,13 @@ impl SpaceSchema {
         if tolerate > TOLERATE_MAX {
             return Err(SchemaError::BadTolerate(tolerate));
         }
-        Ok(SpaceSchema { name: name.to_owned(), attributes: all, subspaces: resolved, partitions, tolerate })
+        Ok(SpaceSchema {
+            name: name.to_owned(),
+            attributes: all,
+            subspaces: resolved,
+            partitions,
+            tolerate,
+        })
     }
 
     pub fn key(&self) -> &Attribute {
@@ -176,7 +192,10 @@ impl SpaceSchema {
     }
 
     pub fn key_type(&self) -> PrimitiveType {
-        self.attributes[0].ty.as_primitive().expect("schema invariant: the key is primitive")
+        self.attributes[0]
+            .ty
+            .as_primitive()
+            .expect("schema invariant: the key is primitive")
     }
 
     pub fn attribute(&self, idx: AttrIndex) -> &Attribute {
@@ -184,7 +203,10 @@ impl SpaceSchema {
     }
 
     pub fn attribute_index(&self, name: &str) -> Option<AttrIndex> {
-        self.attributes.iter().position(|a| a.name == name).map(|i| AttrIndex(i as u16))
+        self.attributes
+            .iter()
+            .position(|a| a.name == name)
+            .map(|i| AttrIndex(i as u16))
     }
 
     pub fn subspace(&self, id: SubspaceId) -> &Subspace {

@@ -101,13 +101,22 @@ impl AttributeType {
         let coerced = match (self, value) {
             (AttributeType::Primitive(p), v) => coerce_primitive(p, v)?,
             (AttributeType::List(p), Value::List(items)) => Value::List(
-                items.into_iter().map(|v| coerce_primitive(p, v)).collect::<Option<_>>()?,
+                items
+                    .into_iter()
+                    .map(|v| coerce_primitive(p, v))
+                    .collect::<Option<_>>()?,
             ),
             (AttributeType::Set(p), Value::Set(items)) => Value::Set(
-                items.into_iter().map(|v| coerce_primitive(p, v)).collect::<Option<_>>()?,
+                items
+                    .into_iter()
+                    .map(|v| coerce_primitive(p, v))
+                    .collect::<Option<_>>()?,
             ),
             (AttributeType::Set(p), Value::List(items)) => Value::Set(
-                items.into_iter().map(|v| coerce_primitive(p, v)).collect::<Option<_>>()?,
+                items
+                    .into_iter()
+                    .map(|v| coerce_primitive(p, v))
+                    .collect::<Option<_>>()?,
             ),
             (AttributeType::Map(kt, vt), Value::Map(entries)) => Value::Map(
                 entries
@@ -311,7 +320,12 @@ mod tests {
 
     #[test]
     fn float_order_is_total_and_numeric() {
-        let mut v = vec![Value::Float(2.5), Value::Float(-0.0), Value::Float(-3.0), Value::Float(0.0)];
+        let mut v = vec![
+            Value::Float(2.5),
+            Value::Float(-0.0),
+            Value::Float(-3.0),
+            Value::Float(0.0),
+        ];
         v.sort();
         assert_eq!(v[0], Value::Float(-3.0));
         assert_eq!(v[3], Value::Float(2.5));
@@ -319,11 +333,21 @@ mod tests {
 
     #[test]
     fn coerce_accepts_int_for_float_and_list_for_set() {
-        assert_eq!(AttributeType::FLOAT.coerce(Value::Int(3)), Some(Value::Float(3.0)));
+        assert_eq!(
+            AttributeType::FLOAT.coerce(Value::Int(3)),
+            Some(Value::Float(3.0))
+        );
         let set = AttributeType::Set(PrimitiveType::Int)
-            .coerce(Value::List(vec![Value::Int(2), Value::Int(1), Value::Int(2)]))
+            .coerce(Value::List(vec![
+                Value::Int(2),
+                Value::Int(1),
+                Value::Int(2),
+            ]))
             .unwrap();
-        assert_eq!(set, Value::Set([Value::Int(1), Value::Int(2)].into_iter().collect()));
+        assert_eq!(
+            set,
+            Value::Set([Value::Int(1), Value::Int(2)].into_iter().collect())
+        );
         assert_eq!(AttributeType::INT.coerce(Value::from("x")), None);
         assert_eq!(AttributeType::FLOAT.coerce(Value::Float(f64::NAN)), None);
     }

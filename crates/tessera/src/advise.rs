@@ -25,9 +25,12 @@ pub async fn advise(
         let objects = client.count(space, vec![]).await?.max(1);
         text.push_str(&format!("\n{{\"objects\": {objects}}}\n"));
     }
-    let workload =
-        parse_workload(&text, &schema).map_err(|e| Failure::Error(format!("the workload for {space:?}: {e}")))?;
-    let options = AdvisorOptions { clusters_reported: top, ..AdvisorOptions::default() };
+    let workload = parse_workload(&text, &schema)
+        .map_err(|e| Failure::Error(format!("the workload for {space:?}: {e}")))?;
+    let options = AdvisorOptions {
+        clusters_reported: top,
+        ..AdvisorOptions::default()
+    };
     let advice = rank(&schema, &workload, calibration, options)
         .map_err(|e| Failure::Error(format!("advising on {space:?}: {e}")))?;
     serde_json::to_value(&advice).map_err(|e| Failure::Error(format!("the advice as JSON: {e}")))
@@ -36,7 +39,8 @@ pub async fn advise(
 /// Whether some line of the workload gives the object count.
 fn has_objects_line(text: &str) -> bool {
     text.lines().any(|line| {
-        serde_json::from_str::<serde_json::Value>(line.trim()).is_ok_and(|v| v.get("objects").is_some())
+        serde_json::from_str::<serde_json::Value>(line.trim())
+            .is_ok_and(|v| v.get("objects").is_some())
     })
 }
 
@@ -44,7 +48,11 @@ fn has_objects_line(text: &str) -> bool {
 mod tests {
     #[test]
     fn an_objects_line_is_found_among_the_others() {
-        assert!(super::has_objects_line("{\"p\": 1, \"get\": true}\n  {\"objects\": 5}\n"));
-        assert!(!super::has_objects_line("{\"p\": 1, \"get\": true}\n# {\"objects\": 5}\nnot json"));
+        assert!(super::has_objects_line(
+            "{\"p\": 1, \"get\": true}\n  {\"objects\": 5}\n"
+        ));
+        assert!(!super::has_objects_line(
+            "{\"p\": 1, \"get\": true}\n# {\"objects\": 5}\nnot json"
+        ));
     }
 }

@@ -17,9 +17,18 @@ use crate::Failure;
 /// The scratch spaces: `_s` for gets and searches, `_w0` and `_w2` for writes through no and
 /// two subspaces. Every one holds its only copy on one server (K = 1): a chain hop is a server.
 const SPACES: [(&str, &str); 3] = [
-    ("tessera_calibrate_s", "key int k attributes int g10, int g100, string pad subspace g10 subspace g100, g10"),
-    ("tessera_calibrate_w0", "key int k attributes string pad, string s1, string s2"),
-    ("tessera_calibrate_w2", "key int k attributes string pad, string s1, string s2 subspace s1 subspace s2"),
+    (
+        "tessera_calibrate_s",
+        "key int k attributes int g10, int g100, string pad subspace g10 subspace g100, g10",
+    ),
+    (
+        "tessera_calibrate_w0",
+        "key int k attributes string pad, string s1, string s2",
+    ),
+    (
+        "tessera_calibrate_w2",
+        "key int k attributes string pad, string s1, string s2 subspace s1 subspace s2",
+    ),
 ];
 
 #[derive(Clone, Copy)]
@@ -33,13 +42,20 @@ pub struct CalibrateOptions {
 }
 
 /// Runs the micro-workloads and fits the constants; returns them and the measurements.
-pub async fn calibrate(client: &Arc<Client>, options: CalibrateOptions) -> Result<serde_json::Value, Failure> {
+pub async fn calibrate(
+    client: &Arc<Client>,
+    options: CalibrateOptions,
+) -> Result<serde_json::Value, Failure> {
     for (name, _) in SPACES {
         // Left over from an interrupted run.
         let _ = client.rm_space(name).await;
     }
     for (name, body) in SPACES {
-        client.add_space(&format!("space {name} {body} create 16 partitions tolerate 0 failures")).await?;
+        client
+            .add_space(&format!(
+                "space {name} {body} create 16 partitions tolerate 0 failures"
+            ))
+            .await?;
     }
     let outcome = measure(client, options).await;
     for (name, _) in SPACES {
@@ -53,51 +69,96 @@ pub async fn calibrate(client: &Arc<Client>, options: CalibrateOptions) -> Resul
 
 async fn measure(client: &Arc<Client>, options: CalibrateOptions) -> Result<Measurements, Failure> {
     load(client, options, |k| {
-        (SPACES[0].0, vec![("g10", Value::Int(k % 10)), ("g100", Value::Int(k % 100)), ("pad", Value::from("x"))])
+        (
+            SPACES[0].0,
+            vec![
+                ("g10", Value::Int(k % 10)),
+                ("g100", Value::Int(k % 100)),
+                ("pad", Value::from("x")),
+            ],
+        )
     })
     .await?;
     for space in [SPACES[1].0, SPACES[2].0] {
         load(client, options, move |k| {
-            (space, vec![("pad", Value::from("x")), ("s1", Value::from(format!("a{k}"))), ("s2", Value::from(format!("b{k}")))])
+            (
+                space,
+                vec![
+                    ("pad", Value::from("x")),
+                    ("s1", Value::from(format!("a{k}"))),
+                    ("s2", Value::from(format!("b{k}"))),
+                ],
+            )
         })
         .await?;
     }
     let mut m = Measurements::default();
-    m.gets.push(closed_loop(client, options, |c, k| async move { c.get(SPACES[0].0, k).await.map(|_| ()) }).await?);
+    m.gets.push(
+        closed_loop(client, options, |c, k| async move {
+            c.get(SPACES[0].0, k).await.map(|_| ())
+        })
+        .await?,
+    );
     // (predicates for object k): each search's regions from explain, its objects from a run.
     let searches: [fn(i64) -> Vec<Predicate>; 4] = [
         |k| vec![Predicate::equals("g10", k % 10)],
         |k| vec![Predicate::equals("g100", k % 100)],
-        |k| vec![Predicate::equals("g100", k % 100), Predicate::equals("g10", k % 10)],
+        |k| {
+            vec![
+                Predicate::equals("g100", k % 100),
+                Predicate::equals("g10", k % 10),
+            ]
+        },
         |_| vec![Predicate::equals("pad", "x")],
     ];
     for predicates in searches {
-        let regions = client.explain(SPACES[0].0, predicates(1)).await?.regions_contacted as f64;
+        let regions = client
+            .explain(SPACES[0].0, predicates(1))
+            .await?
+            .regions_contacted as f64;
         let objects = client.search(SPACES[0].0, predicates(1)).await?.len() as f64;
         let throughput_ops_s = closed_loop(client, options, move |c, k| async move {
             c.search(SPACES[0].0, predicates(k)).await.map(|_| ())
         })
         .await?;
-        m.searches.push(SearchMeasurement { regions, objects, throughput_ops_s });
+        m.searches.push(SearchMeasurement {
+            regions,
+            objects,
+            throughput_ops_s,
+        });
     }
     // Writes: `pad` is in no subspace (nothing moves); `s1` and `s2` get new values (the object
     // moves in both subspaces of `_w2`, but for the 1 in 16 that hash to the same slice).
     let fresh = Arc::new(AtomicU64::new(0));
-    for (space, subspaces, moved) in [(SPACES[1].0, 0, false), (SPACES[2].0, 2, false), (SPACES[2].0, 2, true)] {
+    for (space, subspaces, moved) in [
+        (SPACES[1].0, 0, false),
+        (SPACES[2].0, 2, false),
+        (SPACES[2].0, 2, true),
+    ] {
         let fresh = fresh.clone();
         let throughput_ops_s = closed_loop(client, options, move |c, k| {
             let v = fresh.fetch_add(1, Ordering::Relaxed);
             async move {
                 if moved {
-                    c.put(space, k, [("s1", format!("c{v}")), ("s2", format!("d{v}"))]).await
+                    c.put(space, k, [("s1", format!("c{v}")), ("s2", format!("d{v}"))])
+                        .await
                 } else {
                     c.put(space, k, [("pad", format!("p{v}"))]).await
                 }
             }
         })
         .await?;
-        let (subspaces_unmoved, subspaces_moved) = if moved { (0, subspaces) } else { (subspaces, 0) };
-        m.writes.push(WriteMeasurement { replicas: 1, subspaces_unmoved, subspaces_moved, throughput_ops_s });
+        let (subspaces_unmoved, subspaces_moved) = if moved {
+            (0, subspaces)
+        } else {
+            (subspaces, 0)
+        };
+        m.writes.push(WriteMeasurement {
+            replicas: 1,
+            subspaces_unmoved,
+            subspaces_moved,
+            throughput_ops_s,
+        });
     }
     Ok(m)
 }
@@ -125,20 +186,28 @@ where
         })
         .collect();
     for t in tasks {
-        t.await.map_err(|e| Failure::Error(format!("a loader failed: {e}")))??;
+        t.await
+            .map_err(|e| Failure::Error(format!("a loader failed: {e}")))??;
     }
     Ok(())
 }
 
 /// Runs `op` on keys spread over the objects, `concurrency` at a time, for `seconds`; returns
 /// the requests completed per second. Any error ends the calibration.
-async fn closed_loop<F, Fut>(client: &Arc<Client>, options: CalibrateOptions, op: F) -> Result<f64, Failure>
+async fn closed_loop<F, Fut>(
+    client: &Arc<Client>,
+    options: CalibrateOptions,
+    op: F,
+) -> Result<f64, Failure>
 where
     F: Fn(Arc<Client>, i64) -> Fut + Send + Sync + 'static,
     Fut: std::future::Future<Output = Result<(), tessera_client::ClientError>> + Send,
 {
     let op = Arc::new(op);
-    let (done, stop) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicBool::new(false)));
+    let (done, stop) = (
+        Arc::new(AtomicU64::new(0)),
+        Arc::new(AtomicBool::new(false)),
+    );
     let started = Instant::now();
     let tasks: Vec<_> = (0..options.concurrency as u64)
         .map(|t| {
@@ -157,7 +226,8 @@ where
     tokio::time::sleep(Duration::from_secs_f64(options.seconds)).await;
     stop.store(true, Ordering::Relaxed);
     for t in tasks {
-        t.await.map_err(|e| Failure::Error(format!("a worker failed: {e}")))??;
+        t.await
+            .map_err(|e| Failure::Error(format!("a worker failed: {e}")))??;
     }
     Ok(done.load(Ordering::Relaxed) as f64 / started.elapsed().as_secs_f64())
 }

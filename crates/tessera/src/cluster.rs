@@ -22,8 +22,13 @@ fn parse_peers(text: &str) -> Result<Vec<(u64, String)>, Failure> {
         .split(',')
         .filter(|p| !p.trim().is_empty())
         .map(|p| {
-            let (id, address) = p.trim().split_once('=').ok_or_else(|| format!("peer {p:?} is not ID=HOST:PORT"))?;
-            let id = id.parse().map_err(|_| format!("peer id {id:?} is not a number"))?;
+            let (id, address) = p
+                .trim()
+                .split_once('=')
+                .ok_or_else(|| format!("peer {p:?} is not ID=HOST:PORT"))?;
+            let id = id
+                .parse()
+                .map_err(|_| format!("peer id {id:?} is not a number"))?;
             Ok((id, address.to_owned()))
         })
         .collect();
@@ -35,7 +40,11 @@ fn parse_peers(text: &str) -> Result<Vec<(u64, String)>, Failure> {
 }
 
 fn addresses(text: &str) -> Vec<String> {
-    text.split(',').map(str::trim).filter(|a| !a.is_empty()).map(str::to_owned).collect()
+    text.split(',')
+        .map(str::trim)
+        .filter(|a| !a.is_empty())
+        .map(str::to_owned)
+        .collect()
 }
 
 fn ready(line: String) {
@@ -53,12 +62,16 @@ pub async fn coordinator(
 ) -> Result<(), Failure> {
     let peers = parse_peers(peers)?;
     if !peers.iter().any(|(p, _)| *p == id) {
-        return Err(Failure::Error(format!("--peers does not list this coordinator's --id {id}")));
+        return Err(Failure::Error(format!(
+            "--peers does not list this coordinator's --id {id}"
+        )));
     }
     let mut options = CoordinatorOptions::new(id, &data_dir, listen, peers.clone());
     options.default_tolerate = default_tolerate;
     options.lease = lease_tuning(lease_ms);
-    let c = Coordinator::start(options).await.map_err(|e| Failure::Error(format!("cannot start: {e}")))?;
+    let c = Coordinator::start(options)
+        .await
+        .map_err(|e| Failure::Error(format!("cannot start: {e}")))?;
     ready(format!(
         "tessera coordinator {id}: ready on {}, {} members, data in {}",
         c.local_addr(),
@@ -73,7 +86,11 @@ pub async fn coordinator(
 
 /// The lease the coordinators grant, with a margin of half a lease for clock drift.
 fn lease_tuning(lease_ms: u64) -> LeaseTuning {
-    LeaseTuning { lease_ms, margin_ms: lease_ms / 2, ..LeaseTuning::default() }
+    LeaseTuning {
+        lease_ms,
+        margin_ms: lease_ms / 2,
+        ..LeaseTuning::default()
+    }
 }
 
 fn server_options(
@@ -87,7 +104,10 @@ fn server_options(
     let mut options = ServerOptions::new(data_dir, listen);
     (options.fsync, options.cache_bytes) = storage;
     options.transfer_bytes_per_second = transfer_bytes_per_second;
-    options.cluster = Some(ClusterOptions { coordinators, advertise });
+    options.cluster = Some(ClusterOptions {
+        coordinators,
+        advertise,
+    });
     options
 }
 
@@ -103,9 +123,23 @@ pub async fn server(
     if coordinators.is_empty() {
         return Err(Failure::Error("--coordinators names no address".into()));
     }
-    let options = server_options(data_dir.clone(), listen, coordinators, advertise, storage, transfer_bytes_per_second);
-    let s = Server::start(options).await.map_err(|e| Failure::Error(format!("cannot start: {e}")))?;
-    ready(format!("tessera server {}: ready on {}, data in {}", s.id(), s.local_addr(), data_dir.display()));
+    let options = server_options(
+        data_dir.clone(),
+        listen,
+        coordinators,
+        advertise,
+        storage,
+        transfer_bytes_per_second,
+    );
+    let s = Server::start(options)
+        .await
+        .map_err(|e| Failure::Error(format!("cannot start: {e}")))?;
+    ready(format!(
+        "tessera server {}: ready on {}, data in {}",
+        s.id(),
+        s.local_addr(),
+        data_dir.display()
+    ));
     wait_for_stop_signal().await;
     eprintln!("tessera server {}: stopping", s.id());
     s.shutdown().await;
@@ -128,22 +162,39 @@ pub async fn dev(d: DevCluster) -> Result<(), Failure> {
         return Err(Failure::Error("--coordinators must be 1, 3 or 5".into()));
     }
     if d.replicas == 0 || d.replicas > d.servers {
-        return Err(Failure::Error(format!("--replicas must be between 1 and --servers ({})", d.servers)));
+        return Err(Failure::Error(format!(
+            "--replicas must be between 1 and --servers ({})",
+            d.servers
+        )));
     }
     // Bind every coordinator first, so each can be told all the others' addresses.
     let mut listeners = Vec::new();
     for i in 0..d.coordinators {
-        let address = if i == 0 { d.listen } else { SocketAddr::new(d.listen.ip(), 0) };
-        let l = TcpListener::bind(address).await.map_err(|e| Failure::Error(format!("binding {address}: {e}")))?;
+        let address = if i == 0 {
+            d.listen
+        } else {
+            SocketAddr::new(d.listen.ip(), 0)
+        };
+        let l = TcpListener::bind(address)
+            .await
+            .map_err(|e| Failure::Error(format!("binding {address}: {e}")))?;
         listeners.push(l);
     }
-    let peers: Vec<(u64, String)> =
-        listeners.iter().enumerate().map(|(i, l)| (i as u64 + 1, l.local_addr().expect("bound").to_string())).collect();
+    let peers: Vec<(u64, String)> = listeners
+        .iter()
+        .enumerate()
+        .map(|(i, l)| (i as u64 + 1, l.local_addr().expect("bound").to_string()))
+        .collect();
     let mut coordinators = Vec::new();
     for (i, listener) in listeners.into_iter().enumerate() {
         let id = i as u64 + 1;
         let dir = d.data_dir.join(format!("coordinator-{id}"));
-        let mut options = CoordinatorOptions::new(id, dir, peers[i].1.parse().expect("an address"), peers.clone());
+        let mut options = CoordinatorOptions::new(
+            id,
+            dir,
+            peers[i].1.parse().expect("an address"),
+            peers.clone(),
+        );
         options.default_tolerate = Some(d.replicas - 1);
         options.lease = lease_tuning(d.lease_ms);
         let c = Coordinator::start_with_listener(options, listener)
@@ -156,8 +207,17 @@ pub async fn dev(d: DevCluster) -> Result<(), Failure> {
     for n in 1..=d.servers {
         let dir = d.data_dir.join(format!("server-{n}"));
         let listen = SocketAddr::new(d.listen.ip(), 0);
-        let options = server_options(dir, listen, addresses.clone(), None, d.storage, TRANSFER_BYTES_PER_SECOND_DEFAULT);
-        let s = Server::start(options).await.map_err(|e| Failure::Error(format!("cannot start server {n}: {e}")))?;
+        let options = server_options(
+            dir,
+            listen,
+            addresses.clone(),
+            None,
+            d.storage,
+            TRANSFER_BYTES_PER_SECOND_DEFAULT,
+        );
+        let s = Server::start(options)
+            .await
+            .map_err(|e| Failure::Error(format!("cannot start server {n}: {e}")))?;
         servers.push(s);
     }
     ready(format!(
@@ -181,7 +241,8 @@ pub async fn dev(d: DevCluster) -> Result<(), Failure> {
 
 /// Regions each server holds and heads, over every subspace of every space.
 fn regions_per_server(config: &Configuration) -> BTreeMap<ServerId, (u64, u64)> {
-    let mut counts: BTreeMap<ServerId, (u64, u64)> = config.servers.iter().map(|s| (s.id, (0, 0))).collect();
+    let mut counts: BTreeMap<ServerId, (u64, u64)> =
+        config.servers.iter().map(|s| (s.id, (0, 0))).collect();
     for space in &config.spaces {
         for subspace in space.schema.subspace_ids() {
             for set in &space.replicas[subspace.get()] {
@@ -201,7 +262,10 @@ fn regions_per_server(config: &Configuration) -> BTreeMap<ServerId, (u64, u64)> 
 /// When the leader last heard each server, and the epoch the server said it acts on, from the
 /// status of the coordinator that leads.
 fn last_heard(
-    coordinators: &[(String, Result<CoordinatorStatus, tessera_client::ClientError>)],
+    coordinators: &[(
+        String,
+        Result<CoordinatorStatus, tessera_client::ClientError>,
+    )],
 ) -> BTreeMap<ServerId, ServerLiveness> {
     coordinators
         .iter()
@@ -213,7 +277,9 @@ fn last_heard(
 
 /// The epoch a server reported, or "-" when the leader has not heard it (or is unknown).
 fn epoch_text(liveness: Option<&ServerLiveness>) -> String {
-    liveness.and_then(|l| l.epoch).map_or_else(|| "-".into(), |e| e.0.to_string())
+    liveness
+        .and_then(|l| l.epoch)
+        .map_or_else(|| "-".into(), |e| e.0.to_string())
 }
 
 /// "1 region", "3 regions".
@@ -231,11 +297,22 @@ pub async fn decommission(client: &Client, server: ServerId) -> Result<(), Failu
     client.decommission(server).await?;
     let config = client.refresh().await?;
     if config.server(server).is_none() {
-        println!("server {server} held no region: it has left the cluster (configuration epoch {})", config.epoch);
+        println!(
+            "server {server} held no region: it has left the cluster (configuration epoch {})",
+            config.epoch
+        );
         return Ok(());
     }
-    let (held, _) = regions_per_server(&config).get(&server).copied().unwrap_or_default();
-    let moving = config.spaces.iter().flat_map(|s| &s.transfers).filter(|t| t.replaces == Some(server)).count();
+    let (held, _) = regions_per_server(&config)
+        .get(&server)
+        .copied()
+        .unwrap_or_default();
+    let moving = config
+        .spaces
+        .iter()
+        .flat_map(|s| &s.transfers)
+        .filter(|t| t.replaces == Some(server))
+        .count();
     println!(
         "server {server} is leaving (configuration epoch {}): its {} move to other servers by state transfer, {} \
          under way now; it leaves the cluster once it holds none. Follow it with `tessera status`.",
@@ -256,7 +333,11 @@ fn heard_text(heard_ms_ago: Option<u64>) -> String {
 
 pub async fn status(client: &Client, json: bool) -> Result<(), Failure> {
     let config = client.configuration();
-    let coordinators = if client.is_cluster() { client.coordinator_statuses().await } else { Vec::new() };
+    let coordinators = if client.is_cluster() {
+        client.coordinator_statuses().await
+    } else {
+        Vec::new()
+    };
     let regions = regions_per_server(&config);
     let heard = last_heard(&coordinators);
     if json {
@@ -290,14 +371,22 @@ pub async fn status(client: &Client, json: bool) -> Result<(), Failure> {
         println!("{value}");
         return Ok(());
     }
-    let mode = if client.is_cluster() { "cluster" } else { "standalone server" };
+    let mode = if client.is_cluster() {
+        "cluster"
+    } else {
+        "standalone server"
+    };
     println!("{mode}, configuration epoch {}", config.epoch);
     if !coordinators.is_empty() {
         println!("\ncoordinators:");
         for (address, s) in &coordinators {
             match s {
                 Ok(s) => {
-                    let role = if s.leader == Some(s.id) { "leader" } else { "follower" };
+                    let role = if s.leader == Some(s.id) {
+                        "leader"
+                    } else {
+                        "follower"
+                    };
                     println!(
                         "  {:<3} {address:<22} {role:<9} term {:<4} applied {:<6} epoch {}",
                         s.id, s.term, s.last_applied, s.epoch
@@ -329,8 +418,14 @@ pub async fn status(client: &Client, json: bool) -> Result<(), Failure> {
         let (held, led) = regions.get(&s.id).copied().unwrap_or_default();
         let state = format!("{:?}", s.state).to_lowercase();
         let liveness = heard.get(&s.id);
-        let columns = cluster_columns(&heard_text(liveness.and_then(|l| l.heard_ms_ago)), &epoch_text(liveness));
-        println!("  {:<4} {:<22} {:<10} {held:>8} {led:>12}{columns}", s.id.0, s.address, state);
+        let columns = cluster_columns(
+            &heard_text(liveness.and_then(|l| l.heard_ms_ago)),
+            &epoch_text(liveness),
+        );
+        println!(
+            "  {:<4} {:<22} {:<10} {held:>8} {led:>12}{columns}",
+            s.id.0, s.address, state
+        );
     }
     println!("\nspaces:");
     if config.spaces.is_empty() {
@@ -380,15 +475,27 @@ mod tests {
         };
         let coordinators = vec![
             ("a".to_string(), Ok(status(1, vec![]))),
-            ("b".to_string(), Ok(status(2, vec![heard(1, Some(100)), heard(2, None)]))),
-            ("c".to_string(), Err(tessera_client::ClientError::Protocol("down".into()))),
+            (
+                "b".to_string(),
+                Ok(status(2, vec![heard(1, Some(100)), heard(2, None)])),
+            ),
+            (
+                "c".to_string(),
+                Err(tessera_client::ClientError::Protocol("down".into())),
+            ),
         ];
         let got = last_heard(&coordinators);
-        assert_eq!(got.get(&ServerId(1)).map(|l| l.heard_ms_ago), Some(Some(100)));
+        assert_eq!(
+            got.get(&ServerId(1)).map(|l| l.heard_ms_ago),
+            Some(Some(100))
+        );
         assert_eq!(got.get(&ServerId(2)).map(|l| l.heard_ms_ago), Some(None));
         assert_eq!(epoch_text(got.get(&ServerId(1))), "7");
         assert_eq!(epoch_text(got.get(&ServerId(2))), "-");
         assert_eq!(epoch_text(None), "-");
-        assert!(last_heard(&coordinators[..1]).is_empty(), "followers know nothing");
+        assert!(
+            last_heard(&coordinators[..1]).is_empty(),
+            "followers know nothing"
+        );
     }
 }

@@ -11,7 +11,11 @@ pub fn to_json(value: &Value) -> Json {
         Value::String(s) => Json::String(s.clone()),
         Value::Int(i) => Json::Number((*i).into()),
         Value::Float(f) => Number::from_f64(*f).map(Json::Number).unwrap_or_else(|| {
-            Json::String(if *f > 0.0 { "inf".into() } else { "-inf".into() })
+            Json::String(if *f > 0.0 {
+                "inf".into()
+            } else {
+                "-inf".into()
+            })
         }),
         Value::List(items) => Json::Array(items.iter().map(to_json).collect()),
         Value::Set(items) => Json::Array(items.iter().map(to_json).collect()),
@@ -31,7 +35,11 @@ pub fn to_json(value: &Value) -> Json {
 }
 
 /// An object as one JSON object: the key under its attribute name, then every attribute.
-pub fn object_to_json(schema: &SpaceSchema, key: &Value, attributes: &std::collections::BTreeMap<String, Value>) -> Json {
+pub fn object_to_json(
+    schema: &SpaceSchema,
+    key: &Value,
+    attributes: &std::collections::BTreeMap<String, Value>,
+) -> Json {
     let mut out = Map::new();
     out.insert(schema.key().name.clone(), to_json(key));
     for a in &schema.attributes[1..] {
@@ -49,15 +57,23 @@ fn primitive_from_json(ty: PrimitiveType, json: &Json) -> Result<Value, String> 
             .as_i64()
             .map(Value::Int)
             .ok_or_else(|| format!("{n} is not an int (64-bit signed integer)")),
-        (PrimitiveType::Float, Json::Number(n)) => {
-            n.as_f64().map(Value::Float).ok_or_else(|| format!("{n} is not a float"))
-        }
-        (_, other) => Err(format!("expected {}, got {other}", with_article(&ty.to_string()))),
+        (PrimitiveType::Float, Json::Number(n)) => n
+            .as_f64()
+            .map(Value::Float)
+            .ok_or_else(|| format!("{n} is not a float")),
+        (_, other) => Err(format!(
+            "expected {}, got {other}",
+            with_article(&ty.to_string())
+        )),
     }
 }
 
 fn with_article(noun: &str) -> String {
-    let article = if noun.starts_with(['a', 'e', 'i', 'o', 'u']) { "an" } else { "a" };
+    let article = if noun.starts_with(['a', 'e', 'i', 'o', 'u']) {
+        "an"
+    } else {
+        "a"
+    };
     format!("{article} {noun}")
 }
 
@@ -65,7 +81,11 @@ fn with_article(noun: &str) -> String {
 pub fn primitive_from_text(ty: PrimitiveType, text: &str) -> Result<Value, String> {
     match ty {
         PrimitiveType::String => Ok(Value::String(text.to_owned())),
-        PrimitiveType::Int => text.trim().parse::<i64>().map(Value::Int).map_err(|_| format!("{text:?} is not an int")),
+        PrimitiveType::Int => text
+            .trim()
+            .parse::<i64>()
+            .map(Value::Int)
+            .map_err(|_| format!("{text:?} is not an int")),
         PrimitiveType::Float => match text.trim().parse::<f64>() {
             Ok(f) if !f.is_nan() => Ok(Value::Float(f)),
             _ => Err(format!("{text:?} is not a float")),
@@ -77,24 +97,36 @@ pub fn primitive_from_text(ty: PrimitiveType, text: &str) -> Result<Value, Strin
 pub fn from_json(ty: AttributeType, json: &Json) -> Result<Value, String> {
     match (ty, json) {
         (AttributeType::Primitive(p), j) => primitive_from_json(p, j),
-        (AttributeType::List(p), Json::Array(items)) => {
-            Ok(Value::List(items.iter().map(|j| primitive_from_json(p, j)).collect::<Result<_, _>>()?))
-        }
-        (AttributeType::Set(p), Json::Array(items)) => {
-            Ok(Value::Set(items.iter().map(|j| primitive_from_json(p, j)).collect::<Result<_, _>>()?))
-        }
+        (AttributeType::List(p), Json::Array(items)) => Ok(Value::List(
+            items
+                .iter()
+                .map(|j| primitive_from_json(p, j))
+                .collect::<Result<_, _>>()?,
+        )),
+        (AttributeType::Set(p), Json::Array(items)) => Ok(Value::Set(
+            items
+                .iter()
+                .map(|j| primitive_from_json(p, j))
+                .collect::<Result<_, _>>()?,
+        )),
         (AttributeType::Map(k, v), Json::Object(entries)) => Ok(Value::Map(
             entries
                 .iter()
                 .map(|(key, val)| Ok((primitive_from_text(k, key)?, primitive_from_json(v, val)?)))
                 .collect::<Result<_, String>>()?,
         )),
-        (ty, other) => Err(format!("expected {}, got {other}", with_article(&ty.to_string()))),
+        (ty, other) => Err(format!(
+            "expected {}, got {other}",
+            with_article(&ty.to_string())
+        )),
     }
 }
 
 /// Parses a put's JSON object into (attribute, value) pairs, typed by the schema.
-pub fn attributes_from_json(schema: &SpaceSchema, text: &str) -> Result<Vec<(String, Value)>, String> {
+pub fn attributes_from_json(
+    schema: &SpaceSchema,
+    text: &str,
+) -> Result<Vec<(String, Value)>, String> {
     let json: Json = serde_json::from_str(text).map_err(|e| format!("invalid JSON: {e}"))?;
     let Json::Object(entries) = json else {
         return Err("expected a JSON object of attribute names to values".into());
@@ -108,7 +140,8 @@ pub fn attributes_from_json(schema: &SpaceSchema, text: &str) -> Result<Vec<(Str
             if idx.get() == 0 {
                 return Err(format!("{name:?} is the key: give it as the KEY argument"));
             }
-            let value = from_json(schema.attribute(idx).ty, j).map_err(|e| format!("attribute {name:?}: {e}"))?;
+            let value = from_json(schema.attribute(idx).ty, j)
+                .map_err(|e| format!("attribute {name:?}: {e}"))?;
             Ok((name.clone(), value))
         })
         .collect()
@@ -125,8 +158,13 @@ pub fn workload_lines(trace: &tessera_client::SpaceTrace) -> Vec<Json> {
         return Vec::new();
     }
     let round = |x: f64| (x * 1e6).round() / 1e6;
-    let mut counts: Vec<&tessera_client::ShapeCount> = trace.shapes.iter().filter(|c| c.requests > 0.0).collect();
-    counts.sort_by(|a, b| b.requests.total_cmp(&a.requests).then_with(|| a.shape.cmp(&b.shape)));
+    let mut counts: Vec<&tessera_client::ShapeCount> =
+        trace.shapes.iter().filter(|c| c.requests > 0.0).collect();
+    counts.sort_by(|a, b| {
+        b.requests
+            .total_cmp(&a.requests)
+            .then_with(|| a.shape.cmp(&b.shape))
+    });
     counts
         .into_iter()
         .map(|c| {
@@ -179,11 +217,21 @@ mod tests {
     #[test]
     fn mistakes_are_explained() {
         let schema = parse_space("space t key k attributes int i").unwrap();
-        assert!(attributes_from_json(&schema, r#"{"i": "x"}"#).unwrap_err().contains("expected an int"));
-        assert!(attributes_from_json(&schema, r#"{"j": 1}"#).unwrap_err().contains("no attribute"));
-        assert!(attributes_from_json(&schema, r#"{"i": 1.5}"#).unwrap_err().contains("not an int"));
-        assert!(attributes_from_json(&schema, r#"[1]"#).unwrap_err().contains("JSON object"));
-        assert!(attributes_from_json(&schema, r#"{"k": "x"}"#).unwrap_err().contains("is the key"));
+        assert!(attributes_from_json(&schema, r#"{"i": "x"}"#)
+            .unwrap_err()
+            .contains("expected an int"));
+        assert!(attributes_from_json(&schema, r#"{"j": 1}"#)
+            .unwrap_err()
+            .contains("no attribute"));
+        assert!(attributes_from_json(&schema, r#"{"i": 1.5}"#)
+            .unwrap_err()
+            .contains("not an int"));
+        assert!(attributes_from_json(&schema, r#"[1]"#)
+            .unwrap_err()
+            .contains("JSON object"));
+        assert!(attributes_from_json(&schema, r#"{"k": "x"}"#)
+            .unwrap_err()
+            .contains("is the key"));
         assert!(attributes_from_json(&schema, r#"{"i": 99999999999999999999}"#).is_err());
     }
 
@@ -195,12 +243,30 @@ mod tests {
             minutes: 5,
             servers: 2,
             shapes: vec![
-                ShapeCount { shape: RequestShape::Get, requests: 10.0, matched: 9.0 },
-                ShapeCount { shape: RequestShape::Search(vec![("city".into(), Constraint::Eq), ("price".into(), Constraint::Range)]), requests: 30.0, matched: 60.0 },
-                ShapeCount { shape: RequestShape::Write(vec!["price".into()]), requests: 20.0, matched: 0.0 },
+                ShapeCount {
+                    shape: RequestShape::Get,
+                    requests: 10.0,
+                    matched: 9.0,
+                },
+                ShapeCount {
+                    shape: RequestShape::Search(vec![
+                        ("city".into(), Constraint::Eq),
+                        ("price".into(), Constraint::Range),
+                    ]),
+                    requests: 30.0,
+                    matched: 60.0,
+                },
+                ShapeCount {
+                    shape: RequestShape::Write(vec!["price".into()]),
+                    requests: 20.0,
+                    matched: 0.0,
+                },
             ],
         };
-        let lines: Vec<String> = super::workload_lines(&trace).iter().map(|l| l.to_string()).collect();
+        let lines: Vec<String> = super::workload_lines(&trace)
+            .iter()
+            .map(|l| l.to_string())
+            .collect();
         assert_eq!(
             lines,
             [
@@ -209,7 +275,10 @@ mod tests {
                 r#"{"p":0.166667,"get":true}"#,
             ]
         );
-        let empty = SpaceTrace { shapes: vec![], ..trace };
+        let empty = SpaceTrace {
+            shapes: vec![],
+            ..trace
+        };
         assert!(super::workload_lines(&empty).is_empty());
     }
 }

@@ -1,8 +1,8 @@
 //! `tessera`: run the local database, talk to it, benchmark it.
 
-mod cluster;
 mod advise;
 mod calibrate;
+mod cluster;
 mod json;
 mod predicates;
 
@@ -30,7 +30,12 @@ failed, and 2 on a usage or server error (the error goes to stderr).";
 struct Cli {
     /// Address for client commands: a `tessera dev` server, or any coordinator of a cluster
     /// (several may be given, comma-separated).
-    #[arg(long, global = true, env = "TESSERA_ADDR", default_value = "127.0.0.1:1982")]
+    #[arg(
+        long,
+        global = true,
+        env = "TESSERA_ADDR",
+        default_value = "127.0.0.1:1982"
+    )]
     addr: String,
     /// Seconds a client command may take, retries included. Past it the command fails with
     /// TIMEOUT, saying whether a write may still have been applied.
@@ -188,7 +193,11 @@ enum Command {
     ///
     /// Attributes not given keep their value, or take their type's default ("", 0, 0.0,
     /// empty) when the object is new. Sets and lists are JSON arrays, maps JSON objects.
-    Put { space: String, key: String, json: String },
+    Put {
+        space: String,
+        key: String,
+        json: String,
+    },
     /// Print an object as one line of JSON (exit 1 if there is none).
     Get { space: String, key: String },
     /// Delete an object (exit 1 if there is none).
@@ -197,11 +206,20 @@ enum Command {
     ///
     /// Predicates: attr=value, attr<value, attr<=value, attr>value, attr>=value, attr~regex.
     /// No predicate matches everything. Quote them for the shell: 'price<=100'.
-    Search { space: String, predicates: Vec<String> },
+    Search {
+        space: String,
+        predicates: Vec<String>,
+    },
     /// Print how many objects match all predicates.
-    Count { space: String, predicates: Vec<String> },
+    Count {
+        space: String,
+        predicates: Vec<String>,
+    },
     /// Show how a search would run: the subspace chosen and the regions it contacts (JSON).
-    Explain { space: String, predicates: Vec<String> },
+    Explain {
+        space: String,
+        predicates: Vec<String>,
+    },
     /// Show the workload a space served: the shapes of its requests over the last minutes, as
     /// every server sampled them, one JSON line per kind of request with its share `p` of all
     /// requests. A search's line names
@@ -299,11 +317,15 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     tracing_subscriber::fmt()
         .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn,openraft=error".into()),
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| "warn,openraft=error".into()),
         )
         .with_writer(std::io::stderr)
         .init();
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("tokio runtime");
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("tokio runtime");
     match runtime.block_on(run(cli)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(Failure::Negative(m)) => {
@@ -319,21 +341,29 @@ fn main() -> ExitCode {
 
 async fn connect(addr: &str, timeout_s: f64) -> Result<Client, Failure> {
     if !(timeout_s.is_finite() && timeout_s > 0.0) {
-        return Err(Failure::Error(format!("--timeout must be a positive number of seconds, not {timeout_s}")));
+        return Err(Failure::Error(format!(
+            "--timeout must be a positive number of seconds, not {timeout_s}"
+        )));
     }
-    let options = tessera_client::ClientOptions::with_timeout(std::time::Duration::from_secs_f64(timeout_s));
+    let options =
+        tessera_client::ClientOptions::with_timeout(std::time::Duration::from_secs_f64(timeout_s));
     Client::connect_with(addr, options).await.map_err(|e| {
-        Failure::Error(format!("cannot reach Tessera at {addr}: {e} (is `tessera dev` or a coordinator running?)"))
+        Failure::Error(format!(
+            "cannot reach Tessera at {addr}: {e} (is `tessera dev` or a coordinator running?)"
+        ))
     })
 }
 
 /// The text of file `path`, or of stdin for `-`.
 fn read_text(path: &Path) -> Result<String, Failure> {
     if path.as_os_str() != "-" {
-        return std::fs::read_to_string(path).map_err(|e| Failure::Error(format!("reading {}: {e}", path.display())));
+        return std::fs::read_to_string(path)
+            .map_err(|e| Failure::Error(format!("reading {}: {e}", path.display())));
     }
     let mut text = String::new();
-    std::io::stdin().read_to_string(&mut text).map_err(|e| Failure::Error(format!("reading stdin: {e}")))?;
+    std::io::stdin()
+        .read_to_string(&mut text)
+        .map_err(|e| Failure::Error(format!("reading stdin: {e}")))?;
     Ok(text)
 }
 
@@ -344,7 +374,16 @@ fn print_line(json: &serde_json::Value) -> Result<(), Failure> {
 
 async fn run(cli: Cli) -> Result<(), Failure> {
     match cli.command {
-        Command::Dev { data_dir, listen, fsync, cache_mb, servers, replicas, coordinators, lease_ms } => {
+        Command::Dev {
+            data_dir,
+            listen,
+            fsync,
+            cache_mb,
+            servers,
+            replicas,
+            coordinators,
+            lease_ms,
+        } => {
             if servers <= 1 {
                 dev(data_dir, listen, fsync, cache_mb).await
             } else {
@@ -361,26 +400,57 @@ async fn run(cli: Cli) -> Result<(), Failure> {
                 .await
             }
         }
-        Command::Coordinator { id, data_dir, listen, peers, default_tolerate, lease_ms } => {
-            cluster::coordinator(id, data_dir, listen, &peers, default_tolerate, lease_ms).await
-        }
-        Command::Server { data_dir, listen, coordinators, advertise, fsync, cache_mb, transfer_mb_s } => {
+        Command::Coordinator {
+            id,
+            data_dir,
+            listen,
+            peers,
+            default_tolerate,
+            lease_ms,
+        } => cluster::coordinator(id, data_dir, listen, &peers, default_tolerate, lease_ms).await,
+        Command::Server {
+            data_dir,
+            listen,
+            coordinators,
+            advertise,
+            fsync,
+            cache_mb,
+            transfer_mb_s,
+        } => {
             let storage = storage_options(fsync, cache_mb);
-            cluster::server(data_dir, listen, &coordinators, advertise, storage, transfer_mb_s * 1_000_000).await
+            cluster::server(
+                data_dir,
+                listen,
+                &coordinators,
+                advertise,
+                storage,
+                transfer_mb_s * 1_000_000,
+            )
+            .await
         }
-        Command::Status { json } => cluster::status(&connect(&cli.addr, cli.timeout).await?, json).await,
+        Command::Status { json } => {
+            cluster::status(&connect(&cli.addr, cli.timeout).await?, json).await
+        }
         Command::Bench(args) => {
-            let report = tessera_bench::run(args).await.map_err(|e| Failure::Error(e.to_string()))?;
+            let report = tessera_bench::run(args)
+                .await
+                .map_err(|e| Failure::Error(e.to_string()))?;
             let json = serde_json::to_value(&report).map_err(|e| Failure::Error(e.to_string()))?;
             println!("{}", serde_json::to_string_pretty(&json).expect("JSON"));
             Ok(())
         }
         Command::AddSpace { file } => {
             let description = read_text(file.as_deref().unwrap_or(Path::new("-")))?;
-            connect(&cli.addr, cli.timeout).await?.add_space(&description).await?;
+            connect(&cli.addr, cli.timeout)
+                .await?
+                .add_space(&description)
+                .await?;
             Ok(())
         }
-        Command::RmSpace { space } => Ok(connect(&cli.addr, cli.timeout).await?.rm_space(&space).await?),
+        Command::RmSpace { space } => Ok(connect(&cli.addr, cli.timeout)
+            .await?
+            .rm_space(&space)
+            .await?),
         Command::Decommission { server } => {
             cluster::decommission(&connect(&cli.addr, cli.timeout).await?, ServerId(server)).await
         }
@@ -394,7 +464,11 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             }
             Ok(())
         }
-        Command::Put { space, key, json: text } => {
+        Command::Put {
+            space,
+            key,
+            json: text,
+        } => {
             let client = connect(&cli.addr, cli.timeout).await?;
             let schema = client.describe_space(&space).await?;
             let key = predicates::parse_key(&schema, &key)?;
@@ -407,30 +481,54 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             let schema = client.describe_space(&space).await?;
             let key = predicates::parse_key(&schema, &key)?;
             match client.get(&space, key.clone()).await? {
-                Some(record) => print_line(&json::object_to_json(&schema, &record.key, &record.attributes)),
-                None => Err(Failure::Negative(format!("not found: no object with key {key} in {space:?}"))),
+                Some(record) => print_line(&json::object_to_json(
+                    &schema,
+                    &record.key,
+                    &record.attributes,
+                )),
+                None => Err(Failure::Negative(format!(
+                    "not found: no object with key {key} in {space:?}"
+                ))),
             }
         }
         Command::Del { space, key } => {
             let client = connect(&cli.addr, cli.timeout).await?;
             let schema = client.describe_space(&space).await?;
-            client.del(&space, predicates::parse_key(&schema, &key)?).await?;
+            client
+                .del(&space, predicates::parse_key(&schema, &key)?)
+                .await?;
             Ok(())
         }
-        Command::Search { space, predicates: texts } => {
+        Command::Search {
+            space,
+            predicates: texts,
+        } => {
             let client = connect(&cli.addr, cli.timeout).await?;
             let schema = client.describe_space(&space).await?;
-            let preds = texts.iter().map(|t| predicates::parse_predicate(&schema, t)).collect::<Result<Vec<_>, _>>()?;
+            let preds = texts
+                .iter()
+                .map(|t| predicates::parse_predicate(&schema, t))
+                .collect::<Result<Vec<_>, _>>()?;
             let mut stream = client.search_stream(&space, preds).await?;
             while let Some(record) = stream.next().await? {
-                print_line(&json::object_to_json(&schema, &record.key, &record.attributes))?;
+                print_line(&json::object_to_json(
+                    &schema,
+                    &record.key,
+                    &record.attributes,
+                ))?;
             }
             Ok(())
         }
-        Command::Count { space, predicates: texts } => {
+        Command::Count {
+            space,
+            predicates: texts,
+        } => {
             let client = connect(&cli.addr, cli.timeout).await?;
             let schema = client.describe_space(&space).await?;
-            let preds = texts.iter().map(|t| predicates::parse_predicate(&schema, t)).collect::<Result<Vec<_>, _>>()?;
+            let preds = texts
+                .iter()
+                .map(|t| predicates::parse_predicate(&schema, t))
+                .collect::<Result<Vec<_>, _>>()?;
             println!("{}", client.count(&space, preds).await?);
             Ok(())
         }
@@ -447,11 +545,19 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             }
             Ok(())
         }
-        Command::Advise { space, workload, from_trace: _, minutes, top, calibration } => {
+        Command::Advise {
+            space,
+            workload,
+            from_trace: _,
+            minutes,
+            top,
+            calibration,
+        } => {
             let calibration = match calibration {
                 None => tessera_advisor::Calibration::default(),
-                Some(path) => serde_json::from_str(&read_text(&path)?)
-                    .map_err(|e| Failure::Error(format!("the calibration in {}: {e}", path.display())))?,
+                Some(path) => serde_json::from_str(&read_text(&path)?).map_err(|e| {
+                    Failure::Error(format!("the calibration in {}: {e}", path.display()))
+                })?,
             };
             let client = connect(&cli.addr, cli.timeout).await?;
             let text = match workload {
@@ -464,18 +570,33 @@ async fn run(cli: Cli) -> Result<(), Failure> {
                             "no request to {space:?} was traced in the last {minutes} minutes: nothing to advise on"
                         )));
                     }
-                    lines.iter().map(|l| l.to_string()).collect::<Vec<_>>().join("\n")
+                    lines
+                        .iter()
+                        .map(|l| l.to_string())
+                        .collect::<Vec<_>>()
+                        .join("\n")
                 }
             };
             let advice = advise::advise(&client, &space, &text, top as usize, calibration).await?;
             print_line(&advice)
         }
-        Command::Calibrate { objects, seconds, concurrency, save } => {
+        Command::Calibrate {
+            objects,
+            seconds,
+            concurrency,
+            save,
+        } => {
             if !(seconds > 0.0 && seconds <= 600.0) {
-                return Err(Failure::Error(format!("--seconds must be in (0, 600], not {seconds}")));
+                return Err(Failure::Error(format!(
+                    "--seconds must be in (0, 600], not {seconds}"
+                )));
             }
             let client = std::sync::Arc::new(connect(&cli.addr, cli.timeout).await?);
-            let options = calibrate::CalibrateOptions { objects, seconds, concurrency: concurrency as usize };
+            let options = calibrate::CalibrateOptions {
+                objects,
+                seconds,
+                concurrency: concurrency as usize,
+            };
             let result = calibrate::calibrate(&client, options).await?;
             if let Some(path) = save {
                 std::fs::write(&path, result["calibration"].to_string())
@@ -483,13 +604,24 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             }
             print_line(&result)
         }
-        Command::Explain { space, predicates: texts } => {
+        Command::Explain {
+            space,
+            predicates: texts,
+        } => {
             let client = connect(&cli.addr, cli.timeout).await?;
             let schema = client.describe_space(&space).await?;
-            let preds = texts.iter().map(|t| predicates::parse_predicate(&schema, t)).collect::<Result<Vec<_>, _>>()?;
+            let preds = texts
+                .iter()
+                .map(|t| predicates::parse_predicate(&schema, t))
+                .collect::<Result<Vec<_>, _>>()?;
             let e = client.explain(&space, preds).await?;
             let name = |s: tessera_types::SubspaceId| {
-                schema.subspace(s).dimensions.iter().map(|&a| schema.attribute(a).name.clone()).collect::<Vec<_>>()
+                schema
+                    .subspace(s)
+                    .dimensions
+                    .iter()
+                    .map(|&a| schema.attribute(a).name.clone())
+                    .collect::<Vec<_>>()
             };
             print_line(&serde_json::json!({
                 "subspace": e.subspace.0,
@@ -515,11 +647,22 @@ fn storage_options(fsync: Fsync, cache_mb: u64) -> (FsyncPolicy, u64) {
     (policy, cache_mb * 1024 * 1024)
 }
 
-async fn dev(data_dir: PathBuf, listen: SocketAddr, fsync: Fsync, cache_mb: u64) -> Result<(), Failure> {
+async fn dev(
+    data_dir: PathBuf,
+    listen: SocketAddr,
+    fsync: Fsync,
+    cache_mb: u64,
+) -> Result<(), Failure> {
     let mut options = ServerOptions::new(&data_dir, listen);
     (options.fsync, options.cache_bytes) = storage_options(fsync, cache_mb);
-    let server = Server::start(options).await.map_err(|e| Failure::Error(format!("cannot start: {e}")))?;
-    println!("tessera dev: ready on {}, data in {}", server.local_addr(), data_dir.display());
+    let server = Server::start(options)
+        .await
+        .map_err(|e| Failure::Error(format!("cannot start: {e}")))?;
+    println!(
+        "tessera dev: ready on {}, data in {}",
+        server.local_addr(),
+        data_dir.display()
+    );
     let _ = std::io::stdout().flush();
     wait_for_stop_signal().await;
     eprintln!("tessera dev: stopping");

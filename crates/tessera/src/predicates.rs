@@ -27,7 +27,9 @@ pub fn parse_predicate(schema: &SpaceSchema, text: &str) -> Result<Predicate, St
     } else if let Some(v) = rest.strip_prefix('~') {
         ("~", v)
     } else {
-        return Err(format!("{text:?}: unknown operator; use =, <, <=, >, >= or ~"));
+        return Err(format!(
+            "{text:?}: unknown operator; use =, <, <=, >, >= or ~"
+        ));
     };
     let idx = schema
         .attribute_index(attr)
@@ -40,9 +42,12 @@ pub fn parse_predicate(schema: &SpaceSchema, text: &str) -> Result<Predicate, St
         AttributeType::Primitive(p) => primitive_from_text(p, operand)?,
         container => {
             if op != "=" {
-                return Err(format!("attribute {attr:?} is a {container}: only = applies"));
+                return Err(format!(
+                    "attribute {attr:?} is a {container}: only = applies"
+                ));
             }
-            let json = serde_json::from_str(operand).map_err(|e| format!("{operand:?} is not JSON: {e}"))?;
+            let json = serde_json::from_str(operand)
+                .map_err(|e| format!("{operand:?} is not JSON: {e}"))?;
             from_json(container, &json)?
         }
     };
@@ -68,20 +73,37 @@ mod tests {
 
     #[test]
     fn every_operator() {
-        let s = parse_space("space t key k attributes int i, string s, float f, list(int) l").unwrap();
+        let s =
+            parse_space("space t key k attributes int i, string s, float f, list(int) l").unwrap();
         let p = |t: &str| parse_predicate(&s, t).unwrap().op;
         assert_eq!(p("i=3"), PredicateOp::Equals(Value::Int(3)));
         assert_eq!(p("i<=-3"), PredicateOp::LessEqual(Value::Int(-3)));
         assert_eq!(p("i>=3"), PredicateOp::GreaterEqual(Value::Int(3)));
         assert_eq!(p("f<2.5"), PredicateOp::LessThan(Value::Float(2.5)));
         assert_eq!(p("s>a=b"), PredicateOp::GreaterThan(Value::from("a=b")));
-        assert_eq!(p("s=with space"), PredicateOp::Equals(Value::from("with space")));
+        assert_eq!(
+            p("s=with space"),
+            PredicateOp::Equals(Value::from("with space"))
+        );
         assert_eq!(p("s~^a.*"), PredicateOp::Regex("^a.*".into()));
-        assert_eq!(p("l=[1,2]"), PredicateOp::Equals(Value::List(vec![1i64.into(), 2i64.into()])));
-        assert!(parse_predicate(&s, "i=x").unwrap_err().contains("not an int"));
-        assert!(parse_predicate(&s, "zz=1").unwrap_err().contains("no attribute"));
-        assert!(parse_predicate(&s, "i").unwrap_err().contains("no operator"));
-        assert!(parse_predicate(&s, "i!3").unwrap_err().contains("unknown operator"));
-        assert!(parse_predicate(&s, "l<3").unwrap_err().contains("only = applies"));
+        assert_eq!(
+            p("l=[1,2]"),
+            PredicateOp::Equals(Value::List(vec![1i64.into(), 2i64.into()]))
+        );
+        assert!(parse_predicate(&s, "i=x")
+            .unwrap_err()
+            .contains("not an int"));
+        assert!(parse_predicate(&s, "zz=1")
+            .unwrap_err()
+            .contains("no attribute"));
+        assert!(parse_predicate(&s, "i")
+            .unwrap_err()
+            .contains("no operator"));
+        assert!(parse_predicate(&s, "i!3")
+            .unwrap_err()
+            .contains("unknown operator"));
+        assert!(parse_predicate(&s, "l<3")
+            .unwrap_err()
+            .contains("only = applies"));
     }
 }

@@ -18,9 +18,14 @@ const RUN_FOR: Duration = Duration::from_secs(4);
 fn three_coordinators_four_servers_linearizable() {
     let checker = lincheck();
     let cluster = Cluster::start(3, 4, &[]);
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("runtime");
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
     let history = runtime.block_on(async {
-        let admin = Client::connect(&cluster.addresses()).await.expect("connecting to the coordinators");
+        let admin = Client::connect(&cluster.addresses())
+            .await
+            .expect("connecting to the coordinators");
         assert!(admin.is_cluster());
         admin.add_space(SPACE).await.expect("add-space");
         let config = admin.configuration();
@@ -35,7 +40,11 @@ fn three_coordinators_four_servers_linearizable() {
         let started = Instant::now();
         let mut tasks = Vec::new();
         for id in 0..WORKERS {
-            let client = Arc::new(Client::connect(&cluster.addresses()).await.expect("connecting"));
+            let client = Arc::new(
+                Client::connect(&cluster.addresses())
+                    .await
+                    .expect("connecting"),
+            );
             tasks.push(tokio::spawn(worker(client, id, started, RUN_FOR)));
         }
         let mut history = Vec::new();
@@ -47,19 +56,42 @@ fn three_coordinators_four_servers_linearizable() {
         a_space_change_is_usable_at_once(&admin, &cluster.addresses()).await;
         history
     });
-    let writes = history.iter().filter(|o| o.op != "get" && o.ok == Some(true)).count();
-    assert!(history.len() > 200 && writes > 50, "the run did real work: {} ops, {writes} successful writes", history.len());
+    let writes = history
+        .iter()
+        .filter(|o| o.op != "get" && o.ok == Some(true))
+        .count();
+    assert!(
+        history.len() > 200 && writes > 50,
+        "the run did real work: {} ops, {writes} successful writes",
+        history.len()
+    );
     let dir = tempfile::tempdir().expect("temp dir");
     let (code, summary) = check(&checker, &history, dir.path(), "history.jsonl");
-    assert_eq!(code, 0, "the history is not linearizable (see lincheck's output above)");
+    assert_eq!(
+        code, 0,
+        "the history is not linearizable (see lincheck's output above)"
+    );
     assert!(summary.contains(r#""result":"ok""#), "{summary}");
 
     // The checker must be able to fail: a read, after everything, of a value never written.
     let mut corrupted = history.clone();
     let end = corrupted.iter().filter_map(|o| o.ret).max().unwrap_or(0) + 1;
-    corrupted.push(Op { client: 99, op: "get", key: "0".into(), value: None, expect: None, call: end, ret: Some(end + 1), ok: None, output: Some(-7) });
+    corrupted.push(Op {
+        client: 99,
+        op: "get",
+        key: "0".into(),
+        value: None,
+        expect: None,
+        call: end,
+        ret: Some(end + 1),
+        ok: None,
+        output: Some(-7),
+    });
     let (code, _) = check(&checker, &corrupted, dir.path(), "corrupted.jsonl");
-    assert_eq!(code, 1, "lincheck must reject a read of a value never written");
+    assert_eq!(
+        code, 1,
+        "lincheck must reject a read of a value never written"
+    );
     drop(cluster);
 }
 
@@ -68,13 +100,35 @@ fn three_coordinators_four_servers_linearizable() {
 /// without a `WRONGTYPE` checked against the old schema or an `UNKNOWNSPACE`.
 async fn a_space_change_is_usable_at_once(admin: &Client, addresses: &str) {
     let stale = Client::connect(addresses).await.expect("connecting");
-    stale.put("kv", 1i64, [("v", 5i64)]).await.expect("a put with the old schema");
+    stale
+        .put("kv", 1i64, [("v", 5i64)])
+        .await
+        .expect("a put with the old schema");
     admin.rm_space("kv").await.expect("rm-space");
-    admin.add_space("space kv key int k attributes string v create 8 partitions tolerate 1 failure").await.expect("add-space");
-    admin.add_space("space fresh key int k attributes int n create 4 partitions tolerate 1 failure").await.expect("add-space");
-    stale.put("kv", 1i64, [("v", "text")]).await.expect("a put with the new schema, from a client that cached the old");
-    let record = stale.get("kv", 1i64).await.expect("get").expect("the new object");
-    assert_eq!(record.attributes.get("v"), Some(&Value::String("text".into())));
-    stale.put("fresh", 2i64, [("n", 3i64)]).await.expect("a put to the space just added");
+    admin
+        .add_space("space kv key int k attributes string v create 8 partitions tolerate 1 failure")
+        .await
+        .expect("add-space");
+    admin
+        .add_space("space fresh key int k attributes int n create 4 partitions tolerate 1 failure")
+        .await
+        .expect("add-space");
+    stale
+        .put("kv", 1i64, [("v", "text")])
+        .await
+        .expect("a put with the new schema, from a client that cached the old");
+    let record = stale
+        .get("kv", 1i64)
+        .await
+        .expect("get")
+        .expect("the new object");
+    assert_eq!(
+        record.attributes.get("v"),
+        Some(&Value::String("text".into()))
+    );
+    stale
+        .put("fresh", 2i64, [("n", 3i64)])
+        .await
+        .expect("a put to the space just added");
     assert!(stale.get("fresh", 2i64).await.expect("get").is_some());
 }

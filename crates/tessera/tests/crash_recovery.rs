@@ -41,7 +41,13 @@ async fn every_acknowledged_put_survives_sigkill() {
                 while next < PUTS && in_flight.len() < IN_FLIGHT {
                     let (client, i) = (client.clone(), next);
                     in_flight.push(async move {
-                        let r = client.put("crash", i, [("v", Value::Int(i * 7)), ("pad", Value::from(pad(i)))]).await;
+                        let r = client
+                            .put(
+                                "crash",
+                                i,
+                                [("v", Value::Int(i * 7)), ("pad", Value::from(pad(i)))],
+                            )
+                            .await;
                         (i, r)
                     });
                     next += 1;
@@ -73,7 +79,10 @@ async fn every_acknowledged_put_survives_sigkill() {
     let failures = writer.await.unwrap();
     let acked = acked.lock().unwrap().clone();
     assert!(failures > 0, "the kill must interrupt puts in flight");
-    assert!((acked.len() as i64) < PUTS, "the kill must land during the puts");
+    assert!(
+        (acked.len() as i64) < PUTS,
+        "the kill must land during the puts"
+    );
 
     let server = DevServer::start(dir.path());
     let client = Client::connect(&server.addr).await.unwrap();
@@ -90,13 +99,25 @@ async fn every_acknowledged_put_survives_sigkill() {
     while let Some((i, r)) = checks.next().await {
         check(i, r.unwrap(), &mut missing);
     }
-    assert!(missing.is_empty(), "{} acknowledged puts lost, e.g. {:?}", missing.len(), &missing[..missing.len().min(10)]);
+    assert!(
+        missing.is_empty(),
+        "{} acknowledged puts lost, e.g. {:?}",
+        missing.len(),
+        &missing[..missing.len().min(10)]
+    );
 
     // Every object found is whole, and nothing appears that was never sent.
     let total = client.count("crash", vec![]).await.unwrap();
-    assert!(total as usize >= acked.len(), "{total} objects but {} acknowledged", acked.len());
+    assert!(
+        total as usize >= acked.len(),
+        "{total} objects but {} acknowledged",
+        acked.len()
+    );
     assert!(total <= PUTS as u64);
-    eprintln!("acknowledged {} of {PUTS} puts before SIGKILL; {total} recovered", acked.len());
+    eprintln!(
+        "acknowledged {} of {PUTS} puts before SIGKILL; {total} recovered",
+        acked.len()
+    );
 }
 
 fn check(i: i64, record: Option<tessera_client::Record>, missing: &mut Vec<i64>) {

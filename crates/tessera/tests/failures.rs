@@ -52,12 +52,19 @@ enum Fault {
 impl Fault {
     /// The fault takes a server out of its replica sets (the test then waits for that).
     fn fails_a_server(self) -> bool {
-        matches!(self, Fault::KillServer | Fault::StopServer | Fault::PartitionServer)
+        matches!(
+            self,
+            Fault::KillServer | Fault::StopServer | Fault::PartitionServer
+        )
     }
 }
 
 fn signal(pid: u32, name: &str) {
-    let status = Command::new("kill").arg(format!("-{name}")).arg(pid.to_string()).status().expect("running kill");
+    let status = Command::new("kill")
+        .arg(format!("-{name}"))
+        .arg(pid.to_string())
+        .status()
+        .expect("running kill");
     assert!(status.success(), "kill -{name} {pid}");
 }
 
@@ -76,37 +83,64 @@ fn key_regions_led(config: &Configuration) -> BTreeMap<ServerId, usize> {
 /// of `regions * 2 / servers` regions (the coordinators' balance rule).
 fn healed(c: &Configuration) -> bool {
     let space = c.space("kv").expect("the space");
-    let available: Vec<ServerId> = c.servers.iter().filter(|s| s.state == ServerState::Available).map(|s| s.id).collect();
-    let complete = space.replicas.iter().flatten().all(|set| set.len() == 2 && set.iter().all(|s| available.contains(s)));
+    let available: Vec<ServerId> = c
+        .servers
+        .iter()
+        .filter(|s| s.state == ServerState::Available)
+        .map(|s| s.id)
+        .collect();
+    let complete = space
+        .replicas
+        .iter()
+        .flatten()
+        .all(|set| set.len() == 2 && set.iter().all(|s| available.contains(s)));
     let balanced = space.replicas.iter().all(|regions| {
         let slots = regions.len() * 2;
         let (floor, ceil) = (slots / available.len(), slots.div_ceil(available.len()));
-        available.iter().all(|s| (floor..=ceil).contains(&regions.iter().filter(|set| set.contains(s)).count()))
+        available
+            .iter()
+            .all(|s| (floor..=ceil).contains(&regions.iter().filter(|set| set.contains(s)).count()))
     });
     space.transfers.is_empty() && complete && balanced
 }
 
-async fn wait_for(client: &Client, what: &str, deadline: Duration, ok: impl Fn(&Configuration) -> bool) -> Arc<Configuration> {
+async fn wait_for(
+    client: &Client,
+    what: &str,
+    deadline: Duration,
+    ok: impl Fn(&Configuration) -> bool,
+) -> Arc<Configuration> {
     let started = Instant::now();
     loop {
         let config = client.refresh().await.expect("the configuration");
         if ok(&config) {
             return config;
         }
-        assert!(started.elapsed() < deadline, "{what}: not within {deadline:?}; configuration {config:?}");
+        assert!(
+            started.elapsed() < deadline,
+            "{what}: not within {deadline:?}; configuration {config:?}"
+        );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
 
 /// Puts to every key until each has succeeded once, within `deadline` of `struck`; the puts
 /// join the history as client 99's.
-async fn write_every_key(admin: &Client, started: Instant, struck: Instant, deadline: Duration) -> Vec<Op> {
+async fn write_every_key(
+    admin: &Client,
+    started: Instant,
+    struck: Instant,
+    deadline: Duration,
+) -> Vec<Op> {
     let mut ops = Vec::new();
     let mut pending: Vec<i64> = (0..KEYS).collect();
     let mut attempt = 0;
     let mut last_error = None;
     while !pending.is_empty() {
-        assert!(struck.elapsed() < deadline, "writes to {pending:?} did not resume: {last_error:?}");
+        assert!(
+            struck.elapsed() < deadline,
+            "writes to {pending:?} did not resume: {last_error:?}"
+        );
         let mut still = Vec::new();
         for k in pending {
             attempt += 1;
@@ -116,7 +150,17 @@ async fn write_every_key(admin: &Client, started: Instant, struck: Instant, dead
             let ok = result.is_ok().then_some(true);
             let ret = ok.map(|_| started.elapsed().as_nanos());
             let (key, value) = (k.to_string(), Some(value));
-            ops.push(Op { client: 99, op: "put", key, value, expect: None, call, ret, ok, output: None });
+            ops.push(Op {
+                client: 99,
+                op: "put",
+                key,
+                value,
+                expect: None,
+                call,
+                ret,
+                ok,
+                output: None,
+            });
             if let Err(e) = result {
                 eprintln!("{:?} put {k}: {e}", struck.elapsed());
                 last_error = Some(e);
@@ -133,22 +177,41 @@ fn run(fault: Fault) {
     let partitions = matches!(fault, Fault::PartitionServer | Fault::BriefPartitions);
     let network = partitions.then(Network::new);
     let mut cluster = Cluster::start_on(network, 3, 5, &["--lease-ms", LEASE_MS], &[]);
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("runtime");
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
     let history = runtime.block_on(async {
         let options = ClientOptions::with_timeout(Duration::from_secs(5));
-        let admin = Client::connect_with(&cluster.addresses(), options.clone()).await.expect("connecting");
+        let admin = Client::connect_with(&cluster.addresses(), options.clone())
+            .await
+            .expect("connecting");
         admin.add_space(SPACE).await.expect("add-space");
         let config = admin.configuration();
         // The server leading the most key regions: failing it hurts most.
         let led = key_regions_led(&config);
-        let (mut victim_id, _) = led.iter().max_by_key(|(_, n)| **n).map(|(s, n)| (*s, *n)).expect("a leader");
+        let (mut victim_id, _) = led
+            .iter()
+            .max_by_key(|(_, n)| **n)
+            .map(|(s, n)| (*s, *n))
+            .expect("a leader");
         let victim_address = config.server(victim_id).expect("listed").address.clone();
-        let victim = cluster.server_at(&victim_address).expect("the victim's process");
-        let victim_pid = cluster.servers[victim].as_ref().expect("running").child.id();
+        let victim = cluster
+            .server_at(&victim_address)
+            .expect("the victim's process");
+        let victim_pid = cluster.servers[victim]
+            .as_ref()
+            .expect("running")
+            .child
+            .id();
         let started = Instant::now();
         let mut tasks = Vec::new();
         for id in 0..WORKERS {
-            let client = Arc::new(Client::connect_with(&cluster.addresses(), options.clone()).await.expect("connecting"));
+            let client = Arc::new(
+                Client::connect_with(&cluster.addresses(), options.clone())
+                    .await
+                    .expect("connecting"),
+            );
             tasks.push(tokio::spawn(worker(client, id, started, RUN_FOR)));
         }
         tokio::time::sleep(FAULT_AT).await;
@@ -161,7 +224,11 @@ fn run(fault: Fault) {
                 daemon.child.wait().expect("reaped");
             }
             Fault::StopServer => signal(victim_pid, "STOP"),
-            Fault::PartitionServer => cluster.network.as_ref().expect("proxies").isolate(victim, victim_pid),
+            Fault::PartitionServer => cluster
+                .network
+                .as_ref()
+                .expect("proxies")
+                .isolate(victim, victim_pid),
             Fault::BriefPartitions => {
                 let network = cluster.network.as_ref().expect("proxies");
                 for _ in 0..3 {
@@ -173,36 +240,61 @@ fn run(fault: Fault) {
             }
             Fault::KillCoordinatorLeader => {
                 let statuses = admin.coordinator_statuses().await;
-                let leader = statuses.iter().find_map(|(_, s)| s.as_ref().ok().and_then(|s| s.leader)).expect("a leader");
-                let mut daemon = cluster.coordinators[leader as usize - 1].take().expect("running");
+                let leader = statuses
+                    .iter()
+                    .find_map(|(_, s)| s.as_ref().ok().and_then(|s| s.leader))
+                    .expect("a leader");
+                let mut daemon = cluster.coordinators[leader as usize - 1]
+                    .take()
+                    .expect("running");
                 daemon.child.kill().expect("kill -9");
                 daemon.child.wait().expect("reaped");
             }
             Fault::JoinServer => {
                 let n = cluster.add_server();
                 let address = cluster.servers[n].as_ref().expect("running").addr.clone();
-                let config = wait_for(&admin, "the new server registered", Duration::from_secs(10), |c| {
-                    c.servers.iter().any(|s| s.address == address)
-                })
+                let config = wait_for(
+                    &admin,
+                    "the new server registered",
+                    Duration::from_secs(10),
+                    |c| c.servers.iter().any(|s| s.address == address),
+                )
                 .await;
-                victim_id = config.servers.iter().find(|s| s.address == address).expect("registered").id;
+                victim_id = config
+                    .servers
+                    .iter()
+                    .find(|s| s.address == address)
+                    .expect("registered")
+                    .id;
             }
             Fault::DecommissionServer => admin.decommission(victim_id).await.expect("decommission"),
         }
         if fault.fails_a_server() {
             // Taken out of every replica set, within a few leases.
-            let config = wait_for(&admin, "the failed server offline", Duration::from_secs(15), |c| {
-                c.server(victim_id).is_some_and(|s| s.state == ServerState::Offline)
-            })
+            let config = wait_for(
+                &admin,
+                "the failed server offline",
+                Duration::from_secs(15),
+                |c| {
+                    c.server(victim_id)
+                        .is_some_and(|s| s.state == ServerState::Offline)
+                },
+            )
             .await;
             let space = config.space("kv").expect("the space");
             for set in space.replicas.iter().flatten() {
                 assert!(!set.is_empty(), "every region keeps a replica");
-                assert!(!set.contains(&victim_id) || set.len() == 1, "{victim_id} left in {set:?}");
+                assert!(
+                    !set.contains(&victim_id) || set.len() == 1,
+                    "{victim_id} left in {set:?}"
+                );
             }
             // Writes to every key (those the failed server led among them) succeed again.
             history.extend(write_every_key(&admin, started, struck, Duration::from_secs(20)).await);
-            eprintln!("{fault:?}: writes resumed {:?} after the fault", struck.elapsed());
+            eprintln!(
+                "{fault:?}: writes resumed {:?} after the fault",
+                struck.elapsed()
+            );
             // The server comes back on its old configuration with a lapsed lease, and must not
             // serve or disturb anything; it returns as a server holding nothing.
             match fault {
@@ -213,21 +305,44 @@ fn run(fault: Fault) {
         }
         if let Some(network) = &cluster.network {
             // The cut reached the connections the server had opened to its peers too.
-            assert!(network.silenced_outgoing() > 0, "no outgoing connection of the cut-off server was silenced");
+            assert!(
+                network.silenced_outgoing() > 0,
+                "no outgoing connection of the cut-off server was silenced"
+            );
         }
         for t in tasks {
             history.extend(t.await.expect("a worker panicked"));
         }
         // Re-replication, a join's share or a decommission's drain (under the clients' load
         // until they stopped): every region on two available servers, balanced, no transfer.
-        let config = wait_for(&admin, "every region back to two balanced replicas", Duration::from_secs(60), healed).await;
-        eprintln!("{fault:?}: healed {:?} after the fault (epoch {})", struck.elapsed(), config.epoch);
+        let config = wait_for(
+            &admin,
+            "every region back to two balanced replicas",
+            Duration::from_secs(60),
+            healed,
+        )
+        .await;
+        eprintln!(
+            "{fault:?}: healed {:?} after the fault (epoch {})",
+            struck.elapsed(),
+            config.epoch
+        );
         match fault {
             Fault::JoinServer => {
-                let held = config.space("kv").expect("the space").replicas.iter().flatten().filter(|s| s.contains(&victim_id)).count();
+                let held = config
+                    .space("kv")
+                    .expect("the space")
+                    .replicas
+                    .iter()
+                    .flatten()
+                    .filter(|s| s.contains(&victim_id))
+                    .count();
                 assert!(held > 0, "the new server holds its share");
             }
-            Fault::DecommissionServer => assert!(config.server(victim_id).is_none(), "{victim_id} left the configuration"),
+            Fault::DecommissionServer => assert!(
+                config.server(victim_id).is_none(),
+                "{victim_id} left the configuration"
+            ),
             _ => {}
         }
         // The final state: every key by get, and one search (which asks the new replicas
@@ -235,11 +350,21 @@ fn run(fault: Fault) {
         final_state_agrees(&admin).await;
         history
     });
-    let writes = history.iter().filter(|o| o.op != "get" && o.ok == Some(true)).count();
-    assert!(history.len() > 100 && writes > 30, "the run did real work: {} ops, {writes} writes", history.len());
+    let writes = history
+        .iter()
+        .filter(|o| o.op != "get" && o.ok == Some(true))
+        .count();
+    assert!(
+        history.len() > 100 && writes > 30,
+        "the run did real work: {} ops, {writes} writes",
+        history.len()
+    );
     let dir = tempfile::tempdir().expect("temp dir");
     let (code, summary) = check(&checker, &history, dir.path(), &format!("{fault:?}.jsonl"));
-    assert_eq!(code, 0, "{fault:?}: the history is not linearizable (see lincheck's output above)");
+    assert_eq!(
+        code, 0,
+        "{fault:?}: the history is not linearizable (see lincheck's output above)"
+    );
     assert!(summary.contains(r#""result":"ok""#), "{summary}");
     drop(cluster);
 }
@@ -285,18 +410,29 @@ fn a_server_decommissioned_under_load() {
 #[test]
 #[ignore = "a benchmark: make bench-failover"]
 fn failover_time() {
-    let runs: usize = std::env::var("TESSERA_FAILOVER_RUNS").ok().and_then(|n| n.parse().ok()).unwrap_or(10);
+    let runs: usize = std::env::var("TESSERA_FAILOVER_RUNS")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(10);
     let mut times_ms = Vec::new();
     for _ in 0..runs {
         let mut cluster = Cluster::start(3, 5, &[]);
-        let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("runtime");
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
         let elapsed = runtime.block_on(async {
             let options = ClientOptions::with_timeout(Duration::from_secs(3));
-            let admin = Client::connect_with(&cluster.addresses(), options).await.expect("connecting");
+            let admin = Client::connect_with(&cluster.addresses(), options)
+                .await
+                .expect("connecting");
             admin.add_space(SPACE).await.expect("add-space");
             let config = admin.configuration();
             let space = config.space("kv").expect("the space").clone();
-            let (victim, _) = key_regions_led(&config).into_iter().max_by_key(|(_, n)| *n).expect("a leader");
+            let (victim, _) = key_regions_led(&config)
+                .into_iter()
+                .max_by_key(|(_, n)| *n)
+                .expect("a leader");
             let key_space = &space.tessellations()[0];
             let led: Vec<i64> = (0..256)
                 .filter(|k| {
@@ -306,7 +442,10 @@ fn failover_time() {
                 .collect();
             assert!(!led.is_empty(), "the victim leads some keys");
             for k in &led {
-                admin.put("kv", *k, [("v", 0i64)]).await.expect("a put before the fault");
+                admin
+                    .put("kv", *k, [("v", 0i64)])
+                    .await
+                    .expect("a put before the fault");
             }
             let address = config.server(victim).expect("listed").address.clone();
             let n = cluster.server_at(&address).expect("the victim's process");
@@ -316,7 +455,10 @@ fn failover_time() {
             daemon.child.wait().expect("reaped");
             let mut pending = led;
             while !pending.is_empty() {
-                assert!(struck.elapsed() < Duration::from_secs(30), "writes did not resume");
+                assert!(
+                    struck.elapsed() < Duration::from_secs(30),
+                    "writes did not resume"
+                );
                 let mut still = Vec::new();
                 for k in pending {
                     if admin.put("kv", k, [("v", 1i64)]).await.is_err() {

@@ -23,7 +23,11 @@ impl Drop for Started {
 }
 
 fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").expect("a free port").local_addr().expect("bound").port()
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .expect("a free port")
+        .local_addr()
+        .expect("bound")
+        .port()
 }
 
 /// `text` with every `127.0.0.1:PORT` moved to a free port (the same README port, the same
@@ -46,21 +50,36 @@ fn with_free_ports(text: &str) -> String {
 
 #[test]
 fn readme_cluster_runs_as_written() {
-    let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../README.md")).unwrap();
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../README.md"))
+            .unwrap();
     let start = readme.find("## A cluster").expect("the cluster section");
-    let end = readme.find("<!-- cluster:end -->").expect("the cluster session's end") + "<!-- cluster:end -->".len();
+    let end = readme
+        .find("<!-- cluster:end -->")
+        .expect("the cluster session's end")
+        + "<!-- cluster:end -->".len();
     let section = with_free_ports(&readme[start..end]);
     let dir = tempfile::tempdir().unwrap();
     let bin_dir = Path::new(TESSERA).parent().unwrap();
-    let path = format!("{}:{}", bin_dir.display(), std::env::var("PATH").unwrap_or_default());
+    let path = format!(
+        "{}:{}",
+        bin_dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
 
     // The daemons: every `tessera` line of the ```sh blocks, with the block's variables.
     let mut daemons = Vec::new();
     let mut blocks = section.split("```sh\n").skip(1);
     for block in blocks.by_ref().take(2) {
         let block = block.split("```").next().expect("a closed block");
-        let variables: Vec<&str> = block.lines().filter(|l| !l.starts_with("tessera ") && l.contains('=')).collect();
-        let commands: Vec<&str> = block.lines().filter(|l| l.starts_with("tessera ")).collect();
+        let variables: Vec<&str> = block
+            .lines()
+            .filter(|l| !l.starts_with("tessera ") && l.contains('='))
+            .collect();
+        let commands: Vec<&str> = block
+            .lines()
+            .filter(|l| l.starts_with("tessera "))
+            .collect();
         for command in commands {
             let script = format!("{}\nexec {command}", variables.join("\n"));
             let mut child = Command::new("bash")
@@ -73,7 +92,9 @@ fn readme_cluster_runs_as_written() {
                 .spawn()
                 .expect("starting a daemon");
             let mut line = String::new();
-            BufReader::new(child.stdout.take().expect("piped")).read_line(&mut line).expect("a ready line");
+            BufReader::new(child.stdout.take().expect("piped"))
+                .read_line(&mut line)
+                .expect("a ready line");
             assert!(line.contains(": ready on "), "`{command}` printed {line:?}");
             daemons.push(Started(child));
         }
@@ -81,7 +102,10 @@ fn readme_cluster_runs_as_written() {
     assert_eq!(daemons.len(), 7, "three coordinators and four servers");
 
     let steps = console_steps(&section, "<!-- cluster:start -->", "<!-- cluster:end -->");
-    let address = steps[0].command.strip_prefix("export TESSERA_ADDR=").expect("the session sets TESSERA_ADDR first");
+    let address = steps[0]
+        .command
+        .strip_prefix("export TESSERA_ADDR=")
+        .expect("the session sets TESSERA_ADDR first");
     for step in &steps {
         let out = Command::new("bash")
             .args(["-c", &step.command])

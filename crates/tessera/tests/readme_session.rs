@@ -11,14 +11,20 @@ use common::{console_steps, DevServer, TESSERA};
 
 #[test]
 fn readme_session_runs_verbatim() {
-    let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../README.md")).unwrap();
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../README.md"))
+            .unwrap();
     let steps = console_steps(&readme, "<!-- session:start -->", "<!-- session:end -->");
     assert!(steps.len() >= 10, "the session has its steps");
 
     let dir = tempfile::tempdir().unwrap();
     let server = DevServer::start(dir.path());
     let bin_dir = Path::new(TESSERA).parent().unwrap();
-    let path = format!("{}:{}", bin_dir.display(), std::env::var("PATH").unwrap_or_default());
+    let path = format!(
+        "{}:{}",
+        bin_dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
     for step in &steps {
         let out = Command::new("bash")
             .args(["-c", &step.command])

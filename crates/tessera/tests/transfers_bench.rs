@@ -25,7 +25,8 @@ use common::cluster::Cluster;
 use tessera_client::{Client, ClientOptions, Configuration, ServerId, ServerState, Value};
 use tessera_geometry::key_region;
 
-const SPACE: &str = "space blobs key int k attributes string body create 32 partitions tolerate 1 failure";
+const SPACE: &str =
+    "space blobs key int k attributes string body create 32 partitions tolerate 1 failure";
 /// Bytes of one object as the user wrote it: an 8-byte key and a 1000-byte body.
 const BODY: usize = 1000;
 const OBJECT_BYTES: usize = 8 + BODY;
@@ -47,13 +48,24 @@ fn key_sets(config: &Configuration) -> Vec<Vec<ServerId>> {
 
 fn healed(config: &Configuration) -> bool {
     let space = config.space("blobs").expect("the space");
-    let available: Vec<ServerId> =
-        config.servers.iter().filter(|s| s.state == ServerState::Available).map(|s| s.id).collect();
+    let available: Vec<ServerId> = config
+        .servers
+        .iter()
+        .filter(|s| s.state == ServerState::Available)
+        .map(|s| s.id)
+        .collect();
     let regions = &space.replicas[0];
-    let (floor, ceil) = (regions.len() * 2 / available.len(), (regions.len() * 2).div_ceil(available.len()));
+    let (floor, ceil) = (
+        regions.len() * 2 / available.len(),
+        (regions.len() * 2).div_ceil(available.len()),
+    );
     space.transfers.is_empty()
-        && regions.iter().all(|set| set.len() == 2 && set.iter().all(|s| available.contains(s)))
-        && available.iter().all(|s| (floor..=ceil).contains(&regions.iter().filter(|set| set.contains(s)).count()))
+        && regions
+            .iter()
+            .all(|set| set.len() == 2 && set.iter().all(|s| available.contains(s)))
+        && available
+            .iter()
+            .all(|s| (floor..=ceil).contains(&regions.iter().filter(|set| set.contains(s)).count()))
 }
 
 fn body(seed: u64) -> String {
@@ -78,7 +90,10 @@ async fn load(client: &Arc<Client>, objects: u64) -> f64 {
             let client = client.clone();
             tokio::spawn(async move {
                 for k in (w..objects).step_by(32) {
-                    client.put("blobs", k as i64, [("body", body(k))]).await.expect("a put while loading");
+                    client
+                        .put("blobs", k as i64, [("body", body(k))])
+                        .await
+                        .expect("a put while loading");
                 }
             })
         })
@@ -90,7 +105,13 @@ async fn load(client: &Arc<Client>, objects: u64) -> f64 {
 }
 
 /// Closed-loop clients counting answers per window since `t0` until `stop`.
-fn start_clients(clients: &[Arc<Client>], objects: u64, t0: Instant, windows: Arc<Vec<AtomicU64>>, stop: Arc<AtomicBool>) -> Vec<tokio::task::JoinHandle<()>> {
+fn start_clients(
+    clients: &[Arc<Client>],
+    objects: u64,
+    t0: Instant,
+    windows: Arc<Vec<AtomicU64>>,
+    stop: Arc<AtomicBool>,
+) -> Vec<tokio::task::JoinHandle<()>> {
     clients
         .iter()
         .enumerate()
@@ -122,13 +143,25 @@ fn start_clients(clients: &[Arc<Client>], objects: u64, t0: Instant, windows: Ar
 /// One run: its figures as JSON fields.
 fn run(strike: Strike, objects: u64, transfer_mb_s: &str) -> BTreeMap<&'static str, f64> {
     let mut cluster = Cluster::start_on(None, 3, 5, &[], &["--transfer-mb-s", transfer_mb_s]);
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("runtime");
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
     let figures = runtime.block_on(async {
         let options = ClientOptions::with_timeout(Duration::from_secs(5));
-        let admin = Arc::new(Client::connect_with(&cluster.addresses(), options.clone()).await.expect("connecting"));
+        let admin = Arc::new(
+            Client::connect_with(&cluster.addresses(), options.clone())
+                .await
+                .expect("connecting"),
+        );
         admin.add_space(SPACE).await.expect("add-space");
         let load_mb_s = load(&admin, objects).await;
-        let key_space = admin.configuration().space("blobs").expect("the space").tessellations()[0].clone();
+        let key_space = admin
+            .configuration()
+            .space("blobs")
+            .expect("the space")
+            .tessellations()[0]
+            .clone();
         let mut per_region = vec![0usize; 32];
         for k in 0..objects {
             per_region[key_region(&key_space, &Value::Int(k as i64)).0 as usize] += 1;
@@ -136,7 +169,11 @@ fn run(strike: Strike, objects: u64, transfer_mb_s: &str) -> BTreeMap<&'static s
 
         let mut clients = Vec::new();
         for _ in 0..CLIENTS {
-            clients.push(Arc::new(Client::connect_with(&cluster.addresses(), options.clone()).await.expect("connecting")));
+            clients.push(Arc::new(
+                Client::connect_with(&cluster.addresses(), options.clone())
+                    .await
+                    .expect("connecting"),
+            ));
         }
         let windows: Arc<Vec<AtomicU64>> = Arc::new((0..6000).map(|_| AtomicU64::new(0)).collect());
         let stop = Arc::new(AtomicBool::new(false));
@@ -150,9 +187,21 @@ fn run(strike: Strike, objects: u64, transfer_mb_s: &str) -> BTreeMap<&'static s
         match strike {
             Strike::KillServer => {
                 // The server holding the most regions.
-                let held = |s: ServerId| key_sets(&before).iter().filter(|set| set.contains(&s)).count();
-                let id = before.servers.iter().map(|s| s.id).max_by_key(|s| held(*s)).expect("servers");
-                let n = cluster.server_at(&before.server(id).expect("listed").address).expect("its process");
+                let held = |s: ServerId| {
+                    key_sets(&before)
+                        .iter()
+                        .filter(|set| set.contains(&s))
+                        .count()
+                };
+                let id = before
+                    .servers
+                    .iter()
+                    .map(|s| s.id)
+                    .max_by_key(|s| held(*s))
+                    .expect("servers");
+                let n = cluster
+                    .server_at(&before.server(id).expect("listed").address)
+                    .expect("its process");
                 let mut daemon = cluster.servers[n].take().expect("running");
                 daemon.child.kill().expect("kill -9");
                 daemon.child.wait().expect("reaped");
@@ -168,7 +217,13 @@ fn run(strike: Strike, objects: u64, transfer_mb_s: &str) -> BTreeMap<&'static s
         let after = loop {
             let config = admin.refresh().await.expect("the configuration");
             let space = config.space("blobs").expect("the space");
-            if offline_at.is_none() && victim.is_some_and(|v| config.server(v).is_some_and(|s| s.state == ServerState::Offline)) {
+            if offline_at.is_none()
+                && victim.is_some_and(|v| {
+                    config
+                        .server(v)
+                        .is_some_and(|s| s.state == ServerState::Offline)
+                })
+            {
                 offline_at = Some(struck.elapsed());
             }
             if first_transfer_at.is_none() && !space.transfers.is_empty() {
@@ -177,7 +232,10 @@ fn run(strike: Strike, objects: u64, transfer_mb_s: &str) -> BTreeMap<&'static s
             if first_transfer_at.is_some() && healed(&config) {
                 break config;
             }
-            assert!(struck.elapsed() < Duration::from_secs(120), "not healed within 120 s: {config:?}");
+            assert!(
+                struck.elapsed() < Duration::from_secs(120),
+                "not healed within 120 s: {config:?}"
+            );
             tokio::time::sleep(Duration::from_millis(20)).await;
         };
         let healed_at = struck.elapsed();
@@ -192,7 +250,9 @@ fn run(strike: Strike, objects: u64, transfer_mb_s: &str) -> BTreeMap<&'static s
             .iter()
             .zip(key_sets(&after))
             .enumerate()
-            .map(|(r, (was, now))| now.iter().filter(|s| !was.contains(s)).count() * per_region[r] * OBJECT_BYTES)
+            .map(|(r, (was, now))| {
+                now.iter().filter(|s| !was.contains(s)).count() * per_region[r] * OBJECT_BYTES
+            })
             .sum();
         let first = first_transfer_at.expect("a transfer");
         let copy_s = (healed_at - first).as_secs_f64();
@@ -231,8 +291,14 @@ fn run(strike: Strike, objects: u64, transfer_mb_s: &str) -> BTreeMap<&'static s
 }
 
 fn report(strike: Strike, what: &str) {
-    let objects: u64 = std::env::var("TESSERA_TRANSFER_OBJECTS").ok().and_then(|n| n.parse().ok()).unwrap_or(50_000);
-    let runs: usize = std::env::var("TESSERA_TRANSFER_RUNS").ok().and_then(|n| n.parse().ok()).unwrap_or(3);
+    let objects: u64 = std::env::var("TESSERA_TRANSFER_OBJECTS")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(50_000);
+    let runs: usize = std::env::var("TESSERA_TRANSFER_RUNS")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(3);
     let rate = std::env::var("TESSERA_TRANSFER_MB_S").unwrap_or_else(|_| "8".into());
     let all: Vec<BTreeMap<&str, f64>> = (0..runs).map(|_| run(strike, objects, &rate)).collect();
     let mut medians = BTreeMap::new();

@@ -58,7 +58,10 @@ impl Target for MemoryTarget {
     async fn scan(&mut self, n: u64, len: u64) -> Result<u64, TargetError> {
         let (prefix, lo, hi) = scan_bounds(n, len);
         let base = prefix as u64 * SCAN_GROUP_SIZE;
-        Ok(self.lock().range(base + lo as u64..=base + hi as u64).count() as u64)
+        Ok(self
+            .lock()
+            .range(base + lo as u64..=base + hi as u64)
+            .count() as u64)
     }
 
     async fn search(&mut self, n: u64) -> Result<u64, TargetError> {

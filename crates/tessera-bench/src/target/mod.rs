@@ -41,14 +41,22 @@ pub trait Target: Send + 'static {
     fn prepare(&mut self) -> impl Future<Output = Result<(), TargetError>> + Send;
 
     /// Stores record `n` with all its fields and its scan attributes.
-    fn insert(&mut self, n: u64, record: &Record) -> impl Future<Output = Result<(), TargetError>> + Send;
+    fn insert(
+        &mut self,
+        n: u64,
+        record: &Record,
+    ) -> impl Future<Output = Result<(), TargetError>> + Send;
 
     /// Reads every field of record `n`; `Ok(false)` when it does not exist.
     fn read(&mut self, n: u64) -> impl Future<Output = Result<bool, TargetError>> + Send;
 
     /// Overwrites one field of record `n` (YCSB's default `writeallfields=false`).
-    fn update(&mut self, n: u64, field: usize, value: &str)
-        -> impl Future<Output = Result<(), TargetError>> + Send;
+    fn update(
+        &mut self,
+        n: u64,
+        field: usize,
+        value: &str,
+    ) -> impl Future<Output = Result<(), TargetError>> + Send;
 
     /// Reads up to `len` records from `n` on, within `n`'s prefix group (`workload::scan_bounds`);
     /// returns how many were found.
@@ -60,7 +68,11 @@ pub trait Target: Send + 'static {
     /// Targets without searches answer `Unsupported`.
     fn search(&mut self, n: u64) -> impl Future<Output = Result<u64, TargetError>> + Send {
         let _ = n;
-        async { Err(TargetError::Unsupported("search-read (workload s) is not supported by this target".into())) }
+        async {
+            Err(TargetError::Unsupported(
+                "search-read (workload s) is not supported by this target".into(),
+            ))
+        }
     }
 
     /// A read of record `n` followed by an update of one field, as YCSB's workload F does (not

@@ -16,7 +16,9 @@ use tokio::net::TcpStream;
 
 use super::{Target, TargetError};
 use crate::resp::{encode_command, parse_reply, Reply};
-use crate::workload::{field_name, prefix_suffix, record_key, scan_bounds, Record, FIELD_COUNT, SCAN_GROUP_SIZE};
+use crate::workload::{
+    field_name, prefix_suffix, record_key, scan_bounds, Record, FIELD_COUNT, SCAN_GROUP_SIZE,
+};
 
 /// The sorted set indexing record keys by record number, for scans.
 pub const INDEX_KEY: &str = "_ycsb_idx";
@@ -28,20 +30,29 @@ pub const OPERATION_TIMEOUT_MS: u64 = 30_000;
 /// Parses `redis://HOST[:PORT]` into `HOST:PORT` (port 6379 when absent). Database numbers,
 /// credentials and TLS are not supported: the benchmark drives a local, default-configured server.
 pub fn parse_url(url: &str) -> Result<String, String> {
-    let rest = url.strip_prefix("redis://").ok_or_else(|| format!("{url:?} does not start with redis://"))?;
+    let rest = url
+        .strip_prefix("redis://")
+        .ok_or_else(|| format!("{url:?} does not start with redis://"))?;
     let rest = rest.strip_suffix('/').unwrap_or(rest);
     if rest.is_empty() || rest.contains('/') || rest.contains('@') {
         return Err(format!("{url:?}: expected redis://HOST:PORT"));
     }
     let has_port = match rest.rsplit_once(':') {
         // An IPv6 literal "[::1]" has colons but no port after the bracket.
-        Some((host, port)) => !host.is_empty() && !port.contains(']') && {
-            port.parse::<u16>().map_err(|_| format!("{url:?}: bad port {port:?}"))?;
-            true
-        },
+        Some((host, port)) => {
+            !host.is_empty() && !port.contains(']') && {
+                port.parse::<u16>()
+                    .map_err(|_| format!("{url:?}: bad port {port:?}"))?;
+                true
+            }
+        }
         None => false,
     };
-    Ok(if has_port { rest.to_owned() } else { format!("{rest}:6379") })
+    Ok(if has_port {
+        rest.to_owned()
+    } else {
+        format!("{rest}:6379")
+    })
 }
 
 /// One connection per driver task; reconnects on the next operation after an I/O error.
@@ -65,7 +76,10 @@ impl Connection {
         let stream = TcpStream::connect(addr).await?;
         // Requests are small and latency-bound: do not let Nagle hold them back.
         stream.set_nodelay(true)?;
-        Ok(Connection { stream, input: BytesMut::with_capacity(16 * 1024) })
+        Ok(Connection {
+            stream,
+            input: BytesMut::with_capacity(16 * 1024),
+        })
     }
 
     /// Sends `out` and reads exactly `replies` replies.
@@ -98,7 +112,11 @@ impl RedisTarget {
     /// every operation into an error.
     pub async fn connect(addr: &str) -> Result<RedisTarget, TargetError> {
         let conn = Connection::open(addr).await?;
-        Ok(RedisTarget { addr: addr.to_owned(), conn: Some(conn), out: BytesMut::with_capacity(4096) })
+        Ok(RedisTarget {
+            addr: addr.to_owned(),
+            conn: Some(conn),
+            out: BytesMut::with_capacity(4096),
+        })
     }
 
     fn command(&mut self, args: &[&[u8]]) {
@@ -166,7 +184,12 @@ impl Target for RedisTarget {
         }
         args.extend_from_slice(&[b"prefix", prefix.as_bytes(), b"suffix", suffix.as_bytes()]);
         self.command(&args);
-        self.command(&[b"ZADD", INDEX_KEY.as_bytes(), score.as_bytes(), key.as_bytes()]);
+        self.command(&[
+            b"ZADD",
+            INDEX_KEY.as_bytes(),
+            score.as_bytes(),
+            key.as_bytes(),
+        ]);
         for reply in self.flush(2).await? {
             check(reply)?;
         }
@@ -182,7 +205,12 @@ impl Target for RedisTarget {
 
     async fn update(&mut self, n: u64, field: usize, value: &str) -> Result<(), TargetError> {
         let key = record_key(n);
-        self.command(&[b"HSET", key.as_bytes(), field_name(field).as_bytes(), value.as_bytes()]);
+        self.command(&[
+            b"HSET",
+            key.as_bytes(),
+            field_name(field).as_bytes(),
+            value.as_bytes(),
+        ]);
         for reply in self.flush(1).await? {
             check(reply)?;
         }
@@ -192,12 +220,24 @@ impl Target for RedisTarget {
     async fn scan(&mut self, n: u64, len: u64) -> Result<u64, TargetError> {
         let (prefix, lo, hi) = scan_bounds(n, len);
         let base = prefix as u64 * SCAN_GROUP_SIZE;
-        let (min, max) = ((base + lo as u64).to_string(), (base + hi as u64).to_string());
-        self.command(&[b"ZRANGEBYSCORE", INDEX_KEY.as_bytes(), min.as_bytes(), max.as_bytes()]);
+        let (min, max) = (
+            (base + lo as u64).to_string(),
+            (base + hi as u64).to_string(),
+        );
+        self.command(&[
+            b"ZRANGEBYSCORE",
+            INDEX_KEY.as_bytes(),
+            min.as_bytes(),
+            max.as_bytes(),
+        ]);
         let keys = match check(self.flush(1).await?.pop().unwrap_or(Reply::Array(None)))? {
             Reply::Array(Some(items)) => items,
             Reply::Array(None) => Vec::new(),
-            other => return Err(TargetError::Protocol(format!("ZRANGEBYSCORE replied {other:?}"))),
+            other => {
+                return Err(TargetError::Protocol(format!(
+                    "ZRANGEBYSCORE replied {other:?}"
+                )))
+            }
         };
         if keys.is_empty() {
             return Ok(0);
@@ -205,7 +245,9 @@ impl Target for RedisTarget {
         let count = keys.len();
         for key in keys {
             let Reply::Bulk(Some(key)) = key else {
-                return Err(TargetError::Protocol(format!("ZRANGEBYSCORE member {key:?}")));
+                return Err(TargetError::Protocol(format!(
+                    "ZRANGEBYSCORE member {key:?}"
+                )));
             };
             self.command(&[b"HGETALL", &key]);
         }
@@ -225,9 +267,15 @@ mod tests {
 
     #[test]
     fn parses_redis_urls() {
-        assert_eq!(parse_url("redis://127.0.0.1:6380"), Ok("127.0.0.1:6380".into()));
+        assert_eq!(
+            parse_url("redis://127.0.0.1:6380"),
+            Ok("127.0.0.1:6380".into())
+        );
         assert_eq!(parse_url("redis://localhost"), Ok("localhost:6379".into()));
-        assert_eq!(parse_url("redis://localhost:7000/"), Ok("localhost:7000".into()));
+        assert_eq!(
+            parse_url("redis://localhost:7000/"),
+            Ok("localhost:7000".into())
+        );
         assert_eq!(parse_url("redis://[::1]:7000"), Ok("[::1]:7000".into()));
         assert_eq!(parse_url("redis://[::1]"), Ok("[::1]:6379".into()));
         assert!(parse_url("redis://h:notaport").is_err());

@@ -13,19 +13,24 @@
 use tessera_client::{Client, ClientError, Predicate, PredicateOp, Status, Value};
 
 use super::{Target, TargetError};
-use crate::workload::{field_name, prefix_suffix, record_key, scan_bounds, Record, SPACE_DESCRIPTION, SPACE_NAME};
+use crate::workload::{
+    field_name, prefix_suffix, record_key, scan_bounds, Record, SPACE_DESCRIPTION, SPACE_NAME,
+};
 
 /// Parses `tessera://HOST:PORT` into `HOST:PORT` (port 1982, the `tessera dev` default, when
 /// absent).
 pub fn parse_url(url: &str) -> Result<String, String> {
-    let rest = url.strip_prefix("tessera://").ok_or_else(|| format!("{url:?} does not start with tessera://"))?;
+    let rest = url
+        .strip_prefix("tessera://")
+        .ok_or_else(|| format!("{url:?} does not start with tessera://"))?;
     let rest = rest.strip_suffix('/').unwrap_or(rest);
     if rest.is_empty() || rest.contains('/') {
         return Err(format!("{url:?}: expected tessera://HOST:PORT"));
     }
     match rest.rsplit_once(':') {
         Some((host, port)) if !host.is_empty() && !port.contains(']') => {
-            port.parse::<u16>().map_err(|_| format!("{url:?}: bad port {port:?}"))?;
+            port.parse::<u16>()
+                .map_err(|_| format!("{url:?}: bad port {port:?}"))?;
             Ok(rest.to_owned())
         }
         _ => Ok(format!("{rest}:1982")),
@@ -40,14 +45,18 @@ pub struct TesseraTarget {
 
 impl TesseraTarget {
     pub async fn connect(addr: &str) -> Result<TesseraTarget, TargetError> {
-        Ok(TesseraTarget { client: Client::connect(addr).await.map_err(to_target_error)? })
+        Ok(TesseraTarget {
+            client: Client::connect(addr).await.map_err(to_target_error)?,
+        })
     }
 }
 
 fn to_target_error(e: ClientError) -> TargetError {
     match e {
         ClientError::Io(io) => TargetError::Io(io),
-        ClientError::ConnectionClosed => TargetError::Io(std::io::ErrorKind::ConnectionAborted.into()),
+        ClientError::ConnectionClosed => {
+            TargetError::Io(std::io::ErrorKind::ConnectionAborted.into())
+        }
         ClientError::Protocol(p) => TargetError::Protocol(p),
         other => TargetError::Server(other.to_string()),
     }
@@ -65,7 +74,11 @@ impl Target for TesseraTarget {
             Err(e) if e.status() == Some(Status::SpaceExists) => {}
             Err(e) => return Err(to_target_error(e)),
         }
-        let schema = self.client.describe_space(SPACE_NAME).await.map_err(to_target_error)?;
+        let schema = self
+            .client
+            .describe_space(SPACE_NAME)
+            .await
+            .map_err(to_target_error)?;
         for attr in SCAN_ATTRIBUTES {
             if !schema.attributes.iter().any(|a| a.name == attr) {
                 return Err(TargetError::Server(format!(
@@ -78,11 +91,18 @@ impl Target for TesseraTarget {
 
     async fn insert(&mut self, n: u64, record: &Record) -> Result<(), TargetError> {
         let (prefix, suffix) = prefix_suffix(n);
-        let mut attrs: Vec<(&str, Value)> =
-            record.fields.iter().enumerate().map(|(i, f)| (field_name(i), Value::String(f.clone()))).collect();
+        let mut attrs: Vec<(&str, Value)> = record
+            .fields
+            .iter()
+            .enumerate()
+            .map(|(i, f)| (field_name(i), Value::String(f.clone())))
+            .collect();
         attrs.push(("prefix", Value::Int(prefix)));
         attrs.push(("suffix", Value::Int(suffix)));
-        self.client.put(SPACE_NAME, record_key(n), attrs).await.map_err(to_target_error)
+        self.client
+            .put(SPACE_NAME, record_key(n), attrs)
+            .await
+            .map_err(to_target_error)
     }
 
     async fn read(&mut self, n: u64) -> Result<bool, TargetError> {
@@ -95,7 +115,10 @@ impl Target for TesseraTarget {
 
     async fn update(&mut self, n: u64, field: usize, value: &str) -> Result<(), TargetError> {
         let attrs = [(field_name(field), Value::String(value.to_owned()))];
-        self.client.put(SPACE_NAME, record_key(n), attrs).await.map_err(to_target_error)
+        self.client
+            .put(SPACE_NAME, record_key(n), attrs)
+            .await
+            .map_err(to_target_error)
     }
 
     async fn scan(&mut self, n: u64, len: u64) -> Result<u64, TargetError> {
@@ -104,7 +127,11 @@ impl Target for TesseraTarget {
             Predicate::equals("prefix", Value::Int(prefix)),
             Predicate::new("suffix", PredicateOp::Range(Value::Int(lo), Value::Int(hi))),
         ];
-        let found = self.client.search(SPACE_NAME, predicates).await.map_err(to_target_error)?;
+        let found = self
+            .client
+            .search(SPACE_NAME, predicates)
+            .await
+            .map_err(to_target_error)?;
         Ok(found.len() as u64)
     }
 
@@ -112,9 +139,15 @@ impl Target for TesseraTarget {
     /// subspace fixed, so the server reads one cell of one region.
     async fn search(&mut self, n: u64) -> Result<u64, TargetError> {
         let (prefix, suffix) = prefix_suffix(n);
-        let predicates =
-            vec![Predicate::equals("prefix", Value::Int(prefix)), Predicate::equals("suffix", Value::Int(suffix))];
-        let found = self.client.search(SPACE_NAME, predicates).await.map_err(to_target_error)?;
+        let predicates = vec![
+            Predicate::equals("prefix", Value::Int(prefix)),
+            Predicate::equals("suffix", Value::Int(suffix)),
+        ];
+        let found = self
+            .client
+            .search(SPACE_NAME, predicates)
+            .await
+            .map_err(to_target_error)?;
         Ok(found.len() as u64)
     }
 }
@@ -125,8 +158,14 @@ mod tests {
 
     #[test]
     fn parses_tessera_urls() {
-        assert_eq!(parse_url("tessera://127.0.0.1:1982"), Ok("127.0.0.1:1982".into()));
-        assert_eq!(parse_url("tessera://localhost"), Ok("localhost:1982".into()));
+        assert_eq!(
+            parse_url("tessera://127.0.0.1:1982"),
+            Ok("127.0.0.1:1982".into())
+        );
+        assert_eq!(
+            parse_url("tessera://localhost"),
+            Ok("localhost:1982".into())
+        );
         assert!(parse_url("tessera://h:x").is_err());
         assert!(parse_url("redis://h:1").is_err());
     }

@@ -8,8 +8,8 @@ use std::time::Duration;
 use futures::{SinkExt, StreamExt};
 use tessera_coordinator::{Coordinator, CoordinatorOptions, LeaseTuning, RaftTuning};
 use tessera_protocol::{
-    codec, decode_response, encode_request, Configuration, CoordinatorStatus, Request, RequestFrame, Response,
-    ResponseFrame, Status,
+    codec, decode_response, encode_request, Configuration, CoordinatorStatus, Request,
+    RequestFrame, Response, ResponseFrame, Status,
 };
 use tessera_types::{Epoch, ServerId};
 use tokio::net::{TcpListener, TcpStream};
@@ -32,13 +32,21 @@ impl Client {
     pub async fn connect(addr: SocketAddr) -> Client {
         let stream = TcpStream::connect(addr).await.expect("connect");
         stream.set_nodelay(true).unwrap();
-        Client { framed: Framed::new(stream, codec()), next_id: 1 }
+        Client {
+            framed: Framed::new(stream, codec()),
+            next_id: 1,
+        }
     }
 
     pub async fn send(&mut self, request: Request) -> u64 {
         let id = self.next_id;
         self.next_id += 1;
-        let bytes = encode_request(&RequestFrame { id, epoch: Epoch(0), request }).unwrap();
+        let bytes = encode_request(&RequestFrame {
+            id,
+            epoch: Epoch(0),
+            request,
+        })
+        .unwrap();
         self.framed.send(bytes).await.expect("send");
         id
     }
@@ -83,8 +91,21 @@ pub async fn register(addr: SocketAddr, token: u128, address: &str) -> (ServerId
     register_incarnation(addr, token, address, 1).await
 }
 
-pub async fn register_incarnation(addr: SocketAddr, token: u128, address: &str, incarnation: u64) -> (ServerId, Epoch) {
-    let r = write(addr, Request::RegisterServer { token, address: address.into(), incarnation }).await;
+pub async fn register_incarnation(
+    addr: SocketAddr,
+    token: u128,
+    address: &str,
+    incarnation: u64,
+) -> (ServerId, Epoch) {
+    let r = write(
+        addr,
+        Request::RegisterServer {
+            token,
+            address: address.into(),
+            incarnation,
+        },
+    )
+    .await;
     match r.response {
         Response::Registered(id) => (id, r.epoch),
         other => panic!("register: {other:?}"),
@@ -103,13 +124,24 @@ pub async fn config_at_least(addr: SocketAddr, epoch: Epoch) -> Configuration {
     let mut client = Client::connect(addr).await;
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
-        let r = client.call(Request::WaitConfig { after: Epoch(epoch.0.saturating_sub(1)), timeout_ms: 2000 }).await;
-        let Response::Config(c) = r.response else { panic!("wait config: {:?}", r.response) };
+        let r = client
+            .call(Request::WaitConfig {
+                after: Epoch(epoch.0.saturating_sub(1)),
+                timeout_ms: 2000,
+            })
+            .await;
+        let Response::Config(c) = r.response else {
+            panic!("wait config: {:?}", r.response)
+        };
         assert_eq!(r.epoch, c.epoch, "the frame carries the applied epoch");
         if c.epoch >= epoch {
             return *c;
         }
-        assert!(Instant::now() < deadline, "{addr} stuck at epoch {:?}, waiting for {epoch:?}", c.epoch);
+        assert!(
+            Instant::now() < deadline,
+            "{addr} stuck at epoch {:?}, waiting for {epoch:?}",
+            c.epoch
+        );
     }
 }
 
@@ -128,7 +160,11 @@ pub fn error_of(r: &ResponseFrame) -> (Status, String) {
 }
 
 pub fn fast_tuning() -> RaftTuning {
-    RaftTuning { heartbeat_ms: 100, election_timeout_ms: (500, 1000), ..RaftTuning::default() }
+    RaftTuning {
+        heartbeat_ms: 100,
+        election_timeout_ms: (500, 1000),
+        ..RaftTuning::default()
+    }
 }
 
 pub struct Cluster {
@@ -152,7 +188,12 @@ impl Cluster {
 
     /// A cluster whose coordinators plan state transfers or not, whatever the default: for
     /// the tests of the planner.
-    pub async fn start_planning(n: usize, tuning: RaftTuning, lease: LeaseTuning, plan_transfers: bool) -> Cluster {
+    pub async fn start_planning(
+        n: usize,
+        tuning: RaftTuning,
+        lease: LeaseTuning,
+        plan_transfers: bool,
+    ) -> Cluster {
         init_tracing();
         let mut listeners = Vec::new();
         for _ in 0..n {
@@ -160,9 +201,18 @@ impl Cluster {
         }
         let addrs: Vec<SocketAddr> = listeners.iter().map(|l| l.local_addr().unwrap()).collect();
         let dirs: Vec<_> = (0..n).map(|_| tempfile::tempdir().unwrap()).collect();
-        let mut cluster = Cluster { dirs, addrs, nodes: Vec::new(), tuning, lease, plan_transfers };
+        let mut cluster = Cluster {
+            dirs,
+            addrs,
+            nodes: Vec::new(),
+            tuning,
+            lease,
+            plan_transfers,
+        };
         for (i, listener) in listeners.into_iter().enumerate() {
-            let c = Coordinator::start_with_listener(cluster.options(i), listener).await.expect("start");
+            let c = Coordinator::start_with_listener(cluster.options(i), listener)
+                .await
+                .expect("start");
             assert_eq!(c.local_addr(), cluster.addrs[i]);
             cluster.nodes.push(Some(c));
         }
@@ -170,8 +220,14 @@ impl Cluster {
     }
 
     pub fn options(&self, i: usize) -> CoordinatorOptions {
-        let peers = self.addrs.iter().enumerate().map(|(j, a)| (j as u64 + 1, a.to_string())).collect();
-        let mut o = CoordinatorOptions::new(i as u64 + 1, self.dirs[i].path(), self.addrs[i], peers);
+        let peers = self
+            .addrs
+            .iter()
+            .enumerate()
+            .map(|(j, a)| (j as u64 + 1, a.to_string()))
+            .collect();
+        let mut o =
+            CoordinatorOptions::new(i as u64 + 1, self.dirs[i].path(), self.addrs[i], peers);
         o.raft = self.tuning.clone();
         o.lease = self.lease.clone();
         o.plan_transfers = self.plan_transfers;
@@ -208,11 +264,17 @@ impl Cluster {
                 Err(e) => panic!("cannot rebind {}: {e}", self.addrs[i]),
             }
         };
-        self.nodes[i] = Some(Coordinator::start_with_listener(self.options(i), listener).await.expect("restart"));
+        self.nodes[i] = Some(
+            Coordinator::start_with_listener(self.options(i), listener)
+                .await
+                .expect("restart"),
+        );
     }
 
     pub fn running(&self) -> Vec<usize> {
-        (0..self.nodes.len()).filter(|&i| self.nodes[i].is_some()).collect()
+        (0..self.nodes.len())
+            .filter(|&i| self.nodes[i].is_some())
+            .collect()
     }
 
     /// Waits until every running node names the same running leader; returns its id.

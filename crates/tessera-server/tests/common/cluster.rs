@@ -6,7 +6,10 @@ use std::time::Duration;
 use futures::{SinkExt, StreamExt};
 use tessera_client::Client;
 use tessera_coordinator::{Coordinator, CoordinatorOptions};
-use tessera_protocol::{codec, decode_response, encode_request, Configuration, Request, RequestFrame, Response, ResponseFrame};
+use tessera_protocol::{
+    codec, decode_response, encode_request, Configuration, Request, RequestFrame, Response,
+    ResponseFrame,
+};
 use tessera_server::{ClusterOptions, Server, ServerOptions};
 use tessera_types::{Epoch, ServerId, SubspaceId, Value};
 use tokio::net::TcpStream;
@@ -20,8 +23,13 @@ pub struct Cluster {
 
 pub async fn server(dir: &std::path::Path, n: usize, coordinator: SocketAddr) -> Server {
     let mut options = ServerOptions::new(dir.join(format!("s{n}")), "127.0.0.1:0".parse().unwrap());
-    options.cluster = Some(ClusterOptions { coordinators: vec![coordinator.to_string()], advertise: None });
-    Server::start(options).await.expect("a cluster server starts")
+    options.cluster = Some(ClusterOptions {
+        coordinators: vec![coordinator.to_string()],
+        advertise: None,
+    });
+    Server::start(options)
+        .await
+        .expect("a cluster server starts")
 }
 
 impl Cluster {
@@ -34,22 +42,38 @@ impl Cluster {
         let dir = tempfile::tempdir().unwrap();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let address = listener.local_addr().unwrap();
-        let mut options = CoordinatorOptions::new(1, dir.path().join("c1"), address, vec![(1, address.to_string())]);
+        let mut options = CoordinatorOptions::new(
+            1,
+            dir.path().join("c1"),
+            address,
+            vec![(1, address.to_string())],
+        );
         options.plan_transfers = plan_transfers;
-        let coordinator = Coordinator::start_with_listener(options, listener).await.unwrap();
+        let coordinator = Coordinator::start_with_listener(options, listener)
+            .await
+            .unwrap();
         let mut started = Vec::new();
         for n in 0..servers {
             started.push(server(dir.path(), n, address).await);
         }
-        Cluster { dir, coordinator, servers: started }
+        Cluster {
+            dir,
+            coordinator,
+            servers: started,
+        }
     }
 
     pub async fn client(&self) -> Client {
-        Client::connect(&self.coordinator.local_addr().to_string()).await.expect("a cluster client")
+        Client::connect(&self.coordinator.local_addr().to_string())
+            .await
+            .expect("a cluster client")
     }
 
     pub fn server_of(&self, id: ServerId) -> &Server {
-        self.servers.iter().find(|s| s.id() == id).expect("a server of the configuration")
+        self.servers
+            .iter()
+            .find(|s| s.id() == id)
+            .expect("a server of the configuration")
     }
 
     /// Waits until every server has installed the configuration `config`.
@@ -84,8 +108,21 @@ pub type Raw = Framed<TcpStream, tokio_util::codec::LengthDelimitedCodec>;
 /// One request on a fresh connection, and its answer.
 pub async fn ask(addr: SocketAddr, epoch: Epoch, request: Request) -> Response {
     let mut conn: Raw = Framed::new(TcpStream::connect(addr).await.unwrap(), codec());
-    conn.send(encode_request(&RequestFrame { id: 7, epoch, request }).unwrap()).await.unwrap();
-    let body = tokio::time::timeout(Duration::from_secs(10), conn.next()).await.unwrap().unwrap().unwrap();
+    conn.send(
+        encode_request(&RequestFrame {
+            id: 7,
+            epoch,
+            request,
+        })
+        .unwrap(),
+    )
+    .await
+    .unwrap();
+    let body = tokio::time::timeout(Duration::from_secs(10), conn.next())
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
     let frame: ResponseFrame = decode_response(&body).unwrap();
     assert_eq!(frame.id, 7);
     frame.response
@@ -94,7 +131,11 @@ pub async fn ask(addr: SocketAddr, epoch: Epoch, request: Request) -> Response {
 /// A connection that has said `PeerHello` as server `from` and been accepted.
 pub async fn peer_connection(addr: SocketAddr, from: ServerId) -> Raw {
     let mut conn: Raw = Framed::new(TcpStream::connect(addr).await.unwrap(), codec());
-    let hello = RequestFrame { id: 1, epoch: Epoch(0), request: Request::PeerHello { from } };
+    let hello = RequestFrame {
+        id: 1,
+        epoch: Epoch(0),
+        request: Request::PeerHello { from },
+    };
     conn.send(encode_request(&hello).unwrap()).await.unwrap();
     let body = conn.next().await.unwrap().unwrap();
     assert_eq!(decode_response(&body).unwrap().response, Response::Done);

@@ -14,11 +14,16 @@ use super::proxy::Network;
 use super::Daemon;
 
 /// A key-value space the workers use: every region on two servers.
-pub const SPACE: &str = "space kv key int k attributes int v subspace v create 8 partitions tolerate 1 failure";
+pub const SPACE: &str =
+    "space kv key int k attributes int v subspace v create 8 partitions tolerate 1 failure";
 pub const KEYS: i64 = 8;
 
 pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").expect("a free port").local_addr().expect("bound").port()
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .expect("a free port")
+        .local_addr()
+        .expect("bound")
+        .port()
 }
 
 pub struct Cluster {
@@ -50,7 +55,11 @@ impl Cluster {
     ) -> Cluster {
         let dir = tempfile::tempdir().expect("temp dir");
         let ports: Vec<u16> = (0..coordinators).map(|_| free_port()).collect();
-        let peers: Vec<String> = ports.iter().enumerate().map(|(i, p)| format!("{}=127.0.0.1:{p}", i + 1)).collect();
+        let peers: Vec<String> = ports
+            .iter()
+            .enumerate()
+            .map(|(i, p)| format!("{}=127.0.0.1:{p}", i + 1))
+            .collect();
         let peers = peers.join(",");
         let coordinators: Vec<Option<Daemon>> = ports
             .iter()
@@ -59,14 +68,28 @@ impl Cluster {
                 let data = dir.path().join(format!("c{}", i + 1));
                 let id = (i + 1).to_string();
                 let listen = format!("127.0.0.1:{port}");
-                let mut args = vec!["coordinator", "--id", &id, "--listen", &listen, "--peers", &peers];
+                let mut args = vec![
+                    "coordinator",
+                    "--id",
+                    &id,
+                    "--listen",
+                    &listen,
+                    "--peers",
+                    &peers,
+                ];
                 args.extend_from_slice(coordinator_args);
                 args.push("--data-dir");
                 Some(Daemon::start(&args, &data))
             })
             .collect();
         let server_args = server_args.iter().map(|a| a.to_string()).collect();
-        let mut cluster = Cluster { coordinators, servers: vec![], network, server_args, dir };
+        let mut cluster = Cluster {
+            coordinators,
+            servers: vec![],
+            network,
+            server_args,
+            dir,
+        };
         for _ in 0..servers {
             cluster.add_server();
         }
@@ -81,7 +104,16 @@ impl Cluster {
         let mut args = vec!["server".to_owned()];
         args.extend(self.server_args.iter().cloned());
         let Some(network) = &self.network else {
-            args.extend(["--listen", "127.0.0.1:0", "--coordinators", &addresses, "--data-dir"].map(String::from));
+            args.extend(
+                [
+                    "--listen",
+                    "127.0.0.1:0",
+                    "--coordinators",
+                    &addresses,
+                    "--data-dir",
+                ]
+                .map(String::from),
+            );
             let args: Vec<&str> = args.iter().map(String::as_str).collect();
             self.servers.push(Some(Daemon::start(&args, &data)));
             return n;
@@ -93,7 +125,16 @@ impl Cluster {
         let coordinators: Vec<String> = addresses.split(',').map(|c| network.proxy(n, c)).collect();
         let coordinators = coordinators.join(",");
         args.extend(
-            ["--listen", &listen, "--advertise", &advertise, "--coordinators", &coordinators, "--data-dir"].map(String::from),
+            [
+                "--listen",
+                &listen,
+                "--advertise",
+                &advertise,
+                "--coordinators",
+                &coordinators,
+                "--data-dir",
+            ]
+            .map(String::from),
         );
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         let mut daemon = Daemon::start(&args, &data);
@@ -103,12 +144,19 @@ impl Cluster {
     }
 
     pub fn addresses(&self) -> String {
-        self.coordinators.iter().flatten().map(|c| c.addr.clone()).collect::<Vec<_>>().join(",")
+        self.coordinators
+            .iter()
+            .flatten()
+            .map(|c| c.addr.clone())
+            .collect::<Vec<_>>()
+            .join(",")
     }
 
     /// The index of the server process listening at `address`.
     pub fn server_at(&self, address: &str) -> Option<usize> {
-        self.servers.iter().position(|s| s.as_ref().is_some_and(|s| s.addr == address))
+        self.servers
+            .iter()
+            .position(|s| s.as_ref().is_some_and(|s| s.addr == address))
     }
 }
 
@@ -161,9 +209,19 @@ pub async fn final_state_agrees(admin: &Client) -> BTreeMap<i64, i64> {
             ref other => panic!("int keys, got {other:?}"),
         })
         .collect();
-    assert_eq!(found.len(), searched.len(), "a search returns each key once");
-    assert_eq!(searched, gets, "a search sees exactly the committed objects");
-    assert_eq!(admin.count("kv", vec![]).await.expect("count"), gets.len() as u64);
+    assert_eq!(
+        found.len(),
+        searched.len(),
+        "a search returns each key once"
+    );
+    assert_eq!(
+        searched, gets,
+        "a search sees exactly the committed objects"
+    );
+    assert_eq!(
+        admin.count("kv", vec![]).await.expect("count"),
+        gets.len() as u64
+    );
     gets
 }
 
@@ -206,15 +264,23 @@ pub async fn worker(client: Arc<Client>, id: u64, started: Instant, run_for: Dur
         // Every written value is unique, so the checker can tell writes apart.
         let value = (id as i64 + 1) * 1_000_000 + seq;
         let call = started.elapsed().as_nanos();
-        let mut op = Op { client: id, op: "get", key: key.to_string(), value: None, expect: None, call, ret: None, ok: None, output: None };
+        let mut op = Op {
+            client: id,
+            op: "get",
+            key: key.to_string(),
+            value: None,
+            expect: None,
+            call,
+            ret: None,
+            ok: None,
+            output: None,
+        };
         match next() % 10 {
-            0..=3 => {
-                match client.get("kv", key).await {
-                    Ok(found) => op.output = found.as_ref().map(value_of),
-                    Err(e) if e.status() == Some(Status::Timeout) => continue,
-                    Err(e) => panic!("get: {e}"),
-                }
-            }
+            0..=3 => match client.get("kv", key).await {
+                Ok(found) => op.output = found.as_ref().map(value_of),
+                Err(e) if e.status() == Some(Status::Timeout) => continue,
+                Err(e) => panic!("get: {e}"),
+            },
             4..=5 => {
                 op.op = "put";
                 op.value = Some(value);
@@ -228,11 +294,18 @@ pub async fn worker(client: Arc<Client>, id: u64, started: Instant, run_for: Dur
                 // put_if_not_exist: a cas expecting no object.
                 op.op = "cas";
                 op.value = Some(value);
-                op.ok = outcome(client.put_if_not_exist("kv", key, [("v", value)]).await, &[Status::CmpFail]);
+                op.ok = outcome(
+                    client.put_if_not_exist("kv", key, [("v", value)]).await,
+                    &[Status::CmpFail],
+                );
             }
             _ => {
                 // Compare-and-set against what this worker read last for the key, if anything.
-                let expect = ops.iter().rev().find(|o: &&Op| o.key == key.to_string() && o.op == "get").and_then(|o| o.output);
+                let expect = ops
+                    .iter()
+                    .rev()
+                    .find(|o: &&Op| o.key == key.to_string() && o.op == "get")
+                    .and_then(|o| o.output);
                 let Some(expect) = expect else { continue };
                 op.op = "cas";
                 op.value = Some(value);
@@ -253,12 +326,18 @@ pub async fn worker(client: Arc<Client>, id: u64, started: Instant, run_for: Dur
 }
 
 fn go() -> PathBuf {
-    let on_path = Command::new("go").arg("version").output().is_ok_and(|o| o.status.success());
+    let on_path = Command::new("go")
+        .arg("version")
+        .output()
+        .is_ok_and(|o| o.status.success());
     if on_path {
         return PathBuf::from("go");
     }
     let fallback = PathBuf::from("/usr/local/go/bin/go");
-    assert!(fallback.exists(), "the linearizability check needs Go (https://go.dev): none on PATH or in /usr/local/go");
+    assert!(
+        fallback.exists(),
+        "the linearizability check needs Go (https://go.dev): none on PATH or in /usr/local/go"
+    );
     fallback
 }
 
@@ -286,14 +365,26 @@ pub fn check(checker: &Path, ops: &[Op], dir: &Path, name: &str) -> (i32, String
         writeln!(f, "{}", op.json()).expect("writing the history");
     }
     drop(f);
-    let out = Command::new(checker).args(["-timeout", "120s"]).arg(&path).output().expect("running lincheck");
-    eprintln!("lincheck {name}: {}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-    if let Some(keep) = std::env::var_os("TESSERA_KEEP_HISTORY").filter(|_| out.status.code() != Some(0)) {
+    let out = Command::new(checker)
+        .args(["-timeout", "120s"])
+        .arg(&path)
+        .output()
+        .expect("running lincheck");
+    eprintln!(
+        "lincheck {name}: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    if let Some(keep) =
+        std::env::var_os("TESSERA_KEEP_HISTORY").filter(|_| out.status.code() != Some(0))
+    {
         // For looking into a failure: the history outlives the test's temporary directory.
         let kept = Path::new(&keep).join(name);
         std::fs::copy(&path, &kept).expect("keeping the history");
         eprintln!("history kept in {}", kept.display());
     }
-    (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into_owned())
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+    )
 }
-

@@ -19,7 +19,8 @@ pub struct DevServer {
 impl DevServer {
     /// Starts `tessera dev` on a free loopback port and waits for its ready line.
     pub fn start(data_dir: &Path) -> DevServer {
-        let (child, addr) = spawn_until_ready(&["dev", "--listen", "127.0.0.1:0", "--data-dir"], data_dir);
+        let (child, addr) =
+            spawn_until_ready(&["dev", "--listen", "127.0.0.1:0", "--data-dir"], data_dir);
         DevServer { child, addr }
     }
 
@@ -57,7 +58,10 @@ fn spawn_until_ready(args: &[&str], data_dir: &Path) -> (Child, String) {
         .args(args)
         .arg(data_dir)
         // TESSERA_TEST_LOG sets the daemons' log filter when a test needs looking into.
-        .env("RUST_LOG", std::env::var("TESSERA_TEST_LOG").unwrap_or_else(|_| "error,openraft=off".into()))
+        .env(
+            "RUST_LOG",
+            std::env::var("TESSERA_TEST_LOG").unwrap_or_else(|_| "error,openraft=off".into()),
+        )
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .spawn()
@@ -105,7 +109,11 @@ pub fn console_steps(readme: &str, start: &str, end: &str) -> Vec<Step> {
         if let Some(command) = line.strip_prefix("$ ") {
             let mut command = command.to_owned();
             if let Some(at) = command.find("<<'") {
-                let terminator = command[at + 3..].split('\'').next().expect("a terminator").to_owned();
+                let terminator = command[at + 3..]
+                    .split('\'')
+                    .next()
+                    .expect("a terminator")
+                    .to_owned();
                 for body in lines.by_ref() {
                     command.push('\n');
                     command.push_str(body);
@@ -114,7 +122,10 @@ pub fn console_steps(readme: &str, start: &str, end: &str) -> Vec<Step> {
                     }
                 }
             }
-            steps.push(Step { command, expected: String::new() });
+            steps.push(Step {
+                command,
+                expected: String::new(),
+            });
         } else {
             let step = steps.last_mut().expect("output before any command");
             step.expected.push_str(line);

@@ -34,8 +34,16 @@ pub struct Network {
 
 impl Network {
     pub fn new() -> Network {
-        let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("runtime");
-        Network { runtime, isolated: Arc::new(watch::Sender::new(None)), silenced_outgoing: Arc::default() }
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .expect("runtime");
+        Network {
+            runtime,
+            isolated: Arc::new(watch::Sender::new(None)),
+            silenced_outgoing: Arc::default(),
+        }
     }
 
     /// A proxy on a free loopback port that forwards to `target` and belongs to server `owner`;
@@ -44,11 +52,21 @@ impl Network {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
         listener.set_nonblocking(true).expect("non-blocking");
         let address = listener.local_addr().expect("bound").to_string();
-        let (target, isolated, outgoing) = (target.to_owned(), self.isolated.clone(), self.silenced_outgoing.clone());
+        let (target, isolated, outgoing) = (
+            target.to_owned(),
+            self.isolated.clone(),
+            self.silenced_outgoing.clone(),
+        );
         self.runtime.spawn(async move {
             let listener = TcpListener::from_std(listener).expect("a tokio listener");
             while let Ok((inbound, _)) = listener.accept().await {
-                tokio::spawn(relay(inbound, target.clone(), owner, isolated.subscribe(), outgoing.clone()));
+                tokio::spawn(relay(
+                    inbound,
+                    target.clone(),
+                    owner,
+                    isolated.subscribe(),
+                    outgoing.clone(),
+                ));
             }
         });
         address
@@ -58,7 +76,8 @@ impl Network {
     pub fn isolate(&self, owner: usize, pid: u32) {
         // Looked up once here, not by every connection: the proxies must not stall the others.
         let ports = Arc::new(local_ports_of(pid));
-        self.isolated.send_replace(Some(Isolated { owner, pid, ports }));
+        self.isolated
+            .send_replace(Some(Isolated { owner, pid, ports }));
     }
 
     pub fn heal(&self) {
@@ -92,13 +111,17 @@ async fn relay(
     if let Some(i) = &isolated_now {
         // A connection opened during the cut: is it the cut-off process's?
         let (pid, port) = (i.pid, from_port);
-        let theirs = tokio::task::spawn_blocking(move || local_ports_of(pid).contains(&port)).await.unwrap_or(false);
+        let theirs = tokio::task::spawn_blocking(move || local_ports_of(pid).contains(&port))
+            .await
+            .unwrap_or(false);
         outgoing.fetch_add(usize::from(theirs), Ordering::Relaxed);
         if i.owner == owner || theirs {
             return silent_until_healed(&mut isolated).await;
         }
     }
-    let Ok(outbound) = TcpStream::connect(&target).await else { return };
+    let Ok(outbound) = TcpStream::connect(&target).await else {
+        return;
+    };
     let (mut in_read, mut in_write) = inbound.into_split();
     let (mut out_read, mut out_write) = outbound.into_split();
     let (mut up, mut down) = (vec![0u8; 16 * 1024], vec![0u8; 16 * 1024]);
@@ -137,7 +160,12 @@ fn local_ports_of(pid: u32) -> HashSet<u16> {
         .flatten()
         .flatten()
         .filter_map(|f| std::fs::read_link(f.path()).ok())
-        .filter_map(|link| link.to_string_lossy().strip_prefix("socket:[")?.strip_suffix(']').map(str::to_owned))
+        .filter_map(|link| {
+            link.to_string_lossy()
+                .strip_prefix("socket:[")?
+                .strip_suffix(']')
+                .map(str::to_owned)
+        })
         .collect();
     let table = std::fs::read_to_string("/proc/net/tcp").unwrap_or_default();
     table
