@@ -25,7 +25,9 @@ test-go:
 	$(GO) -C tools/lincheck vet ./...
 	$(GO) -C tools/lincheck test ./...
 
+# Formatting first: an unformatted file fails the suite (run `cargo fmt --all` to mend it).
 test-rust:
+	$(CARGO) fmt --all -- --check
 	PATH="$(dir $(GO)):$$PATH" $(CARGO) test --workspace --locked
 
 $(VENV)/bin/python:
