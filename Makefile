@@ -27,6 +27,7 @@ test-go:
 
 # Formatting first: an unformatted file fails the suite (run `cargo fmt --all` to mend it).
 test-rust:
+	$(CARGO) fmt --version >/dev/null 2>&1 || rustup component add rustfmt
 	$(CARGO) fmt --all -- --check
 	PATH="$(dir $(GO)):$$PATH" $(CARGO) test --workspace --locked
 
