@@ -364,6 +364,7 @@ async fn handle(shared: &Arc<Shared>, request: Request, received: Instant) -> Re
             token,
             incarnation,
             done,
+            backfilled: _,
         } => {
             let current = match detector::identify(&shared.detector, server, token, incarnation) {
                 Ok(current) => current,

@@ -548,6 +548,7 @@ impl ClusterState {
             replicas,
             transfers: Vec::new(),
             joined: Vec::new(),
+            build: None,
         };
         let mut next = self.configuration();
         next.epoch = Epoch(id);

@@ -52,6 +52,7 @@ async fn report(
             token,
             incarnation,
             done,
+            backfilled: Vec::new(),
         },
     )
     .await
@@ -139,6 +140,7 @@ async fn transfers_done_completes_transfers_through_any_coordinator() {
                 token,
                 incarnation,
                 done: done.clone(),
+                backfilled: Vec::new(),
             },
         )
         .await;
@@ -153,6 +155,7 @@ async fn transfers_done_completes_transfers_through_any_coordinator() {
             token: 4,
             incarnation: 2,
             done: done.clone(),
+            backfilled: Vec::new(),
         },
     )
     .await;
@@ -166,6 +169,7 @@ async fn transfers_done_completes_transfers_through_any_coordinator() {
             token: 4,
             incarnation: 1,
             done: done.clone(),
+            backfilled: Vec::new(),
         },
     )
     .await;

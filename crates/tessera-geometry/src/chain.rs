@@ -74,7 +74,8 @@ pub fn chain_for_update(
     };
     let existing = old.or(new).expect("checked above");
     visit(SubspaceId::KEY, region(SubspaceId::KEY, existing));
-    for id in schema.subspace_ids().skip(1) {
+    // A subspace being built is written like any other; a dropped one is not.
+    for id in schema.written_subspaces().skip(1) {
         let from = old.map(|o| region(id, o));
         let to = new.map(|n| region(id, n));
         if let Some(r) = from {

@@ -211,7 +211,7 @@ pub struct SearchPlan {
 }
 
 /// The subspace whose box crosses the fewest regions (each region costs a server a scan, so
-/// this is the cheapest search, DESIGN §8). Ties go to the subspace with fewer dimensions, then
+/// this is the cheapest search, DESIGN §8), among the serving ones. Ties go to the subspace with fewer dimensions, then
 /// to the first declared, so the choice is deterministic and every client makes the same one.
 /// `tessellations[i]` is the tessellation of `schema.subspaces[i]`.
 pub fn choose_subspace(
@@ -224,9 +224,11 @@ pub fn choose_subspace(
         schema.subspaces.len(),
         "one tessellation per subspace"
     );
+    // Only a serving subspace holds every object (the key subspace always does).
     schema
         .subspace_ids()
         .zip(tessellations)
+        .filter(|(id, _)| schema.subspace(*id).is_searchable())
         .map(|(id, t)| {
             let search_box = SearchBox::for_predicates(schema, id, predicates);
             let regions_count = search_box.as_ref().map_or(0, |b| b.regions_count(t));

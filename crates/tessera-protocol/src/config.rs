@@ -7,7 +7,10 @@
 
 use serde::{Deserialize, Serialize};
 use tessera_geometry::{RegionIndex, Tessellation};
-use tessera_types::{Epoch, ServerId, SpaceSchema, SubspaceId};
+use tessera_types::{
+    constants::SUBSPACES_MAX, Epoch, SchemaError, ServerId, SpaceSchema, Subspace, SubspaceId,
+    SubspaceState,
+};
 
 /// What the coordinator knows of a server.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -50,6 +53,68 @@ pub struct SpaceConfig {
     /// Members that came into their region by a completed transfer. At most one per member of
     /// a region; gone when the member leaves it.
     pub joined: Vec<Joined>,
+    /// The subspace being built, if any (at most one at a time): see [`Build`].
+    pub build: Option<Build>,
+}
+
+/// A subspace added to a space that holds objects (`tessera alter-space … add-subspace`),
+/// being filled with them.
+///
+/// From the epoch `since` the subspace is [`SubspaceState::Building`]: every chain has hops
+/// in it, so every write from then on puts its object there, but searches do not use it. The
+/// point leader of each key region then *backfills* it: it rewrites every object of its
+/// region, unchanged, through the object's chain (a write like any other, ordered with the
+/// key's other writes, so nothing older can overwrite anything newer), and reports the region
+/// done once every rewrite has committed. When every key region is done the subspace holds
+/// every object and becomes [`SubspaceState::Serving`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Build {
+    pub subspace: SubspaceId,
+    /// The epoch that added the subspace: with the space, it names this build.
+    pub since: u64,
+    /// The key regions backfilled so far, ascending.
+    pub done: Vec<u32>,
+}
+
+/// A key region a server finished backfilling, as it reports it (see [`Build`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct BackfillRef {
+    /// `SpaceConfig::id`.
+    pub space: u64,
+    /// The subspace being built.
+    pub subspace: SubspaceId,
+    /// The key region.
+    pub region: u32,
+    /// `Build::since`.
+    pub since: u64,
+}
+
+/// A change to a live space's subspaces (`tessera alter-space`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum SpaceChange {
+    /// Adds a subspace over these attributes, built from the existing objects while the space
+    /// serves (see [`Build`]).
+    AddSubspace { attributes: Vec<String> },
+    /// Removes a subspace (by its id, as `tessera status` lists it): no write goes through it
+    /// and no search uses it from the next epoch; servers drop its storage.
+    DropSubspace { subspace: u16 },
+}
+
+/// Why a [`SpaceChange`] cannot apply to a space as it stands. Nothing changed.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
+pub enum AlterError {
+    #[error("{0}")]
+    Schema(SchemaError),
+    #[error("subspace {0} spans those attributes already")]
+    SubspaceExists(u16),
+    #[error("subspace {0} is still being built: wait until it serves (tessera status shows its progress), or drop it")]
+    BuildUnderWay(u16),
+    #[error("the space has no subspace {0} (tessera status lists its subspaces)")]
+    NoSuchSubspace(u16),
+    #[error("subspace 0 is the key subspace: it cannot be dropped")]
+    KeySubspace,
+    #[error("the space has used all {SUBSPACES_MAX} subspace ids (dropped subspaces keep theirs): create a new space to change it further")]
+    SubspaceIdsUsed,
 }
 
 /// A member of a region's replica set that joined it by the transfer `since` names (the epoch
@@ -116,7 +181,123 @@ impl SpaceConfig {
             replicas,
             transfers: Vec::new(),
             joined: Vec::new(),
+            build: None,
         }
+    }
+
+    /// Checks that `change` applies to the space as it stands; for an added subspace, returns
+    /// its dimensions and the id it will get.
+    pub fn check_change(&self, change: &SpaceChange) -> Result<Option<Subspace>, AlterError> {
+        let schema = &self.schema;
+        match change {
+            SpaceChange::AddSubspace { attributes } => {
+                let dimensions = schema
+                    .subspace_dimensions(attributes)
+                    .map_err(AlterError::Schema)?;
+                if let Some(b) = &self.build {
+                    return Err(AlterError::BuildUnderWay(b.subspace.0));
+                }
+                let mut wanted = dimensions.clone();
+                wanted.sort();
+                for id in schema.written_subspaces() {
+                    let mut have = schema.subspace(id).dimensions.clone();
+                    have.sort();
+                    if have == wanted {
+                        return Err(AlterError::SubspaceExists(id.0));
+                    }
+                }
+                if schema.subspaces.len() >= SUBSPACES_MAX {
+                    return Err(AlterError::SubspaceIdsUsed);
+                }
+                Ok(Some(Subspace {
+                    dimensions,
+                    state: SubspaceState::Building,
+                }))
+            }
+            SpaceChange::DropSubspace { subspace } => {
+                if *subspace == 0 {
+                    return Err(AlterError::KeySubspace);
+                }
+                let written = schema
+                    .subspaces
+                    .get(usize::from(*subspace))
+                    .is_some_and(Subspace::is_written);
+                if !written {
+                    return Err(AlterError::NoSuchSubspace(*subspace));
+                }
+                Ok(None)
+            }
+        }
+    }
+
+    /// Applies `change` in the epoch `epoch` (checked first, see
+    /// [`SpaceConfig::check_change`]). An added subspace gets the next id, is
+    /// [`SubspaceState::Building`], and its regions the replica sets `assign` picks for a
+    /// subspace of that many regions. A dropped subspace keeps its id, with no region (its
+    /// transfers and join records go with them); dropping the one being built ends the
+    /// build. Returns the subspace changed.
+    pub fn alter(
+        &mut self,
+        epoch: u64,
+        change: &SpaceChange,
+        assign: impl FnOnce(&Tessellation) -> Vec<Vec<ServerId>>,
+    ) -> Result<SubspaceId, AlterError> {
+        match self.check_change(change)? {
+            Some(added) => {
+                let id = SubspaceId(self.schema.subspaces.len() as u16);
+                let t = Tessellation::new(added.dimensions.len(), self.schema.partitions);
+                let sets = assign(&t);
+                assert_eq!(sets.len(), t.regions_count() as usize, "a set per region");
+                self.schema.subspaces.push(added);
+                self.replicas.push(sets);
+                self.build = Some(Build {
+                    subspace: id,
+                    since: epoch,
+                    done: Vec::new(),
+                });
+                Ok(id)
+            }
+            None => {
+                let SpaceChange::DropSubspace { subspace } = change else {
+                    unreachable!("only an added subspace has dimensions")
+                };
+                let id = SubspaceId(*subspace);
+                self.schema.subspaces[id.get()].state = SubspaceState::Dropped;
+                self.replicas[id.get()].clear();
+                self.transfers.retain(|t| t.subspace != id);
+                self.joined.retain(|j| j.subspace != id);
+                if self.build.as_ref().is_some_and(|b| b.subspace == id) {
+                    self.build = None;
+                }
+                Ok(id)
+            }
+        }
+    }
+
+    /// Records the key regions `done` names as backfilled (those of this space's build under
+    /// way; others are ignored); once every key region is, the subspace serves and the build
+    /// ends. Returns how many regions were newly recorded.
+    pub fn complete_backfills(&mut self, done: &[BackfillRef]) -> usize {
+        let key_regions = self.replicas[SubspaceId::KEY.get()].len() as u32;
+        let Some(build) = &mut self.build else {
+            return 0;
+        };
+        let mut recorded = 0;
+        for r in done {
+            let ours = (r.space, r.subspace, r.since) == (self.id, build.subspace, build.since);
+            if ours && r.region < key_regions {
+                if let Err(at) = build.done.binary_search(&r.region) {
+                    build.done.insert(at, r.region);
+                    recorded += 1;
+                }
+            }
+        }
+        if build.done.len() == key_regions as usize {
+            let id = build.subspace;
+            self.schema.subspaces[id.get()].state = SubspaceState::Serving;
+            self.build = None;
+        }
+        recorded
     }
 
     /// The tessellation of every subspace, in subspace order.
@@ -306,12 +487,16 @@ impl Configuration {
                 ));
             }
             for (n, (sets, t)) in space.replicas.iter().zip(space.tessellations()).enumerate() {
-                if sets.len() != t.regions_count() as usize {
+                let regions = if schema.subspaces[n].is_written() {
+                    t.regions_count() as usize
+                } else {
+                    0
+                };
+                if sets.len() != regions {
                     return fail(format!(
-                        "space {:?} subspace {n}: {} replica sets for {} regions",
+                        "space {:?} subspace {n}: {} replica sets for {regions} regions",
                         schema.name,
                         sets.len(),
-                        t.regions_count()
                     ));
                 }
                 for set in sets {
@@ -325,6 +510,27 @@ impl Configuration {
                         return fail(format!("space {:?} subspace {n}: replica set {set:?} is empty, repeats a server or names an unknown one", schema.name));
                     }
                 }
+            }
+            let building: Vec<SubspaceId> = schema
+                .subspace_ids()
+                .filter(|id| schema.subspace(*id).state == SubspaceState::Building)
+                .collect();
+            let build_fits = match &space.build {
+                None => building.is_empty(),
+                Some(b) => {
+                    building == [b.subspace]
+                        && b.since <= self.epoch.0
+                        && b.done.windows(2).all(|w| w[0] < w[1])
+                        && b.done
+                            .iter()
+                            .all(|&r| (r as usize) < space.replicas[0].len())
+                }
+            };
+            if schema.subspaces[0].state != SubspaceState::Serving || !build_fits {
+                return fail(format!(
+                    "space {:?}: its subspaces' states do not fit its build {:?}",
+                    schema.name, space.build
+                ));
             }
             let mut regions = std::collections::BTreeSet::new();
             for t in &space.transfers {

@@ -185,6 +185,7 @@ mod tests {
         assert_eq!(postcard::to_allocvec(&ServerState::Leaving).unwrap(), [2]);
         assert_eq!(Status::Timeout.code(), 8017);
         assert_eq!(Status::StaleServer.code(), 8018);
+        assert_eq!(Status::BadAlteration.code(), 8019);
     }
 
     #[test]

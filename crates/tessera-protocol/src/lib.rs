@@ -22,8 +22,8 @@ pub mod status;
 pub mod trace;
 
 pub use config::{
-    Configuration, ConfigurationError, Joined, ServerInfo, ServerState, SpaceConfig, Transfer,
-    TransferRef,
+    AlterError, BackfillRef, Build, Configuration, ConfigurationError, Joined, ServerInfo,
+    ServerState, SpaceChange, SpaceConfig, Transfer, TransferRef,
 };
 #[cfg(feature = "frame")]
 pub use frame::{

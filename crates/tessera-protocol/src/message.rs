@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 use tessera_types::{Epoch, Funcall, Predicate, ServerId, SubspaceId, Value, Version};
 
-use crate::config::{Configuration, ServerState, TransferRef};
+use crate::config::{BackfillRef, Configuration, ServerState, SpaceChange, TransferRef};
 use crate::status::ErrorReply;
 
 /// What a write requires of the key's current object.
@@ -137,13 +137,16 @@ pub enum Request {
         epoch: Epoch,
     },
     /// To a coordinator, from a server: these state transfers into it are complete (every entry
-    /// of their regions is durable here). Answered by `Done` once the coordinators applied it
-    /// (the server is then a full replica of those regions), or refused like `Heartbeat`.
+    /// of their regions is durable here), and it finished backfilling these key regions into
+    /// the subspace being built (`tessera_protocol::Build`). Answered by `Done` once the
+    /// coordinators applied it (the server is then a full replica of those regions), or
+    /// refused like `Heartbeat`.
     TransfersDone {
         server: ServerId,
         token: u128,
         incarnation: u64,
         done: Vec<TransferRef>,
+        backfilled: Vec<BackfillRef>,
     },
     /// To a coordinator: move every region `server` holds to other servers by state transfer,
     /// then remove it from the cluster. Answered by `Done` once the decision is recorded; the
@@ -161,6 +164,14 @@ pub enum Request {
     Trace {
         space: String,
         minutes: u32,
+    },
+    /// Adds or drops a subspace of a live space (`tessera alter-space`). To the coordinators
+    /// in a cluster, to the server standalone. Answered by `Done` once the change is in the
+    /// configuration every live server acts on; an added subspace is then being built
+    /// (`SpaceConfig::build`, shown by `tessera status`), and serves searches once built.
+    AlterSpace {
+        space: String,
+        change: SpaceChange,
     },
 }
 
@@ -188,7 +199,8 @@ impl Request {
             | Request::GroupDel { space, .. }
             | Request::GroupUpdate { space, .. }
             | Request::Explain { space, .. }
-            | Request::Trace { space, .. } => Some(space),
+            | Request::Trace { space, .. }
+            | Request::AlterSpace { space, .. } => Some(space),
         }
     }
 }

@@ -50,6 +50,9 @@ pub enum Status {
     /// To a server, from the coordinators: they know this server by a newer incarnation (it
     /// restarted since this process registered), so this process must not act as that server.
     StaleServer,
+    /// An alter-space change that cannot apply to the space as it stands (a subspace that
+    /// exists already, one still being built, a subspace id that names none). Nothing changed.
+    BadAlteration,
 }
 
 impl Status {
@@ -74,6 +77,7 @@ impl Status {
             Status::TooFewServers => 8016,
             Status::Timeout => 8017,
             Status::StaleServer => 8018,
+            Status::BadAlteration => 8019,
         }
     }
 
@@ -98,6 +102,7 @@ impl Status {
             Status::TooFewServers => "TOOFEWSERVERS",
             Status::Timeout => "TIMEOUT",
             Status::StaleServer => "STALESERVER",
+            Status::BadAlteration => "BADALTER",
         }
     }
 

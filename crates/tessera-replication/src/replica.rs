@@ -46,7 +46,7 @@ use std::sync::Arc;
 use tessera_geometry::{
     chain_for_update, key_region, point, ChainHop, RegionIndex, ReplicaMap, Tessellation,
 };
-use tessera_protocol::{Configuration, ErrorReply, SpaceConfig, Status, TransferRef};
+use tessera_protocol::{BackfillRef, Configuration, ErrorReply, SpaceConfig, Status, TransferRef};
 use tessera_types::{Epoch, Object, ServerId, StoredObject, SubspaceId, Value, Version};
 
 use crate::check::{check_contents, check_shape};
@@ -144,6 +144,9 @@ pub struct Outputs {
     /// 4. And tell the coordinators these transfers into this server are complete (until
     ///    a configuration without them arrives: the report may be lost).
     pub transfers_done: Vec<TransferRef>,
+    /// 5. And that this server finished backfilling these key regions into the subspace
+    ///    being built (`tessera_protocol::Build`), until a configuration records them.
+    pub backfills_done: Vec<BackfillRef>,
 }
 
 impl Outputs {
@@ -152,6 +155,7 @@ impl Outputs {
             && self.messages.is_empty()
             && self.replies.is_empty()
             && self.transfers_done.is_empty()
+            && self.backfills_done.is_empty()
     }
 }
 

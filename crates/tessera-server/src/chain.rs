@@ -35,7 +35,9 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tessera_protocol::{Configuration, ErrorReply, Response, SpaceConfig, Status};
+use tessera_protocol::{
+    BackfillRef, Configuration, ErrorReply, Response, SpaceChange, SpaceConfig, Status,
+};
 use tessera_replication::replica::RegionChunk;
 use tessera_replication::{
     ClientId, CommittedReader, Input, KeyWrite, Outputs, Replica, StoreWrite,
@@ -232,6 +234,17 @@ impl ChainLoop {
                             result.map_or_else(Response::Error, |()| Response::Done),
                         );
                     }
+                    LoopInput::AlterSpace {
+                        name,
+                        change,
+                        reply,
+                    } => {
+                        let result = self.on_alter_space(&name, &change);
+                        reply.send(
+                            self.view.epoch(),
+                            result.map_or_else(Response::Error, |()| Response::Done),
+                        );
+                    }
                     LoopInput::RmSpace { name, reply } => {
                         let result = self.on_rm_space(&name);
                         reply.send(
@@ -358,6 +371,50 @@ impl ChainLoop {
         config.epoch = Epoch(self.view.epoch().0 + 1);
         config.spaces.retain(|s| s.schema.name != name);
         self.install(Arc::new(config))
+    }
+
+    /// A standalone server's alter-space: a configuration change it makes itself. An added
+    /// subspace is built by this server's own backfill (see `tessera_protocol::Build`), which
+    /// it records itself when done ([`ChainLoop::on_backfills_done`]).
+    fn on_alter_space(&mut self, name: &str, change: &SpaceChange) -> Result<(), ErrorReply> {
+        let epoch = Epoch(self.view.epoch().0 + 1);
+        let mut config = Configuration::clone(&self.view.config);
+        config.epoch = epoch;
+        let me = self.shared.me;
+        let space = config
+            .spaces
+            .iter_mut()
+            .find(|s| s.schema.name == name)
+            .ok_or_else(|| {
+                ErrorReply::new(Status::UnknownSpace, format!("no space named {name:?}"))
+            })?;
+        space
+            .alter(epoch.0, change, |t| {
+                vec![vec![me]; t.regions_count() as usize]
+            })
+            .map_err(|e| ErrorReply::new(Status::BadAlteration, e.to_string()))?;
+        self.install(Arc::new(config))
+    }
+
+    /// A standalone server finished backfilling key regions: it records them itself, as the
+    /// coordinators would (`SpaceConfig::complete_backfills`), in a configuration of its own.
+    fn on_backfills_done(&mut self, done: &[BackfillRef]) {
+        let mut config = Configuration::clone(&self.view.config);
+        let mut recorded = 0;
+        for space in &mut config.spaces {
+            recorded += space.complete_backfills(done);
+        }
+        if recorded == 0 {
+            return;
+        }
+        config.epoch = Epoch(config.epoch.0 + 1);
+        let epoch = config.epoch;
+        match self.install(Arc::new(config)) {
+            Ok(()) => tracing::info!(%epoch, regions = recorded, "backfilled key regions recorded"),
+            Err(e) => {
+                tracing::error!(%epoch, error = %e, "could not record backfilled key regions")
+            }
+        }
     }
 
     /// A configuration from the coordinators. A server whose storage failed acts on nothing

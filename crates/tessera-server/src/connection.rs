@@ -245,6 +245,11 @@ async fn route(shared: &Arc<Shared>, frame: RequestFrame, replier: Replier) {
             schema,
             reply: replier,
         },
+        Job::AlterSpace { name, change } => LoopInput::AlterSpace {
+            name,
+            change,
+            reply: replier,
+        },
         Job::RmSpace { name } => LoopInput::RmSpace {
             name,
             reply: replier,

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use tessera_protocol::{Configuration, ErrorReply};
+use tessera_protocol::{Configuration, ErrorReply, SpaceChange};
 use tessera_replication::{Envelope, KeyWrite};
 use tessera_types::SpaceSchema;
 use tokio::sync::{mpsc, oneshot};
@@ -37,6 +37,11 @@ pub enum LoopInput {
         name: String,
         reply: Replier,
     },
+    AlterSpace {
+        name: String,
+        change: SpaceChange,
+        reply: Replier,
+    },
     /// An envelope from a peer, checked by the connection it came on.
     Peer(Envelope),
     /// A configuration from the coordinators, checked.
@@ -52,7 +57,8 @@ impl LoopInput {
         match self {
             LoopInput::Write { reply, .. }
             | LoopInput::AddSpace { reply, .. }
-            | LoopInput::RmSpace { reply, .. } => Some(reply),
+            | LoopInput::RmSpace { reply, .. }
+            | LoopInput::AlterSpace { reply, .. } => Some(reply),
             LoopInput::Writes { .. }
             | LoopInput::Peer(_)
             | LoopInput::Config(_)

@@ -144,6 +144,7 @@ pub async fn report_transfers(
             token,
             incarnation,
             done: pending.clone(),
+            backfilled: Vec::new(),
         };
         match report(&mut links, &mut first, request).await {
             Outcome::Accepted => {

@@ -9,7 +9,9 @@ use std::sync::Arc;
 
 use tessera_geometry::RegionIndex;
 use tessera_protocol::constants::DESCRIPTION_BYTES_MAX;
-use tessera_protocol::{ErrorReply, Request, RequestFrame, Response, SortOrder, Status};
+use tessera_protocol::{
+    ErrorReply, Request, RequestFrame, Response, SortOrder, SpaceChange, Status,
+};
 use tessera_replication::KeyWrite;
 use tessera_types::constants::KEY_BYTES_MAX;
 use tessera_types::funcall::FuncallCheckError;
@@ -62,6 +64,10 @@ pub enum Job {
     },
     RmSpace {
         name: String,
+    },
+    AlterSpace {
+        name: String,
+        change: SpaceChange,
     },
 }
 
@@ -185,6 +191,10 @@ pub fn validate(frame: RequestFrame, view: &View) -> Result<Job, ErrorReply> {
             Ok(Job::AddSpace { schema })
         }
         Request::RmSpace { name } => Ok(Job::RmSpace { name }),
+        Request::AlterSpace { space, change } => Ok(Job::AlterSpace {
+            name: space,
+            change,
+        }),
         Request::Trace {
             space: name,
             minutes,
@@ -278,7 +288,9 @@ pub fn validate(frame: RequestFrame, view: &View) -> Result<Job, ErrorReply> {
 /// and group operations to cluster clients (which send each server its regions).
 fn refuse_in_cluster(request: &Request) -> Result<(), ErrorReply> {
     let why = match request {
-        Request::AddSpace { .. } | Request::RmSpace { .. } => "send space changes to a coordinator",
+        Request::AddSpace { .. } | Request::RmSpace { .. } | Request::AlterSpace { .. } => {
+            "send space changes to a coordinator"
+        }
         Request::Search { .. }
         | Request::Count { .. }
         | Request::SortedSearch { .. }

@@ -21,5 +21,7 @@ pub use ids::{Epoch, ServerId, Version};
 pub use object::{Object, StoredObject};
 pub use parse::{parse_space, parse_space_tolerating, ParseError};
 pub use predicate::{matches_all, CheckedPredicate, Predicate, PredicateError, PredicateOp};
-pub use schema::{AttrIndex, Attribute, SchemaError, SpaceSchema, Subspace, SubspaceId};
+pub use schema::{
+    AttrIndex, Attribute, SchemaError, SpaceSchema, Subspace, SubspaceId, SubspaceState,
+};
 pub use value::{AttributeType, PrimitiveType, Value};

@@ -41,6 +41,41 @@ pub struct Attribute {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Subspace {
     pub dimensions: Vec<AttrIndex>,
+    pub state: SubspaceState,
+}
+
+/// Where a subspace stands in its life. A space's subspaces change while it serves
+/// (`tessera alter-space`), but a subspace's id (its index) never does: chain messages and
+/// storage name subspaces by id, so a dropped one keeps its place.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum SubspaceState {
+    /// Holds every object; writes go through it and searches may use it.
+    Serving,
+    /// Added to a space that holds objects, and being filled with them: every write goes
+    /// through it, but it does not hold every object yet, so no search uses it.
+    Building,
+    /// Removed: no write goes through it, no search uses it, no server stores it.
+    Dropped,
+}
+
+impl Subspace {
+    /// A subspace of a new space, or one fully built.
+    pub fn serving(dimensions: Vec<AttrIndex>) -> Subspace {
+        Subspace {
+            dimensions,
+            state: SubspaceState::Serving,
+        }
+    }
+
+    /// Whether writes go through it (a chain has hops in it).
+    pub fn is_written(&self) -> bool {
+        self.state != SubspaceState::Dropped
+    }
+
+    /// Whether searches may use it.
+    pub fn is_searchable(&self) -> bool {
+        self.state == SubspaceState::Serving
+    }
 }
 
 /// A space: a table with a key, typed attributes, subspaces, a partition count and a fault
@@ -91,6 +126,39 @@ pub enum SchemaError {
     BadTolerate(u32),
 }
 
+/// The dimensions of a subspace over the attributes `names` of a space whose attributes are
+/// `all` (the key first).
+fn resolve_dimensions(all: &[Attribute], names: &[String]) -> Result<Vec<AttrIndex>, SchemaError> {
+    if names.is_empty() {
+        return Err(SchemaError::EmptySubspace);
+    }
+    if names.len() > SUBSPACE_DIMENSIONS_MAX {
+        return Err(SchemaError::TooManyDimensions { count: names.len() });
+    }
+    let mut dimensions = Vec::with_capacity(names.len());
+    for n in names {
+        let idx = all
+            .iter()
+            .position(|a| a.name == *n)
+            .ok_or_else(|| SchemaError::UnknownAttribute(n.clone()))?;
+        if idx == 0 {
+            return Err(SchemaError::KeyInSubspace(n.clone()));
+        }
+        if !all[idx].ty.is_primitive() {
+            return Err(SchemaError::DimensionNotPrimitive {
+                name: n.clone(),
+                ty: all[idx].ty,
+            });
+        }
+        let idx = AttrIndex(idx as u16);
+        if dimensions.contains(&idx) {
+            return Err(SchemaError::DuplicateDimension(n.clone()));
+        }
+        dimensions.push(idx);
+    }
+    Ok(dimensions)
+}
+
 pub fn is_valid_name(name: &str) -> bool {
     let mut chars = name.chars();
     match chars.next() {
@@ -139,38 +207,9 @@ impl SpaceSchema {
                 count: subspaces.len() + 1,
             });
         }
-        let mut resolved = vec![Subspace {
-            dimensions: vec![AttrIndex::KEY],
-        }];
+        let mut resolved = vec![Subspace::serving(vec![AttrIndex::KEY])];
         for names in subspaces {
-            if names.is_empty() {
-                return Err(SchemaError::EmptySubspace);
-            }
-            if names.len() > SUBSPACE_DIMENSIONS_MAX {
-                return Err(SchemaError::TooManyDimensions { count: names.len() });
-            }
-            let mut dimensions = Vec::with_capacity(names.len());
-            for n in names {
-                let idx = all
-                    .iter()
-                    .position(|a| a.name == n)
-                    .ok_or_else(|| SchemaError::UnknownAttribute(n.clone()))?;
-                if idx == 0 {
-                    return Err(SchemaError::KeyInSubspace(n));
-                }
-                if !all[idx].ty.is_primitive() {
-                    return Err(SchemaError::DimensionNotPrimitive {
-                        name: n,
-                        ty: all[idx].ty,
-                    });
-                }
-                let idx = AttrIndex(idx as u16);
-                if dimensions.contains(&idx) {
-                    return Err(SchemaError::DuplicateDimension(n));
-                }
-                dimensions.push(idx);
-            }
-            resolved.push(Subspace { dimensions });
+            resolved.push(Subspace::serving(resolve_dimensions(&all, &names)?));
         }
         if partitions == 0 || partitions > PARTITIONS_MAX {
             return Err(SchemaError::BadPartitions(partitions));
@@ -213,8 +252,27 @@ impl SpaceSchema {
         &self.subspaces[id.get()]
     }
 
+    /// Every subspace slot, dropped ones included.
     pub fn subspace_ids(&self) -> impl Iterator<Item = SubspaceId> {
         (0..self.subspaces.len()).map(|i| SubspaceId(i as u16))
+    }
+
+    /// The subspaces writes go through: serving and building ones.
+    pub fn written_subspaces(&self) -> impl Iterator<Item = SubspaceId> + '_ {
+        self.subspace_ids()
+            .filter(|id| self.subspace(*id).is_written())
+    }
+
+    /// The subspaces searches may use.
+    pub fn searchable_subspaces(&self) -> impl Iterator<Item = SubspaceId> + '_ {
+        self.subspace_ids()
+            .filter(|id| self.subspace(*id).is_searchable())
+    }
+
+    /// The dimensions of a new subspace over the attributes `names`, checked as a space
+    /// declaration checks its subspaces.
+    pub fn subspace_dimensions(&self, names: &[String]) -> Result<Vec<AttrIndex>, SchemaError> {
+        resolve_dimensions(&self.attributes, names)
     }
 
     /// The replica set size K = f + 1.
@@ -238,7 +296,8 @@ impl fmt::Display for SpaceSchema {
             }
             writeln!(f)?;
         }
-        for s in &self.subspaces[1..] {
+        // A dropped subspace is gone for the user; one being built is declared.
+        for s in self.subspaces[1..].iter().filter(|s| s.is_written()) {
             f.write_str("subspace ")?;
             for (i, d) in s.dimensions.iter().enumerate() {
                 if i > 0 {
