@@ -34,10 +34,10 @@
 //!   `interval_ms` (a power loss may lose the last interval; a process crash loses nothing,
 //!   since every batch is handed to the OS before `commit` returns); `Never` only hands batches
 //!   to the OS.
-//! * [`Store::create_space`] and [`Store::drop_space`] are fsynced before they return, whatever
-//!   the policy. A crash between creating a space's keyspaces and its catalog entry (or between
-//!   removing the entry and the keyspaces) leaves keyspaces no catalog entry names: `open`
-//!   deletes them.
+//! * [`Store::create_space`], [`Store::alter_space`] and [`Store::drop_space`] are fsynced
+//!   before they return, whatever the policy. A crash between creating a space's keyspaces and
+//!   its catalog entry (or between removing the entry and the keyspaces) leaves keyspaces no
+//!   catalog entry names: `open` deletes them.
 //! * After any failed write or fsync the store is *poisoned*: every later write returns
 //!   [`StorageError::Poisoned`] until the process restarts and recovers from the journal
 //!   (after a failed fsync the page cache's state is unknown: see fjall's `Error::Poisoned`).
@@ -87,8 +87,9 @@ pub const WORKER_THREADS: usize = 1;
 pub const CACHE_BYTES_DEFAULT: u64 = 64 * 1024 * 1024;
 
 const CATALOG: &str = "catalog";
-/// Format byte leading every catalog value.
-const CATALOG_FORMAT: u8 = 1;
+/// Format byte leading every catalog value. 2: subspaces carry their state (serving, being
+/// built, dropped). A data directory of format 1 is refused, not misread.
+const CATALOG_FORMAT: u8 = 2;
 
 const _: () = assert!(MEMTABLE_BYTES_MAX < JOURNAL_BYTES_MAX);
 // `s{space}_{n}` must fit fjall's 255-byte keyspace names.
@@ -214,11 +215,12 @@ pub struct StoreStats {
     pub objects_count_estimate: u64,
 }
 
-/// A space's schema with its tessellations and keyspace handles, one per subspace.
+/// A space's schema with its tessellations and keyspace handles, one per subspace (none for a
+/// dropped subspace: its storage is gone).
 struct Space {
     schema: SpaceSchema,
     tessellations: Vec<Tessellation>,
-    keyspaces: Vec<Keyspace>,
+    keyspaces: Vec<Option<Keyspace>>,
 }
 
 impl Space {
@@ -226,7 +228,7 @@ impl Space {
     fn subspace(&self, subspace: SubspaceId) -> Result<(&Keyspace, &Tessellation), StorageError> {
         let n = subspace.get();
         match (self.keyspaces.get(n), self.tessellations.get(n)) {
-            (Some(k), Some(t)) => Ok((k, t)),
+            (Some(Some(k)), Some(t)) => Ok((k, t)),
             _ => Err(StorageError::Invalid(format!(
                 "{:?} has no subspace {n}",
                 self.schema.name
@@ -294,7 +296,9 @@ impl Store {
         let expected: Vec<String> = spaces
             .values()
             .flat_map(|s: &Arc<Space>| {
-                (0..s.keyspaces.len()).map(|n| keyspace_name(&s.schema.name, n))
+                (0..s.keyspaces.len())
+                    .filter(|n| s.keyspaces[*n].is_some())
+                    .map(|n| keyspace_name(&s.schema.name, n))
             })
             .collect();
         for name in db.list_keyspace_names() {
@@ -349,16 +353,85 @@ impl Store {
         }
         let space = self.poison_on_error(open_space(&self.db, schema.clone()))?;
         assert!(
-            space.keyspaces.iter().all(|k| k.approximate_len() == 0),
+            space
+                .keyspaces
+                .iter()
+                .flatten()
+                .all(|k| k.approximate_len() == 0),
             "a new space starts empty"
         );
+        self.write_catalog_entry(schema)?;
+        spaces.insert(schema.name.clone(), Arc::new(space));
+        Ok(())
+    }
+
+    /// Changes a space's subspaces to `schema`'s (`tessera alter-space`): a subspace it adds
+    /// (a new id) gets an empty keyspace, one it drops loses its keyspace and all its entries;
+    /// the others are kept as they are. Durable before it returns. Subspace ids are stable: the
+    /// subspaces the space has keep their dimensions, and `schema` lists them all.
+    pub fn alter_space(&self, schema: &SpaceSchema) -> Result<(), StorageError> {
+        self.check_writable()?;
+        let mut spaces = self.spaces.write().expect("lock");
+        let old = spaces
+            .get(&schema.name)
+            .ok_or_else(|| StorageError::UnknownSpace(schema.name.clone()))?
+            .clone();
+        let kept = old.schema.subspaces.len() <= schema.subspaces.len()
+            && old
+                .schema
+                .subspaces
+                .iter()
+                .zip(&schema.subspaces)
+                .all(|(a, b)| a.dimensions == b.dimensions && (a.is_written() || !b.is_written()))
+            && old.schema.attributes == schema.attributes
+            && old.schema.partitions == schema.partitions;
+        if !kept {
+            return Err(StorageError::Invalid(format!(
+                "space {:?}: an alteration only adds subspaces or drops them",
+                schema.name
+            )));
+        }
+        let mut keyspaces = Vec::with_capacity(schema.subspaces.len());
+        let mut dropped = Vec::new();
+        for (n, subspace) in schema.subspaces.iter().enumerate() {
+            let before = old.keyspaces.get(n).cloned().flatten();
+            keyspaces.push(match (subspace.is_written(), before) {
+                (true, Some(k)) => Some(k),
+                (true, None) => Some(
+                    self.poison_on_error(
+                        self.db
+                            .keyspace(&keyspace_name(&schema.name, n), keyspace_options),
+                    )?,
+                ),
+                (false, before) => {
+                    dropped.extend(before);
+                    None
+                }
+            });
+        }
+        self.write_catalog_entry(schema)?;
+        spaces.insert(
+            schema.name.clone(),
+            Arc::new(Space {
+                schema: schema.clone(),
+                tessellations: tessera_geometry::tessellations(schema),
+                keyspaces,
+            }),
+        );
+        // Searches already running on a dropped subspace finish on their snapshot.
+        for keyspace in dropped {
+            self.poison_on_error(self.db.delete_keyspace(keyspace))?;
+        }
+        Ok(())
+    }
+
+    /// Records `schema` in the catalog, fsynced.
+    fn write_catalog_entry(&self, schema: &SpaceSchema) -> Result<(), StorageError> {
         let mut value = vec![CATALOG_FORMAT];
         postcard::to_io(schema, &mut value).expect("writing to a Vec cannot fail");
         let mut batch = self.db.batch().durability(Some(PersistMode::SyncAll));
         batch.insert(&self.catalog, schema.name.as_bytes(), value);
-        self.poison_on_error(batch.commit())?;
-        spaces.insert(schema.name.clone(), Arc::new(space));
-        Ok(())
+        self.poison_on_error(batch.commit())
     }
 
     /// Removes a space's catalog entry and all its data; durable before it returns. Searches
@@ -374,7 +447,7 @@ impl Store {
         batch.remove(&self.catalog, name.as_bytes());
         self.poison_on_error(batch.commit())?;
         spaces.remove(name);
-        for keyspace in &space.keyspaces {
+        for keyspace in space.keyspaces.iter().flatten() {
             self.poison_on_error(self.db.delete_keyspace(keyspace.clone()))?;
         }
         Ok(())
@@ -394,7 +467,7 @@ impl Store {
         let region = key_region(&space.tessellations[0], key);
         let mut storage_key = codec::region_prefix(region).to_vec();
         storage_key.extend_from_slice(&codec::key_bytes(key));
-        let Some(bytes) = space.keyspaces[0].get(&storage_key)? else {
+        let Some(bytes) = space.subspace(SubspaceId::KEY)?.0.get(&storage_key)? else {
             return Ok(None);
         };
         let stored = codec::decode_value(&bytes)?;
@@ -592,6 +665,8 @@ impl Store {
             for (n, (keyspace, tessellation)) in
                 space.keyspaces.iter().zip(&space.tessellations).enumerate()
             {
+                // A dropped subspace is written no more.
+                let Some(keyspace) = keyspace else { continue };
                 let subspace = SubspaceId(n as u16);
                 if only.is_some_and(|o| o != subspace) {
                     continue;
@@ -690,7 +765,11 @@ impl Store {
             object_writes: c.object_writes.load(Ordering::Relaxed),
             objects_count_estimate: spaces
                 .values()
-                .map(|s| s.keyspaces[0].approximate_len() as u64)
+                .map(|s| {
+                    s.keyspaces[0]
+                        .as_ref()
+                        .map_or(0, |k| k.approximate_len() as u64)
+                })
                 .sum(),
         }
     }
@@ -772,8 +851,15 @@ impl<'a> Pending<'a> {
 
 fn open_space(db: &Database, schema: SpaceSchema) -> Result<Space, fjall::Error> {
     let tessellations = tessera_geometry::tessellations(&schema);
-    let keyspaces = (0..schema.subspaces.len())
-        .map(|n| db.keyspace(&keyspace_name(&schema.name, n), keyspace_options))
+    let keyspaces = schema
+        .subspaces
+        .iter()
+        .enumerate()
+        .map(|(n, s)| {
+            s.is_written()
+                .then(|| db.keyspace(&keyspace_name(&schema.name, n), keyspace_options))
+                .transpose()
+        })
         .collect::<Result<Vec<_>, _>>()?;
     Ok(Space {
         schema,
@@ -786,9 +872,10 @@ fn decode_schema(bytes: &[u8]) -> Result<SpaceSchema, StorageError> {
     match bytes.split_first() {
         Some((&CATALOG_FORMAT, rest)) => postcard::from_bytes(rest)
             .map_err(|e| StorageError::Corrupt(format!("undecodable catalog entry: {e}"))),
-        _ => Err(StorageError::Corrupt(
-            "catalog entry of an unknown format".to_owned(),
-        )),
+        Some((format, _)) => Err(StorageError::Corrupt(format!(
+            "catalog entry of format {format}, this build reads format {CATALOG_FORMAT}: the data directory was written by another version of Tessera"
+        ))),
+        None => Err(StorageError::Corrupt("empty catalog entry".to_owned())),
     }
 }
 
@@ -922,7 +1009,7 @@ mod tests {
         // Filed under another region's prefix, as a corrupted or misdirected write would.
         let mut wrong = codec::region_prefix(elsewhere).to_vec();
         wrong.extend_from_slice(&codec::key_bytes(&Value::Int(1)));
-        let keyspace = store.space("s").unwrap().keyspaces[0].clone();
+        let keyspace = store.space("s").unwrap().keyspaces[0].clone().unwrap();
         keyspace
             .insert(&wrong, codec::encode_value(&stored))
             .unwrap();

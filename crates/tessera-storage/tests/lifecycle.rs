@@ -373,3 +373,71 @@ fn clear_region_removes_one_region_and_region_entry_version_finds_a_key() {
     ));
     assert_eq!(count(&store, "people", 0, &all_regions(&schema, 0), 1), 300);
 }
+
+/// `alter_space` adds an empty subspace (written from then on) and drops one (its entries
+/// gone, writes and searches to it refused, nothing of it left after a restart), keeping the
+/// rest; a change that is not an alteration is refused and changes nothing.
+#[test]
+fn alter_space_adds_and_drops_subspaces_durably() {
+    let dir = tempfile::tempdir().unwrap();
+    let options = StoreOptions::default();
+    let p = people("people", 4);
+    let mut altered = p.clone();
+    let dims = altered.subspace_dimensions(&["b".into()]).unwrap();
+    altered.subspaces.push(tessera_types::Subspace {
+        dimensions: dims,
+        state: tessera_types::SubspaceState::Building,
+    });
+    altered.subspaces[2].state = tessera_types::SubspaceState::Dropped;
+    {
+        let store = Store::open(dir.path(), options.clone()).unwrap();
+        store.create_space(&p).unwrap();
+        let writes: Vec<_> = (0..50)
+            .map(|i| put("people", None, 3, person(&format!("k{i}"), i, -i, "s")))
+            .collect();
+        store.commit(&writes).unwrap();
+        // Not an alteration: a subspace's dimensions change.
+        let mut wrong = p.clone();
+        wrong.subspaces[1].dimensions.reverse();
+        assert!(matches!(
+            store.alter_space(&wrong),
+            Err(StorageError::Invalid(_))
+        ));
+        assert!(matches!(
+            store.alter_space(&people("nobody", 4)),
+            Err(StorageError::UnknownSpace(_))
+        ));
+        assert_eq!(store.spaces(), vec![p.clone()]);
+
+        store.alter_space(&altered).unwrap();
+        assert_eq!(count(&store, "people", 3, &all_regions(&altered, 3), 1), 0);
+        assert_eq!(count(&store, "people", 1, &all_regions(&p, 1), 2), 50);
+        assert!(store
+            .search(
+                "people",
+                SubspaceId(2),
+                &all_regions(&p, 2),
+                &[0],
+                &[u64::MAX]
+            )
+            .is_err());
+        // New writes reach the new subspace and skip the dropped one.
+        store
+            .commit(&[put("people", None, 4, person("new", 1, 2, "t"))])
+            .unwrap();
+        assert_eq!(count(&store, "people", 3, &all_regions(&altered, 3), 1), 1);
+    }
+    let store = Store::open(dir.path(), options).unwrap();
+    assert_eq!(store.spaces(), vec![altered.clone()]);
+    assert_eq!(count(&store, "people", 3, &all_regions(&altered, 3), 1), 1);
+    assert_eq!(count(&store, "people", 1, &all_regions(&p, 1), 2), 51);
+    assert!(store
+        .search(
+            "people",
+            SubspaceId(2),
+            &all_regions(&p, 2),
+            &[0],
+            &[u64::MAX]
+        )
+        .is_err());
+}
