@@ -47,7 +47,9 @@ use tessera_geometry::{
     chain_for_update, key_region, point, ChainHop, RegionIndex, ReplicaMap, Tessellation,
 };
 use tessera_protocol::{BackfillRef, Configuration, ErrorReply, SpaceConfig, Status, TransferRef};
-use tessera_types::{Epoch, Object, ServerId, StoredObject, SubspaceId, Value, Version};
+use tessera_types::{
+    Epoch, Object, ServerId, StoredObject, SubspaceId, SubspaceState, Value, Version,
+};
 
 use crate::check::{check_contents, check_shape};
 use crate::link::Link;
@@ -57,6 +59,12 @@ use crate::write::{evaluate, KeyWrite};
 /// The shell's handle on a client request, returned with its reply.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct ClientId(pub u64);
+
+impl ClientId {
+    /// The state machine's own rewrites of a backfill ([`KeyWrite::Rewrite`]): their replies
+    /// are never handed to the shell.
+    const BACKFILL: ClientId = ClientId(u64::MAX);
+}
 
 /// A region of a subspace: where one hop of a chain keeps its copy.
 type Location = (SubspaceId, RegionIndex);
@@ -89,6 +97,17 @@ pub const TRANSFER_WINDOW: usize = 4;
 pub const CHAIN_RESEND_TICKS: u64 = 40;
 /// About how many bytes of entries a transfer chunk carries (at least one entry).
 pub const TRANSFER_CHUNK_BYTES: usize = 256 * 1024;
+/// Ticks a hop remembers that a key left one of its regions (deleted, or moved out): long
+/// enough to outlast any copy of an earlier update of the key still on its way here (sent
+/// again after a chain repair, while the original was being acknowledged). Such a copy finds
+/// nothing of the key in storage and would otherwise put the superseded object back. A link
+/// delivers within a lease or the sender leaves the chain; this is many leases.
+pub const TOMBSTONE_TICKS: u64 = 400;
+/// Rewrites of a backfill a point leader keeps under way at a time, per key region: enough to
+/// keep chains busy, few enough that client writes are not queued behind a flood.
+pub const BACKFILL_WINDOW: usize = 128;
+/// About how many bytes of a key region a backfill reads from storage at a time.
+const BACKFILL_CHUNK_BYTES: usize = 64 * 1024;
 const _: () = assert!(
     TRANSFER_CHUNK_BYTES + tessera_types::constants::OBJECT_BYTES_MAX
         < tessera_protocol::constants::FRAME_BYTES_MAX
@@ -252,8 +271,19 @@ impl SpaceRuntime {
         self.config.replicas_of(subspace, region)[0]
     }
 
+    /// Whether `me` is in the replica set of `location` (none: a dropped subspace has no
+    /// regions).
     fn holds(&self, me: ServerId, (subspace, region): Location) -> bool {
-        self.config.replicas_of(subspace, region).contains(&me)
+        self.config
+            .replicas
+            .get(subspace.get())
+            .and_then(|sets| sets.get(region.0 as usize))
+            .is_some_and(|set| set.contains(&me))
+    }
+
+    /// Whether `subspace` is being built: it does not hold every object yet.
+    fn building(&self, subspace: SubspaceId) -> bool {
+        self.config.schema.subspace(subspace).state == SubspaceState::Building
     }
 
     /// Whether `u` moves the object out of a region of some subspace, or deletes it.
@@ -264,7 +294,7 @@ impl SpaceRuntime {
             (Some(o), Some(n)) => self
                 .config
                 .schema
-                .subspace_ids()
+                .written_subspaces()
                 .skip(1)
                 .any(|s| self.region_of(s, o) != self.region_of(s, n)),
         }
@@ -423,6 +453,26 @@ struct Outgoing {
     finished: bool,
 }
 
+/// A key region this server leads, being backfilled into the subspace its space is building
+/// (see `tessera_protocol::Build`): every object of the region is rewritten through its
+/// chain, which now has hops in the new subspace.
+#[derive(Debug)]
+struct Backfill {
+    /// `Build::since`.
+    since: u64,
+    subspace: SubspaceId,
+    /// The keys with unfinished work here when the backfill began were rewritten.
+    started: bool,
+    /// Where the next read of the region starts; `None` before the first.
+    cursor: Option<Vec<u8>>,
+    /// The whole region was read.
+    scanned: bool,
+    /// Keys whose rewrite is not committed yet.
+    outstanding: BTreeSet<Value>,
+    /// Reported done (until a configuration records it).
+    reported: bool,
+}
+
 /// A server's replication state machine.
 pub struct Replica {
     me: ServerId,
@@ -464,6 +514,12 @@ pub struct Replica {
     /// configuration is not for this hop: it was for a former membership (or a former process)
     /// and may be long stale; what is still pending of it comes again, in a newer epoch.
     held_since: BTreeMap<(u64, Location), Epoch>,
+    /// The key regions this server leads that it is backfilling, by space id and region.
+    backfills: BTreeMap<(u64, RegionIndex), Backfill>,
+    /// Keys that recently left a region of this server: (space, key, region) -> the version
+    /// that removed it (see [`TOMBSTONE_TICKS`]), and when each is forgotten, in time order.
+    tombstones: BTreeMap<(u64, Value, Location), Version>,
+    tombstone_expiry: VecDeque<(u64, (u64, Value, Location), Version)>,
 }
 
 impl Replica {
@@ -502,6 +558,9 @@ impl Replica {
             incoming: BTreeMap::new(),
             awaiting_advance: false,
             held_since: BTreeMap::new(),
+            backfills: BTreeMap::new(),
+            tombstones: BTreeMap::new(),
+            tombstone_expiry: VecDeque::new(),
         };
         if let Some(previous) = previous {
             r.spaces = previous
@@ -572,6 +631,15 @@ impl Replica {
             }
             Input::Tick => {
                 self.tick += 1;
+                while let Some((at, _, _)) = self.tombstone_expiry.front() {
+                    if *at > self.tick {
+                        break;
+                    }
+                    let (_, key, version) = self.tombstone_expiry.pop_front().expect("peeked");
+                    if self.tombstones.get(&key) == Some(&version) {
+                        self.tombstones.remove(&key);
+                    }
+                }
                 self.transfer_budget = self.transfer_bytes_per_tick;
                 let tick = self.tick;
                 self.resend_stalled();
@@ -595,6 +663,10 @@ impl Replica {
         }
         self.settle_transfers();
         self.pump_transfers(store);
+        self.pump_backfills(store);
+        while let Some(m) = self.local.pop_front() {
+            self.deliver(self.me, m, store);
+        }
     }
 
     /// Everything produced since the last call. The shell makes the writes durable, then
@@ -603,6 +675,8 @@ impl Replica {
     /// It must do so before the next step, which may read storage.
     pub fn take_outputs(&mut self) -> Outputs {
         let mut out = std::mem::take(&mut self.outputs);
+        out.replies
+            .retain(|(client, _)| *client != ClientId::BACKFILL);
         if self.failed.is_some() {
             return out;
         }
@@ -736,7 +810,15 @@ impl Replica {
         // Regions this server held in a space that goes on, and holds no more.
         for (id, before) in &self.spaces {
             let Some(now) = spaces.get(id) else { continue };
-            for subspace in before.config.schema.subspace_ids() {
+            // A dropped subspace's storage goes whole (the shell drops it), not region by region.
+            let kept = |s: &SubspaceId| {
+                now.config
+                    .schema
+                    .subspaces
+                    .get(s.get())
+                    .is_some_and(|s| s.is_written())
+            };
+            for subspace in before.config.schema.subspace_ids().filter(kept) {
                 for (r, set) in before.config.replicas[subspace.get()].iter().enumerate() {
                     let location = (subspace, RegionIndex(r as u32));
                     if set.contains(&self.me) && !now.holds(self.me, location) {
@@ -795,6 +877,153 @@ impl Replica {
             self.hand_over(&key);
         }
         self.install_transfers();
+        self.install_backfills();
+    }
+
+    /// Starts and forgets backfills as the configuration's builds and point leaders say: this
+    /// server backfills each key region it leads that the build under way has not recorded
+    /// done. One that goes on keeps its progress; one this server stops leading is dropped
+    /// (its rewrites in flight end as any write of a deposed leader does), and the new leader
+    /// starts it over.
+    fn install_backfills(&mut self) {
+        let mut backfills = BTreeMap::new();
+        for space in &self.config.spaces {
+            let Some(build) = &space.build else { continue };
+            for (r, set) in space.replicas[SubspaceId::KEY.get()].iter().enumerate() {
+                let r = r as u32;
+                if set.first() != Some(&self.me) || build.done.binary_search(&r).is_ok() {
+                    continue;
+                }
+                let key = (space.id, RegionIndex(r));
+                let backfill = match self.backfills.remove(&key) {
+                    Some(b) if (b.since, b.subspace) == (build.since, build.subspace) => b,
+                    _ => Backfill {
+                        since: build.since,
+                        subspace: build.subspace,
+                        started: false,
+                        cursor: None,
+                        scanned: false,
+                        outstanding: BTreeSet::new(),
+                        reported: false,
+                    },
+                };
+                backfills.insert(key, backfill);
+            }
+        }
+        self.backfills = backfills;
+    }
+
+    /// Moves the backfills of the key regions this server leads along: rewrites what was
+    /// under way when each began (an update ordered before the build has no hop in the new
+    /// subspace), then the region's committed objects as storage lists them, at most
+    /// [`BACKFILL_WINDOW`] at a time; reports a region once every rewrite has committed.
+    fn pump_backfills(&mut self, store: &impl CommittedReader) {
+        let regions: Vec<(u64, RegionIndex)> = self.backfills.keys().copied().collect();
+        for (space, region) in regions {
+            let Some(rt) = self.spaces.get(&space).cloned() else {
+                continue;
+            };
+            let location = (SubspaceId::KEY, region);
+            let started = self.backfills[&(space, region)].started;
+            if !started {
+                let busy: Vec<Value> = self
+                    .keys
+                    .keys()
+                    .filter(|(s, k)| *s == space && rt.key_location(k) == location)
+                    .map(|(_, k)| k.clone())
+                    .collect();
+                self.backfills
+                    .get_mut(&(space, region))
+                    .expect("listed above")
+                    .started = true;
+                for key in busy {
+                    self.rewrite(&rt, region, key, store);
+                }
+            }
+            let keys = &self.keys;
+            let b = self
+                .backfills
+                .get_mut(&(space, region))
+                .expect("listed above");
+            b.outstanding.retain(|k| {
+                keys.get(&(space, k.clone())).is_some_and(|state| {
+                    state
+                        .in_flight
+                        .values()
+                        .any(|c| *c == Some(ClientId::BACKFILL))
+                        || state.held.iter().any(|(c, _)| *c == ClientId::BACKFILL)
+                })
+            });
+            // Storage lags this machine until the last writes are durable: read it only then.
+            let readable = !self.awaiting_advance && self.outputs.writes.is_empty();
+            // Paced with the transfers (`Replica::set_transfer_rate`): a backfill copies the
+            // space's objects too, and must not starve the live load either.
+            if !b.scanned
+                && readable
+                && b.outstanding.len() < BACKFILL_WINDOW
+                && self.transfer_budget > 0
+            {
+                let max_bytes = BACKFILL_CHUNK_BYTES.min(self.transfer_budget);
+                self.transfer_budget -= max_bytes;
+                let chunk = match store.region_entries(
+                    rt.name(),
+                    SubspaceId::KEY,
+                    region,
+                    b.cursor.as_deref(),
+                    max_bytes,
+                ) {
+                    Ok(chunk) => chunk,
+                    Err(e) => {
+                        tracing::error!(error = %e, "reading a key region to backfill; trying again later");
+                        continue;
+                    }
+                };
+                b.scanned = chunk.next.is_none();
+                b.cursor = chunk.next;
+                for entry in chunk.entries {
+                    let key = entry.object.key().clone();
+                    self.rewrite(&rt, region, key, store);
+                }
+            }
+            let b = &self.backfills[&(space, region)];
+            if b.scanned && b.outstanding.is_empty() && !b.reported {
+                self.outputs.backfills_done.push(BackfillRef {
+                    space,
+                    subspace: b.subspace,
+                    region: region.0,
+                    since: b.since,
+                });
+                self.backfills
+                    .get_mut(&(space, region))
+                    .expect("listed above")
+                    .reported = true;
+            }
+        }
+    }
+
+    /// Rewrites `key`'s object through its chain (see [`KeyWrite::Rewrite`]), as part of the
+    /// backfill of `region`, and remembers it until it commits.
+    fn rewrite(
+        &mut self,
+        rt: &SpaceRuntime,
+        region: RegionIndex,
+        key: Value,
+        store: &impl CommittedReader,
+    ) {
+        let write = KeyWrite::Rewrite { key: key.clone() };
+        self.on_write(ClientId::BACKFILL, rt.name(), write, store);
+        let under_way = self
+            .keys
+            .get(&(rt.config.id, key.clone()))
+            .is_some_and(|s| {
+                s.in_flight.values().any(|c| *c == Some(ClientId::BACKFILL))
+                    || s.held.iter().any(|(c, _)| *c == ClientId::BACKFILL)
+            });
+        if under_way {
+            if let Some(b) = self.backfills.get_mut(&(rt.config.id, region)) {
+                b.outstanding.insert(key);
+            }
+        }
     }
 
     /// Starts and forgets transfers as the configuration lists them. A transfer into this
@@ -1451,8 +1680,15 @@ impl Replica {
         }
         // Only an update sent again by a new predecessor can be one this hop has (the link
         // from one predecessor delivers each message once).
+        let removed_since = self
+            .tombstones
+            .get(&(u.space, u.key().clone(), location))
+            .is_some_and(|&v| v >= u.version);
+        let state = self.keys.get_mut(&key).expect("created above");
         let applied_here = match state.applied.get(&location) {
             Some(&applied) => applied >= u.version,
+            // The key left this region by a later update: this one is long committed here.
+            None if removed_since => true,
             None if !u.resent => false,
             None => match rt.applied_in_store(location, &u, catching_up, store) {
                 Ok(applied) => applied,
@@ -1491,8 +1727,12 @@ impl Replica {
                         .old
                         .as_ref()
                         .expect("an update that does not enter has an old object");
+                    // A subspace being built lacks the objects of updates ordered before it
+                    // was added: the one this follows may never come here. Nothing of the key
+                    // here, it goes on (the backfill rewrites the key after it anyway).
+                    let building = rt.building(location.0);
                     match store.entry_version(rt.name(), location.0, old) {
-                        Ok(v) => v.is_some_and(|v| v >= after),
+                        Ok(v) => v.map_or(building, |v| v >= after),
                         Err(e) => {
                             tracing::error!(error = %e, "reading a committed entry; the update waits");
                             false
@@ -1592,7 +1832,22 @@ impl Replica {
                     object,
                 }));
             }
-            self.outputs.writes.push(rt.commit_write(location, &u));
+            let write = rt.commit_write(location, &u);
+            let tombstone = (key.0, key.1.clone(), location);
+            match &write {
+                StoreWrite::Entry { insert: None, .. } => {
+                    self.tombstones.insert(tombstone.clone(), u.version);
+                    self.tombstone_expiry.push_back((
+                        self.tick + TOMBSTONE_TICKS,
+                        tombstone,
+                        u.version,
+                    ));
+                }
+                _ => {
+                    self.tombstones.remove(&tombstone);
+                }
+            }
+            self.outputs.writes.push(write);
             match previous {
                 None => {
                     self.leader_committed(key.clone(), u.version);

@@ -22,12 +22,17 @@ pub enum KeyWrite {
         key: Value,
         conditions: Vec<CheckedPredicate>,
     },
+    /// The key's object written again, unchanged (`NotFound` when it has none): how a point
+    /// leader backfills a subspace being built (`tessera_protocol::Build`). No client sends it.
+    Rewrite { key: Value },
 }
 
 impl KeyWrite {
     pub fn key(&self) -> &Value {
         match self {
-            KeyWrite::Put { key, .. } | KeyWrite::Del { key, .. } => key,
+            KeyWrite::Put { key, .. } | KeyWrite::Del { key, .. } | KeyWrite::Rewrite { key } => {
+                key
+            }
         }
     }
 }
@@ -92,6 +97,10 @@ pub fn evaluate(
             }
             Ok(None)
         }
+        KeyWrite::Rewrite { .. } => match current {
+            Some(current) => Ok(Some(current.clone())),
+            None => Err(ErrorReply::new(Status::NotFound, "no object with that key")),
+        },
     }
 }
 

@@ -32,6 +32,13 @@
 //! - a search equals brute-force filtering of the model for every key no write was in flight
 //!   for, never returns a key twice and never a value no write produced.
 //!
+//! Half the runs also change the space's subspaces while it serves (`tessera alter-space`):
+//! the coordinator adds a subspace, which the point leaders backfill (each reports its key
+//! regions done, and once all are the subspace serves: searches then use it too), and may
+//! drop one, serving or still being built (each server then drops its storage, as the shell
+//! does). The convergence check covers the added subspace and finds nothing left of a dropped
+//! one.
+//!
 //! A failing run prints its seed; `TESSERA_SIM_SEED=<seed> cargo test -p tessera-replication
 //! --test simulation` replays exactly that run (`TESSERA_SIM_TRACE=1` prints it).
 //! `TESSERA_SIM_SEEDS=<n>` runs more seeds (`make test-long` runs 10 000).
@@ -44,8 +51,8 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use tessera_geometry::{point, RegionIndex, Tessellation};
 use tessera_protocol::{
-    Configuration, ErrorReply, ServerInfo, ServerState, SpaceConfig, Status, Transfer, TransferRef,
-    WriteMode,
+    BackfillRef, Configuration, ErrorReply, ServerInfo, ServerState, SpaceChange, SpaceConfig,
+    Status, Transfer, TransferRef, WriteMode,
 };
 use tessera_replication::replica::RegionChunk;
 use tessera_replication::{
@@ -63,6 +70,8 @@ const LEASE_TICKS: u64 = 60;
 
 const SPACE: &str =
     "space t key k attributes int a, int b, string c subspace a subspace b, c create 8 partitions tolerate 1 failure";
+/// The subspace a run may add (`tessera alter-space t add-subspace c,a`); its id is 3.
+const ADDED: [&str; 2] = ["c", "a"];
 
 // ---- The model of one key: the write semantics, written again, small and independent. -----
 
@@ -202,7 +211,9 @@ struct ModelStore {
     entries: BTreeMap<(u16, u32, Vec<u64>, Value), StoredObject>,
 }
 
-/// The space's geometry (replica sets change with the configuration; this does not).
+/// The space's geometry (replica sets change with the configuration; this does not). Its
+/// schema has the subspace a run may add already (id 3, see [`ADDED`]), so that every
+/// subspace the space ever has has its tessellation here.
 struct Geometry {
     schema: SpaceSchema,
     tessellations: Vec<Tessellation>,
@@ -518,6 +529,12 @@ struct Sim {
     reports: Vec<(u64, ServerId, TransferRef)>,
     /// Transfers started (re-replication, moves) and completed.
     transfers: [u64; 2],
+    /// Backfill reports on their way to the coordinator: (arrives at, from, key region done).
+    backfill_reports: Vec<(u64, ServerId, BackfillRef)>,
+    /// Whether this run changes the space's subspaces (half the seeds).
+    alters: bool,
+    /// Subspaces added, built (serving) and dropped.
+    alterations: [u64; 3],
     /// Whether the coordinator heals and moves regions by state transfer (see
     /// `transfers_wanted`). Without, it heals nothing: K - 1 failures in all.
     transfers_on: bool,
@@ -561,11 +578,17 @@ impl Sim {
         let transfers_on = transfers_wanted(&mut rng);
         let spare = usize::from(transfers_on && servers > k && rng.random_bool(0.3));
         let paced = rng.random_bool(0.5);
+        let alters = rng.random_bool(0.5);
         let schema = parse_space(SPACE).expect("valid space");
         let config = Arc::new(first_configuration(servers, spare, k, &schema));
+        let mut full = schema;
+        let added: Vec<String> = ADDED.iter().map(|a| a.to_string()).collect();
+        let dimensions = full.subspace_dimensions(&added).expect("valid subspace");
+        full.subspaces
+            .push(tessera_types::Subspace::serving(dimensions));
         let geometry = Geometry {
-            tessellations: config.spaces[0].tessellations(),
-            schema,
+            tessellations: tessera_geometry::tessellations(&full),
+            schema: full,
         };
         let nodes = config
             .servers
@@ -610,6 +633,9 @@ impl Sim {
             ever_failed: BTreeSet::new(),
             reports: Vec::new(),
             transfers: [0; 2],
+            backfill_reports: Vec::new(),
+            alters,
+            alterations: [0; 3],
             transfers_on,
             paced,
             trace: 0,
@@ -659,6 +685,12 @@ impl Sim {
             event.outcome = Some(Outcome::Failed(Status::Unavailable));
             return;
         }
+        let installs = matches!(input, Input::Configuration(_));
+        if installs {
+            // The shell installs a configuration between two group commits.
+            self.flush(server);
+        }
+        let node = self.nodes.get_mut(&server).expect("known server");
         let replica = node.replica.as_mut().expect("checked above");
         replica.step(
             input,
@@ -667,10 +699,33 @@ impl Sim {
                 geometry: &self.geometry,
             },
         );
+        if installs {
+            self.flush(server);
+            self.drop_dropped_subspaces(server);
+            return;
+        }
         if self.rng.random_bool(0.3) {
             return; // outputs wait for a later step's round
         }
         self.flush(server);
+    }
+
+    /// What the shell does once a configuration is installed: the storage of subspaces it
+    /// says are dropped goes.
+    fn drop_dropped_subspaces(&mut self, server: ServerId) {
+        let node = self.nodes.get_mut(&server).expect("known server");
+        let Some(space) = node.config.spaces.iter().find(|s| s.schema.name == "t") else {
+            return;
+        };
+        let dropped: Vec<u16> = space
+            .schema
+            .subspace_ids()
+            .filter(|id| !space.schema.subspace(*id).is_written())
+            .map(|id| id.0)
+            .collect();
+        node.store
+            .entries
+            .retain(|(s, _, _, _), _| !dropped.contains(s));
     }
 
     fn flush(&mut self, server: ServerId) {
@@ -730,6 +785,10 @@ impl Sim {
         for done in out.transfers_done {
             let at = self.now + self.rng.random_range(1..50);
             self.reports.push((at, server, done));
+        }
+        for done in out.backfills_done {
+            let at = self.now + self.rng.random_range(1..50);
+            self.backfill_reports.push((at, server, done));
         }
         let partitioned = node.partitioned_until > self.now;
         for (to, envelope) in out.messages {
@@ -859,7 +918,11 @@ impl Sim {
     /// A search on one live replica per region (in the current configuration), merged by
     /// highest version, checked against the settled keys of the model.
     fn search(&mut self, settled: &BTreeMap<Value, Option<Object>>) {
-        let subspace = SubspaceId(self.rng.random_range(0..3));
+        let searchable: Vec<SubspaceId> = self.config().spaces[0]
+            .schema
+            .searchable_subspaces()
+            .collect();
+        let subspace = searchable[self.rng.random_range(0..searchable.len())];
         let target = Value::Int(self.rng.random_range(-3..4) * 1_000_000_000_000_000_000);
         let attr = if subspace.0 == 2 { "b" } else { "a" };
         let predicate = CheckedPredicate::check(
@@ -1057,6 +1120,7 @@ impl Sim {
                 self.paced,
             ));
             node.config = config;
+            self.drop_dropped_subspaces(server);
             if self.tracing {
                 eprintln!("t={now} restart {server:?}");
             }
@@ -1089,6 +1153,101 @@ impl Sim {
         if self.transfers_on {
             self.complete_transfers();
             self.plan_transfers();
+        }
+        self.complete_backfills();
+    }
+
+    /// `tessera alter-space t add-subspace c,a`: the new subspace's regions get K usable
+    /// servers each, rotated so that chains cross servers. Once per run.
+    fn add_subspace(&mut self) {
+        let usable = self.usable();
+        let config = self.config().clone();
+        if usable.len() < self.k || config.spaces[0].schema.subspaces.len() > 3 {
+            return;
+        }
+        let k = self.k;
+        let offset = self.rng.random_range(0..usable.len());
+        let change = SpaceChange::AddSubspace {
+            attributes: ADDED.iter().map(|a| a.to_string()).collect(),
+        };
+        let next = next_configuration(&config, |c| {
+            let epoch = c.epoch.0;
+            c.spaces[0]
+                .alter(epoch, &change, |t| {
+                    (0..t.regions_count() as usize)
+                        .map(|r| {
+                            (0..k)
+                                .map(|i| usable[(offset + r + i) % usable.len()])
+                                .collect()
+                        })
+                        .collect()
+                })
+                .expect("the subspace is new");
+        });
+        if self.tracing {
+            eprintln!("t={} add subspace 3", self.now);
+        }
+        self.alterations[0] += 1;
+        self.publish(next);
+    }
+
+    /// `tessera alter-space t drop-subspace N` of a subspace written now (serving, or the one
+    /// being built), but the key subspace.
+    fn drop_subspace(&mut self) {
+        let config = self.config().clone();
+        let written: Vec<u16> = config.spaces[0]
+            .schema
+            .written_subspaces()
+            .skip(1)
+            .map(|id| id.0)
+            .collect();
+        if written.is_empty() {
+            return;
+        }
+        let subspace = written[self.rng.random_range(0..written.len())];
+        let next = next_configuration(&config, |c| {
+            let epoch = c.epoch.0;
+            c.spaces[0]
+                .alter(epoch, &SpaceChange::DropSubspace { subspace }, |_| {
+                    unreachable!("a drop assigns nothing")
+                })
+                .expect("a written subspace");
+        });
+        if self.tracing {
+            eprintln!("t={} drop subspace {subspace}", self.now);
+        }
+        self.alterations[2] += 1;
+        self.publish(next);
+    }
+
+    /// Backfill reports that arrived: the coordinator records each key region done (when its
+    /// build is still the one under way); the last makes the subspace serve.
+    fn complete_backfills(&mut self) {
+        let now = self.now;
+        let (due, later): (Vec<_>, Vec<_>) = self
+            .backfill_reports
+            .drain(..)
+            .partition(|(at, _, _)| *at <= now);
+        self.backfill_reports = later;
+        for (_, _, done) in due {
+            let mut next = next_configuration(self.config(), |_| {});
+            let recorded: usize = next
+                .spaces
+                .iter_mut()
+                .map(|s| s.complete_backfills(&[done]))
+                .sum();
+            if recorded == 0 {
+                continue;
+            }
+            let built = self.config().spaces[0].build.is_some() && next.spaces[0].build.is_none();
+            if built {
+                self.alterations[1] += 1;
+            }
+            if self.tracing {
+                eprintln!("t={now} backfilled {done:?}; built: {built}");
+            }
+            next.check().expect("a valid configuration");
+            self.publish(next);
         }
     }
 
@@ -1141,7 +1300,8 @@ impl Sim {
         let usable = self.usable();
         let config = self.config().clone();
         let space = &config.spaces[0];
-        let sub = SubspaceId(self.rng.random_range(0..3));
+        let written: Vec<SubspaceId> = space.schema.written_subspaces().collect();
+        let sub = written[self.rng.random_range(0..written.len())];
         let region = RegionIndex(
             self.rng
                 .random_range(0..space.replicas[sub.get()].len() as u32),
@@ -1341,7 +1501,7 @@ const QUIESCE_LIMIT: u64 = 1_000_000;
 /// client, so a write that is never answered shows here).
 const ACTIVE_LIMIT: u64 = 200_000;
 
-fn run(seed: u64) -> (u64, [u64; 6]) {
+fn run(seed: u64) -> (u64, [u64; 9]) {
     let mut sim = Sim::new(seed);
     let keys: Vec<Value> = (0..sim.rng.random_range(2..6))
         .map(|i| Value::from(format!("key{i}")))
@@ -1382,6 +1542,12 @@ fn run(seed: u64) -> (u64, [u64; 6]) {
             sim.maybe_fault();
         } else if !quiet && choice < 29 && sim.transfers_on {
             sim.maybe_move();
+        } else if !quiet && choice < 30 && sim.alters && sim.rng.random_bool(0.1) {
+            if sim.rng.random_bool(0.7) {
+                sim.add_subspace();
+            } else {
+                sim.drop_subspace();
+            }
         } else if !quiet && choice < 31 {
             let settled = settled_keys(&sim, &keys, false);
             sim.search(&settled);
@@ -1423,7 +1589,12 @@ fn run(seed: u64) -> (u64, [u64; 6]) {
             let idle = sim.network.is_empty()
                 && sim.config_deliveries.is_empty()
                 && sim.reports.is_empty()
-                && sim.config().spaces.iter().all(|s| s.transfers.is_empty())
+                && sim.backfill_reports.is_empty()
+                && sim
+                    .config()
+                    .spaces
+                    .iter()
+                    .all(|s| s.transfers.is_empty() && s.build.is_none())
                 && sim.removals.is_empty()
                 && sim.wake_at.is_empty()
                 && sim.restart_at.is_empty()
@@ -1555,9 +1726,12 @@ fn run(seed: u64) -> (u64, [u64; 6]) {
     }
     let [crashes, pauses, partitions, restarts] = sim.faults;
     let [started, completed] = sim.transfers;
+    let [added, built, dropped] = sim.alterations;
     (
         sim.trace,
-        [crashes, pauses, partitions, restarts, started, completed],
+        [
+            crashes, pauses, partitions, restarts, started, completed, added, built, dropped,
+        ],
     )
 }
 
@@ -1565,9 +1739,17 @@ fn run(seed: u64) -> (u64, [u64; 6]) {
 /// in the final configuration, and on no other running server.
 fn check_converged(sim: &Sim, key: &Value, final_object: Option<StoredObject>) {
     let config = sim.config();
+    let space = &config.spaces[0];
     for subspace in sim.geometry.schema.subspace_ids() {
+        // A subspace never added, or dropped, is on no server.
+        let written = space
+            .schema
+            .subspaces
+            .get(subspace.get())
+            .is_some_and(|s| s.is_written());
         let expected: BTreeSet<ServerId> = final_object
             .as_ref()
+            .filter(|_| written)
             .map(|f| {
                 let (_, r, _, _) = sim.geometry.entry(subspace, &f.object);
                 config.spaces[0]
@@ -1647,7 +1829,7 @@ fn seeds() -> Vec<u64> {
 
 #[test]
 fn chains_under_a_hostile_network_and_failures() {
-    let (mut seeds_run, mut faults) = (0, [0u64; 6]);
+    let (mut seeds_run, mut faults) = (0, [0u64; 9]);
     for seed in seeds() {
         let started = std::time::Instant::now();
         let outcome = std::panic::catch_unwind(|| run(seed));
@@ -1663,8 +1845,8 @@ fn chains_under_a_hostile_network_and_failures() {
             eprintln!("seed {seed} took {:?}", started.elapsed());
         }
     }
-    let [crashes, pauses, partitions, restarts, started, completed] = faults;
-    eprintln!("{seeds_run} seeds passed: {crashes} crashes, {pauses} pauses past a lease, {partitions} partitions, {restarts} restarts; {started} transfers started, {completed} completed");
+    let [crashes, pauses, partitions, restarts, started, completed, added, built, dropped] = faults;
+    eprintln!("{seeds_run} seeds passed: {crashes} crashes, {pauses} pauses past a lease, {partitions} partitions, {restarts} restarts; {started} transfers started, {completed} completed; {added} subspaces added, {built} built, {dropped} dropped");
     if seeds_run >= 100 {
         assert!(
             crashes > 0 && pauses > 0 && partitions > 0 && restarts > 0,
@@ -1673,6 +1855,10 @@ fn chains_under_a_hostile_network_and_failures() {
         if std::env::var("TESSERA_SIM_TRANSFERS").as_deref() != Ok("0") {
             assert!(completed > 0, "regions were re-replicated and moved");
         }
+        assert!(
+            built > 0 && dropped > 0,
+            "subspaces were added, built and dropped"
+        );
     }
 }
 
