@@ -51,8 +51,8 @@ use crate::outbox::Replier;
 use crate::peers::Peers;
 use crate::queue::LoopInput;
 use crate::state::Shared;
-use crate::transfers::TransferReports;
-use crate::view::{ServedSpace, View};
+use crate::transfers::{Report, TransferReports};
+use crate::view::{Mode, ServedSpace, View};
 
 /// Most inputs stepped before one group commit. Bounds the latency an input can add to the
 /// others of its batch.
@@ -90,6 +90,7 @@ pub fn spawn(
         next_group: 0,
         failure: None,
         reports,
+        backfilled: Vec::new(),
     };
     std::thread::Builder::new()
         .name("tessera-chain".into())
@@ -137,6 +138,8 @@ struct ChainLoop {
     failure: Option<ErrorReply>,
     /// Where completed state transfers go, to be reported to the coordinators.
     reports: TransferReports,
+    /// A standalone server's backfilled key regions, recorded after the batch's commit.
+    backfilled: Vec<BackfillRef>,
 }
 
 struct StoreReader<'a>(&'a Store);
@@ -259,6 +262,10 @@ impl ChainLoop {
                 }
             }
             self.flush();
+            if !self.backfilled.is_empty() {
+                let done = std::mem::take(&mut self.backfilled);
+                self.on_backfills_done(&done);
+            }
             if stop || self.shared.is_shutting_down() {
                 return;
             }
@@ -467,6 +474,14 @@ impl ChainLoop {
                         self.fail_stop(format!("creating the storage of space {name:?}: {e}"))
                     );
                 }
+            } else if before.is_some_and(|b| b.schema != space.schema) {
+                // Subspaces added (their storage must be there before the chains that write
+                // them) or dropped (nothing writes them in this configuration).
+                if let Err(e) = store.alter_space(&space.schema) {
+                    return Err(
+                        self.fail_stop(format!("altering the storage of space {name:?}: {e}"))
+                    );
+                }
             }
         }
         self.step(Input::Configuration(config.clone()));
@@ -518,6 +533,18 @@ impl ChainLoop {
             self.answer(client, result);
         }
         // Durable: the coordinators may count this server as a full member of those regions.
+        for done in out.backfills_done {
+            tracing::info!(
+                space = done.space,
+                subspace = done.subspace.0,
+                region = done.region,
+                "key region backfilled"
+            );
+            match self.view.mode {
+                Mode::Standalone => self.backfilled.push(done),
+                Mode::Cluster => self.reports.send(Report::Backfill(done)),
+            }
+        }
         for done in out.transfers_done {
             tracing::info!(
                 space = done.space,
@@ -526,7 +553,7 @@ impl ChainLoop {
                 id = done.id,
                 "state transfer complete here"
             );
-            self.reports.send(done);
+            self.reports.send(Report::Transfer(done));
         }
         self.replica.advance();
     }

@@ -156,7 +156,7 @@ pub fn explain(space: &ServedSpace, predicates: &[CheckedPredicate]) -> Explanat
     let schema = &space.config.schema;
     let plan = plan(space, predicates);
     let candidates = schema
-        .subspace_ids()
+        .searchable_subspaces()
         .map(|s| {
             let crossed = SearchBox::for_predicates(schema, s, predicates)
                 .map_or(0, |b| b.regions_count(&space.tessellations[s.get()]));

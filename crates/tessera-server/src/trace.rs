@@ -142,6 +142,8 @@ pub fn write_shape(space: &ServedSpace, write: &KeyWrite) -> RequestShape {
             RequestShape::Write(names)
         }
         KeyWrite::Del { .. } => RequestShape::Del,
+        // A backfill's, made by the state machine: never a client's.
+        KeyWrite::Rewrite { .. } => RequestShape::Write(Vec::new()),
     }
 }
 

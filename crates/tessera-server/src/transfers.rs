@@ -1,4 +1,6 @@
-//! Telling the coordinators that state transfers into this server are complete.
+//! Telling the coordinators that state transfers into this server are complete, and that key
+//! regions it leads are backfilled into a subspace being built (`tessera_protocol::Build`).
+//! Both go the same way, as [`Report`]s; what follows says "transfer" for either.
 //!
 //! The chain loop learns it when the writes of a transfer's last chunk are durable
 //! (`Outputs::transfers_done`, at most once per transfer and process). It must never wait on
@@ -18,7 +20,7 @@
 use std::time::Duration;
 
 use tessera_geometry::RegionIndex;
-use tessera_protocol::{Configuration, Request, Response, Status, TransferRef};
+use tessera_protocol::{BackfillRef, Configuration, Request, Response, Status, TransferRef};
 use tessera_types::ServerId;
 use tokio::sync::mpsc;
 
@@ -32,13 +34,22 @@ const RETRY_MAX: Duration = Duration::from_secs(2);
 /// 5 s) and waits to apply it itself (up to 2 s).
 const CALL_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// What the coordinators must hear of.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Report {
+    /// A state transfer into this server is complete.
+    Transfer(TransferRef),
+    /// This server finished backfilling a key region it leads.
+    Backfill(BackfillRef),
+}
+
 /// The chain loop's end of the reports: hands them over without waiting. A standalone server
-/// has nobody to report to (and makes no transfers).
-pub struct TransferReports(Option<mpsc::UnboundedSender<TransferRef>>);
+/// has nobody to report to (it makes no transfers, and records its backfills itself).
+pub struct TransferReports(Option<mpsc::UnboundedSender<Report>>);
 
 impl TransferReports {
     /// Reports for [`report_transfers`], which gets the other end.
-    pub fn channel() -> (TransferReports, mpsc::UnboundedReceiver<TransferRef>) {
+    pub fn channel() -> (TransferReports, mpsc::UnboundedReceiver<Report>) {
         let (tx, rx) = mpsc::unbounded_channel();
         (TransferReports(Some(tx)), rx)
     }
@@ -49,7 +60,7 @@ impl TransferReports {
     }
 
     /// Queues `done` for the coordinators. Never blocks.
-    pub fn send(&self, done: TransferRef) {
+    pub fn send(&self, done: Report) {
         match &self.0 {
             Some(tx) => {
                 if tx.send(done).is_err() {
@@ -69,13 +80,37 @@ impl TransferReports {
     }
 }
 
+/// Whether what `report` names may still be unrecorded as far as `config` knows (see
+/// [`transfer_under_way`] and [`backfill_under_way`]).
+pub fn may_be_under_way(config: &Configuration, me: ServerId, report: &Report) -> bool {
+    match report {
+        Report::Transfer(done) => transfer_under_way(config, me, done),
+        Report::Backfill(done) => backfill_under_way(config, done),
+    }
+}
+
+/// Whether the backfill `done` names may be unrecorded as far as `config` knows: `config` is
+/// older than the build, or its build is that one and lacks the region.
+pub fn backfill_under_way(config: &Configuration, done: &BackfillRef) -> bool {
+    config.epoch.0 < done.since
+        || config
+            .spaces
+            .iter()
+            .find(|s| s.id == done.space)
+            .and_then(|s| s.build.as_ref())
+            .is_some_and(|b| {
+                (b.subspace, b.since) == (done.subspace, done.since)
+                    && b.done.binary_search(&done.region).is_err()
+            })
+}
+
 /// Whether the transfer `done` names, into `me`, may still be under way as far as `config`
 /// knows: `config` lists it, or is older than the epoch that started it. The chain loop
 /// learns of a configuration before the connections' view does (it steps the state machine
 /// with it, commits what that produced, and only then swaps the view), and a transfer can
 /// complete in that commit (chunks that came before the configuration): a view older than
 /// the transfer says nothing about it.
-pub fn may_be_under_way(config: &Configuration, me: ServerId, done: &TransferRef) -> bool {
+pub fn transfer_under_way(config: &Configuration, me: ServerId, done: &TransferRef) -> bool {
     config.epoch.0 < done.id
         || config
             .spaces
@@ -105,14 +140,14 @@ pub async fn report_transfers(
     server: ServerId,
     token: u128,
     incarnation: u64,
-    mut reports: mpsc::UnboundedReceiver<TransferRef>,
-    listed: impl Fn(&TransferRef) -> bool,
+    mut reports: mpsc::UnboundedReceiver<Report>,
+    listed: impl Fn(&Report) -> bool,
     stop: impl Fn() -> bool,
 ) {
     let mut links: Vec<Link> = coordinators.into_iter().map(Link::new).collect();
     // The coordinator tried first: the last that accepted.
     let mut first = 0;
-    let mut pending: Vec<TransferRef> = Vec::new();
+    let mut pending: Vec<Report> = Vec::new();
     let mut retry = RETRY_MIN;
     while !stop() {
         if pending.is_empty() {
@@ -143,8 +178,20 @@ pub async fn report_transfers(
             server,
             token,
             incarnation,
-            done: pending.clone(),
-            backfilled: Vec::new(),
+            done: pending
+                .iter()
+                .filter_map(|r| match r {
+                    Report::Transfer(t) => Some(*t),
+                    Report::Backfill(_) => None,
+                })
+                .collect(),
+            backfilled: pending
+                .iter()
+                .filter_map(|r| match r {
+                    Report::Backfill(b) => Some(*b),
+                    Report::Transfer(_) => None,
+                })
+                .collect(),
         };
         match report(&mut links, &mut first, request).await {
             Outcome::Accepted => {
@@ -258,6 +305,8 @@ mod tests {
             region: 1,
             id: 5,
         };
+        let may_be_under_way =
+            |c: &Configuration, me, done: &TransferRef| transfer_under_way(c, me, done);
         // Before epoch 5, the view knows nothing of it: kept.
         assert!(may_be_under_way(&config(4, &space), me, &done));
         // Epoch 5 and later without it: completed or cancelled, dropped.
@@ -282,6 +331,56 @@ mod tests {
             );
         }
         assert!(!may_be_under_way(&config(9, &space), other, &done));
+    }
+
+    /// A backfill report is kept while the configuration is older than the build, or its build
+    /// is that one and lacks the region; dropped once the region is recorded, or the build
+    /// ended (built or dropped) or is another.
+    #[test]
+    fn a_backfill_report_waits_for_its_region_to_be_recorded() {
+        let schema = tessera_types::parse_space(
+            "space t key k attributes int x, int y subspace x create 4 partitions",
+        )
+        .unwrap();
+        let mut space = tessera_protocol::SpaceConfig::owned_by(2, schema, &[ServerId(1)]);
+        let config = |epoch: u64, space: &tessera_protocol::SpaceConfig| Configuration {
+            epoch: Epoch(epoch),
+            servers: vec![],
+            spaces: vec![space.clone()],
+        };
+        let change = tessera_protocol::SpaceChange::AddSubspace {
+            attributes: vec!["y".into()],
+        };
+        let done = BackfillRef {
+            space: 2,
+            subspace: tessera_types::SubspaceId(2),
+            region: 1,
+            since: 5,
+        };
+        let report = Report::Backfill(done);
+        assert!(may_be_under_way(&config(4, &space), ServerId(1), &report));
+        assert!(!may_be_under_way(&config(5, &space), ServerId(1), &report));
+        space
+            .alter(5, &change, |t| {
+                vec![vec![ServerId(1)]; t.regions_count() as usize]
+            })
+            .unwrap();
+        assert!(may_be_under_way(&config(5, &space), ServerId(1), &report));
+        for wrong in [
+            BackfillRef { since: 6, ..done },
+            BackfillRef { space: 3, ..done },
+            BackfillRef {
+                subspace: tessera_types::SubspaceId(1),
+                ..done
+            },
+        ] {
+            assert!(
+                !may_be_under_way(&config(9, &space), ServerId(1), &Report::Backfill(wrong)),
+                "{wrong:?}"
+            );
+        }
+        assert_eq!(space.complete_backfills(&[done]), 1);
+        assert!(!may_be_under_way(&config(6, &space), ServerId(1), &report));
     }
 
     async fn start_coordinator(
@@ -382,7 +481,7 @@ mod tests {
             move || stopped.load(Ordering::SeqCst),
         ));
         for r in &done {
-            reports.send(*r);
+            reports.send(Report::Transfer(*r));
         }
         // While the coordinators are away, the configuration this server acts on stops
         // listing the last transfer (as if cancelled): that report is dropped.
@@ -441,7 +540,7 @@ mod tests {
             );
         }
         assert!(
-            may_be_under_way(&after, new, &dropped),
+            transfer_under_way(&after, new, &dropped),
             "a report the configuration no longer listed was not sent"
         );
         *config.lock().unwrap() = after.clone();
@@ -463,7 +562,7 @@ mod tests {
         // It left its regions, and is sent some again under new transfers.
         let again = refs_into(&restarted, new);
         assert!(!again.is_empty(), "{restarted:#?}");
-        reports.send(again[0]);
+        reports.send(Report::Transfer(again[0]));
         tokio::time::timeout(Duration::from_secs(20), task)
             .await
             .expect("the task ends")

@@ -400,6 +400,18 @@ fn check_regions(
             ),
         ));
     };
+    if !schema.subspace(subspace).is_searchable() {
+        // Being built (not every object is in it yet) or dropped, in this server's view: a
+        // client that asks acts on another configuration.
+        return Err(ErrorReply::new(
+            Status::StaleEpoch,
+            format!(
+                "subspace {} of {:?} serves no searches in this server's configuration; refresh yours",
+                subspace.get(),
+                schema.name,
+            ),
+        ));
+    }
     regions
         .iter()
         .map(|&r| {

@@ -37,7 +37,12 @@ impl ServedSpace {
     /// Whether this server holds `region` of `subspace`: it is a member of the region's
     /// replica set, if only as a state transfer's target still catching up.
     pub fn owns(&self, subspace: SubspaceId, region: RegionIndex) -> bool {
-        self.config.replicas_of(subspace, region).contains(&self.me)
+        // A dropped subspace has no regions.
+        self.config
+            .replicas
+            .get(subspace.get())
+            .and_then(|sets| sets.get(region.0 as usize))
+            .is_some_and(|set| set.contains(&self.me))
     }
 
     /// Whether this server may answer reads of `region` of `subspace`: it is a member of the
