@@ -11,7 +11,7 @@ use tessera_protocol::constants::{DESCRIPTION_BYTES_MAX, FRAME_BYTES_MAX};
 use tessera_protocol::frame::peek_request_id;
 use tessera_protocol::{
     decode_request, encode_response, Configuration, CoordinatorStatus, ErrorReply, FrameError,
-    Request, RequestFrame, Response, ResponseFrame, Status,
+    Request, RequestFrame, Response, ResponseFrame, SpaceChange, Status,
 };
 use tessera_types::{parse_space, parse_space_tolerating, Epoch};
 use tokio::net::tcp::OwnedWriteHalf;
@@ -40,9 +40,9 @@ const FORWARD_TIMEOUT: Duration = Duration::from_secs(5);
 const CATCH_UP_WAIT: Duration = Duration::from_secs(2);
 /// Client requests in flight per connection.
 const IN_FLIGHT_MAX: usize = 256;
-/// How long `AddSpace` and `RmSpace` wait, once applied, for every live server to act on the
-/// new epoch (servers report it in their heartbeats, every quarter lease) before answering
-/// `Timeout`. Five default leases: a server that has not caught up by then is stuck or cut
+/// How long `AddSpace`, `RmSpace` and `AlterSpace` wait, once applied, for every live server to
+/// act on the new epoch (servers report it in their heartbeats, every quarter lease) before
+/// answering `Timeout`. Five default leases: a server that has not caught up by then is stuck or cut
 /// off, and the operator should hear of it.
 const SERVERS_CATCH_UP_WAIT: Duration = Duration::from_secs(5);
 
@@ -325,6 +325,36 @@ async fn handle(shared: &Arc<Shared>, request: Request, received: Instant) -> Re
             )
             .await
         }
+        Request::AlterSpace { space, change } => {
+            // Bounded like a description: a request this large names nothing a space has, and
+            // would only burden the log.
+            let bytes = space.len()
+                + match &change {
+                    SpaceChange::AddSubspace { attributes } => {
+                        attributes.iter().map(|a| a.len() + 1).sum()
+                    }
+                    SpaceChange::DropSubspace { .. } => 0,
+                };
+            if bytes > DESCRIPTION_BYTES_MAX {
+                return error(
+                    Status::TooLarge,
+                    format!(
+                        "alteration of {bytes} bytes is over the {DESCRIPTION_BYTES_MAX}-byte limit"
+                    ),
+                );
+            }
+            let what = format!("space {space:?} altered");
+            write_acknowledged(
+                shared,
+                Command::AlterSpace {
+                    name: space,
+                    change,
+                },
+                &what,
+                ("does not act on it yet", "do not act on it yet"),
+            )
+            .await
+        }
         Request::RegisterServer {
             token,
             address,
@@ -364,13 +394,13 @@ async fn handle(shared: &Arc<Shared>, request: Request, received: Instant) -> Re
             token,
             incarnation,
             done,
-            backfilled: _,
+            backfilled,
         } => {
             let current = match detector::identify(&shared.detector, server, token, incarnation) {
                 Ok(current) => current,
                 Err(refused) => return refused,
             };
-            if done.is_empty() {
+            if done.is_empty() && backfilled.is_empty() {
                 return Response::Done;
             }
             // (A later incarnation than the one registered here goes on to the command, which
@@ -384,13 +414,15 @@ async fn handle(shared: &Arc<Shared>, request: Request, received: Instant) -> Re
                 );
             }
             // The command checks the incarnation again where it applies, and ignores
-            // references that name no transfer into this server (a repeated report).
+            // references that name no transfer into this server or no build under way (a
+            // repeated report).
             write(
                 shared,
                 Command::CompleteTransfers {
                     id: server,
                     incarnation,
                     done,
+                    backfilled,
                 },
             )
             .await
@@ -445,14 +477,18 @@ fn outcome_response(result: ApplyResult) -> Response {
             | CommandOutcome::SpaceRemoved
             | CommandOutcome::MarkedOffline { .. }
             | CommandOutcome::TransfersCompleted { .. }
-            | CommandOutcome::Decommissioned { .. },
+            | CommandOutcome::Decommissioned { .. }
+            | CommandOutcome::SpaceAltered { .. },
         )) => Response::Done,
         Some(Err(e)) => {
             let status = match &e {
                 CommandError::SpaceExists(_) => Status::SpaceExists,
                 CommandError::UnknownSpace(_) => Status::UnknownSpace,
                 CommandError::TooFewServers { .. } => Status::TooFewServers,
-                CommandError::InvalidSchema(_) => Status::BadDescription,
+                CommandError::InvalidSchema(_) | CommandError::SubspaceNotServing { .. } => {
+                    Status::BadDescription
+                }
+                CommandError::Alter(_) => Status::BadAlteration,
                 CommandError::ConfigurationTooLarge { .. } => Status::TooLarge,
                 CommandError::InvalidAddress(_) | CommandError::UnknownServer(_) => {
                     Status::Malformed

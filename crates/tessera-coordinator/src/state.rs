@@ -25,9 +25,10 @@ use std::collections::HashMap;
 use serde::{Deserialize, Serialize};
 use tessera_geometry::{RegionIndex, Tessellation};
 use tessera_protocol::{
-    Configuration, ServerInfo, ServerState, SpaceConfig, Transfer, TransferRef,
+    AlterError, BackfillRef, Configuration, ServerInfo, ServerState, SpaceChange, SpaceConfig,
+    Transfer, TransferRef,
 };
-use tessera_types::{Epoch, SchemaError, ServerId, SpaceSchema, SubspaceId};
+use tessera_types::{Epoch, SchemaError, ServerId, SpaceSchema, SubspaceId, SubspaceState};
 
 /// Longest server address accepted by registration (`host:port`).
 pub const ADDRESS_BYTES_MAX: usize = 256;
@@ -131,10 +132,16 @@ pub enum Command {
     /// id) whose target is this server completes it: the server becomes a full member and the
     /// member it replaces, if any, leaves the set. References that match nothing (a transfer
     /// cancelled or completed already, a report repeated) are ignored.
+    ///
+    /// `backfilled` names key regions the server finished backfilling into a subspace being
+    /// built (see `tessera_protocol::Build`): each one that names a space's build under way
+    /// exactly (space id, subspace, `since`) is recorded (`SpaceConfig::complete_backfills`);
+    /// once every key region is, the subspace serves. Others are ignored.
     CompleteTransfers {
         id: ServerId,
         incarnation: u64,
         done: Vec<TransferRef>,
+        backfilled: Vec<BackfillRef>,
     },
     /// `tessera decommission`: an Available server becomes Leaving; its regions move to other
     /// servers by state transfer, and once it holds none it leaves the configuration. An
@@ -143,6 +150,16 @@ pub enum Command {
     /// would move them.
     Decommission {
         id: ServerId,
+    },
+    /// `tessera alter-space`: adds a subspace to the space `name`, or drops one (see
+    /// `SpaceConfig::alter`). An added subspace is Building from this command's epoch (its
+    /// `Build::since`), its regions assigned balanced over the Available servers (see
+    /// [`assign_subspace`]); a dropped one keeps its id with no region.
+    // Declared last: postcard encodes a variant by its index, and logs and peers know the
+    // others by theirs.
+    AlterSpace {
+        name: String,
+        change: SpaceChange,
     },
 }
 
@@ -162,15 +179,21 @@ pub enum CommandOutcome {
     MarkedOffline {
         id: ServerId,
     },
-    /// How many of the reported transfers completed; 0 when none matched (no new epoch).
+    /// How many of the reported transfers completed and how many backfilled key regions were
+    /// newly recorded; both 0 when nothing matched (no new epoch).
     TransfersCompleted {
         completed: u32,
+        backfilled: u32,
     },
     /// `removed`: it held no region and left the configuration at once; otherwise it is
     /// Leaving.
     Decommissioned {
         id: ServerId,
         removed: bool,
+    },
+    /// The subspace added (the next id) or dropped.
+    SpaceAltered {
+        subspace: u16,
     },
 }
 
@@ -216,6 +239,11 @@ pub enum CommandError {
     },
     #[error("server {id} holds {regions} regions, and these coordinators plan no state transfers yet, so nothing would move them: decommission works only for a server that holds none (stop it and let its lease lapse: it leaves every region that has another replica, which stays a replica short; then decommission it)")]
     TransfersOff { id: ServerId, regions: u64 },
+    // Declared after the others, like the command that makes them.
+    #[error("{0}")]
+    Alter(AlterError),
+    #[error("subspace {subspace} of the space is {state:?}: a new space's subspaces all serve (subspaces are added to a live space by alter-space)")]
+    SubspaceNotServing { subspace: u16, state: SubspaceState },
 }
 
 impl ClusterState {
@@ -259,8 +287,10 @@ impl ClusterState {
                 id,
                 incarnation,
                 done,
-            } => self.complete_transfers(id, incarnation, &done),
+                backfilled,
+            } => self.complete_transfers(id, incarnation, &done, &backfilled),
             Command::Decommission { id } => self.decommission(id),
+            Command::AlterSpace { name, change } => self.alter_space(&name, &change),
         }?;
         if self.epoch != before {
             self.plan();
@@ -377,6 +407,7 @@ impl ClusterState {
         id: ServerId,
         incarnation: u64,
         done: &[TransferRef],
+        backfilled: &[BackfillRef],
     ) -> Result<CommandOutcome, CommandError> {
         let server = self.server(id).ok_or(CommandError::UnknownServer(id))?;
         if server.incarnation != incarnation {
@@ -403,10 +434,21 @@ impl ClusterState {
             space.complete_transfer(&t);
             completed += 1;
         }
-        if completed > 0 {
+        // Backfills: `complete_backfills` takes only the references naming its build exactly,
+        // each region once.
+        let mut recorded = 0u32;
+        if !backfilled.is_empty() {
+            for space in &mut self.spaces {
+                recorded += space.complete_backfills(backfilled) as u32;
+            }
+        }
+        if completed > 0 || recorded > 0 {
             self.bump();
         }
-        Ok(CommandOutcome::TransfersCompleted { completed })
+        Ok(CommandOutcome::TransfersCompleted {
+            completed,
+            backfilled: recorded,
+        })
     }
 
     fn decommission(&mut self, id: ServerId) -> Result<CommandOutcome, CommandError> {
@@ -506,6 +548,19 @@ impl ClusterState {
     }
 
     fn add_space(&mut self, schema: SpaceSchema) -> Result<CommandOutcome, CommandError> {
+        // A new space is declared, never built: a Building or Dropped subspace in it would
+        // have no build to finish it, or replica sets where none belong.
+        if let Some((i, s)) = schema
+            .subspaces
+            .iter()
+            .enumerate()
+            .find(|(_, s)| s.state != SubspaceState::Serving)
+        {
+            return Err(CommandError::SubspaceNotServing {
+                subspace: i as u16,
+                state: s.state,
+            });
+        }
         validate_schema(&schema).map_err(CommandError::InvalidSchema)?;
         if self.spaces.iter().any(|s| s.schema.name == schema.name) {
             return Err(CommandError::SpaceExists(schema.name));
@@ -529,6 +584,7 @@ impl ClusterState {
         let regions: usize = schema
             .subspaces
             .iter()
+            .filter(|s| s.is_written())
             .map(|s| {
                 Tessellation::new(s.dimensions.len(), schema.partitions).regions_count() as usize
             })
@@ -566,6 +622,71 @@ impl ClusterState {
         self.spaces.push(space);
         self.bump();
         Ok(CommandOutcome::SpaceAdded { id })
+    }
+
+    /// Applies `change` to the space `name` in the next epoch (see `SpaceConfig::alter`),
+    /// on a copy: any refusal leaves the state as it was. An added subspace needs K Available
+    /// servers, and the configuration must stay under [`CONFIGURATION_BYTES_MAX`] with it.
+    fn alter_space(
+        &mut self,
+        name: &str,
+        change: &SpaceChange,
+    ) -> Result<CommandOutcome, CommandError> {
+        let i = self
+            .spaces
+            .iter()
+            .position(|s| s.schema.name == name)
+            .ok_or_else(|| CommandError::UnknownSpace(name.to_owned()))?;
+        let space = &self.spaces[i];
+        let added = space.check_change(change).map_err(CommandError::Alter)?;
+        let k = space.schema.replicas();
+        let available = self.ids_in(ServerState::Available);
+        if let Some(added) = &added {
+            if k as usize > available.len() {
+                return Err(CommandError::TooFewServers {
+                    space: name.to_owned(),
+                    needed: k,
+                    available: available.len() as u32,
+                });
+            }
+            // As for a new space: every replica set takes at least K + 1 bytes.
+            let regions = Tessellation::new(added.dimensions.len(), space.schema.partitions)
+                .regions_count() as usize;
+            let lower_bound = regions.saturating_mul(k as usize + 1);
+            if lower_bound > CONFIGURATION_BYTES_MAX {
+                return Err(CommandError::ConfigurationTooLarge {
+                    bytes: lower_bound,
+                    max: CONFIGURATION_BYTES_MAX,
+                });
+            }
+        }
+        let epoch = self.epoch.0 + 1;
+        let mut altered = space.clone();
+        let subspace = altered
+            .alter(epoch, change, |t| {
+                assign_subspace(t, k as usize, &available, &self.spaces)
+            })
+            .map_err(CommandError::Alter)?;
+        if added.is_some() {
+            let mut next = self.configuration();
+            next.epoch = Epoch(epoch);
+            next.spaces[i] = altered;
+            let bytes = postcard::to_allocvec(&next)
+                .map(|v| v.len())
+                .unwrap_or(usize::MAX);
+            if bytes > CONFIGURATION_BYTES_MAX {
+                return Err(CommandError::ConfigurationTooLarge {
+                    bytes,
+                    max: CONFIGURATION_BYTES_MAX,
+                });
+            }
+            altered = next.spaces.swap_remove(i);
+        }
+        self.spaces[i] = altered;
+        self.bump();
+        Ok(CommandOutcome::SpaceAltered {
+            subspace: subspace.0,
+        })
     }
 }
 
@@ -921,7 +1042,8 @@ fn validate_schema(schema: &SpaceSchema) -> Result<(), SchemaError> {
 }
 
 /// Assigns the replica sets of a new space over `servers` (K = `schema.replicas()` of them per
-/// region, all distinct; `servers.len() >= K`).
+/// region, all distinct; `servers.len() >= K`). A dropped subspace (none in a new space) gets
+/// no region.
 ///
 /// The rule, applied region by region in subspace order, then region order:
 /// - the members are the K servers holding the fewest regions *of this subspace* so far; ties go
@@ -940,43 +1062,91 @@ pub fn assign_replicas(
     existing: &[SpaceConfig],
 ) -> Vec<Vec<Vec<ServerId>>> {
     let k = schema.replicas() as usize;
-    assert!(
-        k >= 1 && servers.len() >= k,
-        "assign_replicas needs at least K servers"
-    );
-    let mut servers = servers.to_vec();
-    servers.sort();
-    servers.dedup();
-    let index: HashMap<ServerId, usize> =
-        servers.iter().enumerate().map(|(i, s)| (*s, i)).collect();
-    let n = servers.len();
-    let mut global_hold = vec![0u64; n];
-    let mut global_head = vec![0u64; n];
-    for space in existing {
-        for subspace in &space.replicas {
-            for set in subspace {
-                for (pos, s) in set.iter().enumerate() {
-                    if let Some(&i) = index.get(s) {
-                        global_hold[i] += 1;
-                        if pos == 0 {
-                            global_head[i] += 1;
+    let mut assigner = Assigner::new(k, servers, existing);
+    schema
+        .subspaces
+        .iter()
+        .map(|subspace| {
+            if !subspace.is_written() {
+                return Vec::new();
+            }
+            let regions = Tessellation::new(subspace.dimensions.len(), schema.partitions)
+                .regions_count() as usize;
+            assigner.subspace(regions)
+        })
+        .collect()
+}
+
+/// Assigns the replica sets of one subspace added to a live space, tessellated as `t`, over
+/// `servers` (K = `k` of them per region, all distinct; `servers.len() >= k`): the rule of
+/// [`assign_replicas`] for that one subspace, the whole cluster's load being that of
+/// `existing` (the altered space among them).
+pub fn assign_subspace(
+    t: &Tessellation,
+    k: usize,
+    servers: &[ServerId],
+    existing: &[SpaceConfig],
+) -> Vec<Vec<ServerId>> {
+    Assigner::new(k, servers, existing).subspace(t.regions_count() as usize)
+}
+
+/// The state of [`assign_replicas`] between subspaces: the servers, and what each holds and
+/// heads over the whole cluster so far.
+struct Assigner {
+    k: usize,
+    servers: Vec<ServerId>,
+    global_hold: Vec<u64>,
+    global_head: Vec<u64>,
+}
+
+impl Assigner {
+    fn new(k: usize, servers: &[ServerId], existing: &[SpaceConfig]) -> Assigner {
+        let mut servers = servers.to_vec();
+        servers.sort();
+        servers.dedup();
+        assert!(
+            k >= 1 && servers.len() >= k,
+            "assigning replicas needs at least K servers"
+        );
+        let index: HashMap<ServerId, usize> =
+            servers.iter().enumerate().map(|(i, s)| (*s, i)).collect();
+        let n = servers.len();
+        let mut global_hold = vec![0u64; n];
+        let mut global_head = vec![0u64; n];
+        for space in existing {
+            for subspace in &space.replicas {
+                for set in subspace {
+                    for (pos, s) in set.iter().enumerate() {
+                        if let Some(&i) = index.get(s) {
+                            global_hold[i] += 1;
+                            if pos == 0 {
+                                global_head[i] += 1;
+                            }
                         }
                     }
                 }
             }
         }
+        Assigner {
+            k,
+            servers,
+            global_hold,
+            global_head,
+        }
     }
-    let mut out = Vec::with_capacity(schema.subspaces.len());
-    let mut order: Vec<usize> = (0..n).collect();
-    for subspace in &schema.subspaces {
-        let regions = Tessellation::new(subspace.dimensions.len(), schema.partitions)
-            .regions_count() as usize;
+
+    /// The replica sets of a subspace of `regions` regions, counted into the cluster's load.
+    fn subspace(&mut self, regions: usize) -> Vec<Vec<ServerId>> {
+        let n = self.servers.len();
+        let (global_hold, global_head) = (&mut self.global_hold, &mut self.global_head);
         let mut hold = vec![0u64; n];
         let mut head = vec![0u64; n];
+        // Every sort key ends with the index: the order sorted from does not matter.
+        let mut order: Vec<usize> = (0..n).collect();
         let mut sets = Vec::with_capacity(regions);
         for _ in 0..regions {
             order.sort_by_key(|&i| (hold[i], global_hold[i], i));
-            let mut members: Vec<usize> = order[..k].to_vec();
+            let mut members: Vec<usize> = order[..self.k].to_vec();
             members.sort_by_key(|&i| (head[i], global_head[i], i));
             head[members[0]] += 1;
             global_head[members[0]] += 1;
@@ -984,11 +1154,10 @@ pub fn assign_replicas(
                 hold[i] += 1;
                 global_hold[i] += 1;
             }
-            sets.push(members.iter().map(|&i| servers[i]).collect());
+            sets.push(members.iter().map(|&i| self.servers[i]).collect());
         }
-        out.push(sets);
+        sets
     }
-    out
 }
 
 #[cfg(test)]
@@ -1762,6 +1931,7 @@ mod tests {
                 id: ServerId(id),
                 incarnation,
                 done,
+                backfilled: vec![],
             };
 
         // References that name no transfer of this server change nothing.
@@ -1787,17 +1957,26 @@ mod tests {
         ] {
             assert_eq!(
                 st.apply(complete(3, 1, vec![wrong])),
-                Ok(CommandOutcome::TransfersCompleted { completed: 0 })
+                Ok(CommandOutcome::TransfersCompleted {
+                    completed: 0,
+                    backfilled: 0
+                })
             );
         }
         assert_eq!(
             st.apply(complete(1, 1, vec![good])),
-            Ok(CommandOutcome::TransfersCompleted { completed: 0 }),
+            Ok(CommandOutcome::TransfersCompleted {
+                completed: 0,
+                backfilled: 0
+            }),
             "not its transfer"
         );
         assert_eq!(
             st.apply(complete(3, 1, vec![])),
-            Ok(CommandOutcome::TransfersCompleted { completed: 0 })
+            Ok(CommandOutcome::TransfersCompleted {
+                completed: 0,
+                backfilled: 0
+            })
         );
         assert_eq!(
             st.apply(complete(3, 2, vec![good])),
@@ -1816,7 +1995,10 @@ mod tests {
         // The right one, repeated: completed once, one new epoch; 3 is a full member.
         assert_eq!(
             st.apply(complete(3, 1, vec![good, good])),
-            Ok(CommandOutcome::TransfersCompleted { completed: 1 })
+            Ok(CommandOutcome::TransfersCompleted {
+                completed: 1,
+                backfilled: 0
+            })
         );
         assert_eq!(st.epoch.0, before.epoch.0 + 1);
         assert_eq!(region(&st, "s", 0, 0), (ids(&[1, 3]), None));
@@ -1828,7 +2010,10 @@ mod tests {
         let after = st.clone();
         assert_eq!(
             st.apply(complete(3, 1, vec![good])),
-            Ok(CommandOutcome::TransfersCompleted { completed: 0 })
+            Ok(CommandOutcome::TransfersCompleted {
+                completed: 0,
+                backfilled: 0
+            })
         );
         assert_eq!(st, after);
     }
@@ -2107,6 +2292,7 @@ mod tests {
                 id: ServerId(to),
                 incarnation: 1,
                 done,
+                backfilled: vec![],
             })
             .unwrap();
             st.configuration().check().unwrap();
@@ -2164,6 +2350,508 @@ mod tests {
         st.configuration().check().unwrap();
     }
 
+    fn alter(name: &str, change: SpaceChange) -> Command {
+        Command::AlterSpace {
+            name: name.into(),
+            change,
+        }
+    }
+
+    fn add_sub(attributes: &[&str]) -> SpaceChange {
+        SpaceChange::AddSubspace {
+            attributes: attributes.iter().map(|a| a.to_string()).collect(),
+        }
+    }
+
+    fn drop_sub(subspace: u16) -> SpaceChange {
+        SpaceChange::DropSubspace { subspace }
+    }
+
+    fn backfill(space: u64, subspace: u16, region: u32, since: u64) -> BackfillRef {
+        BackfillRef {
+            space,
+            subspace: SubspaceId(subspace),
+            region,
+            since,
+        }
+    }
+
+    fn report_backfills(id: u64, incarnation: u64, backfilled: Vec<BackfillRef>) -> Command {
+        Command::CompleteTransfers {
+            id: ServerId(id),
+            incarnation,
+            done: vec![],
+            backfilled,
+        }
+    }
+
+    #[test]
+    fn adding_a_subspace_builds_it_on_balanced_replica_sets() {
+        // Three Available servers and an Offline fourth; K = 2.
+        let mut st = planning(with_servers(4));
+        st.apply(Command::MarkOffline {
+            id: ServerId(4),
+            incarnation: 1,
+        })
+        .unwrap();
+        st.apply(Command::AddSpace {
+            schema: schema("s", 1, 8, 1),
+        })
+        .unwrap();
+        let before = st.clone();
+        let out = st.apply(alter("s", add_sub(&["c", "b"]))).unwrap();
+        assert_eq!(out, CommandOutcome::SpaceAltered { subspace: 2 });
+        assert_eq!(st.epoch.0, before.epoch.0 + 1);
+        let space = &st.spaces[0];
+        let c = space.schema.attribute_index("c").unwrap();
+        let b = space.schema.attribute_index("b").unwrap();
+        assert_eq!(
+            space.schema.subspaces[2],
+            tessera_types::Subspace {
+                dimensions: vec![c, b],
+                state: SubspaceState::Building
+            }
+        );
+        assert_eq!(
+            space.build,
+            Some(tessera_protocol::Build {
+                subspace: SubspaceId(2),
+                since: st.epoch.0,
+                done: vec![]
+            })
+        );
+        // The others are as they were; the new one has a set per region of its tessellation
+        // (2 dimensions over 8 partitions: 3 x 3 regions).
+        assert_eq!(space.replicas[..2], before.spaces[0].replicas[..]);
+        assert_eq!(space.replicas.len(), 3);
+        assert_eq!(space.replicas[2].len(), 9);
+        let mut hold: HashMap<ServerId, usize> = HashMap::new();
+        for set in &space.replicas[2] {
+            assert_eq!(set.len(), 2, "K members: {set:?}");
+            assert_ne!(set[0], set[1], "distinct members: {set:?}");
+            for s in set {
+                assert!(
+                    [ServerId(1), ServerId(2), ServerId(3)].contains(s),
+                    "Available members only: {set:?}"
+                );
+                *hold.entry(*s).or_default() += 1;
+            }
+        }
+        // 18 memberships over 3 servers: 6 each.
+        assert_eq!(hold.len(), 3, "{hold:?}");
+        assert!(hold.values().all(|h| *h == 6), "{hold:?}");
+        assert!(space.transfers.is_empty(), "nothing to plan");
+        assert_eq!(space.schema.searchable_subspaces().count(), 2);
+        assert_eq!(space.schema.written_subspaces().count(), 3);
+        st.configuration().check().unwrap();
+    }
+
+    #[test]
+    fn refused_alterations_change_nothing() {
+        let mut st = with_servers(3);
+        st.apply(Command::AddSpace {
+            schema: schema("s", 2, 8, 1),
+        })
+        .unwrap();
+        let refusals = |st: &mut ClusterState, cases: Vec<(Command, CommandError)>| {
+            for (command, expected) in cases {
+                let before = st.clone();
+                assert_eq!(st.apply(command.clone()), Err(expected), "{command:?}");
+                assert_eq!(*st, before, "{command:?} changed nothing");
+            }
+        };
+        use tessera_types::SchemaError as E;
+        refusals(
+            &mut st,
+            vec![
+                (
+                    alter("nope", add_sub(&["a"])),
+                    CommandError::UnknownSpace("nope".into()),
+                ),
+                (
+                    alter("nope", drop_sub(1)),
+                    CommandError::UnknownSpace("nope".into()),
+                ),
+                (
+                    alter("s", add_sub(&["zz"])),
+                    CommandError::Alter(AlterError::Schema(E::UnknownAttribute("zz".into()))),
+                ),
+                (
+                    alter("s", add_sub(&["a", "k"])),
+                    CommandError::Alter(AlterError::Schema(E::KeyInSubspace("k".into()))),
+                ),
+                (
+                    alter("s", add_sub(&[])),
+                    CommandError::Alter(AlterError::Schema(E::EmptySubspace)),
+                ),
+                // Subspace 2 spans b, c.
+                (
+                    alter("s", add_sub(&["c", "b"])),
+                    CommandError::Alter(AlterError::SubspaceExists(2)),
+                ),
+                (
+                    alter("s", add_sub(&["a"])),
+                    CommandError::Alter(AlterError::SubspaceExists(1)),
+                ),
+                (
+                    alter("s", drop_sub(0)),
+                    CommandError::Alter(AlterError::KeySubspace),
+                ),
+                (
+                    alter("s", drop_sub(3)),
+                    CommandError::Alter(AlterError::NoSuchSubspace(3)),
+                ),
+                (
+                    alter("s", drop_sub(u16::MAX)),
+                    CommandError::Alter(AlterError::NoSuchSubspace(u16::MAX)),
+                ),
+            ],
+        );
+        // One build at a time.
+        assert_eq!(
+            st.apply(alter("s", add_sub(&["c"]))),
+            Ok(CommandOutcome::SpaceAltered { subspace: 3 })
+        );
+        refusals(
+            &mut st,
+            vec![(
+                alter("s", add_sub(&["a", "b"])),
+                CommandError::Alter(AlterError::BuildUnderWay(3)),
+            )],
+        );
+        // A dropped subspace is gone: dropping it again names nothing, and its attributes
+        // may span a new one.
+        assert_eq!(
+            st.apply(alter("s", drop_sub(1))),
+            Ok(CommandOutcome::SpaceAltered { subspace: 1 })
+        );
+        refusals(
+            &mut st,
+            vec![(
+                alter("s", drop_sub(1)),
+                CommandError::Alter(AlterError::NoSuchSubspace(1)),
+            )],
+        );
+        // Too few servers for K = 2 once two are offline; a drop needs none.
+        for id in [2, 3] {
+            st.apply(Command::MarkOffline {
+                id: ServerId(id),
+                incarnation: 1,
+            })
+            .unwrap();
+        }
+        assert_eq!(
+            st.apply(alter("s", drop_sub(3))),
+            Ok(CommandOutcome::SpaceAltered { subspace: 3 })
+        );
+        refusals(
+            &mut st,
+            vec![(
+                alter("s", add_sub(&["a"])),
+                CommandError::TooFewServers {
+                    space: "s".into(),
+                    needed: 2,
+                    available: 1,
+                },
+            )],
+        );
+        st.configuration().check().unwrap();
+    }
+
+    #[test]
+    fn subspace_ids_run_out() {
+        let mut st = with_servers(2);
+        st.apply(Command::AddSpace {
+            schema: schema("s", 1, 4, 1),
+        })
+        .unwrap();
+        // Add and drop until every id is used: 30 more after the key subspace and "a".
+        for id in 2..32u16 {
+            assert_eq!(
+                st.apply(alter("s", add_sub(&["c"]))),
+                Ok(CommandOutcome::SpaceAltered { subspace: id })
+            );
+            assert_eq!(
+                st.apply(alter("s", drop_sub(id))),
+                Ok(CommandOutcome::SpaceAltered { subspace: id })
+            );
+        }
+        assert_eq!(st.spaces[0].schema.subspaces.len(), 32);
+        let before = st.clone();
+        assert_eq!(
+            st.apply(alter("s", add_sub(&["c"]))),
+            Err(CommandError::Alter(AlterError::SubspaceIdsUsed))
+        );
+        assert_eq!(st, before);
+        // Dropping still works.
+        assert_eq!(
+            st.apply(alter("s", drop_sub(1))),
+            Ok(CommandOutcome::SpaceAltered { subspace: 1 })
+        );
+        let space = &st.spaces[0];
+        assert_eq!(space.schema.written_subspaces().count(), 1);
+        assert!(space.replicas[1..].iter().all(|sets| sets.is_empty()));
+        st.configuration().check().unwrap();
+    }
+
+    #[test]
+    fn an_alteration_over_the_frame_limit_is_refused() {
+        let mut st = with_servers(8);
+        // Three subspaces of about 65536 regions, K = 8: about 1.8 MB.
+        st.apply(Command::AddSpace {
+            schema: schema("big", 2, tessera_types::constants::PARTITIONS_MAX, 7),
+        })
+        .unwrap();
+        let before = st.clone();
+        assert!(matches!(
+            st.apply(alter("big", add_sub(&["c"]))),
+            Err(CommandError::ConfigurationTooLarge { .. })
+        ));
+        assert_eq!(st, before);
+    }
+
+    #[test]
+    fn a_new_space_is_declared_never_built() {
+        let mut st = with_servers(3);
+        for state in [SubspaceState::Building, SubspaceState::Dropped] {
+            let mut bad = schema("s", 2, 8, 0);
+            bad.subspaces[2].state = state;
+            assert_eq!(
+                st.apply(Command::AddSpace { schema: bad }),
+                Err(CommandError::SubspaceNotServing { subspace: 2, state })
+            );
+        }
+        assert_eq!(st.epoch, Epoch(3));
+        assert!(st.spaces.is_empty());
+    }
+
+    #[test]
+    fn backfill_reports_complete_a_build() {
+        let mut st = with_servers(3);
+        st.apply(Command::AddSpace {
+            schema: schema("s", 1, 4, 1),
+        })
+        .unwrap();
+        st.apply(alter("s", add_sub(&["b"]))).unwrap();
+        let (space, since) = (st.spaces[0].id, st.epoch.0);
+        assert_eq!(st.spaces[0].replicas[0].len(), 4, "4 key regions");
+
+        // Two regions: recorded, one new epoch, still building.
+        let before = st.clone();
+        assert_eq!(
+            st.apply(report_backfills(
+                1,
+                1,
+                vec![backfill(space, 2, 1, since), backfill(space, 2, 0, since)]
+            )),
+            Ok(CommandOutcome::TransfersCompleted {
+                completed: 0,
+                backfilled: 2
+            })
+        );
+        assert_eq!(st.epoch.0, before.epoch.0 + 1);
+        let build = st.spaces[0].build.clone().unwrap();
+        assert_eq!((build.subspace, build.since), (SubspaceId(2), since));
+        assert_eq!(build.done, vec![0, 1]);
+        assert_eq!(
+            st.spaces[0].schema.subspaces[2].state,
+            SubspaceState::Building
+        );
+        st.configuration().check().unwrap();
+
+        // Repeated, of another build (wrong since, subspace or space), out of range: ignored,
+        // no new epoch.
+        let before = st.clone();
+        for refs in [
+            vec![backfill(space, 2, 0, since), backfill(space, 2, 1, since)],
+            vec![backfill(space, 2, 2, since + 1)],
+            vec![backfill(space, 2, 2, since - 1)],
+            vec![backfill(space, 1, 2, since)],
+            vec![backfill(space + 1, 2, 2, since)],
+            vec![backfill(space, 2, 4, since)],
+        ] {
+            assert_eq!(
+                st.apply(report_backfills(2, 1, refs.clone())),
+                Ok(CommandOutcome::TransfersCompleted {
+                    completed: 0,
+                    backfilled: 0
+                }),
+                "{refs:?}"
+            );
+            assert_eq!(st, before, "{refs:?}");
+        }
+        // Refused like a transfer report: an earlier process, an unknown server.
+        assert!(matches!(
+            st.apply(report_backfills(2, 0, vec![backfill(space, 2, 2, since)])),
+            Err(CommandError::StaleServer { .. })
+        ));
+        assert_eq!(
+            st.apply(report_backfills(9, 1, vec![backfill(space, 2, 2, since)])),
+            Err(CommandError::UnknownServer(ServerId(9)))
+        );
+        assert_eq!(st, before);
+
+        // The rest, out of order and with a region done already: the subspace serves.
+        assert_eq!(
+            st.apply(report_backfills(
+                3,
+                1,
+                vec![
+                    backfill(space, 2, 3, since),
+                    backfill(space, 2, 0, since),
+                    backfill(space, 2, 2, since)
+                ]
+            )),
+            Ok(CommandOutcome::TransfersCompleted {
+                completed: 0,
+                backfilled: 2
+            })
+        );
+        assert_eq!(st.epoch.0, before.epoch.0 + 1);
+        assert_eq!(st.spaces[0].build, None);
+        assert_eq!(
+            st.spaces[0].schema.subspaces[2].state,
+            SubspaceState::Serving
+        );
+        assert_eq!(st.spaces[0].schema.searchable_subspaces().count(), 3);
+        st.configuration().check().unwrap();
+        // A late report of the finished build: nothing.
+        let before = st.clone();
+        assert_eq!(
+            st.apply(report_backfills(1, 1, vec![backfill(space, 2, 3, since)])),
+            Ok(CommandOutcome::TransfersCompleted {
+                completed: 0,
+                backfilled: 0
+            })
+        );
+        assert_eq!(st, before);
+    }
+
+    #[test]
+    fn dropped_subspaces_are_left_alone_by_planning() {
+        let mut st = planning(with_servers(3));
+        st.apply(Command::AddSpace {
+            schema: schema("s", 1, 8, 1),
+        })
+        .unwrap();
+        // A fourth server joins: it is sent its share of both subspaces (4 regions each).
+        st.apply(reg(1003, "10.0.0.3:2000", 1)).unwrap();
+        let four = ServerId(4);
+        let into = |st: &ClusterState, sub: u16| {
+            st.spaces[0]
+                .transfers
+                .iter()
+                .filter(|t| t.subspace == SubspaceId(sub) && t.to == four)
+                .count()
+        };
+        assert_eq!((into(&st, 0), into(&st, 1)), (4, 4));
+        // Two of subspace 1 complete: it has join records there, and transfers under way.
+        let done: Vec<TransferRef> = refs_into(&st, four)
+            .into_iter()
+            .filter(|r| r.subspace == SubspaceId(1))
+            .take(2)
+            .collect();
+        st.apply(Command::CompleteTransfers {
+            id: four,
+            incarnation: 1,
+            done,
+            backfilled: vec![],
+        })
+        .unwrap();
+        assert_eq!(into(&st, 1), 2);
+        assert!(st.spaces[0]
+            .joined
+            .iter()
+            .any(|j| j.subspace == SubspaceId(1)));
+
+        // Dropping it: no region, no transfer, no join record; subspace 0 untouched.
+        let before = st.clone();
+        assert_eq!(
+            st.apply(alter("s", drop_sub(1))),
+            Ok(CommandOutcome::SpaceAltered { subspace: 1 })
+        );
+        assert_eq!(st.epoch.0, before.epoch.0 + 1);
+        let space = &st.spaces[0];
+        assert_eq!(space.schema.subspaces[1].state, SubspaceState::Dropped);
+        assert!(space.replicas[1].is_empty());
+        assert!(space.transfers.iter().all(|t| t.subspace == SubspaceId(0)));
+        assert!(space.joined.iter().all(|j| j.subspace == SubspaceId(0)));
+        assert_eq!(space.replicas[0], before.spaces[0].replicas[0]);
+        assert_eq!(
+            space
+                .transfers
+                .iter()
+                .filter(|t| t.subspace == SubspaceId(0))
+                .count(),
+            4
+        );
+        st.configuration().check().unwrap();
+
+        // Dropping the subspace being built ends the build.
+        assert_eq!(
+            st.apply(alter("s", add_sub(&["b"]))),
+            Ok(CommandOutcome::SpaceAltered { subspace: 2 })
+        );
+        assert!(st.spaces[0].build.is_some());
+        assert_eq!(
+            st.apply(alter("s", drop_sub(2))),
+            Ok(CommandOutcome::SpaceAltered { subspace: 2 })
+        );
+        assert_eq!(st.spaces[0].build, None);
+        assert_eq!(
+            st.spaces[0].schema.subspaces[2].state,
+            SubspaceState::Dropped
+        );
+        assert!(st.spaces[0].replicas[2].is_empty());
+        st.configuration().check().unwrap();
+
+        // One more being built; then a server fails and another joins: planning moves
+        // regions of the live subspaces only.
+        assert_eq!(
+            st.apply(alter("s", add_sub(&["c"]))),
+            Ok(CommandOutcome::SpaceAltered { subspace: 3 })
+        );
+        let dropped = |st: &ClusterState| {
+            let space = &st.spaces[0];
+            assert!(space.replicas[1].is_empty() && space.replicas[2].is_empty());
+            assert!(space
+                .transfers
+                .iter()
+                .all(|t| t.subspace == SubspaceId(0) || t.subspace == SubspaceId(3)));
+            assert!(space
+                .joined
+                .iter()
+                .all(|j| j.subspace == SubspaceId(0) || j.subspace == SubspaceId(3)));
+            st.configuration().check().unwrap();
+        };
+        st.apply(Command::MarkOffline {
+            id: ServerId(2),
+            incarnation: 1,
+        })
+        .unwrap();
+        dropped(&st);
+        assert!(
+            st.spaces[0]
+                .transfers
+                .iter()
+                .any(|t| t.subspace == SubspaceId(3)),
+            "the subspace being built is re-replicated like any other"
+        );
+        st.apply(reg(1004, "10.0.0.4:2000", 1)).unwrap();
+        dropped(&st);
+        settle(&mut st).unwrap();
+        dropped(&st);
+        // Server 2 back: settled, balanced, the dropped subspaces still empty.
+        st.apply(reg(1001, "10.0.0.1:2000", 1)).unwrap();
+        settle(&mut st).unwrap();
+        dropped(&st);
+        check_settled(&st).unwrap();
+        assert_eq!(
+            st.spaces[0].schema.subspaces[3].state,
+            SubspaceState::Building
+        );
+    }
+
     /// A generated step: a command as generated, or one aimed at a registered server's current
     /// incarnation (resolved against the state it applies to), so the mix hits real servers.
     #[derive(Clone, Debug)]
@@ -2178,6 +2866,10 @@ mod tests {
         Complete(usize),
         /// The n-th server is decommissioned.
         Decommission(usize),
+        /// The n-th server (mod their number) reports, at its current incarnation, the key
+        /// regions `r` with `r % m == n % m` of the n-th build under way (mod their number)
+        /// backfilled, with one region repeated, one of a wrong `since` and one out of range.
+        Backfill(usize, usize),
     }
 
     impl Step {
@@ -2189,6 +2881,7 @@ mod tests {
                 | Step::Restart(_)
                 | Step::Complete(_)
                 | Step::Decommission(_)
+                | Step::Backfill(..)
                     if st.servers.is_empty() =>
                 {
                     Command::MarkOffline {
@@ -2230,6 +2923,39 @@ mod tests {
                         id: to,
                         incarnation: st.server(to).unwrap().incarnation,
                         done,
+                        backfilled: vec![],
+                    }
+                }
+                Step::Backfill(n, m) => {
+                    let builds: Vec<(&SpaceConfig, &tessera_protocol::Build)> = st
+                        .spaces
+                        .iter()
+                        .filter_map(|s| s.build.as_ref().map(|b| (s, b)))
+                        .collect();
+                    let mut backfilled = Vec::new();
+                    if !builds.is_empty() {
+                        let (space, b) = builds[n % builds.len()];
+                        let key_regions = space.replicas[0].len();
+                        let at = |region: usize, since: u64| BackfillRef {
+                            space: space.id,
+                            subspace: b.subspace,
+                            region: region as u32,
+                            since,
+                        };
+                        backfilled.extend(
+                            (0..key_regions)
+                                .filter(|r| r % m == n % m)
+                                .map(|r| at(r, b.since)),
+                        );
+                        backfilled.extend(backfilled.first().copied());
+                        backfilled.push(at(n % key_regions, b.since + 1));
+                        backfilled.push(at(key_regions + n, b.since));
+                    }
+                    Command::CompleteTransfers {
+                        id: nth(*n).info.id,
+                        incarnation: nth(*n).incarnation,
+                        done: vec![],
+                        backfilled,
                     }
                 }
                 Step::Decommission(n) => Command::Decommission {
@@ -2245,14 +2971,36 @@ mod tests {
             3 => (0u8..4, 0usize..4, 1u32..40, 0u32..4).prop_map(|(n, subs, p, t)| Step::Apply(Command::AddSpace { schema: schema(&format!("s{n}"), subs, p, t) })),
             1 => (0u8..4).prop_map(|n| Step::Apply(Command::RmSpace { name: format!("s{n}") })),
             1 => (1u64..8, 0u64..3).prop_map(|(id, i)| Step::Apply(Command::MarkOffline { id: ServerId(id), incarnation: i })),
-            1 => (1u64..8, 0u64..3).prop_map(|(id, i)| Step::Apply(Command::CompleteTransfers { id: ServerId(id), incarnation: i, done: vec![] })),
+            1 => (1u64..8, 0u64..3).prop_map(|(id, i)| Step::Apply(Command::CompleteTransfers { id: ServerId(id), incarnation: i, done: vec![], backfilled: vec![] })),
             1 => (1u64..8).prop_map(|id| Step::Apply(Command::Decommission { id: ServerId(id) })),
             2 => (0usize..8).prop_map(Step::MarkCurrent),
             2 => (0usize..8).prop_map(Step::Restart),
             5 => (0usize..8).prop_map(Step::Complete),
             1 => (0usize..8).prop_map(Step::Decommission),
+            4 => (0u8..4, 0usize..ALTER_ATTRIBUTES.len()).prop_map(|(n, a)| Step::Apply(Command::AlterSpace {
+                name: format!("s{n}"),
+                change: SpaceChange::AddSubspace { attributes: ALTER_ATTRIBUTES[a].iter().map(|s| s.to_string()).collect() },
+            })),
+            2 => (0u8..4, 0u16..6).prop_map(|(n, subspace)| Step::Apply(Command::AlterSpace { name: format!("s{n}"), change: SpaceChange::DropSubspace { subspace } })),
+            4 => (0usize..8, 1usize..4).prop_map(|(n, m)| Step::Backfill(n, m)),
         ]
     }
+
+    /// Attribute lists alter-space steps add subspaces over (the spaces of [`schema`] have a
+    /// key `k` and attributes `a`, `b`, `c`): valid ones, some naming a subspace [`schema`]
+    /// declares, and invalid ones.
+    const ALTER_ATTRIBUTES: &[&[&str]] = &[
+        &["a"],
+        &["b"],
+        &["c"],
+        &["b", "a"],
+        &["c", "a"],
+        &["c", "b", "a"],
+        &["k"],
+        &["zz"],
+        &["a", "a"],
+        &[],
+    ];
 
     /// References to every transfer into `to`.
     fn refs_into(st: &ClusterState, to: ServerId) -> Vec<TransferRef> {
@@ -2398,6 +3146,10 @@ mod tests {
             let Some(a) = space_by_id(after, space) else {
                 continue;
             };
+            if a.schema.subspace(sub).state == SubspaceState::Dropped {
+                // Dropped with its data, on purpose.
+                continue;
+            }
             let b = space_by_id(before, space).unwrap();
             let was = b.complete_replicas(sub, region);
             let finished = b
@@ -2522,11 +3274,13 @@ mod tests {
                 id: to,
                 incarnation,
                 done: done.clone(),
+                backfilled: vec![],
             });
             assert_eq!(
                 out,
                 Ok(CommandOutcome::TransfersCompleted {
-                    completed: done.len() as u32
+                    completed: done.len() as u32,
+                    backfilled: 0,
                 })
             );
             n += done.len();
@@ -2755,6 +3509,7 @@ mod tests {
                     id,
                     incarnation,
                     done,
+                    backfilled,
                 },
                 result,
             ) => {
@@ -2764,7 +3519,59 @@ mod tests {
                     Err(CommandError::StaleServer { .. }) => {
                         prop_assert!(server.unwrap().incarnation != *incarnation)
                     }
-                    Ok(CommandOutcome::TransfersCompleted { completed }) => {
+                    Ok(CommandOutcome::TransfersCompleted {
+                        completed,
+                        backfilled: recorded,
+                    }) => {
+                        // Which backfill references name a build under way exactly, a key
+                        // region it has not recorded yet, each counted once.
+                        let mut new_regions: Vec<BackfillRef> = backfilled
+                            .iter()
+                            .copied()
+                            .filter(|r| {
+                                space_by_id(before, r.space).is_some_and(|s| {
+                                    s.build.as_ref().is_some_and(|b| {
+                                        b.subspace == r.subspace
+                                            && b.since == r.since
+                                            && (r.region as usize) < s.replicas[0].len()
+                                            && !b.done.contains(&r.region)
+                                    })
+                                })
+                            })
+                            .collect();
+                        new_regions.sort();
+                        new_regions.dedup();
+                        prop_assert_eq!(*recorded as usize, new_regions.len());
+                        for b in &before.spaces {
+                            let Some(build) = &b.build else { continue };
+                            let a = space_by_id(st, b.id).unwrap();
+                            let mut done: Vec<u32> = build.done.clone();
+                            done.extend(
+                                new_regions
+                                    .iter()
+                                    .filter(|r| r.space == b.id)
+                                    .map(|r| r.region),
+                            );
+                            done.sort();
+                            if done.len() == b.replicas[0].len() {
+                                prop_assert_eq!(&a.build, &None);
+                                prop_assert_eq!(
+                                    a.schema.subspace(build.subspace).state,
+                                    SubspaceState::Serving
+                                );
+                            } else {
+                                prop_assert_eq!(
+                                    a.build.as_ref().map(|x| &x.done),
+                                    Some(&done),
+                                    "{:?}",
+                                    build
+                                );
+                                prop_assert_eq!(
+                                    a.schema.subspace(build.subspace).state,
+                                    SubspaceState::Building
+                                );
+                            }
+                        }
                         // Which references name a transfer into `id` exactly, each counted once.
                         let mut matching: Vec<TransferRef> = done
                             .iter()
@@ -2785,7 +3592,8 @@ mod tests {
                         prop_assert_eq!(*completed as usize, matching.len());
                         prop_assert_eq!(
                             st.epoch.0,
-                            before.epoch.0 + u64::from(!matching.is_empty())
+                            before.epoch.0
+                                + u64::from(!matching.is_empty() || !new_regions.is_empty())
                         );
                         for r in &matching {
                             let (b, a) = (
@@ -2832,6 +3640,9 @@ mod tests {
                     }
                     other => prop_assert!(false, "{:?}", other),
                 }
+            }
+            (Command::AlterSpace { name, change }, result) => {
+                check_alter(before, st, name, change, result)?;
             }
             (Command::Decommission { id }, result) => {
                 let server = before.server(*id);
@@ -2894,6 +3705,140 @@ mod tests {
         Ok(())
     }
 
+    /// Checks one applied `AlterSpace` against what it must have done or why it was refused,
+    /// from the states before and after it.
+    fn check_alter(
+        before: &ClusterState,
+        st: &ClusterState,
+        name: &str,
+        change: &SpaceChange,
+        result: &Result<CommandOutcome, CommandError>,
+    ) -> Result<(), TestCaseError> {
+        let Some(b) = before.spaces.iter().find(|s| s.schema.name == name) else {
+            prop_assert_eq!(result, &Err(CommandError::UnknownSpace(name.to_owned())));
+            return Ok(());
+        };
+        let names = |dims: &[tessera_types::AttrIndex]| {
+            let mut v: Vec<String> = dims
+                .iter()
+                .map(|d| b.schema.attributes[d.get()].name.clone())
+                .collect();
+            v.sort();
+            v
+        };
+        match (change, result) {
+            (
+                SpaceChange::AddSubspace { attributes },
+                Ok(CommandOutcome::SpaceAltered { subspace }),
+            ) => {
+                let a = space_by_id(st, b.id).unwrap();
+                let id = SubspaceId(*subspace);
+                prop_assert_eq!(id.get(), b.schema.subspaces.len());
+                prop_assert!(b.build.is_none());
+                let mut wanted = attributes.clone();
+                wanted.sort();
+                prop_assert_eq!(names(&a.schema.subspace(id).dimensions), wanted);
+                prop_assert_eq!(a.schema.subspace(id).state, SubspaceState::Building);
+                prop_assert_eq!(
+                    &a.build,
+                    &Some(tessera_protocol::Build {
+                        subspace: id,
+                        since: st.epoch.0,
+                        done: vec![]
+                    })
+                );
+                // K distinct Available members per region, holdings within one of each other.
+                let k = b.schema.replicas() as usize;
+                let mut hold: HashMap<ServerId, usize> = st
+                    .servers
+                    .iter()
+                    .filter(|s| s.info.state == ServerState::Available)
+                    .map(|s| (s.info.id, 0))
+                    .collect();
+                for set in &a.replicas[id.get()] {
+                    let mut d = set.clone();
+                    d.sort();
+                    d.dedup();
+                    prop_assert_eq!((d.len(), set.len()), (k, k), "{:?}", set);
+                    for s in set {
+                        *hold.get_mut(s).expect("an Available member") += 1;
+                    }
+                }
+                let (min, max) = (hold.values().min().unwrap(), hold.values().max().unwrap());
+                prop_assert!(max - min <= 1, "{:?}", hold);
+                prop_assert!(a.transfers.iter().all(|t| t.subspace != id));
+            }
+            (
+                SpaceChange::DropSubspace { subspace },
+                Ok(CommandOutcome::SpaceAltered { subspace: got }),
+            ) => {
+                let a = space_by_id(st, b.id).unwrap();
+                let id = SubspaceId(*subspace);
+                prop_assert_eq!(got, subspace);
+                prop_assert!(*subspace > 0);
+                prop_assert!(b.schema.subspace(id).is_written());
+                prop_assert_eq!(a.schema.subspace(id).state, SubspaceState::Dropped);
+                prop_assert!(a.replicas[id.get()].is_empty());
+                prop_assert!(a.transfers.iter().all(|t| t.subspace != id));
+                prop_assert!(a.joined.iter().all(|j| j.subspace != id));
+                let was_built = b.build.as_ref().is_some_and(|x| x.subspace == id);
+                prop_assert_eq!(a.build.is_none(), was_built || b.build.is_none());
+                prop_assert_eq!(a.schema.subspaces.len(), b.schema.subspaces.len());
+            }
+            (_, Ok(other)) => prop_assert!(false, "{:?}", other),
+            (SpaceChange::AddSubspace { .. }, Err(CommandError::TooFewServers { .. })) => {
+                let available = before
+                    .servers
+                    .iter()
+                    .filter(|s| s.info.state == ServerState::Available)
+                    .count();
+                prop_assert!(available < b.schema.replicas() as usize);
+            }
+            (SpaceChange::AddSubspace { attributes }, Err(CommandError::Alter(e))) => {
+                let mut wanted = attributes.clone();
+                wanted.sort();
+                let mut distinct = wanted.clone();
+                distinct.dedup();
+                let known = |n: &String| b.schema.attributes[1..].iter().any(|a| &a.name == n);
+                let ok = match e {
+                    AlterError::Schema(_) => {
+                        wanted.is_empty()
+                            || distinct.len() != wanted.len()
+                            || !wanted.iter().all(known)
+                    }
+                    AlterError::BuildUnderWay(x) => {
+                        b.build.as_ref().map(|b| b.subspace.0) == Some(*x)
+                    }
+                    AlterError::SubspaceExists(x) => {
+                        let s = b.schema.subspace(SubspaceId(*x));
+                        s.is_written() && names(&s.dimensions) == wanted
+                    }
+                    AlterError::SubspaceIdsUsed => {
+                        b.schema.subspaces.len() == tessera_types::constants::SUBSPACES_MAX
+                    }
+                    _ => false,
+                };
+                prop_assert!(ok, "{:?} refused with {:?}: {:?}", attributes, e, b);
+            }
+            (SpaceChange::DropSubspace { subspace }, Err(CommandError::Alter(e))) => {
+                let ok = match e {
+                    AlterError::KeySubspace => *subspace == 0,
+                    AlterError::NoSuchSubspace(x) => {
+                        x == subspace
+                            && b.schema
+                                .subspaces
+                                .get(usize::from(*x))
+                                .is_none_or(|s| s.state == SubspaceState::Dropped)
+                    }
+                    _ => false,
+                };
+                prop_assert!(ok, "drop {} refused with {:?}: {:?}", subspace, e, b);
+            }
+            (_, Err(e)) => prop_assert!(false, "{:?} refused with {}", change, e),
+        }
+        Ok(())
+    }
+
     /// Applies `steps` to `st`, checking after each command that: epochs bump by exactly one
     /// on change, failures change nothing, the state keeps its invariants ([`check_state`]:
     /// among them, the configuration passes `Configuration::check`), the command did what it
@@ -2909,7 +3854,10 @@ mod tests {
                 Err(_) => prop_assert_eq!(&*st, &before),
                 Ok(
                     CommandOutcome::Registered { changed: false, .. }
-                    | CommandOutcome::TransfersCompleted { completed: 0 },
+                    | CommandOutcome::TransfersCompleted {
+                        completed: 0,
+                        backfilled: 0,
+                    },
                 ) => {
                     prop_assert_eq!(&*st, &before)
                 }
