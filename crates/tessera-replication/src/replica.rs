@@ -461,8 +461,9 @@ struct Backfill {
     /// `Build::since`.
     since: u64,
     subspace: SubspaceId,
-    /// The keys with unfinished work here when the backfill began were rewritten.
-    started: bool,
+    /// Keys to rewrite next: those with unfinished work here when the backfill began, then
+    /// those of the chunk of the region last read.
+    queue: VecDeque<Value>,
     /// Where the next read of the region starts; `None` before the first.
     cursor: Option<Vec<u8>>,
     /// The whole region was read.
@@ -656,6 +657,7 @@ impl Replica {
                 for (peer, seq, m, to_incarnation) in resend {
                     self.push_envelope(peer, seq, to_incarnation, Some(m));
                 }
+                self.pump_backfills(store);
             }
         }
         while let Some(m) = self.local.pop_front() {
@@ -663,10 +665,6 @@ impl Replica {
         }
         self.settle_transfers();
         self.pump_transfers(store);
-        self.pump_backfills(store);
-        while let Some(m) = self.local.pop_front() {
-            self.deliver(self.me, m, store);
-        }
     }
 
     /// Everything produced since the last call. The shell makes the writes durable, then
@@ -884,23 +882,36 @@ impl Replica {
     /// server backfills each key region it leads that the build under way has not recorded
     /// done. One that goes on keeps its progress; one this server stops leading is dropped
     /// (its rewrites in flight end as any write of a deposed leader does), and the new leader
-    /// starts it over.
+    /// starts it over. A new one first rewrites the keys with unfinished work here: an update
+    /// ordered before the build has no hop in the new subspace, and storage does not show
+    /// what is not committed yet. Every other key's last update before the build is in
+    /// storage (the shell commits what is pending before it installs a configuration), where
+    /// the backfill's reads find it.
     fn install_backfills(&mut self) {
         let mut backfills = BTreeMap::new();
         for space in &self.config.spaces {
             let Some(build) = &space.build else { continue };
+            let rt = &self.spaces[&space.id];
             for (r, set) in space.replicas[SubspaceId::KEY.get()].iter().enumerate() {
-                let r = r as u32;
-                if set.first() != Some(&self.me) || build.done.binary_search(&r).is_ok() {
+                let region = RegionIndex(r as u32);
+                if set.first() != Some(&self.me) || build.done.binary_search(&region.0).is_ok()
+                {
                     continue;
                 }
-                let key = (space.id, RegionIndex(r));
+                let key = (space.id, region);
                 let backfill = match self.backfills.remove(&key) {
                     Some(b) if (b.since, b.subspace) == (build.since, build.subspace) => b,
                     _ => Backfill {
                         since: build.since,
                         subspace: build.subspace,
-                        started: false,
+                        queue: self
+                            .keys
+                            .keys()
+                            .filter(|(s, k)| {
+                                *s == space.id && rt.key_location(k) == (SubspaceId::KEY, region)
+                            })
+                            .map(|(_, k)| k.clone())
+                            .collect(),
                         cursor: None,
                         scanned: false,
                         outstanding: BTreeSet::new(),
@@ -913,33 +924,16 @@ impl Replica {
         self.backfills = backfills;
     }
 
-    /// Moves the backfills of the key regions this server leads along: rewrites what was
-    /// under way when each began (an update ordered before the build has no hop in the new
-    /// subspace), then the region's committed objects as storage lists them, at most
-    /// [`BACKFILL_WINDOW`] at a time; reports a region once every rewrite has committed.
+    /// Moves the backfills of the key regions this server leads along, once a tick: keeps at
+    /// most [`BACKFILL_WINDOW`] rewrites under way per region, taking keys from the queue and,
+    /// when it is empty, from the region's next chunk in storage (paced with the transfers);
+    /// reports a region once it has read all of it and every rewrite has committed.
     fn pump_backfills(&mut self, store: &impl CommittedReader) {
         let regions: Vec<(u64, RegionIndex)> = self.backfills.keys().copied().collect();
         for (space, region) in regions {
             let Some(rt) = self.spaces.get(&space).cloned() else {
                 continue;
             };
-            let location = (SubspaceId::KEY, region);
-            let started = self.backfills[&(space, region)].started;
-            if !started {
-                let busy: Vec<Value> = self
-                    .keys
-                    .keys()
-                    .filter(|(s, k)| *s == space && rt.key_location(k) == location)
-                    .map(|(_, k)| k.clone())
-                    .collect();
-                self.backfills
-                    .get_mut(&(space, region))
-                    .expect("listed above")
-                    .started = true;
-                for key in busy {
-                    self.rewrite(&rt, region, key, store);
-                }
-            }
             let keys = &self.keys;
             let b = self
                 .backfills
@@ -954,15 +948,23 @@ impl Replica {
                         || state.held.iter().any(|(c, _)| *c == ClientId::BACKFILL)
                 })
             });
-            // Storage lags this machine until the last writes are durable: read it only then.
-            let readable = !self.awaiting_advance && self.outputs.writes.is_empty();
-            // Paced with the transfers (`Replica::set_transfer_rate`): a backfill copies the
-            // space's objects too, and must not starve the live load either.
-            if !b.scanned
-                && readable
-                && b.outstanding.len() < BACKFILL_WINDOW
-                && self.transfer_budget > 0
-            {
+            loop {
+                let b = self
+                    .backfills
+                    .get_mut(&(space, region))
+                    .expect("listed above");
+                if b.outstanding.len() >= BACKFILL_WINDOW {
+                    break;
+                }
+                if let Some(key) = b.queue.pop_front() {
+                    self.rewrite(&rt, region, key, store);
+                    continue;
+                }
+                // A backfill copies the space's objects, as a transfer copies a region's: it
+                // must not starve the live load either (`Replica::set_transfer_rate`).
+                if b.scanned || self.transfer_budget == 0 {
+                    break;
+                }
                 let max_bytes = BACKFILL_CHUNK_BYTES.min(self.transfer_budget);
                 self.transfer_budget -= max_bytes;
                 let chunk = match store.region_entries(
@@ -975,28 +977,26 @@ impl Replica {
                     Ok(chunk) => chunk,
                     Err(e) => {
                         tracing::error!(error = %e, "reading a key region to backfill; trying again later");
-                        continue;
+                        break;
                     }
                 };
                 b.scanned = chunk.next.is_none();
                 b.cursor = chunk.next;
-                for entry in chunk.entries {
-                    let key = entry.object.key().clone();
-                    self.rewrite(&rt, region, key, store);
-                }
+                b.queue
+                    .extend(chunk.entries.into_iter().map(|e| e.object.key().clone()));
             }
-            let b = &self.backfills[&(space, region)];
-            if b.scanned && b.outstanding.is_empty() && !b.reported {
+            let b = self
+                .backfills
+                .get_mut(&(space, region))
+                .expect("listed above");
+            if b.scanned && b.queue.is_empty() && b.outstanding.is_empty() && !b.reported {
+                b.reported = true;
                 self.outputs.backfills_done.push(BackfillRef {
                     space,
                     subspace: b.subspace,
                     region: region.0,
                     since: b.since,
                 });
-                self.backfills
-                    .get_mut(&(space, region))
-                    .expect("listed above")
-                    .reported = true;
             }
         }
     }
