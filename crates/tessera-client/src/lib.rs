@@ -54,8 +54,8 @@
 //! # Routing (cluster mode)
 //!
 //! * Space changes and configuration requests go to the coordinators (the last one that
-//!   answered first, then each other). After [`Client::add_space`] or [`Client::rm_space`] the
-//!   client waits for the configuration that includes the change.
+//!   answered first, then each other). After [`Client::add_space`], [`Client::rm_space`] or
+//!   [`Client::alter_space`] the client waits for the configuration that includes the change.
 //! * A key's requests — [`Client::get`] and every write — go to its **point leader**: the first
 //!   server of the replica set of the key's region in the key subspace. Frames carry the
 //!   cached epoch; an answer showing a newer epoch makes the client fetch it.
@@ -105,11 +105,12 @@ use std::sync::Arc;
 
 pub use error::ClientError;
 pub use tessera_protocol::{
-    Configuration, Constraint, CoordinatorStatus, Explanation, RequestShape, ServerInfo,
-    ServerState, ShapeCount, SortOrder, SpaceTrace, Status, WriteMode,
+    Build, Configuration, Constraint, CoordinatorStatus, Explanation, RequestShape, ServerInfo,
+    ServerState, ShapeCount, SortOrder, SpaceChange, SpaceConfig, SpaceTrace, Status, WriteMode,
 };
 pub use tessera_types::{
-    Funcall, FuncallOp, NumOp, Predicate, PredicateOp, ServerId, SpaceSchema, Value, Version,
+    Funcall, FuncallOp, NumOp, Predicate, PredicateOp, ServerId, SpaceSchema, SubspaceId,
+    SubspaceState, Value, Version,
 };
 
 use tessera_protocol::{Request, Response, WireObject};
@@ -119,6 +120,11 @@ use tokio::sync::mpsc;
 use crate::cluster::Cluster;
 use crate::connection::Connection;
 use crate::standalone::Standalone;
+
+/// Longest one step of [`Client::wait_built`] waits for a newer configuration.
+const WAIT_BUILT_POLL_MAX: std::time::Duration = std::time::Duration::from_secs(1);
+/// How often [`Client::wait_built`] asks a standalone server for its configuration.
+const STANDALONE_POLL: std::time::Duration = std::time::Duration::from_millis(100);
 
 /// An object as the client returns it.
 #[derive(Clone, Debug, PartialEq)]
@@ -367,6 +373,96 @@ impl Client {
             name: name.to_owned(),
         })
         .await
+    }
+
+    /// Adds or drops a subspace of a live space (`tessera alter-space`); reads, writes and
+    /// searches go on meanwhile. Answers once the change is in the configuration, which the
+    /// client has then fetched:
+    ///
+    /// * [`SpaceChange::AddSubspace`]: the subspace gets the next unused id and is
+    ///   [`SubspaceState::Building`] — every write goes through it, no search uses it — while
+    ///   the servers backfill it from the objects already stored ([`SpaceConfig::build`]
+    ///   shows the progress). It serves searches once every key region is done;
+    ///   [`Client::wait_built`] waits for that. One build at a time per space.
+    /// * [`SpaceChange::DropSubspace`]: from the next configuration no write goes through the
+    ///   subspace and no search uses it. Its id stays taken ([`SubspaceState::Dropped`]): a
+    ///   space uses at most 32 subspace ids over its life.
+    ///
+    /// Refused with `BadAlteration` when the change cannot apply as the space stands (an
+    /// unknown or repeated attribute, a subspace over those attributes already, a build under
+    /// way, no such subspace, subspace 0, every id used; nothing changed), `UnknownSpace`.
+    pub async fn alter_space(&self, space: &str, change: SpaceChange) -> Result<(), ClientError> {
+        self.change_spaces(Request::AlterSpace {
+            space: space.to_owned(),
+            change,
+        })
+        .await
+    }
+
+    /// Waits until `space` has no subspace being built ([`SpaceConfig::build`] is `None`), and
+    /// returns its configuration then: the subspace added last is then serving, or was
+    /// dropped before it was built. Follows the configuration (in a cluster, by long polls of
+    /// the coordinators; standalone, by asking the server every 100 ms). Fails with `Timeout`
+    /// (saying how far the build got) when `timeout` passes first — `None` waits as long as
+    /// it takes — and with `UnknownSpace` when the space is (or gets) removed.
+    pub async fn wait_built(
+        &self,
+        space: &str,
+        timeout: Option<std::time::Duration>,
+    ) -> Result<SpaceConfig, ClientError> {
+        self.wait_built_with(space, timeout, |_| {}).await
+    }
+
+    /// [`Client::wait_built`], calling `progress` with the space's configuration each time a
+    /// newer one is seen (the first included), e.g. to print `build.done.len()` of the key
+    /// regions (`replicas[0].len()`).
+    pub async fn wait_built_with(
+        &self,
+        space: &str,
+        timeout: Option<std::time::Duration>,
+        mut progress: impl FnMut(&SpaceConfig),
+    ) -> Result<SpaceConfig, ClientError> {
+        let deadline = timeout.map(|t| tokio::time::Instant::now() + t);
+        let mut config = self.refresh().await?;
+        let mut seen = None;
+        loop {
+            let current = config.space(space).ok_or_else(|| ClientError::Server {
+                status: Status::UnknownSpace,
+                message: format!("no space named {space:?}"),
+            })?;
+            if seen != Some(config.epoch) {
+                seen = Some(config.epoch);
+                progress(current);
+            }
+            let Some(build) = &current.build else {
+                return Ok(current.clone());
+            };
+            let left = match deadline {
+                None => WAIT_BUILT_POLL_MAX,
+                Some(d) => d.saturating_duration_since(tokio::time::Instant::now()),
+            };
+            if left.is_zero() {
+                return Err(ClientError::Server {
+                    status: Status::Timeout,
+                    message: format!(
+                        "subspace {} of {space:?} is still being built after {:?}: {} of {} key \
+                         regions backfilled (the build goes on; `tessera status` follows it)",
+                        build.subspace.0,
+                        timeout.unwrap_or_default(),
+                        build.done.len(),
+                        current.replicas.first().map_or(0, Vec::len)
+                    ),
+                });
+            }
+            let wait = left.min(WAIT_BUILT_POLL_MAX);
+            config = match &self.mode {
+                Mode::Standalone(s) => {
+                    tokio::time::sleep(wait.min(STANDALONE_POLL)).await;
+                    s.refresh().await?
+                }
+                Mode::Cluster(c) => c.wait_config(config.epoch, wait).await?,
+            };
+        }
     }
 
     /// Cluster mode: decommissions `server`. The coordinators copy every region it holds to
