@@ -210,8 +210,9 @@ pub(crate) fn explain(
 ) -> Explanation {
     let schema = &space.schema;
     let plan = choose_subspace(schema, tessellations, predicates);
+    // As a server lists them: the subspaces a search may use.
     let candidates = schema
-        .subspace_ids()
+        .searchable_subspaces()
         .map(|s| {
             let crossed = SearchBox::for_predicates(schema, s, predicates)
                 .map_or(0, |b| b.regions_count(&tessellations[s.get()]));
@@ -685,6 +686,13 @@ mod tests {
         let checked = check_predicates(&dropped.schema, &stars()).unwrap();
         let e = explain(&dropped, &t, &checked, 0);
         assert_eq!((e.regions_contacted, e.servers_contacted), (8, 3));
+        assert_eq!(e.candidates, vec![(SubspaceId(0), 8), (SubspaceId(1), 9)]);
+        let e = explain(&building, &building.tessellations(), &checked, 0);
+        assert_eq!(
+            e.candidates,
+            vec![(SubspaceId(0), 8), (SubspaceId(1), 9), (SubspaceId(2), 1)],
+            "serving subspaces only"
+        );
         // Asking a dropped subspace's regions directly is refused, not a panic.
         assert_eq!(
             status_of(assign_regions(
