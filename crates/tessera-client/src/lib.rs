@@ -45,7 +45,9 @@
 //! * **Standalone** (a `tessera dev` server, which answers that it is no coordinator): one
 //!   connection to that server, which owns every region. Every request goes to it as it is;
 //!   the server plans searches, counts, sorts, group operations and explanations itself. A
-//!   request refused because the configuration changed under it is retried a few times.
+//!   request refused because the configuration changed under it is retried a few times; a
+//!   search, until its deadline (see [`SearchStream`]: configurations change often while a
+//!   subspace is being built).
 //! * **Cluster** (a coordinator answered): the client knows the coordinators given and those
 //!   they name, caches the configuration (fetched from any coordinator), and talks to each
 //!   server it needs over one connection, opened when first needed and replaced once broken.
@@ -100,7 +102,7 @@ mod merge;
 mod routing;
 mod standalone;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 pub use error::ClientError;
@@ -674,13 +676,19 @@ impl Client {
         match &self.mode {
             Mode::Standalone(s) => {
                 let schema = self.space(space).await?;
-                let responses = s
-                    .stream(Request::Search {
-                        space: space.to_owned(),
-                        predicates,
-                    })
-                    .await?;
-                Ok(SearchStream::streaming(schema, responses))
+                let request = Request::Search {
+                    space: space.to_owned(),
+                    predicates,
+                };
+                let responses = s.stream(request.clone()).await?;
+                let mut stream = SearchStream::streaming(schema, responses);
+                stream.again = Some(Again {
+                    server: s.clone(),
+                    request,
+                    deadline: tokio::time::Instant::now() + s.timeout(),
+                    yielded: BTreeSet::new(),
+                });
+                Ok(stream)
             }
             Mode::Cluster(c) => {
                 let (schema, objects) = c.search(space, &predicates).await?;
@@ -726,9 +734,23 @@ impl Client {
                     limit,
                     order,
                 };
-                SearchStream::streaming(schema, s.stream(request).await?)
-                    .collect()
-                    .await
+                // Refused because the server's configuration changed while it read (often
+                // while a subspace is built): made again whole, until the deadline.
+                let deadline = tokio::time::Instant::now() + s.timeout();
+                loop {
+                    let stream =
+                        SearchStream::streaming(schema.clone(), s.stream(request.clone()).await?);
+                    match stream.collect().await {
+                        Err(e)
+                            if e.status() == Some(Status::StaleEpoch)
+                                && tokio::time::Instant::now() < deadline =>
+                        {
+                            s.refresh().await?;
+                            tokio::time::sleep(SEARCH_AGAIN_PAUSE).await;
+                        }
+                        outcome => return outcome,
+                    }
+                }
             }
             Mode::Cluster(c) => {
                 let (schema, objects) = c
@@ -834,12 +856,31 @@ impl Client {
 
 /// Objects of a search, as the server streams them (standalone mode) or as the client merged
 /// them (cluster mode).
+///
+/// Standalone, a server refuses a search whose read overlapped a change of its configuration
+/// (`StaleEpoch`, at the end of the stream: it may have missed objects), which happens often
+/// while a subspace is being built. The stream then makes the search again, until the
+/// client's deadline, and yields only the objects whose keys it has not yielded yet.
 pub struct SearchStream {
     schema: SpaceSchema,
     /// The server's frames, until the last; `None` when every object is in `buffered`.
     responses: Option<mpsc::UnboundedReceiver<Result<(Response, Epoch), ClientError>>>,
     buffered: std::vec::IntoIter<WireObject>,
+    /// Standalone: how to make the search again.
+    again: Option<Again>,
 }
+
+/// A standalone search to make again when the server refuses it with `StaleEpoch`.
+struct Again {
+    server: Arc<Standalone>,
+    request: Request,
+    deadline: tokio::time::Instant,
+    /// The keys yielded so far: the search made again does not yield them twice.
+    yielded: BTreeSet<Value>,
+}
+
+/// The pause before a standalone search refused with `StaleEpoch` is made again.
+const SEARCH_AGAIN_PAUSE: std::time::Duration = std::time::Duration::from_millis(10);
 
 impl SearchStream {
     fn streaming(
@@ -850,6 +891,7 @@ impl SearchStream {
             schema,
             responses: Some(responses),
             buffered: Vec::new().into_iter(),
+            again: None,
         }
     }
 
@@ -858,6 +900,7 @@ impl SearchStream {
             schema,
             responses: None,
             buffered: objects.into_iter(),
+            again: None,
         }
     }
 
@@ -874,6 +917,11 @@ impl SearchStream {
     pub async fn next(&mut self) -> Result<Option<Record>, ClientError> {
         loop {
             if let Some(o) = self.buffered.next() {
+                if let (Some(again), Some(key)) = (&mut self.again, o.values.first()) {
+                    if !again.yielded.insert(key.clone()) {
+                        continue; // yielded by an earlier attempt
+                    }
+                }
                 return Ok(Some(to_record(&self.schema, o)));
             }
             let Some(responses) = &mut self.responses else {
@@ -884,6 +932,18 @@ impl SearchStream {
                 Some(Err(e)) => return Err(e),
                 Some(Ok((Response::SearchItems(items), _))) => self.buffered = items.into_iter(),
                 Some(Ok((Response::SearchDone, _))) => self.responses = None,
+                Some(Ok((Response::Error(e), _))) if e.status == Status::StaleEpoch => {
+                    let Some(again) = self
+                        .again
+                        .as_ref()
+                        .filter(|a| tokio::time::Instant::now() < a.deadline)
+                    else {
+                        return Err(e.into());
+                    };
+                    again.server.refresh().await?;
+                    tokio::time::sleep(SEARCH_AGAIN_PAUSE).await;
+                    self.responses = Some(again.server.stream(again.request.clone()).await?);
+                }
                 Some(Ok((Response::Error(e), _))) => return Err(e.into()),
                 Some(Ok((other, _))) => return Err(unexpected(other)),
             }
