@@ -187,11 +187,13 @@ enum Command {
     /// subspace's id is never reused. A space uses at most 32 subspace ids over its life (the
     /// key subspace, 0, is one and cannot be dropped): past that, create a new space.
     ///
-    /// Prints one line saying what changed (one JSON object with --json). Refused, changing
+    /// Prints a line saying what changed (with --wait, another once the subspace is built;
+    /// with --json, one JSON object: the subspace's id, attributes and state). Refused, changing
     /// nothing, when an attribute is unknown, repeated, the key or not a string, int or float,
     /// when a subspace over those attributes exists, while another subspace is being built, or
     /// for a subspace id the space does not have.
     AlterSpace {
+        /// The space's name.
         space: String,
         #[command(subcommand)]
         change: AlterChange,
