@@ -21,7 +21,8 @@ use pyo3::types::{
 };
 use tessera_client::{
     Client, ClientError, Configuration, CoordinatorStatus, Explanation, Funcall, FuncallOp, NumOp,
-    Predicate, PredicateOp, Record, SearchStream, SortOrder, SpaceSchema, Value, WriteMode,
+    Predicate, PredicateOp, Record, SearchStream, SortOrder, SpaceChange, SpaceConfig, SpaceSchema,
+    SubspaceId, SubspaceState, Value, WriteMode,
 };
 use tokio::sync::oneshot;
 
@@ -107,6 +108,8 @@ enum Outcome {
         cluster: bool,
     },
     Coordinators(Vec<(String, Result<CoordinatorStatus, Failure>)>),
+    /// A space's subspaces, by id, with their states.
+    Subspaces(SpaceConfig),
 }
 
 type Operation = Pin<Box<dyn Future<Output = Result<Outcome, Failure>> + Send>>;
@@ -388,6 +391,70 @@ fn operation(client: &Client, op: &str, args: &Bound<'_, PyTuple>) -> PyResult<O
                 Ok(Outcome::Done)
             })
         }
+        "add_subspace" => {
+            arity(2)?;
+            let space = s(0)?;
+            let attributes: Vec<String> = args.get_item(1)?.extract()?;
+            Box::pin(async move {
+                let change = SpaceChange::AddSubspace {
+                    attributes: attributes.clone(),
+                };
+                c.alter_space(&space, change).await?;
+                let mut config = c.configuration();
+                if added_id(&config, &space, &attributes).is_none() {
+                    config = c.refresh().await?;
+                }
+                let id = added_id(&config, &space, &attributes).ok_or_else(|| Failure {
+                    symbol: "PROTOCOL".into(),
+                    code: CODE_PROTOCOL,
+                    message: format!(
+                        "the subspace over {attributes:?} was added to {space:?}, but the \
+                         configuration fetched since does not show it"
+                    ),
+                })?;
+                Ok(Outcome::Count(u64::from(id.0)))
+            })
+        }
+        "drop_subspace" => {
+            arity(2)?;
+            let space = s(0)?;
+            let subspace: u16 = args.get_item(1)?.extract().map_err(|_| {
+                Failure::wrong_type("a subspace id is an int from 1 to 65535").into_py()
+            })?;
+            Box::pin(async move {
+                c.alter_space(&space, SpaceChange::DropSubspace { subspace })
+                    .await?;
+                Ok(Outcome::Count(u64::from(subspace)))
+            })
+        }
+        "subspaces" => {
+            arity(1)?;
+            let space = s(0)?;
+            Box::pin(async move {
+                let config = c.refresh().await?;
+                let found = config.space(&space).cloned().ok_or_else(|| Failure {
+                    symbol: "UNKNOWNSPACE".into(),
+                    code: tessera_client::Status::UnknownSpace.code(),
+                    message: format!("no space named {space:?}"),
+                })?;
+                Ok(Outcome::Subspaces(found))
+            })
+        }
+        "wait_built" => {
+            arity(2)?;
+            let space = s(0)?;
+            let timeout: Option<f64> = args.get_item(1)?.extract()?;
+            let timeout = match timeout {
+                None => None,
+                Some(t) if t.is_finite() && t >= 0.0 => Some(std::time::Duration::from_secs_f64(t)),
+                Some(t) => {
+                    return Err(pyo3::exceptions::PyValueError::new_err(format!(
+                        "timeout must be a number of seconds >= 0 or None, not {t}"
+                    )))
+                }
+            };
+            Box::pin(async move { Ok(Outcome::Subspaces(c.wait_built(&space, timeout).await?)) })
+        }
         "list_spaces" => {
             arity(0)?;
             Box::pin(async move { Ok(Outcome::Spaces(c.list_spaces().await?)) })
@@ -415,6 +482,30 @@ fn operation(client: &Client, op: &str, args: &Bound<'_, PyTuple>) -> PyResult<O
         }
         other => return Err(bad_argument(format!("unknown operation {other:?}"))),
     })
+}
+
+/// The written subspace of `space` (not the key's) over exactly `attributes`, in any order.
+fn added_id(config: &Configuration, space: &str, attributes: &[String]) -> Option<SubspaceId> {
+    let space = config.space(space)?;
+    let schema = &space.schema;
+    let wanted: BTreeSet<&str> = attributes.iter().map(String::as_str).collect();
+    schema.written_subspaces().skip(1).find(|&id| {
+        let dims = &schema.subspace(id).dimensions;
+        dims.len() == attributes.len()
+            && dims
+                .iter()
+                .map(|&a| schema.attribute(a).name.as_str())
+                .collect::<BTreeSet<_>>()
+                == wanted
+    })
+}
+
+fn state_name(state: SubspaceState) -> &'static str {
+    match state {
+        SubspaceState::Serving => "serving",
+        SubspaceState::Building => "building",
+        SubspaceState::Dropped => "dropped",
+    }
 }
 
 // ---- Rust values to Python ----------------------------------------------------------------
@@ -486,6 +577,13 @@ fn schema_to_py<'py>(py: Python<'py>, schema: &SpaceSchema) -> PyResult<Bound<'p
         })
         .collect();
     d.set_item("subspaces", subspaces)?;
+    // One per subspace id, the key's (0) first: "serving", "building" or "dropped".
+    let states: Vec<&str> = schema
+        .subspaces
+        .iter()
+        .map(|s| state_name(s.state))
+        .collect();
+    d.set_item("subspace_states", states)?;
     d.set_item("partitions", schema.partitions)?;
     d.set_item("tolerate", schema.tolerate)?;
     d.set_item("description", schema.to_string())?;
@@ -569,6 +667,29 @@ fn outcome_to_py(py: Python<'_>, outcome: Outcome) -> PyResult<Py<PyAny>> {
             }
             d.set_item("spaces", spaces)?;
             d.into_any()
+        }
+        Outcome::Subspaces(space) => {
+            let schema = &space.schema;
+            let key_regions = space.replicas.first().map_or(0, Vec::len);
+            let list = PyList::empty(py);
+            for id in schema.subspace_ids() {
+                let sd = PyDict::new(py);
+                sd.set_item("id", id.0)?;
+                let attributes: Vec<String> = schema
+                    .subspace(id)
+                    .dimensions
+                    .iter()
+                    .map(|&a| schema.attribute(a).name.clone())
+                    .collect();
+                sd.set_item("attributes", attributes)?;
+                sd.set_item("state", state_name(schema.subspace(id).state))?;
+                if let Some(b) = space.build.as_ref().filter(|b| b.subspace == id) {
+                    sd.set_item("backfilled", b.done.len())?;
+                    sd.set_item("key_regions", key_regions)?;
+                }
+                list.append(sd)?;
+            }
+            list.into_any()
         }
         Outcome::Coordinators(statuses) => {
             let list = PyList::empty(py);

@@ -17,6 +17,7 @@ from . import aio
 from .admin import Admin
 from .client import DEFAULT_HOST, DEFAULT_PORT, Client, Deferred
 from .errors import (
+    BadAlterationError,
     BadDescriptionError,
     BadPredicateError,
     BadProtocolError,
@@ -92,6 +93,7 @@ __all__ = [
     "InternalError",
     "TooFewServersError",
     "RequestTimeoutError",
+    "BadAlterationError",
     "ConnectionFailedError",
     "ProtocolError",
 ]

@@ -5,7 +5,7 @@ from typing import Any, Awaitable, Dict, Iterator, List, Tuple
 
 class NativeError(Exception):
     """args == (symbol, code, message), e.g. ("UNKNOWNSPACE", 8003, "no space named 'x'").
-    symbol is a server status ("NOTFOUND" 8001 ... "TOOFEWSERVERS" 8016) or a client failure
+    symbol is a server status ("NOTFOUND" 8001 ... "BADALTER" 8019) or a client failure
     ("CONNECTION" 8100, also when no coordinator answered; "PROTOCOL" 8101)."""
 
     args: Tuple[str, int, str]
@@ -25,7 +25,11 @@ class NativeClient:
         """op "config" -> {"cluster", "epoch", "servers": [{"id", "address"}], "spaces":
         [{"name", "id", "regions", "tolerate", "replicas"}]}; op "coordinators" -> one dict
         per coordinator: {"address", "id", "leader", "term", "last_applied", "epoch",
-        "members"}, or {"address", "error"}."""
+        "members"}, or {"address", "error"}; op "add_subspace" (space, [attribute, ...]) and
+        "drop_subspace" (space, id) -> the subspace's id; ops "subspaces" (space) and
+        "wait_built" (space, timeout seconds or None) -> one dict per subspace id: {"id",
+        "attributes", "state": "serving" | "building" | "dropped"}, with "backfilled" and
+        "key_regions" for the one being built."""
     def call_async(self, op: str, args: Tuple[Any, ...]) -> Awaitable[Any]: ...
     def submit(self, op: str, args: Tuple[Any, ...]) -> NativeDeferred: ...
     def search_iter(self, space: str, predicates: List[Tuple[str, str, Any]]) -> NativeSearch: ...

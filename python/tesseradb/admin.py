@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from . import _requests as R
 from ._native import NativeClient, NativeError
@@ -19,8 +19,8 @@ def _true(result: Any) -> bool:
 
 class Admin:
     """Administration of a Tessera server or cluster (``host`` and ``port`` as for
-    ``tesseradb.Client``: with a cluster, any coordinator, or several comma-separated): add and
-    remove spaces, read the configuration."""
+    ``tesseradb.Client``: with a cluster, any coordinator, or several comma-separated): add,
+    remove and alter spaces, read the configuration."""
 
     def __init__(self, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *, timeout: float = DEFAULT_TIMEOUT) -> None:
         self.host = host
@@ -62,22 +62,76 @@ class Admin:
         """Remove a space and all its objects. True; ``UnknownSpaceError`` if there is none."""
         return bool(self._call("rm_space", (space,), _true))
 
+    def alter_space(
+        self,
+        space: str,
+        *,
+        add_subspace: Optional[Sequence[str]] = None,
+        drop_subspace: Optional[int] = None,
+    ) -> int:
+        """Add or drop a subspace of a live space; reads, writes and searches go on. Give
+        exactly one of ``add_subspace`` (its attributes' names) or ``drop_subspace`` (its id,
+        as ``subspaces`` lists it). Returns the subspace's id.
+
+        An added subspace gets the next unused id and is built from the objects already
+        stored: every write goes through it from now on, but searches use it only once it is
+        built (``subspaces`` shows it ``"building"`` with its progress, then ``"serving"``;
+        ``wait_built`` waits for that). One subspace is built at a time per space. A dropped
+        subspace serves no search and no write goes through it. Ids are stable: a dropped
+        subspace keeps its id, which is never reused, and a space uses at most 32 ids over its
+        life.
+
+        Raises ``BadAlterationError`` when the change cannot apply (nothing changed),
+        ``UnknownSpaceError``, and ``TypeError`` / ``ValueError`` for bad arguments."""
+        if (add_subspace is None) == (drop_subspace is None):
+            raise TypeError("alter_space takes exactly one of add_subspace=[...] or drop_subspace=N")
+        if add_subspace is not None:
+            if isinstance(add_subspace, (str, bytes)) or not all(isinstance(a, str) for a in add_subspace):
+                raise TypeError("add_subspace is a list of attribute names, e.g. ['city', 'price']")
+            return int(self._call("add_subspace", (space, list(add_subspace))))
+        if isinstance(drop_subspace, bool) or not isinstance(drop_subspace, int):
+            raise TypeError("drop_subspace is a subspace id (an int), as subspaces() lists it")
+        if not 0 <= drop_subspace <= 0xFFFF:
+            raise ValueError(f"no subspace id is {drop_subspace}")
+        return int(self._call("drop_subspace", (space, drop_subspace)))
+
+    def subspaces(self, space: str) -> List[Dict[str, Any]]:
+        """Every subspace of a space, freshly fetched, by id (the key's, 0, first; dropped ones
+        keep their place): ``{"id", "attributes", "state"}`` with ``state`` one of
+        ``"serving"``, ``"building"`` (being built: also ``"backfilled"`` of ``"key_regions"``
+        key regions so far) or ``"dropped"``. ``UnknownSpaceError`` if there is none."""
+        return list(self._call("subspaces", (space,)))
+
+    def wait_built(self, space: str, timeout: Optional[float] = 60.0) -> List[Dict[str, Any]]:
+        """Wait until no subspace of ``space`` is being built, and return its ``subspaces``
+        then: the subspace added last serves searches (or was dropped before it was built).
+        Raises ``RequestTimeoutError`` if a build is still under way after ``timeout``
+        seconds (``None``: wait as long as it takes; the build itself goes on), saying how far
+        it got; ``UnknownSpaceError`` if the space is (or gets) removed."""
+        if timeout is not None and not (isinstance(timeout, (int, float)) and timeout >= 0):
+            raise ValueError(f"timeout must be a number of seconds >= 0 or None, not {timeout!r}")
+        return list(self._call("wait_built", (space, None if timeout is None else float(timeout))))
+
     def list_spaces(self) -> List[str]:
         """The names of the spaces."""
         return [s["name"] for s in self._spaces()]
 
     def list_subspaces(self, space: str) -> List[List[str]]:
         """The subspaces of a space, each as its list of attribute names, in subspace order:
-        the key's subspace first (subspace 0), then those of the description, so index ``i``
-        is the subspace ``search_describe`` calls ``subspace i``."""
+        the key's subspace first (subspace 0), then those of the description and those added
+        by ``alter_space``, so index ``i`` is the subspace ``search_describe`` calls
+        ``subspace i``. A dropped subspace keeps its place (ids are stable): ``subspaces``
+        says which are serving, building or dropped."""
         for s in self._spaces():
             if s["name"] == space:
                 return [[s["key"]]] + [list(sub) for sub in s["subspaces"]]
         raise UnknownSpaceError(8003, "UNKNOWNSPACE", f"no space named {space!r}")
 
     def describe_space(self, space: str) -> Dict[str, Any]:
-        """A space's schema: name, key, key_type, attributes, subspaces, partitions,
-        tolerate and its description text."""
+        """A space's schema: name, key, key_type, attributes, subspaces, subspace_states
+        (one per subspace id, the key's first: ``"serving"``, ``"building"`` or
+        ``"dropped"``), partitions, tolerate and its description text (which leaves out the
+        dropped subspaces)."""
         for s in self._spaces():
             if s["name"] == space:
                 return dict(s)

@@ -1,6 +1,6 @@
 """The exceptions of tesseradb: one ``ClientError`` subclass per status.
 
-Every error carries the stable numeric ``status`` (8001..8018 from a server or coordinator,
+Every error carries the stable numeric ``status`` (8001..8019 from a server or coordinator,
 8100/8101 from the client), the ``symbol`` in HyperDex's style (``UNKNOWNSPACE``) and a ``message`` for people.
 ``NOTFOUND`` and ``CMPFAIL`` are normally not raised: the operations return ``None`` and
 ``False`` for them, as HyperDex's binding does; their classes exist for completeness.
@@ -30,6 +30,7 @@ __all__ = [
     "InternalError",
     "TooFewServersError",
     "RequestTimeoutError",
+    "BadAlterationError",
     "ConnectionFailedError",
     "ProtocolError",
     "error_class",
@@ -170,6 +171,16 @@ class RequestTimeoutError(ClientError):
     SYMBOL = "TIMEOUT"
 
 
+class BadAlterationError(ClientError):
+    """BADALTER (8019): ``Admin.alter_space`` of a change that cannot apply to the space as it
+    stands: an attribute that is unknown, repeated, the key or not a string, int or float; a
+    subspace over those attributes already; another subspace still being built (wait for it
+    with ``Admin.wait_built``); a subspace id the space does not have (or has dropped); the key
+    subspace 0; every one of the space's 32 subspace ids used. Nothing changed."""
+
+    SYMBOL = "BADALTER"
+
+
 class ConnectionFailedError(ClientError):
     """CONNECTION (8100): could not connect to the server, or the connection was lost; with a
     cluster, also when no coordinator answered before the client's retries ran out (about
@@ -205,6 +216,7 @@ _BY_SYMBOL: Dict[str, Type[ClientError]] = {
         InternalError,
         TooFewServersError,
         RequestTimeoutError,
+        BadAlterationError,
         ConnectionFailedError,
         ProtocolError,
     )

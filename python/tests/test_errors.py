@@ -46,6 +46,7 @@ def test_native_errors_map_to_classes() -> None:
         ("INTERNAL", tesseradb.InternalError),
         ("TOOFEWSERVERS", tesseradb.TooFewServersError),
         ("TIMEOUT", tesseradb.RequestTimeoutError),
+        ("BADALTER", tesseradb.BadAlterationError),
         ("CONNECTION", tesseradb.ConnectionFailedError),
         ("PROTOCOL", tesseradb.ProtocolError),
     ]:

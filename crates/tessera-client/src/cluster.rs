@@ -1,7 +1,7 @@
 //! Cluster mode: the coordinators, the cached configuration, one connection per server, and
 //! the retry loop every request runs in.
 //!
-//! * Admin requests (add/remove a space, the configuration, coordinator status) go to the
+//! * Admin requests (add/remove/alter a space, the configuration, coordinator status) go to the
 //!   coordinators, the one that answered last first, then each other in turn.
 //! * Key requests go to the key's point leader, searches to one replica per region
 //!   ([`crate::routing`]); every frame carries the cached epoch.
@@ -309,7 +309,33 @@ impl Cluster {
             .clone())
     }
 
-    /// Changes the configuration (adds or removes a space, decommissions a server), then waits
+    /// Waits up to `wait` for a configuration newer than epoch `after` (one `WaitConfig` long
+    /// poll), caches it, and returns what the cache holds then (the current configuration when
+    /// none newer came). Holds no lock while it waits, so other requests refresh as usual.
+    pub(crate) async fn wait_config(
+        &self,
+        after: Epoch,
+        wait: Duration,
+    ) -> Result<Arc<Configuration>, ClientError> {
+        let cached = self.routes();
+        if cached.config.epoch > after {
+            return Ok(cached.config.clone());
+        }
+        let request = Request::WaitConfig {
+            after,
+            timeout_ms: wait.min(WAIT_CONFIG).as_millis() as u32,
+        };
+        match self
+            .coordinator_call(&request, false, &mut Backoff::within(self.timeout))
+            .await?
+        {
+            (Response::Config(c), _) => Ok(self.install(*c).config.clone()),
+            (Response::Error(e), _) => Err(e.into()),
+            (other, _) => Err(unexpected(other)),
+        }
+    }
+
+    /// Changes the configuration (adds, removes or alters a space, decommissions a server), then waits
     /// until the cached configuration includes the change.
     pub(crate) async fn change_spaces(&self, request: Request) -> Result<(), ClientError> {
         let before = self.routes().config.epoch;

@@ -45,7 +45,9 @@
 //! * **Standalone** (a `tessera dev` server, which answers that it is no coordinator): one
 //!   connection to that server, which owns every region. Every request goes to it as it is;
 //!   the server plans searches, counts, sorts, group operations and explanations itself. A
-//!   request refused because the configuration changed under it is retried a few times.
+//!   request refused because the configuration changed under it is retried a few times; a
+//!   search, until its deadline (see [`SearchStream`]: configurations change often while a
+//!   subspace is being built).
 //! * **Cluster** (a coordinator answered): the client knows the coordinators given and those
 //!   they name, caches the configuration (fetched from any coordinator), and talks to each
 //!   server it needs over one connection, opened when first needed and replaced once broken.
@@ -54,8 +56,8 @@
 //! # Routing (cluster mode)
 //!
 //! * Space changes and configuration requests go to the coordinators (the last one that
-//!   answered first, then each other). After [`Client::add_space`] or [`Client::rm_space`] the
-//!   client waits for the configuration that includes the change.
+//!   answered first, then each other). After [`Client::add_space`], [`Client::rm_space`] or
+//!   [`Client::alter_space`] the client waits for the configuration that includes the change.
 //! * A key's requests — [`Client::get`] and every write — go to its **point leader**: the first
 //!   server of the replica set of the key's region in the key subspace. Frames carry the
 //!   cached epoch; an answer showing a newer epoch makes the client fetch it.
@@ -100,16 +102,17 @@ mod merge;
 mod routing;
 mod standalone;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 pub use error::ClientError;
 pub use tessera_protocol::{
-    Configuration, Constraint, CoordinatorStatus, Explanation, RequestShape, ServerInfo,
-    ServerState, ShapeCount, SortOrder, SpaceTrace, Status, WriteMode,
+    Build, Configuration, Constraint, CoordinatorStatus, Explanation, RequestShape, ServerInfo,
+    ServerState, ShapeCount, SortOrder, SpaceChange, SpaceConfig, SpaceTrace, Status, WriteMode,
 };
 pub use tessera_types::{
-    Funcall, FuncallOp, NumOp, Predicate, PredicateOp, ServerId, SpaceSchema, Value, Version,
+    Funcall, FuncallOp, NumOp, Predicate, PredicateOp, ServerId, SpaceSchema, SubspaceId,
+    SubspaceState, Value, Version,
 };
 
 use tessera_protocol::{Request, Response, WireObject};
@@ -119,6 +122,11 @@ use tokio::sync::mpsc;
 use crate::cluster::Cluster;
 use crate::connection::Connection;
 use crate::standalone::Standalone;
+
+/// Longest one step of [`Client::wait_built`] waits for a newer configuration.
+const WAIT_BUILT_POLL_MAX: std::time::Duration = std::time::Duration::from_secs(1);
+/// How often [`Client::wait_built`] asks a standalone server for its configuration.
+const STANDALONE_POLL: std::time::Duration = std::time::Duration::from_millis(100);
 
 /// An object as the client returns it.
 #[derive(Clone, Debug, PartialEq)]
@@ -369,6 +377,96 @@ impl Client {
         .await
     }
 
+    /// Adds or drops a subspace of a live space (`tessera alter-space`); reads, writes and
+    /// searches go on meanwhile. Answers once the change is in the configuration, which the
+    /// client has then fetched:
+    ///
+    /// * [`SpaceChange::AddSubspace`]: the subspace gets the next unused id and is
+    ///   [`SubspaceState::Building`] — every write goes through it, no search uses it — while
+    ///   the servers backfill it from the objects already stored ([`SpaceConfig::build`]
+    ///   shows the progress). It serves searches once every key region is done;
+    ///   [`Client::wait_built`] waits for that. One build at a time per space.
+    /// * [`SpaceChange::DropSubspace`]: from the next configuration no write goes through the
+    ///   subspace and no search uses it. Its id stays taken ([`SubspaceState::Dropped`]): a
+    ///   space uses at most 32 subspace ids over its life.
+    ///
+    /// Refused with `BadAlteration` when the change cannot apply as the space stands (an
+    /// unknown or repeated attribute, a subspace over those attributes already, a build under
+    /// way, no such subspace, subspace 0, every id used; nothing changed), `UnknownSpace`.
+    pub async fn alter_space(&self, space: &str, change: SpaceChange) -> Result<(), ClientError> {
+        self.change_spaces(Request::AlterSpace {
+            space: space.to_owned(),
+            change,
+        })
+        .await
+    }
+
+    /// Waits until `space` has no subspace being built ([`SpaceConfig::build`] is `None`), and
+    /// returns its configuration then: the subspace added last is then serving, or was
+    /// dropped before it was built. Follows the configuration (in a cluster, by long polls of
+    /// the coordinators; standalone, by asking the server every 100 ms). Fails with `Timeout`
+    /// (saying how far the build got) when `timeout` passes first — `None` waits as long as
+    /// it takes — and with `UnknownSpace` when the space is (or gets) removed.
+    pub async fn wait_built(
+        &self,
+        space: &str,
+        timeout: Option<std::time::Duration>,
+    ) -> Result<SpaceConfig, ClientError> {
+        self.wait_built_with(space, timeout, |_| {}).await
+    }
+
+    /// [`Client::wait_built`], calling `progress` with the space's configuration each time a
+    /// newer one is seen (the first included), e.g. to print `build.done.len()` of the key
+    /// regions (`replicas[0].len()`).
+    pub async fn wait_built_with(
+        &self,
+        space: &str,
+        timeout: Option<std::time::Duration>,
+        mut progress: impl FnMut(&SpaceConfig),
+    ) -> Result<SpaceConfig, ClientError> {
+        let deadline = timeout.map(|t| tokio::time::Instant::now() + t);
+        let mut config = self.refresh().await?;
+        let mut seen = None;
+        loop {
+            let current = config.space(space).ok_or_else(|| ClientError::Server {
+                status: Status::UnknownSpace,
+                message: format!("no space named {space:?}"),
+            })?;
+            if seen != Some(config.epoch) {
+                seen = Some(config.epoch);
+                progress(current);
+            }
+            let Some(build) = &current.build else {
+                return Ok(current.clone());
+            };
+            let left = match deadline {
+                None => WAIT_BUILT_POLL_MAX,
+                Some(d) => d.saturating_duration_since(tokio::time::Instant::now()),
+            };
+            if left.is_zero() {
+                return Err(ClientError::Server {
+                    status: Status::Timeout,
+                    message: format!(
+                        "subspace {} of {space:?} is still being built after {:?}: {} of {} key \
+                         regions backfilled (the build goes on; `tessera status` follows it)",
+                        build.subspace.0,
+                        timeout.unwrap_or_default(),
+                        build.done.len(),
+                        current.replicas.first().map_or(0, Vec::len)
+                    ),
+                });
+            }
+            let wait = left.min(WAIT_BUILT_POLL_MAX);
+            config = match &self.mode {
+                Mode::Standalone(s) => {
+                    tokio::time::sleep(wait.min(STANDALONE_POLL)).await;
+                    s.refresh().await?
+                }
+                Mode::Cluster(c) => c.wait_config(config.epoch, wait).await?,
+            };
+        }
+    }
+
     /// Cluster mode: decommissions `server`. The coordinators copy every region it holds to
     /// other servers by state transfer while the cluster keeps serving, drop it from each
     /// region as that copy completes, and remove it from the configuration once it holds none.
@@ -578,13 +676,19 @@ impl Client {
         match &self.mode {
             Mode::Standalone(s) => {
                 let schema = self.space(space).await?;
-                let responses = s
-                    .stream(Request::Search {
-                        space: space.to_owned(),
-                        predicates,
-                    })
-                    .await?;
-                Ok(SearchStream::streaming(schema, responses))
+                let request = Request::Search {
+                    space: space.to_owned(),
+                    predicates,
+                };
+                let responses = s.stream(request.clone()).await?;
+                let mut stream = SearchStream::streaming(schema, responses);
+                stream.again = Some(Again {
+                    server: s.clone(),
+                    request,
+                    deadline: tokio::time::Instant::now() + s.timeout(),
+                    yielded: BTreeSet::new(),
+                });
+                Ok(stream)
             }
             Mode::Cluster(c) => {
                 let (schema, objects) = c.search(space, &predicates).await?;
@@ -630,9 +734,23 @@ impl Client {
                     limit,
                     order,
                 };
-                SearchStream::streaming(schema, s.stream(request).await?)
-                    .collect()
-                    .await
+                // Refused because the server's configuration changed while it read (often
+                // while a subspace is built): made again whole, until the deadline.
+                let deadline = tokio::time::Instant::now() + s.timeout();
+                loop {
+                    let stream =
+                        SearchStream::streaming(schema.clone(), s.stream(request.clone()).await?);
+                    match stream.collect().await {
+                        Err(e)
+                            if e.status() == Some(Status::StaleEpoch)
+                                && tokio::time::Instant::now() < deadline =>
+                        {
+                            s.refresh().await?;
+                            tokio::time::sleep(SEARCH_AGAIN_PAUSE).await;
+                        }
+                        outcome => return outcome,
+                    }
+                }
             }
             Mode::Cluster(c) => {
                 let (schema, objects) = c
@@ -738,12 +856,31 @@ impl Client {
 
 /// Objects of a search, as the server streams them (standalone mode) or as the client merged
 /// them (cluster mode).
+///
+/// Standalone, a server refuses a search whose read overlapped a change of its configuration
+/// (`StaleEpoch`, at the end of the stream: it may have missed objects), which happens often
+/// while a subspace is being built. The stream then makes the search again, until the
+/// client's deadline, and yields only the objects whose keys it has not yielded yet.
 pub struct SearchStream {
     schema: SpaceSchema,
     /// The server's frames, until the last; `None` when every object is in `buffered`.
     responses: Option<mpsc::UnboundedReceiver<Result<(Response, Epoch), ClientError>>>,
     buffered: std::vec::IntoIter<WireObject>,
+    /// Standalone: how to make the search again.
+    again: Option<Again>,
 }
+
+/// A standalone search to make again when the server refuses it with `StaleEpoch`.
+struct Again {
+    server: Arc<Standalone>,
+    request: Request,
+    deadline: tokio::time::Instant,
+    /// The keys yielded so far: the search made again does not yield them twice.
+    yielded: BTreeSet<Value>,
+}
+
+/// The pause before a standalone search refused with `StaleEpoch` is made again.
+const SEARCH_AGAIN_PAUSE: std::time::Duration = std::time::Duration::from_millis(10);
 
 impl SearchStream {
     fn streaming(
@@ -754,6 +891,7 @@ impl SearchStream {
             schema,
             responses: Some(responses),
             buffered: Vec::new().into_iter(),
+            again: None,
         }
     }
 
@@ -762,6 +900,7 @@ impl SearchStream {
             schema,
             responses: None,
             buffered: objects.into_iter(),
+            again: None,
         }
     }
 
@@ -778,6 +917,11 @@ impl SearchStream {
     pub async fn next(&mut self) -> Result<Option<Record>, ClientError> {
         loop {
             if let Some(o) = self.buffered.next() {
+                if let (Some(again), Some(key)) = (&mut self.again, o.values.first()) {
+                    if !again.yielded.insert(key.clone()) {
+                        continue; // yielded by an earlier attempt
+                    }
+                }
                 return Ok(Some(to_record(&self.schema, o)));
             }
             let Some(responses) = &mut self.responses else {
@@ -788,6 +932,18 @@ impl SearchStream {
                 Some(Err(e)) => return Err(e),
                 Some(Ok((Response::SearchItems(items), _))) => self.buffered = items.into_iter(),
                 Some(Ok((Response::SearchDone, _))) => self.responses = None,
+                Some(Ok((Response::Error(e), _))) if e.status == Status::StaleEpoch => {
+                    let Some(again) = self
+                        .again
+                        .as_ref()
+                        .filter(|a| tokio::time::Instant::now() < a.deadline)
+                    else {
+                        return Err(e.into());
+                    };
+                    again.server.refresh().await?;
+                    tokio::time::sleep(SEARCH_AGAIN_PAUSE).await;
+                    self.responses = Some(again.server.stream(again.request.clone()).await?);
+                }
                 Some(Ok((Response::Error(e), _))) => return Err(e.into()),
                 Some(Ok((other, _))) => return Err(unexpected(other)),
             }

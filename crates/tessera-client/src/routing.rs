@@ -210,8 +210,9 @@ pub(crate) fn explain(
 ) -> Explanation {
     let schema = &space.schema;
     let plan = choose_subspace(schema, tessellations, predicates);
+    // As a server lists them: the subspaces a search may use.
     let candidates = schema
-        .subspace_ids()
+        .searchable_subspaces()
         .map(|s| {
             let crossed = SearchBox::for_predicates(schema, s, predicates)
                 .map_or(0, |b| b.regions_count(&tessellations[s.get()]));
@@ -315,8 +316,8 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
     use tessera_geometry::key_coordinate;
-    use tessera_protocol::{ServerInfo, ServerState, Transfer};
-    use tessera_types::{parse_space, Epoch, PredicateOp};
+    use tessera_protocol::{BackfillRef, ServerInfo, ServerState, SpaceChange, Transfer};
+    use tessera_types::{parse_space, Epoch, PredicateOp, SubspaceState};
 
     const HOTELS: &str = "space hotels
         key id
@@ -600,6 +601,137 @@ mod tests {
         );
     }
 
+    /// The hotels space (subspaces 1: city, price; 2: stars), altered by `changes` in turn,
+    /// region r of every written subspace owned by server r mod 3, then (r + 1) mod 3.
+    fn altered(changes: &[SpaceChange]) -> SpaceConfig {
+        let owners = |r: usize| vec![ServerId(r as u64 % 3), ServerId((r as u64 + 1) % 3)];
+        let mut space = space_with(|_, r| owners(r));
+        for (i, change) in changes.iter().enumerate() {
+            space
+                .alter(2 + i as u64, change, |t| {
+                    (0..t.regions_count() as usize).map(owners).collect()
+                })
+                .expect("the change applies");
+        }
+        space
+    }
+
+    /// Every way a search can be planned and asked, for `predicates`: the route of a few turns
+    /// and explain agree, and return the subspace searched.
+    fn searched(space: &SpaceConfig, predicates: &[Predicate]) -> SubspaceId {
+        let t = space.tessellations();
+        let checked = check_predicates(&space.schema, predicates).unwrap();
+        let subspace = route_search(space, &t, &checked, 0).unwrap().subspace;
+        for turn in 1..4 {
+            let route = route_search(space, &t, &checked, turn).unwrap();
+            assert_eq!(route.subspace, subspace);
+            let e = explain(space, &t, &checked, turn);
+            assert_eq!(e.subspace, subspace);
+            assert_eq!(e.servers_contacted, route.regions.len() as u64);
+        }
+        subspace
+    }
+
+    /// A subspace being built holds only part of the objects, a dropped one none: no search
+    /// picks either, however well its dimensions fit, and nothing about them panics (a
+    /// dropped subspace keeps its slot with no replica set).
+    #[test]
+    fn searches_skip_building_and_dropped_subspaces() {
+        let stars = || vec![Predicate::equals("stars", 4i64)];
+        let city = || vec![Predicate::equals("city", "x")];
+        let price = || vec![Predicate::equals("price", 7i64)];
+        let before = altered(&[]);
+        assert_eq!(searched(&before, &stars()), SubspaceId(2));
+        assert_eq!(searched(&before, &city()), SubspaceId(1));
+
+        // Subspace 3 (price) is being built: a search on price alone would cross 1 region
+        // there, 3 in subspace 1; it still goes to subspace 1.
+        let add_price = SpaceChange::AddSubspace {
+            attributes: vec!["price".into()],
+        };
+        let building = altered(std::slice::from_ref(&add_price));
+        assert_eq!(
+            building.schema.subspace(SubspaceId(3)).state,
+            SubspaceState::Building
+        );
+        assert_eq!(
+            building.replicas[3].len(),
+            8,
+            "it has regions, and chains hop there"
+        );
+        assert_eq!(searched(&building, &price()), SubspaceId(1));
+        assert_eq!(searched(&building, &stars()), SubspaceId(2));
+        // Once built it serves.
+        let mut built = building.clone();
+        let since = built.build.as_ref().unwrap().since;
+        let done: Vec<BackfillRef> = (0..8)
+            .map(|region| BackfillRef {
+                space: built.id,
+                subspace: SubspaceId(3),
+                region,
+                since,
+            })
+            .collect();
+        assert_eq!(built.complete_backfills(&done), 8);
+        assert!(built.build.is_none());
+        assert_eq!(searched(&built, &price()), SubspaceId(3));
+
+        // Subspace 2 (stars) dropped: searches on stars read every key region instead.
+        let drop_stars = SpaceChange::DropSubspace { subspace: 2 };
+        let dropped = altered(std::slice::from_ref(&drop_stars));
+        assert!(dropped.replicas[2].is_empty());
+        assert_eq!(searched(&dropped, &stars()), SubspaceId::KEY);
+        assert_eq!(searched(&dropped, &city()), SubspaceId(1));
+        let t = dropped.tessellations();
+        let checked = check_predicates(&dropped.schema, &stars()).unwrap();
+        let e = explain(&dropped, &t, &checked, 0);
+        assert_eq!((e.regions_contacted, e.servers_contacted), (8, 3));
+        assert_eq!(e.candidates, vec![(SubspaceId(0), 8), (SubspaceId(1), 9)]);
+        let e = explain(&building, &building.tessellations(), &checked, 0);
+        assert_eq!(
+            e.candidates,
+            vec![(SubspaceId(0), 8), (SubspaceId(1), 9), (SubspaceId(2), 1)],
+            "serving subspaces only"
+        );
+        // Asking a dropped subspace's regions directly is refused, not a panic.
+        assert_eq!(
+            status_of(assign_regions(
+                &dropped,
+                SubspaceId(2),
+                &[RegionIndex(0)],
+                0
+            )),
+            Status::Unavailable
+        );
+        assert_eq!(
+            point_leader(&dropped, &t, &Value::from("k")).unwrap(),
+            point_leader(&before, &before.tessellations(), &Value::from("k")).unwrap()
+        );
+
+        // Both at once, and then subspace 1 dropped too: only the key subspace is left.
+        let drop_city = SpaceChange::DropSubspace { subspace: 1 };
+        let both = altered(&[drop_stars.clone(), add_price.clone()]);
+        assert_eq!(
+            searched(&both, &price()),
+            SubspaceId(1),
+            "3 regions of its 9"
+        );
+        assert_eq!(searched(&both, &stars()), SubspaceId::KEY);
+        let only_key = altered(&[drop_stars, add_price, drop_city]);
+        for p in [stars(), city(), price(), vec![]] {
+            assert_eq!(searched(&only_key, &p), SubspaceId::KEY);
+        }
+        // Routes index an altered configuration like any other.
+        let config = Configuration {
+            epoch: Epoch(9),
+            servers: vec![],
+            spaces: vec![only_key.clone()],
+        };
+        let routes = Routes::new(Arc::new(config));
+        let (found, tessellations) = routes.space("hotels").unwrap();
+        assert_eq!(tessellations.len(), found.schema.subspaces.len());
+    }
+
     /// `space` with a state transfer into every region of `subspace` that `into(region)`
     /// picks, its target the set's last member (as `Configuration::check` requires).
     fn with_transfers(mut space: SpaceConfig, into: impl Fn(usize, usize) -> bool) -> SpaceConfig {
@@ -742,6 +874,45 @@ mod tests {
             let mut expected = set.clone();
             expected.sort();
             prop_assert_eq!(asked, expected);
+        }
+
+        /// Whatever states subspaces 1 and 2 are in, a search is routed to a serving subspace
+        /// only, every region of its box covered, and explain agrees.
+        #[test]
+        fn searches_use_serving_subspaces_only(
+            space in any_space(),
+            states in proptest::collection::vec(0..3u8, 2),
+            stars in proptest::option::of(0..6i64),
+            price in proptest::option::of(0..300i64),
+            city in proptest::option::of("[ab]"),
+            turn in any::<u64>(),
+        ) {
+            let mut space = space;
+            for (i, state) in states.iter().enumerate() {
+                let id = i + 1;
+                space.schema.subspaces[id].state = match state {
+                    0 => SubspaceState::Serving,
+                    1 => SubspaceState::Building,
+                    _ => SubspaceState::Dropped,
+                };
+                if *state == 2 {
+                    space.replicas[id].clear();
+                    space.transfers.retain(|t| t.subspace.get() != id);
+                }
+            }
+            let mut predicates = vec![];
+            if let Some(s) = stars { predicates.push(Predicate::equals("stars", s)); }
+            if let Some(p) = price { predicates.push(Predicate::equals("price", p)); }
+            if let Some(c) = city { predicates.push(Predicate::equals("city", c)); }
+            let t = space.tessellations();
+            let checked = check_predicates(&space.schema, &predicates).unwrap();
+            let route = route_search(&space, &t, &checked, turn).unwrap();
+            prop_assert!(space.schema.subspace(route.subspace).is_searchable());
+            let e = explain(&space, &t, &checked, turn);
+            prop_assert_eq!(e.subspace, route.subspace);
+            prop_assert_eq!(e.servers_contacted, route.regions.len() as u64);
+            let routed: usize = route.regions.values().map(Vec::len).sum();
+            prop_assert_eq!(routed as u64, e.regions_contacted);
         }
 
         /// A search is routed to exactly the regions of the chosen subspace its box crosses,

@@ -11,8 +11,11 @@ use tokio::sync::mpsc;
 use crate::connection::Connection;
 use crate::{unexpected, ClientError};
 
-/// Times a request is sent again after the configuration changed under it.
-const STALE_RETRIES_MAX: usize = 3;
+/// The first pause before a request refused because the configuration changed under it is
+/// sent again (doubling up to [`STALE_PAUSE_MAX`], until the request's deadline): while a
+/// subspace is being built the server installs configurations in quick succession.
+const STALE_PAUSE_FIRST: Duration = Duration::from_millis(5);
+const STALE_PAUSE_MAX: Duration = Duration::from_millis(200);
 
 pub(crate) struct Standalone {
     connection: Arc<Connection>,
@@ -35,6 +38,11 @@ impl Standalone {
         })
     }
 
+    /// Every request's deadline.
+    pub(crate) fn timeout(&self) -> Duration {
+        self.timeout
+    }
+
     pub(crate) fn configuration(&self) -> Arc<Configuration> {
         self.config.read().expect("config lock").clone()
     }
@@ -48,13 +56,15 @@ impl Standalone {
         Ok(slot.clone())
     }
 
-    /// Sends a request, refreshing the configuration and retrying when the server says it
-    /// was built on an older one; refreshes after any answer that shows a newer epoch. An
-    /// error answer becomes `Err`.
-    /// Past the deadline the request fails with `Timeout` (a write may then have been applied).
+    /// Sends a request, refreshing the configuration and retrying (after a short pause)
+    /// when the server refuses it with `StaleEpoch` — it was built on an older configuration,
+    /// or a read overlapped an install; either way it was not applied — until the deadline;
+    /// refreshes after any answer that shows a newer epoch. An error answer becomes `Err`.
+    /// Past the deadline the request fails with `Timeout` (a write may then have been applied),
+    /// or with the last `StaleEpoch` refusal.
     pub(crate) async fn call(&self, request: Request) -> Result<Response, ClientError> {
         let deadline = tokio::time::Instant::now() + self.timeout;
-        let mut attempt = 0;
+        let mut pause = STALE_PAUSE_FIRST;
         loop {
             let epoch = self.configuration().epoch;
             let call = self.connection.call_with_epoch(request.clone(), epoch);
@@ -74,10 +84,12 @@ impl Standalone {
             }
             match response {
                 Response::Error(e)
-                    if e.status == Status::StaleEpoch && attempt < STALE_RETRIES_MAX =>
+                    if e.status == Status::StaleEpoch
+                        && tokio::time::Instant::now() + pause < deadline =>
                 {
-                    attempt += 1;
                     self.refresh().await?;
+                    tokio::time::sleep(pause).await;
+                    pause = (pause * 2).min(STALE_PAUSE_MAX);
                 }
                 Response::Error(e) => return Err(ClientError::from(e)),
                 other => return Ok(other),

@@ -11,12 +11,13 @@ use std::time::Duration;
 
 use futures::{SinkExt, StreamExt};
 use tessera_client::{
-    Client, ClientError, Predicate, PredicateOp, SortOrder, Status, Value, WriteMode,
+    Client, ClientError, Predicate, PredicateOp, SortOrder, SpaceChange, Status, SubspaceState,
+    Value, WriteMode,
 };
 use tessera_geometry::{point, Tessellation};
 use tessera_protocol::{
-    codec, decode_request, encode_response, Configuration, CoordinatorStatus, ErrorReply, Request,
-    Response, ResponseFrame, ServerInfo, ServerState, SpaceConfig, WireObject,
+    codec, decode_request, encode_response, BackfillRef, Configuration, CoordinatorStatus,
+    ErrorReply, Request, Response, ResponseFrame, ServerInfo, ServerState, SpaceConfig, WireObject,
 };
 use tessera_types::{
     apply_all, matches_all, parse_space, CheckedFuncall, CheckedPredicate, Epoch, Object, ServerId,
@@ -174,6 +175,27 @@ fn coordinate(world: &Shared, request: Request) -> Answer {
                     .spaces
                     .push(space_config(config.epoch.0, &description, 0));
                 Response::Done
+            }
+        }
+        Request::AlterSpace { space, change } => {
+            let epoch = config.epoch.0 + 1;
+            match config.spaces.iter_mut().find(|s| s.schema.name == space) {
+                None => error(Status::UnknownSpace, "no such space"),
+                Some(s) => {
+                    let added = s.schema.subspaces.len();
+                    let assign = |t: &Tessellation| {
+                        (0..t.regions_count() as usize)
+                            .map(|r| owners(added, r, 0))
+                            .collect()
+                    };
+                    match s.alter(epoch, &change, assign) {
+                        Ok(_) => {
+                            config.epoch = Epoch(epoch);
+                            Response::Done
+                        }
+                        Err(e) => error(Status::BadAlteration, &e.to_string()),
+                    }
+                }
             }
         }
         other => error(
@@ -843,4 +865,169 @@ async fn a_schema_refusal_looks_at_a_newer_configuration_first() {
         .await
         .unwrap_err();
     assert_eq!(e.status(), Some(Status::WrongType), "{e}");
+}
+
+/// The subspaces the searches logged since the last look went to.
+fn searched_subspaces(world: &Shared) -> BTreeSet<u16> {
+    log(world)
+        .into_iter()
+        .filter_map(|(_, r)| match r {
+            Request::SearchRegions { subspace, .. } => Some(subspace.0),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Alter-space goes to the coordinators like add-space, and the client has the configuration
+/// with the change when it returns; refusals come back as they are. A subspace being built
+/// serves no search, `wait_built` follows the build to its end (or times out saying how far
+/// it got), and a dropped subspace serves no search either; searches stay right throughout.
+#[tokio::test]
+async fn alter_space_and_wait_built() {
+    let (world, client) = cluster().await;
+    fill(&client, 20).await;
+    let tagged = |t: &str| vec![Predicate::equals("tag", t)];
+    let add_tag = || SpaceChange::AddSubspace {
+        attributes: vec!["tag".into()],
+    };
+
+    let before = client.configuration().epoch;
+    let e = client
+        .alter_space(
+            "s",
+            SpaceChange::AddSubspace {
+                attributes: vec!["nope".into()],
+            },
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(e.status(), Some(Status::BadAlteration), "{e}");
+    let e = client.alter_space("t", add_tag()).await.unwrap_err();
+    assert_eq!(e.status(), Some(Status::UnknownSpace), "{e}");
+    let e = client
+        .alter_space("s", SpaceChange::DropSubspace { subspace: 0 })
+        .await
+        .unwrap_err();
+    assert_eq!(e.status(), Some(Status::BadAlteration), "{e}");
+    assert_eq!(world.lock().unwrap().config.as_ref().unwrap().epoch, before);
+
+    // Subspace 2 (tag) is added: being built, searches on tag read the key subspace.
+    client.alter_space("s", add_tag()).await.unwrap();
+    let config = client.configuration();
+    let space = config.space("s").unwrap();
+    assert_eq!(
+        config.epoch,
+        Epoch(before.0 + 1),
+        "the client has the change"
+    );
+    assert_eq!(
+        space.schema.subspace(SubspaceId(2)).state,
+        SubspaceState::Building
+    );
+    log(&world);
+    let found = client.search("s", tagged("t3")).await.unwrap();
+    assert_eq!(found.len(), 1);
+    assert_eq!(searched_subspaces(&world), BTreeSet::from([0]));
+    let e = client.alter_space("s", add_tag()).await.unwrap_err();
+    assert_eq!(e.status(), Some(Status::BadAlteration), "{e}");
+
+    // Nothing backfills yet: the wait times out, saying how far the build got.
+    let e = client
+        .wait_built("s", Some(Duration::from_millis(300)))
+        .await
+        .unwrap_err();
+    assert_eq!(e.status(), Some(Status::Timeout), "{e}");
+    assert!(e.to_string().contains("0 of 8 key regions"), "{e}");
+
+    // A key region is backfilled every 20 ms, each in a configuration of its own.
+    let backfills = world.clone();
+    tokio::spawn(async move {
+        for region in 0..8 {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            let mut w = backfills.lock().unwrap();
+            let config = w.config.as_mut().unwrap();
+            config.epoch = Epoch(config.epoch.0 + 1);
+            let space = &mut config.spaces[0];
+            let since = space.build.as_ref().unwrap().since;
+            let done = BackfillRef {
+                space: space.id,
+                subspace: SubspaceId(2),
+                region,
+                since,
+            };
+            assert_eq!(space.complete_backfills(&[done]), 1);
+        }
+    });
+    let mut seen = vec![];
+    let built = client
+        .wait_built_with("s", Some(Duration::from_secs(10)), |s| {
+            seen.push(s.build.as_ref().map_or(8, |b| b.done.len()))
+        })
+        .await
+        .unwrap();
+    assert!(built.build.is_none());
+    assert_eq!(
+        built.schema.subspace(SubspaceId(2)).state,
+        SubspaceState::Serving
+    );
+    assert!(seen.len() >= 2, "progress was reported: {seen:?}");
+    assert!(seen.windows(2).all(|w| w[0] <= w[1]), "{seen:?}");
+    assert_eq!(seen.last(), Some(&8));
+    // Built: a search on tag uses it.
+    client.refresh().await.unwrap();
+    log(&world);
+    assert_eq!(client.search("s", tagged("t3")).await.unwrap().len(), 1);
+    assert_eq!(searched_subspaces(&world), BTreeSet::from([2]));
+    // Waiting on a space with nothing under way returns at once.
+    assert!(client.wait_built("s", None).await.unwrap().build.is_none());
+
+    // Subspace 1 (n) dropped: searches on n read the key subspace, and find the same objects.
+    client
+        .alter_space("s", SpaceChange::DropSubspace { subspace: 1 })
+        .await
+        .unwrap();
+    let config = client.configuration();
+    let space = config.space("s").unwrap();
+    assert_eq!(
+        space.schema.subspace(SubspaceId(1)).state,
+        SubspaceState::Dropped
+    );
+    assert!(space.replicas[1].is_empty());
+    log(&world);
+    let found = client
+        .search("s", vec![Predicate::equals("n", 2i64)])
+        .await
+        .unwrap();
+    let mut keys: Vec<Value> = found.into_iter().map(|r| r.key).collect();
+    keys.sort();
+    assert_eq!(
+        keys,
+        ["k12", "k17", "k2", "k7"].map(Value::from).to_vec(),
+        "i % 5 == 2"
+    );
+    assert_eq!(searched_subspaces(&world), BTreeSet::from([0]));
+    let e = client
+        .alter_space("s", SpaceChange::DropSubspace { subspace: 1 })
+        .await
+        .unwrap_err();
+    assert_eq!(
+        e.status(),
+        Some(Status::BadAlteration),
+        "dropped already: {e}"
+    );
+    // Writes go on; explain and a search of everything do not trip on the dropped subspace.
+    client.put("s", "k1", [("n", Value::Int(2))]).await.unwrap();
+    assert_eq!(
+        client
+            .count("s", vec![Predicate::equals("n", 2i64)])
+            .await
+            .unwrap(),
+        5
+    );
+    let e = client
+        .explain("s", vec![Predicate::equals("n", 2i64)])
+        .await
+        .unwrap();
+    assert_eq!(e.subspace, SubspaceId::KEY);
+    assert_eq!(client.search("s", vec![]).await.unwrap().len(), 20);
 }

@@ -1,10 +1,21 @@
 //! `tessera advise`: the workload (a file's text, or the trace printed as the same lines), the
 //! space's schema and object count, then the advisor (`tessera-advisor`), printed as JSON.
 
-use tessera_advisor::{advise as rank, parse_workload, AdvisorOptions, Calibration};
-use tessera_client::Client;
+use tessera_advisor::{advise as rank, parse_workload, Advice, AdvisorOptions, Calibration};
+use tessera_client::{Client, SpaceSchema, SubspaceState};
 
 use crate::Failure;
+
+/// The space as the advisor sees it: its subspaces are those writes go through (a dropped
+/// subspace is gone, one being built will serve), so that the `current` baseline is the
+/// configuration the space is getting.
+fn live_schema(mut schema: SpaceSchema) -> SpaceSchema {
+    schema.subspaces.retain(|s| s.is_written());
+    for s in &mut schema.subspaces {
+        s.state = SubspaceState::Serving;
+    }
+    schema
+}
 
 /// Ranks `space`'s subspace configurations for the workload in `text`. Without an `objects`
 /// line, the workload gets the space's current object count.
@@ -14,8 +25,8 @@ pub async fn advise(
     text: &str,
     top: usize,
     calibration: Calibration,
-) -> Result<serde_json::Value, Failure> {
-    let mut schema = client.describe_space(space).await?;
+) -> Result<Advice, Failure> {
+    let mut schema = live_schema(client.describe_space(space).await?);
     if !client.is_cluster() {
         // A standalone server is every region's only replica, whatever the space tolerates.
         schema.tolerate = 0;
@@ -31,9 +42,23 @@ pub async fn advise(
         clusters_reported: top,
         ..AdvisorOptions::default()
     };
-    let advice = rank(&schema, &workload, calibration, options)
-        .map_err(|e| Failure::Error(format!("advising on {space:?}: {e}")))?;
-    serde_json::to_value(&advice).map_err(|e| Failure::Error(format!("the advice as JSON: {e}")))
+    rank(&schema, &workload, calibration, options)
+        .map_err(|e| Failure::Error(format!("advising on {space:?}: {e}")))
+}
+
+pub fn to_json(advice: &Advice) -> Result<serde_json::Value, Failure> {
+    serde_json::to_value(advice).map_err(|e| Failure::Error(format!("the advice as JSON: {e}")))
+}
+
+/// The subspaces of the best configuration (the first of the first cluster), each as its
+/// attributes' names, besides the key subspace.
+pub fn best_subspaces(advice: &Advice) -> Result<Vec<Vec<String>>, Failure> {
+    advice
+        .clusters
+        .first()
+        .and_then(|c| c.configurations.first())
+        .map(|p| p.subspaces.clone())
+        .ok_or_else(|| Failure::Error("the advice ranks no configuration: nothing to apply".into()))
 }
 
 /// Whether some line of the workload gives the object count.
@@ -46,6 +71,40 @@ fn has_objects_line(text: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_advisor_sees_the_subspaces_writes_go_through() {
+        use tessera_client::SpaceChange;
+        let schema = tessera_types::parse_space(
+            "space h key id attributes string city, int stars subspace city subspace stars",
+        )
+        .unwrap();
+        let mut space =
+            tessera_client::SpaceConfig::owned_by(1, schema, &[tessera_client::ServerId(1)]);
+        let one = |t: &tessera_geometry::Tessellation| {
+            vec![vec![tessera_client::ServerId(1)]; t.regions_count() as usize]
+        };
+        space
+            .alter(2, &SpaceChange::DropSubspace { subspace: 1 }, one)
+            .unwrap();
+        let attributes = vec!["stars".to_owned(), "city".to_owned()];
+        space
+            .alter(3, &SpaceChange::AddSubspace { attributes }, one)
+            .unwrap();
+        let live = super::live_schema(space.schema.clone());
+        let names: Vec<Vec<&str>> = live
+            .subspaces
+            .iter()
+            .map(|s| {
+                s.dimensions
+                    .iter()
+                    .map(|&a| live.attribute(a).name.as_str())
+                    .collect()
+            })
+            .collect();
+        assert_eq!(names, [vec!["id"], vec!["stars"], vec!["stars", "city"]]);
+        assert!(live.subspaces.iter().all(|s| s.is_searchable()));
+    }
+
     #[test]
     fn an_objects_line_is_found_among_the_others() {
         assert!(super::has_objects_line(

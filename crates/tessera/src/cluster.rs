@@ -1,5 +1,8 @@
 //! The cluster commands: `tessera coordinator`, `tessera server`, `tessera dev --servers N`,
 //! `tessera status` and `tessera decommission`.
+//!
+//! `tessera status` lists each space's subspaces by id with their states (serving, building
+//! with its progress, dropped): see [`crate::alter`].
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -14,7 +17,7 @@ use tessera_storage::FsyncPolicy;
 use tessera_types::{ServerId, SubspaceId};
 use tokio::net::TcpListener;
 
-use crate::{wait_for_stop_signal, Failure};
+use crate::{alter, wait_for_stop_signal, Failure};
 
 /// `ID=HOST:PORT,...` into (id, address) pairs.
 fn parse_peers(text: &str) -> Result<Vec<(u64, String)>, Failure> {
@@ -244,8 +247,10 @@ fn regions_per_server(config: &Configuration) -> BTreeMap<ServerId, (u64, u64)> 
     let mut counts: BTreeMap<ServerId, (u64, u64)> =
         config.servers.iter().map(|s| (s.id, (0, 0))).collect();
     for space in &config.spaces {
-        for subspace in space.schema.subspace_ids() {
-            for set in &space.replicas[subspace.get()] {
+        // A dropped subspace keeps its slot, with no replica set.
+        for (n, regions) in space.replicas.iter().enumerate() {
+            let subspace = SubspaceId(n as u16);
+            for set in regions {
                 for (i, server) in set.iter().enumerate() {
                     let entry = counts.entry(*server).or_default();
                     entry.0 += 1;
@@ -363,9 +368,12 @@ pub async fn status(client: &Client, json: bool) -> Result<(), Failure> {
             }).collect::<Vec<_>>(),
             "spaces": config.spaces.iter().map(|s| serde_json::json!({
                 "name": s.schema.name, "id": s.id, "replicas": s.schema.tolerate + 1,
-                "subspaces": s.schema.subspaces.len(),
+                // Those writes go through (serving and building); `subspace_list` has them all.
+                "subspaces": alter::written_count(s),
                 "regions": s.replicas.iter().map(Vec::len).sum::<usize>(),
                 "transfers": s.transfers.len(),
+                "subspace_list": alter::subspaces_json(s),
+                "build": alter::build_json(s),
             })).collect::<Vec<_>>(),
         });
         println!("{value}");
@@ -442,8 +450,11 @@ pub async fn status(client: &Client, json: bool) -> Result<(), Failure> {
             "  {:<16} {} replicas, {} subspaces, {regions} regions{transfers}",
             s.schema.name,
             s.schema.tolerate + 1,
-            s.schema.subspaces.len()
+            alter::written_count(s)
         );
+        for id in s.schema.subspace_ids() {
+            println!("    {}", alter::subspace_text(s, id));
+        }
     }
     Ok(())
 }

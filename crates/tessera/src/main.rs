@@ -1,6 +1,7 @@
 //! `tessera`: run the local database, talk to it, benchmark it.
 
 mod advise;
+mod alter;
 mod calibrate;
 mod cluster;
 mod json;
@@ -169,6 +170,34 @@ enum Command {
     },
     /// Remove a space and all its objects.
     RmSpace { space: String },
+    /// Add or drop a subspace of a live space: `tessera alter-space hotels add-subspace
+    /// city,price` or `tessera alter-space hotels drop-subspace 2`.
+    ///
+    /// Reads, writes and searches go on throughout. An added subspace gets the next unused id
+    /// and is built from the objects already stored: from the moment it is added every write
+    /// goes through it too, while the servers copy the existing objects into it, key region by
+    /// key region; searches do not use it until every key region is done, and then it serves
+    /// them (`tessera status` shows it `building` with its progress, then `serving`; `--wait`
+    /// blocks until then, printing the progress). One subspace is built at a time per space.
+    /// A dropped subspace serves no search and no write goes through it from the next
+    /// configuration on; the servers drop its data.
+    ///
+    /// Subspace ids are stable: they are the ids `tessera status`, `tessera explain` and
+    /// `drop-subspace` use, a subspace keeps its id for the life of the space, and a dropped
+    /// subspace's id is never reused. A space uses at most 32 subspace ids over its life (the
+    /// key subspace, 0, is one and cannot be dropped): past that, create a new space.
+    ///
+    /// Prints a line saying what changed (with --wait, another once the subspace is built;
+    /// with --json, one JSON object: the subspace's id, attributes and state). Refused, changing
+    /// nothing, when an attribute is unknown, repeated, the key or not a string, int or float,
+    /// when a subspace over those attributes exists, while another subspace is being built, or
+    /// for a subspace id the space does not have.
+    AlterSpace {
+        /// The space's name.
+        space: String,
+        #[command(subcommand)]
+        change: AlterChange,
+    },
     /// Take a server out of the cluster without losing a replica: its regions move elsewhere,
     /// then it leaves.
     ///
@@ -184,7 +213,8 @@ enum Command {
         #[arg(long)]
         server: u64,
     },
-    /// List the spaces, one name per line (with --describe: their full descriptions).
+    /// List the spaces, one name per line (with --describe: their full descriptions, each
+    /// followed by its subspaces by id with their states, as `#` comments).
     ListSpaces {
         #[arg(long)]
         describe: bool,
@@ -247,6 +277,13 @@ enum Command {
     /// used. The model's constants are defaults measured on a 2-core machine: the ranking holds
     /// better than the absolute figures.
     ///
+    /// With --apply, the best configuration is then made the space's, live, by `alter-space`
+    /// changes: the subspaces it has that the space lacks (attribute sets compared in any
+    /// order) are added one at a time, each waited for until built (one build at a time), then
+    /// the subspaces it does not have are dropped (never the key subspace). Each change is
+    /// printed as one more JSON line after the advice's, then a last line with the subspaces
+    /// as they are.
+    ///
     /// Example: `tessera advise hotels --workload workload.jsonl --top 3`
     #[command(group(clap::ArgGroup::new("source").required(true).args(["workload", "from_trace"])))]
     Advise {
@@ -266,6 +303,13 @@ enum Command {
         /// measured on a 2-core machine).
         #[arg(long)]
         calibration: Option<PathBuf>,
+        /// Make the best configuration the space's (see above).
+        #[arg(long)]
+        apply: bool,
+        /// With --apply: give up waiting for a build after this many seconds (exit 2; the
+        /// build goes on). Without it, wait as long as each build takes.
+        #[arg(long, requires = "apply")]
+        wait_timeout: Option<f64>,
     },
     /// Measure the performance model's constants on this database: creates three scratch
     /// spaces (tessera_calibrate_*; one copy of each region), loads them, runs short closed-loop
@@ -290,6 +334,47 @@ enum Command {
     },
     /// Benchmark with the YCSB core workloads (against Tessera or, to compare, Redis).
     Bench(tessera_bench::BenchArgs),
+}
+
+#[derive(Subcommand)]
+enum AlterChange {
+    /// Add a subspace over these attributes (comma-separated), built from the existing objects;
+    /// it serves searches once built.
+    AddSubspace {
+        /// The subspace's attributes: `city,price` (or `city price`).
+        #[arg(required = true, num_args = 1.., value_delimiter = ',')]
+        attributes: Vec<String>,
+        /// Wait until the subspace is built and serves searches, printing the progress (key
+        /// regions backfilled) on stderr.
+        #[arg(long)]
+        wait: bool,
+        /// With --wait: give up waiting after this many seconds (exit 2; the build goes on).
+        /// Without it, wait as long as the build takes.
+        #[arg(long, requires = "wait")]
+        wait_timeout: Option<f64>,
+        /// One JSON object instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Drop subspace N (its id as `tessera status` lists it; not 0, the key subspace). Its id
+    /// is not reused.
+    DropSubspace {
+        subspace: u16,
+        /// One JSON object instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// A --wait-timeout in seconds, checked.
+fn wait_timeout(seconds: Option<f64>) -> Result<Option<std::time::Duration>, Failure> {
+    match seconds {
+        None => Ok(None),
+        Some(s) if s.is_finite() && s > 0.0 => Ok(Some(std::time::Duration::from_secs_f64(s))),
+        Some(s) => Err(Failure::Error(format!(
+            "--wait-timeout must be a positive number of seconds, not {s}"
+        ))),
+    }
 }
 
 /// How a command failed: exit 1 for "not found" and "condition failed", 2 for the rest.
@@ -451,13 +536,43 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             .await?
             .rm_space(&space)
             .await?),
+        Command::AlterSpace { space, change } => {
+            let (alteration, json) = match change {
+                AlterChange::AddSubspace {
+                    attributes,
+                    wait,
+                    wait_timeout: seconds,
+                    json,
+                } => (
+                    alter::Alteration::Add {
+                        attributes,
+                        wait,
+                        wait_timeout: wait_timeout(seconds)?,
+                    },
+                    json,
+                ),
+                AlterChange::DropSubspace { subspace, json } => {
+                    (alter::Alteration::Drop { subspace }, json)
+                }
+            };
+            let client = connect(&cli.addr, cli.timeout).await?;
+            alter::alter_space(&client, &space, alteration, json).await
+        }
         Command::Decommission { server } => {
             cluster::decommission(&connect(&cli.addr, cli.timeout).await?, ServerId(server)).await
         }
         Command::ListSpaces { describe } => {
-            for schema in connect(&cli.addr, cli.timeout).await?.list_spaces().await? {
+            let config = connect(&cli.addr, cli.timeout).await?.refresh().await?;
+            for space in &config.spaces {
+                let schema = &space.schema;
                 if describe {
-                    println!("{schema}");
+                    // The description, then each subspace by id with its state, as comments
+                    // (so the text is still a description `add-space` takes).
+                    print!("{schema}");
+                    for id in schema.subspace_ids() {
+                        println!("# {}", alter::subspace_text(space, id));
+                    }
+                    println!();
                 } else {
                     println!("{}", schema.name);
                 }
@@ -552,7 +667,10 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             minutes,
             top,
             calibration,
+            apply,
+            wait_timeout: seconds,
         } => {
+            let wait = wait_timeout(seconds)?;
             let calibration = match calibration {
                 None => tessera_advisor::Calibration::default(),
                 Some(path) => serde_json::from_str(&read_text(&path)?).map_err(|e| {
@@ -578,7 +696,12 @@ async fn run(cli: Cli) -> Result<(), Failure> {
                 }
             };
             let advice = advise::advise(&client, &space, &text, top as usize, calibration).await?;
-            print_line(&advice)
+            print_line(&advise::to_json(&advice)?)?;
+            if !apply {
+                return Ok(());
+            }
+            let best = advise::best_subspaces(&advice)?;
+            alter::apply(&client, &space, &best, wait).await
         }
         Command::Calibrate {
             objects,

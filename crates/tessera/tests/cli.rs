@@ -290,3 +290,406 @@ fn calibrate_then_advise_with_the_constants() {
     let advice: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
     assert_eq!(advice["calibration"], result["calibration"]);
 }
+
+/// The hotels of the alter-space tests: 20 objects over 16 partitions, subspace 1 (city,
+/// price); returns (key, city, stars, price) of each, as stored.
+fn hotels_for_alter(a: &str) -> Vec<(String, String, i64, i64)> {
+    let o = tessera_stdin(
+        a,
+        &["add-space"],
+        "space hotels key id attributes string city, int stars, int price \
+         subspace city, price create 16 partitions",
+    );
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let hotels: Vec<(String, String, i64, i64)> = (0..20)
+        .map(|n| (format!("h{n}"), format!("c{}", n % 4), n % 5, 10 * n))
+        .collect();
+    for (key, city, stars, price) in &hotels {
+        let object = format!(r#"{{"city": "{city}", "stars": {stars}, "price": {price}}}"#);
+        let o = tessera(a, &["put", "hotels", key, &object]);
+        assert_eq!(code(&o), 0, "{}", stderr(&o));
+    }
+    hotels
+}
+
+/// The keys `tessera search hotels PREDICATES` prints, sorted.
+fn searched_keys(a: &str, predicates: &[&str]) -> Vec<String> {
+    let mut args = vec!["search", "hotels"];
+    args.extend_from_slice(predicates);
+    let o = tessera(a, &args);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let mut keys: Vec<String> = stdout(&o)
+        .lines()
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            v["id"].as_str().unwrap().to_owned()
+        })
+        .collect();
+    keys.sort();
+    keys
+}
+
+/// The keys of the hotels `keep` selects, sorted: what a search must find.
+fn expected_keys(
+    hotels: &[(String, String, i64, i64)],
+    keep: impl Fn(&(String, String, i64, i64)) -> bool,
+) -> Vec<String> {
+    let mut keys: Vec<String> = hotels
+        .iter()
+        .filter(|h| keep(h))
+        .map(|h| h.0.clone())
+        .collect();
+    keys.sort();
+    keys
+}
+
+fn status_json(a: &str) -> serde_json::Value {
+    let o = tessera(a, &["status", "--json"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    serde_json::from_str(&stdout(&o)).unwrap()
+}
+
+/// `tessera alter-space`: refusals exit 2 with a message naming what is wrong and change
+/// nothing; an added subspace shows in `tessera status` (building, with its progress, or
+/// serving once built) and a dropped one shows dropped, keeping its id; searches find the
+/// same objects throughout. Passes whether or not the build completes (see
+/// `alter_space_builds_then_serves` for that).
+#[test]
+fn alter_space_errors_add_and_drop() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = DevServer::start(&dir.path().join("data"));
+    let a = server.addr.as_str();
+    let hotels = hotels_for_alter(a);
+    let epoch = status_json(a)["epoch"].clone();
+
+    for (args, wanted) in [
+        (
+            &["alter-space", "hotels", "add-subspace", "nope"][..],
+            "BADALTER",
+        ),
+        (
+            &["alter-space", "hotels", "add-subspace", "price,city"],
+            "subspace 1 spans those attributes already",
+        ),
+        (
+            &["alter-space", "hotels", "add-subspace", "stars,stars"],
+            "BADALTER",
+        ),
+        (&["alter-space", "hotels", "add-subspace", "id"], "BADALTER"),
+        (
+            &["alter-space", "hotels", "drop-subspace", "0"],
+            "key subspace",
+        ),
+        (
+            &["alter-space", "hotels", "drop-subspace", "9"],
+            "no subspace 9",
+        ),
+        (
+            &["alter-space", "nope", "drop-subspace", "1"],
+            "UNKNOWNSPACE",
+        ),
+        // Usage errors.
+        (&["alter-space", "hotels", "add-subspace"], "ATTRIBUTES"),
+        (&["alter-space", "hotels", "drop-subspace", "x"], "invalid"),
+        (
+            &[
+                "alter-space",
+                "hotels",
+                "add-subspace",
+                "stars",
+                "--wait-timeout",
+                "1",
+            ],
+            "--wait",
+        ),
+        (&["alter-space", "hotels", "rename"], "unexpected argument"),
+    ] {
+        let o = tessera(a, args);
+        assert_eq!(code(&o), 2, "{args:?}: {}", stdout(&o));
+        assert!(stderr(&o).contains(wanted), "{args:?}: {}", stderr(&o));
+        assert_eq!(stdout(&o), "", "{args:?}");
+    }
+    let o = tessera(a, &["alter-space", "hotels", "add-subspace", "nope"]);
+    assert!(
+        stderr(&o).starts_with("error: cannot alter space \"hotels\": BADALTER (8019): ")
+            && stderr(&o).contains("nope"),
+        "{}",
+        stderr(&o)
+    );
+    let status = status_json(a);
+    assert_eq!(status["epoch"], epoch, "nothing changed");
+    assert_eq!(
+        status["spaces"][0]["subspace_list"],
+        serde_json::json!([
+            {"id": 0, "attributes": ["id"], "state": "serving"},
+            {"id": 1, "attributes": ["city", "price"], "state": "serving"},
+        ])
+    );
+    assert_eq!(status["spaces"][0]["build"], serde_json::Value::Null);
+    let help = stdout(&tessera(a, &["alter-space", "--help"]));
+    for words in [
+        "built from the objects already stored",
+        "32 subspace ids",
+        "--wait",
+        "never reused",
+    ] {
+        assert!(help.contains(words), "{words:?} in {help}");
+    }
+
+    // Subspace 2 (stars) added: it is building (or built already, the space is small).
+    let o = tessera(a, &["alter-space", "hotels", "add-subspace", "stars"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(
+        stdout(&o).starts_with("added subspace 2 (stars) to hotels"),
+        "{}",
+        stdout(&o)
+    );
+    let status = status_json(a);
+    let space = &status["spaces"][0];
+    let added = &space["subspace_list"][2];
+    assert_eq!(
+        (&added["id"], &added["attributes"]),
+        (&2.into(), &serde_json::json!(["stars"]))
+    );
+    match added["state"].as_str().unwrap() {
+        "building" => {
+            assert_eq!(added["key_regions"], 16);
+            assert!(added["backfilled"].as_u64().unwrap() < 16);
+            assert_eq!(space["build"]["subspace"], 2);
+            assert_eq!(space["build"]["total"], 16);
+        }
+        "serving" => assert_eq!(space["build"], serde_json::Value::Null),
+        other => panic!("subspace 2 is {other}"),
+    }
+    assert_eq!(space["subspaces"], 3);
+    let text = stdout(&tessera(a, &["status"]));
+    assert!(text.contains("    subspace 0: id (serving)\n"), "{text}");
+    assert!(text.contains("    subspace 2: stars ("), "{text}");
+    // Searches go on, and find what they found before.
+    assert_eq!(
+        searched_keys(a, &["stars=3"]),
+        expected_keys(&hotels, |h| h.2 == 3)
+    );
+
+    // Subspace 1 dropped: it keeps its id, shows dropped, and searches on city still work.
+    let o = tessera(
+        a,
+        &["alter-space", "hotels", "drop-subspace", "1", "--json"],
+    );
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let dropped: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(dropped["action"], "drop-subspace");
+    assert_eq!(dropped["id"], 1);
+    assert_eq!(dropped["state"], "dropped");
+    assert_eq!(dropped["attributes"], serde_json::json!(["city", "price"]));
+    let status = status_json(a);
+    let space = &status["spaces"][0];
+    assert_eq!(space["subspace_list"][1]["state"], "dropped");
+    assert_eq!(space["subspaces"], 2);
+    let text = stdout(&tessera(a, &["status"]));
+    assert!(
+        text.contains("    subspace 1: city, price (dropped)\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("hotels           2 replicas, 2 subspaces"),
+        "{text}"
+    );
+    let described = stdout(&tessera(a, &["list-spaces", "--describe"]));
+    assert!(
+        described.contains("# subspace 1: city, price (dropped)\n"),
+        "{described}"
+    );
+    assert!(
+        !described.contains("\nsubspace city, price\n"),
+        "{described}"
+    );
+    assert!(described.contains("\nsubspace stars\n"), "{described}");
+    assert_eq!(
+        searched_keys(a, &["city=c1", "price<=100"]),
+        expected_keys(&hotels, |h| h.1 == "c1" && h.3 <= 100)
+    );
+    let o = tessera(a, &["explain", "hotels", "city=c1"]);
+    let explained: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_ne!(
+        explained["subspace"], 1,
+        "a dropped subspace serves no search"
+    );
+    let o = tessera(a, &["alter-space", "hotels", "drop-subspace", "1"]);
+    assert_eq!(code(&o), 2);
+    assert!(stderr(&o).contains("no subspace 1"), "{}", stderr(&o));
+    // Writes go on.
+    assert_eq!(
+        code(&tessera(a, &["put", "hotels", "h3", r#"{"city": "c9"}"#])),
+        0
+    );
+    assert_eq!(searched_keys(a, &["city=c9"]), ["h3"]);
+}
+
+/// Needs the server-side backfill: an added subspace is built from the existing objects and
+/// then serves searches (`--wait` blocks until then); a dropped id is not reused.
+#[test]
+fn alter_space_builds_then_serves() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = DevServer::start(&dir.path().join("data"));
+    let a = server.addr.as_str();
+    let hotels = hotels_for_alter(a);
+
+    let o = tessera(
+        a,
+        &[
+            "alter-space",
+            "hotels",
+            "add-subspace",
+            "stars",
+            "--wait",
+            "--wait-timeout",
+            "60",
+        ],
+    );
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let lines: Vec<String> = stdout(&o).lines().map(str::to_owned).collect();
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    assert!(
+        lines[0].starts_with("added subspace 2 (stars) to hotels"),
+        "{lines:?}"
+    );
+    assert!(
+        lines[1].starts_with("subspace 2 (stars) of hotels is built and serves searches"),
+        "{lines:?}"
+    );
+    let text = stdout(&tessera(a, &["status"]));
+    assert!(text.contains("    subspace 2: stars (serving)\n"), "{text}");
+    assert_eq!(
+        status_json(a)["spaces"][0]["build"],
+        serde_json::Value::Null
+    );
+    let o = tessera(a, &["explain", "hotels", "stars=3"]);
+    let explained: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(explained["subspace"], 2, "{explained}");
+    assert_eq!(
+        searched_keys(a, &["stars=3"]),
+        expected_keys(&hotels, |h| h.2 == 3)
+    );
+    assert_eq!(
+        searched_keys(a, &["stars>=2", "price<150"]),
+        expected_keys(&hotels, |h| h.2 >= 2 && h.3 < 150)
+    );
+
+    // Dropped ids are not reused: after dropping 1, the next subspace is 3.
+    assert_eq!(
+        code(&tessera(
+            a,
+            &["alter-space", "hotels", "drop-subspace", "1"]
+        )),
+        0
+    );
+    let o = tessera(
+        a,
+        &[
+            "alter-space",
+            "hotels",
+            "add-subspace",
+            "city",
+            "--wait",
+            "--json",
+        ],
+    );
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let added: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(
+        (&added["action"], &added["id"], &added["state"]),
+        (&"add-subspace".into(), &3.into(), &"serving".into())
+    );
+    let o = tessera(a, &["explain", "hotels", "city=c2"]);
+    let explained: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(explained["subspace"], 3, "{explained}");
+    assert_eq!(
+        searched_keys(a, &["city=c2"]),
+        expected_keys(&hotels, |h| h.1 == "c2")
+    );
+}
+
+/// Needs the server-side backfill: `tessera advise --apply` makes the best configuration the
+/// space's (adds what it lacks, waiting for each build, then drops what it does not have) and
+/// prints each change as a JSON line after the advice; applied again, it changes nothing.
+#[test]
+fn advise_apply_changes_the_subspaces() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = DevServer::start(&dir.path().join("data"));
+    let a = server.addr.as_str();
+    let hotels = hotels_for_alter(a);
+    let workload = "{\"p\": 1, \"search\": {\"stars\": \"eq\"}}\n";
+    let apply = |a: &str| -> Vec<serde_json::Value> {
+        let o = tessera_stdin(
+            a,
+            &[
+                "advise",
+                "hotels",
+                "--workload",
+                "-",
+                "--apply",
+                "--wait-timeout",
+                "60",
+            ],
+            workload,
+        );
+        assert_eq!(code(&o), 0, "{}", stderr(&o));
+        stdout(&o)
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    };
+    let lines = apply(a);
+    assert_eq!(
+        lines[0]["clusters"][0]["configurations"][0]["subspaces"],
+        serde_json::json!([["stars"]])
+    );
+    let actions: Vec<(String, u64)> = lines[1..]
+        .iter()
+        .map(|l| {
+            (
+                l["action"].as_str().unwrap().to_owned(),
+                l["subspace"].as_u64().unwrap_or(0),
+            )
+        })
+        .collect();
+    assert_eq!(
+        actions,
+        [
+            ("add-subspace".to_owned(), 2),
+            ("built".to_owned(), 2),
+            ("drop-subspace".to_owned(), 1),
+            ("applied".to_owned(), 0),
+        ]
+    );
+    assert_eq!(lines[3]["attributes"], serde_json::json!(["city", "price"]));
+    let last = lines.last().unwrap();
+    assert_eq!((&last["added"], &last["dropped"]), (&1.into(), &1.into()));
+    assert_eq!(
+        last["subspaces"],
+        serde_json::json!([
+            {"id": 0, "attributes": ["id"], "state": "serving"},
+            {"id": 1, "attributes": ["city", "price"], "state": "dropped"},
+            {"id": 2, "attributes": ["stars"], "state": "serving"},
+        ])
+    );
+    assert_eq!(
+        searched_keys(a, &["stars=4"]),
+        expected_keys(&hotels, |h| h.2 == 4)
+    );
+    // Applied again: nothing to change.
+    let lines = apply(a);
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    assert_eq!(
+        (&lines[1]["added"], &lines[1]["dropped"]),
+        (&0.into(), &0.into())
+    );
+    // --wait-timeout belongs to --apply.
+    let o = tessera_stdin(
+        a,
+        &["advise", "hotels", "--workload", "-", "--wait-timeout", "5"],
+        workload,
+    );
+    assert_eq!(code(&o), 2);
+}
