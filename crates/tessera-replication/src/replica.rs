@@ -894,8 +894,7 @@ impl Replica {
             let rt = &self.spaces[&space.id];
             for (r, set) in space.replicas[SubspaceId::KEY.get()].iter().enumerate() {
                 let region = RegionIndex(r as u32);
-                if set.first() != Some(&self.me) || build.done.binary_search(&region.0).is_ok()
-                {
+                if set.first() != Some(&self.me) || build.done.binary_search(&region.0).is_ok() {
                     continue;
                 }
                 let key = (space.id, region);

@@ -22,11 +22,22 @@ pub struct Cluster {
 }
 
 pub async fn server(dir: &std::path::Path, n: usize, coordinator: SocketAddr) -> Server {
+    server_with(dir, n, coordinator, |_| {}).await
+}
+
+/// A cluster server whose options `adjust` changes.
+pub async fn server_with(
+    dir: &std::path::Path,
+    n: usize,
+    coordinator: SocketAddr,
+    adjust: impl Fn(&mut ServerOptions),
+) -> Server {
     let mut options = ServerOptions::new(dir.join(format!("s{n}")), "127.0.0.1:0".parse().unwrap());
     options.cluster = Some(ClusterOptions {
         coordinators: vec![coordinator.to_string()],
         advertise: None,
     });
+    adjust(&mut options);
     Server::start(options)
         .await
         .expect("a cluster server starts")
@@ -39,6 +50,15 @@ impl Cluster {
 
     /// A cluster whose coordinator plans state transfers or not, whatever the default.
     pub async fn start_planning(servers: usize, plan_transfers: bool) -> Cluster {
+        Cluster::start_with(servers, plan_transfers, |_| {}).await
+    }
+
+    /// A cluster whose servers' options `adjust` changes.
+    pub async fn start_with(
+        servers: usize,
+        plan_transfers: bool,
+        adjust: impl Fn(&mut ServerOptions),
+    ) -> Cluster {
         let dir = tempfile::tempdir().unwrap();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let address = listener.local_addr().unwrap();
@@ -54,7 +74,7 @@ impl Cluster {
             .unwrap();
         let mut started = Vec::new();
         for n in 0..servers {
-            started.push(server(dir.path(), n, address).await);
+            started.push(server_with(dir.path(), n, address, &adjust).await);
         }
         Cluster {
             dir,

@@ -36,8 +36,15 @@ pub struct TestServer {
 
 impl TestServer {
     pub async fn start() -> TestServer {
+        TestServer::start_with(|_| {}).await
+    }
+
+    /// A server whose options `adjust` changes.
+    pub async fn start_with(adjust: impl Fn(&mut ServerOptions)) -> TestServer {
         let dir = tempfile::tempdir().expect("a temporary directory");
-        let server = start_in(&dir).await;
+        let mut options = ServerOptions::new(dir.path(), "127.0.0.1:0".parse().unwrap());
+        adjust(&mut options);
+        let server = Server::start(options).await.expect("starting the server");
         TestServer {
             server: Some(server),
             dir,

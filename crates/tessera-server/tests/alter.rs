@@ -1,0 +1,321 @@
+//! Live re-subspacing (`tessera alter-space`), standalone and in a cluster: a subspace added
+//! while clients write is built from the existing objects and then serves searches; one
+//! dropped stops serving them; all along, every search equals brute-force filtering of what
+//! the clients wrote (a model kept by the test, not read back from the store), and no
+//! acknowledged write is lost.
+//!
+//! The clients write in rounds: a round's writes are pipelined and all acknowledged before the
+//! round's searches run, so the model is exact when the searches compare with it. Rounds go
+//! on while the subspace is being built.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use common::cluster::{ask, Cluster};
+use common::TestServer;
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use tessera_client::{Client, Predicate, PredicateOp, Value};
+use tessera_protocol::{Configuration, Request, Response, SpaceChange, Status};
+use tessera_types::{Epoch, SubspaceId, SubspaceState};
+
+const OBJECTS: i64 = 3000;
+
+/// Backfills (paced with the transfers) at 32 KiB/s: the 3000 objects take a few seconds to
+/// copy, so that rounds of writes and searches run while the subspace is being built.
+fn slow_backfill(options: &mut tessera_server::ServerOptions) {
+    options.transfer_bytes_per_second = 32 * 1024;
+}
+const WRITES_PER_ROUND: usize = 150;
+
+/// What the clients wrote and had acknowledged: key -> (a, b), or absent.
+type Model = BTreeMap<String, (i64, i64)>;
+
+fn space(tolerate: u32) -> String {
+    format!(
+        "space t key k attributes int a, int b subspace a create 8 partitions tolerate {tolerate} failures"
+    )
+}
+
+/// One round of writes: puts that move objects in every subspace, and deletes.
+async fn write_round(client: &Client, model: &mut Model, rng: &mut StdRng) {
+    let mut writes = Vec::new();
+    let mut planned = Vec::new();
+    // One write per key in a round: the round's writes are concurrent.
+    let mut keys = std::collections::BTreeSet::new();
+    while keys.len() < WRITES_PER_ROUND {
+        keys.insert(rng.random_range(0..OBJECTS + 200));
+    }
+    for n in keys {
+        let key = format!("k{n}");
+        if rng.random_bool(0.1) {
+            planned.push((key.clone(), None));
+            writes.push(futures::future::Either::Left(client.del("t", key.clone())));
+        } else {
+            let (a, b) = (rng.random_range(0..1000), rng.random_range(0..1000));
+            planned.push((key.clone(), Some((a, b))));
+            writes.push(futures::future::Either::Right(client.put(
+                "t",
+                key.clone(),
+                [("a", a), ("b", b)],
+            )));
+        }
+    }
+    let results = futures::future::join_all(writes).await;
+    for ((key, value), result) in planned.into_iter().zip(results) {
+        match (value, result) {
+            (Some(v), Ok(())) => {
+                model.insert(key, v);
+            }
+            (None, Ok(())) => {
+                model.remove(&key);
+            }
+            (None, Err(e)) if e.status() == Some(Status::NotFound) => {
+                assert!(!model.contains_key(&key), "{key} was there: {e}");
+            }
+            (_, Err(e)) => panic!("a write of {key} failed: {e}"),
+        }
+    }
+}
+
+/// Searches on `a` and on `b` (ranges and equalities) equal brute-force filtering of the model.
+async fn check_searches(client: &Client, model: &Model, rng: &mut StdRng) {
+    for _ in 0..4 {
+        let attr = if rng.random_bool(0.5) { "a" } else { "b" };
+        let (lo, hi) = {
+            let x = rng.random_range(0..1000);
+            let y = rng.random_range(0..1000);
+            (x.min(y), x.max(y))
+        };
+        let equal = rng.random_bool(0.3);
+        let predicates = if equal {
+            vec![Predicate::equals(attr, lo)]
+        } else {
+            vec![
+                Predicate::new(attr, PredicateOp::GreaterEqual(Value::Int(lo))),
+                Predicate::new(attr, PredicateOp::LessEqual(Value::Int(hi))),
+            ]
+        };
+        let mut found: Vec<(String, i64, i64)> = client
+            .search("t", predicates.clone())
+            .await
+            .expect("a search")
+            .into_iter()
+            .map(|r| {
+                let Value::String(k) = r.key else {
+                    panic!("a string key")
+                };
+                let int = |name: &str| match r.attributes[name] {
+                    Value::Int(n) => n,
+                    ref other => panic!("{other:?}"),
+                };
+                (k, int("a"), int("b"))
+            })
+            .collect();
+        found.sort();
+        let expected: Vec<(String, i64, i64)> = model
+            .iter()
+            .filter(|(_, (a, b))| {
+                let v = if attr == "a" { *a } else { *b };
+                if equal {
+                    v == lo
+                } else {
+                    (lo..=hi).contains(&v)
+                }
+            })
+            .map(|(k, (a, b))| (k.clone(), *a, *b))
+            .collect();
+        if found != expected {
+            let extra: Vec<_> = found.iter().filter(|f| !expected.contains(f)).collect();
+            let missing: Vec<_> = expected.iter().filter(|e| !found.contains(e)).collect();
+            let extra: Vec<_> = extra.into_iter().take(5).collect();
+            let missing: Vec<_> = missing.into_iter().take(5).collect();
+            panic!("search {predicates:?}: {} found, {} expected; extra {extra:?}, missing {missing:?}", found.len(), expected.len());
+        }
+        let count = client.count("t", predicates).await.expect("a count");
+        assert_eq!(count as usize, expected.len());
+    }
+}
+
+async fn load(client: &Client, model: &mut Model) {
+    for chunk in (0..OBJECTS).collect::<Vec<_>>().chunks(500) {
+        let writes = chunk.iter().map(|n| {
+            client.put(
+                "t",
+                format!("k{n}"),
+                [("a", n % 1000), ("b", (n * 7) % 1000)],
+            )
+        });
+        for r in futures::future::join_all(writes).await {
+            r.expect("a load write");
+        }
+        for n in chunk {
+            model.insert(format!("k{n}"), (n % 1000, (n * 7) % 1000));
+        }
+    }
+}
+
+/// Sends `change` to `addr` (the server standalone, a coordinator in a cluster).
+async fn alter(addr: SocketAddr, change: SpaceChange) -> Response {
+    ask(
+        addr,
+        Epoch(0),
+        Request::AlterSpace {
+            space: "t".into(),
+            change,
+        },
+    )
+    .await
+}
+
+fn state_of(config: &Configuration, subspace: u16) -> SubspaceState {
+    config.space("t").expect("space t").schema.subspaces[subspace as usize].state
+}
+
+/// The whole scenario, against `client` and the address that takes alterations.
+async fn scenario(client: &Client, admin: SocketAddr) {
+    let mut rng = StdRng::seed_from_u64(9);
+    let mut model = Model::new();
+    load(client, &mut model).await;
+    check_searches(client, &model, &mut rng).await;
+
+    // Bad alterations change nothing.
+    let before = client.refresh().await.unwrap();
+    for bad in [
+        SpaceChange::AddSubspace {
+            attributes: vec!["nope".into()],
+        },
+        SpaceChange::AddSubspace {
+            attributes: vec!["a".into()],
+        },
+        SpaceChange::AddSubspace {
+            attributes: vec!["k".into()],
+        },
+        SpaceChange::DropSubspace { subspace: 0 },
+        SpaceChange::DropSubspace { subspace: 7 },
+    ] {
+        match alter(admin, bad.clone()).await {
+            Response::Error(e) => assert_eq!(e.status, Status::BadAlteration, "{bad:?}: {e}"),
+            other => panic!("{bad:?}: {other:?}"),
+        }
+    }
+    assert_eq!(
+        client.refresh().await.unwrap().space("t"),
+        before.space("t")
+    );
+
+    // Add a subspace over b while the clients write and search.
+    let added = tokio::spawn(alter(
+        admin,
+        SpaceChange::AddSubspace {
+            attributes: vec!["b".into()],
+        },
+    ));
+    let mut rounds = 0;
+    // The first rounds overlap the request itself.
+    while !added.is_finished() {
+        write_round(client, &mut model, &mut rng).await;
+        rounds += 1;
+    }
+    assert_eq!(added.await.unwrap(), Response::Done);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    let mut rounds_while_building = 0;
+    loop {
+        write_round(client, &mut model, &mut rng).await;
+        check_searches(client, &model, &mut rng).await;
+        rounds += 1;
+        let config = client.refresh().await.unwrap();
+        match state_of(&config, 2) {
+            SubspaceState::Serving => break,
+            SubspaceState::Building => rounds_while_building += 1,
+            SubspaceState::Dropped => panic!("dropped"),
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the subspace was not built in time: {:?}",
+            config.space("t").unwrap().build
+        );
+    }
+    eprintln!("{rounds} rounds, {rounds_while_building} while the subspace was being built");
+    assert!(
+        rounds_while_building > 0,
+        "the searches ran while the subspace was being built"
+    );
+    // Searches on b now use the new subspace, and still equal the model.
+    let explained = client
+        .explain("t", vec![Predicate::equals("b", 5i64)])
+        .await
+        .unwrap();
+    assert_eq!(explained.subspace, SubspaceId(2));
+    for _ in 0..3 {
+        write_round(client, &mut model, &mut rng).await;
+        check_searches(client, &model, &mut rng).await;
+    }
+
+    // Drop the subspace over a while the clients go on: searches on a fall back to another.
+    let dropped = tokio::spawn(alter(admin, SpaceChange::DropSubspace { subspace: 1 }));
+    while !dropped.is_finished() {
+        write_round(client, &mut model, &mut rng).await;
+    }
+    assert_eq!(dropped.await.unwrap(), Response::Done);
+    let config = client.refresh().await.unwrap();
+    assert_eq!(state_of(&config, 1), SubspaceState::Dropped);
+    for _ in 0..3 {
+        write_round(client, &mut model, &mut rng).await;
+        check_searches(client, &model, &mut rng).await;
+    }
+    let explained = client
+        .explain("t", vec![Predicate::equals("a", 5i64)])
+        .await
+        .unwrap();
+    assert_ne!(explained.subspace, SubspaceId(1));
+    // No acknowledged write is lost: every key reads as the model says.
+    for n in 0..OBJECTS + 200 {
+        let key = format!("k{n}");
+        let got = client.get("t", key.as_str()).await.unwrap();
+        let got = got.map(|r| (r.attributes["a"].clone(), r.attributes["b"].clone()));
+        let want = model
+            .get(&key)
+            .map(|(a, b)| (Value::Int(*a), Value::Int(*b)));
+        assert_eq!(got, want, "{key}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn alter_space_while_writing_standalone() {
+    let mut server = TestServer::start_with(slow_backfill).await;
+    let client = server.client().await;
+    client.add_space(&space(0)).await.unwrap();
+    scenario(&client, server.addr()).await;
+    // The alterations survive a restart: the dropped subspace stays dropped, the built one
+    // serves.
+    server.restart().await;
+    let client = server.client().await;
+    let config = client.refresh().await.unwrap();
+    assert_eq!(state_of(&config, 1), SubspaceState::Dropped);
+    assert_eq!(state_of(&config, 2), SubspaceState::Serving);
+    let explained = client
+        .explain("t", vec![Predicate::equals("b", 5i64)])
+        .await
+        .unwrap();
+    assert_eq!(explained.subspace, SubspaceId(2));
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn alter_space_while_writing_in_a_cluster() {
+    let cluster = Cluster::start_with(3, true, slow_backfill).await;
+    let client = cluster.client().await;
+    cluster.add_space(&client, &space(1)).await;
+    scenario(&client, cluster.coordinator.local_addr()).await;
+    // Every server dropped the subspace's storage and built the new one: its regions are on
+    // K servers each.
+    let config = client.refresh().await.unwrap();
+    cluster.settle(&config).await;
+    let t = config.space("t").unwrap();
+    assert!(t.replicas[1].is_empty());
+    assert!(t.replicas[2].iter().all(|set| set.len() == 2));
+}
