@@ -50,6 +50,31 @@ pub fn to_json(advice: &Advice) -> Result<serde_json::Value, Failure> {
     serde_json::to_value(advice).map_err(|e| Failure::Error(format!("the advice as JSON: {e}")))
 }
 
+/// The advice in short, one JSON line per ranked group (its first configuration) and per
+/// baseline: the subspaces and the predicted throughput, rounded to a whole operation a
+/// second (`tessera advise --summary`).
+pub fn summary_lines(advice: &Advice) -> Result<Vec<serde_json::Value>, Failure> {
+    let mut lines = Vec::new();
+    for cluster in &advice.clusters {
+        let Some(first) = cluster.configurations.first() else {
+            continue;
+        };
+        lines.push(serde_json::json!({
+            "rank": cluster.rank,
+            "subspaces": first.subspaces,
+            "throughput_ops_s": first.throughput_ops_s.round() as u64,
+        }));
+    }
+    for baseline in &advice.baselines {
+        lines.push(serde_json::json!({
+            "baseline": baseline.name,
+            "subspaces": baseline.prediction.subspaces,
+            "throughput_ops_s": baseline.prediction.throughput_ops_s.round() as u64,
+        }));
+    }
+    Ok(lines)
+}
+
 /// The subspaces of the best configuration (the first of the first cluster), each as its
 /// attributes' names, besides the key subspace.
 pub fn best_subspaces(advice: &Advice) -> Result<Vec<Vec<String>>, Failure> {

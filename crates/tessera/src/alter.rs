@@ -242,11 +242,10 @@ pub async fn alter_space(
                 .filter(|a| !a.is_empty())
                 .collect();
             let (id, mut config) = add(client, space, &attributes).await?;
-            let epoch = client.configuration().epoch;
             if wait {
                 if !json {
                     println!(
-                        "added subspace {} ({}) to {space} (configuration epoch {epoch}); waiting until it is built",
+                        "added subspace {} ({}) to {space}; waiting until it is built",
                         id.0,
                         attribute_names(&config, id).join(", ")
                     );
@@ -264,17 +263,17 @@ pub async fn alter_space(
             let names = attribute_names(&config, id).join(", ");
             match config.schema.subspace(id).state {
                 SubspaceState::Serving if wait => println!(
-                    "subspace {} ({names}) of {space} is built and serves searches (configuration epoch {epoch})",
+                    "subspace {} ({names}) of {space} is built and serves searches",
                     id.0
                 ),
                 SubspaceState::Serving => println!(
-                    "added subspace {} ({names}) to {space}: built already, it serves searches (configuration epoch {epoch})",
+                    "added subspace {} ({names}) to {space}: built already, it serves searches",
                     id.0
                 ),
                 _ => {
                     let (done, total) = progress(&config, id).unwrap_or((0, key_regions(&config)));
                     println!(
-                        "added subspace {} ({names}) to {space} (configuration epoch {epoch}): building from the \
+                        "added subspace {} ({names}) to {space}: building from the \
                          existing objects, {done}/{total} key regions so far; it serves searches once built \
                          (`tessera status` shows the progress)",
                         id.0
@@ -294,7 +293,7 @@ pub async fn alter_space(
                 return print_line(&value);
             }
             println!(
-                "dropped subspace {subspace} ({}) of {space} (configuration epoch {epoch}): no search uses it and no \
+                "dropped subspace {subspace} ({}) of {space}: no search uses it and no \
                  write goes through it; its id is not reused",
                 attributes.join(", ")
             );

@@ -303,6 +303,11 @@ enum Command {
         /// measured on a 2-core machine).
         #[arg(long)]
         calibration: Option<PathBuf>,
+        /// Print, instead of the whole advice, one line per ranked group (its first
+        /// configuration) and per baseline: `rank` or `baseline`, `subspaces`, and
+        /// `throughput_ops_s` rounded to a whole operation a second.
+        #[arg(long)]
+        summary: bool,
         /// Make the best configuration the space's (see above).
         #[arg(long)]
         apply: bool,
@@ -667,6 +672,7 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             minutes,
             top,
             calibration,
+            summary,
             apply,
             wait_timeout: seconds,
         } => {
@@ -696,7 +702,13 @@ async fn run(cli: Cli) -> Result<(), Failure> {
                 }
             };
             let advice = advise::advise(&client, &space, &text, top as usize, calibration).await?;
-            print_line(&advise::to_json(&advice)?)?;
+            if summary {
+                for line in advise::summary_lines(&advice)? {
+                    print_line(&line)?;
+                }
+            } else {
+                print_line(&advise::to_json(&advice)?)?;
+            }
             if !apply {
                 return Ok(());
             }
