@@ -320,7 +320,7 @@ mod tests {
 
     #[test]
     fn float_order_is_total_and_numeric() {
-        let mut v = vec![
+        let mut v = [
             Value::Float(2.5),
             Value::Float(-0.0),
             Value::Float(-3.0),
