@@ -126,6 +126,7 @@ impl Cluster {
         timeout: Duration,
     ) -> Result<Arc<Cluster>, ClientError> {
         let empty = Configuration {
+            model: None,
             epoch: Epoch(0),
             servers: vec![],
             spaces: vec![],

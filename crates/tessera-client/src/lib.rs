@@ -107,8 +107,9 @@ use std::sync::Arc;
 
 pub use error::ClientError;
 pub use tessera_protocol::{
-    Build, Configuration, Constraint, CoordinatorStatus, Explanation, RequestShape, ServerInfo,
-    ServerState, ShapeCount, SortOrder, SpaceChange, SpaceConfig, SpaceTrace, Status, WriteMode,
+    Build, Configuration, Constraint, CoordinatorStatus, Explanation, ModelConstants, RequestShape,
+    ServerInfo, ServerState, ShapeCount, SortOrder, SpaceChange, SpaceConfig, SpaceTrace, Status,
+    WriteMode,
 };
 pub use tessera_types::{
     Funcall, FuncallOp, NumOp, Predicate, PredicateOp, ServerId, SpaceSchema, SubspaceId,
@@ -393,6 +394,13 @@ impl Client {
     /// Refused with `BadAlteration` when the change cannot apply as the space stands (an
     /// unknown or repeated attribute, a subspace over those attributes already, a build under
     /// way, no such subspace, subspace 0, every id used; nothing changed), `UnknownSpace`.
+    /// Keeps the performance model's constants with the configuration (what `tessera
+    /// calibrate` measured), where `tessera advise` finds them. `Malformed` if a cost that must
+    /// be above 0 is not.
+    pub async fn set_model(&self, constants: ModelConstants) -> Result<(), ClientError> {
+        self.change_spaces(Request::SetModel { constants }).await
+    }
+
     pub async fn alter_space(&self, space: &str, change: SpaceChange) -> Result<(), ClientError> {
         self.change_spaces(Request::AlterSpace {
             space: space.to_owned(),

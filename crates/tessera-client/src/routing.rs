@@ -349,6 +349,7 @@ mod tests {
     fn routes_index_spaces_and_servers() {
         let space = space_with(|_, r| vec![ServerId(r as u64 % 3)]);
         let config = Configuration {
+            model: None,
             epoch: Epoch(4),
             servers: (0..3)
                 .map(|i| ServerInfo {
@@ -723,6 +724,7 @@ mod tests {
         }
         // Routes index an altered configuration like any other.
         let config = Configuration {
+            model: None,
             epoch: Epoch(9),
             servers: vec![],
             spaces: vec![only_key.clone()],

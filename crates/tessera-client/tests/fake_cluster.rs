@@ -385,6 +385,7 @@ async fn cluster() -> (Shared, Client) {
         });
     }
     world.lock().unwrap().config = Some(Configuration {
+        model: None,
         epoch: Epoch(1),
         servers,
         spaces: vec![],

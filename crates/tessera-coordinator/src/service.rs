@@ -355,6 +355,7 @@ async fn handle(shared: &Arc<Shared>, request: Request, received: Instant) -> Re
             )
             .await
         }
+        Request::SetModel { constants } => write(shared, Command::SetModel { constants }).await,
         Request::RegisterServer {
             token,
             address,
@@ -478,7 +479,8 @@ fn outcome_response(result: ApplyResult) -> Response {
             | CommandOutcome::MarkedOffline { .. }
             | CommandOutcome::TransfersCompleted { .. }
             | CommandOutcome::Decommissioned { .. }
-            | CommandOutcome::SpaceAltered { .. },
+            | CommandOutcome::SpaceAltered { .. }
+            | CommandOutcome::ModelSet { .. },
         )) => Response::Done,
         Some(Err(e)) => {
             let status = match &e {
@@ -501,6 +503,7 @@ fn outcome_response(result: ApplyResult) -> Response {
                 | CommandError::OfflineHoldsRegions { .. }
                 | CommandError::TransfersOff { .. } => Status::CmpFail,
                 CommandError::WouldUnderReplicate { .. } => Status::TooFewServers,
+                CommandError::UnusableModel(_) => Status::Malformed,
             };
             error(status, e.to_string())
         }

@@ -25,8 +25,8 @@ use std::collections::HashMap;
 use serde::{Deserialize, Serialize};
 use tessera_geometry::{RegionIndex, Tessellation};
 use tessera_protocol::{
-    AlterError, BackfillRef, Configuration, ServerInfo, ServerState, SpaceChange, SpaceConfig,
-    Transfer, TransferRef,
+    AlterError, BackfillRef, Configuration, ModelConstants, ServerInfo, ServerState, SpaceChange,
+    SpaceConfig, Transfer, TransferRef,
 };
 use tessera_types::{Epoch, SchemaError, ServerId, SpaceSchema, SubspaceId, SubspaceState};
 
@@ -75,6 +75,8 @@ pub struct ClusterState {
     pub spaces: Vec<SpaceConfig>,
     /// The id the next newly registered server gets. Ids start at 1 and are never reused.
     pub next_server_id: u64,
+    /// The performance model's constants, once `tessera calibrate` stored them.
+    pub model: Option<ModelConstants>,
     /// Whether commands plan state transfers ([`PLAN_TRANSFERS`] by default). A rule of the
     /// state machine, like its code, not replicated data: snapshots do not carry it, and every
     /// coordinator of a group must run with the same value (`CoordinatorOptions::plan_transfers`),
@@ -94,6 +96,7 @@ impl Default for ClusterState {
             servers: Vec::new(),
             spaces: Vec::new(),
             next_server_id: 1,
+            model: None,
             plan_transfers: PLAN_TRANSFERS,
         }
     }
@@ -161,6 +164,11 @@ pub enum Command {
         name: String,
         change: SpaceChange,
     },
+    /// `tessera calibrate`: the performance model's constants measured on this database,
+    /// kept with the configuration. Refused if unusable (see `ModelConstants::is_usable`).
+    SetModel {
+        constants: ModelConstants,
+    },
 }
 
 /// What a successful command did.
@@ -194,6 +202,10 @@ pub enum CommandOutcome {
     /// The subspace added (the next id) or dropped.
     SpaceAltered {
         subspace: u16,
+    },
+    /// The model's constants are the configuration's (`changed` false: they were already).
+    ModelSet {
+        changed: bool,
     },
 }
 
@@ -244,6 +256,8 @@ pub enum CommandError {
     Alter(AlterError),
     #[error("subspace {subspace} of the space is {state:?}: a new space's subspaces all serve (subspaces are added to a live space by alter-space)")]
     SubspaceNotServing { subspace: u16, state: SubspaceState },
+    #[error("model constants {0:?} would make some prediction free or impossible: every cost but the search's per-object one must be above 0")]
+    UnusableModel(ModelConstants),
 }
 
 impl ClusterState {
@@ -253,6 +267,7 @@ impl ClusterState {
             epoch: self.epoch,
             servers: self.servers.iter().map(|s| s.info.clone()).collect(),
             spaces: self.spaces.clone(),
+            model: self.model,
         }
     }
 
@@ -291,6 +306,7 @@ impl ClusterState {
             } => self.complete_transfers(id, incarnation, &done, &backfilled),
             Command::Decommission { id } => self.decommission(id),
             Command::AlterSpace { name, change } => self.alter_space(&name, &change),
+            Command::SetModel { constants } => self.set_model(constants),
         }?;
         if self.epoch != before {
             self.plan();
@@ -534,6 +550,18 @@ impl ClusterState {
         }
         self.bump();
         Ok(CommandOutcome::Decommissioned { id, removed: false })
+    }
+
+    fn set_model(&mut self, constants: ModelConstants) -> Result<CommandOutcome, CommandError> {
+        if !constants.is_usable() {
+            return Err(CommandError::UnusableModel(constants));
+        }
+        if self.model == Some(constants) {
+            return Ok(CommandOutcome::ModelSet { changed: false });
+        }
+        self.model = Some(constants);
+        self.bump();
+        Ok(CommandOutcome::ModelSet { changed: true })
     }
 
     fn rm_space(&mut self, name: &str) -> Result<CommandOutcome, CommandError> {
@@ -2610,6 +2638,54 @@ mod tests {
         assert_eq!(st, before);
     }
 
+    /// The model's constants join the configuration in a new epoch; the same again changes
+    /// nothing; unusable ones (a free chain hop) are refused and change nothing.
+    #[test]
+    fn model_constants_are_kept_with_the_configuration() {
+        let mut st = with_servers(1);
+        let constants = ModelConstants {
+            write_hop_ns: 119_000,
+            relocation_factor_milli: 1_000,
+            get_ns: 10_000,
+            search_base_ns: 0,
+            search_region_ns: 10_000,
+            search_object_ns: 700,
+        };
+        let before = st.epoch;
+        assert_eq!(
+            st.apply(Command::SetModel { constants }),
+            Ok(CommandOutcome::ModelSet { changed: true })
+        );
+        assert_eq!(st.epoch.0, before.0 + 1);
+        assert_eq!(st.configuration().model, Some(constants));
+        st.configuration().check().unwrap();
+        let same = st.clone();
+        assert_eq!(
+            st.apply(Command::SetModel { constants }),
+            Ok(CommandOutcome::ModelSet { changed: false })
+        );
+        assert_eq!(st, same);
+        for unusable in [
+            ModelConstants {
+                write_hop_ns: 0,
+                ..constants
+            },
+            ModelConstants {
+                search_base_ns: 0,
+                search_region_ns: 0,
+                ..constants
+            },
+        ] {
+            assert_eq!(
+                st.apply(Command::SetModel {
+                    constants: unusable
+                }),
+                Err(CommandError::UnusableModel(unusable))
+            );
+            assert_eq!(st, same);
+        }
+    }
+
     #[test]
     fn a_new_space_is_declared_never_built() {
         let mut st = with_servers(3);
@@ -3644,6 +3720,7 @@ mod tests {
             (Command::AlterSpace { name, change }, result) => {
                 check_alter(before, st, name, change, result)?;
             }
+            (Command::SetModel { .. }, _) => {}
             (Command::Decommission { id }, result) => {
                 let server = before.server(*id);
                 let others = before

@@ -427,6 +427,38 @@ pub struct Configuration {
     pub epoch: Epoch,
     pub servers: Vec<ServerInfo>,
     pub spaces: Vec<SpaceConfig>,
+    /// The performance model's constants as `tessera calibrate` measured them on this
+    /// database, if it did (`tessera advise` uses them).
+    pub model: Option<ModelConstants>,
+}
+
+/// The performance model's constants (`tessera_advisor::Calibration`), kept with the
+/// configuration: costs in nanoseconds, the relocation factor in thousandths, so that a
+/// configuration compares exactly (Raft replicas, caches).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ModelConstants {
+    /// One server of an update's chain.
+    pub write_hop_ns: u64,
+    /// What a replica set that relocates the object costs relative to one that overwrites it,
+    /// in thousandths.
+    pub relocation_factor_milli: u64,
+    /// A get.
+    pub get_ns: u64,
+    /// A search's fixed cost, and its cost per region contacted and per object read.
+    pub search_base_ns: u64,
+    pub search_region_ns: u64,
+    pub search_object_ns: u64,
+}
+
+impl ModelConstants {
+    /// Whether every prediction made with them is positive: a chain hop, a get and the
+    /// relocation factor cost something, and so does a search (its fixed or per-region cost).
+    pub fn is_usable(&self) -> bool {
+        self.write_hop_ns > 0
+            && self.get_ns > 0
+            && self.relocation_factor_milli > 0
+            && (self.search_base_ns > 0 || self.search_region_ns > 0)
+    }
 }
 
 /// Why a configuration received from elsewhere cannot be acted on.
@@ -449,6 +481,9 @@ impl Configuration {
                 reason,
             })
         };
+        if self.model.is_some_and(|m| !m.is_usable()) {
+            return fail(format!("model constants {:?} are not usable", self.model));
+        }
         let mut names = std::collections::BTreeSet::new();
         let mut ids = std::collections::BTreeSet::new();
         for space in &self.spaces {

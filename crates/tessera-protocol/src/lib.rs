@@ -22,8 +22,8 @@ pub mod status;
 pub mod trace;
 
 pub use config::{
-    AlterError, BackfillRef, Build, Configuration, ConfigurationError, Joined, ServerInfo,
-    ServerState, SpaceChange, SpaceConfig, Transfer, TransferRef,
+    AlterError, BackfillRef, Build, Configuration, ConfigurationError, Joined, ModelConstants,
+    ServerInfo, ServerState, SpaceChange, SpaceConfig, Transfer, TransferRef,
 };
 #[cfg(feature = "frame")]
 pub use frame::{

@@ -3,7 +3,9 @@
 use serde::{Deserialize, Serialize};
 use tessera_types::{Epoch, Funcall, Predicate, ServerId, SubspaceId, Value, Version};
 
-use crate::config::{BackfillRef, Configuration, ServerState, SpaceChange, TransferRef};
+use crate::config::{
+    BackfillRef, Configuration, ModelConstants, ServerState, SpaceChange, TransferRef,
+};
 use crate::status::ErrorReply;
 
 /// What a write requires of the key's current object.
@@ -173,6 +175,12 @@ pub enum Request {
         space: String,
         change: SpaceChange,
     },
+    /// Keeps the performance model's constants with the configuration (`tessera calibrate`).
+    /// To the coordinators in a cluster, to the server standalone. Answered by `Done`;
+    /// `Malformed` if some cost that must be above 0 is not.
+    SetModel {
+        constants: ModelConstants,
+    },
 }
 
 impl Request {
@@ -187,7 +195,8 @@ impl Request {
             | Request::Decommission { .. }
             | Request::WaitConfig { .. }
             | Request::CoordinatorStatus
-            | Request::PeerHello { .. } => None,
+            | Request::PeerHello { .. }
+            | Request::SetModel { .. } => None,
             Request::RmSpace { name } => Some(name),
             Request::Get { space, .. }
             | Request::Put { space, .. }

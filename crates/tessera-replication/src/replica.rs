@@ -538,6 +538,7 @@ impl Replica {
             me,
             incarnation,
             config: Arc::new(Configuration {
+                model: None,
                 epoch: Epoch(0),
                 servers: vec![],
                 spaces: vec![],

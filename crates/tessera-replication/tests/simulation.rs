@@ -373,6 +373,7 @@ fn first_configuration(
         }
     }
     Configuration {
+        model: None,
         epoch: Epoch(1),
         servers: ids
             .iter()

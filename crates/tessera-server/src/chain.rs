@@ -36,7 +36,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tessera_protocol::{
-    BackfillRef, Configuration, ErrorReply, Response, SpaceChange, SpaceConfig, Status,
+    BackfillRef, Configuration, ErrorReply, ModelConstants, Response, SpaceChange, SpaceConfig,
+    Status,
 };
 use tessera_replication::replica::RegionChunk;
 use tessera_replication::{
@@ -248,6 +249,13 @@ impl ChainLoop {
                             result.map_or_else(Response::Error, |()| Response::Done),
                         );
                     }
+                    LoopInput::SetModel { constants, reply } => {
+                        let result = self.on_set_model(constants);
+                        reply.send(
+                            self.view.epoch(),
+                            result.map_or_else(Response::Error, |()| Response::Done),
+                        );
+                    }
                     LoopInput::RmSpace { name, reply } => {
                         let result = self.on_rm_space(&name);
                         reply.send(
@@ -400,6 +408,17 @@ impl ChainLoop {
                 vec![vec![me]; t.regions_count() as usize]
             })
             .map_err(|e| ErrorReply::new(Status::BadAlteration, e.to_string()))?;
+        self.install(Arc::new(config))
+    }
+
+    /// A standalone server's calibration: the model's constants kept in its configuration.
+    fn on_set_model(&mut self, constants: ModelConstants) -> Result<(), ErrorReply> {
+        if self.view.config.model == Some(constants) {
+            return Ok(());
+        }
+        let mut config = Configuration::clone(&self.view.config);
+        config.epoch = Epoch(config.epoch.0 + 1);
+        config.model = Some(constants);
         self.install(Arc::new(config))
     }
 

@@ -245,6 +245,10 @@ async fn route(shared: &Arc<Shared>, frame: RequestFrame, replier: Replier) {
             schema,
             reply: replier,
         },
+        Job::SetModel { constants } => LoopInput::SetModel {
+            constants,
+            reply: replier,
+        },
         Job::AlterSpace { name, change } => LoopInput::AlterSpace {
             name,
             change,

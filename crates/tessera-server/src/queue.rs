@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use tessera_protocol::{Configuration, ErrorReply, SpaceChange};
+use tessera_protocol::{Configuration, ErrorReply, ModelConstants, SpaceChange};
 use tessera_replication::{Envelope, KeyWrite};
 use tessera_types::SpaceSchema;
 use tokio::sync::{mpsc, oneshot};
@@ -42,6 +42,10 @@ pub enum LoopInput {
         change: SpaceChange,
         reply: Replier,
     },
+    SetModel {
+        constants: ModelConstants,
+        reply: Replier,
+    },
     /// An envelope from a peer, checked by the connection it came on.
     Peer(Envelope),
     /// A configuration from the coordinators, checked.
@@ -58,7 +62,8 @@ impl LoopInput {
             LoopInput::Write { reply, .. }
             | LoopInput::AddSpace { reply, .. }
             | LoopInput::RmSpace { reply, .. }
-            | LoopInput::AlterSpace { reply, .. } => Some(reply),
+            | LoopInput::AlterSpace { reply, .. }
+            | LoopInput::SetModel { reply, .. } => Some(reply),
             LoopInput::Writes { .. }
             | LoopInput::Peer(_)
             | LoopInput::Config(_)

@@ -226,6 +226,7 @@ pub fn recover(
     address: SocketAddr,
 ) -> Result<Configuration, ServerError> {
     let mut config = load_config(dir)?.unwrap_or(Configuration {
+        model: None,
         epoch: Epoch(0),
         servers: vec![],
         spaces: vec![],

@@ -295,6 +295,7 @@ mod tests {
         let mut space =
             tessera_protocol::SpaceConfig::owned_by(2, schema, &[ServerId(1), ServerId(2)]);
         let config = |epoch: u64, space: &tessera_protocol::SpaceConfig| Configuration {
+            model: None,
             epoch: Epoch(epoch),
             servers: vec![],
             spaces: vec![space.clone()],
@@ -344,6 +345,7 @@ mod tests {
         .unwrap();
         let mut space = tessera_protocol::SpaceConfig::owned_by(2, schema, &[ServerId(1)]);
         let config = |epoch: u64, space: &tessera_protocol::SpaceConfig| Configuration {
+            model: None,
             epoch: Epoch(epoch),
             servers: vec![],
             spaces: vec![space.clone()],

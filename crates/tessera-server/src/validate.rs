@@ -10,7 +10,7 @@ use std::sync::Arc;
 use tessera_geometry::RegionIndex;
 use tessera_protocol::constants::DESCRIPTION_BYTES_MAX;
 use tessera_protocol::{
-    ErrorReply, Request, RequestFrame, Response, SortOrder, SpaceChange, Status,
+    ErrorReply, ModelConstants, Request, RequestFrame, Response, SortOrder, SpaceChange, Status,
 };
 use tessera_replication::KeyWrite;
 use tessera_types::constants::KEY_BYTES_MAX;
@@ -68,6 +68,9 @@ pub enum Job {
     AlterSpace {
         name: String,
         change: SpaceChange,
+    },
+    SetModel {
+        constants: ModelConstants,
     },
 }
 
@@ -195,6 +198,15 @@ pub fn validate(frame: RequestFrame, view: &View) -> Result<Job, ErrorReply> {
             name: space,
             change,
         }),
+        Request::SetModel { constants } => {
+            if !constants.is_usable() {
+                return Err(ErrorReply::new(
+                    Status::Malformed,
+                    format!("model constants {constants:?} would make some prediction free or impossible"),
+                ));
+            }
+            Ok(Job::SetModel { constants })
+        }
         Request::Trace {
             space: name,
             minutes,
@@ -288,9 +300,10 @@ pub fn validate(frame: RequestFrame, view: &View) -> Result<Job, ErrorReply> {
 /// and group operations to cluster clients (which send each server its regions).
 fn refuse_in_cluster(request: &Request) -> Result<(), ErrorReply> {
     let why = match request {
-        Request::AddSpace { .. } | Request::RmSpace { .. } | Request::AlterSpace { .. } => {
-            "send space changes to a coordinator"
-        }
+        Request::AddSpace { .. }
+        | Request::RmSpace { .. }
+        | Request::AlterSpace { .. }
+        | Request::SetModel { .. } => "send configuration changes to a coordinator",
         Request::Search { .. }
         | Request::Count { .. }
         | Request::SortedSearch { .. }
@@ -464,6 +477,7 @@ mod tests {
             })
             .collect();
         let config = Configuration {
+            model: None,
             epoch: Epoch(5),
             servers,
             spaces: vec![space],

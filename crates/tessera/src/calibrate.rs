@@ -3,14 +3,16 @@
 //! micro-workloads (gets; searches that contact 1 to all regions and return a few to all
 //! objects; writes whose chains hold 0 or 2 subspaces, moving the object or not), fits the
 //! constants with `tessera_advisor::fit`, drops the spaces and prints the constants with what
-//! was measured. `tessera advise --calibration FILE` uses what `--save FILE` wrote.
+//! was measured, and keeps the constants with the configuration (`ModelConstants`), where
+//! `tessera advise` finds them. `tessera advise --calibration FILE` uses what `--save FILE`
+//! wrote instead.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tessera_advisor::{fit, Calibration, Measurements, SearchMeasurement, WriteMeasurement};
-use tessera_client::{Client, Predicate, Value};
+use tessera_client::{Client, ModelConstants, Predicate, Value};
 
 use crate::Failure;
 
@@ -39,6 +41,33 @@ pub struct CalibrateOptions {
     pub seconds: f64,
     /// Requests in flight at once.
     pub concurrency: usize,
+}
+
+/// The constants as the configuration keeps them: costs in whole nanoseconds, the relocation
+/// factor in thousandths.
+pub fn to_model(c: &Calibration) -> ModelConstants {
+    let ns = |s: f64| (s * 1e9).round().max(0.0) as u64;
+    ModelConstants {
+        write_hop_ns: ns(c.write_hop_s),
+        relocation_factor_milli: (c.relocation_factor * 1e3).round().max(0.0) as u64,
+        get_ns: ns(c.get_s),
+        search_base_ns: ns(c.search_base_s),
+        search_region_ns: ns(c.search_region_s),
+        search_object_ns: ns(c.search_object_s),
+    }
+}
+
+/// The constants the configuration keeps, for the model.
+pub fn from_model(m: &ModelConstants) -> Calibration {
+    let s = |ns: u64| ns as f64 * 1e-9;
+    Calibration {
+        write_hop_s: s(m.write_hop_ns),
+        relocation_factor: m.relocation_factor_milli as f64 * 1e-3,
+        get_s: s(m.get_ns),
+        search_base_s: s(m.search_base_ns),
+        search_region_s: s(m.search_region_ns),
+        search_object_s: s(m.search_object_ns),
+    }
 }
 
 /// Runs the micro-workloads and fits the constants; returns them and the measurements.

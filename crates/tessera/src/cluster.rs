@@ -375,6 +375,8 @@ pub async fn status(client: &Client, json: bool) -> Result<(), Failure> {
                 "subspace_list": alter::subspaces_json(s),
                 "build": alter::build_json(s),
             })).collect::<Vec<_>>(),
+            // What `tessera calibrate` kept, if it ran; `tessera advise` uses it.
+            "model": config.model,
         });
         println!("{value}");
         return Ok(());
@@ -455,6 +457,18 @@ pub async fn status(client: &Client, json: bool) -> Result<(), Failure> {
         for id in s.schema.subspace_ids() {
             println!("    {}", alter::subspace_text(s, id));
         }
+    }
+    match &config.model {
+        Some(m) => println!(
+            "\nmodel constants (tessera calibrate): write hop {} µs, relocation factor {}, get {} µs, search {} µs + {} µs a region + {} µs an object",
+            m.write_hop_ns as f64 / 1e3,
+            m.relocation_factor_milli as f64 / 1e3,
+            m.get_ns as f64 / 1e3,
+            m.search_base_ns as f64 / 1e3,
+            m.search_region_ns as f64 / 1e3,
+            m.search_object_ns as f64 / 1e3,
+        ),
+        None => println!("\nmodel constants: the defaults (run tessera calibrate to measure them here)"),
     }
     Ok(())
 }

@@ -299,8 +299,9 @@ enum Command {
         /// How many groups of equally good configurations to print.
         #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=100))]
         top: u32,
-        /// The model's constants, as `tessera calibrate --save` wrote them (default: constants
-        /// measured on a 2-core machine).
+        /// The model's constants, as `tessera calibrate --save` wrote them (default: those
+        /// `tessera calibrate` kept with the configuration, else constants measured on a 2-core
+        /// machine).
         #[arg(long)]
         calibration: Option<PathBuf>,
         /// Print, instead of the whole advice, one line per ranked group (its first
@@ -320,9 +321,10 @@ enum Command {
     /// spaces (tessera_calibrate_*; one copy of each region), loads them, runs short closed-loop
     /// gets, searches (contacting one to every region) and writes (through no or two subspaces,
     /// moving the object or not), fits the constants and drops the spaces. Prints the constants
-    /// and the measurements as JSON; `--save FILE` keeps the constants for
-    /// `tessera advise --calibration FILE`. Takes about 8 × --seconds plus the loading; measure
-    /// on an otherwise idle database.
+    /// and the measurements as JSON, and keeps the constants with the configuration (standalone
+    /// or cluster), where `tessera advise` and `tessera status` find them (`--no-store`: only
+    /// print them); `--save FILE` also writes them for `tessera advise --calibration FILE`.
+    /// Takes about 8 × --seconds plus the loading; measure on an otherwise idle database.
     Calibrate {
         /// Objects loaded into each scratch space.
         #[arg(long, default_value_t = 2000, value_parser = clap::value_parser!(i64).range(100..=10_000_000))]
@@ -336,6 +338,9 @@ enum Command {
         /// Also write the constants (JSON) to this file.
         #[arg(long)]
         save: Option<PathBuf>,
+        /// Do not keep the constants with the configuration.
+        #[arg(long)]
+        no_store: bool,
     },
     /// Benchmark with the YCSB core workloads (against Tessera or, to compare, Redis).
     Bench(tessera_bench::BenchArgs),
@@ -677,13 +682,18 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             wait_timeout: seconds,
         } => {
             let wait = wait_timeout(seconds)?;
+            let client = connect(&cli.addr, cli.timeout).await?;
             let calibration = match calibration {
-                None => tessera_advisor::Calibration::default(),
+                None => client
+                    .refresh()
+                    .await?
+                    .model
+                    .as_ref()
+                    .map_or_else(tessera_advisor::Calibration::default, calibrate::from_model),
                 Some(path) => serde_json::from_str(&read_text(&path)?).map_err(|e| {
                     Failure::Error(format!("the calibration in {}: {e}", path.display()))
                 })?,
             };
-            let client = connect(&cli.addr, cli.timeout).await?;
             let text = match workload {
                 Some(path) => read_text(&path)?,
                 None => {
@@ -720,6 +730,7 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             seconds,
             concurrency,
             save,
+            no_store,
         } => {
             if !(seconds > 0.0 && seconds <= 600.0) {
                 return Err(Failure::Error(format!(
@@ -736,6 +747,12 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             if let Some(path) = save {
                 std::fs::write(&path, result["calibration"].to_string())
                     .map_err(|e| Failure::Error(format!("writing {}: {e}", path.display())))?;
+            }
+            if !no_store {
+                let fitted: tessera_advisor::Calibration =
+                    serde_json::from_value(result["calibration"].clone())
+                        .map_err(|e| Failure::Error(format!("the fitted constants: {e}")))?;
+                client.set_model(calibrate::to_model(&fitted)).await?;
             }
             print_line(&result)
         }

@@ -289,6 +289,35 @@ fn calibrate_then_advise_with_the_constants() {
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     let advice: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
     assert_eq!(advice["calibration"], result["calibration"]);
+
+    // Kept with the configuration, too (in whole nanoseconds): status shows them, and advise
+    // uses them without --calibration.
+    let status: serde_json::Value =
+        serde_json::from_str(&stdout(&tessera(a, &["status", "--json"]))).unwrap();
+    let fitted = &result["calibration"];
+    let ns = |name: &str| (fitted[name].as_f64().unwrap() * 1e9).round();
+    assert_eq!(
+        status["model"]["write_hop_ns"].as_f64(),
+        Some(ns("write_hop_s"))
+    );
+    assert_eq!(
+        status["model"]["search_region_ns"].as_f64(),
+        Some(ns("search_region_s"))
+    );
+    let o = tessera_stdin(
+        a,
+        &["advise", "hotels", "--workload", "-"],
+        "{\"p\": 1, \"search\": {\"city\": \"eq\"}}\n",
+    );
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let kept: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    for name in ["write_hop_s", "get_s", "search_region_s", "search_object_s"] {
+        let (got, want) = (
+            kept["calibration"][name].as_f64().unwrap(),
+            fitted[name].as_f64().unwrap(),
+        );
+        assert!((got - want).abs() <= 1e-9, "{name}: {got} against {want}");
+    }
 }
 
 /// The hotels of the alter-space tests: 20 objects over 16 partitions, subspace 1 (city,
