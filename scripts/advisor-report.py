@@ -19,6 +19,8 @@ Definitions (also in docs/advisor.md):
   spread         best run reaches the worst run of the configuration with the highest median
                  (their [min, max] ranges overlap, or it is that configuration)
   gain           advised median / baseline median - 1
+  disturbed      a run during which other processes used more than `quiet_cores` (from the
+                 CPU timeline bench-advisor.sh records in raw.json's "env")
 
 Python 3 standard library only.
 """
@@ -68,10 +70,10 @@ def kendall_tau_b(xs, ys):
 
 
 def label(config):
-    """A configuration's subspaces in short: `city | city,address`, or `(none)`."""
+    """A configuration's subspaces in short: `{city} {city,address}`, or `(none)`."""
     if not config["subspaces"]:
         return "(none)"
-    return " | ".join(",".join(s) for s in config["subspaces"])
+    return " ".join("{" + ",".join(s) + "}" for s in config["subspaces"])
 
 
 def is_sampled(config):
@@ -148,7 +150,20 @@ def summarize_workload(workload):
     }
 
 
-def summarize(report):
+def disturbed(run, env):
+    """Whether something else used more than env's `quiet_cores` while `run` was timed: some
+    sample of `other_cores_timeline` ([unix time, cores], each over the 2 s before it) overlaps
+    the run. None without a timeline (or a run without its start time)."""
+    timeline = (env or {}).get("other_cores_timeline")
+    start = run.get("started_unix_s")
+    if not timeline or start is None:
+        return None
+    end = start + run.get("elapsed_s", 0.0)
+    quiet = env.get("quiet_cores", 0.3)
+    return any(o > quiet for t, o in timeline if t > start and t - 2.0 < end)
+
+
+def summarize(report, env=None):
     workloads = [summarize_workload(w) for w in report["workloads"]]
     errors = [
         relative_error(c["predicted_ops_s"], c["median_ops_s"])
@@ -165,6 +180,11 @@ def summarize(report):
         "advised_strictly_best": sum(w["advised_is_measured_best"] for w in workloads),
         "workloads": len(workloads),
     }
+    flags = [disturbed(r, env) for w in report["workloads"] for c in w["configurations"] for r in c["runs"]]
+    if any(f is not None for f in flags):
+        overall["runs"] = len(flags)
+        overall["runs_disturbed"] = sum(bool(f) for f in flags)
+        overall["other_cores_max"] = env.get("other_cores_max")
     targets = {
         "mean_error_le_5pct": {
             "value": overall["mean_error"],
@@ -200,9 +220,10 @@ def settings_of(report):
 
 
 def load(path):
+    """(the advisor_eval section, the env bench-advisor.sh added or {})."""
     with open(path) as f:
         raw = json.load(f)
-    return raw.get("advisor_eval", raw)
+    return raw.get("advisor_eval", raw), raw.get("env", {})
 
 
 # ---- Markdown -------------------------------------------------------------------------------
@@ -235,7 +256,7 @@ def _kinds(config):
     return ", ".join(kinds)
 
 
-def markdown(report, summary):
+def markdown(report, summary, env=None):
     s = summary["settings"]
     lines = [
         f"Settings: {s['hotels']} hotels, {s['partitions']} partitions, {s['threads']} clients, "
@@ -262,6 +283,14 @@ def markdown(report, summary):
         f"within the runs' spread in {o['advised_best_within_spread']} of {o['workloads']} workloads "
         f"(strictly best in {o['advised_strictly_best']}).",
         "",
+    ]
+    if "runs_disturbed" in o:
+        lines += [
+            f"Other processes used more than {env.get('quiet_cores', 0.3):g} cores during {o['runs_disturbed']} of "
+            f"{o['runs']} timed runs (marked * below; at most {o['other_cores_max']:.2f} cores).",
+            "",
+        ]
+    lines += [
         "| target | value | met |",
         "|---|---|---|",
     ]
@@ -283,7 +312,7 @@ def markdown(report, summary):
                   "| subspaces | why | predicted | measured median | runs | error |",
                   "|---|---|---|---|---|---|"]
         for c in sorted(w["configurations"], key=lambda c: -c["predicted_ops_s"]):
-            runs = ", ".join(_ops(r["throughput_ops_s"]) for r in c["runs"])
+            runs = ", ".join(_ops(r["throughput_ops_s"]) + ("*" if disturbed(r, env) else "") for r in c["runs"])
             err = relative_error(c["predicted_ops_s"], c["median_ops_s"])
             lines.append(
                 f"| {label(c)} | {_kinds(c)} | {_ops(c['predicted_ops_s'])} | {_ops(c['median_ops_s'])} "
@@ -456,15 +485,17 @@ def svg_baselines(report):
 def main(argv):
     if len(argv) != 3:
         sys.exit(__doc__.split("\n\n")[1])
-    report = load(argv[1])
+    report, env = load(argv[1])
     out = argv[2]
     os.makedirs(out, exist_ok=True)
-    summary = summarize(report)
+    summary = summarize(report, env)
+    if env:
+        summary["env"] = {k: v for k, v in env.items() if k != "other_cores_timeline"}
     with open(os.path.join(out, "summary.json"), "w") as f:
         json.dump(summary, f, indent=1)
         f.write("\n")
     with open(os.path.join(out, "results.md"), "w") as f:
-        f.write(markdown(report, summary))
+        f.write(markdown(report, summary, env))
     with open(os.path.join(out, "scatter.svg"), "w") as f:
         f.write(svg_scatter(report))
     with open(os.path.join(out, "baselines.svg"), "w") as f:

@@ -82,7 +82,7 @@ class Summary(unittest.TestCase):
         self.assertAlmostEqual(s["tau_b"], 1 / 3)
         # With no-subspace (100, 100): three more concordant pairs: (5 - 1) / 6.
         self.assertAlmostEqual(s["tau_b_all"], 4 / 6)
-        self.assertEqual(s["measured_best"], "city | address")
+        self.assertEqual(s["measured_best"], "{city} {address}")
         self.assertFalse(s["advised_is_measured_best"])
         self.assertEqual(s["advised_measured_rank"], 2)
         # The advised configuration's best run (1000) reaches the best's worst (960).
@@ -121,8 +121,43 @@ class Summary(unittest.TestCase):
         self.assertTrue(all(v["met"] for v in s["targets"].values()))
 
 
+class Disturbed(unittest.TestCase):
+    def test_runs_overlapping_a_busy_sample(self):
+        env = {"quiet_cores": 0.3, "other_cores_timeline": [[100.0, 0.1], [102.0, 0.9], [104.0, 0.0]]}
+        # The sample at 102 covers (100, 102]: busy.
+        self.assertTrue(report.disturbed({"started_unix_s": 101.0, "elapsed_s": 0.5}, env))
+        self.assertTrue(report.disturbed({"started_unix_s": 99.0, "elapsed_s": 1.5}, env))
+        # (102, 104] was quiet, and so was (98, 100].
+        self.assertFalse(report.disturbed({"started_unix_s": 102.5, "elapsed_s": 1.0}, env))
+        self.assertFalse(report.disturbed({"started_unix_s": 98.5, "elapsed_s": 1.0}, env))
+        self.assertIsNone(report.disturbed({"started_unix_s": 1.0, "elapsed_s": 1.0}, {}))
+        self.assertIsNone(report.disturbed({"elapsed_s": 1.0}, env))
+
+    def test_counted_in_the_summary(self):
+        w = workload("A-RH", [
+            config([["city"]], 1000, [1000, 990], advised=True, top_rank=1),
+            config([], 100, [100, 100], baselines=["no-subspace"]),
+        ])
+        for i, r in enumerate(r for c in w["configurations"] for r in c["runs"]):
+            r["started_unix_s"], r["elapsed_s"] = 100.0 + 10 * i, 2.0
+        env = {"quiet_cores": 0.3, "other_cores_max": 1.2,
+               "other_cores_timeline": [[112.0, 1.2], [122.0, 0.0]]}
+        o = report.summarize({"workloads": [w]}, env)["overall"]
+        self.assertEqual((o["runs"], o["runs_disturbed"]), (4, 1))
+        self.assertNotIn("runs_disturbed", report.summarize({"workloads": [w]})["overall"])
+
+
 class Outputs(unittest.TestCase):
     def raw(self):
+        raw = self.raw_without_env()
+        for i, r in enumerate(r for w in raw["advisor_eval"]["workloads"]
+                              for c in w["configurations"] for r in c["runs"]):
+            r["started_unix_s"], r["elapsed_s"] = 100.0 + 10 * i, 2.0
+        raw["env"] = {"quiet_cores": 0.3, "other_cores_max": 0.8,
+                      "other_cores_timeline": [[101.0, 0.8], [111.0, 0.0]]}
+        return raw
+
+    def raw_without_env(self):
         return {"advisor_eval": {
             "hotels": 2000, "partitions": 64, "threads": 16, "duration_s": 2.0, "warmup_s": 1.0,
             "repetitions": 1, "seed": 1, "sample_top": 5, "sample_random": 5,
@@ -154,7 +189,10 @@ class Outputs(unittest.TestCase):
                 md = f.read()
             self.assertIn("| A-RH |", md)
             self.assertIn("### B-WH", md)
-            self.assertIn("city,address,postcode,tel", md)
+            self.assertIn("{city,address,postcode,tel}", md)
+            self.assertIn("during 1 of 4 timed runs", md)
+            self.assertIn("| 950* |", md)
+            self.assertEqual(summary["env"]["other_cores_max"], 0.8)
             scatter = ET.parse(os.path.join(out, "scatter.svg")).getroot()
             ns = "{http://www.w3.org/2000/svg}"
             # Two advised diamonds in the plot, plus one in the legend.

@@ -318,6 +318,9 @@ pub struct EvalConfiguration {
 #[derive(Clone, Debug, Serialize)]
 pub struct EvalRun {
     pub repetition: u32,
+    /// When the timed run started, in seconds since the Unix epoch (to match it with what
+    /// else the machine was doing).
+    pub started_unix_s: f64,
     /// Successful operations per second of the timed run.
     pub throughput_ops_s: f64,
     pub elapsed_s: f64,
@@ -574,6 +577,9 @@ async fn measure_once(
             )
             .await;
         }
+        let started_unix_s = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0.0, |d| d.as_secs_f64());
         let (report, tallies) =
             run_mix(&client, &shared, settings.threads, settings.duration, seed).await;
         let classes = workload
@@ -600,6 +606,7 @@ async fn measure_once(
         Ok((
             EvalRun {
                 repetition: 0,
+                started_unix_s,
                 throughput_ops_s: report.overall_throughput,
                 elapsed_s: report.elapsed_s,
                 operations: report.operations,
