@@ -67,6 +67,6 @@ bench-transfers:
 # three mixes each; for each, the advisor's top 5 configurations, 5 random others and every
 # baseline, measured on a local `tessera dev` (fresh data directory and port, removed after)
 # with constants from `tessera calibrate` on it; raw JSON, tables and SVG plots into
-# docs/advisor/. About 1 h 45 min with the defaults; knobs in scripts/bench-advisor.sh.
+# docs/advisor/. About 1 h 25 min with the defaults; knobs in scripts/bench-advisor.sh.
 bench-advisor:
 	CARGO="$(CARGO)" PYTHON="$(PYTHON)" scripts/bench-advisor.sh

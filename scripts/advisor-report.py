@@ -344,6 +344,12 @@ def _log_ticks(lo, hi):
     return ticks
 
 
+def _nice(v):
+    """The smallest 1, 2 or 5 × 10^k (or 2.5 × 10^k) not below v > 0: a round top for an axis."""
+    e = 10 ** math.floor(math.log10(v))
+    return next(m * e for m in (1, 2, 2.5, 5, 10) if m * e >= v)
+
+
 def _marker(kind, x, y, colour):
     if kind == "advised":
         pts = f"{x},{y - 7} {x + 7},{y} {x},{y + 7} {x - 7},{y}"
@@ -449,7 +455,8 @@ def svg_baselines(report):
         ox, oy = (k % cols) * pw + 10, (k // cols) * ph + 30
         bars = [("advised", advised_of(w))]
         bars += [(name, c) for name, c in sorted(baselines_of(w).items())]
-        vmax = max(max(c["max_ops_s"], c["predicted_ops_s"]) for _, c in bars) * 1.1
+        top_value = _nice(max(max(c["max_ops_s"], c["predicted_ops_s"]) for _, c in bars))
+        vmax = top_value * 1.1
         plot_h = ph - top - bottom + 20
         plot_w = pw - left - 10
         bw = plot_w / len(bars)
@@ -462,7 +469,7 @@ def svg_baselines(report):
         out.append(f'<line x1="{ox + left}" y1="{base_y}" x2="{ox + left + plot_w}" y2="{base_y}" stroke="black"/>')
         out.append(f'<line x1="{ox + left}" y1="{oy + top}" x2="{ox + left}" y2="{base_y}" stroke="black"/>')
         for frac in (0.0, 0.5, 1.0):
-            v = vmax / 1.1 * frac
+            v = top_value * frac
             out.append(f'<text x="{ox + left - 4}" y="{y(v) + 3:.1f}" text-anchor="end">{v:.0f}</text>')
         colour = FAMILY_COLOURS.get(w["name"][0], "grey")
         for i, (name, c) in enumerate(bars):

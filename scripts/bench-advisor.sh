@@ -81,6 +81,7 @@ def busy():
     return sum(v[:8]) - v[3] - v[4]
 
 def cpu(pids):
+    """CPU jiffies of `pids`, or None once one of them is gone."""
     total = 0
     for pid in pids:
         try:
@@ -88,20 +89,24 @@ def cpu(pids):
                 fields = f.read().rsplit(")", 1)[1].split()
             total += int(fields[11]) + int(fields[12])
         except OSError:
-            pass
+            return None
     return total
 
 def other(pids, seconds=2.0):
+    """Cores used by anything but `pids` over `seconds`; None if one of them ended meanwhile
+    (its jiffies would count as someone else's)."""
     b0, c0, t0 = busy(), cpu(pids), time.time()
     time.sleep(seconds)
     b1, c1, t1 = busy(), cpu(pids), time.time()
+    if c0 is None or c1 is None:
+        return None
     return max(0.0, (b1 - b0 - (c1 - c0)) / CLK / (t1 - t0))
 
 if mode == "wait":
     pids, start = sys.argv[4:], time.time()
     while True:
         o = other(pids)
-        if o < quiet:
+        if o is None or o < quiet:
             break
         if time.time() - start > max_wait:
             print(f"bench-advisor: machine still busy ({o:.2f} other cores) after {max_wait:.0f} s; running anyway", file=sys.stderr)
@@ -113,7 +118,8 @@ else:
     samples = []
     while os.path.exists(f"/proc/{pids[-1]}"):
         o = other(pids)
-        samples.append([round(time.time(), 1), round(o, 3)])
+        if o is not None:
+            samples.append([round(time.time(), 1), round(o, 3)])
     with open(out, "w") as f:
         json.dump(samples, f)
 PY

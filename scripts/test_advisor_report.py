@@ -203,6 +203,12 @@ class Outputs(unittest.TestCase):
             self.assertIn("A-RH", texts)
             self.assertIn("hyperspace", texts)
 
+    def test_nice_axis_tops(self):
+        self.assertEqual(report._nice(19549), 20000)
+        self.assertEqual(report._nice(20000), 20000)
+        self.assertEqual(report._nice(2100), 2500)
+        self.assertEqual(report._nice(0.7), 1)
+
     def test_log_ticks(self):
         self.assertEqual(report._log_ticks(10, 1000), [10, 20, 50, 100, 200, 500, 1000])
         self.assertTrue(math.isclose(report._log_ticks(1, 3)[-1], 2))
