@@ -1,5 +1,5 @@
 # The two commands of the README's quick start, and a few conveniences.
-.PHONY: dev install test test-rust test-go test-python test-long bench-build bench-failover bench-transfers
+.PHONY: dev install test test-rust test-go test-python test-scripts test-long bench-build bench-failover bench-transfers bench-advisor
 
 CARGO ?= cargo
 PYTHON ?= python3
@@ -19,7 +19,7 @@ install:
 # Every test: the linearizability checker's own tests, the Rust workspace (unit, property,
 # simulation, model and multi-process tests, the cluster test among them), then the Python
 # client's tests against a real `tessera dev` and a local cluster.
-test: test-go test-rust test-python
+test: test-go test-rust test-python test-scripts
 
 test-go:
 	$(GO) -C tools/lincheck vet ./...
@@ -38,6 +38,10 @@ test-python: $(VENV)/bin/python
 	$(CARGO) build --locked -p tessera
 	$(VENV)/bin/python -m pip install --quiet -r python/requirements-test.txt ./python
 	TESSERA_BIN=$(CURDIR)/target/debug/tessera $(VENV)/bin/python -m pytest -q python/tests
+
+# The statistics of scripts/advisor-report.py (Kendall's tau-b, errors, gains), standard library only.
+test-scripts:
+	$(PYTHON) -m unittest discover -s scripts -p 'test_*.py'
 
 bench-build:
 	$(CARGO) build --release --locked -p tessera
@@ -58,3 +62,11 @@ bench-failover:
 # JSON: every run and the medians). TESSERA_TRANSFER_MB_S sets the servers' --transfer-mb-s.
 bench-transfers:
 	$(CARGO) test --locked --release -p tessera --test transfers_bench -- --ignored --nocapture --test-threads 1
+
+# The advisor's evaluation (docs/advisor.md, seed 000 §5.2): the hotel workloads A, B and C in
+# three mixes each; for each, the advisor's top 5 configurations, 5 random others and every
+# baseline, measured on a local `tessera dev` (fresh data directory and port, removed after)
+# with constants from `tessera calibrate` on it; raw JSON, tables and SVG plots into
+# docs/advisor/. About 1 h 25 min with the defaults; knobs in scripts/bench-advisor.sh.
+bench-advisor:
+	CARGO="$(CARGO)" PYTHON="$(PYTHON)" scripts/bench-advisor.sh

@@ -1,7 +1,9 @@
 //! `tessera bench`: the YCSB core workloads A–F against Tessera or Redis, and three benchmarks
 //! of Tessera's own: `s` (a search fixing a whole subspace, against a get), `subspaces` (write
 //! latency against the number of subspaces, i.e. chain length: [`subspaces`]) and
-//! `search-fixed` (searches fixing 0–3 attributes of a subspace: [`search_fixed`]).
+//! `search-fixed` (searches fixing 0–3 attributes of a subspace: [`search_fixed`]); and
+//! `advisor-eval`, the evaluation of the performance model and configurator on seed 000's hotel
+//! workloads ([`advisor_eval`], [`hotels`]; docs/advisor.md).
 //!
 //! The `tessera` binary embeds [`BenchArgs`] as its `bench` subcommand, calls [`run`] and prints
 //! the [`Report`] as JSON. Everything that decides *what* is requested — the key distributions
@@ -32,8 +34,10 @@
 use std::io::IsTerminal;
 use std::time::Duration;
 
+pub mod advisor_eval;
 pub mod driver;
 pub mod generator;
+pub mod hotels;
 pub mod report;
 pub mod resp;
 pub mod search_fixed;
@@ -88,7 +92,10 @@ pub struct BenchArgs {
     /// subspaces, then --operations puts rewriting all ten, each moving the object in every
     /// subspace: chain length K(1+2S)); search-fixed (load --records objects into space `fixed`
     /// with subspace x, y, z, then --operations searches fixing --fixed of the three by
-    /// equality, plus what `explain` says of that query shape).
+    /// equality, plus what `explain` says of that query shape); advisor-eval (the performance
+    /// model against measurements on seed 000's hotel workloads, docs/advisor.md: for each
+    /// workload, --records hotels loaded into a fresh space per configuration, runs of
+    /// --duration-s seconds, 10 by default; make bench-advisor runs it in full).
     #[arg(long, short = 'w', value_enum, default_value_t = Workload::A)]
     pub workload: Workload,
 
@@ -136,6 +143,9 @@ pub struct BenchArgs {
     /// The load phase always completes, so a later run finds every record.
     #[arg(long)]
     pub duration_s: Option<f64>,
+
+    #[command(flatten, next_help_heading = "Workload advisor-eval")]
+    pub eval: advisor_eval::AdvisorEvalArgs,
 }
 
 /// Why a benchmark could not run. Failures of single operations are not errors: they are
@@ -260,6 +270,7 @@ pub async fn run(args: BenchArgs) -> Result<Report, BenchError> {
         run,
         subspaces: None,
         search_fixed: None,
+        advisor_eval: None,
     })
 }
 
@@ -275,6 +286,9 @@ async fn run_sweep(
             args.workload
         )));
     };
+    if args.workload == Workload::AdvisorEval {
+        return run_advisor_eval(addr, args, duration).await;
+    }
     let subspaces_plan = subspaces::SubspacesPlan::new(args.subspaces, args.partitions)
         .map_err(BenchError::InvalidArgs)?;
     let search_plan = search_fixed::SearchFixedPlan::new(args.fixed, args.partitions)
@@ -310,6 +324,7 @@ async fn run_sweep(
         run: None,
         subspaces: None,
         search_fixed: None,
+        advisor_eval: None,
     };
     if args.workload == Workload::Subspaces {
         let (load, run, extra) = sweep::run_subspaces(client, subspaces_plan, phases)
@@ -323,6 +338,91 @@ async fn run_sweep(
         (report.load, report.run, report.search_fixed) = (load, run, Some(extra));
     }
     Ok(report)
+}
+
+/// Workload `advisor-eval` ([`advisor_eval`]): plans every workload (pure, so bad options fail
+/// before anything is created), then measures.
+async fn run_advisor_eval(
+    addr: String,
+    args: BenchArgs,
+    duration: Option<Duration>,
+) -> Result<Report, BenchError> {
+    let eval = &args.eval;
+    let workloads = if eval.eval_workloads.is_empty() {
+        hotels::HotelWorkload::all()
+    } else {
+        eval.eval_workloads
+            .iter()
+            .map(|name| {
+                hotels::HotelWorkload::from_name(name).ok_or_else(|| {
+                    BenchError::InvalidArgs(format!(
+                        "--eval-workloads: no workload {name:?} (A-RH, A-BAL, A-WH, B-RH, B-BAL, B-WH, C-RH, C-BAL, C-WH)"
+                    ))
+                })
+            })
+            .collect::<Result<_, _>>()?
+    };
+    if !(eval.warmup_s.is_finite() && eval.warmup_s >= 0.0) {
+        return Err(BenchError::InvalidArgs(format!(
+            "--warmup-s {} is not a number of seconds",
+            eval.warmup_s
+        )));
+    }
+    let (calibration, calibration_source) = match &eval.calibration {
+        None => (
+            tessera_advisor::Calibration::default(),
+            "default".to_owned(),
+        ),
+        Some(path) => {
+            let text = std::fs::read_to_string(path).map_err(|e| {
+                BenchError::InvalidArgs(format!("--calibration {}: {e}", path.display()))
+            })?;
+            let c: tessera_advisor::Calibration = serde_json::from_str(&text).map_err(|e| {
+                BenchError::InvalidArgs(format!("--calibration {}: {e}", path.display()))
+            })?;
+            c.check().map_err(|e| {
+                BenchError::InvalidArgs(format!("--calibration {}: {e}", path.display()))
+            })?;
+            (c, path.display().to_string())
+        }
+    };
+    let options = advisor_eval::EvalOptions {
+        hotels: args.records,
+        partitions: args.partitions,
+        seed: args.seed,
+        workloads,
+        calibration,
+        top: eval.sample_top,
+        random: eval.sample_random,
+    };
+    let (census, planned) = advisor_eval::plan(&options).map_err(BenchError::InvalidArgs)?;
+    let settings = advisor_eval::Measure {
+        addr,
+        threads: args.threads,
+        duration: duration.unwrap_or(Duration::from_secs_f64(advisor_eval::DURATION_S_DEFAULT)),
+        warmup: Duration::from_secs_f64(eval.warmup_s),
+        repetitions: eval.repetitions,
+        progress: args.progress != ProgressMode::Never,
+    };
+    let report = advisor_eval::measure(settings, &options, calibration_source, census, planned)
+        .await
+        .map_err(|source| BenchError::Prepare {
+            target: args.target.clone(),
+            source,
+        })?;
+    Ok(Report {
+        target: args.target,
+        workload: args.workload,
+        records: args.records,
+        operations: args.operations,
+        threads: args.threads,
+        seed: args.seed,
+        load: None,
+        run: None,
+        subspaces: None,
+        search_fixed: None,
+        advisor_eval: Some(report),
+    })
 }
 
 fn show_progress(mode: ProgressMode) -> bool {
@@ -471,7 +571,7 @@ mod tests {
 
     #[tokio::test]
     async fn subspaces_and_search_fixed_need_tessera() {
-        for w in ["subspaces", "search-fixed"] {
+        for w in ["subspaces", "search-fixed", "advisor-eval"] {
             for target in ["memory://", "redis://127.0.0.1:1"] {
                 let r = run(args(&["--target", target, "-w", w])).await;
                 assert!(

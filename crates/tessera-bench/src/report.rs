@@ -30,6 +30,9 @@ pub struct Report {
     /// Workload `search-fixed` only: F, objects returned, and servers and regions contacted.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub search_fixed: Option<SearchFixedReport>,
+    /// Workload `advisor-eval` only: every workload's configurations, predicted and measured.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub advisor_eval: Option<crate::advisor_eval::AdvisorEvalReport>,
 }
 
 /// One phase (load or run).

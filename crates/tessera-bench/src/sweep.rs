@@ -74,7 +74,7 @@ async fn prepare(client: &Client, description: &str) -> Result<(), TargetError> 
 }
 
 /// Servers, replicas and mode, once `space` is in the client's configuration.
-async fn deployment(client: &Client, space: &str) -> Result<Deployment, TargetError> {
+pub(crate) async fn deployment(client: &Client, space: &str) -> Result<Deployment, TargetError> {
     let mut config = client.configuration();
     if config.space(space).is_none() {
         config = client.refresh().await.map_err(to_target_error)?;
@@ -108,7 +108,7 @@ async fn put(
 }
 
 /// Runs the load phase: object `n` for every ticket `n`, written by `attrs(n)`.
-async fn load(
+pub(crate) async fn load(
     client: &Client,
     space: &str,
     phases: &Phases,

@@ -115,6 +115,11 @@ pub enum Workload {
     /// servers contacted against how narrow the query is. Tessera only.
     #[serde(rename = "search-fixed")]
     SearchFixed,
+    /// The performance model's evaluation (seed 000 §5.2, docs/advisor.md): for each hotel
+    /// workload, the advisor's top configurations, random others and the baselines, each
+    /// loaded into a fresh space and measured. Tessera only.
+    #[serde(rename = "advisor-eval")]
+    AdvisorEval,
 }
 
 impl fmt::Display for Workload {
@@ -129,6 +134,7 @@ impl fmt::Display for Workload {
             Workload::S => "s",
             Workload::Subspaces => "subspaces",
             Workload::SearchFixed => "search-fixed",
+            Workload::AdvisorEval => "advisor-eval",
         };
         f.write_str(s)
     }
@@ -249,13 +255,23 @@ impl Workload {
                 distribution: Distribution::Uniform,
                 ..base
             },
+            // Nine mixes of searches and updates, all in `crate::hotels`.
+            Workload::AdvisorEval => WorkloadSpec {
+                search: 0.5,
+                update: 0.5,
+                distribution: Distribution::Uniform,
+                ..base
+            },
         }
     }
 
-    /// Whether the workload runs over the YCSB `usertable` space (every one but `subspaces`
-    /// and `search-fixed`, which create their own).
+    /// Whether the workload runs over the YCSB `usertable` space (every one but `subspaces`,
+    /// `search-fixed` and `advisor-eval`, which create their own).
     pub fn is_ycsb(self) -> bool {
-        !matches!(self, Workload::Subspaces | Workload::SearchFixed)
+        !matches!(
+            self,
+            Workload::Subspaces | Workload::SearchFixed | Workload::AdvisorEval
+        )
     }
 }
 

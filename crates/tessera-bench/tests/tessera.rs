@@ -1,7 +1,8 @@
 //! The Tessera target against a real in-process `tessera-server` on a loopback port: a tiny
-//! load and run of workloads A, C, E and S, and of subspaces and search-fixed, checking every
-//! operation succeeds and the counts add up. (Figures come from `scripts/bench.sh` and
-//! `scripts/bench-cluster.sh`, not from here: this is a correctness test.)
+//! load and run of workloads A, C, E and S, of subspaces and search-fixed, and of advisor-eval,
+//! checking every operation succeeds and the counts add up. (Figures come from
+//! `scripts/bench.sh`, `scripts/bench-cluster.sh` and `make bench-advisor`, not from here: this
+//! is a correctness test.)
 
 use clap::Parser;
 use tessera_bench::{run, BenchArgs, Report};
@@ -240,5 +241,109 @@ async fn subspaces_and_search_fixed_against_a_real_server() {
             "{w}: {r:?}"
         );
     }
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn advisor_eval_against_a_real_server() {
+    // One workload (B-WH: a search of one to four attributes, updates of price alone and of
+    // three attributes together), two rounds of every configuration, briefly.
+    let dir = tempfile::tempdir().expect("temp dir");
+    let server = Server::start(ServerOptions::new(
+        dir.path(),
+        "127.0.0.1:0".parse().unwrap(),
+    ))
+    .await
+    .expect("server starts");
+    let url = format!("tessera://{}", server.local_addr());
+    let eval_args = |workloads: &str| {
+        args(
+            &url,
+            &[
+                "-w",
+                "advisor-eval",
+                "--eval-workloads",
+                workloads,
+                "--records",
+                "300",
+                "-t",
+                "4",
+                "--duration-s",
+                "0.3",
+                "--warmup-s",
+                "0.1",
+                "--repetitions",
+                "2",
+                "--sample-top",
+                "2",
+                "--sample-random",
+                "1",
+            ],
+        )
+    };
+    let report = run(eval_args("b-wh")).await.expect("runs");
+    assert!(report.load.is_none() && report.run.is_none());
+    let eval = report.advisor_eval.expect("advisor_eval section");
+    assert_eq!((eval.hotels, eval.repetitions), (300, 2));
+    assert_eq!(eval.calibration_source, "default");
+    let deployment = eval.deployment.as_ref().expect("ran");
+    assert_eq!((deployment.servers, deployment.replicas), (1, 1));
+    let names: Vec<&str> = eval.workloads.iter().map(|w| w.name.as_str()).collect();
+    assert_eq!(names, ["B-WH"]);
+    for w in &eval.workloads {
+        assert!(w.workload_file.contains("{\"objects\":300}"));
+        assert_eq!(w.configurations[0].labels.top_rank, Some(1));
+        assert!(w.configurations[0].labels.advised);
+        assert!(
+            w.configurations.len() >= 4,
+            "{}: 2 top, 1 random, baselines",
+            w.name
+        );
+        for c in &w.configurations {
+            assert_eq!(c.runs.len(), 2, "{}: {:?}", w.name, c.subspaces);
+            assert!(c.predicted_ops_s > 0.0);
+            assert!(c.min_ops_s <= c.median_ops_s && c.median_ops_s <= c.max_ops_s);
+            for r in &c.runs {
+                assert_eq!(r.errors, 0, "{}: {:?}: {r:?}", w.name, c.subspaces);
+                assert!(r.throughput_ops_s > 0.0 && r.load_ops_s > 0.0);
+                assert_eq!(r.classes.len(), w.classes.len());
+                assert_eq!(r.classes.iter().map(|k| k.count).sum::<u64>(), r.operations);
+                for k in &r.classes {
+                    // Searches look for real hotels: city alone finds several, the others one
+                    // (none only if an update of that hotel was in flight).
+                    if let (Some(mean), Some(empty)) = (k.returned_mean, k.empty) {
+                        assert!(mean >= 0.8, "{}: {k:?}", w.name);
+                        assert!(empty * 5 <= k.count.max(5), "{}: {k:?}", w.name);
+                    }
+                }
+            }
+        }
+    }
+    // The space is gone after every configuration; an existing one is never dropped.
+    let client = tessera_client::Client::connect(&server.local_addr().to_string())
+        .await
+        .expect("connects");
+    assert!(client
+        .describe_space(tessera_bench::hotels::SPACE_NAME)
+        .await
+        .is_err());
+    client
+        .add_space(&tessera_bench::hotels::space_description(&[], 8))
+        .await
+        .expect("creates");
+    let refused = run(eval_args("C-RH")).await;
+    assert!(
+        matches!(&refused, Err(e) if e.to_string().contains("remove it first")),
+        "{refused:?}"
+    );
+    assert!(client
+        .describe_space(tessera_bench::hotels::SPACE_NAME)
+        .await
+        .is_ok());
+    let bad = run(eval_args("D-RH")).await;
+    assert!(matches!(
+        bad,
+        Err(tessera_bench::BenchError::InvalidArgs(_))
+    ));
     server.shutdown().await;
 }

@@ -1,0 +1,210 @@
+#!/usr/bin/env bash
+# Reproduces docs/advisor.md end to end (`make bench-advisor`): builds the release binary, starts
+# a `tessera dev` on a free loopback port with a fresh data directory (pinned to one CPU, the
+# client to the other), measures the model's constants on it (`tessera calibrate`), runs
+# `tessera bench -w advisor-eval` (the nine hotel workloads of seed 000 §5.2: for each, the
+# advisor's top configurations, random others and every baseline, each measured on a freshly
+# loaded space), stops the server, and turns the raw JSON into the figures with
+# scripts/advisor-report.py. Progress goes to stderr.
+#
+# Usage: scripts/bench-advisor.sh
+#
+# Knobs (environment):
+#   HOTELS=20000      hotels loaded into each configuration's space
+#   SECONDS_RUN=10    seconds of each timed run (closed loop)
+#   WARMUP=2          seconds of the workload's mix before each timed run
+#   RUNS=3            timed runs per configuration (each on a freshly loaded space)
+#   THREADS=16        closed-loop clients (tessera calibrate uses 16 too)
+#   WORKLOADS=        comma-separated subset of A-RH … C-WH (default: all nine)
+#   CALIBRATE=1       measure the constants first (0: the advisor's defaults)
+#   OUT_DIR=docs/advisor   where raw.json, calibration.json, summary.json, results.md and the SVGs go
+#   SERVER_CPU=0 CLIENT_CPU=1   taskset CPU lists (ignored without taskset)
+#   QUIET_CORES=0.3   before calibrating and before the evaluation, wait until other processes
+#   QUIET_MAX_WAIT=600  use less than this many cores (at most this many seconds); during the
+#                     evaluation their use is sampled every 2 s into raw.json's "env"
+#
+# Needs: cargo, python3; taskset if available. Only 127.0.0.1 is used.
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+HOTELS="${HOTELS:-20000}"
+SECONDS_RUN="${SECONDS_RUN:-10}"
+WARMUP="${WARMUP:-2}"
+RUNS="${RUNS:-3}"
+THREADS="${THREADS:-16}"
+WORKLOADS="${WORKLOADS:-}"
+CALIBRATE="${CALIBRATE:-1}"
+OUT_DIR="${OUT_DIR:-docs/advisor}"
+SERVER_CPU="${SERVER_CPU:-0}"
+CLIENT_CPU="${CLIENT_CPU:-1}"
+CARGO="${CARGO:-cargo}"
+PYTHON="${PYTHON:-python3}"
+
+log() { echo "bench-advisor: $*" >&2; }
+
+log "$CARGO build --release --locked -p tessera"
+"$CARGO" build --release --locked -p tessera >&2
+BIN="${CARGO_TARGET_DIR:-$PWD/target}/release/tessera"
+[ -x "$BIN" ] || { log "no binary at $BIN"; exit 2; }
+
+pin_server=() pin_client=()
+if command -v taskset >/dev/null; then
+    pin_server=(taskset -c "$SERVER_CPU")
+    pin_client=(taskset -c "$CLIENT_CPU")
+fi
+
+WORK="$(mktemp -d /tmp/tessera-bench-advisor.XXXXXX)"
+SERVER_PID=""
+cleanup() {
+    if [ -n "$SERVER_PID" ] && kill -0 "$SERVER_PID" 2>/dev/null; then
+        kill -TERM "$SERVER_PID" 2>/dev/null || true
+        wait "$SERVER_PID" 2>/dev/null || true
+    fi
+    rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+# Other processes' CPU use (cores), from /proc: `wait SERVER_PID` returns once they use less
+# than QUIET_CORES over 2 s (at most QUIET_MAX_WAIT s); `watch OUT PID…` samples every 2 s while
+# the last PID lives and writes the timeline (Unix time, cores used by anything but PIDs).
+QUIET_CORES="${QUIET_CORES:-0.3}"
+QUIET_MAX_WAIT="${QUIET_MAX_WAIT:-600}"
+monitor() {
+    "$PYTHON" - "$QUIET_CORES" "$QUIET_MAX_WAIT" "$@" <<'PY'
+import json, os, sys, time
+quiet, max_wait, mode = float(sys.argv[1]), float(sys.argv[2]), sys.argv[3]
+CLK = os.sysconf("SC_CLK_TCK")
+
+def busy():
+    with open("/proc/stat") as f:
+        v = [int(x) for x in f.readline().split()[1:]]
+    return sum(v[:8]) - v[3] - v[4]
+
+def cpu(pids):
+    """CPU jiffies of `pids`, or None once one of them is gone."""
+    total = 0
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            total += int(fields[11]) + int(fields[12])
+        except OSError:
+            return None
+    return total
+
+def other(pids, seconds=2.0):
+    """Cores used by anything but `pids` over `seconds`; None if one of them ended meanwhile
+    (its jiffies would count as someone else's)."""
+    b0, c0, t0 = busy(), cpu(pids), time.time()
+    time.sleep(seconds)
+    b1, c1, t1 = busy(), cpu(pids), time.time()
+    if c0 is None or c1 is None:
+        return None
+    return max(0.0, (b1 - b0 - (c1 - c0)) / CLK / (t1 - t0))
+
+if mode == "wait":
+    pids, start = sys.argv[4:], time.time()
+    while True:
+        o = other(pids)
+        if o is None or o < quiet:
+            break
+        if time.time() - start > max_wait:
+            print(f"bench-advisor: machine still busy ({o:.2f} other cores) after {max_wait:.0f} s; running anyway", file=sys.stderr)
+            break
+        print(f"bench-advisor: machine busy ({o:.2f} other cores); waiting", file=sys.stderr)
+        time.sleep(8)
+else:
+    out, pids = sys.argv[4], sys.argv[5:]
+    samples = []
+    while os.path.exists(f"/proc/{pids[-1]}"):
+        o = other(pids)
+        if o is not None:
+            samples.append([round(time.time(), 1), round(o, 3)])
+    with open(out, "w") as f:
+        json.dump(samples, f)
+PY
+}
+
+free_port() {
+    "$PYTHON" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# Start the server; its stdout says when it is ready ("tessera dev: ready on ADDR, …").
+ADDR=""
+for attempt in 1 2 3 4 5; do
+    port="$(free_port)"
+    rm -rf "$WORK/data"
+    "${pin_server[@]}" "$BIN" dev --data-dir "$WORK/data" --listen "127.0.0.1:$port" \
+        >"$WORK/server.out" 2>"$WORK/server.log" &
+    SERVER_PID=$!
+    for _ in $(seq 300); do
+        grep -q "ready on 127.0.0.1:$port" "$WORK/server.out" 2>/dev/null && break
+        kill -0 "$SERVER_PID" 2>/dev/null || break
+        sleep 0.1
+    done
+    if grep -q "ready on 127.0.0.1:$port" "$WORK/server.out" && kill -0 "$SERVER_PID" 2>/dev/null; then
+        ADDR="127.0.0.1:$port"
+        break
+    fi
+    log "tessera dev did not start on port $port (attempt $attempt): $(tail -3 "$WORK/server.log")"
+    kill -TERM "$SERVER_PID" 2>/dev/null || true
+    wait "$SERVER_PID" 2>/dev/null || true
+    SERVER_PID=""
+done
+[ -n "$ADDR" ] || { log "cannot start tessera dev"; exit 2; }
+log "tessera dev on $ADDR (pid $SERVER_PID), data in $WORK/data"
+
+mkdir -p "$OUT_DIR"
+load_before="$(cut -d' ' -f1 /proc/loadavg)"
+started="$(date -u +%Y-%m-%dT%H:%M:%SZ)"
+monitor wait "$SERVER_PID"
+calibration_args=()
+if [ "$CALIBRATE" = 1 ]; then
+    log "tessera calibrate"
+    "${pin_client[@]}" "$BIN" --addr "$ADDR" calibrate --save "$OUT_DIR/calibration.json" >"$WORK/calibrate.json"
+    cp "$WORK/calibrate.json" "$OUT_DIR/calibrate-measurements.json"
+    calibration_args=(--calibration "$OUT_DIR/calibration.json")
+fi
+workload_args=()
+[ -n "$WORKLOADS" ] && workload_args=(--eval-workloads "$WORKLOADS")
+
+log "tessera bench -w advisor-eval: $HOTELS hotels, $RUNS x ${SECONDS_RUN}s after ${WARMUP}s, $THREADS clients"
+monitor wait "$SERVER_PID"
+"${pin_client[@]}" "$BIN" bench --target "tessera://$ADDR" -w advisor-eval \
+    --records "$HOTELS" --threads "$THREADS" --duration-s "$SECONDS_RUN" --warmup-s "$WARMUP" \
+    --repetitions "$RUNS" "${calibration_args[@]}" "${workload_args[@]}" \
+    >"$WORK/raw.json" &
+CLIENT_PID=$!
+monitor watch "$WORK/other.json" "$SERVER_PID" "$CLIENT_PID" &
+MONITOR_PID=$!
+wait "$CLIENT_PID" || { log "tessera bench failed"; exit 2; }
+wait "$MONITOR_PID" || true
+
+# Where and when it ran, beside the measurements.
+"$PYTHON" - "$WORK/raw.json" "$OUT_DIR/raw.json" "$load_before" "$started" "$WORK/other.json" "$QUIET_CORES" <<'PY'
+import json, os, subprocess, sys, time
+raw = json.load(open(sys.argv[1]))
+try:
+    other = json.load(open(sys.argv[5]))
+except (OSError, ValueError):
+    other = []
+cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
+git = subprocess.run(["git", "describe", "--always", "--dirty"], capture_output=True, text=True).stdout.strip()
+raw["env"] = {"git": git, "cpu": cpu, "nproc": os.cpu_count(), "started": sys.argv[4],
+              "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+              "loadavg_1m_before": float(sys.argv[3]), "loadavg_1m_after": os.getloadavg()[0],
+              # CPU used by anything but the server and the client, every 2 s of the evaluation.
+              "quiet_cores": float(sys.argv[6]),
+              "other_cores_max": max((o for _, o in other), default=None),
+              "other_cores_mean": sum(o for _, o in other) / len(other) if other else None,
+              "other_cores_timeline": other}
+with open(sys.argv[2], "w") as f:
+    json.dump(raw, f, indent=1)
+    f.write("\n")
+PY
+kill -TERM "$SERVER_PID" 2>/dev/null || true
+wait "$SERVER_PID" 2>/dev/null || true
+SERVER_PID=""
+
+"$PYTHON" scripts/advisor-report.py "$OUT_DIR/raw.json" "$OUT_DIR"
+log "done: $OUT_DIR/raw.json, summary.json, results.md, scatter.svg, baselines.svg"
