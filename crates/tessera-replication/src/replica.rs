@@ -415,6 +415,14 @@ struct KeyState {
 }
 
 impl KeyState {
+    /// A backfill's rewrite of the key is in flight or held here (its point leader).
+    fn rewrite_under_way(&self) -> bool {
+        self.in_flight
+            .values()
+            .any(|c| *c == Some(ClientId::BACKFILL))
+            || self.held.iter().any(|(c, _)| *c == ClientId::BACKFILL)
+    }
+
     fn is_idle(&self) -> bool {
         self.in_flight.is_empty()
             && self.held.is_empty()
@@ -940,13 +948,8 @@ impl Replica {
                 .get_mut(&(space, region))
                 .expect("listed above");
             b.outstanding.retain(|k| {
-                keys.get(&(space, k.clone())).is_some_and(|state| {
-                    state
-                        .in_flight
-                        .values()
-                        .any(|c| *c == Some(ClientId::BACKFILL))
-                        || state.held.iter().any(|(c, _)| *c == ClientId::BACKFILL)
-                })
+                keys.get(&(space, k.clone()))
+                    .is_some_and(KeyState::rewrite_under_way)
             });
             loop {
                 let b = self
@@ -1015,10 +1018,7 @@ impl Replica {
         let under_way = self
             .keys
             .get(&(rt.config.id, key.clone()))
-            .is_some_and(|s| {
-                s.in_flight.values().any(|c| *c == Some(ClientId::BACKFILL))
-                    || s.held.iter().any(|(c, _)| *c == ClientId::BACKFILL)
-            });
+            .is_some_and(KeyState::rewrite_under_way);
         if under_way {
             if let Some(b) = self.backfills.get_mut(&(rt.config.id, region)) {
                 b.outstanding.insert(key);
