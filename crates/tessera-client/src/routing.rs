@@ -99,11 +99,7 @@ pub(crate) fn check_key(schema: &SpaceSchema, key: Value) -> Result<Value, Clien
 
 /// The replica set of a region, empty when the configuration has none for it.
 fn replicas(space: &SpaceConfig, subspace: SubspaceId, region: RegionIndex) -> &[ServerId] {
-    space
-        .replicas
-        .get(subspace.get())
-        .and_then(|regions| regions.get(region.0 as usize))
-        .map_or(&[], Vec::as_slice)
+    space.replica_set(subspace, region).unwrap_or(&[])
 }
 
 /// The replicas a search may ask for a region: its complete replicas (all but a transfer's

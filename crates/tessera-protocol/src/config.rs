@@ -309,6 +309,23 @@ impl SpaceConfig {
         &self.replicas[subspace.get()][region.0 as usize]
     }
 
+    /// The replica set of a region, if this configuration has that region: not when the
+    /// subspace or region is out of range (names from elsewhere), nor for a dropped subspace,
+    /// which has no regions.
+    pub fn replica_set(&self, subspace: SubspaceId, region: RegionIndex) -> Option<&[ServerId]> {
+        self.replicas
+            .get(subspace.get())
+            .and_then(|sets| sets.get(region.0 as usize))
+            .map(Vec::as_slice)
+    }
+
+    /// Whether `server` is in the replica set of `region` of `subspace` (see
+    /// [`SpaceConfig::replica_set`]).
+    pub fn holds(&self, subspace: SubspaceId, region: RegionIndex, server: ServerId) -> bool {
+        self.replica_set(subspace, region)
+            .is_some_and(|set| set.contains(&server))
+    }
+
     /// The transfer under way into `region` of `subspace`, if any.
     pub fn transfer_at(&self, subspace: SubspaceId, region: RegionIndex) -> Option<&Transfer> {
         self.transfers
@@ -406,13 +423,11 @@ impl SpaceConfig {
     /// Drops the join records of servers no longer in their region's replica set (call after
     /// taking servers out of sets).
     pub fn forget_departed(&mut self) {
-        let replicas = &self.replicas;
-        self.joined.retain(|j| {
-            replicas
-                .get(j.subspace.get())
-                .and_then(|sets| sets.get(j.region.0 as usize))
-                .is_some_and(|set| set.contains(&j.server))
-        });
+        let joined = std::mem::take(&mut self.joined);
+        self.joined = joined
+            .into_iter()
+            .filter(|j| self.holds(j.subspace, j.region, j.server))
+            .collect();
     }
 
     /// The member that streams `transfer` its region: the one just before the target.
@@ -569,10 +584,7 @@ impl Configuration {
             }
             let mut regions = std::collections::BTreeSet::new();
             for t in &space.transfers {
-                let set = space
-                    .replicas
-                    .get(t.subspace.get())
-                    .and_then(|sets| sets.get(t.region.0 as usize));
+                let set = space.replica_set(t.subspace, t.region);
                 let fits = set.is_some_and(|set| {
                     set.len() >= 2
                         && set.last() == Some(&t.to)
@@ -587,11 +599,7 @@ impl Configuration {
             }
             let mut members = std::collections::BTreeSet::new();
             for j in &space.joined {
-                let member = space
-                    .replicas
-                    .get(j.subspace.get())
-                    .and_then(|sets| sets.get(j.region.0 as usize))
-                    .is_some_and(|set| set.contains(&j.server));
+                let member = space.holds(j.subspace, j.region, j.server);
                 if !member || !members.insert((j.subspace, j.region, j.server)) {
                     return fail(format!(
                         "space {:?}: join record {j:?} names no member of its region",

@@ -215,12 +215,10 @@ fn check_ack(a: &ChainAck, me: ServerId, config: &Configuration) -> Result<(), E
         subspace: a.subspace.0,
         region: a.region.0,
     };
-    let Some(regions) = space.replicas.get(a.subspace.get()) else {
-        return Err(not_held);
-    };
-    match regions.get(a.region.0 as usize) {
-        Some(set) if set.contains(&me) => Ok(()),
-        _ => Err(not_held),
+    if space.holds(a.subspace, a.region, me) {
+        Ok(())
+    } else {
+        Err(not_held)
     }
 }
 

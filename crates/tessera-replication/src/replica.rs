@@ -274,11 +274,7 @@ impl SpaceRuntime {
     /// Whether `me` is in the replica set of `location` (none: a dropped subspace has no
     /// regions).
     fn holds(&self, me: ServerId, (subspace, region): Location) -> bool {
-        self.config
-            .replicas
-            .get(subspace.get())
-            .and_then(|sets| sets.get(region.0 as usize))
-            .is_some_and(|set| set.contains(&me))
+        self.config.holds(subspace, region, me)
     }
 
     /// Whether `subspace` is being built: it does not hold every object yet.

@@ -38,11 +38,7 @@ impl ServedSpace {
     /// replica set, if only as a state transfer's target still catching up.
     pub fn owns(&self, subspace: SubspaceId, region: RegionIndex) -> bool {
         // A dropped subspace has no regions.
-        self.config
-            .replicas
-            .get(subspace.get())
-            .and_then(|sets| sets.get(region.0 as usize))
-            .is_some_and(|set| set.contains(&self.me))
+        self.config.holds(subspace, region, self.me)
     }
 
     /// Whether this server may answer reads of `region` of `subspace`: it is a member of the
