@@ -50,7 +50,7 @@ use tokio::sync::{mpsc, oneshot};
 use crate::errors::{read_only, storage_error};
 use crate::outbox::Replier;
 use crate::peers::Peers;
-use crate::queue::LoopInput;
+use crate::queue::{LocalChange, LoopInput};
 use crate::state::Shared;
 use crate::transfers::{Report, TransferReports};
 use crate::view::{Mode, ServedSpace, View};
@@ -231,33 +231,15 @@ impl ChainLoop {
                         done,
                     } => self.on_writes(&space, writes, done),
                     // Answered once the configuration is installed (persisted, in the view).
-                    LoopInput::AddSpace { schema, reply } => {
-                        let result = self.on_add_space(schema);
-                        reply.send(
-                            self.view.epoch(),
-                            result.map_or_else(Response::Error, |()| Response::Done),
-                        );
-                    }
-                    LoopInput::AlterSpace {
-                        name,
-                        change,
-                        reply,
-                    } => {
-                        let result = self.on_alter_space(&name, &change);
-                        reply.send(
-                            self.view.epoch(),
-                            result.map_or_else(Response::Error, |()| Response::Done),
-                        );
-                    }
-                    LoopInput::SetModel { constants, reply } => {
-                        let result = self.on_set_model(constants);
-                        reply.send(
-                            self.view.epoch(),
-                            result.map_or_else(Response::Error, |()| Response::Done),
-                        );
-                    }
-                    LoopInput::RmSpace { name, reply } => {
-                        let result = self.on_rm_space(&name);
+                    LoopInput::Change { change, reply } => {
+                        let result = match change {
+                            LocalChange::AddSpace(schema) => self.on_add_space(schema),
+                            LocalChange::RmSpace(name) => self.on_rm_space(&name),
+                            LocalChange::AlterSpace { name, change } => {
+                                self.on_alter_space(&name, &change)
+                            }
+                            LocalChange::SetModel(constants) => self.on_set_model(constants),
+                        };
                         reply.send(
                             self.view.epoch(),
                             result.map_or_else(Response::Error, |()| Response::Done),

@@ -241,21 +241,8 @@ async fn route(shared: &Arc<Shared>, frame: RequestFrame, replier: Replier) {
                 reply: replier,
             }
         }
-        Job::AddSpace { schema } => LoopInput::AddSpace {
-            schema,
-            reply: replier,
-        },
-        Job::SetModel { constants } => LoopInput::SetModel {
-            constants,
-            reply: replier,
-        },
-        Job::AlterSpace { name, change } => LoopInput::AlterSpace {
-            name,
+        Job::Change(change) => LoopInput::Change {
             change,
-            reply: replier,
-        },
-        Job::RmSpace { name } => LoopInput::RmSpace {
-            name,
             reply: replier,
         },
     };

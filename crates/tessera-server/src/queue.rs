@@ -13,6 +13,16 @@ use crate::view::ServedSpace;
 /// Inputs queued for the chain loop before senders wait (backpressure).
 const QUEUE_MAX: usize = 8192;
 
+/// A configuration change a standalone server makes itself (a cluster server's come from the
+/// coordinators).
+#[derive(Debug)]
+pub enum LocalChange {
+    AddSpace(SpaceSchema),
+    RmSpace(String),
+    AlterSpace { name: String, change: SpaceChange },
+    SetModel(ModelConstants),
+}
+
 /// What the chain loop acts on, in the order it was queued.
 pub enum LoopInput {
     /// A client's write to one key, validated against `space` by its connection.
@@ -28,22 +38,10 @@ pub enum LoopInput {
         writes: Vec<KeyWrite>,
         done: oneshot::Sender<Vec<Result<(), ErrorReply>>>,
     },
-    /// Standalone only: a configuration change the server makes itself.
-    AddSpace {
-        schema: SpaceSchema,
-        reply: Replier,
-    },
-    RmSpace {
-        name: String,
-        reply: Replier,
-    },
-    AlterSpace {
-        name: String,
-        change: SpaceChange,
-        reply: Replier,
-    },
-    SetModel {
-        constants: ModelConstants,
+    /// Standalone only: a configuration change the server makes itself, answered once the
+    /// new configuration is installed.
+    Change {
+        change: LocalChange,
         reply: Replier,
     },
     /// An envelope from a peer, checked by the connection it came on.
@@ -59,11 +57,7 @@ impl LoopInput {
     /// The client waiting for this input's answer, if one is.
     fn into_replier(self) -> Option<Replier> {
         match self {
-            LoopInput::Write { reply, .. }
-            | LoopInput::AddSpace { reply, .. }
-            | LoopInput::RmSpace { reply, .. }
-            | LoopInput::AlterSpace { reply, .. }
-            | LoopInput::SetModel { reply, .. } => Some(reply),
+            LoopInput::Write { reply, .. } | LoopInput::Change { reply, .. } => Some(reply),
             LoopInput::Writes { .. }
             | LoopInput::Peer(_)
             | LoopInput::Config(_)

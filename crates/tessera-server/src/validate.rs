@@ -9,16 +9,15 @@ use std::sync::Arc;
 
 use tessera_geometry::RegionIndex;
 use tessera_protocol::constants::DESCRIPTION_BYTES_MAX;
-use tessera_protocol::{
-    ErrorReply, ModelConstants, Request, RequestFrame, Response, SortOrder, SpaceChange, Status,
-};
+use tessera_protocol::{ErrorReply, Request, RequestFrame, Response, SortOrder, Status};
 use tessera_replication::KeyWrite;
+
+use crate::queue::LocalChange;
 use tessera_types::constants::KEY_BYTES_MAX;
 use tessera_types::funcall::FuncallCheckError;
 use tessera_types::predicate::PredicateError;
 use tessera_types::{
-    parse_space, AttrIndex, CheckedFuncall, CheckedPredicate, Predicate, SpaceSchema, SubspaceId,
-    Value,
+    parse_space, AttrIndex, CheckedFuncall, CheckedPredicate, Predicate, SubspaceId, Value,
 };
 
 use crate::group::GroupWrite;
@@ -30,10 +29,7 @@ pub enum Job {
     /// Answered from the view alone.
     Answer(Response),
     /// A key this server leads.
-    Get {
-        space: Arc<ServedSpace>,
-        key: Value,
-    },
+    Get { space: Arc<ServedSpace>, key: Value },
     Explain {
         space: Arc<ServedSpace>,
         predicates: Vec<CheckedPredicate>,
@@ -58,20 +54,8 @@ pub enum Job {
         space: Arc<ServedSpace>,
         minutes: u32,
     },
-    /// Standalone: configuration changes.
-    AddSpace {
-        schema: SpaceSchema,
-    },
-    RmSpace {
-        name: String,
-    },
-    AlterSpace {
-        name: String,
-        change: SpaceChange,
-    },
-    SetModel {
-        constants: ModelConstants,
-    },
+    /// Standalone: a configuration change.
+    Change(LocalChange),
 }
 
 /// What a search returns.
@@ -191,13 +175,13 @@ pub fn validate(frame: RequestFrame, view: &View) -> Result<Job, ErrorReply> {
             }
             let schema = parse_space(&description)
                 .map_err(|e| ErrorReply::new(Status::BadDescription, e.to_string()))?;
-            Ok(Job::AddSpace { schema })
+            Ok(Job::Change(LocalChange::AddSpace(schema)))
         }
-        Request::RmSpace { name } => Ok(Job::RmSpace { name }),
-        Request::AlterSpace { space, change } => Ok(Job::AlterSpace {
+        Request::RmSpace { name } => Ok(Job::Change(LocalChange::RmSpace(name))),
+        Request::AlterSpace { space, change } => Ok(Job::Change(LocalChange::AlterSpace {
             name: space,
             change,
-        }),
+        })),
         Request::SetModel { constants } => {
             if !constants.is_usable() {
                 return Err(ErrorReply::new(
@@ -205,7 +189,7 @@ pub fn validate(frame: RequestFrame, view: &View) -> Result<Job, ErrorReply> {
                     format!("model constants {constants:?} would make some prediction free or impossible"),
                 ));
             }
-            Ok(Job::SetModel { constants })
+            Ok(Job::Change(LocalChange::SetModel(constants)))
         }
         Request::Trace {
             space: name,
