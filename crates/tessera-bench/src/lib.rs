@@ -260,18 +260,27 @@ pub async fn run(args: BenchArgs) -> Result<Report, BenchError> {
         }
     };
     Ok(Report {
-        target: args.target,
+        load,
+        run,
+        ..report_of(&args)
+    })
+}
+
+/// A report of what `args` asks for, with nothing measured yet.
+fn report_of(args: &BenchArgs) -> Report {
+    Report {
+        target: args.target.clone(),
         workload: args.workload,
         records: args.records,
         operations: args.operations,
         threads: args.threads,
         seed: args.seed,
-        load,
-        run,
+        load: None,
+        run: None,
         subspaces: None,
         search_fixed: None,
         advisor_eval: None,
-    })
+    }
 }
 
 /// Workloads `subspaces` and `search-fixed` ([`sweep`]): Tessera only.
@@ -313,19 +322,7 @@ async fn run_sweep(
         target: args.target.clone(),
         source,
     };
-    let mut report = Report {
-        target: args.target.clone(),
-        workload: args.workload,
-        records: args.records,
-        operations: args.operations,
-        threads: args.threads,
-        seed: args.seed,
-        load: None,
-        run: None,
-        subspaces: None,
-        search_fixed: None,
-        advisor_eval: None,
-    };
+    let mut report = report_of(&args);
     if args.workload == Workload::Subspaces {
         let (load, run, extra) = sweep::run_subspaces(client, subspaces_plan, phases)
             .await
@@ -411,17 +408,8 @@ async fn run_advisor_eval(
             source,
         })?;
     Ok(Report {
-        target: args.target,
-        workload: args.workload,
-        records: args.records,
-        operations: args.operations,
-        threads: args.threads,
-        seed: args.seed,
-        load: None,
-        run: None,
-        subspaces: None,
-        search_fixed: None,
         advisor_eval: Some(report),
+        ..report_of(&args)
     })
 }
 
