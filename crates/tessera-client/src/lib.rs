@@ -107,9 +107,9 @@ use std::sync::Arc;
 
 pub use error::ClientError;
 pub use tessera_protocol::{
-    Build, Configuration, Constraint, CoordinatorStatus, Explanation, ModelConstants, RequestShape,
-    ServerInfo, ServerState, ShapeCount, SortOrder, SpaceChange, SpaceConfig, SpaceTrace, Status,
-    WriteMode,
+    Adaptation, AdaptationRecord, Build, Configuration, Constraint, CoordinatorStatus, Explanation,
+    ModelConstants, RequestShape, ServerInfo, ServerState, ShapeCount, SortOrder, SpaceChange,
+    SpaceConfig, SpaceTrace, Status, WriteMode,
 };
 pub use tessera_types::{
     Funcall, FuncallOp, NumOp, Predicate, PredicateOp, ServerId, SpaceSchema, SubspaceId,

@@ -270,6 +270,14 @@ impl Coordinator {
         self.shared.raft.metrics().borrow().current_leader
     }
 
+    /// Whether this coordinator is the leader, as a function that outlives this handle's
+    /// borrow (for tasks that should act on the leader only, like the adaptation driver).
+    pub fn leads(&self) -> impl Fn() -> bool + Send + Sync + 'static {
+        let metrics = self.shared.raft.metrics();
+        let id = self.shared.id;
+        move || metrics.borrow().current_leader == Some(id)
+    }
+
     /// This coordinator's view of the group, as `CoordinatorStatus` answers it.
     pub fn status(&self) -> tessera_protocol::CoordinatorStatus {
         service::status(&self.shared)

@@ -11,7 +11,7 @@ use tessera_protocol::constants::{DESCRIPTION_BYTES_MAX, FRAME_BYTES_MAX};
 use tessera_protocol::frame::peek_request_id;
 use tessera_protocol::{
     decode_request, encode_response, Configuration, CoordinatorStatus, ErrorReply, FrameError,
-    Request, RequestFrame, Response, ResponseFrame, SpaceChange, Status,
+    Request, RequestFrame, Response, ResponseFrame, Status,
 };
 use tessera_types::{parse_space, parse_space_tolerating, Epoch};
 use tokio::net::tcp::OwnedWriteHalf;
@@ -328,13 +328,7 @@ async fn handle(shared: &Arc<Shared>, request: Request, received: Instant) -> Re
         Request::AlterSpace { space, change } => {
             // Bounded like a description: a request this large names nothing a space has, and
             // would only burden the log.
-            let bytes = space.len()
-                + match &change {
-                    SpaceChange::AddSubspace { attributes } => {
-                        attributes.iter().map(|a| a.len() + 1).sum()
-                    }
-                    SpaceChange::DropSubspace { .. } => 0,
-                };
+            let bytes = space.len() + change.name_bytes();
             if bytes > DESCRIPTION_BYTES_MAX {
                 return error(
                     Status::TooLarge,

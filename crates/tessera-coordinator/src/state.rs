@@ -199,9 +199,10 @@ pub enum CommandOutcome {
         id: ServerId,
         removed: bool,
     },
-    /// The subspace added (the next id) or dropped.
+    /// The subspace added (the next id) or dropped; none when adaptation was turned on or
+    /// off, or an adaptation logged.
     SpaceAltered {
-        subspace: u16,
+        subspace: Option<u16>,
     },
     /// The model's constants are the configuration's (`changed` false: they were already).
     ModelSet {
@@ -633,6 +634,7 @@ impl ClusterState {
             transfers: Vec::new(),
             joined: Vec::new(),
             build: None,
+            adaptations: Vec::new(),
         };
         let mut next = self.configuration();
         next.epoch = Epoch(id);
@@ -695,7 +697,8 @@ impl ClusterState {
                 assign_subspace(t, k as usize, &available, &self.spaces)
             })
             .map_err(CommandError::Alter)?;
-        if added.is_some() {
+        // A new subspace's replica sets or a logged adaptation make the configuration larger.
+        if added.is_some() || matches!(change, SpaceChange::LogAdaptation(_)) {
             let mut next = self.configuration();
             next.epoch = Epoch(epoch);
             next.spaces[i] = altered;
@@ -713,7 +716,7 @@ impl ClusterState {
         self.spaces[i] = altered;
         self.bump();
         Ok(CommandOutcome::SpaceAltered {
-            subspace: subspace.0,
+            subspace: subspace.map(|s| s.0),
         })
     }
 }
@@ -1062,7 +1065,8 @@ fn validate_schema(schema: &SpaceSchema) -> Result<(), SchemaError> {
         subspaces,
         schema.partitions,
         schema.tolerate,
-    )?;
+    )?
+    .with_adapt(schema.adapt);
     if &rebuilt != schema {
         return Err(SchemaError::EmptySubspace);
     }
@@ -2428,7 +2432,7 @@ mod tests {
         .unwrap();
         let before = st.clone();
         let out = st.apply(alter("s", add_sub(&["c", "b"]))).unwrap();
-        assert_eq!(out, CommandOutcome::SpaceAltered { subspace: 2 });
+        assert_eq!(out, CommandOutcome::SpaceAltered { subspace: Some(2) });
         assert_eq!(st.epoch.0, before.epoch.0 + 1);
         let space = &st.spaces[0];
         let c = space.schema.attribute_index("c").unwrap();
@@ -2538,7 +2542,7 @@ mod tests {
         // One build at a time.
         assert_eq!(
             st.apply(alter("s", add_sub(&["c"]))),
-            Ok(CommandOutcome::SpaceAltered { subspace: 3 })
+            Ok(CommandOutcome::SpaceAltered { subspace: Some(3) })
         );
         refusals(
             &mut st,
@@ -2551,7 +2555,7 @@ mod tests {
         // may span a new one.
         assert_eq!(
             st.apply(alter("s", drop_sub(1))),
-            Ok(CommandOutcome::SpaceAltered { subspace: 1 })
+            Ok(CommandOutcome::SpaceAltered { subspace: Some(1) })
         );
         refusals(
             &mut st,
@@ -2570,7 +2574,7 @@ mod tests {
         }
         assert_eq!(
             st.apply(alter("s", drop_sub(3))),
-            Ok(CommandOutcome::SpaceAltered { subspace: 3 })
+            Ok(CommandOutcome::SpaceAltered { subspace: Some(3) })
         );
         refusals(
             &mut st,
@@ -2597,11 +2601,11 @@ mod tests {
         for id in 2..32u16 {
             assert_eq!(
                 st.apply(alter("s", add_sub(&["c"]))),
-                Ok(CommandOutcome::SpaceAltered { subspace: id })
+                Ok(CommandOutcome::SpaceAltered { subspace: Some(id) })
             );
             assert_eq!(
                 st.apply(alter("s", drop_sub(id))),
-                Ok(CommandOutcome::SpaceAltered { subspace: id })
+                Ok(CommandOutcome::SpaceAltered { subspace: Some(id) })
             );
         }
         assert_eq!(st.spaces[0].schema.subspaces.len(), 32);
@@ -2614,7 +2618,7 @@ mod tests {
         // Dropping still works.
         assert_eq!(
             st.apply(alter("s", drop_sub(1))),
-            Ok(CommandOutcome::SpaceAltered { subspace: 1 })
+            Ok(CommandOutcome::SpaceAltered { subspace: Some(1) })
         );
         let space = &st.spaces[0];
         assert_eq!(space.schema.written_subspaces().count(), 1);
@@ -2844,7 +2848,7 @@ mod tests {
         let before = st.clone();
         assert_eq!(
             st.apply(alter("s", drop_sub(1))),
-            Ok(CommandOutcome::SpaceAltered { subspace: 1 })
+            Ok(CommandOutcome::SpaceAltered { subspace: Some(1) })
         );
         assert_eq!(st.epoch.0, before.epoch.0 + 1);
         let space = &st.spaces[0];
@@ -2866,12 +2870,12 @@ mod tests {
         // Dropping the subspace being built ends the build.
         assert_eq!(
             st.apply(alter("s", add_sub(&["b"]))),
-            Ok(CommandOutcome::SpaceAltered { subspace: 2 })
+            Ok(CommandOutcome::SpaceAltered { subspace: Some(2) })
         );
         assert!(st.spaces[0].build.is_some());
         assert_eq!(
             st.apply(alter("s", drop_sub(2))),
-            Ok(CommandOutcome::SpaceAltered { subspace: 2 })
+            Ok(CommandOutcome::SpaceAltered { subspace: Some(2) })
         );
         assert_eq!(st.spaces[0].build, None);
         assert_eq!(
@@ -2885,7 +2889,7 @@ mod tests {
         // regions of the live subspaces only.
         assert_eq!(
             st.apply(alter("s", add_sub(&["c"]))),
-            Ok(CommandOutcome::SpaceAltered { subspace: 3 })
+            Ok(CommandOutcome::SpaceAltered { subspace: Some(3) })
         );
         let dropped = |st: &ClusterState| {
             let space = &st.spaces[0];
@@ -3806,7 +3810,9 @@ mod tests {
         match (change, result) {
             (
                 SpaceChange::AddSubspace { attributes },
-                Ok(CommandOutcome::SpaceAltered { subspace }),
+                Ok(CommandOutcome::SpaceAltered {
+                    subspace: Some(subspace),
+                }),
             ) => {
                 let a = space_by_id(st, b.id).unwrap();
                 let id = SubspaceId(*subspace);
@@ -3847,7 +3853,9 @@ mod tests {
             }
             (
                 SpaceChange::DropSubspace { subspace },
-                Ok(CommandOutcome::SpaceAltered { subspace: got }),
+                Ok(CommandOutcome::SpaceAltered {
+                    subspace: Some(got),
+                }),
             ) => {
                 let a = space_by_id(st, b.id).unwrap();
                 let id = SubspaceId(*subspace);

@@ -55,6 +55,36 @@ pub struct SpaceConfig {
     pub joined: Vec<Joined>,
     /// The subspace being built, if any (at most one at a time): see [`Build`].
     pub build: Option<Build>,
+    /// The adaptations decided for this space (`adapt on`), oldest first; the last
+    /// [`ADAPTATIONS_KEPT`] are kept.
+    pub adaptations: Vec<AdaptationRecord>,
+}
+
+/// How many adaptation decisions a space keeps in its log ([`SpaceConfig::adaptations`]).
+pub const ADAPTATIONS_KEPT: usize = 16;
+
+/// A re-subspacing that the adaptation driver decided for a space with `adapt on`: the
+/// space's trace predicted `to` at least the driver's gain faster than `from` over
+/// `observations` observations of `period_s` seconds running. The subspace changes that carry
+/// it out follow as ordinary alterations (added, built, then dropped).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Adaptation {
+    /// The subspaces (besides the key's) writes went through, by attribute names.
+    pub from: Vec<Vec<String>>,
+    /// The subspaces chosen.
+    pub to: Vec<Vec<String>>,
+    /// Predicted throughputs of the last observation's workload, operations a second.
+    pub predicted_from_ops_s: u64,
+    pub predicted_to_ops_s: u64,
+    pub observations: u32,
+    pub period_s: u32,
+}
+
+/// An [`Adaptation`] and the epoch that logged it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AdaptationRecord {
+    pub epoch: u64,
+    pub adaptation: Adaptation,
 }
 
 /// A subspace added to a space that holds objects (`tessera alter-space … add-subspace`),
@@ -98,6 +128,25 @@ pub enum SpaceChange {
     /// Removes a subspace (by its id, as `tessera status` lists it): no write goes through it
     /// and no search uses it from the next epoch; servers drop its storage.
     DropSubspace { subspace: u16 },
+    /// Turns adaptation on or off (`adapt on` in a description): whether the coordinators
+    /// re-subspace the space themselves as its workload changes.
+    SetAdapt { on: bool },
+    /// Logs an adaptation the driver decided (the space must adapt); changes no subspace.
+    LogAdaptation(Adaptation),
+}
+
+impl SpaceChange {
+    /// Bytes of names the change carries: bounded like a description (a larger one names
+    /// nothing a space has, and would only burden the log).
+    pub fn name_bytes(&self) -> usize {
+        let names =
+            |sets: &[Vec<String>]| -> usize { sets.iter().flatten().map(|a| a.len() + 1).sum() };
+        match self {
+            SpaceChange::AddSubspace { attributes } => attributes.iter().map(|a| a.len() + 1).sum(),
+            SpaceChange::DropSubspace { .. } | SpaceChange::SetAdapt { .. } => 0,
+            SpaceChange::LogAdaptation(a) => names(&a.from) + names(&a.to),
+        }
+    }
 }
 
 /// Why a [`SpaceChange`] cannot apply to a space as it stands. Nothing changed.
@@ -115,6 +164,10 @@ pub enum AlterError {
     KeySubspace,
     #[error("the space has used all {SUBSPACES_MAX} subspace ids (dropped subspaces keep theirs): create a new space to change it further")]
     SubspaceIdsUsed,
+    #[error("the space does not adapt (`tessera alter-space SPACE adapt on` turns it on)")]
+    NotAdaptive,
+    #[error("an adaptation names {0} subspaces: at most {SUBSPACES_MAX}")]
+    TooManySubspaces(usize),
 }
 
 /// A member of a region's replica set that joined it by the transfer `since` names (the epoch
@@ -182,11 +235,12 @@ impl SpaceConfig {
             transfers: Vec::new(),
             joined: Vec::new(),
             build: None,
+            adaptations: Vec::new(),
         }
     }
 
     /// Checks that `change` applies to the space as it stands; for an added subspace, returns
-    /// its dimensions and the id it will get.
+    /// it (its dimensions; it gets the next id).
     pub fn check_change(&self, change: &SpaceChange) -> Result<Option<Subspace>, AlterError> {
         let schema = &self.schema;
         match change {
@@ -227,6 +281,23 @@ impl SpaceConfig {
                 }
                 Ok(None)
             }
+            SpaceChange::SetAdapt { .. } => Ok(None),
+            SpaceChange::LogAdaptation(a) => {
+                if !schema.adapt {
+                    return Err(AlterError::NotAdaptive);
+                }
+                for sets in [&a.from, &a.to] {
+                    if sets.len() >= SUBSPACES_MAX {
+                        return Err(AlterError::TooManySubspaces(sets.len()));
+                    }
+                    for names in sets {
+                        schema
+                            .subspace_dimensions(names)
+                            .map_err(AlterError::Schema)?;
+                    }
+                }
+                Ok(None)
+            }
         }
     }
 
@@ -235,14 +306,33 @@ impl SpaceConfig {
     /// [`SubspaceState::Building`], and its regions the replica sets `assign` picks for a
     /// subspace of that many regions. A dropped subspace keeps its id, with no region (its
     /// transfers and join records go with them); dropping the one being built ends the
-    /// build. Returns the subspace changed.
+    /// build. Turning adaptation on or off changes the schema's `adapt`; an adaptation goes
+    /// into the log. Returns the subspace added or dropped, if any.
     pub fn alter(
         &mut self,
         epoch: u64,
         change: &SpaceChange,
         assign: impl FnOnce(&Tessellation) -> Vec<Vec<ServerId>>,
-    ) -> Result<SubspaceId, AlterError> {
-        match self.check_change(change)? {
+    ) -> Result<Option<SubspaceId>, AlterError> {
+        let added = self.check_change(change)?;
+        match change {
+            SpaceChange::SetAdapt { on } => {
+                self.schema.adapt = *on;
+                return Ok(None);
+            }
+            SpaceChange::LogAdaptation(adaptation) => {
+                if self.adaptations.len() >= ADAPTATIONS_KEPT {
+                    self.adaptations.remove(0);
+                }
+                self.adaptations.push(AdaptationRecord {
+                    epoch,
+                    adaptation: adaptation.clone(),
+                });
+                return Ok(None);
+            }
+            SpaceChange::AddSubspace { .. } | SpaceChange::DropSubspace { .. } => {}
+        }
+        Ok(Some(match added {
             Some(added) => {
                 let id = SubspaceId(self.schema.subspaces.len() as u16);
                 let t = Tessellation::new(added.dimensions.len(), self.schema.partitions);
@@ -255,11 +345,11 @@ impl SpaceConfig {
                     since: epoch,
                     done: Vec::new(),
                 });
-                Ok(id)
+                id
             }
             None => {
                 let SpaceChange::DropSubspace { subspace } = change else {
-                    unreachable!("only an added subspace has dimensions")
+                    unreachable!("the other changes returned above")
                 };
                 let id = SubspaceId(*subspace);
                 self.schema.subspaces[id.get()].state = SubspaceState::Dropped;
@@ -269,9 +359,9 @@ impl SpaceConfig {
                 if self.build.as_ref().is_some_and(|b| b.subspace == id) {
                     self.build = None;
                 }
-                Ok(id)
+                id
             }
-        }
+        }))
     }
 
     /// Records the key regions `done` names as backfilled (those of this space's build under
@@ -607,6 +697,13 @@ impl Configuration {
                     ));
                 }
             }
+            if space.adaptations.len() > ADAPTATIONS_KEPT {
+                return fail(format!(
+                    "space {:?}: {} adaptations logged, at most {ADAPTATIONS_KEPT}",
+                    schema.name,
+                    space.adaptations.len()
+                ));
+            }
         }
         Ok(())
     }
@@ -617,5 +714,101 @@ impl Configuration {
 
     pub fn server(&self, id: ServerId) -> Option<&ServerInfo> {
         self.servers.iter().find(|s| s.id == id)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tessera_types::parse_space;
+
+    fn hotels(adapt: &str) -> SpaceConfig {
+        let schema = parse_space(&format!(
+            "space hotels key id attributes string city, int price subspace city \
+             create 8 partitions {adapt}"
+        ))
+        .unwrap();
+        SpaceConfig::owned_by(1, schema, &[ServerId(1)])
+    }
+
+    fn one_server(t: &Tessellation) -> Vec<Vec<ServerId>> {
+        vec![vec![ServerId(1)]; t.regions_count() as usize]
+    }
+
+    fn adaptation(to: &[&[&str]]) -> Adaptation {
+        Adaptation {
+            from: vec![vec!["city".into()]],
+            to: to
+                .iter()
+                .map(|s| s.iter().map(|a| a.to_string()).collect())
+                .collect(),
+            predicted_from_ops_s: 100,
+            predicted_to_ops_s: 150,
+            observations: 3,
+            period_s: 60,
+        }
+    }
+
+    #[test]
+    fn adaptation_is_turned_on_and_off_and_changes_no_subspace() {
+        let mut space = hotels("");
+        assert!(!space.schema.adapt);
+        let before = space.schema.subspaces.clone();
+        let on = SpaceChange::SetAdapt { on: true };
+        assert_eq!(space.alter(2, &on, one_server), Ok(None));
+        assert!(space.schema.adapt);
+        assert_eq!(space.schema.subspaces, before);
+        let off = SpaceChange::SetAdapt { on: false };
+        assert_eq!(space.alter(3, &off, one_server), Ok(None));
+        assert!(!space.schema.adapt);
+    }
+
+    #[test]
+    fn an_adaptation_is_logged_only_for_an_adaptive_space_naming_its_attributes() {
+        let mut fixed = hotels("");
+        let log = SpaceChange::LogAdaptation(adaptation(&[&["city", "price"]]));
+        assert_eq!(
+            fixed.alter(2, &log, one_server),
+            Err(AlterError::NotAdaptive)
+        );
+        assert!(fixed.adaptations.is_empty());
+
+        let mut space = hotels("adapt on");
+        for bad in [
+            adaptation(&[&["nope"]]),
+            adaptation(&[&["id"]]),
+            adaptation(&[&[]]),
+            adaptation(&[&["city"] as &[&str]; SUBSPACES_MAX]),
+        ] {
+            let before = space.clone();
+            let change = SpaceChange::LogAdaptation(bad.clone());
+            assert!(space.alter(2, &change, one_server).is_err(), "{bad:?}");
+            assert_eq!(space, before);
+        }
+        assert_eq!(space.alter(2, &log, one_server), Ok(None));
+        assert_eq!(
+            space.adaptations,
+            vec![AdaptationRecord {
+                epoch: 2,
+                adaptation: adaptation(&[&["city", "price"]]),
+            }]
+        );
+        // The log keeps the last ADAPTATIONS_KEPT.
+        for epoch in 3..3 + ADAPTATIONS_KEPT as u64 {
+            space.alter(epoch, &log, one_server).unwrap();
+        }
+        assert_eq!(space.adaptations.len(), ADAPTATIONS_KEPT);
+        assert_eq!(space.adaptations[0].epoch, 3);
+    }
+
+    #[test]
+    fn a_change_counts_the_bytes_of_the_names_it_carries() {
+        let add = SpaceChange::AddSubspace {
+            attributes: vec!["city".into(), "price".into()],
+        };
+        assert_eq!(add.name_bytes(), 11);
+        assert_eq!(SpaceChange::SetAdapt { on: true }.name_bytes(), 0);
+        let log = SpaceChange::LogAdaptation(adaptation(&[&["city", "price"]]));
+        assert_eq!(log.name_bytes(), 5 + 11);
     }
 }

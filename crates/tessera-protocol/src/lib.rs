@@ -22,8 +22,9 @@ pub mod status;
 pub mod trace;
 
 pub use config::{
-    AlterError, BackfillRef, Build, Configuration, ConfigurationError, Joined, ModelConstants,
-    ServerInfo, ServerState, SpaceChange, SpaceConfig, Transfer, TransferRef,
+    Adaptation, AdaptationRecord, AlterError, BackfillRef, Build, Configuration,
+    ConfigurationError, Joined, ModelConstants, ServerInfo, ServerState, SpaceChange, SpaceConfig,
+    Transfer, TransferRef, ADAPTATIONS_KEPT,
 };
 #[cfg(feature = "frame")]
 pub use frame::{

@@ -162,7 +162,8 @@ pub enum Request {
         from: ServerId,
     },
     /// The shapes of the requests this server served in `space` over the last `minutes`
-    /// minutes (at most [`crate::constants::TRACE_MINUTES_MAX`]). Answered by `Trace`.
+    /// minutes (at most [`crate::constants::TRACE_MINUTES_MAX`]), or with `minutes` 0 since it
+    /// started (a total that only grows, until the server restarts). Answered by `Trace`.
     Trace {
         space: String,
         minutes: u32,

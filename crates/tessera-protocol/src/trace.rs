@@ -83,6 +83,40 @@ impl SpaceTrace {
     pub fn requests(&self) -> f64 {
         self.shapes.iter().map(|c| c.requests).sum()
     }
+
+    /// What was counted between `earlier` and this trace, both totals since the servers
+    /// started (`minutes` 0). None when some count went down (a server restarted, or left
+    /// the merge): the difference would not be what was served meanwhile.
+    pub fn since(&self, earlier: &SpaceTrace) -> Option<SpaceTrace> {
+        let before: BTreeMap<&RequestShape, &ShapeCount> =
+            earlier.shapes.iter().map(|c| (&c.shape, c)).collect();
+        let mut shapes = Vec::new();
+        for c in &self.shapes {
+            let (requests, matched) = before.get(&c.shape).map_or((c.requests, c.matched), |b| {
+                (c.requests - b.requests, c.matched - b.matched)
+            });
+            if requests < 0.0 || matched < 0.0 {
+                return None;
+            }
+            if requests > 0.0 {
+                shapes.push(ShapeCount {
+                    shape: c.shape.clone(),
+                    requests,
+                    matched,
+                });
+            }
+        }
+        let lost = earlier
+            .shapes
+            .iter()
+            .any(|b| b.requests > 0.0 && !self.shapes.iter().any(|c| c.shape == b.shape));
+        (!lost && self.servers == earlier.servers).then(|| SpaceTrace {
+            space: self.space.clone(),
+            minutes: 0,
+            servers: self.servers,
+            shapes,
+        })
+    }
 }
 
 #[cfg(test)]
@@ -95,6 +129,38 @@ mod tests {
             requests,
             matched,
         }
+    }
+
+    fn total(servers: u32, shapes: Vec<ShapeCount>) -> SpaceTrace {
+        SpaceTrace {
+            space: "hotels".into(),
+            minutes: 0,
+            servers,
+            shapes,
+        }
+    }
+
+    #[test]
+    fn the_difference_of_two_totals_is_what_was_served_between_them() {
+        let city = RequestShape::Search(vec![("city".into(), Constraint::Eq)]);
+        let earlier = total(2, vec![count(RequestShape::Get, 10.0, 9.0)]);
+        let later = total(
+            2,
+            vec![
+                count(RequestShape::Get, 10.0, 9.0),
+                count(city.clone(), 4.0, 40.0),
+            ],
+        );
+        assert_eq!(
+            later.since(&earlier),
+            Some(total(2, vec![count(city.clone(), 4.0, 40.0)]))
+        );
+        // A count that went down, a shape gone, a server fewer: a server restarted or left.
+        let restarted = total(2, vec![count(RequestShape::Get, 3.0, 3.0)]);
+        assert_eq!(restarted.since(&earlier), None);
+        assert_eq!(total(2, vec![count(city, 1.0, 1.0)]).since(&earlier), None);
+        let fewer = total(1, vec![count(RequestShape::Get, 12.0, 9.0)]);
+        assert_eq!(fewer.since(&earlier), None);
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! The shapes of the requests this server serves, per space and minute, for `tessera trace` and
 //! the advisor (`tessera_protocol::trace`). Counting a request is a hash-map update under a
-//! lock; the last [`TRACE_MINUTES_MAX`] minutes are kept, older ones dropped.
+//! lock; the last [`TRACE_MINUTES_MAX`] minutes are kept, older ones dropped, and a total since
+//! the server started (the adaptation driver subtracts two totals to get any period's).
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;
@@ -29,8 +30,21 @@ struct Minute {
 }
 
 #[derive(Default)]
+struct Counts {
+    minutes: VecDeque<Minute>,
+    totals: HashMap<(u64, RequestShape), Tally>,
+}
+
+#[derive(Default)]
 pub struct Trace {
-    minutes: Mutex<VecDeque<Minute>>,
+    counts: Mutex<Counts>,
+}
+
+impl Tally {
+    fn add(&mut self, requests: f64, matched: f64) {
+        self.requests += requests;
+        self.matched += matched;
+    }
 }
 
 fn minute_now() -> u64 {
@@ -47,7 +61,13 @@ impl Trace {
     }
 
     fn record_at(&self, minute: u64, space: u64, shape: RequestShape, requests: f64, matched: f64) {
-        let mut minutes = self.minutes.lock().expect("trace lock poisoned");
+        let mut counts = self.counts.lock().expect("trace lock poisoned");
+        counts
+            .totals
+            .entry((space, shape.clone()))
+            .or_default()
+            .add(requests, matched);
+        let minutes = &mut counts.minutes;
         if minutes.back().is_none_or(|m| m.number < minute) {
             minutes.push_back(Minute {
                 number: minute,
@@ -61,31 +81,42 @@ impl Trace {
             }
         }
         let current = minutes.back_mut().expect("pushed above");
-        let tally = current.tallies.entry((space, shape)).or_default();
-        tally.requests += requests;
-        tally.matched += matched;
+        current
+            .tallies
+            .entry((space, shape))
+            .or_default()
+            .add(requests, matched);
     }
 
-    /// What was counted in `space` over the last `minutes` minutes, this one included.
+    /// What was counted in `space` over the last `minutes` minutes, this one included; with
+    /// `minutes` 0, everything since the server started.
     pub fn summary(&self, space: &ServedSpace, minutes: u32) -> SpaceTrace {
         self.summary_at(minute_now(), space.config.id, space.name(), minutes)
     }
 
     fn summary_at(&self, now: u64, space: u64, name: &str, minutes: u32) -> SpaceTrace {
-        let minutes = minutes.clamp(1, TRACE_MINUTES_MAX);
+        let minutes = minutes.min(TRACE_MINUTES_MAX);
         let mut by_shape: HashMap<RequestShape, Tally> = HashMap::new();
-        for minute in self.minutes.lock().expect("trace lock poisoned").iter() {
-            if minute.number + u64::from(minutes) <= now {
-                continue;
-            }
-            for ((s, shape), t) in &minute.tallies {
+        let mut add = |tallies: &HashMap<(u64, RequestShape), Tally>| {
+            for ((s, shape), t) in tallies {
                 if *s == space {
-                    let sum = by_shape.entry(shape.clone()).or_default();
-                    sum.requests += t.requests;
-                    sum.matched += t.matched;
+                    by_shape
+                        .entry(shape.clone())
+                        .or_default()
+                        .add(t.requests, t.matched);
                 }
             }
+        };
+        let counts = self.counts.lock().expect("trace lock poisoned");
+        if minutes == 0 {
+            add(&counts.totals);
         }
+        for minute in &counts.minutes {
+            if minutes > 0 && minute.number + u64::from(minutes) > now {
+                add(&minute.tallies);
+            }
+        }
+        drop(counts);
         let mut shapes: Vec<ShapeCount> = by_shape
             .into_iter()
             .map(|(shape, t)| ShapeCount {
@@ -202,13 +233,33 @@ mod tests {
         let trace = Trace::default();
         trace.record_at(10, 1, get(), 1.0, 0.0);
         trace.record_at(10 + u64::from(TRACE_MINUTES_MAX), 1, get(), 1.0, 0.0);
-        assert_eq!(trace.minutes.lock().unwrap().len(), 1);
+        assert_eq!(trace.counts.lock().unwrap().minutes.len(), 1);
         // Asking for more than is kept asks for what is kept.
         assert_eq!(
             trace
                 .summary_at(10 + u64::from(TRACE_MINUTES_MAX), 1, "t", 1000)
                 .minutes,
             TRACE_MINUTES_MAX
+        );
+        // The total since the start keeps what the minutes dropped.
+        let total = trace.summary_at(10 + u64::from(TRACE_MINUTES_MAX), 1, "t", 0);
+        assert_eq!((total.minutes, total.requests()), (0, 2.0));
+    }
+
+    #[test]
+    fn the_total_counts_every_minute_of_its_space() {
+        let trace = Trace::default();
+        trace.record_at(100, 7, get(), 1.0, 1.0);
+        trace.record_at(101, 7, get(), 2.0, 0.0);
+        trace.record_at(101, 8, get(), 5.0, 5.0);
+        let s = trace.summary_at(101, 7, "t", 0);
+        assert_eq!(
+            s.shapes,
+            vec![ShapeCount {
+                shape: get(),
+                requests: 3.0,
+                matched: 1.0
+            }]
         );
     }
 }

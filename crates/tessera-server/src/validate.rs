@@ -178,10 +178,20 @@ pub fn validate(frame: RequestFrame, view: &View) -> Result<Job, ErrorReply> {
             Ok(Job::Change(LocalChange::AddSpace(schema)))
         }
         Request::RmSpace { name } => Ok(Job::Change(LocalChange::RmSpace(name))),
-        Request::AlterSpace { space, change } => Ok(Job::Change(LocalChange::AlterSpace {
-            name: space,
-            change,
-        })),
+        Request::AlterSpace { space, change } => {
+            // Bounded as the coordinators bound it: an adaptation's names stay in the log.
+            let bytes = space.len() + change.name_bytes();
+            if bytes > DESCRIPTION_BYTES_MAX {
+                return Err(ErrorReply::new(
+                    Status::TooLarge,
+                    format!("alteration of {bytes} bytes is over the {DESCRIPTION_BYTES_MAX}-byte limit"),
+                ));
+            }
+            Ok(Job::Change(LocalChange::AlterSpace {
+                name: space,
+                change,
+            }))
+        }
         Request::SetModel { constants } => {
             if !constants.is_usable() {
                 return Err(ErrorReply::new(

@@ -89,7 +89,7 @@ pub const CACHE_BYTES_DEFAULT: u64 = 64 * 1024 * 1024;
 const CATALOG: &str = "catalog";
 /// Format byte leading every catalog value. 2: subspaces carry their state (serving, being
 /// built, dropped). A data directory of format 1 is refused, not misread.
-const CATALOG_FORMAT: u8 = 2;
+const CATALOG_FORMAT: u8 = 3;
 
 const _: () = assert!(MEMTABLE_BYTES_MAX < JOURNAL_BYTES_MAX);
 // `s{space}_{n}` must fit fjall's 255-byte keyspace names.

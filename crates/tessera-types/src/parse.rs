@@ -8,6 +8,7 @@
 //! subspace stars
 //! create 64 partitions              # optional, default 64
 //! tolerate 1 failure                # optional, default 1
+//! adapt on                          # optional, default off: Tessera picks the subspaces
 //! ```
 //!
 //! Every error names the line and column where it was found.
@@ -252,7 +253,7 @@ fn primitive_named(word: &str) -> Option<PrimitiveType> {
 fn is_keyword(word: &str) -> bool {
     matches!(
         word,
-        "space" | "key" | "attributes" | "subspace" | "create" | "tolerate"
+        "space" | "key" | "attributes" | "subspace" | "create" | "tolerate" | "adapt"
     )
 }
 
@@ -339,6 +340,18 @@ pub fn parse_space_tolerating(
         }
     }
 
+    let mut adapt = false;
+    if p.at_keyword("adapt") {
+        p.next();
+        adapt = match p.next() {
+            (Token::Word(w), _) if w == "on" => true,
+            (Token::Word(w), _) if w == "off" => false,
+            (other, pos) => {
+                return Err(p.error_at(pos, format!("expected \"on\" or \"off\", found {other}")))
+            }
+        };
+    }
+
     let (end, end_pos) = p.next();
     if end != Token::End {
         return Err(p.error_at(
@@ -357,6 +370,7 @@ pub fn parse_space_tolerating(
         partitions,
         tolerate,
     )
+    .map(|schema| schema.with_adapt(adapt))
     .map_err(|e| {
         // Point at the most specific place the error concerns.
         let pos = match &e {
@@ -450,6 +464,21 @@ tolerate 1 failure
         assert_eq!(s.subspaces[1].dimensions, vec![AttrIndex(1), AttrIndex(3)]);
         assert_eq!(s.subspaces[2].dimensions, vec![AttrIndex(2)]);
         assert_eq!((s.partitions, s.tolerate), (64, 1));
+    }
+
+    #[test]
+    fn adapt_is_off_unless_the_description_turns_it_on() {
+        assert!(!parse_space(HOTELS).unwrap().adapt);
+        let on = parse_space(&format!("{HOTELS}adapt on\n")).unwrap();
+        assert!(on.adapt);
+        assert!(on.to_string().ends_with("adapt on\n"), "{on}");
+        assert!(!parse_space(&format!("{HOTELS}adapt off")).unwrap().adapt);
+        let (line, column, m) = err(&format!("{HOTELS}adapt maybe"));
+        assert_eq!((line, column), (9, 7), "{m}");
+        assert!(m.contains("expected \"on\" or \"off\""), "{m}");
+        // `adapt` comes last, after `tolerate`.
+        let (_, _, m) = err("space t key k adapt on tolerate 1 failure");
+        assert!(m.contains("unexpected"), "{m}");
     }
 
     #[test]
@@ -583,6 +612,7 @@ mod properties {
                     tolerate,
                 )
                 .expect("generated schemas are valid")
+                .with_adapt(seed >> 63 == 1)
             })
     }
 

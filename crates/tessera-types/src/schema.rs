@@ -92,6 +92,10 @@ pub struct SpaceSchema {
     pub partitions: u32,
     /// Failures tolerated: every region has `tolerate + 1` replicas.
     pub tolerate: u32,
+    /// Whether Tessera re-subspaces the space itself as its workload changes (`adapt on`):
+    /// the coordinators' leader (standalone, `tessera dev`) follows the space's trace and applies
+    /// the advisor's configuration once it is predicted enough faster for long enough.
+    pub adapt: bool,
 }
 
 /// Why a space description, though well formed, is not a valid space.
@@ -223,7 +227,14 @@ impl SpaceSchema {
             subspaces: resolved,
             partitions,
             tolerate,
+            adapt: false,
         })
+    }
+
+    /// The schema with adaptation on or off (`adapt on` in the description).
+    pub fn with_adapt(mut self, adapt: bool) -> SpaceSchema {
+        self.adapt = adapt;
+        self
     }
 
     pub fn key(&self) -> &Attribute {
@@ -308,6 +319,10 @@ impl fmt::Display for SpaceSchema {
             writeln!(f)?;
         }
         writeln!(f, "create {} partitions", self.partitions)?;
-        writeln!(f, "tolerate {} failures", self.tolerate)
+        writeln!(f, "tolerate {} failures", self.tolerate)?;
+        if self.adapt {
+            writeln!(f, "adapt on")?;
+        }
+        Ok(())
     }
 }
