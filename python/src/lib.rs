@@ -109,7 +109,9 @@ enum Outcome {
     },
     Coordinators(Vec<(String, Result<CoordinatorStatus, Failure>)>),
     /// A space's subspaces, by id, with their states.
-    Subspaces(SpaceConfig),
+    Subspaces(Box<SpaceConfig>),
+    /// A space's log of adaptations, oldest first.
+    Adaptations(Vec<tessera_client::AdaptationRecord>),
 }
 
 type Operation = Pin<Box<dyn Future<Output = Result<Outcome, Failure>> + Send>>;
@@ -427,6 +429,31 @@ fn operation(client: &Client, op: &str, args: &Bound<'_, PyTuple>) -> PyResult<O
                 Ok(Outcome::Count(u64::from(subspace)))
             })
         }
+        "set_adapt" => {
+            arity(2)?;
+            let space = s(0)?;
+            let on: bool = args
+                .get_item(1)?
+                .extract()
+                .map_err(|_| Failure::wrong_type("adapt is True or False").into_py())?;
+            Box::pin(async move {
+                c.alter_space(&space, SpaceChange::SetAdapt { on }).await?;
+                Ok(Outcome::Done)
+            })
+        }
+        "adaptations" => {
+            arity(1)?;
+            let space = s(0)?;
+            Box::pin(async move {
+                let config = c.refresh().await?;
+                let found = config.space(&space).ok_or_else(|| Failure {
+                    symbol: "UNKNOWNSPACE".into(),
+                    code: tessera_client::Status::UnknownSpace.code(),
+                    message: format!("no space named {space:?}"),
+                })?;
+                Ok(Outcome::Adaptations(found.adaptations.clone()))
+            })
+        }
         "subspaces" => {
             arity(1)?;
             let space = s(0)?;
@@ -437,7 +464,7 @@ fn operation(client: &Client, op: &str, args: &Bound<'_, PyTuple>) -> PyResult<O
                     code: tessera_client::Status::UnknownSpace.code(),
                     message: format!("no space named {space:?}"),
                 })?;
-                Ok(Outcome::Subspaces(found))
+                Ok(Outcome::Subspaces(Box::new(found)))
             })
         }
         "wait_built" => {
@@ -453,7 +480,11 @@ fn operation(client: &Client, op: &str, args: &Bound<'_, PyTuple>) -> PyResult<O
                     )))
                 }
             };
-            Box::pin(async move { Ok(Outcome::Subspaces(c.wait_built(&space, timeout).await?)) })
+            Box::pin(async move {
+                Ok(Outcome::Subspaces(Box::new(
+                    c.wait_built(&space, timeout).await?,
+                )))
+            })
         }
         "list_spaces" => {
             arity(0)?;
@@ -586,6 +617,7 @@ fn schema_to_py<'py>(py: Python<'py>, schema: &SpaceSchema) -> PyResult<Bound<'p
     d.set_item("subspace_states", states)?;
     d.set_item("partitions", schema.partitions)?;
     d.set_item("tolerate", schema.tolerate)?;
+    d.set_item("adapt", schema.adapt)?;
     d.set_item("description", schema.to_string())?;
     Ok(d)
 }
@@ -688,6 +720,22 @@ fn outcome_to_py(py: Python<'_>, outcome: Outcome) -> PyResult<Py<PyAny>> {
                     sd.set_item("key_regions", key_regions)?;
                 }
                 list.append(sd)?;
+            }
+            list.into_any()
+        }
+        Outcome::Adaptations(records) => {
+            let list = PyList::empty(py);
+            for r in records {
+                let a = &r.adaptation;
+                let d = PyDict::new(py);
+                d.set_item("epoch", r.epoch)?;
+                d.set_item("from", a.from.clone())?;
+                d.set_item("to", a.to.clone())?;
+                d.set_item("predicted_from_ops_s", a.predicted_from_ops_s)?;
+                d.set_item("predicted_to_ops_s", a.predicted_to_ops_s)?;
+                d.set_item("observations", a.observations)?;
+                d.set_item("period_s", a.period_s)?;
+                list.append(d)?;
             }
             list.into_any()
         }

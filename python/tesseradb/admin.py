@@ -95,6 +95,25 @@ class Admin:
             raise ValueError(f"no subspace id is {drop_subspace}")
         return int(self._call("drop_subspace", (space, drop_subspace)))
 
+    def set_adapt(self, space: str, on: bool) -> bool:
+        """Turn adaptation on or off (as ``adapt on`` in a description): whether Tessera
+        re-subspaces the space itself as its workload changes. With it on, the coordinators'
+        leader (or ``tessera dev``) scores the workload the space served each period with the
+        advisor, and once another configuration is predicted at least 20 % faster several
+        periods running, logs the decision (``adaptations``) and adds, builds and drops
+        subspaces to get there. True; ``UnknownSpaceError`` if there is no such space."""
+        if not isinstance(on, bool):
+            raise TypeError("on is True or False")
+        return bool(self._call("set_adapt", (space, on), _true))
+
+    def adaptations(self, space: str) -> List[Dict[str, Any]]:
+        """The adaptations decided for ``space``, oldest first (the last 16 are kept), each
+        ``{"epoch", "from", "to", "predicted_from_ops_s", "predicted_to_ops_s",
+        "observations", "period_s"}``: ``from`` and ``to`` are lists of subspaces, each a
+        list of attribute names (the key subspace left out). ``UnknownSpaceError`` if there is
+        no such space."""
+        return list(self._call("adaptations", (space,)))
+
     def subspaces(self, space: str) -> List[Dict[str, Any]]:
         """Every subspace of a space, freshly fetched, by id (the key's, 0, first; dropped ones
         keep their place): ``{"id", "attributes", "state"}`` with ``state`` one of
@@ -130,8 +149,8 @@ class Admin:
     def describe_space(self, space: str) -> Dict[str, Any]:
         """A space's schema: name, key, key_type, attributes, subspaces, subspace_states
         (one per subspace id, the key's first: ``"serving"``, ``"building"`` or
-        ``"dropped"``), partitions, tolerate and its description text (which leaves out the
-        dropped subspaces)."""
+        ``"dropped"``), partitions, tolerate, adapt (whether Tessera picks its subspaces, see
+        ``set_adapt``) and its description text (which leaves out the dropped subspaces)."""
         for s in self._spaces():
             if s["name"] == space:
                 return dict(s)

@@ -185,3 +185,25 @@ def test_an_added_subspace_serves_once_built(fresh_server: Server) -> None:
     assert built == admin.subspaces(name)
     assert client.search_describe(name, {"city": "c1", "price": 3}).startswith("subspace 3 (price, city): 1 of ")
     check_searches(client, name, stored)
+
+
+def test_adaptation_is_turned_on_and_off(admin: tesseradb.Admin, client: tesseradb.Client) -> None:
+    name, stored = make_hotels(admin, client, count=10)
+    assert admin.describe_space(name)["adapt"] is False
+    assert admin.adaptations(name) == []
+    assert admin.set_adapt(name, True) is True
+    described = admin.describe_space(name)
+    assert described["adapt"] is True
+    assert described["description"].rstrip().endswith("adapt on")
+    # Turning it on changes no subspace and logs nothing until the workload says so.
+    assert states(admin, name) == [(0, ["id"], "serving"), (1, ["city", "price"], "serving")]
+    assert admin.adaptations(name) == []
+    assert admin.set_adapt(name, False) is True
+    assert admin.describe_space(name)["adapt"] is False
+    with pytest.raises(TypeError):
+        admin.set_adapt(name, "yes")  # type: ignore[arg-type]
+    with pytest.raises(tesseradb.UnknownSpaceError):
+        admin.set_adapt("no_such_space", True)
+    with pytest.raises(tesseradb.UnknownSpaceError):
+        admin.adaptations("no_such_space")
+    check_searches(client, name, stored)

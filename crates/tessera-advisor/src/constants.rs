@@ -47,7 +47,21 @@ pub const CLUSTERS_REPORTED_DEFAULT: usize = 5;
 /// Configurations reported per cluster; the cluster still counts all of them.
 pub const CONFIGURATIONS_PER_CLUSTER_DEFAULT: usize = 5;
 
+/// How much faster (predicted) another configuration must be before an adaptive space
+/// changes to it: 20 %, well over the model's error on the configurations it ranks first, so a
+/// change pays for its build (issue 9).
+pub const ADAPT_GAIN_MIN_DEFAULT: f64 = 0.2;
+
+/// Observations running that must find that gain before an adaptive space changes: with the
+/// driver's default period of a minute, three minutes of a new workload, not a burst.
+pub const ADAPT_OBSERVATIONS_DEFAULT: u32 = 3;
+
+/// Fewest requests an observation must count to be evidence of a workload (an idle space is
+/// never reconfigured).
+pub const ADAPT_REQUESTS_MIN: f64 = 100.0;
+
 const _: () = assert!(DISTINCT_DEFAULT >= 1);
+const _: () = assert!(ADAPT_GAIN_MIN_DEFAULT >= 0.0 && ADAPT_OBSERVATIONS_DEFAULT >= 1);
 const _: () = assert!(RANGE_SELECTIVITY_DEFAULT > 0.0 && RANGE_SELECTIVITY_DEFAULT <= 1.0);
 const _: () = assert!(SPREAD_DEFAULT > 0.0 && SPREAD_DEFAULT <= 1.0);
 const _: () = assert!(SUBSPACES_MAX_DEFAULT < tessera_types::constants::SUBSPACES_MAX);

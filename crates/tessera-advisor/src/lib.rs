@@ -90,7 +90,14 @@
 //! reports the best clusters with each class's terms, beside the baselines of seed 000 §5.2.3
 //! (no subspace, hyperspace, subspaces-all, dominant, greedy) and the space's current
 //! configuration.
+//!
+//! # Adaptation
+//!
+//! [`Adapter`] decides when a space declared `adapt on` changes its subspaces: when the best
+//! configuration for each period's traced workload is predicted at least 20 % faster than the
+//! current one for several periods running (see the [`adapt`] module).
 
+pub mod adapt;
 pub mod advisor;
 pub mod baselines;
 pub mod calibration;
@@ -102,6 +109,7 @@ pub mod parse;
 pub mod prediction;
 pub mod workload;
 
+pub use adapt::{AdaptPolicy, Adapter, Observation, Verdict};
 pub use advisor::{advise, Advice, AdviseError, AdvisorOptions, Baseline, Cluster, SearchSummary};
 pub use baselines::{baselines, BaselineName};
 pub use calibration::{Calibration, CalibrationError};

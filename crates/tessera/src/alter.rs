@@ -221,6 +221,9 @@ pub enum Alteration {
     Drop {
         subspace: u16,
     },
+    Adapt {
+        on: bool,
+    },
 }
 
 /// `tessera alter-space SPACE add-subspace A,B [--wait] | drop-subspace N`.
@@ -282,6 +285,30 @@ pub async fn alter_space(
             }
             Ok(())
         }
+        Alteration::Adapt { on } => {
+            client
+                .alter_space(space, SpaceChange::SetAdapt { on })
+                .await
+                .map_err(|e| refused(space, e))?;
+            if json {
+                return print_line(&serde_json::json!({
+                    "space": space,
+                    "action": "adapt",
+                    "adapt": on,
+                    "epoch": client.configuration().epoch.0,
+                }));
+            }
+            if on {
+                println!(
+                    "{space} adapts: Tessera changes its subspaces when another configuration \
+                     is predicted at least 20 % faster for its workload, several periods running \
+                     (`tessera status` lists each change)"
+                );
+            } else {
+                println!("{space} no longer adapts: its subspaces change only when you alter them");
+            }
+            Ok(())
+        }
         Alteration::Drop { subspace } => {
             let (attributes, config) = drop_subspace(client, space, subspace).await?;
             let epoch = client.configuration().epoch;
@@ -337,15 +364,29 @@ fn action(
     })
 }
 
-/// `tessera advise --apply`: makes the space's subspaces those of `advised`. A build under
-/// way of a subspace the advice does not keep is dropped first; one it keeps is waited for.
-/// Then each missing subspace is added and waited for (one build at a time), and last the
-/// subspaces the advice does not have are dropped. Prints one JSON line per change.
+/// `tessera advise --apply`: makes the space's subspaces those of `advised` (see
+/// [`apply_with`]), printing one JSON line per change.
 pub async fn apply(
     client: &Client,
     space: &str,
     advised: &[Vec<String>],
     wait_timeout: Option<Duration>,
+) -> Result<(), Failure> {
+    apply_with(client, space, advised, wait_timeout, print_line).await
+}
+
+/// Makes the space's subspaces those of `advised`, one change at a time. A build under way
+/// of a subspace the advice does not keep is dropped first; one it keeps is waited for. Then
+/// each missing subspace is added and waited for (one build at a time), and last the
+/// subspaces the advice does not have are dropped. Each change, and at the end the outcome,
+/// goes to `report` as a JSON value (`advise --apply` prints them; the adaptation driver logs
+/// them).
+pub async fn apply_with(
+    client: &Client,
+    space: &str,
+    advised: &[Vec<String>],
+    wait_timeout: Option<Duration>,
+    mut report: impl FnMut(&serde_json::Value) -> Result<(), Failure>,
 ) -> Result<(), Failure> {
     let epoch = |client: &Client| client.configuration().epoch.0;
     client.refresh().await?;
@@ -356,7 +397,7 @@ pub async fn apply(
     if let Some(b) = &start.build {
         if to_drop.contains(&b.subspace) {
             let (attributes, config) = drop_subspace(client, space, b.subspace.0).await?;
-            print_line(&action(
+            report(&action(
                 "drop-subspace",
                 &config,
                 b.subspace,
@@ -367,13 +408,13 @@ pub async fn apply(
         } else {
             let config = wait_for(client, space, b.subspace, wait_timeout).await?;
             let names = attribute_names(&config, b.subspace);
-            print_line(&action("built", &config, b.subspace, epoch(client), names))?;
+            report(&action("built", &config, b.subspace, epoch(client), names))?;
         }
     }
     for attributes in &to_add {
         let (id, config) = add(client, space, attributes).await?;
         let names = attribute_names(&config, id);
-        print_line(&action(
+        report(&action(
             "add-subspace",
             &config,
             id,
@@ -382,7 +423,7 @@ pub async fn apply(
         ))?;
         added += 1;
         let config = wait_for(client, space, id, wait_timeout).await?;
-        print_line(&action("built", &config, id, epoch(client), names))?;
+        report(&action("built", &config, id, epoch(client), names))?;
     }
     for id in to_drop {
         let current = space_config(client, space)?;
@@ -390,7 +431,7 @@ pub async fn apply(
             continue; // the build dropped above
         }
         let (attributes, config) = drop_subspace(client, space, id.0).await?;
-        print_line(&action(
+        report(&action(
             "drop-subspace",
             &config,
             id,
@@ -400,7 +441,7 @@ pub async fn apply(
         dropped += 1;
     }
     let config = space_config(client, space)?;
-    print_line(&serde_json::json!({
+    report(&serde_json::json!({
         "action": "applied",
         "space": space,
         "added": added,
@@ -408,6 +449,16 @@ pub async fn apply(
         "epoch": epoch(client),
         "subspaces": subspaces_json(&config),
     }))
+}
+
+/// The space's written subspaces besides the key's, each as its attributes' names.
+pub fn written_attribute_sets(space: &SpaceConfig) -> Vec<Vec<String>> {
+    space
+        .schema
+        .written_subspaces()
+        .skip(1)
+        .map(|id| attribute_names(space, id))
+        .collect()
 }
 
 #[cfg(test)]
@@ -430,6 +481,7 @@ mod tests {
                 vec![vec![ServerId(1)]; t.regions_count() as usize]
             })
             .unwrap()
+            .expect("a subspace added or dropped")
     }
 
     fn names(v: &[&[&str]]) -> Vec<Vec<String>> {

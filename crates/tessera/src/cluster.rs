@@ -17,6 +17,7 @@ use tessera_storage::FsyncPolicy;
 use tessera_types::{ServerId, SubspaceId};
 use tokio::net::TcpListener;
 
+use crate::adapt::AdaptOptions;
 use crate::{alter, wait_for_stop_signal, Failure};
 
 /// `ID=HOST:PORT,...` into (id, address) pairs.
@@ -55,14 +56,25 @@ fn ready(line: String) {
     let _ = std::io::stdout().flush();
 }
 
-pub async fn coordinator(
-    id: u64,
-    data_dir: PathBuf,
-    listen: SocketAddr,
-    peers: &str,
-    default_tolerate: Option<u32>,
-    lease_ms: u64,
-) -> Result<(), Failure> {
+/// `tessera coordinator`'s flags (besides `--peers`).
+pub struct CoordinatorArgs {
+    pub id: u64,
+    pub data_dir: PathBuf,
+    pub listen: SocketAddr,
+    pub default_tolerate: Option<u32>,
+    pub lease_ms: u64,
+    pub adapt: AdaptOptions,
+}
+
+pub async fn coordinator(args: CoordinatorArgs, peers: &str) -> Result<(), Failure> {
+    let CoordinatorArgs {
+        id,
+        data_dir,
+        listen,
+        default_tolerate,
+        lease_ms,
+        adapt,
+    } = args;
     let peers = parse_peers(peers)?;
     if !peers.iter().any(|(p, _)| *p == id) {
         return Err(Failure::Error(format!(
@@ -75,6 +87,8 @@ pub async fn coordinator(
     let c = Coordinator::start(options)
         .await
         .map_err(|e| Failure::Error(format!("cannot start: {e}")))?;
+    // Every coordinator runs the adaptation driver; only the leader's acts.
+    crate::adapt::spawn(c.local_addr().to_string(), adapt, c.leads());
     ready(format!(
         "tessera coordinator {id}: ready on {}, {} members, data in {}",
         c.local_addr(),
@@ -157,6 +171,7 @@ pub struct DevCluster {
     pub replicas: u32,
     pub coordinators: u32,
     pub lease_ms: u64,
+    pub adapt: AdaptOptions,
 }
 
 /// A whole cluster in this process, on loopback.
@@ -203,6 +218,7 @@ pub async fn dev(d: DevCluster) -> Result<(), Failure> {
         let c = Coordinator::start_with_listener(options, listener)
             .await
             .map_err(|e| Failure::Error(format!("cannot start coordinator {id}: {e}")))?;
+        crate::adapt::spawn(c.local_addr().to_string(), d.adapt, c.leads());
         coordinators.push(c);
     }
     let addresses: Vec<String> = peers.iter().map(|(_, a)| a.clone()).collect();
@@ -374,6 +390,8 @@ pub async fn status(client: &Client, json: bool) -> Result<(), Failure> {
                 "transfers": s.transfers.len(),
                 "subspace_list": alter::subspaces_json(s),
                 "build": alter::build_json(s),
+                "adapt": s.schema.adapt,
+                "adaptations": &s.adaptations,
             })).collect::<Vec<_>>(),
             // What `tessera calibrate` kept, if it ran; `tessera advise` uses it.
             "model": config.model,
@@ -448,14 +466,18 @@ pub async fn status(client: &Client, json: bool) -> Result<(), Failure> {
             0 => String::new(),
             n => format!(", {} under way", count(n, "transfer")),
         };
+        let adapts = if s.schema.adapt { ", adapts" } else { "" };
         println!(
-            "  {:<16} {} replicas, {} subspaces, {regions} regions{transfers}",
+            "  {:<16} {} replicas, {} subspaces, {regions} regions{transfers}{adapts}",
             s.schema.name,
             s.schema.tolerate + 1,
             alter::written_count(s)
         );
         for id in s.schema.subspace_ids() {
             println!("    {}", alter::subspace_text(s, id));
+        }
+        for record in &s.adaptations {
+            println!("    {}", crate::adapt::record_text(record));
         }
     }
     match &config.model {

@@ -1,5 +1,6 @@
 //! `tessera`: run the local database, talk to it, benchmark it.
 
+mod adapt;
 mod advise;
 mod alter;
 mod calibrate;
@@ -94,6 +95,11 @@ enum Command {
         /// margin) out of every replica set, so the next replica leads. Cluster only.
         #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..))]
         lease_ms: u64,
+        /// Seconds of each observation of the spaces declared `adapt on`: every period, the
+        /// workload each one served is scored by the advisor, and a space is re-subspaced once
+        /// another configuration is predicted at least 20 % faster three periods running.
+        #[arg(long, default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..=86400))]
+        adapt_period_s: u64,
     },
     /// Run one coordinator: a member of the Raft group that holds the cluster's configuration.
     ///
@@ -120,6 +126,11 @@ enum Command {
         /// margin) out of every replica set, so the next replica leads. Give every coordinator the same value.
         #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..))]
         lease_ms: u64,
+        /// Seconds of each observation of the spaces declared `adapt on`: every period, the
+        /// workload each one served is scored by the advisor, and a space is re-subspaced once
+        /// another configuration is predicted at least 20 % faster three periods running.
+        #[arg(long, default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..=86400))]
+        adapt_period_s: u64,
     },
     /// Run one storage server of a cluster: it registers with the coordinators (and keeps
     /// its identity in --data-dir across restarts), then serves the regions they give it.
@@ -186,6 +197,9 @@ enum Command {
     /// `drop-subspace` use, a subspace keeps its id for the life of the space, and a dropped
     /// subspace's id is never reused. A space uses at most 32 subspace ids over its life (the
     /// key subspace, 0, is one and cannot be dropped): past that, create a new space.
+    ///
+    /// `adapt on|off` hands the choice of subspaces to Tessera (see `alter-space SPACE adapt
+    /// --help`).
     ///
     /// Prints a line saying what changed (with --wait, another once the subspace is built;
     /// with --json, one JSON object: the subspace's id, attributes and state). Refused, changing
@@ -374,6 +388,20 @@ enum AlterChange {
         #[arg(long)]
         json: bool,
     },
+    /// Turn adaptation on or off: whether Tessera re-subspaces the space itself as its
+    /// workload changes (as `adapt on` in a description). With it on, every period
+    /// (`--adapt-period-s` of `tessera dev` / `tessera coordinator`, a minute by default) the
+    /// workload the space served is scored by the advisor, and once another configuration is
+    /// predicted at least 20 % faster three periods running, the decision is logged
+    /// (`tessera status` lists it) and its subspaces are added, built and the others dropped,
+    /// as `tessera advise --apply` would.
+    Adapt {
+        #[arg(value_parser = ["on", "off"])]
+        state: String,
+        /// One JSON object instead of text.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 /// A --wait-timeout in seconds, checked.
@@ -478,9 +506,11 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             replicas,
             coordinators,
             lease_ms,
+            adapt_period_s,
         } => {
+            let adapt = adapt_options(adapt_period_s);
             if servers <= 1 {
-                dev(data_dir, listen, fsync, cache_mb).await
+                dev(data_dir, listen, fsync, cache_mb, adapt).await
             } else {
                 let storage = storage_options(fsync, cache_mb);
                 cluster::dev(cluster::DevCluster {
@@ -491,6 +521,7 @@ async fn run(cli: Cli) -> Result<(), Failure> {
                     replicas,
                     coordinators,
                     lease_ms,
+                    adapt,
                 })
                 .await
             }
@@ -502,7 +533,18 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             peers,
             default_tolerate,
             lease_ms,
-        } => cluster::coordinator(id, data_dir, listen, &peers, default_tolerate, lease_ms).await,
+            adapt_period_s,
+        } => {
+            let coordinator = cluster::CoordinatorArgs {
+                id,
+                data_dir,
+                listen,
+                default_tolerate,
+                lease_ms,
+                adapt: adapt_options(adapt_period_s),
+            };
+            cluster::coordinator(coordinator, &peers).await
+        }
         Command::Server {
             data_dir,
             listen,
@@ -563,6 +605,9 @@ async fn run(cli: Cli) -> Result<(), Failure> {
                 ),
                 AlterChange::DropSubspace { subspace, json } => {
                     (alter::Alteration::Drop { subspace }, json)
+                }
+                AlterChange::Adapt { state, json } => {
+                    (alter::Alteration::Adapt { on: state == "on" }, json)
                 }
             };
             let client = connect(&cli.addr, cli.timeout).await?;
@@ -799,17 +844,28 @@ fn storage_options(fsync: Fsync, cache_mb: u64) -> (FsyncPolicy, u64) {
     (policy, cache_mb * 1024 * 1024)
 }
 
+/// The adaptation driver's options: the period given, the advisor's default policy.
+fn adapt_options(period_s: u64) -> adapt::AdaptOptions {
+    adapt::AdaptOptions {
+        period: std::time::Duration::from_secs(period_s),
+        policy: tessera_advisor::AdaptPolicy::default(),
+    }
+}
+
 async fn dev(
     data_dir: PathBuf,
     listen: SocketAddr,
     fsync: Fsync,
     cache_mb: u64,
+    adapt: adapt::AdaptOptions,
 ) -> Result<(), Failure> {
     let mut options = ServerOptions::new(&data_dir, listen);
     (options.fsync, options.cache_bytes) = storage_options(fsync, cache_mb);
     let server = Server::start(options)
         .await
         .map_err(|e| Failure::Error(format!("cannot start: {e}")))?;
+    // The server is every region's only replica: its own adaptation driver always acts.
+    adapt::spawn(server.local_addr().to_string(), adapt, || true);
     println!(
         "tessera dev: ready on {}, data in {}",
         server.local_addr(),
