@@ -31,8 +31,10 @@
 //!
 //! Objects read: read(Q, S) = O × Π sel_x over the dimensions of S that Q narrows
 //! (sel = 1/distinct_x for equality, s_x for a range on an ordered axis). Objects matched:
-//! O × Π sel_x over all of Q's predicates (a search's `matches` replaces this and scales the
-//! objects read alike). Cost:
+//! O × Π sel_x over all of Q's predicates; a search's measured `matches` (the trace gives it)
+//! replaces this. The box holds every match, so read(Q, S) is at least the matches (and at
+//! most O): correlated attributes (a hotel's city and its tel) match far more than
+//! independence predicts, and the box on one of them still holds what it holds. Cost:
 //!
 //! cost(Q, S) = c0 + a · CR(Q, S) + b · read(Q, S)
 //!

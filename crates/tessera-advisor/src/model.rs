@@ -292,10 +292,14 @@ impl<'a> Model<'a> {
         }
         let objects = self.workload.objects() as f64;
         let matching: f64 = predicates.iter().map(|&(a, k)| selectivity(a, k)).product();
-        // `matches` overrides the estimate: scale what the statistics imply to it.
-        let scale = matches.map_or(1.0, |m| m / (objects * matching));
-        let objects_read = objects * in_box * scale;
-        let objects_matched = objects * matching * scale;
+        // `matches` (measured, as the trace gives it) replaces the estimate of the matches.
+        // The box holds every match, so it reads at least that many, and at most every
+        // object. Scaling the box's estimate by measured / estimated matches instead (as this
+        // did) is wrong for correlated attributes: a search fixing a hotel's city, address,
+        // postcode and tel matches one hotel, not O / Π distinct ≈ 10^-12 of one, and the
+        // scale then made a one-attribute box read millions of objects.
+        let objects_matched = matches.unwrap_or(objects * matching);
+        let objects_read = (objects * in_box).max(objects_matched).min(objects);
         let c = &self.calibration;
         let cost_s =
             c.search_base_s + c.search_region_s * regions + c.search_object_s * objects_read;

@@ -439,3 +439,41 @@ fn beyond_the_budget_a_beam_search() {
     assert!(scored > 100_000 && scored < 1_200_000, "{scored}");
     assert!(advice.baselines.iter().all(|b| b.relative_to_best <= 1.0));
 }
+
+/// A measured `matches` (as the trace gives it) replaces the estimate of the matches, and the
+/// box reads at least that many. A search fixing correlated attributes (a hotel's city and
+/// tel) matches 1 object where independence predicts 10^6 / (100 × 100) = 100; the <tel> box
+/// still holds its 10^4 objects, not 10^4 scaled by 1/100.
+#[test]
+fn measured_matches_bound_the_box_from_below_and_do_not_scale_it() {
+    let advice = run(r#"{"p": 1, "search": {"city": "eq", "tel": "eq"}, "matches": 1}"#);
+    let current = advice
+        .baselines
+        .iter()
+        .find(|b| b.name == BaselineName::Current)
+        .expect("the current configuration");
+    match &current.prediction.classes[0].terms {
+        ClassTerms::Search {
+            subspace,
+            objects_read,
+            objects_matched,
+            ..
+        } => {
+            assert_eq!(subspace, &["tel".to_string()]);
+            assert_eq!(*objects_matched, 1.0);
+            assert!((objects_read - 1e4).abs() < 1e-6, "{objects_read}");
+        }
+        other => panic!("{other:?}"),
+    }
+    // A search matching more than its box's estimate reads at least its matches.
+    let broad = run(r#"{"p": 1, "search": {"tel": "eq"}, "matches": 50000}"#);
+    let current = broad
+        .baselines
+        .iter()
+        .find(|b| b.name == BaselineName::Current)
+        .expect("the current configuration");
+    match &current.prediction.classes[0].terms {
+        ClassTerms::Search { objects_read, .. } => assert_eq!(*objects_read, 50000.0),
+        other => panic!("{other:?}"),
+    }
+}

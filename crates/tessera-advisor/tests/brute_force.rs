@@ -56,10 +56,9 @@ fn reference_cost(
                 for &(a, kind) in predicates {
                     matched *= sel(a, kind);
                 }
-                let scale = match matches {
-                    Some(m) => m / matched,
-                    None => 1.0,
-                };
+                // Measured matches replace the estimate; a box reads at least the matches
+                // (they are all in it) and at most every object.
+                let matched = matches.unwrap_or(matched);
                 // (regions, dimensions, cost) per subspace; the first smallest (regions, dims).
                 let mut best: Option<(f64, usize, f64)> = None;
                 for dims in &all {
@@ -78,7 +77,7 @@ fn reference_cost(
                     }
                     let cost = c.search_base_s
                         + c.search_region_s * regions
-                        + c.search_object_s * read * scale;
+                        + c.search_object_s * read.max(matched).min(objects);
                     let better = match best {
                         None => true,
                         Some((r, d, _)) => regions < r || (regions == r && dims.len() < d),
