@@ -351,7 +351,7 @@ pub struct ClassRun {
 
 /// A task's per-class counts.
 #[derive(Clone, Debug, Default)]
-struct ClassTally {
+pub(crate) struct ClassTally {
     count: u64,
     errors: u64,
     latency_us: f64,
@@ -360,15 +360,18 @@ struct ClassTally {
 }
 
 /// What every task of a run shares.
-struct RunShared {
-    hotels: Hotels,
-    workload: HotelWorkload,
-    generations: Generations,
-    tasks: u64,
+pub(crate) struct RunShared {
+    pub hotels: Hotels,
+    pub workload: HotelWorkload,
+    /// Shared by runs of several workloads on one space (`advisor-shift`).
+    pub generations: Arc<Generations>,
+    pub tasks: u64,
+    /// Operations finished, successful or not (`advisor-shift` samples it every second).
+    pub finished: std::sync::atomic::AtomicU64,
 }
 
 /// The median of `v` (not empty).
-fn median(v: &[f64]) -> f64 {
+pub(crate) fn median(v: &[f64]) -> f64 {
     let mut s = v.to_vec();
     s.sort_by(f64::total_cmp);
     let n = s.len();
@@ -465,10 +468,13 @@ async fn operation(
             stats.record(Operation::Update, started, outcome.map(|()| true));
         }
     }
+    shared
+        .finished
+        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
 }
 
 /// Runs the workload's mix for `duration` with `threads` closed-loop clients.
-async fn run_mix(
+pub(crate) async fn run_mix(
     client: &Client,
     shared: &Arc<RunShared>,
     threads: usize,
@@ -521,7 +527,7 @@ async fn run_mix(
 }
 
 /// One configuration, one repetition: fresh space, load, warm-up, timed run, drop.
-async fn measure_once(
+pub(crate) async fn measure_once(
     settings: &Measure,
     hotels: &Hotels,
     workload: &HotelWorkload,
@@ -564,8 +570,9 @@ async fn measure_once(
         let shared = Arc::new(RunShared {
             hotels: hotels.clone(),
             workload: workload.clone(),
-            generations: Generations::new(hotels.count()),
+            generations: Arc::new(Generations::new(hotels.count())),
             tasks: settings.threads as u64,
+            finished: Default::default(),
         });
         if !settings.warmup.is_zero() {
             run_mix(
@@ -626,7 +633,7 @@ async fn measure_once(
 
 /// Fails unless the target has no space named [`SPACE_NAME`]: the evaluation creates and drops
 /// it again and again, and would not drop someone's data.
-async fn check_absent(addr: &str) -> Result<(), TargetError> {
+pub(crate) async fn check_absent(addr: &str) -> Result<(), TargetError> {
     let client = Client::connect(addr).await.map_err(to_target_error)?;
     match client.describe_space(SPACE_NAME).await {
         Ok(_) => Err(TargetError::Server(format!(

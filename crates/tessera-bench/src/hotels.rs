@@ -463,6 +463,10 @@ pub enum Family {
     A,
     B,
     C,
+    /// Not seed 000's: the workload the shift experiment switches to (`advisor-shift`),
+    /// searches by `postcode` and by `tel` (half each), updates of `price` and of `address`
+    /// (half each). No search of A, B or C fixes either alone, so its best subspaces differ.
+    D,
 }
 
 /// The share of searches (seed 000 §5.2: RH 90 %, BAL 50 %, WH 10 %; C has
@@ -559,6 +563,7 @@ impl HotelWorkload {
         let search_weights: Vec<f64> = match family {
             Family::A | Family::C => SEARCH_WEIGHTS_INCREASING.to_vec(),
             Family::B => SEARCH_WEIGHTS_INCREASING.iter().rev().copied().collect(),
+            Family::D => vec![0.5, 0.5],
         };
         let updates: Vec<(f64, Vec<Attribute>)> = match family {
             Family::A | Family::C => vec![(0.5, vec![Address]), (0.5, vec![Postcode])],
@@ -566,8 +571,13 @@ impl HotelWorkload {
                 (B_PRICE_SHARE, vec![Price]),
                 (1.0 - B_PRICE_SHARE, vec![Address, Postcode, Tel]),
             ],
+            Family::D => vec![(0.5, vec![Price]), (0.5, vec![Address])],
         };
-        let mut classes: Vec<HotelClass> = search_classes()
+        let searched: Vec<Vec<Attribute>> = match family {
+            Family::D => vec![vec![Postcode], vec![Tel]],
+            _ => search_classes().to_vec(),
+        };
+        let mut classes: Vec<HotelClass> = searched
             .into_iter()
             .zip(search_weights)
             .map(|(attrs, w)| HotelClass {
@@ -599,10 +609,15 @@ impl HotelWorkload {
         format!("{:?}-{}", self.family, self.mix.label())
     }
 
-    /// The workload named `name` (any case), as [`HotelWorkload::name`] writes it.
+    /// The workload named `name` (any case), as [`HotelWorkload::name`] writes it: one of the
+    /// nine, or D-RH, D-BAL, D-WH.
     pub fn from_name(name: &str) -> Option<HotelWorkload> {
+        let d = Mix::ALL
+            .into_iter()
+            .map(|m| HotelWorkload::new(Family::D, m));
         HotelWorkload::all()
             .into_iter()
+            .chain(d)
             .find(|w| w.name().eq_ignore_ascii_case(name.trim()))
     }
 
@@ -895,9 +910,10 @@ mod tests {
             match w.family {
                 Family::A | Family::C => assert!(increasing, "{}", w.name()),
                 Family::B => assert!(decreasing, "{}", w.name()),
+                Family::D => panic!("D is not one of the nine"),
             }
         }
-        assert!(HotelWorkload::from_name("D-RH").is_none());
+        assert!(HotelWorkload::from_name("E-RH").is_none());
         let a = HotelWorkload::new(Family::A, Mix::Balanced);
         let updates: Vec<String> = a.classes[4..]
             .iter()
@@ -913,6 +929,29 @@ mod tests {
         );
         let c = HotelWorkload::new(Family::C, Mix::ReadHeavy);
         assert!((c.search_share() - 0.85).abs() < 1e-12);
+    }
+
+    #[test]
+    fn the_shift_workload_searches_by_postcode_and_tel() {
+        let d = HotelWorkload::from_name("d-rh").expect("D-RH exists");
+        assert_eq!(d.family, Family::D);
+        assert!((d.search_share() - 0.9).abs() < 1e-12);
+        let described: Vec<String> = d.classes.iter().map(|c| c.operation.describe()).collect();
+        assert_eq!(
+            described,
+            [
+                "search postcode",
+                "search tel",
+                "update price",
+                "update address"
+            ]
+        );
+        let total: f64 = d.classes.iter().map(|c| c.probability).sum();
+        assert!((total - 1.0).abs() < 1e-12);
+        // Not one of seed 000's nine.
+        assert!(HotelWorkload::all().iter().all(|w| w.family != Family::D));
+        let text = d.workload_file(&Hotels::new(2_000, 11).census());
+        assert!(parse_workload(&text, &base_schema(64)).is_ok(), "{text}");
     }
 
     #[test]

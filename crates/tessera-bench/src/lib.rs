@@ -35,6 +35,7 @@ use std::io::IsTerminal;
 use std::time::Duration;
 
 pub mod advisor_eval;
+pub mod advisor_shift;
 pub mod driver;
 pub mod generator;
 pub mod hotels;
@@ -146,6 +147,9 @@ pub struct BenchArgs {
 
     #[command(flatten, next_help_heading = "Workload advisor-eval")]
     pub eval: advisor_eval::AdvisorEvalArgs,
+
+    #[command(flatten, next_help_heading = "Workload advisor-shift")]
+    pub shift: advisor_shift::AdvisorShiftArgs,
 }
 
 /// Why a benchmark could not run. Failures of single operations are not errors: they are
@@ -280,6 +284,7 @@ fn report_of(args: &BenchArgs) -> Report {
         subspaces: None,
         search_fixed: None,
         advisor_eval: None,
+        advisor_shift: None,
     }
 }
 
@@ -297,6 +302,9 @@ async fn run_sweep(
     };
     if args.workload == Workload::AdvisorEval {
         return run_advisor_eval(addr, args, duration).await;
+    }
+    if args.workload == Workload::AdvisorShift {
+        return run_advisor_shift(addr, args).await;
     }
     let subspaces_plan = subspaces::SubspacesPlan::new(args.subspaces, args.partitions)
         .map_err(BenchError::InvalidArgs)?;
@@ -351,7 +359,9 @@ async fn run_advisor_eval(
         eval.eval_workloads
             .iter()
             .map(|name| {
-                hotels::HotelWorkload::from_name(name).ok_or_else(|| {
+                hotels::HotelWorkload::from_name(name)
+                    .filter(|w| w.family != hotels::Family::D)
+                    .ok_or_else(|| {
                     BenchError::InvalidArgs(format!(
                         "--eval-workloads: no workload {name:?} (A-RH, A-BAL, A-WH, B-RH, B-BAL, B-WH, C-RH, C-BAL, C-WH)"
                     ))
@@ -365,24 +375,7 @@ async fn run_advisor_eval(
             eval.warmup_s
         )));
     }
-    let (calibration, calibration_source) = match &eval.calibration {
-        None => (
-            tessera_advisor::Calibration::default(),
-            "default".to_owned(),
-        ),
-        Some(path) => {
-            let text = std::fs::read_to_string(path).map_err(|e| {
-                BenchError::InvalidArgs(format!("--calibration {}: {e}", path.display()))
-            })?;
-            let c: tessera_advisor::Calibration = serde_json::from_str(&text).map_err(|e| {
-                BenchError::InvalidArgs(format!("--calibration {}: {e}", path.display()))
-            })?;
-            c.check().map_err(|e| {
-                BenchError::InvalidArgs(format!("--calibration {}: {e}", path.display()))
-            })?;
-            (c, path.display().to_string())
-        }
-    };
+    let (calibration, calibration_source) = calibration_of(eval)?;
     let options = advisor_eval::EvalOptions {
         hotels: args.records,
         partitions: args.partitions,
@@ -409,6 +402,81 @@ async fn run_advisor_eval(
         })?;
     Ok(Report {
         advisor_eval: Some(report),
+        ..report_of(&args)
+    })
+}
+
+/// The constants `--calibration` names (checked), or the defaults; and where they came from.
+fn calibration_of(
+    eval: &advisor_eval::AdvisorEvalArgs,
+) -> Result<(tessera_advisor::Calibration, String), BenchError> {
+    Ok(match &eval.calibration {
+        None => (
+            tessera_advisor::Calibration::default(),
+            "default".to_owned(),
+        ),
+        Some(path) => {
+            let text = std::fs::read_to_string(path).map_err(|e| {
+                BenchError::InvalidArgs(format!("--calibration {}: {e}", path.display()))
+            })?;
+            let c: tessera_advisor::Calibration = serde_json::from_str(&text).map_err(|e| {
+                BenchError::InvalidArgs(format!("--calibration {}: {e}", path.display()))
+            })?;
+            c.check().map_err(|e| {
+                BenchError::InvalidArgs(format!("--calibration {}: {e}", path.display()))
+            })?;
+            (c, path.display().to_string())
+        }
+    })
+}
+
+/// Workload `advisor-shift` ([`advisor_shift`]).
+async fn run_advisor_shift(addr: String, args: BenchArgs) -> Result<Report, BenchError> {
+    let shift = &args.shift;
+    let workload = |flag: &str, name: &str| {
+        hotels::HotelWorkload::from_name(name).ok_or_else(|| {
+            BenchError::InvalidArgs(format!(
+                "{flag}: no workload {name:?} (A-RH … C-WH, D-RH, D-BAL, D-WH)"
+            ))
+        })
+    };
+    let seconds = |flag: &str, s: f64| {
+        if s.is_finite() && s > 0.0 {
+            Ok(Duration::from_secs_f64(s))
+        } else {
+            Err(BenchError::InvalidArgs(format!(
+                "{flag} {s} is not a positive number of seconds"
+            )))
+        }
+    };
+    let (calibration, _) = calibration_of(&args.eval)?;
+    let options = advisor_shift::ShiftOptions {
+        hotels: args.records,
+        partitions: args.partitions,
+        seed: args.seed,
+        from: workload("--shift-from", &shift.shift_from)?,
+        to: workload("--shift-to", &shift.shift_to)?,
+        before: seconds("--shift-before-s", shift.shift_before_s)?,
+        after: seconds("--shift-after-s", shift.shift_after_s)?,
+        reference: seconds("--shift-reference-s", shift.shift_reference_s)?,
+        calibration,
+    };
+    let settings = advisor_eval::Measure {
+        addr,
+        threads: args.threads,
+        duration: options.reference,
+        warmup: Duration::from_secs_f64(args.eval.warmup_s.max(0.0)),
+        repetitions: 1,
+        progress: args.progress != ProgressMode::Never,
+    };
+    let report = advisor_shift::measure(settings, &options)
+        .await
+        .map_err(|source| BenchError::Prepare {
+            target: args.target.clone(),
+            source,
+        })?;
+    Ok(Report {
+        advisor_shift: Some(report),
         ..report_of(&args)
     })
 }

@@ -33,6 +33,8 @@ pub struct Report {
     /// Workload `advisor-eval` only: every workload's configurations, predicted and measured.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub advisor_eval: Option<crate::advisor_eval::AdvisorEvalReport>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub advisor_shift: Option<crate::advisor_shift::AdvisorShiftReport>,
 }
 
 /// One phase (load or run).

@@ -120,6 +120,11 @@ pub enum Workload {
     /// loaded into a fresh space and measured. Tessera only.
     #[serde(rename = "advisor-eval")]
     AdvisorEval,
+    /// An adaptive space under a workload that changes (docs/advisor.md, "The workload
+    /// shift"): one hotel workload, then another, while the server re-subspaces the space;
+    /// throughput every second, and references for the second workload. Tessera only.
+    #[serde(rename = "advisor-shift")]
+    AdvisorShift,
 }
 
 impl fmt::Display for Workload {
@@ -135,6 +140,7 @@ impl fmt::Display for Workload {
             Workload::Subspaces => "subspaces",
             Workload::SearchFixed => "search-fixed",
             Workload::AdvisorEval => "advisor-eval",
+            Workload::AdvisorShift => "advisor-shift",
         };
         f.write_str(s)
     }
@@ -255,8 +261,8 @@ impl Workload {
                 distribution: Distribution::Uniform,
                 ..base
             },
-            // Nine mixes of searches and updates, all in `crate::hotels`.
-            Workload::AdvisorEval => WorkloadSpec {
+            // Mixes of searches and updates, all in `crate::hotels`.
+            Workload::AdvisorEval | Workload::AdvisorShift => WorkloadSpec {
                 search: 0.5,
                 update: 0.5,
                 distribution: Distribution::Uniform,
@@ -266,11 +272,14 @@ impl Workload {
     }
 
     /// Whether the workload runs over the YCSB `usertable` space (every one but `subspaces`,
-    /// `search-fixed` and `advisor-eval`, which create their own).
+    /// `search-fixed`, `advisor-eval` and `advisor-shift`, which create their own).
     pub fn is_ycsb(self) -> bool {
         !matches!(
             self,
-            Workload::Subspaces | Workload::SearchFixed | Workload::AdvisorEval
+            Workload::Subspaces
+                | Workload::SearchFixed
+                | Workload::AdvisorEval
+                | Workload::AdvisorShift
         )
     }
 }
