@@ -18,6 +18,11 @@
 #   WORKLOADS=        comma-separated subset of A-RH … C-WH (default: all nine)
 #   CALIBRATE=1       measure the constants first (0: the advisor's defaults)
 #   OUT_DIR=docs/advisor   where raw.json, calibration.json, summary.json, results.md and the SVGs go
+#   EVAL=1            run the evaluation (0: skip it, e.g. to run the shift alone)
+#   SHIFT=1           then the workload shift (tessera bench -w advisor-shift): an adaptive space
+#   SHIFT_FROM=A-RH SHIFT_TO=D-RH   run one workload, then the other
+#   SHIFT_BEFORE=60 SHIFT_AFTER=240 SHIFT_REFERENCE=30   seconds of each part
+#   ADAPT_PERIOD=10   the server's --adapt-period-s (three periods decide an adaptation)
 #   SERVER_CPU=0 CLIENT_CPU=1   taskset CPU lists (ignored without taskset)
 #   QUIET_CORES=0.3   before calibrating and before the evaluation, wait until other processes
 #   QUIET_MAX_WAIT=600  use less than this many cores (at most this many seconds); during the
@@ -34,6 +39,14 @@ RUNS="${RUNS:-3}"
 THREADS="${THREADS:-16}"
 WORKLOADS="${WORKLOADS:-}"
 CALIBRATE="${CALIBRATE:-1}"
+EVAL="${EVAL:-1}"
+SHIFT="${SHIFT:-1}"
+SHIFT_FROM="${SHIFT_FROM:-A-RH}"
+SHIFT_TO="${SHIFT_TO:-D-RH}"
+SHIFT_BEFORE="${SHIFT_BEFORE:-60}"
+SHIFT_AFTER="${SHIFT_AFTER:-240}"
+SHIFT_REFERENCE="${SHIFT_REFERENCE:-30}"
+ADAPT_PERIOD="${ADAPT_PERIOD:-10}"
 OUT_DIR="${OUT_DIR:-docs/advisor}"
 SERVER_CPU="${SERVER_CPU:-0}"
 CLIENT_CPU="${CLIENT_CPU:-1}"
@@ -135,7 +148,7 @@ for attempt in 1 2 3 4 5; do
     port="$(free_port)"
     rm -rf "$WORK/data"
     "${pin_server[@]}" "$BIN" dev --data-dir "$WORK/data" --listen "127.0.0.1:$port" \
-        >"$WORK/server.out" 2>"$WORK/server.log" &
+        --adapt-period-s "$ADAPT_PERIOD" >"$WORK/server.out" 2>"$WORK/server.log" &
     SERVER_PID=$!
     for _ in $(seq 300); do
         grep -q "ready on 127.0.0.1:$port" "$WORK/server.out" 2>/dev/null && break
@@ -168,6 +181,7 @@ fi
 workload_args=()
 [ -n "$WORKLOADS" ] && workload_args=(--eval-workloads "$WORKLOADS")
 
+evaluate() {
 log "tessera bench -w advisor-eval: $HOTELS hotels, $RUNS x ${SECONDS_RUN}s after ${WARMUP}s, $THREADS clients"
 monitor wait "$SERVER_PID"
 "${pin_client[@]}" "$BIN" bench --target "tessera://$ADDR" -w advisor-eval \
@@ -202,9 +216,28 @@ with open(sys.argv[2], "w") as f:
     json.dump(raw, f, indent=1)
     f.write("\n")
 PY
+}
+[ "$EVAL" = 1 ] && evaluate
+
+if [ "$SHIFT" = 1 ]; then
+    log "tessera bench -w advisor-shift: $SHIFT_FROM for ${SHIFT_BEFORE}s, then $SHIFT_TO for ${SHIFT_AFTER}s, adapt period ${ADAPT_PERIOD}s"
+    monitor wait "$SERVER_PID"
+    "${pin_client[@]}" "$BIN" bench --target "tessera://$ADDR" -w advisor-shift \
+        --records "$HOTELS" --threads "$THREADS" --warmup-s "$WARMUP" "${calibration_args[@]}" \
+        --shift-from "$SHIFT_FROM" --shift-to "$SHIFT_TO" --shift-before-s "$SHIFT_BEFORE" \
+        --shift-after-s "$SHIFT_AFTER" --shift-reference-s "$SHIFT_REFERENCE" --progress always \
+        >"$OUT_DIR/shift.json" || { log "tessera bench -w advisor-shift failed"; exit 2; }
+    grep "tessera adapt" "$WORK/server.log" >"$OUT_DIR/shift-server.log" || true
+fi
 kill -TERM "$SERVER_PID" 2>/dev/null || true
 wait "$SERVER_PID" 2>/dev/null || true
 SERVER_PID=""
 
-"$PYTHON" scripts/advisor-report.py "$OUT_DIR/raw.json" "$OUT_DIR"
-log "done: $OUT_DIR/raw.json, summary.json, results.md, scatter.svg, baselines.svg"
+if [ "$EVAL" = 1 ]; then
+    "$PYTHON" scripts/advisor-report.py "$OUT_DIR/raw.json" "$OUT_DIR"
+    log "done: $OUT_DIR/raw.json, summary.json, results.md, scatter.svg, baselines.svg"
+fi
+if [ "$SHIFT" = 1 ]; then
+    "$PYTHON" scripts/advisor-shift-report.py "$OUT_DIR/shift.json" "$OUT_DIR"
+    log "done: $OUT_DIR/shift.json, shift.md, shift.svg, shift-server.log"
+fi

@@ -102,7 +102,7 @@ pub struct Sampled {
 
 /// The configuration's subspaces in a canonical order, so that the same set of subspaces
 /// declared in another order counts once.
-fn canonical(subspaces: &[Vec<String>]) -> Vec<Vec<String>> {
+pub(crate) fn canonical(subspaces: &[Vec<String>]) -> Vec<Vec<String>> {
     let mut c: Vec<Vec<String>> = subspaces
         .iter()
         .map(|s| {

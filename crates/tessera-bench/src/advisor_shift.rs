@@ -19,7 +19,7 @@ use tessera_advisor::{advise, parse_workload, AdvisorOptions, Calibration};
 use tessera_client::{AdaptationRecord, Client};
 
 use crate::advisor_eval::{
-    check_absent, measure_once, median, run_mix, EvalRun, Measure, RunShared,
+    canonical, check_absent, measure_once, median, run_mix, EvalRun, Measure, RunShared,
 };
 use crate::hotels::{
     base_schema, space_description, Attribute, Generations, HotelWorkload, Hotels, SPACE_NAME,
@@ -145,21 +145,6 @@ pub fn advised(
         .ok_or_else(|| format!("{}: the advisor ranks nothing", workload.name()))
 }
 
-/// Subspaces as sets, in a canonical order: the same configuration compares equal whatever
-/// the order of its subspaces and their attributes.
-fn canonical(subspaces: &[Vec<String>]) -> Vec<Vec<String>> {
-    let mut c: Vec<Vec<String>> = subspaces
-        .iter()
-        .map(|s| {
-            let mut s = s.clone();
-            s.sort();
-            s
-        })
-        .collect();
-    c.sort();
-    c
-}
-
 /// The space's written subspaces (besides the key's) and whether one is being built.
 async fn configuration_of(
     client: &Client,
@@ -168,19 +153,7 @@ async fn configuration_of(
     let space = config
         .space(SPACE_NAME)
         .ok_or_else(|| TargetError::Server(format!("space {SPACE_NAME} vanished")))?;
-    let schema = &space.schema;
-    let subspaces = schema
-        .written_subspaces()
-        .skip(1)
-        .map(|id| {
-            schema
-                .subspace(id)
-                .dimensions
-                .iter()
-                .map(|&a| schema.attribute(a).name.clone())
-                .collect()
-        })
-        .collect();
+    let subspaces = space.written_attribute_sets();
     Ok((subspaces, space.build.is_some(), space.adaptations.clone()))
 }
 

@@ -390,6 +390,25 @@ impl SpaceConfig {
         recorded
     }
 
+    /// The subspaces writes go through (serving and building) besides the key's, each as its
+    /// attributes' names in dimension order: the configuration as the advisor and
+    /// `tessera advise --apply` see it.
+    pub fn written_attribute_sets(&self) -> Vec<Vec<String>> {
+        let schema = &self.schema;
+        schema
+            .written_subspaces()
+            .skip(1)
+            .map(|id| {
+                schema
+                    .subspace(id)
+                    .dimensions
+                    .iter()
+                    .map(|&a| schema.attribute(a).name.clone())
+                    .collect()
+            })
+            .collect()
+    }
+
     /// The tessellation of every subspace, in subspace order.
     pub fn tessellations(&self) -> Vec<Tessellation> {
         tessera_geometry::tessellations(&self.schema)

@@ -185,7 +185,7 @@ async fn observe(
         return Ok(None);
     };
     Ok(Some(Adaptation {
-        from: alter::written_attribute_sets(space),
+        from: space.written_attribute_sets(),
         to,
         predicted_from_ops_s: current_ops_s.round() as u64,
         predicted_to_ops_s: best_ops_s.round() as u64,

@@ -451,16 +451,6 @@ pub async fn apply_with(
     }))
 }
 
-/// The space's written subspaces besides the key's, each as its attributes' names.
-pub fn written_attribute_sets(space: &SpaceConfig) -> Vec<Vec<String>> {
-    space
-        .schema
-        .written_subspaces()
-        .skip(1)
-        .map(|id| attribute_names(space, id))
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -273,8 +273,9 @@ enum Command {
     /// Example: `tessera trace hotels --minutes 10 > workload.jsonl`
     Trace {
         space: String,
-        /// How many minutes back (each server keeps the last 15).
-        #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=15))]
+        /// How many minutes back (each server keeps the last 15); 0: everything since each
+        /// server started (what the adaptation driver reads).
+        #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(0..=15))]
         minutes: u32,
     },
     /// Rank subspace configurations of a space for a workload with Tessera's performance model
@@ -706,9 +707,13 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             let client = connect(&cli.addr, cli.timeout).await?;
             let trace = client.trace(&space, minutes).await?;
             let total = trace.requests();
+            let window = match trace.minutes {
+                0 => "since the servers started".to_owned(),
+                m => format!("over the last {m} minutes"),
+            };
             eprintln!(
-                "tessera trace: {total:.0} requests in {space:?} over the last {} minutes, as {} server(s) saw them",
-                trace.minutes, trace.servers
+                "tessera trace: {total:.0} requests in {space:?} {window}, as {} server(s) saw them",
+                trace.servers
             );
             for line in json::workload_lines(&trace) {
                 print_line(&line)?;

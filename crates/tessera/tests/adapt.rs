@@ -105,19 +105,10 @@ fn check(space: &str, city: &str, found: Vec<tessera_client::Record>, model: &Mo
 
 /// The written subspaces of `space` besides the key's, by attribute names.
 fn subspaces(config: &tessera_client::Configuration, space: &str) -> Vec<Vec<String>> {
-    let s = config.space(space).expect("the space");
-    s.schema
-        .written_subspaces()
-        .skip(1)
-        .map(|id| {
-            s.schema
-                .subspace(id)
-                .dimensions
-                .iter()
-                .map(|&a| s.schema.attribute(a).name.clone())
-                .collect()
-        })
-        .collect()
+    config
+        .space(space)
+        .expect("the space")
+        .written_attribute_sets()
 }
 
 async fn scenario(addr: &str, tolerate: u32) {
