@@ -10,6 +10,7 @@ library only; tests: scripts/test_advisor_shift_report.py.
 """
 
 import json
+import math
 import os
 import sys
 
@@ -99,6 +100,12 @@ def markdown(shift):
     return "\n".join(lines)
 
 
+def nice_step(x):
+    """The smallest of 1, 2 and 5 times a power of ten that is at least `x` (> 0)."""
+    power = 10 ** math.floor(math.log10(x))
+    return next(m * power for m in (1, 2, 5, 10) if m * power >= x)
+
+
 def svg(shift):
     timeline = shift["timeline"]
     w_px, h_px, left, right, top, bottom = 760, 320, 60, 20, 40, 40
@@ -125,9 +132,11 @@ def svg(shift):
     base = h_px - bottom
     out.append(f'<line x1="{left}" y1="{base}" x2="{w_px - right}" y2="{base}" stroke="black"/>')
     out.append(f'<line x1="{left}" y1="{top}" x2="{left}" y2="{base}" stroke="black"/>')
-    for frac in (0.0, 0.25, 0.5, 0.75, 1.0):
-        v = v_max / 1.1 * frac
+    step = nice_step(v_max / 5)
+    v = 0.0
+    while v <= v_max:
         out.append(f'<text x="{left - 4}" y="{y(v) + 3:.1f}" text-anchor="end">{v:.0f}</text>')
+        v += step
     for t in range(0, int(t_max) + 1, max(1, int(t_max / 8))):
         out.append(f'<text x="{x(t):.1f}" y="{base + 14}" text-anchor="middle">{t} s</text>')
     out.append(f'<line x1="{left}" y1="{y(best):.1f}" x2="{w_px - right}" y2="{y(best):.1f}" '

@@ -57,6 +57,12 @@ class ShiftReportTest(unittest.TestCase):
         self.assertIn("(target 0: missed)", md)
         self.assertIn("| (none) |", md)
 
+    def test_axis_steps_are_round(self):
+        self.assertEqual(report.nice_step(4915.2), 5000)
+        self.assertEqual(report.nice_step(1200), 2000)
+        self.assertEqual(report.nice_step(0.3), 0.5)
+        self.assertEqual(report.nice_step(100), 100)
+
     def test_the_plot_has_the_line_the_switch_and_the_reference(self):
         svg = report.svg(SHIFT)
         self.assertTrue(svg.startswith("<svg"))
