@@ -2418,6 +2418,46 @@ mod tests {
     }
 
     #[test]
+    fn adaptation_is_switched_and_logged_through_the_log_and_survives_validation() {
+        let mut st = with_servers(2);
+        st.apply(Command::AddSpace {
+            schema: schema("s", 1, 8, 1).with_adapt(true),
+        })
+        .unwrap();
+        assert!(
+            st.spaces[0].schema.adapt,
+            "adapt on survives validate_schema"
+        );
+        let decision = tessera_protocol::Adaptation {
+            from: vec![vec!["a".into()]],
+            to: vec![vec!["c".into()]],
+            predicted_from_ops_s: 10,
+            predicted_to_ops_s: 20,
+            observations: 3,
+            period_s: 60,
+        };
+        let epoch = st.epoch.0;
+        let out = st
+            .apply(alter("s", SpaceChange::LogAdaptation(decision.clone())))
+            .unwrap();
+        assert_eq!(out, CommandOutcome::SpaceAltered { subspace: None });
+        assert_eq!(st.epoch.0, epoch + 1);
+        assert_eq!(st.spaces[0].adaptations.len(), 1);
+        assert_eq!(st.spaces[0].adaptations[0].epoch, epoch + 1);
+        // Off: the space no longer takes adaptations, and nothing else changed.
+        st.apply(alter("s", SpaceChange::SetAdapt { on: false }))
+            .unwrap();
+        assert!(!st.spaces[0].schema.adapt);
+        let before = st.clone();
+        assert_eq!(
+            st.apply(alter("s", SpaceChange::LogAdaptation(decision))),
+            Err(CommandError::Alter(AlterError::NotAdaptive))
+        );
+        assert_eq!(st, before);
+        assert!(st.configuration().check().is_ok());
+    }
+
+    #[test]
     fn adding_a_subspace_builds_it_on_balanced_replica_sets() {
         // Three Available servers and an Offline fourth; K = 2.
         let mut st = planning(with_servers(4));
