@@ -48,12 +48,14 @@ pub struct CalibrateOptions {
 pub fn to_model(c: &Calibration) -> ModelConstants {
     let ns = |s: f64| (s * 1e9).round().max(0.0) as u64;
     ModelConstants {
+        write_base_ns: ns(c.write_base_s),
         write_hop_ns: ns(c.write_hop_s),
         relocation_factor_milli: (c.relocation_factor * 1e3).round().max(0.0) as u64,
         get_ns: ns(c.get_s),
         search_base_ns: ns(c.search_base_s),
         search_region_ns: ns(c.search_region_s),
         search_object_ns: ns(c.search_object_s),
+        search_skip_ns: ns(c.search_skip_s),
     }
 }
 
@@ -61,12 +63,14 @@ pub fn to_model(c: &Calibration) -> ModelConstants {
 pub fn from_model(m: &ModelConstants) -> Calibration {
     let s = |ns: u64| ns as f64 * 1e-9;
     Calibration {
+        write_base_s: s(m.write_base_ns),
         write_hop_s: s(m.write_hop_ns),
         relocation_factor: m.relocation_factor_milli as f64 * 1e-3,
         get_s: s(m.get_ns),
         search_base_s: s(m.search_base_ns),
         search_region_s: s(m.search_region_ns),
         search_object_s: s(m.search_object_ns),
+        search_skip_s: s(m.search_skip_ns),
     }
 }
 
@@ -153,6 +157,7 @@ async fn measure(client: &Arc<Client>, options: CalibrateOptions) -> Result<Meas
         m.searches.push(SearchMeasurement {
             regions,
             objects,
+            skipped: 0.0,
             throughput_ops_s,
         });
     }

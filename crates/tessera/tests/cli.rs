@@ -311,7 +311,14 @@ fn calibrate_then_advise_with_the_constants() {
     );
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     let kept: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
-    for name in ["write_hop_s", "get_s", "search_region_s", "search_object_s"] {
+    for name in [
+        "write_base_s",
+        "write_hop_s",
+        "get_s",
+        "search_region_s",
+        "search_object_s",
+        "search_skip_s",
+    ] {
         let (got, want) = (
             kept["calibration"][name].as_f64().unwrap(),
             fitted[name].as_f64().unwrap(),
