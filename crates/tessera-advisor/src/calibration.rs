@@ -13,10 +13,17 @@ use serde::{Deserialize, Serialize};
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Calibration {
+    /// Fixed cost of a write, whatever its chain: the client's request, the point leader's
+    /// ordering, the group commit's share and the reply. Default 0: the `subspaces` sweep
+    /// below (4 servers) ran through the origin, its fixed cost spread over the servers;
+    /// `tessera calibrate` on one standalone server measured 47 µs for a chain of one and
+    /// 67 µs for a chain of three (docs/advisor.md's smoke run), about 37 µs fixed and 10 µs
+    /// per server, which only this term can explain.
+    pub write_base_s: f64,
     /// Cost of one server of an update's chain: 1 / Tmax, Tmax being the write throughput of
-    /// a chain of one server (K = 1, no subspace). Default 119 µs: the `subspaces` sweep of
-    /// docs/benchmarks.md (4 servers, K = 1) ran puts/s × chain length ≈ 8,400 at every
-    /// chain length from 1 to 21.
+    /// a chain of one server (K = 1, no subspace) when the fixed cost is 0. Default 119 µs:
+    /// the `subspaces` sweep of docs/benchmarks.md (4 servers, K = 1) ran puts/s × chain
+    /// length ≈ 8,400 at every chain length from 1 to 21.
     pub write_hop_s: f64,
     /// α: what one replica set of a subspace the update relocates the object in costs,
     /// relative to a replica set that overwrites it in place (the old region's servers delete,
@@ -37,17 +44,27 @@ pub struct Calibration {
     /// b = 0.7 µs, predict the standalone `search-fixed` figures of docs/benchmarks.md
     /// (1, 4, 16 and 64 regions; 2.4, 39, 625 and 10,000 objects) within 30 %.
     pub search_object_s: f64,
+    /// s: cost of each storage entry a search reads *outside* its box, and the seek that
+    /// follows it (BIGMIN). Only a box that fixes some dimensions of a subspace and leaves
+    /// others open has such entries: about m^(open/d) per region crossed, m objects per
+    /// region ([`crate::partial_match_entries`]). Default 2.8 µs: a store holding 20,000
+    /// objects in one subspace of 4 string dimensions (64 regions) read 1,695 entries for a
+    /// search fixing one of them, at 4.8 ms a search (2.8 µs an entry; 0.7 µs when read in
+    /// sequence without seeking), after the Z-order codec was made table-driven.
+    pub search_skip_s: f64,
 }
 
 impl Default for Calibration {
     fn default() -> Calibration {
         Calibration {
+            write_base_s: 0.0,
             write_hop_s: 119e-6,
             relocation_factor: 1.0,
             get_s: 10e-6,
             search_base_s: 0.0,
             search_region_s: 10e-6,
             search_object_s: 0.7e-6,
+            search_skip_s: 2.8e-6,
         }
     }
 }
@@ -63,7 +80,7 @@ pub enum CalibrationError {
     /// `relocation_factor`).
     #[error("calibration constant {name} is {value}: it must be greater than 0")]
     NotPositive { name: &'static str, value: f64 },
-    /// A search cost is negative.
+    /// A search cost or the fixed write cost is negative.
     #[error("calibration constant {name} is {value}: it must not be negative")]
     Negative { name: &'static str, value: f64 },
     /// `search_base_s` and `search_region_s` are both 0, so a search reading no object would
@@ -75,7 +92,7 @@ pub enum CalibrationError {
 impl Calibration {
     /// Tmax: the write throughput of a chain of one server.
     pub fn write_throughput_max(&self) -> f64 {
-        1.0 / self.write_hop_s
+        1.0 / (self.write_base_s + self.write_hop_s)
     }
 
     /// Checks that every prediction made with these constants is positive and finite.
@@ -87,6 +104,8 @@ impl Calibration {
             ("search_base_s", self.search_base_s),
             ("search_region_s", self.search_region_s),
             ("search_object_s", self.search_object_s),
+            ("search_skip_s", self.search_skip_s),
+            ("write_base_s", self.write_base_s),
         ];
         for (name, value) in all {
             if !value.is_finite() {

@@ -2,23 +2,31 @@
 //! running cluster (`tessera calibrate` will run them) go in, constants come out. Pure: no
 //! measuring here.
 //!
-//! * Searches: least squares of the measured cost 1/T on c0 + a·regions + b·objects, with
-//!   c0, a, b ≥ 0 (a negative constant would predict a negative cost for some search).
-//! * Writes: the hop cost 1/Tmax by least squares of 1/T on K(1 + N) over the writes that move
-//!   nothing, then α by least squares of the rest of 1/T on 2·K·M/Tmax over the writes that
-//!   move the object; with one such write it is eq. 4.8 ([`relocation_factor`]).
+//! * Searches: least squares of the measured cost 1/T on c0 + a·regions + b·objects +
+//!   s·skipped, with c0, a, b, s ≥ 0 (a negative constant would predict a negative cost for
+//!   some search).
+//! * Writes: the fixed cost and the hop cost by least squares of 1/T on base + hop·K(1 + N)
+//!   over the writes that move nothing, both ≥ 0 (with one chain length only, the fixed cost
+//!   is kept and the line goes through it), then α by least squares of the rest of 1/T on
+//!   2·hop·K·M over the writes that move the object; with one such write it is eq. 4.8
+//!   ([`relocation_factor`]).
 //! * Gets: the mean of 1/T.
 
 use serde::{Deserialize, Serialize};
 
 use crate::calibration::{Calibration, CalibrationError};
 
-/// A measured search micro-workload: every search of it contacted `regions` regions and read
-/// `objects` objects (its box's), and the cluster ran `throughput_ops_s` of them a second.
+/// A measured search micro-workload: every search of it contacted `regions` regions, read
+/// `objects` objects (its box's) and about `skipped` entries outside its box (the model's
+/// estimate, [`crate::partial_match_entries`]), and the cluster ran `throughput_ops_s` of them
+/// a second.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SearchMeasurement {
     pub regions: f64,
     pub objects: f64,
+    /// 0 in measurements saved before the term existed.
+    #[serde(default)]
+    pub skipped: f64,
     pub throughput_ops_s: f64,
 }
 
@@ -48,6 +56,14 @@ pub struct SearchFit {
     pub base_s: f64,
     pub region_s: f64,
     pub object_s: f64,
+    pub skip_s: f64,
+}
+
+/// The write constants fitted from the writes that move nothing.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct WriteFit {
+    pub base_s: f64,
+    pub hop_s: f64,
 }
 
 /// Why measurements give no constants.
@@ -68,6 +84,10 @@ pub enum FitError {
     /// positive fit exists), e.g. every search contacted the same regions and read nothing.
     #[error("the search measurements do not determine a positive search cost")]
     Degenerate,
+    /// The writes that move nothing give no positive cost per chain server (longer chains ran
+    /// as fast as shorter ones, or faster).
+    #[error("the writes give a cost per chain server of {0} s: it must be positive")]
+    WriteHopNotPositive(f64),
     /// Writes that move the object ran faster than the chains without moving predict (α would
     /// be 0 or less): the measurements disagree with each other.
     #[error("relocation factor {0} from the measurements is not positive")]
@@ -85,14 +105,20 @@ pub fn fit(measurements: &Measurements, start: Calibration) -> Result<Calibratio
     }
     if !measurements.searches.is_empty() {
         let s = fit_search(&measurements.searches)?;
-        (c.search_base_s, c.search_region_s, c.search_object_s) =
-            (s.base_s, s.region_s, s.object_s);
+        (
+            c.search_base_s,
+            c.search_region_s,
+            c.search_object_s,
+            c.search_skip_s,
+        ) = (s.base_s, s.region_s, s.object_s, s.skip_s);
     }
     if measurements.writes.iter().any(|w| w.subspaces_moved == 0) {
-        c.write_hop_s = fit_write_hop(&measurements.writes)?;
+        let w = fit_write(&measurements.writes, c.write_base_s)?;
+        (c.write_base_s, c.write_hop_s) = (w.base_s, w.hop_s);
     }
     if measurements.writes.iter().any(|w| w.subspaces_moved > 0) {
-        c.relocation_factor = fit_relocation_factor(c.write_hop_s, &measurements.writes)?;
+        c.relocation_factor =
+            fit_relocation_factor(c.write_base_s, c.write_hop_s, &measurements.writes)?;
     }
     c.check()?;
     Ok(c)
@@ -110,7 +136,7 @@ pub fn fit_get(throughputs_ops_s: &[f64]) -> Result<f64, FitError> {
     Ok(sum / throughputs_ops_s.len() as f64)
 }
 
-/// c0, a and b ≥ 0 minimising Σ (c0 + a·regions + b·objects − 1/T)².
+/// c0, a, b and s ≥ 0 minimising Σ (c0 + a·regions + b·objects + s·skipped − 1/T)².
 pub fn fit_search(samples: &[SearchMeasurement]) -> Result<SearchFit, FitError> {
     if samples.is_empty() {
         return Err(FitError::NoMeasurements("search"));
@@ -118,20 +144,25 @@ pub fn fit_search(samples: &[SearchMeasurement]) -> Result<SearchFit, FitError> 
     let mut rows = Vec::with_capacity(samples.len());
     for (index, s) in samples.iter().enumerate() {
         let cost = cost_of("search", index, s.throughput_ops_s)?;
-        if !(s.regions.is_finite() && s.regions >= 1.0 && s.objects.is_finite() && s.objects >= 0.0)
+        if !(s.regions.is_finite()
+            && s.regions >= 1.0
+            && s.objects.is_finite()
+            && s.objects >= 0.0
+            && s.skipped.is_finite()
+            && s.skipped >= 0.0)
         {
             return Err(FitError::BadMeasurement {
                 what: "search",
                 index,
                 reason: format!(
-                    "regions {} must be at least 1 and objects {} at least 0",
-                    s.regions, s.objects
+                    "regions {} must be at least 1, objects {} and skipped {} at least 0",
+                    s.regions, s.objects, s.skipped
                 ),
             });
         }
-        rows.push(([1.0, s.regions, s.objects], cost));
+        rows.push(([1.0, s.regions, s.objects, s.skipped], cost));
     }
-    let [base_s, region_s, object_s] =
+    let [base_s, region_s, object_s, skip_s] =
         non_negative_least_squares(&rows).ok_or(FitError::Degenerate)?;
     if base_s + region_s <= 0.0 {
         return Err(FitError::Degenerate);
@@ -140,30 +171,49 @@ pub fn fit_search(samples: &[SearchMeasurement]) -> Result<SearchFit, FitError> 
         base_s,
         region_s,
         object_s,
+        skip_s,
     })
 }
 
-/// The cost of one server of a chain, from the writes that move nothing: least squares of 1/T
-/// on the chain length K(1 + N), through 0.
-pub fn fit_write_hop(samples: &[WriteMeasurement]) -> Result<f64, FitError> {
-    let (mut xy, mut xx) = (0.0, 0.0);
+/// The fixed cost of a write and the cost of one server of a chain, from the writes that move
+/// nothing: base, hop ≥ 0 minimising Σ (base + hop·K(1 + N) − 1/T)². When those writes have
+/// one chain length only, the two cannot be told apart: `base_s` is kept and hop is the least
+/// squares slope of 1/T − base on the chain length, through 0.
+pub fn fit_write(samples: &[WriteMeasurement], base_s: f64) -> Result<WriteFit, FitError> {
+    let mut rows = Vec::new();
     for (index, w) in samples.iter().enumerate() {
         let cost = write_cost(index, w)?;
         if w.subspaces_moved == 0 {
             let length = chain_length(w.replicas, w.subspaces_unmoved, 0) as f64;
-            xy += length * cost;
-            xx += length * length;
+            rows.push(([1.0, length], cost));
         }
     }
-    if xx == 0.0 {
+    let Some(&([_, first], _)) = rows.first() else {
         return Err(FitError::NoMeasurements("write that moves nothing"));
+    };
+    let fit = if rows.iter().any(|([_, length], _)| *length != first) {
+        let [base_s, hop_s] = non_negative_least_squares(&rows).ok_or(FitError::Degenerate)?;
+        WriteFit { base_s, hop_s }
+    } else {
+        let (xy, xx) = rows.iter().fold((0.0, 0.0), |(xy, xx), ([_, x], y)| {
+            (xy + x * (y - base_s), xx + x * x)
+        });
+        WriteFit {
+            base_s,
+            hop_s: xy / xx,
+        }
+    };
+    if fit.hop_s.is_finite() && fit.hop_s > 0.0 {
+        Ok(fit)
+    } else {
+        Err(FitError::WriteHopNotPositive(fit.hop_s))
     }
-    Ok(xy / xx)
 }
 
-/// α from the writes that move the object, given the hop cost: least squares of
-/// 1/T − hop·K(1 + N) on 2·hop·K·M. With one such write, this is [`relocation_factor`].
+/// α from the writes that move the object, given the fixed and hop costs: least squares of
+/// 1/T − base − hop·K(1 + N) on 2·hop·K·M. With one such write, this is [`relocation_factor`].
 pub fn fit_relocation_factor(
+    write_base_s: f64,
     write_hop_s: f64,
     samples: &[WriteMeasurement],
 ) -> Result<f64, FitError> {
@@ -176,7 +226,7 @@ pub fn fit_relocation_factor(
                 w.subspaces_unmoved as f64,
                 w.subspaces_moved as f64,
             );
-            let rest = cost - write_hop_s * k * (1.0 + n);
+            let rest = cost - write_base_s - write_hop_s * k * (1.0 + n);
             let per_alpha = 2.0 * write_hop_s * k * m;
             xy += per_alpha * rest;
             xx += per_alpha * per_alpha;
@@ -193,16 +243,17 @@ pub fn fit_relocation_factor(
     }
 }
 
-/// Seed 000 eq. 4.8, rebuilt for Tessera: α from one measured write and Tmax = 1/hop, solving
-/// T = Tmax / (K(1 + |N|) + 2αK|M|) for α:
+/// Seed 000 eq. 4.8, rebuilt for Tessera: α from one measured write, the fixed cost and
+/// Tmax = 1/hop, solving 1/T = base + (K(1 + |N|) + 2αK|M|) / Tmax for α:
 ///
-/// α = (Tmax/T − K(1 + |N|)) / (2K|M|)
+/// α = (Tmax·(1/T − base) − K(1 + |N|)) / (2K|M|)
 ///
 /// The seed's eq. 4.8, α = (Tmax − T − |N|KT) / (2|M|KT), solves its eq. 4.5 with the key
 /// subspace's K left out of the chain and its read before the modify kept; Tessera does no
 /// such read (the point leader applies the update to the object it holds) and every chain
-/// starts at the key subspace. `None` when the write moves nothing (α does not enter it).
-pub fn relocation_factor(write_hop_s: f64, w: &WriteMeasurement) -> Option<f64> {
+/// starts at the key subspace; nor has it a fixed cost (base = 0 gives it back). `None` when
+/// the write moves nothing (α does not enter it).
+pub fn relocation_factor(write_base_s: f64, write_hop_s: f64, w: &WriteMeasurement) -> Option<f64> {
     if w.subspaces_moved == 0 {
         return None;
     }
@@ -212,7 +263,7 @@ pub fn relocation_factor(write_hop_s: f64, w: &WriteMeasurement) -> Option<f64> 
         w.subspaces_moved as f64,
     );
     let t_max = 1.0 / write_hop_s;
-    Some((t_max / w.throughput_ops_s - k * (1.0 + n)) / (2.0 * k * m))
+    Some((t_max * (1.0 / w.throughput_ops_s - write_base_s) - k * (1.0 + n)) / (2.0 * k * m))
 }
 
 /// The servers of an update's chain when it leaves the object in place in `unmoved` subspaces
@@ -245,24 +296,24 @@ fn write_cost(index: usize, w: &WriteMeasurement) -> Result<f64, FitError> {
 }
 
 /// The x ≥ 0 minimising Σ (row·x − y)², exactly: the optimum is the unconstrained least squares
-/// solution on the set of its non-zero variables, so trying every set (7 for 3 variables) and
-/// keeping the best non-negative solution finds it. `None` when no set gives one.
-fn non_negative_least_squares(rows: &[([f64; 3], f64)]) -> Option<[f64; 3]> {
-    let residual = |x: &[f64; 3]| -> f64 {
+/// solution on the set of its non-zero variables, so trying every set (2^N − 1: 15 for 4
+/// variables) and keeping the best non-negative solution finds it. `None` when no set gives one.
+fn non_negative_least_squares<const N: usize>(rows: &[([f64; N], f64)]) -> Option<[f64; N]> {
+    let residual = |x: &[f64; N]| -> f64 {
         rows.iter()
-            .map(|(r, y)| (r[0] * x[0] + r[1] * x[1] + r[2] * x[2] - y).powi(2))
+            .map(|(r, y)| (r.iter().zip(x).map(|(a, b)| a * b).sum::<f64>() - y).powi(2))
             .sum()
     };
-    let mut best: Option<([f64; 3], f64)> = None;
-    for support in 1u8..8 {
-        let vars: Vec<usize> = (0..3).filter(|i| support & (1 << i) != 0).collect();
+    let mut best: Option<([f64; N], f64)> = None;
+    for support in 1u32..(1 << N) {
+        let vars: Vec<usize> = (0..N).filter(|i| support & (1 << i) != 0).collect();
         let Some(solution) = least_squares(rows, &vars) else {
             continue;
         };
         if solution.iter().any(|&v| v < 0.0 || !v.is_finite()) {
             continue;
         }
-        let mut x = [0.0; 3];
+        let mut x = [0.0; N];
         for (&var, &v) in vars.iter().zip(&solution) {
             x[var] = v;
         }
@@ -277,7 +328,7 @@ fn non_negative_least_squares(rows: &[([f64; 3], f64)]) -> Option<[f64; 3]> {
 /// Least squares on the variables `vars` only, by the normal equations and Gaussian
 /// elimination with partial pivoting; `None` when they are singular (the columns are
 /// dependent, or there are fewer rows than variables).
-fn least_squares(rows: &[([f64; 3], f64)], vars: &[usize]) -> Option<Vec<f64>> {
+fn least_squares<const N: usize>(rows: &[([f64; N], f64)], vars: &[usize]) -> Option<Vec<f64>> {
     let n = vars.len();
     let mut m = vec![vec![0.0; n + 1]; n];
     for (r, y) in rows {
@@ -319,6 +370,7 @@ mod tests {
         SearchMeasurement {
             regions,
             objects,
+            skipped: 0.0,
             throughput_ops_s: 1.0 / (c[0] + c[1] * regions + c[2] * objects),
         }
     }
@@ -362,6 +414,7 @@ mod tests {
         .map(|(regions, objects, throughput_ops_s)| SearchMeasurement {
             regions,
             objects,
+            skipped: 0.0,
             throughput_ops_s,
         });
         let fit = fit_search(&samples).expect("fits");
@@ -389,6 +442,7 @@ mod tests {
         let bad = SearchMeasurement {
             regions: 0.5,
             objects: 1.0,
+            skipped: 0.0,
             throughput_ops_s: 10.0,
         };
         assert!(matches!(
@@ -402,6 +456,7 @@ mod tests {
         let zero = SearchMeasurement {
             regions: 1.0,
             objects: 1.0,
+            skipped: 0.0,
             throughput_ops_s: 0.0,
         };
         assert_eq!(
@@ -449,9 +504,9 @@ mod tests {
         );
         // Eq. 4.8 rebuilt gives α from each moving write alone.
         for w in samples.iter().filter(|w| w.subspaces_moved > 0) {
-            assert!(close(relocation_factor(hop, w).expect("moves"), alpha));
+            assert!(close(relocation_factor(0.0, hop, w).expect("moves"), alpha));
         }
-        assert_eq!(relocation_factor(hop, &samples[0]), None);
+        assert_eq!(relocation_factor(0.0, hop, &samples[0]), None);
     }
 
     #[test]
@@ -464,8 +519,11 @@ mod tests {
         };
         let hop = 1.0 / 9800.0;
         // (9800/1000 − 2·2) / (2·2·1) = 1.45
-        assert!(close(fit_relocation_factor(hop, &[w]).expect("fits"), 1.45));
-        assert!(close(relocation_factor(hop, &w).expect("moves"), 1.45));
+        assert!(close(
+            fit_relocation_factor(0.0, hop, &[w]).expect("fits"),
+            1.45
+        ));
+        assert!(close(relocation_factor(0.0, hop, &w).expect("moves"), 1.45));
     }
 
     #[test]
@@ -478,15 +536,15 @@ mod tests {
             throughput_ops_s: 2000.0,
         };
         assert!(
-            matches!(fit_relocation_factor(1e-3, &[w]), Err(FitError::RelocationFactorNotPositive(a)) if a < 0.0)
+            matches!(fit_relocation_factor(0.0, 1e-3, &[w]), Err(FitError::RelocationFactorNotPositive(a)) if a < 0.0)
         );
         assert_eq!(
-            fit_write_hop(&[w]),
+            fit_write(&[w], 0.0),
             Err(FitError::NoMeasurements("write that moves nothing"))
         );
         let no_replicas = WriteMeasurement { replicas: 0, ..w };
         assert!(matches!(
-            fit_write_hop(&[no_replicas]),
+            fit_write(&[no_replicas], 0.0),
             Err(FitError::BadMeasurement { what: "write", .. })
         ));
     }
@@ -538,5 +596,148 @@ mod tests {
     fn chain_lengths_of_design_section_8() {
         assert_eq!(chain_length(1, 0, 0), 1);
         assert_eq!(chain_length(3, 1, 2), 18);
+    }
+
+    #[test]
+    fn searches_with_skipped_entries_give_all_four_constants_back() {
+        let truth = [15e-6, 6e-6, 0.8e-6, 2.5e-6];
+        let samples: Vec<_> = [
+            (1.0, 1.0, 0.0),
+            (4.0, 40.0, 0.0),
+            (16.0, 600.0, 0.0),
+            (6.0, 50.0, 700.0),
+            (2.0, 1.0, 25.0),
+            (8.0, 90.0, 140.0),
+        ]
+        .iter()
+        .map(|&(regions, objects, skipped)| SearchMeasurement {
+            regions,
+            objects,
+            skipped,
+            throughput_ops_s: 1.0
+                / (truth[0] + truth[1] * regions + truth[2] * objects + truth[3] * skipped),
+        })
+        .collect();
+        let fit = fit_search(&samples).expect("fits");
+        for (got, want) in [fit.base_s, fit.region_s, fit.object_s, fit.skip_s]
+            .iter()
+            .zip(truth)
+        {
+            assert!(close(*got, want), "{fit:?}");
+        }
+        let c = super::fit(
+            &Measurements {
+                searches: samples,
+                ..Default::default()
+            },
+            Calibration::default(),
+        )
+        .expect("fits");
+        assert!(close(c.search_skip_s, truth[3]), "{c:?}");
+        // A negative number of entries is refused, naming the measurement.
+        let bad = SearchMeasurement {
+            regions: 1.0,
+            objects: 1.0,
+            skipped: -1.0,
+            throughput_ops_s: 10.0,
+        };
+        assert!(matches!(
+            fit_search(&[search(1.0, 1.0, truth[..3].try_into().unwrap()), bad]),
+            Err(FitError::BadMeasurement {
+                what: "search",
+                index: 1,
+                ..
+            })
+        ));
+    }
+
+    /// T = 1 / (base + hop·K(1 + N + 2αM)), the model's write throughput with a fixed cost.
+    fn write_with_base(
+        k: u32,
+        n: u32,
+        m: u32,
+        base: f64,
+        hop: f64,
+        alpha: f64,
+    ) -> WriteMeasurement {
+        let cost = base + hop * k as f64 * (1.0 + n as f64 + 2.0 * alpha * m as f64);
+        WriteMeasurement {
+            replicas: k,
+            subspaces_unmoved: n,
+            subspaces_moved: m,
+            throughput_ops_s: 1.0 / cost,
+        }
+    }
+
+    #[test]
+    fn writes_give_base_hop_and_alpha_back() {
+        let (base, hop, alpha) = (37e-6, 10e-6, 1.7);
+        let samples: Vec<_> = [(1, 0, 0), (1, 2, 0), (1, 0, 2), (2, 1, 1)]
+            .iter()
+            .map(|&(k, n, m)| write_with_base(k, n, m, base, hop, alpha))
+            .collect();
+        let c = fit(
+            &Measurements {
+                writes: samples.clone(),
+                ..Default::default()
+            },
+            Calibration::default(),
+        )
+        .expect("fits");
+        assert!(
+            close(c.write_base_s, base) && close(c.write_hop_s, hop),
+            "{c:?}"
+        );
+        assert!((c.relocation_factor - alpha).abs() < 1e-9, "{c:?}");
+        assert!(close(
+            relocation_factor(base, hop, &samples[2]).expect("moves"),
+            alpha
+        ));
+        // Calibrate's smoke-run writes (47.3 µs alone, 66.6 µs through two subspaces): about
+        // 37.7 µs fixed and 9.7 µs a server, where the line through 0 said 24.7 µs a server
+        // and mispredicted both.
+        let smoke = [
+            WriteMeasurement {
+                replicas: 1,
+                subspaces_unmoved: 0,
+                subspaces_moved: 0,
+                throughput_ops_s: 1e6 / 47.3,
+            },
+            WriteMeasurement {
+                replicas: 1,
+                subspaces_unmoved: 2,
+                subspaces_moved: 0,
+                throughput_ops_s: 1e6 / 66.6,
+            },
+        ];
+        let w = fit_write(&smoke, 0.0).expect("fits");
+        assert!((w.base_s - 37.65e-6).abs() < 0.01e-6, "{w:?}");
+        assert!((w.hop_s - 9.65e-6).abs() < 0.01e-6, "{w:?}");
+    }
+
+    #[test]
+    fn writes_that_cannot_give_a_positive_hop_are_refused() {
+        // Longer chains ran faster: the best non-negative line is flat, a free chain server.
+        let faster = [
+            write_with_base(1, 0, 0, 50e-6, 0.0, 1.0),
+            WriteMeasurement {
+                replicas: 1,
+                subspaces_unmoved: 2,
+                subspaces_moved: 0,
+                throughput_ops_s: 1e6 / 40.0,
+            },
+        ];
+        assert!(matches!(
+            fit_write(&faster, 0.0),
+            Err(FitError::WriteHopNotPositive(h)) if h <= 0.0
+        ));
+        // One chain length: the fixed cost is kept, the rest is the hop.
+        let one = [write_with_base(1, 0, 0, 30e-6, 20e-6, 1.0)];
+        let w = fit_write(&one, 30e-6).expect("fits");
+        assert!(close(w.base_s, 30e-6) && close(w.hop_s, 20e-6), "{w:?}");
+        assert!(matches!(
+            fit_write(&one, 60e-6),
+            Err(FitError::WriteHopNotPositive(h)) if h < 0.0
+        ));
     }
 }

@@ -13,6 +13,29 @@ use crate::configuration::Configuration;
 use crate::prediction::{ClassPrediction, ClassTerms, Prediction};
 use crate::workload::{Operation, PredicateKind, Workload};
 
+/// Storage entries outside its box that a search reads in one subspace of `dimensions`
+/// dimensions, when its box fixes all but `open` of them (by equality) and crosses `regions`
+/// regions holding `points_per_region` distinct points each: about points_per_region^(open/d)
+/// per region, the partial-match cost of a Z-order walk (each such entry is followed by a
+/// BIGMIN seek). 0 when the box is a point (it reads its matches only) or fixes nothing (it
+/// reads whole regions, all in its box). Checked against the store in
+/// `tessera-storage/tests/search_cost.rs`; `tessera calibrate` records its searches' entries
+/// with this same estimate.
+pub fn partial_match_entries(
+    regions: f64,
+    points_per_region: f64,
+    open: usize,
+    dimensions: usize,
+) -> f64 {
+    if open == 0 || open >= dimensions {
+        return 0.0;
+    }
+    regions
+        * points_per_region
+            .max(1.0)
+            .powf(open as f64 / dimensions as f64)
+}
+
 /// Predicts a workload's throughput on one space under any configuration of its subspaces.
 #[derive(Debug)]
 pub struct Model<'a> {
@@ -48,6 +71,7 @@ pub(crate) enum ClassInSubspace {
         regions: f64,
         objects_read: f64,
         objects_matched: f64,
+        entries_skipped: f64,
         cost_s: f64,
     },
     /// A write's passage through this subspace: the replica sets it visits (1, or 1 plus the
@@ -143,6 +167,7 @@ impl<'a> Model<'a> {
                         regions,
                         objects_read,
                         objects_matched,
+                        entries_skipped,
                         ..
                     },
                 ) => {
@@ -159,6 +184,7 @@ impl<'a> Model<'a> {
                         regions_contacted: regions,
                         objects_read,
                         objects_matched,
+                        entries_skipped,
                     }
                 }
                 (Operation::Update { .. }, _) => ClassTerms::Update {
@@ -261,7 +287,9 @@ impl<'a> Model<'a> {
     /// A search using this subspace: the slices it crosses along each dimension (1 where an
     /// equality fixes it; about 1 + s·f·n of the n slices where a range of selectivity s on an
     /// ordered axis whose values fill a fraction f of it bounds it; all n otherwise), their
-    /// product the regions; the objects inside the box and those matching every predicate.
+    /// product the regions; the objects inside the box and those matching every predicate;
+    /// and the entries outside the box the walk reads when the box fixes some dimensions and
+    /// leaves others open ([`partial_match_entries`]).
     fn search_in(
         &self,
         dimensions: &[AttrIndex],
@@ -277,17 +305,31 @@ impl<'a> Model<'a> {
         };
         let mut regions = 1.0;
         let mut in_box = 1.0;
+        // For the walk's cost: the regions that hold objects (an ordered axis whose values
+        // fill a fraction f of it has objects in about f·n of its n slices), those of them the
+        // box crosses, the distinct points the subspace can hold, and the dimensions left open.
+        let (mut occupied, mut occupied_crossed, mut points, mut open) = (1.0, 1.0, 1.0, 0);
         for (&attr, &n) in dimensions.iter().zip(slices) {
+            let filled = (self.axis_spread(attr, is_key) * n).clamp(1.0, n);
+            occupied *= filled;
+            points *= 1.0 / self.workload.equality_selectivity(attr);
             match kind(attr) {
                 Some(PredicateKind::Eq) => in_box *= selectivity(attr, PredicateKind::Eq),
                 Some(PredicateKind::Range) if self.ordered(attr, is_key) => {
                     let s = selectivity(attr, PredicateKind::Range);
                     // A range covering a fraction x of an axis cut into n equal slices, placed
                     // uniformly, crosses 1 + x·n of them on average (exactly, when x·n is whole).
-                    regions *= n.min(1.0 + s * self.axis_spread(attr, is_key) * n);
+                    let crossed = n.min(1.0 + s * self.axis_spread(attr, is_key) * n);
+                    regions *= crossed;
+                    occupied_crossed *= crossed.min(filled);
                     in_box *= s;
+                    open += 1;
                 }
-                _ => regions *= n,
+                _ => {
+                    regions *= n;
+                    occupied_crossed *= filled;
+                    open += 1;
+                }
             }
         }
         let objects = self.workload.objects() as f64;
@@ -300,13 +342,29 @@ impl<'a> Model<'a> {
         // scale then made a one-attribute box read millions of objects.
         let objects_matched = matches.unwrap_or(objects * matching);
         let objects_read = (objects * in_box).max(objects_matched).min(objects);
+        let entries_skipped = if is_key {
+            0.0 // no Z-order: a region of the key subspace is read whole (in objects_read)
+        } else {
+            // Never more than the crossed regions hold besides what the box holds.
+            let held = objects * occupied_crossed / occupied;
+            partial_match_entries(
+                occupied_crossed,
+                objects.min(points) / occupied,
+                open,
+                dimensions.len(),
+            )
+            .min((held - objects_read).max(0.0))
+        };
         let c = &self.calibration;
-        let cost_s =
-            c.search_base_s + c.search_region_s * regions + c.search_object_s * objects_read;
+        let cost_s = c.search_base_s
+            + c.search_region_s * regions
+            + c.search_object_s * objects_read
+            + c.search_skip_s * entries_skipped;
         ClassInSubspace::Search {
             regions,
             objects_read,
             objects_matched,
+            entries_skipped,
             cost_s,
         }
     }
@@ -414,7 +472,7 @@ impl<'a> Model<'a> {
                         relocations += relocation;
                     }
                     ClassOutcome {
-                        cost_s: c.write_hop_s * replicas * weight,
+                        cost_s: c.write_base_s + c.write_hop_s * replicas * weight,
                         chosen: 0,
                         chain_length: replicas * sets,
                         relocations,

@@ -45,6 +45,10 @@ pub enum ClassTerms {
         objects_read: f64,
         /// Objects the search returns.
         objects_matched: f64,
+        /// Storage entries outside the box the search reads (each then seeks): about
+        /// m^(open/d) per region crossed when its box fixes some of the subspace's d
+        /// dimensions and leaves `open` others open, m the objects per region; 0 otherwise.
+        entries_skipped: f64,
     },
     Update {
         /// Servers in the chain (expected: a subspace the update touches adds its new region's

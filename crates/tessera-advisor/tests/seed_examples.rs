@@ -251,3 +251,87 @@ fn ranges() {
         (0, 64.0, 1000.0)
     );
 }
+
+/// Not the seed's: the entries a partial match skips, and the fixed write cost, by hand. 64
+/// partitions, 64,000 objects of unique hashed values b and c, 100 values of a. <a, b, c> is
+/// cut 4 × 4 × 4 (1,000 objects a region): fixing a crosses 16 regions and skips
+/// 16 × 1,000^(2/3) = 1,600 entries; fixing a and b crosses 4 and skips 4 × 1,000^(1/3) = 40;
+/// fixing all three is a point and skips none; fixing none reads the key subspace whole.
+#[test]
+fn partial_matches_skip_m_to_the_open_over_d_entries_per_region() {
+    let schema = space(64, 0);
+    let header = r#"{"objects": 64000}
+        {"attribute": "a", "distinct": 100}
+        {"attribute": "b", "distinct": 64000}
+        {"attribute": "c", "distinct": 64000}
+        {"attribute": "d", "distinct": 64000}"#;
+    let c = Calibration {
+        search_base_s: 1e-6,
+        search_region_s: 2e-6,
+        search_object_s: 0.5e-6,
+        search_skip_s: 3e-6,
+        ..Calibration::default()
+    };
+    for (search, regions, read, skipped) in [
+        (r#"{"a": "eq"}"#, 16.0, 640.0, 1600.0),
+        (r#"{"a": "eq", "b": "eq"}"#, 4.0, 0.01, 40.0),
+        (
+            r#"{"a": "eq", "b": "eq", "c": "eq"}"#,
+            1.0,
+            0.01 / 64000.0,
+            0.0,
+        ),
+    ] {
+        let p = predict(
+            &schema,
+            &format!("{header}\n{{\"p\": 1, \"search\": {search}}}"),
+            &[&["a", "b", "c"]],
+            c,
+        );
+        let ClassTerms::Search {
+            subspace_index,
+            regions_contacted,
+            objects_read,
+            entries_skipped,
+            ..
+        } = p.classes[0].terms
+        else {
+            panic!("a search")
+        };
+        assert_eq!(subspace_index, 1, "{search}");
+        assert!((regions_contacted - regions).abs() < 1e-9, "{search}");
+        assert!(
+            (objects_read / read - 1.0).abs() < 1e-9,
+            "{search}: {objects_read}"
+        );
+        assert!(
+            (entries_skipped - skipped).abs() < 1e-6 * skipped.max(1.0),
+            "{search}: {entries_skipped}"
+        );
+        let cost = 1e-6 + 2e-6 * regions + 0.5e-6 * read + 3e-6 * skipped;
+        assert!((p.classes[0].cost_s / cost - 1.0).abs() < 1e-9, "{search}");
+    }
+    // A one-dimensional subspace has no partial match; a point in <d> neither.
+    let p = predict(
+        &schema,
+        &format!("{header}\n{{\"p\": 1, \"search\": {{\"d\": \"eq\"}}}}"),
+        &[&["d"]],
+        c,
+    );
+    assert!(
+        matches!(p.classes[0].terms, ClassTerms::Search { entries_skipped, .. } if entries_skipped == 0.0)
+    );
+    // Writes: a fixed cost once, then a hop per server: a put through <a, b, c> has a chain
+    // of 2 servers (K = 1).
+    let w = Calibration {
+        write_base_s: 30e-6,
+        write_hop_s: 10e-6,
+        ..Calibration::default()
+    };
+    let p = predict(&schema, r#"{"p": 1, "put": true}"#, &[&["a", "b", "c"]], w);
+    assert!(
+        (p.classes[0].cost_s - 50e-6).abs() < 1e-12,
+        "{}",
+        p.classes[0].cost_s
+    );
+}

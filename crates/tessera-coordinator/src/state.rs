@@ -2688,12 +2688,14 @@ mod tests {
     fn model_constants_are_kept_with_the_configuration() {
         let mut st = with_servers(1);
         let constants = ModelConstants {
+            write_base_ns: 0,
             write_hop_ns: 119_000,
             relocation_factor_milli: 1_000,
             get_ns: 10_000,
             search_base_ns: 0,
             search_region_ns: 10_000,
             search_object_ns: 700,
+            search_skip_ns: 2_800,
         };
         let before = st.epoch;
         assert_eq!(

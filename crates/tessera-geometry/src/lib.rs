@@ -21,4 +21,4 @@ pub use coordinate::{coordinate, key_coordinate, key_region, point};
 pub use search::{choose_subspace, SearchBox, SearchPlan};
 
 pub use tessellation::{tessellations, RegionIndex, Tessellation};
-pub use zorder::{deinterleave, interleave, next_in_box};
+pub use zorder::{deinterleave, deinterleave_into, interleave, next_in_box};

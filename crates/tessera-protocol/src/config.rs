@@ -561,6 +561,8 @@ pub struct Configuration {
 /// configuration compares exactly (Raft replicas, caches).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ModelConstants {
+    /// A write's fixed cost, whatever its chain.
+    pub write_base_ns: u64,
     /// One server of an update's chain.
     pub write_hop_ns: u64,
     /// What a replica set that relocates the object costs relative to one that overwrites it,
@@ -572,6 +574,8 @@ pub struct ModelConstants {
     pub search_base_ns: u64,
     pub search_region_ns: u64,
     pub search_object_ns: u64,
+    /// A search's cost per storage entry read outside its box (a partial match's skips).
+    pub search_skip_ns: u64,
 }
 
 impl ModelConstants {

@@ -102,7 +102,9 @@ impl SearchIter {
                 continue;
             }
             let z = &key[REGION_BYTES..REGION_BYTES + z_bytes];
-            let point = zorder::deinterleave(z, lo.len());
+            let mut point = [0u64; zorder::DIMENSIONS_MAX];
+            let point = &mut point[..lo.len()];
+            zorder::deinterleave_into(z, point);
             if point
                 .iter()
                 .zip(lo.iter().zip(hi))

@@ -1,7 +1,9 @@
 //! `tessera calibrate`: measures the performance model's constants on the running database
-//! (seed 000 §4.5, §5.2.1). It creates three scratch spaces, loads them, runs short closed-loop
+//! (seed 000 §4.5, §5.2.1). It creates four scratch spaces, loads them, runs short closed-loop
 //! micro-workloads (gets; searches that contact 1 to all regions and return a few to all
-//! objects; writes whose chains hold 0 or 2 subspaces, moving the object or not), fits the
+//! objects; searches fixing some dimensions of two- and three-dimensional subspaces of hashed
+//! strings, whose walk skips entries outside the box; writes whose chains hold 0 or 2
+//! subspaces, moving the object or not), fits the
 //! constants with `tessera_advisor::fit`, drops the spaces and prints the constants with what
 //! was measured, and keeps the constants with the configuration (`ModelConstants`), where
 //! `tessera advise` finds them. `tessera advise --calibration FILE` uses what `--save FILE`
@@ -11,17 +13,27 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use tessera_advisor::{fit, Calibration, Measurements, SearchMeasurement, WriteMeasurement};
+use std::collections::BTreeSet;
+
+use tessera_advisor::{
+    fit, partial_match_entries, Calibration, Measurements, SearchMeasurement, WriteMeasurement,
+};
 use tessera_client::{Client, ModelConstants, Predicate, Value};
 
 use crate::Failure;
 
-/// The scratch spaces: `_s` for gets and searches, `_w0` and `_w2` for writes through no and
-/// two subspaces. Every one holds its only copy on one server (K = 1): a chain hop is a server.
-const SPACES: [(&str, &str); 3] = [
+/// The scratch spaces: `_s` for gets and searches, `_m` for partial matches, `_w0` and `_w2`
+/// for writes through no and two subspaces. Every one holds its only copy on one server
+/// (K = 1): a chain hop is a server.
+const SPACES: [(&str, &str); 4] = [
     (
         "tessera_calibrate_s",
         "key int k attributes int g10, int g100, string pad subspace g10 subspace g100, g10",
+    ),
+    (
+        "tessera_calibrate_m",
+        "key int k attributes string c, string u, string v, string w \
+         subspace c, u subspace w, u, v",
     ),
     (
         "tessera_calibrate_w0",
@@ -48,12 +60,14 @@ pub struct CalibrateOptions {
 pub fn to_model(c: &Calibration) -> ModelConstants {
     let ns = |s: f64| (s * 1e9).round().max(0.0) as u64;
     ModelConstants {
+        write_base_ns: ns(c.write_base_s),
         write_hop_ns: ns(c.write_hop_s),
         relocation_factor_milli: (c.relocation_factor * 1e3).round().max(0.0) as u64,
         get_ns: ns(c.get_s),
         search_base_ns: ns(c.search_base_s),
         search_region_ns: ns(c.search_region_s),
         search_object_ns: ns(c.search_object_s),
+        search_skip_ns: ns(c.search_skip_s),
     }
 }
 
@@ -61,12 +75,14 @@ pub fn to_model(c: &Calibration) -> ModelConstants {
 pub fn from_model(m: &ModelConstants) -> Calibration {
     let s = |ns: u64| ns as f64 * 1e-9;
     Calibration {
+        write_base_s: s(m.write_base_ns),
         write_hop_s: s(m.write_hop_ns),
         relocation_factor: m.relocation_factor_milli as f64 * 1e-3,
         get_s: s(m.get_ns),
         search_base_s: s(m.search_base_ns),
         search_region_s: s(m.search_region_ns),
         search_object_s: s(m.search_object_ns),
+        search_skip_s: s(m.search_skip_ns),
     }
 }
 
@@ -96,19 +112,122 @@ pub async fn calibrate(
     Ok(serde_json::json!({ "calibration": calibration, "measurements": measurements }))
 }
 
-async fn measure(client: &Arc<Client>, options: CalibrateOptions) -> Result<Measurements, Failure> {
-    load(client, options, |k| {
-        (
-            SPACES[0].0,
-            vec![
-                ("g10", Value::Int(k % 10)),
-                ("g100", Value::Int(k % 100)),
-                ("pad", Value::from("x")),
-            ],
+/// Object k of `_s`: g10 = k mod 10, g100 = k mod 100, pad = "x".
+fn object_s(k: i64) -> Vec<(&'static str, Value)> {
+    vec![
+        ("g10", Value::Int(k % 10)),
+        ("g100", Value::Int(k % 100)),
+        ("pad", Value::from("x")),
+    ]
+}
+
+/// Object k of `_m`: c and w take 50 values each (k mod 50, k mod 47), u and v are unique.
+fn object_m(k: i64) -> Vec<(&'static str, Value)> {
+    vec![
+        ("c", Value::from(format!("c{}", k % 50))),
+        ("u", Value::from(format!("u{k}"))),
+        ("v", Value::from(format!("v{k}"))),
+        ("w", Value::from(format!("w{}", k % 47))),
+    ]
+}
+
+/// A search micro-workload: its space, how its objects are made, and the attributes it fixes
+/// to the values of object k.
+struct MicroSearch {
+    space: &'static str,
+    object: fn(i64) -> Vec<(&'static str, Value)>,
+    fixes: &'static [&'static str],
+}
+
+impl MicroSearch {
+    fn predicates(&self, k: i64) -> Vec<Predicate> {
+        let object = (self.object)(k);
+        self.fixes
+            .iter()
+            .map(|&name| {
+                let (_, value) = object
+                    .iter()
+                    .find(|(a, _)| *a == name)
+                    .expect("the search fixes an attribute of its objects");
+                Predicate::equals(name, value.clone())
+            })
+            .collect()
+    }
+}
+
+/// What a search for object k's values runs, as the server plans it (`explain`: the subspace
+/// `choose_subspace` picks and the regions its box crosses), with what its walk reads, from
+/// the objects loaded: the objects inside the box (those sharing k's values on the dimensions
+/// the search fixes, not on all it fixes: a search can run in a subspace that leaves some of
+/// its predicates to the filter) and the model's estimate of the entries skipped outside it.
+async fn planned(
+    client: &Arc<Client>,
+    options: CalibrateOptions,
+    search: &MicroSearch,
+    k: i64,
+) -> Result<(f64, f64, f64), Failure> {
+    let explained = client.explain(search.space, search.predicates(k)).await?;
+    let on_dimension = |object: &[(&'static str, Value)]| -> Vec<Value> {
+        explained
+            .dimensions
+            .iter()
+            .filter(|d| search.fixes.contains(&d.as_str()))
+            .map(|d| {
+                object
+                    .iter()
+                    .find(|(a, _)| a == d)
+                    .map(|(_, v)| v.clone())
+                    .expect("a dimension is an attribute")
+            })
+            .collect()
+    };
+    let wanted = on_dimension(&(search.object)(k));
+    let mut in_box = 0u64;
+    let mut points = BTreeSet::new();
+    for j in 0..options.objects {
+        let object = (search.object)(j);
+        if on_dimension(&object) == wanted {
+            in_box += 1;
+        }
+        let point: Vec<Value> = explained
+            .dimensions
+            .iter()
+            .filter_map(|d| object.iter().find(|(a, _)| a == d).map(|(_, v)| v.clone()))
+            .collect();
+        points.insert(point);
+    }
+    let regions = explained.regions_contacted as f64;
+    let dimensions = explained.dimensions.len();
+    let open = explained
+        .dimensions
+        .iter()
+        .filter(|d| !search.fixes.contains(&d.as_str()))
+        .count();
+    // The key subspace (a region read whole) has no Z-order walk. The hashed dimensions of
+    // `_m` fill every region; the int ones of `_s` are only ever fixed or alone (open = 0, or
+    // dimensions = 1), where the estimate is 0 anyway.
+    let is_key = explained.subspace.get() == 0;
+    let all_regions = explained.subspace_regions.max(1) as f64;
+    let objects = options.objects as f64;
+    let skipped = if is_key {
+        0.0
+    } else {
+        let held = objects * regions / all_regions;
+        partial_match_entries(
+            regions,
+            objects.min(points.len() as f64) / all_regions,
+            open,
+            dimensions,
         )
-    })
-    .await?;
-    for space in [SPACES[1].0, SPACES[2].0] {
+        .min((held - in_box as f64).max(0.0))
+    };
+    Ok((regions, in_box as f64, skipped))
+}
+
+async fn measure(client: &Arc<Client>, options: CalibrateOptions) -> Result<Measurements, Failure> {
+    load(client, options, |k| (SPACES[0].0, object_s(k))).await?;
+    load(client, options, |k| (SPACES[1].0, object_m(k))).await?;
+    for space in [SPACES[2].0, SPACES[3].0] {
         load(client, options, move |k| {
             (
                 space,
@@ -128,31 +247,47 @@ async fn measure(client: &Arc<Client>, options: CalibrateOptions) -> Result<Meas
         })
         .await?,
     );
-    // (predicates for object k): each search's regions from explain, its objects from a run.
-    let searches: [fn(i64) -> Vec<Predicate>; 4] = [
-        |k| vec![Predicate::equals("g10", k % 10)],
-        |k| vec![Predicate::equals("g100", k % 100)],
-        |k| {
-            vec![
-                Predicate::equals("g100", k % 100),
-                Predicate::equals("g10", k % 10),
-            ]
-        },
-        |_| vec![Predicate::equals("pad", "x")],
-    ];
-    for predicates in searches {
-        let regions = client
-            .explain(SPACES[0].0, predicates(1))
-            .await?
-            .regions_contacted as f64;
-        let objects = client.search(SPACES[0].0, predicates(1)).await?.len() as f64;
-        let throughput_ops_s = closed_loop(client, options, move |c, k| async move {
-            c.search(SPACES[0].0, predicates(k)).await.map(|_| ())
+    // Searches in `_s`: 1 region reading 10 %, 1 region reading 1 %, `g100 = v and g10 = v`
+    // (which runs in {g10}: both subspaces cross one region, and the rule then takes fewer
+    // dimensions, so it reads 10 %), and all 16 regions (pad is no dimension). In `_m`: c
+    // fixed in {c, u} (4 regions, one of 2 dimensions open), w in {w, u, v} (two of 3 open),
+    // w and u (one of 3 open, or c open in {c, u}: whichever the server picks), and a point.
+    let (s, m_) = (SPACES[0].0, SPACES[1].0);
+    let searches: Vec<MicroSearch> = [
+        (s, object_s as fn(i64) -> _, &["g10"][..]),
+        (s, object_s, &["g100"]),
+        (s, object_s, &["g100", "g10"]),
+        (s, object_s, &["pad"]),
+        (m_, object_m, &["c"]),
+        (m_, object_m, &["w"]),
+        (m_, object_m, &["w", "u"]),
+        (m_, object_m, &["w", "u", "v"]),
+    ]
+    .into_iter()
+    .map(|(space, object, fixes)| MicroSearch {
+        space,
+        object,
+        fixes,
+    })
+    .collect();
+    for search in searches {
+        // The terms of one search, the same for every k but for the sizes of c's and w's
+        // groups (k mod 50 and k mod 47 differ by one object at most).
+        let (regions, objects, skipped) = planned(client, options, &search, 1).await?;
+        let search = Arc::new(search);
+        let throughput_ops_s = closed_loop(client, options, move |c, k| {
+            let search = search.clone();
+            async move {
+                c.search(search.space, search.predicates(k))
+                    .await
+                    .map(|_| ())
+            }
         })
         .await?;
         m.searches.push(SearchMeasurement {
             regions,
             objects,
+            skipped,
             throughput_ops_s,
         });
     }
@@ -160,9 +295,9 @@ async fn measure(client: &Arc<Client>, options: CalibrateOptions) -> Result<Meas
     // moves in both subspaces of `_w2`, but for the 1 in 16 that hash to the same slice).
     let fresh = Arc::new(AtomicU64::new(0));
     for (space, subspaces, moved) in [
-        (SPACES[1].0, 0, false),
-        (SPACES[2].0, 2, false),
-        (SPACES[2].0, 2, true),
+        (SPACES[2].0, 0, false),
+        (SPACES[3].0, 2, false),
+        (SPACES[3].0, 2, true),
     ] {
         let fresh = fresh.clone();
         let throughput_ops_s = closed_loop(client, options, move |c, k| {

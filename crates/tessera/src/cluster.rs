@@ -482,13 +482,15 @@ pub async fn status(client: &Client, json: bool) -> Result<(), Failure> {
     }
     match &config.model {
         Some(m) => println!(
-            "\nmodel constants (tessera calibrate): write hop {} µs, relocation factor {}, get {} µs, search {} µs + {} µs a region + {} µs an object",
+            "\nmodel constants (tessera calibrate): write {} µs + {} µs a chain server, relocation factor {}, get {} µs, search {} µs + {} µs a region + {} µs an object + {} µs an entry skipped",
+            m.write_base_ns as f64 / 1e3,
             m.write_hop_ns as f64 / 1e3,
             m.relocation_factor_milli as f64 / 1e3,
             m.get_ns as f64 / 1e3,
             m.search_base_ns as f64 / 1e3,
             m.search_region_ns as f64 / 1e3,
             m.search_object_ns as f64 / 1e3,
+            m.search_skip_ns as f64 / 1e3,
         ),
         None => println!("\nmodel constants: the defaults (run tessera calibrate to measure them here)"),
     }

@@ -240,24 +240,37 @@ fn calibrate_then_advise_with_the_constants() {
             m["searches"].as_array().unwrap().len(),
             m["writes"].as_array().unwrap().len()
         ),
-        (1, 4, 3)
+        (1, 8, 3)
     );
     // The searches' regions as explain counts them for 16 partitions: one slice of g10; one of
-    // the 4 x 4 (g100, g10) fixing g100 alone; one fixing both; every key region.
+    // the 4 x 4 (g100, g10) fixing g100 alone; one fixing both (it runs in {g10}); every key
+    // region; then c in the 4 x 4 {c, u}, w in the 3 x 3 x 2 {w, u, v} (6), w and u (2), and
+    // a point.
     let regions: Vec<f64> = m["searches"]
         .as_array()
         .unwrap()
         .iter()
         .map(|s| s["regions"].as_f64().unwrap())
         .collect();
-    assert_eq!(regions, [1.0, 4.0, 1.0, 16.0]);
+    assert_eq!(regions, [1.0, 4.0, 1.0, 16.0, 4.0, 6.0, 2.0, 1.0]);
     let objects: Vec<f64> = m["searches"]
         .as_array()
         .unwrap()
         .iter()
         .map(|s| s["objects"].as_f64().unwrap())
         .collect();
-    assert_eq!(objects, [20.0, 2.0, 2.0, 200.0]);
+    // g100 = 1 and g10 = 1 reads the 20 objects of g10 = 1 in {g10}, not the 2 it returns;
+    // c1 is 4 of the 200 objects (k mod 50), w1 5 (k mod 47).
+    assert_eq!(objects, [20.0, 2.0, 20.0, 200.0, 4.0, 5.0, 1.0, 1.0]);
+    // Entries skipped: only the boxes that leave some dimensions of a multi-dimensional
+    // subspace open: g100 alone in (g100, g10), c, w, and w and u.
+    let skips: Vec<bool> = m["searches"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["skipped"].as_f64().unwrap() > 0.0)
+        .collect();
+    assert_eq!(skips, [false, true, false, false, true, true, true, false]);
     for (name, value) in result["calibration"].as_object().unwrap() {
         let v = value.as_f64().unwrap();
         assert!(v.is_finite() && v >= 0.0, "{name} = {v}");
@@ -311,7 +324,14 @@ fn calibrate_then_advise_with_the_constants() {
     );
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     let kept: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
-    for name in ["write_hop_s", "get_s", "search_region_s", "search_object_s"] {
+    for name in [
+        "write_base_s",
+        "write_hop_s",
+        "get_s",
+        "search_region_s",
+        "search_object_s",
+        "search_skip_s",
+    ] {
         let (got, want) = (
             kept["calibration"][name].as_f64().unwrap(),
             fitted[name].as_f64().unwrap(),
