@@ -526,6 +526,38 @@ pub(crate) async fn run_mix(
     (report, total)
 }
 
+/// Loads every hotel into [`SPACE_NAME`] with `threads` concurrent puts; fails if one failed.
+pub(crate) async fn load_hotels(
+    client: &Client,
+    hotels: &Hotels,
+    threads: usize,
+    seed: u64,
+) -> Result<PhaseReport, TargetError> {
+    let phases = sweep::Phases {
+        load: true,
+        run: false,
+        records: hotels.count(),
+        operations: 0,
+        threads,
+        seed,
+        duration: None,
+        progress: false,
+    };
+    let loader = hotels.clone();
+    let load = sweep::load(client, SPACE_NAME, &phases, move |n| {
+        (Hotels::key(n), loader.object(n))
+    })
+    .await;
+    if load.errors > 0 {
+        return Err(TargetError::Server(format!(
+            "{} of {} hotels failed to load",
+            load.errors,
+            hotels.count()
+        )));
+    }
+    Ok(load)
+}
+
 /// One configuration, one repetition: fresh space, load, warm-up, timed run, drop.
 pub(crate) async fn measure_once(
     settings: &Measure,
@@ -544,28 +576,7 @@ pub(crate) async fn measure_once(
         .await
         .map_err(to_target_error)?;
     let outcome = async {
-        let phases = sweep::Phases {
-            load: true,
-            run: false,
-            records: hotels.count(),
-            operations: 0,
-            threads: settings.threads,
-            seed,
-            duration: None,
-            progress: false,
-        };
-        let loader = hotels.clone();
-        let load = sweep::load(&client, SPACE_NAME, &phases, move |n| {
-            (Hotels::key(n), loader.object(n))
-        })
-        .await;
-        if load.errors > 0 {
-            return Err(TargetError::Server(format!(
-                "{} of {} hotels failed to load",
-                load.errors,
-                hotels.count()
-            )));
-        }
+        let load = load_hotels(&client, hotels, settings.threads, seed).await?;
         let deployment = sweep::deployment(&client, SPACE_NAME).await?;
         let shared = Arc::new(RunShared {
             hotels: hotels.clone(),
@@ -610,7 +621,7 @@ pub(crate) async fn measure_once(
                 }
             })
             .collect();
-        Ok((
+        Ok::<_, TargetError>((
             EvalRun {
                 repetition: 0,
                 started_unix_s,

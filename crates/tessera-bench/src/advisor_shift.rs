@@ -19,13 +19,14 @@ use tessera_advisor::{advise, parse_workload, AdvisorOptions, Calibration};
 use tessera_client::{AdaptationRecord, Client};
 
 use crate::advisor_eval::{
-    canonical, check_absent, measure_once, median, run_mix, EvalRun, Measure, RunShared,
+    canonical, check_absent, load_hotels, measure_once, median, run_mix, EvalRun, Measure,
+    RunShared,
 };
 use crate::hotels::{
     base_schema, space_description, Attribute, Generations, HotelWorkload, Hotels, SPACE_NAME,
 };
 use crate::subspaces::mix;
-use crate::sweep::{self, to_target_error};
+use crate::sweep::to_target_error;
 use crate::target::TargetError;
 
 /// `tessera bench -w advisor-shift` options besides the common ones (`--records`: hotels;
@@ -218,27 +219,9 @@ pub(crate) async fn measure(
         .add_space(&description)
         .await
         .map_err(to_target_error)?;
-    let phases = sweep::Phases {
-        load: true,
-        run: false,
-        records: hotels.count(),
-        operations: 0,
-        threads: settings.threads,
-        seed: options.seed,
-        duration: None,
-        progress: false,
-    };
-    let loader = hotels.clone();
-    let load = sweep::load(&client, SPACE_NAME, &phases, move |n| {
-        (Hotels::key(n), loader.object(n))
-    })
-    .await;
-    if load.errors > 0 {
+    if let Err(e) = load_hotels(&client, &hotels, settings.threads, options.seed).await {
         let _ = client.rm_space(SPACE_NAME).await;
-        return Err(TargetError::Server(format!(
-            "{} hotels failed to load",
-            load.errors
-        )));
+        return Err(e);
     }
     let generations = Arc::new(Generations::new(hotels.count()));
     let shared = |workload: &HotelWorkload| {

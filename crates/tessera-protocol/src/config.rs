@@ -394,18 +394,21 @@ impl SpaceConfig {
     /// attributes' names in dimension order: the configuration as the advisor and
     /// `tessera advise --apply` see it.
     pub fn written_attribute_sets(&self) -> Vec<Vec<String>> {
-        let schema = &self.schema;
-        schema
+        self.schema
             .written_subspaces()
             .skip(1)
-            .map(|id| {
-                schema
-                    .subspace(id)
-                    .dimensions
-                    .iter()
-                    .map(|&a| schema.attribute(a).name.clone())
-                    .collect()
-            })
+            .map(|id| self.attribute_names(id))
+            .collect()
+    }
+
+    /// A subspace's attributes, by name, in its dimensions' order.
+    pub fn attribute_names(&self, id: SubspaceId) -> Vec<String> {
+        let schema = &self.schema;
+        schema
+            .subspace(id)
+            .dimensions
+            .iter()
+            .map(|&a| schema.attribute(a).name.clone())
             .collect()
     }
 

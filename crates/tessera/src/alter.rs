@@ -11,13 +11,7 @@ use crate::{print_line, Failure};
 
 /// A subspace's attributes, by name, in its dimensions' order.
 pub fn attribute_names(space: &SpaceConfig, id: SubspaceId) -> Vec<String> {
-    let schema = &space.schema;
-    schema
-        .subspace(id)
-        .dimensions
-        .iter()
-        .map(|&a| schema.attribute(a).name.clone())
-        .collect()
+    space.attribute_names(id)
 }
 
 fn state_name(state: SubspaceState) -> &'static str {
