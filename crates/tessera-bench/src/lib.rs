@@ -47,7 +47,7 @@ pub mod sweep;
 pub mod target;
 pub mod workload;
 
-pub use report::{OpReport, PhaseReport, Report};
+pub use report::{OpReport, PhaseReport};
 pub use workload::Workload;
 
 use driver::{run_phase, PhaseKind, PhasePlan};
@@ -150,6 +150,35 @@ pub struct BenchArgs {
 
     #[command(flatten, next_help_heading = "Workload advisor-shift")]
     pub shift: advisor_shift::AdvisorShiftArgs,
+}
+
+/// The whole run, as `tessera bench` prints it (JSON): its parameters, then one section per
+/// phase that ran, and the section of a workload that has one. Here rather than in `report`,
+/// which the workloads' sections build on.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Report {
+    /// The `--target` URL.
+    pub target: String,
+    pub workload: Workload,
+    pub records: u64,
+    pub operations: u64,
+    pub threads: usize,
+    pub seed: u64,
+    /// Present when the load phase ran.
+    pub load: Option<PhaseReport>,
+    /// Present when the run phase ran.
+    pub run: Option<PhaseReport>,
+    /// Workload `subspaces` only: S, K, the chain length and where it ran.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub subspaces: Option<report::SubspacesReport>,
+    /// Workload `search-fixed` only: F, objects returned, and servers and regions contacted.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub search_fixed: Option<report::SearchFixedReport>,
+    /// Workload `advisor-eval` only: every workload's configurations, predicted and measured.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub advisor_eval: Option<advisor_eval::AdvisorEvalReport>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub advisor_shift: Option<advisor_shift::AdvisorShiftReport>,
 }
 
 /// Why a benchmark could not run. Failures of single operations are not errors: they are

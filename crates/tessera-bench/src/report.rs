@@ -8,35 +8,6 @@ use std::collections::BTreeMap;
 use hdrhistogram::Histogram;
 use serde::Serialize;
 
-use crate::workload::Workload;
-
-/// The whole run: its parameters, then one section per phase that ran.
-#[derive(Clone, Debug, Serialize)]
-pub struct Report {
-    /// The `--target` URL.
-    pub target: String,
-    pub workload: Workload,
-    pub records: u64,
-    pub operations: u64,
-    pub threads: usize,
-    pub seed: u64,
-    /// Present when the load phase ran.
-    pub load: Option<PhaseReport>,
-    /// Present when the run phase ran.
-    pub run: Option<PhaseReport>,
-    /// Workload `subspaces` only: S, K, the chain length and where it ran.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub subspaces: Option<SubspacesReport>,
-    /// Workload `search-fixed` only: F, objects returned, and servers and regions contacted.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub search_fixed: Option<SearchFixedReport>,
-    /// Workload `advisor-eval` only: every workload's configurations, predicted and measured.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub advisor_eval: Option<crate::advisor_eval::AdvisorEvalReport>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub advisor_shift: Option<crate::advisor_shift::AdvisorShiftReport>,
-}
-
 /// One phase (load or run).
 #[derive(Clone, Debug, Serialize)]
 pub struct PhaseReport {
