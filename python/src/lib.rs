@@ -24,6 +24,7 @@ use tessera_client::{
     Predicate, PredicateOp, Record, SearchStream, SortOrder, SpaceChange, SpaceConfig, SpaceSchema,
     SubspaceId, SubspaceState, Value, WriteMode,
 };
+use tessera_types::DocValue;
 use tokio::sync::oneshot;
 
 create_exception!(
@@ -569,6 +570,38 @@ fn value_to_py<'py>(py: Python<'py>, value: &Value) -> PyResult<Bound<'py, PyAny
             }
             d.into_any()
         }
+        Value::Document(doc) => properties_to_py(py, &doc.properties)?.into_any(),
+    })
+}
+
+/// A dynamic space's document, or a nested one, as a dict.
+fn properties_to_py<'py>(
+    py: Python<'py>,
+    properties: &std::collections::BTreeMap<String, DocValue>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    for (k, v) in properties {
+        d.set_item(k, doc_value_to_py(py, v)?)?;
+    }
+    Ok(d)
+}
+
+fn doc_value_to_py<'py>(py: Python<'py>, value: &DocValue) -> PyResult<Bound<'py, PyAny>> {
+    Ok(match value {
+        DocValue::Null => py.None().into_bound(py),
+        DocValue::Bool(b) => PyBool::new(py, *b).to_owned().into_any(),
+        DocValue::Int(i) => i.into_pyobject(py)?.into_any(),
+        DocValue::Float(f) => PyFloat::new(py, *f).into_any(),
+        DocValue::String(s) => PyString::new(py, s).into_any(),
+        DocValue::List(items) => PyList::new(
+            py,
+            items
+                .iter()
+                .map(|x| doc_value_to_py(py, x))
+                .collect::<PyResult<Vec<_>>>()?,
+        )?
+        .into_any(),
+        DocValue::Object(o) => properties_to_py(py, o)?.into_any(),
     })
 }
 

@@ -100,7 +100,7 @@ proptest! {
                 CheckedPredicate::check(&schema, &Predicate::new(name(a), op)).expect("valid predicate")
             })
             .collect();
-        let plan = choose_subspace(&schema, &tessellations(&schema), &checked);
+        let plan = choose_subspace(&schema, &tessellations(&schema), &[], &checked);
         prop_assert_eq!(subspace_index, plan.subspace.get());
         prop_assert_eq!(regions_contacted, plan.regions_count as f64);
     }

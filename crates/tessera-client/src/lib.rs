@@ -112,8 +112,8 @@ pub use tessera_protocol::{
     SpaceConfig, SpaceTrace, Status, WriteMode,
 };
 pub use tessera_types::{
-    Funcall, FuncallOp, NumOp, Predicate, PredicateOp, ServerId, SpaceSchema, SubspaceId,
-    SubspaceState, Value, Version,
+    DocValue, Document, Funcall, FuncallOp, NumOp, Predicate, PredicateOp, ServerId, Shape,
+    SpaceSchema, SubspaceId, SubspaceState, Value, Version,
 };
 
 use tessera_protocol::{Request, Response, WireObject};
@@ -566,6 +566,26 @@ impl Client {
             WriteMode::Upsert,
             vec![],
             assignments(attributes),
+        )
+        .await
+    }
+
+    /// A dynamic space's put: creates the document or merges `patch` into it as JSON Merge
+    /// Patch does (a property given replaces the stored one, nested documents merge, `null`
+    /// removes a property). A document of a shape the space has not seen is stored once the
+    /// server has registered the shape.
+    pub async fn put_document(
+        &self,
+        space: &str,
+        key: impl Into<Value>,
+        patch: Document,
+    ) -> Result<(), ClientError> {
+        self.write(
+            space,
+            key,
+            WriteMode::Upsert,
+            vec![],
+            vec![Funcall::merge(patch)],
         )
         .await
     }

@@ -5,7 +5,7 @@
 //! * A key's requests go to its **point leader**: the first server of the replica set of the
 //!   key's region in the key subspace (subspace 0). Never a state transfer's target, which is
 //!   always the set's last member, after at least one other.
-//! * A search runs on the subspace [`choose_subspace`] picks (every client and server makes the
+//! * A search runs on the subspace `tessera_geometry::choose_subspace` picks (every client and server makes the
 //!   same choice), crosses the regions of its box there, and asks **one replica per region**
 //!   among those that hold all of it ([`SpaceConfig::complete_replicas`]: not a transfer's
 //!   target still catching up, which would miss what it has not received yet): search number
@@ -17,12 +17,14 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
-use tessera_geometry::{choose_subspace, key_region, RegionIndex, SearchBox, Tessellation};
-use tessera_protocol::{Configuration, ErrorReply, Explanation, SpaceConfig, Status};
+use tessera_geometry::{key_region, RegionIndex, Tessellation};
+use tessera_protocol::{
+    funcall_status, predicate_status, Configuration, ErrorReply, Explanation, SpaceConfig, Status,
+};
 use tessera_types::constants::KEY_BYTES_MAX;
 use tessera_types::{
-    AttrIndex, CheckedFuncall, CheckedPredicate, Funcall, FuncallCheckError, Predicate,
-    PredicateError, ServerId, SpaceSchema, SubspaceId, Value,
+    AttrIndex, CheckedFuncall, CheckedPredicate, Funcall, Predicate, ServerId, SpaceSchema,
+    SubspaceId, Value,
 };
 
 use crate::ClientError;
@@ -185,11 +187,8 @@ pub(crate) fn route_search(
     predicates: &[CheckedPredicate],
     turn: u64,
 ) -> Result<SearchRoute, ClientError> {
-    let plan = choose_subspace(&space.schema, tessellations, predicates);
-    let regions = match &plan.search_box {
-        None => vec![],
-        Some(b) => b.regions(&tessellations[plan.subspace.get()]),
-    };
+    let plan = space.plan(tessellations, predicates);
+    let regions = plan.regions(&tessellations[plan.subspace.get()]);
     Ok(SearchRoute {
         subspace: plan.subspace,
         regions: assign_regions(space, plan.subspace, &regions, turn)?,
@@ -204,44 +203,9 @@ pub(crate) fn explain(
     predicates: &[CheckedPredicate],
     turn: u64,
 ) -> Explanation {
-    let schema = &space.schema;
-    let plan = choose_subspace(schema, tessellations, predicates);
-    // As a server lists them: the subspaces a search may use.
-    let candidates = schema
-        .searchable_subspaces()
-        .map(|s| {
-            let crossed = SearchBox::for_predicates(schema, s, predicates)
-                .map_or(0, |b| b.regions_count(&tessellations[s.get()]));
-            (s, crossed)
-        })
-        .collect();
-    let tessellation = &tessellations[plan.subspace.get()];
-    let servers_contacted = match &plan.search_box {
-        None => 0,
-        Some(b) => {
-            let mut servers: Vec<ServerId> = b
-                .regions(tessellation)
-                .into_iter()
-                .filter_map(|r| pick_replica(read_replicas(space, plan.subspace, r), r, turn))
-                .collect();
-            servers.sort();
-            servers.dedup();
-            servers.len() as u64
-        }
-    };
-    Explanation {
-        subspace: plan.subspace,
-        dimensions: schema
-            .subspace(plan.subspace)
-            .dimensions
-            .iter()
-            .map(|&a| schema.attribute(a).name.clone())
-            .collect(),
-        subspace_regions: tessellation.regions_count() as u64,
-        regions_contacted: plan.regions_count,
-        servers_contacted,
-        candidates,
-    }
+    space.explain(tessellations, predicates, |subspace, r| {
+        pick_replica(read_replicas(space, subspace, r), r, turn)
+    })
 }
 
 /// The predicates checked against the schema, or the server's refusal: `UnknownAttribute`,
@@ -251,18 +215,8 @@ pub(crate) fn check_predicates(
     schema: &SpaceSchema,
     predicates: &[Predicate],
 ) -> Result<Vec<CheckedPredicate>, ClientError> {
-    CheckedPredicate::check_all(schema, predicates).map_err(|e| {
-        let status = match &e {
-            PredicateError::UnknownAttribute(_) => Status::UnknownAttribute,
-            PredicateError::WrongType { .. } | PredicateError::NotApplicable { .. } => {
-                Status::WrongType
-            }
-            PredicateError::BadRegex { .. } => Status::BadPredicate,
-            PredicateError::TooMany(_) => Status::TooLarge,
-            _ => Status::BadPredicate,
-        };
-        refused(status, e.to_string())
-    })
+    CheckedPredicate::check_all(schema, predicates)
+        .map_err(|e| refused(predicate_status(&e), e.to_string()))
 }
 
 /// The attribute a sorted search sorts by, or the server's refusal: `UnknownAttribute`, or
@@ -296,14 +250,7 @@ pub(crate) fn check_group_funcalls(
     match CheckedFuncall::check_all(schema, funcalls) {
         Ok(_) => Ok(true),
         Err(e) if e.is_atomic_mismatch() => Ok(false),
-        Err(e) => {
-            let status = match &e {
-                FuncallCheckError::UnknownAttribute(_) => Status::UnknownAttribute,
-                FuncallCheckError::TooMany(_) => Status::TooLarge,
-                _ => Status::WrongType,
-            };
-            Err(refused(status, e.to_string()))
-        }
+        Err(e) => Err(refused(funcall_status(&e), e.to_string())),
     }
 }
 
@@ -932,10 +879,10 @@ mod tests {
             let t = space.tessellations();
             let checked = check_predicates(&space.schema, &predicates).unwrap();
             let route = route_search(&space, &t, &checked, turn).unwrap();
-            let plan = choose_subspace(&space.schema, &t, &checked);
+            let plan = space.plan(&t, &checked);
             prop_assert_eq!(route.subspace, plan.subspace);
             let expected: Vec<u32> =
-                plan.search_box.map_or(vec![], |b| b.regions(&t[plan.subspace.get()])).iter().map(|r| r.0).collect();
+                plan.regions(&t[plan.subspace.get()]).iter().map(|r| r.0).collect();
             let mut routed: Vec<u32> = route.regions.values().flatten().copied().collect();
             routed.sort();
             prop_assert_eq!(&routed, &expected);

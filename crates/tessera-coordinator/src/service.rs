@@ -481,9 +481,9 @@ fn outcome_response(result: ApplyResult) -> Response {
                 CommandError::SpaceExists(_) => Status::SpaceExists,
                 CommandError::UnknownSpace(_) => Status::UnknownSpace,
                 CommandError::TooFewServers { .. } => Status::TooFewServers,
-                CommandError::InvalidSchema(_) | CommandError::SubspaceNotServing { .. } => {
-                    Status::BadDescription
-                }
+                CommandError::InvalidSchema(_)
+                | CommandError::SubspaceNotServing { .. }
+                | CommandError::DynamicInCluster(_) => Status::BadDescription,
                 CommandError::Alter(_) => Status::BadAlteration,
                 CommandError::ConfigurationTooLarge { .. } => Status::TooLarge,
                 CommandError::InvalidAddress(_) | CommandError::UnknownServer(_) => {

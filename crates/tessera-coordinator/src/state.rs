@@ -28,7 +28,9 @@ use tessera_protocol::{
     AlterError, BackfillRef, Configuration, ModelConstants, ServerInfo, ServerState, SpaceChange,
     SpaceConfig, Transfer, TransferRef,
 };
-use tessera_types::{Epoch, SchemaError, ServerId, SpaceSchema, SubspaceId, SubspaceState};
+use tessera_types::{
+    Epoch, SchemaError, ServerId, SpaceKind, SpaceSchema, SubspaceId, SubspaceState,
+};
 
 /// Longest server address accepted by registration (`host:port`).
 pub const ADDRESS_BYTES_MAX: usize = 256;
@@ -225,6 +227,8 @@ pub enum CommandError {
     },
     #[error("the space is not valid: {0}")]
     InvalidSchema(SchemaError),
+    #[error("space {0:?} is dynamic: dynamic spaces run on a standalone server (tessera dev) in this version; a cluster's servers cannot yet register the shapes of their documents with the coordinators")]
+    DynamicInCluster(String),
     #[error("the configuration would take {bytes} bytes, over the {max}-byte limit: fewer partitions, subspaces or replicas")]
     ConfigurationTooLarge { bytes: usize, max: usize },
     #[error("server address {0:?} is not valid: 1..={ADDRESS_BYTES_MAX} bytes expected")]
@@ -577,6 +581,9 @@ impl ClusterState {
     }
 
     fn add_space(&mut self, schema: SpaceSchema) -> Result<CommandOutcome, CommandError> {
+        if schema.is_dynamic() {
+            return Err(CommandError::DynamicInCluster(schema.name));
+        }
         // A new space is declared, never built: a Building or Dropped subspace in it would
         // have no build to finish it, or replica sets where none belong.
         if let Some((i, s)) = schema
@@ -635,6 +642,7 @@ impl ClusterState {
             joined: Vec::new(),
             build: None,
             adaptations: Vec::new(),
+            shapes: Vec::new(),
         };
         let mut next = self.configuration();
         next.epoch = Epoch(id);
@@ -1043,6 +1051,20 @@ fn validate_schema(schema: &SpaceSchema) -> Result<(), SchemaError> {
     let (Some(key), Some(first)) = (schema.attributes.first(), schema.subspaces.first()) else {
         return Err(SchemaError::EmptySubspace);
     };
+    if let SpaceKind::Dynamic { dimensions } = schema.kind {
+        let rebuilt = SpaceSchema::dynamic(
+            &schema.name,
+            key.clone(),
+            u32::from(dimensions),
+            schema.partitions,
+            schema.tolerate,
+        )?;
+        return if &rebuilt == schema {
+            Ok(())
+        } else {
+            Err(SchemaError::EmptySubspace)
+        };
+    }
     if first.dimensions.len() != 1 || first.dimensions[0].get() != 0 {
         return Err(SchemaError::EmptySubspace);
     }

@@ -5,9 +5,12 @@
 //! of values is one interval of the axis. The key axis is always hashed, whatever its type,
 //! so that keys spread evenly over the key subspace's regions.
 
-use tessera_types::{AttrIndex, Object, SpaceSchema, SubspaceId, Value};
+use tessera_types::{
+    AttrIndex, Object, SpaceKind, SpaceSchema, SubspaceId, Value, DOCUMENT_INDEX, UNISPACE,
+};
 use xxhash_rust::xxh3::xxh3_64;
 
+use crate::dynamic::unispace_point;
 use crate::tessellation::{RegionIndex, Tessellation};
 
 const SIGN: u64 = 1 << 63;
@@ -62,6 +65,12 @@ pub fn dimension_coordinate(subspace: SubspaceId, attr: AttrIndex, value: &Value
 
 /// The point of `object` in subspace `subspace`: one coordinate per dimension.
 pub fn point(schema: &SpaceSchema, subspace: SubspaceId, object: &Object) -> Vec<u64> {
+    if let (SpaceKind::Dynamic { dimensions }, true) = (schema.kind, subspace == UNISPACE) {
+        let Value::Document(d) = object.get(DOCUMENT_INDEX) else {
+            panic!("a dynamic space's object holds a document");
+        };
+        return unispace_point(dimensions, d);
+    }
     schema
         .subspace(subspace)
         .dimensions

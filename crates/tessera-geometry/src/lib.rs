@@ -6,19 +6,23 @@
 //!   into ⌈R^(1/d)⌉ or ⌊R^(1/d)⌋ intervals.
 //! * [`SearchBox`]: the axis-aligned box of coordinates a set of predicates selects in one
 //!   subspace, and the regions it crosses; [`choose_subspace`] picks the cheapest subspace.
+//! * [`dynamic`]: unispace hashing, a dynamic space's documents as points and its searches as
+//!   one box per shape of document that can match.
 //! * [`chain`]: the value-dependent chain of an update.
 //! * [`zorder`]: Z-order interleaving of a point, and the BIGMIN step that lets storage skip
 //!   from a Z-value outside a box to the next one inside it.
 
 pub mod chain;
 pub mod coordinate;
+pub mod dynamic;
 pub mod search;
 pub mod tessellation;
 pub mod zorder;
 
 pub use chain::{chain_for_update, ChainHop, ReplicaMap};
 pub use coordinate::{coordinate, key_coordinate, key_region, point};
-pub use search::{choose_subspace, SearchBox, SearchPlan};
+pub use dynamic::{property_axis, unispace_boxes, unispace_point};
+pub use search::{boxes_in, choose_subspace, SearchBox, SearchPlan};
 
 pub use tessellation::{tessellations, RegionIndex, Tessellation};
 pub use zorder::{deinterleave, deinterleave_into, interleave, next_in_box};

@@ -7,10 +7,12 @@
 //! superset of the matching objects' points: objects are filtered again after the read.
 
 use tessera_types::{
-    AttrIndex, CheckedPredicate, PredicateOp, PrimitiveType, SpaceSchema, SubspaceId, Value,
+    AttrIndex, CheckedPredicate, PredicateOp, PrimitiveType, Shape, SpaceKind, SpaceSchema,
+    SubspaceId, Value, UNISPACE,
 };
 
 use crate::coordinate::dimension_coordinate;
+use crate::dynamic::unispace_boxes;
 use crate::tessellation::{RegionIndex, Tessellation};
 
 /// The coordinates a search selects in one subspace: an inclusive `(lo, hi)` range per
@@ -22,7 +24,7 @@ pub struct SearchBox {
 }
 
 /// What one predicate says about one dimension's coordinate.
-enum Constraint {
+pub(crate) enum Constraint {
     /// Nothing: the predicate cannot be answered from the coordinate (hashed axis, or an
     /// operator that is not a comparison).
     Open,
@@ -170,13 +172,25 @@ fn constraint(
     let Some(ty) = schema.attribute(attr).ty.as_primitive() else {
         return Constraint::Open;
     };
-    // An operand of another type cannot be placed on this axis. CheckedPredicate coerces
-    // operands to the attribute's type, so this only guards against hand-built predicates.
-    let on_axis = |v: &Value| v.primitive_type() == Some(ty);
     // Only int and float coordinates of non-key dimensions preserve order.
     let ordered =
         subspace != SubspaceId::KEY && matches!(ty, PrimitiveType::Int | PrimitiveType::Float);
-    let c = |v: &Value| dimension_coordinate(subspace, attr, v);
+    constraint_on_axis(ty, ordered, op, &|v| {
+        dimension_coordinate(subspace, attr, v)
+    })
+}
+
+/// What `op` says about the coordinate on an axis of values of type `ty`, whose coordinates
+/// `c` gives and keep the values' order when `ordered`.
+pub(crate) fn constraint_on_axis(
+    ty: PrimitiveType,
+    ordered: bool,
+    op: &PredicateOp,
+    c: &dyn Fn(&Value) -> u64,
+) -> Constraint {
+    // An operand of another type cannot be placed on this axis. CheckedPredicate coerces
+    // operands to the attribute's type, so this only guards against hand-built predicates.
+    let on_axis = |v: &Value| v.primitive_type() == Some(ty);
     match op {
         PredicateOp::Equals(v) if on_axis(v) => Constraint::Within(c(v), c(v)),
         _ if !ordered => Constraint::Open,
@@ -205,18 +219,47 @@ fn constraint(
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SearchPlan {
     pub subspace: SubspaceId,
-    /// `None` when the predicates contradict each other: the search contacts no region.
-    pub search_box: Option<SearchBox>,
+    /// The boxes whose union the search reads: none when the predicates contradict each
+    /// other (the search contacts no region), one in a typed space, one per shape that can
+    /// match in a dynamic space (`crate::dynamic`).
+    pub boxes: Vec<SearchBox>,
     pub regions_count: u64,
+}
+
+impl SearchPlan {
+    /// Every region of `t` (the plan's subspace's tessellation) some box crosses, ascending.
+    pub fn regions(&self, t: &Tessellation) -> Vec<RegionIndex> {
+        if let [only] = self.boxes.as_slice() {
+            return only.regions(t);
+        }
+        let mut regions: Vec<RegionIndex> = self.boxes.iter().flat_map(|b| b.regions(t)).collect();
+        regions.sort_unstable();
+        regions.dedup();
+        regions
+    }
+
+    /// Whether the search reads at most one cell of one region: nothing, or one box fixed on
+    /// every dimension.
+    pub fn is_point(&self) -> bool {
+        match self.boxes.as_slice() {
+            [] => true,
+            [only] => only.is_point(),
+            _ => false,
+        }
+    }
 }
 
 /// The subspace whose box crosses the fewest regions (each region costs a server a scan, so
 /// this is the cheapest search, DESIGN §8), among the serving ones. Ties go to the subspace with fewer dimensions, then
 /// to the first declared, so the choice is deterministic and every client makes the same one.
 /// `tessellations[i]` is the tessellation of `schema.subspaces[i]`.
+///
+/// A dynamic space's searches are planned on its unispace from the shapes its documents
+/// take (`shapes`, ignored for a typed space): see [`crate::dynamic`].
 pub fn choose_subspace(
     schema: &SpaceSchema,
     tessellations: &[Tessellation],
+    shapes: &[Shape],
     predicates: &[CheckedPredicate],
 ) -> SearchPlan {
     assert_eq!(
@@ -224,6 +267,15 @@ pub fn choose_subspace(
         schema.subspaces.len(),
         "one tessellation per subspace"
     );
+    if let SpaceKind::Dynamic { dimensions } = schema.kind {
+        let mut plan = SearchPlan {
+            subspace: UNISPACE,
+            boxes: unispace_boxes(shapes, dimensions, predicates),
+            regions_count: 0,
+        };
+        plan.regions_count = plan.regions(&tessellations[UNISPACE.get()]).len() as u64;
+        return plan;
+    }
     // Only a serving subspace holds every object (the key subspace always does).
     schema
         .subspace_ids()
@@ -234,7 +286,7 @@ pub fn choose_subspace(
             let regions_count = search_box.as_ref().map_or(0, |b| b.regions_count(t));
             SearchPlan {
                 subspace: id,
-                search_box,
+                boxes: search_box.into_iter().collect(),
                 regions_count,
             }
         })
@@ -246,6 +298,25 @@ pub fn choose_subspace(
             )
         })
         .expect("a schema always has the key subspace")
+}
+
+/// The boxes a search reads in `subspace`: [`SearchBox::for_predicates`]' one box in a
+/// typed space, the unispace's boxes in a dynamic one.
+pub fn boxes_in(
+    schema: &SpaceSchema,
+    shapes: &[Shape],
+    subspace: SubspaceId,
+    predicates: &[CheckedPredicate],
+) -> Vec<SearchBox> {
+    match schema.kind {
+        SpaceKind::Dynamic { dimensions } if subspace == UNISPACE => {
+            unispace_boxes(shapes, dimensions, predicates)
+        }
+        SpaceKind::Dynamic { .. } => vec![SearchBox::full(1)],
+        SpaceKind::Typed => SearchBox::for_predicates(schema, subspace, predicates)
+            .into_iter()
+            .collect(),
+    }
 }
 
 #[cfg(test)]
@@ -377,23 +448,33 @@ mod tests {
         let ts = tessellations(&s);
         // No predicate: every subspace is open; the key subspace (64) ties with s (64) and
         // beats x,y (8x8 = 64) on dimensions; key subspace declared first.
-        let plan = choose_subspace(&s, &ts, &[]);
+        let plan = choose_subspace(&s, &ts, &[], &[]);
         assert_eq!((plan.subspace, plan.regions_count), (SubspaceId::KEY, 64));
         // A key lookup is one region.
-        let plan = choose_subspace(&s, &ts, &[check(&s, "k", PredicateOp::Equals(1.into()))]);
+        let plan = choose_subspace(
+            &s,
+            &ts,
+            &[],
+            &[check(&s, "k", PredicateOp::Equals(1.into()))],
+        );
         assert_eq!((plan.subspace, plan.regions_count), (SubspaceId::KEY, 1));
         // x fixed: 8 regions of x,y.
-        let plan = choose_subspace(&s, &ts, &[check(&s, "x", PredicateOp::Equals(1.into()))]);
+        let plan = choose_subspace(
+            &s,
+            &ts,
+            &[],
+            &[check(&s, "x", PredicateOp::Equals(1.into()))],
+        );
         assert_eq!((plan.subspace, plan.regions_count), (SubspaceId(1), 8));
         // A contradiction anywhere: nothing to contact.
         let preds = [
             check(&s, "x", PredicateOp::Equals(1.into())),
             check(&s, "x", PredicateOp::Equals(2.into())),
         ];
-        let plan = choose_subspace(&s, &ts, &preds);
+        let plan = choose_subspace(&s, &ts, &[], &preds);
         assert_eq!(
-            (plan.subspace, plan.search_box, plan.regions_count),
-            (SubspaceId(1), None, 0)
+            (plan.subspace, plan.boxes, plan.regions_count),
+            (SubspaceId(1), vec![], 0)
         );
     }
 
@@ -553,7 +634,10 @@ mod tests {
             for id in s.subspace_ids() {
                 prop_assert!(count(id, all) <= count(id, fewer));
             }
-            let (before, after) = (choose_subspace(&s, &ts, fewer), choose_subspace(&s, &ts, all));
+            let (before, after) = (
+                choose_subspace(&s, &ts, &[], fewer),
+                choose_subspace(&s, &ts, &[], all),
+            );
             prop_assert!(after.regions_count <= before.regions_count);
             prop_assert_eq!(after.regions_count, count(after.subspace, all));
         }

@@ -6,11 +6,17 @@
 //! configuration with one server that owns every region.
 
 use serde::{Deserialize, Serialize};
-use tessera_geometry::{RegionIndex, Tessellation};
-use tessera_types::{
-    constants::SUBSPACES_MAX, Epoch, SchemaError, ServerId, SpaceSchema, Subspace, SubspaceId,
-    SubspaceState,
+use tessera_geometry::dynamic::shape_box;
+use tessera_geometry::{
+    boxes_in, choose_subspace, RegionIndex, SearchBox, SearchPlan, Tessellation,
 };
+use tessera_types::{
+    constants::{SHAPES_MAX, SUBSPACES_MAX},
+    CheckedPredicate, DocumentError, Epoch, SchemaError, ServerId, Shape, SpaceKind, SpaceSchema,
+    Subspace, SubspaceId, SubspaceState,
+};
+
+use crate::message::Explanation;
 
 /// What the coordinator knows of a server.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -58,6 +64,11 @@ pub struct SpaceConfig {
     /// The adaptations decided for this space (`adapt on`), oldest first; the last
     /// [`ADAPTATIONS_KEPT`] are kept.
     pub adaptations: Vec<AdaptationRecord>,
+    /// A dynamic space's formula store: every shape its documents have taken, in the order
+    /// they were registered (`SpaceChange::AddShape`; at most `SHAPES_MAX`). A document is
+    /// stored only once its shape is here, so a search planned from these shapes
+    /// (`tessera_geometry::dynamic`) reaches every document. Empty for a typed space.
+    pub shapes: Vec<Shape>,
 }
 
 /// How many adaptation decisions a space keeps in its log ([`SpaceConfig::adaptations`]).
@@ -133,6 +144,10 @@ pub enum SpaceChange {
     SetAdapt { on: bool },
     /// Logs an adaptation the driver decided (the space must adapt); changes no subspace.
     LogAdaptation(Adaptation),
+    /// Registers a shape of document in a dynamic space's formula store (a put of a
+    /// document of an unknown shape is refused with `Status::UnknownShape` until it is).
+    /// Registering a known shape changes nothing.
+    AddShape(Shape),
 }
 
 impl SpaceChange {
@@ -145,6 +160,7 @@ impl SpaceChange {
             SpaceChange::AddSubspace { attributes } => attributes.iter().map(|a| a.len() + 1).sum(),
             SpaceChange::DropSubspace { .. } | SpaceChange::SetAdapt { .. } => 0,
             SpaceChange::LogAdaptation(a) => names(&a.from) + names(&a.to),
+            SpaceChange::AddShape(shape) => shape.properties.iter().map(|(p, _)| p.len() + 2).sum(),
         }
     }
 }
@@ -168,6 +184,14 @@ pub enum AlterError {
     NotAdaptive,
     #[error("an adaptation names {0} subspaces: at most {SUBSPACES_MAX}")]
     TooManySubspaces(usize),
+    #[error("the space is typed: shapes of documents belong to dynamic spaces")]
+    NotDynamic,
+    #[error("the space is dynamic: Tessera places its documents by their properties, and its subspaces do not change")]
+    Dynamic,
+    #[error("the space's documents have taken {SHAPES_MAX} shapes (distinct sets of properties): no more are kept")]
+    TooManyShapes,
+    #[error("{0}")]
+    BadShape(DocumentError),
 }
 
 /// A member of a region's replica set that joined it by the transfer `since` names (the epoch
@@ -236,6 +260,7 @@ impl SpaceConfig {
             joined: Vec::new(),
             build: None,
             adaptations: Vec::new(),
+            shapes: Vec::new(),
         }
     }
 
@@ -243,6 +268,18 @@ impl SpaceConfig {
     /// it (its dimensions; it gets the next id).
     pub fn check_change(&self, change: &SpaceChange) -> Result<Option<Subspace>, AlterError> {
         let schema = &self.schema;
+        match (change, schema.is_dynamic()) {
+            (SpaceChange::AddShape(_), false) => return Err(AlterError::NotDynamic),
+            (SpaceChange::AddShape(shape), true) => {
+                shape.check().map_err(AlterError::BadShape)?;
+                if self.shapes.len() >= SHAPES_MAX && !self.shapes.contains(shape) {
+                    return Err(AlterError::TooManyShapes);
+                }
+                return Ok(None);
+            }
+            (_, true) => return Err(AlterError::Dynamic),
+            (_, false) => {}
+        }
         match change {
             SpaceChange::AddSubspace { attributes } => {
                 let dimensions = schema
@@ -298,6 +335,7 @@ impl SpaceConfig {
                 }
                 Ok(None)
             }
+            SpaceChange::AddShape(_) => unreachable!("answered above"),
         }
     }
 
@@ -328,6 +366,12 @@ impl SpaceConfig {
                     epoch,
                     adaptation: adaptation.clone(),
                 });
+                return Ok(None);
+            }
+            SpaceChange::AddShape(shape) => {
+                if !self.shapes.contains(shape) {
+                    self.shapes.push(shape.clone());
+                }
                 return Ok(None);
             }
             SpaceChange::AddSubspace { .. } | SpaceChange::DropSubspace { .. } => {}
@@ -410,6 +454,79 @@ impl SpaceConfig {
             .iter()
             .map(|&a| schema.attribute(a).name.clone())
             .collect()
+    }
+
+    /// How a search by `predicates` runs (`tessera_geometry::choose_subspace`, with this
+    /// space's shapes). `tessellations` are [`SpaceConfig::tessellations`].
+    pub fn plan(
+        &self,
+        tessellations: &[Tessellation],
+        predicates: &[CheckedPredicate],
+    ) -> SearchPlan {
+        choose_subspace(&self.schema, tessellations, &self.shapes, predicates)
+    }
+
+    /// The boxes a search by `predicates` reads in `subspace` (a cluster client's share names
+    /// the subspace it planned).
+    pub fn boxes_in(
+        &self,
+        subspace: SubspaceId,
+        predicates: &[CheckedPredicate],
+    ) -> Vec<SearchBox> {
+        boxes_in(&self.schema, &self.shapes, subspace, predicates)
+    }
+
+    /// How a search by `predicates` would run, for `explain`: the plan, the subspaces it
+    /// weighed, and the servers `pick` chooses for the regions it contacts (`None`: none).
+    pub fn explain(
+        &self,
+        tessellations: &[Tessellation],
+        predicates: &[CheckedPredicate],
+        mut pick: impl FnMut(SubspaceId, RegionIndex) -> Option<ServerId>,
+    ) -> Explanation {
+        let schema = &self.schema;
+        let plan = self.plan(tessellations, predicates);
+        let candidates = schema
+            .searchable_subspaces()
+            .map(|s| {
+                let t = &tessellations[s.get()];
+                let crossed = SearchPlan {
+                    subspace: s,
+                    boxes: self.boxes_in(s, predicates),
+                    regions_count: 0,
+                }
+                .regions(t)
+                .len() as u64;
+                (s, crossed)
+            })
+            .collect();
+        let tessellation = &tessellations[plan.subspace.get()];
+        let mut servers: Vec<ServerId> = plan
+            .regions(tessellation)
+            .into_iter()
+            .filter_map(|r| pick(plan.subspace, r))
+            .collect();
+        servers.sort();
+        servers.dedup();
+        let shapes = match schema.kind {
+            SpaceKind::Dynamic { dimensions } => self
+                .shapes
+                .iter()
+                .filter(|s| shape_box(s, dimensions, predicates).is_some())
+                .cloned()
+                .collect(),
+            SpaceKind::Typed => vec![],
+        };
+        Explanation {
+            subspace: plan.subspace,
+            dimensions: self.attribute_names(plan.subspace),
+            subspace_regions: tessellation.regions_count() as u64,
+            regions_contacted: plan.regions_count,
+            servers_contacted: servers.len() as u64,
+            candidates,
+            shapes,
+            shapes_known: self.shapes.len() as u64,
+        }
     }
 
     /// The tessellation of every subspace, in subspace order.

@@ -34,7 +34,7 @@ pub use message::{
     CoordinatorStatus, Explanation, HeartbeatReply, Request, RequestFrame, Response, ResponseFrame,
     ServerLiveness, SortOrder, WireObject, WriteMode,
 };
-pub use status::{ErrorReply, Status};
+pub use status::{funcall_status, predicate_status, ErrorReply, Status};
 pub use trace::{Constraint, RequestShape, ShapeCount, SpaceTrace};
 
 /// The protocol version this build speaks. A frame with another version is refused with

@@ -1,7 +1,7 @@
 //! Requests and responses.
 
 use serde::{Deserialize, Serialize};
-use tessera_types::{Epoch, Funcall, Predicate, ServerId, SubspaceId, Value, Version};
+use tessera_types::{Epoch, Funcall, Predicate, ServerId, Shape, SubspaceId, Value, Version};
 
 use crate::config::{
     BackfillRef, Configuration, ModelConstants, ServerState, SpaceChange, TransferRef,
@@ -237,6 +237,11 @@ pub struct Explanation {
     pub servers_contacted: u64,
     /// Per subspace considered: (subspace, regions its box crosses).
     pub candidates: Vec<(SubspaceId, u64)>,
+    /// A dynamic space's search: the shapes of document it reads (those that can match;
+    /// one box each, see `tessera_geometry::dynamic`), and how many the space has. Empty
+    /// and 0 for a typed space.
+    pub shapes: Vec<Shape>,
+    pub shapes_known: u64,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -2,6 +2,9 @@
 //! human message; clients map statuses to their own error types.
 
 use serde::{Deserialize, Serialize};
+use tessera_types::funcall::FuncallCheckError;
+use tessera_types::predicate::PredicateError;
+use tessera_types::DocumentError;
 
 /// Why a request did not succeed. Codes are stable: they are part of the protocol.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -128,4 +131,42 @@ impl ErrorReply {
             message: message.into(),
         }
     }
+}
+
+/// The status a predicate's refusal travels with, the same from a server and from a client
+/// that checks before it sends.
+pub fn predicate_status(e: &PredicateError) -> Status {
+    match e {
+        PredicateError::UnknownAttribute(_) => Status::UnknownAttribute,
+        PredicateError::WrongType { .. }
+        | PredicateError::NotApplicable { .. }
+        | PredicateError::BadOperand { .. } => Status::WrongType,
+        PredicateError::TooMany(_) => Status::TooLarge,
+        PredicateError::BadPath(d) if is_size(d) => Status::TooLarge,
+        _ => Status::BadPredicate,
+    }
+}
+
+/// The status an update's refusal travels with.
+pub fn funcall_status(e: &FuncallCheckError) -> Status {
+    match e {
+        FuncallCheckError::UnknownAttribute(_) => Status::UnknownAttribute,
+        FuncallCheckError::TooMany(_) => Status::TooLarge,
+        FuncallCheckError::BadDocument(d) if is_size(d) => Status::TooLarge,
+        // An atomic operation that cannot apply to its attribute fails its comparison, as an
+        // overflow does (HyperDex's convention); a plain value of the wrong type is WRONGTYPE.
+        e if e.is_atomic_mismatch() => Status::CmpFail,
+        _ => Status::WrongType,
+    }
+}
+
+/// Whether a document is refused for its size (depth, path length, property count) rather
+/// than its content.
+fn is_size(e: &DocumentError) -> bool {
+    matches!(
+        e,
+        DocumentError::TooDeep { .. }
+            | DocumentError::PathTooLong(_)
+            | DocumentError::TooManyProperties(_)
+    )
 }

@@ -16,5 +16,5 @@ pub mod write;
 
 pub use check::{check_envelope, EnvelopeError};
 pub use message::{ChainAck, ChainUpdate, Envelope, PeerMessage};
-pub use replica::{ClientId, CommittedReader, Input, Outputs, Replica, StoreWrite};
+pub use replica::{ClientId, CommittedReader, Input, Outputs, Replica, StoreWrite, UnknownShape};
 pub use write::{evaluate, KeyWrite};

@@ -48,7 +48,8 @@ use tessera_geometry::{
 };
 use tessera_protocol::{BackfillRef, Configuration, ErrorReply, SpaceConfig, Status, TransferRef};
 use tessera_types::{
-    Epoch, Object, ServerId, StoredObject, SubspaceId, SubspaceState, Value, Version,
+    Epoch, Object, ServerId, Shape, StoredObject, SubspaceId, SubspaceState, Value, Version,
+    DOCUMENT_INDEX,
 };
 
 use crate::check::{check_contents, check_shape};
@@ -166,6 +167,19 @@ pub struct Outputs {
     /// 5. And that this server finished backfilling these key regions into the subspace
     ///    being built (`tessera_protocol::Build`), until a configuration records them.
     pub backfills_done: Vec<BackfillRef>,
+    /// 6. Writes not ordered because they would store a document of a shape the space has
+    ///    not registered: register it (`SpaceChange::AddShape`), then write again (the write
+    ///    is evaluated afresh), or answer the client why not.
+    pub unknown_shapes: Vec<UnknownShape>,
+}
+
+/// A write held back for its document's shape (see [`Outputs::unknown_shapes`]).
+#[derive(Clone, Debug)]
+pub struct UnknownShape {
+    pub client: ClientId,
+    pub space: String,
+    pub write: KeyWrite,
+    pub shape: Shape,
 }
 
 impl Outputs {
@@ -175,6 +189,7 @@ impl Outputs {
             && self.replies.is_empty()
             && self.transfers_done.is_empty()
             && self.backfills_done.is_empty()
+            && self.unknown_shapes.is_empty()
     }
 }
 
@@ -225,6 +240,8 @@ pub trait CommittedReader {
 struct SpaceRuntime {
     config: SpaceConfig,
     tessellations: Vec<Tessellation>,
+    /// A dynamic space's registered shapes (`SpaceConfig::shapes`), for lookups.
+    shapes: BTreeSet<Shape>,
 }
 
 impl ReplicaMap for SpaceRuntime {
@@ -237,8 +254,23 @@ impl SpaceRuntime {
     fn new(config: SpaceConfig) -> SpaceRuntime {
         SpaceRuntime {
             tessellations: config.tessellations(),
+            shapes: config.shapes.iter().cloned().collect(),
             config,
         }
+    }
+
+    /// The shape of `object`'s document when the space is dynamic and has not registered it:
+    /// such a document may not be stored yet, or a search planned from the registered shapes
+    /// would miss it.
+    fn unknown_shape(&self, object: Option<&Object>) -> Option<Shape> {
+        if !self.config.schema.is_dynamic() {
+            return None;
+        }
+        let Value::Document(d) = object?.get(DOCUMENT_INDEX) else {
+            return None;
+        };
+        let shape = d.shape();
+        (!self.shapes.contains(&shape)).then_some(shape)
     }
 
     fn name(&self) -> &str {
@@ -733,6 +765,12 @@ impl Replica {
             ),
         );
         let mut replies: Vec<(ClientId, Result<(), ErrorReply>)> = Vec::new();
+        replies.extend(
+            unpersisted
+                .unknown_shapes
+                .into_iter()
+                .map(|u| (u.client, Err(why.clone()))),
+        );
         for (client, result) in unpersisted.replies {
             replies.push((
                 client,
@@ -1581,7 +1619,19 @@ impl Replica {
             latest.as_ref().map(|l| &l.object),
             &write,
         ) {
-            Ok(new) => new,
+            Ok(new) => match rt.unknown_shape(new.as_ref()) {
+                None => new,
+                Some(shape) => {
+                    state.latest = Some(latest);
+                    let space = space.to_owned();
+                    return self.outputs.unknown_shapes.push(UnknownShape {
+                        client,
+                        space,
+                        write,
+                        shape,
+                    });
+                }
+            },
             Err(e) => {
                 match state.in_flight.keys().next_back() {
                     Some(&last) => state.deferred.push((last, client, e)),

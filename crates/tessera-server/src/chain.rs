@@ -41,7 +41,7 @@ use tessera_protocol::{
 };
 use tessera_replication::replica::RegionChunk;
 use tessera_replication::{
-    ClientId, CommittedReader, Input, KeyWrite, Outputs, Replica, StoreWrite,
+    ClientId, CommittedReader, Input, KeyWrite, Outputs, Replica, StoreWrite, UnknownShape,
 };
 use tessera_storage::{ObjectWrite, Store, StoredObject};
 use tessera_types::{Epoch, Object, SpaceSchema, SubspaceId, Value, Version};
@@ -92,6 +92,7 @@ pub fn spawn(
         failure: None,
         reports,
         backfilled: Vec::new(),
+        unknown_shapes: Vec::new(),
     };
     std::thread::Builder::new()
         .name("tessera-chain".into())
@@ -141,6 +142,8 @@ struct ChainLoop {
     reports: TransferReports,
     /// A standalone server's backfilled key regions, recorded after the batch's commit.
     backfilled: Vec<BackfillRef>,
+    /// Writes held for their document's shape, registered after the batch's commit.
+    unknown_shapes: Vec<UnknownShape>,
 }
 
 struct StoreReader<'a>(&'a Store);
@@ -255,6 +258,11 @@ impl ChainLoop {
             if !self.backfilled.is_empty() {
                 let done = std::mem::take(&mut self.backfilled);
                 self.on_backfills_done(&done);
+            }
+            while !self.unknown_shapes.is_empty() {
+                let held = std::mem::take(&mut self.unknown_shapes);
+                self.on_unknown_shapes(held);
+                self.flush();
             }
             if stop || self.shared.is_shutting_down() {
                 return;
@@ -425,6 +433,44 @@ impl ChainLoop {
         }
     }
 
+    /// Writes whose documents take shapes their space has not registered: a standalone server
+    /// registers each shape in a configuration of its own, as the coordinators would
+    /// (`SpaceChange::AddShape`), then writes again. A refused registration (the space has
+    /// all the shapes it may keep) is the write's answer.
+    fn on_unknown_shapes(&mut self, held: Vec<UnknownShape>) {
+        for UnknownShape {
+            client,
+            space,
+            write,
+            shape,
+        } in held
+        {
+            if self.view.mode == Mode::Cluster {
+                let error = ErrorReply::new(
+                    Status::Internal,
+                    "a cluster server cannot register shapes of documents: dynamic spaces are standalone only in this version",
+                );
+                self.answer(client, Err(error));
+                continue;
+            }
+            let known = self
+                .view
+                .config
+                .space(&space)
+                .is_some_and(|s| s.shapes.contains(&shape));
+            let registered = if known {
+                Ok(())
+            } else {
+                self.on_alter_space(&space, &SpaceChange::AddShape(shape))
+                    .map_err(|e| ErrorReply::new(Status::TooLarge, e.message))
+            };
+            match registered.and_then(|()| self.view.space(&space)) {
+                Ok(served) => self.on_write(client, &served, write),
+                Err(e) => self.answer(client, Err(e)),
+            }
+        }
+    }
+
     /// A configuration from the coordinators. A server whose storage failed acts on nothing
     /// any more, but routes its clients by the newest configuration (without persisting it:
     /// the one on disk is the last the state machine acted on).
@@ -546,6 +592,7 @@ impl ChainLoop {
                 Mode::Cluster => self.reports.send(Report::Backfill(done)),
             }
         }
+        self.unknown_shapes.extend(out.unknown_shapes);
         for done in out.transfers_done {
             tracing::info!(
                 space = done.space,

@@ -21,7 +21,6 @@ use std::ops::ControlFlow;
 use std::sync::Arc;
 
 use futures::StreamExt;
-use tessera_geometry::SearchBox;
 use tessera_protocol::constants::SEARCH_BATCH_BYTES;
 use tessera_protocol::frame::peek_request_id;
 use tessera_protocol::{
@@ -284,19 +283,15 @@ fn search_inline(
         }
         // A cluster client's share of a point search: one region, one cell.
         SearchKind::Regions { subspace, regions } => {
-            let Some(search_box) =
-                SearchBox::for_predicates(&space.config.schema, *subspace, predicates)
-            else {
-                return Some((kind, replier));
-            };
-            if !search_box.is_point() {
+            let boxes = space.config.boxes_in(*subspace, predicates);
+            if !matches!(boxes.as_slice(), [b] if b.is_point()) {
                 return Some((kind, replier));
             }
             reads::for_each_match_in(
                 &shared.store,
                 space,
                 *subspace,
-                &search_box,
+                &boxes,
                 regions,
                 predicates,
                 &mut collect,
@@ -406,17 +401,13 @@ fn search(
                     reads::for_each_match(store, &space, &predicates, f)
                 }),
                 SearchKind::Regions { subspace, regions } => {
-                    let Some(search_box) =
-                        SearchBox::for_predicates(&space.config.schema, subspace, &predicates)
-                    else {
-                        return Ok(Some(Response::SearchDone));
-                    };
+                    let boxes = space.config.boxes_in(subspace, &predicates);
                     stream(&replier, epoch, &mut matched, |f| {
                         reads::for_each_match_in(
                             store,
                             &space,
                             subspace,
-                            &search_box,
+                            &boxes,
                             &regions,
                             &predicates,
                             f,

@@ -7,7 +7,7 @@
 
 use std::ops::ControlFlow;
 
-use tessera_geometry::{choose_subspace, SearchBox, SearchPlan};
+use tessera_geometry::{SearchBox, SearchPlan};
 use tessera_protocol::{ErrorReply, Explanation, SortOrder, WireObject};
 use tessera_storage::{Store, StoredObject};
 use tessera_types::predicate::matches_all;
@@ -44,9 +44,9 @@ pub fn for_each_match(
     for_each_match_planned(store, space, &plan(space, predicates), predicates, f)
 }
 
-/// How a search of `space` by `predicates` runs: the cheapest subspace and its box.
+/// How a search of `space` by `predicates` runs: the cheapest subspace and its boxes.
 pub fn plan(space: &ServedSpace, predicates: &[CheckedPredicate]) -> SearchPlan {
-    choose_subspace(&space.config.schema, &space.tessellations, predicates)
+    space.config.plan(&space.tessellations, predicates)
 }
 
 /// [`for_each_match`] with the plan already made (`plan` must come from `predicates`).
@@ -57,10 +57,7 @@ pub fn for_each_match_planned(
     predicates: &[CheckedPredicate],
     f: impl FnMut(StoredObject) -> ControlFlow<()>,
 ) -> Result<(), ErrorReply> {
-    let Some(search_box) = &plan.search_box else {
-        return Ok(());
-    };
-    let regions: Vec<_> = search_box
+    let regions: Vec<_> = plan
         .regions(&space.tessellations[plan.subspace.get()])
         .into_iter()
         .filter(|&r| space.owns(plan.subspace, r))
@@ -69,30 +66,39 @@ pub fn for_each_match_planned(
         store,
         space,
         plan.subspace,
-        search_box,
+        &plan.boxes,
         &regions,
         predicates,
         f,
     )
 }
 
-/// Calls `f` with every committed object of `regions` of `subspace` that lies in `search_box`
-/// and matches all `predicates`, until it breaks.
+/// Calls `f` with every committed object of `regions` of `subspace` that lies in one of
+/// `boxes` and matches all `predicates`, each once, until it breaks.
 pub fn for_each_match_in(
     store: &Store,
     space: &ServedSpace,
     subspace: tessera_types::SubspaceId,
-    search_box: &SearchBox,
+    boxes: &[SearchBox],
     regions: &[tessera_geometry::RegionIndex],
     predicates: &[CheckedPredicate],
     mut f: impl FnMut(StoredObject) -> ControlFlow<()>,
 ) -> Result<(), ErrorReply> {
-    let (lo, hi): (Vec<u64>, Vec<u64>) = search_box.ranges.iter().copied().unzip();
+    if boxes.is_empty() || regions.is_empty() {
+        return Ok(());
+    }
     let found = store
-        .search(&space.config.schema.name, subspace, regions, &lo, &hi)
+        .search_boxes(&space.config.schema.name, subspace, regions, boxes)
         .map_err(storage_error)?;
+    // Overlapping boxes (a dynamic space's, one per shape) can hold an object twice.
+    let mut seen = (boxes.len() > 1).then(std::collections::BTreeSet::new);
     for item in found {
         let object = item.map_err(storage_error)?;
+        if let Some(seen) = &mut seen {
+            if !seen.insert(object.object.key().clone()) {
+                continue;
+            }
+        }
         if matches_all(predicates, &object.object) && f(object).is_break() {
             break;
         }
@@ -104,7 +110,7 @@ pub fn for_each_match_in(
 /// equality) or nothing at all: such a search reads one cell of one region, so it is cheap
 /// enough to answer on the connection's own task.
 pub fn is_point_search(plan: &SearchPlan) -> bool {
-    plan.search_box.as_ref().is_none_or(SearchBox::is_point)
+    plan.is_point()
 }
 
 pub fn count(
@@ -153,41 +159,9 @@ pub fn sorted_search(
 }
 
 pub fn explain(space: &ServedSpace, predicates: &[CheckedPredicate]) -> Explanation {
-    let schema = &space.config.schema;
-    let plan = plan(space, predicates);
-    let candidates = schema
-        .searchable_subspaces()
-        .map(|s| {
-            let crossed = SearchBox::for_predicates(schema, s, predicates)
-                .map_or(0, |b| b.regions_count(&space.tessellations[s.get()]));
-            (s, crossed)
+    space
+        .config
+        .explain(&space.tessellations, predicates, |subspace, r| {
+            space.config.replicas_of(subspace, r).first().copied()
         })
-        .collect();
-    let tessellation = &space.tessellations[plan.subspace.get()];
-    let servers = match &plan.search_box {
-        None => 0,
-        Some(b) => {
-            let mut servers: Vec<_> = b
-                .regions(tessellation)
-                .into_iter()
-                .filter_map(|r| space.config.replicas_of(plan.subspace, r).first().copied())
-                .collect();
-            servers.sort();
-            servers.dedup();
-            servers.len() as u64
-        }
-    };
-    Explanation {
-        subspace: plan.subspace,
-        dimensions: schema
-            .subspace(plan.subspace)
-            .dimensions
-            .iter()
-            .map(|&a| schema.attribute(a).name.clone())
-            .collect(),
-        subspace_regions: tessellation.regions_count() as u64,
-        regions_contacted: plan.regions_count,
-        servers_contacted: servers,
-        candidates,
-    }
 }

@@ -9,7 +9,10 @@ use std::sync::Arc;
 
 use tessera_geometry::RegionIndex;
 use tessera_protocol::constants::DESCRIPTION_BYTES_MAX;
-use tessera_protocol::{ErrorReply, Request, RequestFrame, Response, SortOrder, Status};
+use tessera_protocol::{
+    funcall_status, predicate_status, ErrorReply, Request, RequestFrame, Response, SortOrder,
+    Status,
+};
 use tessera_replication::KeyWrite;
 
 use crate::queue::LocalChange;
@@ -329,28 +332,11 @@ fn search(
 }
 
 fn predicate_error(e: PredicateError) -> ErrorReply {
-    let status = match &e {
-        PredicateError::UnknownAttribute(_) => Status::UnknownAttribute,
-        PredicateError::WrongType { .. } | PredicateError::NotApplicable { .. } => {
-            Status::WrongType
-        }
-        PredicateError::BadRegex { .. } => Status::BadPredicate,
-        PredicateError::TooMany(_) => Status::TooLarge,
-        _ => Status::BadPredicate,
-    };
-    ErrorReply::new(status, e.to_string())
+    ErrorReply::new(predicate_status(&e), e.to_string())
 }
 
 fn funcall_error(e: FuncallCheckError) -> ErrorReply {
-    let status = match &e {
-        FuncallCheckError::UnknownAttribute(_) => Status::UnknownAttribute,
-        FuncallCheckError::TooMany(_) => Status::TooLarge,
-        // An atomic operation that cannot apply to its attribute fails its comparison, as an
-        // overflow does (HyperDex's convention); a plain value of the wrong type is WRONGTYPE.
-        e if e.is_atomic_mismatch() => Status::CmpFail,
-        _ => Status::WrongType,
-    };
-    ErrorReply::new(status, e.to_string())
+    ErrorReply::new(funcall_status(&e), e.to_string())
 }
 
 /// The key, converted to the space's key type and within the size limit.

@@ -68,7 +68,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use fjall::{Database, Keyspace, KeyspaceCreateOptions, PersistMode, Readable};
-use tessera_geometry::{key_region, RegionIndex, Tessellation};
+use tessera_geometry::{key_region, RegionIndex, SearchBox, Tessellation};
 use tessera_types::{Object, SpaceSchema, SubspaceId, Value, Version};
 
 pub use search::SearchIter;
@@ -89,7 +89,7 @@ pub const CACHE_BYTES_DEFAULT: u64 = 64 * 1024 * 1024;
 const CATALOG: &str = "catalog";
 /// Format byte leading every catalog value. 2: subspaces carry their state (serving, being
 /// built, dropped). A data directory of format 1 is refused, not misread.
-const CATALOG_FORMAT: u8 = 3;
+const CATALOG_FORMAT: u8 = 4;
 
 const _: () = assert!(MEMTABLE_BYTES_MAX < JOURNAL_BYTES_MAX);
 // `s{space}_{n}` must fit fjall's 255-byte keyspace names.
@@ -713,14 +713,38 @@ impl Store {
         lo: &[u64],
         hi: &[u64],
     ) -> Result<SearchIter, StorageError> {
+        if lo.len() != hi.len() {
+            return Err(StorageError::Invalid(format!(
+                "a box of {} lower and {} upper bounds",
+                lo.len(),
+                hi.len()
+            )));
+        }
+        let search_box = SearchBox {
+            ranges: lo.iter().copied().zip(hi.iter().copied()).collect(),
+        };
+        self.search_boxes(space, subspace, regions, std::slice::from_ref(&search_box))
+    }
+
+    /// Every stored object of `regions` of `subspace` whose point lies in one of `boxes`,
+    /// read from one consistent snapshot (a dynamic space's search reads one box per shape).
+    /// An object in several overlapping boxes comes once per box: the caller, which filters
+    /// anyway, drops repeats.
+    pub fn search_boxes(
+        &self,
+        space: &str,
+        subspace: SubspaceId,
+        regions: &[RegionIndex],
+        boxes: &[SearchBox],
+    ) -> Result<SearchIter, StorageError> {
         let space = self.space(space)?;
         let n = subspace.get();
         let (keyspace, tessellation) = space.subspace(subspace)?;
         let d = tessellation.dimensions();
-        if lo.len() != d || hi.len() != d {
+        if let Some(b) = boxes.iter().find(|b| b.dimensions() != d) {
             return Err(StorageError::Invalid(format!(
                 "subspace {n} has {d} dimensions, the box {}",
-                lo.len()
+                b.dimensions()
             )));
         }
         if let Some(r) = regions.iter().find(|r| r.0 >= tessellation.regions_count()) {
@@ -732,17 +756,23 @@ impl Store {
         let mut regions = regions.to_vec();
         regions.sort_unstable();
         regions.dedup();
-        // Clip the box to each region; drop the regions it misses.
-        let boxes = regions
+        // Clip each box to each region; drop the pairs that miss.
+        let clipped = regions
             .into_iter()
-            .filter_map(|region| {
+            .flat_map(|region| {
                 let bounds = tessellation.region_bounds(region);
-                let lo: Vec<u64> = lo.iter().zip(&bounds).map(|(l, b)| (*l).max(b.0)).collect();
-                let hi: Vec<u64> = hi.iter().zip(&bounds).map(|(h, b)| (*h).min(b.1)).collect();
-                lo.iter()
-                    .zip(&hi)
-                    .all(|(l, h)| l <= h)
-                    .then_some((region, lo, hi))
+                boxes.iter().filter_map(move |b| {
+                    let (lo, hi): (Vec<u64>, Vec<u64>) = b
+                        .ranges
+                        .iter()
+                        .zip(&bounds)
+                        .map(|(r, b)| (r.0.max(b.0), r.1.min(b.1)))
+                        .unzip();
+                    lo.iter()
+                        .zip(&hi)
+                        .all(|(l, h)| l <= h)
+                        .then_some((region, lo, hi))
+                })
             })
             .collect();
         self.counters.searches.fetch_add(1, Ordering::Relaxed);
@@ -750,7 +780,7 @@ impl Store {
             self.db.snapshot(),
             keyspace.clone(),
             subspace == SubspaceId::KEY,
-            boxes,
+            clipped,
             self.counters.clone(),
         ))
     }

@@ -43,6 +43,35 @@ pub const PREDICATES_MAX: usize = 64;
 /// Most funcalls (attribute assignments and atomic operations) in one update.
 pub const FUNCALLS_MAX: usize = 256;
 
+/// Deepest property path of a document (`a.b.c` is 3 deep), and so deepest nesting of
+/// documents in documents. Paths travel in shapes and predicates; real documents nest a few
+/// levels.
+pub const PATH_DEPTH_MAX: usize = 8;
+
+/// Longest property path, in bytes.
+pub const PATH_BYTES_MAX: usize = 512;
+
+/// Most properties in one document, nested ones included. A document's shape lists them all,
+/// and every shape of a space is kept in its configuration.
+pub const DOCUMENT_PROPERTIES_MAX: usize = 256;
+
+/// Deepest nesting of lists and documents that decoding accepts (lists may nest deeper than
+/// paths go). Bounds the decoder's recursion on input from the network.
+pub const DOCUMENT_NESTING_MAX: usize = 32;
+
+/// Most dimensions a dynamic space hashes property names onto.
+pub const DYNAMIC_DIMENSIONS_MAX: u16 = SUBSPACE_DIMENSIONS_MAX as u16;
+
+/// Dimensions of a dynamic space that does not say (`dimensions D`).
+pub const DYNAMIC_DIMENSIONS_DEFAULT: u16 = 8;
+
+/// Most shapes a dynamic space keeps (distinct sets of paths and kinds among its documents).
+/// Every search plans a box per shape that can match, and the shapes live in the
+/// configuration; a space whose documents take more shapes than this is refused new ones.
+pub const SHAPES_MAX: usize = 4096;
+
+const _: () = assert!(PATH_DEPTH_MAX < DOCUMENT_NESTING_MAX);
+const _: () = assert!(DYNAMIC_DIMENSIONS_DEFAULT <= DYNAMIC_DIMENSIONS_MAX);
 const _: () = assert!(KEY_BYTES_MAX < OBJECT_BYTES_MAX);
 const _: () = assert!(SUBSPACES_MAX <= ATTRIBUTES_MAX);
 const _: () = assert!(PARTITIONS_DEFAULT <= PARTITIONS_MAX);

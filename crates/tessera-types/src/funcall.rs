@@ -10,7 +10,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::constants::FUNCALLS_MAX;
+use crate::constants::{DOCUMENT_PROPERTIES_MAX, FUNCALLS_MAX};
+use crate::document::DocumentError;
 use crate::object::Object;
 use crate::schema::{AttrIndex, SpaceSchema};
 use crate::value::{coerce_primitive, AttributeType, PrimitiveType, Value};
@@ -127,6 +128,9 @@ pub enum FuncallOp {
     MapStringPrepend,
     /// For every entry `(k, s)` of the argument map: `map[k] = map[k] + s`.
     MapStringAppend,
+    /// Merges the argument document into a document as JSON Merge Patch does (a dynamic
+    /// space's put): see `tessera_types::document`.
+    Merge,
 }
 
 impl FuncallOp {
@@ -148,6 +152,7 @@ impl FuncallOp {
             FuncallOp::MapNum(op) => format!("map_atomic_{}", op.name()),
             FuncallOp::MapStringPrepend => "map_string_prepend".into(),
             FuncallOp::MapStringAppend => "map_string_append".into(),
+            FuncallOp::Merge => "merge".into(),
         }
     }
 }
@@ -166,6 +171,15 @@ impl Funcall {
             attr: attr.into(),
             op: FuncallOp::Set,
             arg: value.into(),
+        }
+    }
+
+    /// A dynamic space's put: merges `patch` into the key's document (JSON Merge Patch).
+    pub fn merge(patch: crate::document::Document) -> Funcall {
+        Funcall {
+            attr: crate::schema::DOCUMENT_ATTRIBUTE.to_owned(),
+            op: FuncallOp::Merge,
+            arg: Value::Document(patch),
         }
     }
 
@@ -202,6 +216,8 @@ pub enum FuncallCheckError {
     },
     #[error("too many funcalls: {0} (at most {FUNCALLS_MAX})")]
     TooMany(usize),
+    #[error("{0}")]
+    BadDocument(DocumentError),
 }
 
 impl FuncallCheckError {
@@ -227,6 +243,8 @@ pub enum FuncallError {
     DivideByZero,
     #[error("the result is not a number")]
     NotANumber,
+    #[error("the merged document would have more than {DOCUMENT_PROPERTIES_MAX} properties")]
+    TooManyProperties,
 }
 
 /// A funcall validated against a schema.
@@ -268,8 +286,25 @@ impl CheckedFuncall {
         let numeric = |p: PrimitiveType, op: NumOp| {
             p != PrimitiveType::String && !(op.is_bitwise() && p == PrimitiveType::Float)
         };
+        let document = |patch: bool| match &f.arg {
+            Value::Document(d) => {
+                let checked = if patch { d.check_patch() } else { d.check() };
+                checked.map_err(FuncallCheckError::BadDocument)?;
+                // Documents read back with their key under its name beside their properties.
+                let key = &schema.key().name;
+                if d.properties.contains_key(key) {
+                    return Err(FuncallCheckError::BadDocument(DocumentError::KeyProperty(
+                        key.clone(),
+                    )));
+                }
+                Ok(f.arg.clone())
+            }
+            _ => Err(wrong_type("document".into())),
+        };
         use AttributeType as T;
         let arg = match (f.op, ty) {
+            (FuncallOp::Set, T::Document) => document(false)?,
+            (FuncallOp::Merge, T::Document) => document(true)?,
             (FuncallOp::Set, t) => whole(t)?,
             (FuncallOp::Num(op), T::Primitive(p)) if numeric(p, op) => prim(p)?,
             (
@@ -393,6 +428,16 @@ impl CheckedFuncall {
                     m2.insert(k.clone(), Value::String(joined));
                 }
                 Value::Map(m2)
+            }
+            (FuncallOp::Merge, Value::Document(d), Value::Document(patch)) => {
+                let mut merged = d.clone();
+                merged.merge(patch);
+                let mut count = 0usize;
+                merged.for_each_property(|_, _| count += 1);
+                if count > DOCUMENT_PROPERTIES_MAX {
+                    return Err(FuncallError::TooManyProperties);
+                }
+                Value::Document(merged)
             }
             _ => unreachable!(
                 "checked funcall {:?} against stored value {:?}",

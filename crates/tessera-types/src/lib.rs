@@ -6,6 +6,7 @@
 //! form (`CheckedPredicate`, `CheckedFuncall`) that cannot fail on a type mismatch later.
 
 pub mod constants;
+pub mod document;
 pub mod funcall;
 pub mod ids;
 pub mod object;
@@ -14,6 +15,7 @@ pub mod predicate;
 pub mod schema;
 pub mod value;
 
+pub use document::{DocValue, Document, DocumentError, PropertyKind, Shape};
 pub use funcall::{
     apply_all, CheckedFuncall, Funcall, FuncallCheckError, FuncallError, FuncallOp, NumOp,
 };
@@ -22,6 +24,7 @@ pub use object::{Object, StoredObject};
 pub use parse::{parse_space, parse_space_tolerating, ParseError};
 pub use predicate::{matches_all, CheckedPredicate, Predicate, PredicateError, PredicateOp};
 pub use schema::{
-    AttrIndex, Attribute, SchemaError, SpaceSchema, Subspace, SubspaceId, SubspaceState,
+    AttrIndex, Attribute, SchemaError, SpaceKind, SpaceSchema, Subspace, SubspaceId, SubspaceState,
+    DOCUMENT_ATTRIBUTE, DOCUMENT_INDEX, UNISPACE,
 };
 pub use value::{AttributeType, PrimitiveType, Value};

@@ -11,11 +11,22 @@
 //! adapt on                          # optional, default off: Tessera picks the subspaces
 //! ```
 //!
+//! A dynamic space (documents of any properties, DESIGN §9) says `dynamic` after its name and
+//! declares no attributes or subspaces:
+//!
+//! ```text
+//! space papers dynamic
+//! key id
+//! dimensions 8                      # optional, default 8: axes property names hash onto
+//! create 64 partitions
+//! tolerate 1 failure
+//! ```
+//!
 //! Every error names the line and column where it was found.
 
 use std::fmt;
 
-use crate::constants::{PARTITIONS_DEFAULT, TOLERATE_DEFAULT};
+use crate::constants::{DYNAMIC_DIMENSIONS_DEFAULT, PARTITIONS_DEFAULT, TOLERATE_DEFAULT};
 use crate::schema::{Attribute, SchemaError, SpaceSchema};
 use crate::value::{AttributeType, PrimitiveType};
 
@@ -184,6 +195,54 @@ impl Parser {
         }
     }
 
+    /// `create N partitions`, optional: the count and where it was (or would have been).
+    fn partitions(&mut self) -> Result<(u32, Pos), ParseError> {
+        let mut pos = self.pos();
+        if !self.at_keyword("create") {
+            return Ok((PARTITIONS_DEFAULT, pos));
+        }
+        self.next();
+        pos = self.pos();
+        let partitions = match self.next() {
+            (Token::Number(n), _) => u32::try_from(n).unwrap_or(u32::MAX),
+            (other, at) => {
+                return Err(self.error_at(at, format!("expected a partition count, found {other}")))
+            }
+        };
+        self.expect_keyword("partitions")?;
+        Ok((partitions, pos))
+    }
+
+    /// `tolerate N failures`, optional.
+    fn tolerate(&mut self, default: u32) -> Result<(u32, Pos), ParseError> {
+        let mut pos = self.pos();
+        if !self.at_keyword("tolerate") {
+            return Ok((default, pos));
+        }
+        self.next();
+        pos = self.pos();
+        let tolerate = match self.next() {
+            (Token::Number(n), _) => u32::try_from(n).unwrap_or(u32::MAX),
+            (other, at) => {
+                return Err(self.error_at(at, format!("expected a failure count, found {other}")))
+            }
+        };
+        match self.next() {
+            (Token::Word(w), _) if w == "failure" || w == "failures" => Ok((tolerate, pos)),
+            (other, at) => Err(self.error_at(at, format!("expected \"failures\", found {other}"))),
+        }
+    }
+
+    fn expect_end(&mut self) -> Result<(), ParseError> {
+        match self.next() {
+            (Token::End, _) => Ok(()),
+            (other, pos) => Err(self.error_at(
+                pos,
+                format!("unexpected {other} after the space description"),
+            )),
+        }
+    }
+
     fn at_keyword(&self, keyword: &str) -> bool {
         matches!(self.peek(), Token::Word(w) if w == keyword)
     }
@@ -274,8 +333,15 @@ pub fn parse_space_tolerating(
     };
     p.expect_keyword("space")?;
     let (name, name_pos) = p.expect_word("the space name")?;
+    let dynamic = p.at_keyword("dynamic");
+    if dynamic {
+        p.next();
+    }
     p.expect_keyword("key")?;
     let (key, key_pos) = p.typed_name("the key name")?;
+    if dynamic {
+        return parse_dynamic_rest(&mut p, &name, name_pos, key, key_pos, default_tolerate);
+    }
 
     let mut attributes: Vec<(Attribute, Pos)> = Vec::new();
     if p.at_keyword("attributes") {
@@ -307,38 +373,8 @@ pub fn parse_space_tolerating(
         subspaces.push((names, positions));
     }
 
-    let mut partitions = PARTITIONS_DEFAULT;
-    let mut partitions_pos = p.pos();
-    if p.at_keyword("create") {
-        p.next();
-        partitions_pos = p.pos();
-        partitions = match p.next() {
-            (Token::Number(n), _) => u32::try_from(n).unwrap_or(u32::MAX),
-            (other, pos) => {
-                return Err(p.error_at(pos, format!("expected a partition count, found {other}")))
-            }
-        };
-        p.expect_keyword("partitions")?;
-    }
-
-    let mut tolerate = default_tolerate;
-    let mut tolerate_pos = p.pos();
-    if p.at_keyword("tolerate") {
-        p.next();
-        tolerate_pos = p.pos();
-        tolerate = match p.next() {
-            (Token::Number(n), _) => u32::try_from(n).unwrap_or(u32::MAX),
-            (other, pos) => {
-                return Err(p.error_at(pos, format!("expected a failure count, found {other}")))
-            }
-        };
-        match p.next() {
-            (Token::Word(w), _) if w == "failure" || w == "failures" => {}
-            (other, pos) => {
-                return Err(p.error_at(pos, format!("expected \"failures\", found {other}")))
-            }
-        }
-    }
+    let (partitions, partitions_pos) = p.partitions()?;
+    let (tolerate, tolerate_pos) = p.tolerate(default_tolerate)?;
 
     let mut adapt = false;
     if p.at_keyword("adapt") {
@@ -352,13 +388,7 @@ pub fn parse_space_tolerating(
         };
     }
 
-    let (end, end_pos) = p.next();
-    if end != Token::End {
-        return Err(p.error_at(
-            end_pos,
-            format!("unexpected {end} after the space description"),
-        ));
-    }
+    p.expect_end()?;
 
     let attr_positions: Vec<Pos> = attributes.iter().map(|(_, pos)| *pos).collect();
     let subspace_names: Vec<Vec<String>> = subspaces.iter().map(|(n, _)| n.clone()).collect();
@@ -411,6 +441,55 @@ pub fn parse_space_tolerating(
     })
 }
 
+/// The rest of a dynamic space's description, after its key.
+fn parse_dynamic_rest(
+    p: &mut Parser,
+    name: &str,
+    name_pos: Pos,
+    key: Attribute,
+    key_pos: Pos,
+    default_tolerate: u32,
+) -> Result<SpaceSchema, ParseError> {
+    let mut dimensions = u32::from(DYNAMIC_DIMENSIONS_DEFAULT);
+    let mut dimensions_pos = p.pos();
+    if p.at_keyword("dimensions") {
+        p.next();
+        dimensions_pos = p.pos();
+        dimensions = match p.next() {
+            (Token::Number(n), _) => u32::try_from(n).unwrap_or(u32::MAX),
+            (other, pos) => {
+                return Err(p.error_at(pos, format!("expected a dimension count, found {other}")))
+            }
+        };
+    }
+    if p.at_keyword("attributes") || p.at_keyword("subspace") || p.at_keyword("adapt") {
+        return Err(p.error_at(
+            p.pos(),
+            format!(
+                "a dynamic space declares no {}: its documents have any properties, and their names pick their dimensions",
+                match p.peek() {
+                    Token::Word(w) => w.clone(),
+                    _ => String::new(),
+                }
+            ),
+        ));
+    }
+    let (partitions, partitions_pos) = p.partitions()?;
+    let (tolerate, tolerate_pos) = p.tolerate(default_tolerate)?;
+    p.expect_end()?;
+    SpaceSchema::dynamic(name, key, dimensions, partitions, tolerate).map_err(|e| {
+        let pos = match &e {
+            SchemaError::KeyNotPrimitive { .. } | SchemaError::DuplicateAttribute(_) => key_pos,
+            SchemaError::BadDimensions(_) => dimensions_pos,
+            SchemaError::BadPartitions(_) => partitions_pos,
+            SchemaError::BadTolerate(_) => tolerate_pos,
+            SchemaError::InvalidName(n) if n != name => key_pos,
+            _ => name_pos,
+        };
+        p.error_at(pos, e.to_string())
+    })
+}
+
 /// The identifier found at each position of `text` (used to map schema errors back to places).
 fn text_names(text: &str, positions: &[Pos]) -> Vec<String> {
     let lines: Vec<&str> = text.lines().collect();
@@ -433,6 +512,35 @@ fn text_names(text: &str, positions: &[Pos]) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn dynamic_spaces_round_trip_and_refuse_declarations() {
+        let s = parse_space("space papers dynamic key id dimensions 6 create 16 partitions")
+            .expect("valid dynamic space");
+        assert_eq!(s.kind, crate::SpaceKind::Dynamic { dimensions: 6 });
+        assert_eq!(s.attributes.len(), 2);
+        assert_eq!(s.subspaces.len(), 2);
+        assert_eq!(s.subspaces[1].dimensions.len(), 6);
+        assert_eq!(parse_space(&s.to_string()), Ok(s.clone()));
+        let d = parse_space("space papers dynamic key int id").expect("defaults");
+        assert_eq!(d.kind, crate::SpaceKind::Dynamic { dimensions: 8 });
+        assert_eq!(d.partitions, 64);
+        for (text, wanted) in [
+            ("space p dynamic key id dimensions 0", "1:35"),
+            ("space p dynamic key id dimensions 17", "1:35"),
+            ("space p dynamic key id attributes int x", "1:24"),
+            ("space p dynamic key id subspace x", "1:24"),
+            ("space p dynamic key document", "1:21"),
+            ("space p dynamic key list(int) k", "1:31"),
+        ] {
+            let e = parse_space(text).expect_err(text);
+            assert_eq!(format!("{}:{}", e.line, e.column), wanted, "{text}: {e}");
+        }
+        assert!(matches!(
+            s.subspace_dimensions(&["x".into()]),
+            Err(SchemaError::DynamicSubspaces(_))
+        ));
+    }
     use crate::schema::AttrIndex;
 
     const HOTELS: &str = "space hotels

@@ -9,8 +9,9 @@ use regex::bytes::Regex;
 use serde::{Deserialize, Serialize};
 
 use crate::constants::{PREDICATES_MAX, REGEX_BYTES_MAX};
+use crate::document::{check_path, DocValue, Document, DocumentError};
 use crate::object::Object;
-use crate::schema::{AttrIndex, SpaceSchema};
+use crate::schema::{AttrIndex, SpaceSchema, DOCUMENT_INDEX};
 use crate::value::{coerce_primitive, AttributeType, PrimitiveType, Value};
 
 /// A comparison applied to one attribute.
@@ -30,6 +31,13 @@ pub enum PredicateOp {
     LengthGreaterEqual(u64),
     /// An element of a list or set, a key of a map, or a substring of a string.
     Contains(Value),
+    /// Dynamic spaces only: the document has the property, or one of the properties `or`
+    /// (`exists(author|editor)`): a union of structures.
+    Exists {
+        or: Vec<String>,
+    },
+    /// Dynamic spaces only: the document does not have the property (`missing(editor)`).
+    Missing,
 }
 
 impl PredicateOp {
@@ -46,6 +54,8 @@ impl PredicateOp {
             PredicateOp::LengthLessEqual(_) => "length less equal",
             PredicateOp::LengthGreaterEqual(_) => "length greater equal",
             PredicateOp::Contains(_) => "contains",
+            PredicateOp::Exists { .. } => "exists",
+            PredicateOp::Missing => "missing",
         }
     }
 }
@@ -72,10 +82,16 @@ impl Predicate {
 
 /// A predicate validated against a schema: the attribute exists, the operand has the right
 /// type (coerced where lossless), the comparison makes sense for the type, regexes compile.
+///
+/// In a dynamic space `attr` is the document and `path` the property the predicate names;
+/// operands keep the type they were given (a document's property has no declared type: a
+/// predicate matches the documents whose value compares with it, see [`DocValue::compare`]).
 #[derive(Clone, Debug)]
 pub struct CheckedPredicate {
     pub attr: AttrIndex,
     pub op: PredicateOp,
+    /// The property path, in a dynamic space.
+    pub path: Option<String>,
     regex: Option<Regex>,
 }
 
@@ -102,10 +118,24 @@ pub enum PredicateError {
     BadRegex { pattern: String, reason: String },
     #[error("too many predicates: {0} (at most {PREDICATES_MAX})")]
     TooMany(usize),
+    #[error("{0}")]
+    BadPath(DocumentError),
+    #[error("the {op} predicate on {path:?} was given a {given}: {expected}")]
+    BadOperand {
+        path: String,
+        op: &'static str,
+        given: &'static str,
+        expected: &'static str,
+    },
+    #[error("{0} applies to the properties of a dynamic space's documents; a typed space's attributes always exist")]
+    StructuralOnTyped(&'static str),
 }
 
 impl CheckedPredicate {
     pub fn check(schema: &SpaceSchema, p: &Predicate) -> Result<CheckedPredicate, PredicateError> {
+        if schema.is_dynamic() {
+            return CheckedPredicate::check_path(p);
+        }
         let attr = schema
             .attribute_index(&p.attr)
             .ok_or_else(|| PredicateError::UnknownAttribute(p.attr.clone()))?;
@@ -140,16 +170,7 @@ impl CheckedPredicate {
                 if ty != AttributeType::STRING {
                     return Err(not_applicable());
                 }
-                if pattern.len() > REGEX_BYTES_MAX {
-                    return Err(PredicateError::BadRegex {
-                        pattern: pattern[..64].to_owned() + "...",
-                        reason: format!("longer than {REGEX_BYTES_MAX} bytes"),
-                    });
-                }
-                regex = Some(Regex::new(pattern).map_err(|e| PredicateError::BadRegex {
-                    pattern: pattern.clone(),
-                    reason: e.to_string(),
-                })?);
+                regex = Some(compile(pattern)?);
                 p.op.clone()
             }
             PredicateOp::LengthEquals(_)
@@ -167,14 +188,89 @@ impl CheckedPredicate {
                 let element = match ty {
                     AttributeType::List(e) | AttributeType::Set(e) | AttributeType::Map(e, _) => e,
                     AttributeType::Primitive(PrimitiveType::String) => PrimitiveType::String,
-                    AttributeType::Primitive(_) => return Err(not_applicable()),
+                    AttributeType::Primitive(_) | AttributeType::Document => {
+                        return Err(not_applicable())
+                    }
                 };
                 PredicateOp::Contains(
                     coerce_primitive(element, v.clone()).ok_or_else(|| wrong_type(v))?,
                 )
             }
+            PredicateOp::Exists { .. } | PredicateOp::Missing => {
+                return Err(PredicateError::StructuralOnTyped(p.op.name()))
+            }
         };
-        Ok(CheckedPredicate { attr, op, regex })
+        Ok(CheckedPredicate {
+            attr,
+            op,
+            path: None,
+            regex,
+        })
+    }
+
+    /// A predicate on a property of a dynamic space's documents.
+    fn check_path(p: &Predicate) -> Result<CheckedPredicate, PredicateError> {
+        check_path(&p.attr).map_err(PredicateError::BadPath)?;
+        let bad = |given: &Value, expected: &'static str| PredicateError::BadOperand {
+            path: p.attr.clone(),
+            op: p.op.name(),
+            given: given.kind_name(),
+            expected,
+        };
+        // -0.0 and 0.0 share a coordinate, as in typed spaces.
+        let scalar = |v: &Value| -> Result<Value, PredicateError> {
+            match v {
+                Value::Float(f) if f.is_nan() => Err(bad(v, "NaN matches nothing")),
+                Value::Float(f) => Ok(Value::Float(f + 0.0)),
+                Value::String(_) | Value::Int(_) => Ok(v.clone()),
+                _ => Err(bad(v, "a string, an int or a float")),
+            }
+        };
+        let same_family = |lo: &Value, hi: &Value| {
+            matches!(lo, Value::String(_)) == matches!(hi, Value::String(_))
+        };
+        let mut regex = None;
+        let op = match &p.op {
+            PredicateOp::Equals(Value::List(items)) => PredicateOp::Equals(Value::List(
+                items.iter().map(scalar).collect::<Result<_, _>>()?,
+            )),
+            PredicateOp::Equals(v) => PredicateOp::Equals(scalar(v)?),
+            PredicateOp::LessThan(v) => PredicateOp::LessThan(scalar(v)?),
+            PredicateOp::LessEqual(v) => PredicateOp::LessEqual(scalar(v)?),
+            PredicateOp::GreaterThan(v) => PredicateOp::GreaterThan(scalar(v)?),
+            PredicateOp::GreaterEqual(v) => PredicateOp::GreaterEqual(scalar(v)?),
+            PredicateOp::Range(lo, hi) => {
+                let (lo, hi) = (scalar(lo)?, scalar(hi)?);
+                if !same_family(&lo, &hi) {
+                    return Err(bad(&hi, "bounds that are both strings or both numbers"));
+                }
+                PredicateOp::Range(lo, hi)
+            }
+            PredicateOp::Regex(pattern) => {
+                regex = Some(compile(pattern)?);
+                p.op.clone()
+            }
+            PredicateOp::LengthEquals(_)
+            | PredicateOp::LengthLessEqual(_)
+            | PredicateOp::LengthGreaterEqual(_)
+            | PredicateOp::Missing => p.op.clone(),
+            PredicateOp::Contains(v) => PredicateOp::Contains(scalar(v)?),
+            PredicateOp::Exists { or } => {
+                if or.len() >= PREDICATES_MAX {
+                    return Err(PredicateError::TooMany(or.len() + 1));
+                }
+                for path in or {
+                    check_path(path).map_err(PredicateError::BadPath)?;
+                }
+                p.op.clone()
+            }
+        };
+        Ok(CheckedPredicate {
+            attr: DOCUMENT_INDEX,
+            op,
+            path: Some(p.attr.clone()),
+            regex,
+        })
     }
 
     /// Checks every predicate of a search or condition.
@@ -214,12 +310,70 @@ impl CheckedPredicate {
                 (Value::String(s), Value::String(n)) => memfind(s.as_bytes(), n.as_bytes()),
                 _ => false,
             },
+            // Refused by `check` on typed spaces, whose attributes always exist.
+            PredicateOp::Exists { .. } => true,
+            PredicateOp::Missing => false,
         }
     }
 
     pub fn matches(&self, object: &Object) -> bool {
-        self.matches_value(object.get(self.attr))
+        match (&self.path, object.get(self.attr)) {
+            (Some(path), Value::Document(d)) => self.matches_document(path, d),
+            _ => self.matches_value(object.get(self.attr)),
+        }
     }
+
+    /// Whether document `d` satisfies this predicate on its property `path`. A value
+    /// predicate never matches a document without the property.
+    fn matches_document(&self, path: &str, d: &Document) -> bool {
+        let value = d.get(path);
+        let compare = |v: &Value| value.and_then(|x| x.compare(v));
+        use std::cmp::Ordering::{Equal, Greater, Less};
+        match &self.op {
+            PredicateOp::Exists { or } => value.is_some() || or.iter().any(|p| d.get(p).is_some()),
+            PredicateOp::Missing => value.is_none(),
+            PredicateOp::Equals(v) => value.is_some_and(|x| x.equals(v)),
+            PredicateOp::LessThan(v) => compare(v) == Some(Less),
+            PredicateOp::LessEqual(v) => matches!(compare(v), Some(Less | Equal)),
+            PredicateOp::GreaterThan(v) => compare(v) == Some(Greater),
+            PredicateOp::GreaterEqual(v) => matches!(compare(v), Some(Greater | Equal)),
+            PredicateOp::Range(lo, hi) => {
+                matches!(compare(lo), Some(Greater | Equal))
+                    && matches!(compare(hi), Some(Less | Equal))
+            }
+            PredicateOp::Regex(_) => match (value, &self.regex) {
+                (Some(DocValue::String(s)), Some(re)) => re.is_match(s.as_bytes()),
+                _ => false,
+            },
+            PredicateOp::LengthEquals(n) => value.and_then(DocValue::length) == Some(*n),
+            PredicateOp::LengthLessEqual(n) => {
+                value.and_then(DocValue::length).is_some_and(|l| l <= *n)
+            }
+            PredicateOp::LengthGreaterEqual(n) => {
+                value.and_then(DocValue::length).is_some_and(|l| l >= *n)
+            }
+            PredicateOp::Contains(needle) => match (value, needle) {
+                (Some(DocValue::List(items)), _) => items.iter().any(|i| i.equals(needle)),
+                (Some(DocValue::String(s)), Value::String(n)) => {
+                    memfind(s.as_bytes(), n.as_bytes())
+                }
+                _ => false,
+            },
+        }
+    }
+}
+
+fn compile(pattern: &str) -> Result<Regex, PredicateError> {
+    if pattern.len() > REGEX_BYTES_MAX {
+        return Err(PredicateError::BadRegex {
+            pattern: pattern.chars().take(64).collect::<String>() + "...",
+            reason: format!("longer than {REGEX_BYTES_MAX} bytes"),
+        });
+    }
+    Regex::new(pattern).map_err(|e| PredicateError::BadRegex {
+        pattern: pattern.to_owned(),
+        reason: e.to_string(),
+    })
 }
 
 fn memfind(haystack: &[u8], needle: &[u8]) -> bool {
@@ -326,6 +480,83 @@ mod tests {
         assert!(matches!(
             check("l", PredicateOp::Contains(Value::from("x"))),
             Err(PredicateError::WrongType { .. })
+        ));
+    }
+
+    #[test]
+    fn predicates_on_document_paths() {
+        use crate::document::{DocValue, Document};
+        let s = parse_space("space p dynamic key id").unwrap();
+        let doc: Document = Document::new(
+            [
+                ("year".to_owned(), DocValue::Int(2010)),
+                ("title".to_owned(), DocValue::String("Dynamo".into())),
+                (
+                    "venue".to_owned(),
+                    DocValue::Object(
+                        [("name".to_owned(), DocValue::String("SOSP".into()))]
+                            .into_iter()
+                            .collect(),
+                    ),
+                ),
+                (
+                    "tags".to_owned(),
+                    DocValue::List(vec![DocValue::String("kv".into()), DocValue::Int(3)]),
+                ),
+            ]
+            .into_iter()
+            .collect(),
+        );
+        let object = Object {
+            values: vec![Value::from("k"), Value::Document(doc)],
+        };
+        let holds = |attr: &str, op: PredicateOp| {
+            CheckedPredicate::check(&s, &Predicate::new(attr, op))
+                .expect("valid")
+                .matches(&object)
+        };
+        assert!(holds("year", PredicateOp::Equals(Value::Float(2010.0))));
+        assert!(holds("year", PredicateOp::Range(2000.into(), 2010.into())));
+        assert!(!holds("year", PredicateOp::GreaterThan(2010.into())));
+        assert!(!holds("year", PredicateOp::Equals("2010".into())));
+        assert!(holds("venue.name", PredicateOp::Regex("^SO".into())));
+        assert!(holds("tags", PredicateOp::Contains(3.into())));
+        assert!(holds("venue", PredicateOp::LengthEquals(1)));
+        assert!(holds("venue.name", PredicateOp::Exists { or: vec![] }));
+        assert!(holds(
+            "editor",
+            PredicateOp::Exists {
+                or: vec!["year".into()]
+            }
+        ));
+        assert!(!holds(
+            "editor",
+            PredicateOp::Exists {
+                or: vec!["isbn".into()]
+            }
+        ));
+        assert!(holds("editor", PredicateOp::Missing));
+        assert!(!holds("editor", PredicateOp::Equals(1.into())));
+        assert!(!holds("editor", PredicateOp::LessThan(1.into())));
+        let refused = |attr: &str, op: PredicateOp| {
+            CheckedPredicate::check(&s, &Predicate::new(attr, op)).expect_err(attr)
+        };
+        assert!(matches!(
+            refused("a..b", PredicateOp::Missing),
+            PredicateError::BadPath(_)
+        ));
+        assert!(matches!(
+            refused("year", PredicateOp::Range("a".into(), 3.into())),
+            PredicateError::BadOperand { .. }
+        ));
+        assert!(matches!(
+            refused("year", PredicateOp::Equals(Value::Float(f64::NAN))),
+            PredicateError::BadOperand { .. }
+        ));
+        let typed = schema();
+        assert!(matches!(
+            CheckedPredicate::check(&typed, &Predicate::new("i", PredicateOp::Missing)),
+            Err(PredicateError::StructuralOnTyped(_))
         ));
     }
 }

@@ -96,7 +96,32 @@ pub struct SpaceSchema {
     /// the coordinators' leader (standalone, `tessera dev`) follows the space's trace and applies
     /// the advisor's configuration once it is predicted enough faster for long enough.
     pub adapt: bool,
+    /// Typed (declared attributes) or dynamic (documents of any properties).
+    pub kind: SpaceKind,
 }
+
+/// What a space holds.
+///
+/// A *dynamic* space (DESIGN §9, seed 004's unispace hashing) has two attributes, its key
+/// and [`DOCUMENT_ATTRIBUTE`], a JSON document with any properties, and two subspaces: the
+/// key subspace and the *unispace*, whose `dimensions` axes are all fed by the document.
+/// A property's axis is the hash of its path modulo `dimensions` (tessera-geometry says
+/// how a document becomes a point), so the unispace lists the document attribute once per
+/// axis. Its subspaces are not altered by hand.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum SpaceKind {
+    Typed,
+    Dynamic { dimensions: u16 },
+}
+
+/// The name of a dynamic space's document attribute, as explanations and errors show it.
+pub const DOCUMENT_ATTRIBUTE: &str = "document";
+
+/// The document attribute's index in a dynamic space.
+pub const DOCUMENT_INDEX: AttrIndex = AttrIndex(1);
+
+/// The unispace's id in a dynamic space.
+pub const UNISPACE: SubspaceId = SubspaceId(1);
 
 /// Why a space description, though well formed, is not a valid space.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error, Serialize, Deserialize)]
@@ -128,6 +153,12 @@ pub enum SchemaError {
     BadPartitions(u32),
     #[error("tolerate {0} failures: at most {TOLERATE_MAX}")]
     BadTolerate(u32),
+    #[error("{0} dimensions: a dynamic space hashes its properties onto 1 to {DYNAMIC_DIMENSIONS_MAX} dimensions")]
+    BadDimensions(u32),
+    #[error(
+        "space {0:?} is dynamic: its subspaces are its key's and the unispace, and do not change"
+    )]
+    DynamicSubspaces(String),
 }
 
 /// The dimensions of a subspace over the attributes `names` of a space whose attributes are
@@ -228,7 +259,42 @@ impl SpaceSchema {
             partitions,
             tolerate,
             adapt: false,
+            kind: SpaceKind::Typed,
         })
+    }
+
+    /// Builds and validates a dynamic space (see [`SpaceKind`]).
+    pub fn dynamic(
+        name: &str,
+        key: Attribute,
+        dimensions: u32,
+        partitions: u32,
+        tolerate: u32,
+    ) -> Result<SpaceSchema, SchemaError> {
+        let document = Attribute {
+            name: DOCUMENT_ATTRIBUTE.to_owned(),
+            ty: AttributeType::Document,
+        };
+        if key.name == DOCUMENT_ATTRIBUTE {
+            return Err(SchemaError::DuplicateAttribute(key.name));
+        }
+        if dimensions == 0 || dimensions > u32::from(DYNAMIC_DIMENSIONS_MAX) {
+            return Err(SchemaError::BadDimensions(dimensions));
+        }
+        // Validated as a typed space of the same key, then given its document and unispace.
+        let mut schema = SpaceSchema::new(name, key, vec![], vec![], partitions, tolerate)?;
+        schema.attributes.push(document);
+        schema
+            .subspaces
+            .push(Subspace::serving(vec![DOCUMENT_INDEX; dimensions as usize]));
+        schema.kind = SpaceKind::Dynamic {
+            dimensions: dimensions as u16,
+        };
+        Ok(schema)
+    }
+
+    pub fn is_dynamic(&self) -> bool {
+        matches!(self.kind, SpaceKind::Dynamic { .. })
     }
 
     /// The schema with adaptation on or off (`adapt on` in the description).
@@ -283,6 +349,9 @@ impl SpaceSchema {
     /// The dimensions of a new subspace over the attributes `names`, checked as a space
     /// declaration checks its subspaces.
     pub fn subspace_dimensions(&self, names: &[String]) -> Result<Vec<AttrIndex>, SchemaError> {
+        if self.is_dynamic() {
+            return Err(SchemaError::DynamicSubspaces(self.name.clone()));
+        }
         resolve_dimensions(&self.attributes, names)
     }
 
@@ -295,6 +364,13 @@ impl SpaceSchema {
 impl fmt::Display for SpaceSchema {
     /// Renders the space in the description language; parsing the output gives the same schema.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let SpaceKind::Dynamic { dimensions } = self.kind {
+            writeln!(f, "space {} dynamic", self.name)?;
+            writeln!(f, "key {} {}", self.key().ty, self.key().name)?;
+            writeln!(f, "dimensions {dimensions}")?;
+            writeln!(f, "create {} partitions", self.partitions)?;
+            return writeln!(f, "tolerate {} failures", self.tolerate);
+        }
         writeln!(f, "space {}", self.name)?;
         writeln!(f, "key {} {}", self.key().ty, self.key().name)?;
         if self.attributes.len() > 1 {

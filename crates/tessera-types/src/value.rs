@@ -6,6 +6,8 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
+use crate::document::Document;
+
 /// The type of a single value that can be a dimension, a container element, or a map key.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum PrimitiveType {
@@ -24,6 +26,8 @@ pub enum AttributeType {
     List(PrimitiveType),
     Set(PrimitiveType),
     Map(PrimitiveType, PrimitiveType),
+    /// A JSON document: the one attribute of a dynamic space besides its key.
+    Document,
 }
 
 impl PrimitiveType {
@@ -74,6 +78,7 @@ impl AttributeType {
             AttributeType::List(_) => Value::List(Vec::new()),
             AttributeType::Set(_) => Value::Set(BTreeSet::new()),
             AttributeType::Map(_, _) => Value::Map(BTreeMap::new()),
+            AttributeType::Document => Value::Document(Document::default()),
         }
     }
 
@@ -90,6 +95,7 @@ impl AttributeType {
             (AttributeType::Map(k, v), Value::Map(entries)) => entries
                 .iter()
                 .all(|(ek, ev)| ek.primitive_type() == Some(k) && ev.primitive_type() == Some(v)),
+            (AttributeType::Document, Value::Document(_)) => true,
             _ => false,
         }
     }
@@ -124,6 +130,7 @@ impl AttributeType {
                     .map(|(k, v)| Some((coerce_primitive(kt, k)?, coerce_primitive(vt, v)?)))
                     .collect::<Option<_>>()?,
             ),
+            (AttributeType::Document, v @ Value::Document(_)) => v,
             _ => return None,
         };
         debug_assert!(self.admits(&coerced));
@@ -150,6 +157,7 @@ impl fmt::Display for AttributeType {
             AttributeType::List(p) => write!(f, "list({p})"),
             AttributeType::Set(p) => write!(f, "set({p})"),
             AttributeType::Map(k, v) => write!(f, "map({k}, {v})"),
+            AttributeType::Document => f.write_str("document"),
         }
     }
 }
@@ -166,6 +174,7 @@ pub enum Value {
     List(Vec<Value>),
     Set(BTreeSet<Value>),
     Map(BTreeMap<Value, Value>),
+    Document(Document),
 }
 
 impl Value {
@@ -187,6 +196,7 @@ impl Value {
             Value::List(_) => "list",
             Value::Set(_) => "set",
             Value::Map(_) => "map",
+            Value::Document(_) => "document",
         }
     }
 
@@ -197,6 +207,7 @@ impl Value {
             Value::List(l) => Some(l.len() as u64),
             Value::Set(s) => Some(s.len() as u64),
             Value::Map(m) => Some(m.len() as u64),
+            Value::Document(d) => Some(d.properties.len() as u64),
             Value::Int(_) | Value::Float(_) => None,
         }
     }
@@ -209,6 +220,7 @@ impl Value {
             Value::List(_) => 3,
             Value::Set(_) => 4,
             Value::Map(_) => 5,
+            Value::Document(_) => 6,
         }
     }
 
@@ -220,6 +232,7 @@ impl Value {
             Value::List(l) => l.iter().any(Value::contains_nan),
             Value::Set(s) => s.iter().any(Value::contains_nan),
             Value::Map(m) => m.iter().any(|(k, v)| k.contains_nan() || v.contains_nan()),
+            Value::Document(d) => d.contains_nan(),
         }
     }
 }
@@ -247,6 +260,7 @@ impl Ord for Value {
             (Value::List(a), Value::List(b)) => a.cmp(b),
             (Value::Set(a), Value::Set(b)) => a.cmp(b),
             (Value::Map(a), Value::Map(b)) => a.cmp(b),
+            (Value::Document(a), Value::Document(b)) => a.cmp(b),
             _ => self.rank().cmp(&other.rank()),
         }
     }
@@ -289,6 +303,7 @@ impl fmt::Display for Value {
                 }
                 f.write_str("}")
             }
+            Value::Document(d) => write!(f, "{d}"),
         }
     }
 }

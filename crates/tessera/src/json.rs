@@ -2,7 +2,11 @@
 //! distinction worth trusting, and only string object keys).
 
 use serde_json::{Map, Number, Value as Json};
-use tessera_types::{AttributeType, PrimitiveType, SpaceSchema, Value};
+use std::collections::BTreeMap;
+
+use tessera_types::{
+    AttributeType, DocValue, Document, PrimitiveType, SpaceSchema, Value, DOCUMENT_ATTRIBUTE,
+};
 
 /// A value as JSON: sets become arrays, map keys become strings, non-finite floats become
 /// the strings "inf", "-inf".
@@ -31,10 +35,65 @@ pub fn to_json(value: &Value) -> Json {
                 })
                 .collect(),
         ),
+        Value::Document(d) => Json::Object(properties_to_json(&d.properties)),
     }
 }
 
-/// An object as one JSON object: the key under its attribute name, then every attribute.
+fn properties_to_json(properties: &BTreeMap<String, DocValue>) -> Map<String, Json> {
+    properties
+        .iter()
+        .map(|(k, v)| (k.clone(), doc_value_to_json(v)))
+        .collect()
+}
+
+fn doc_value_to_json(value: &DocValue) -> Json {
+    match value {
+        DocValue::Null => Json::Null,
+        DocValue::Bool(b) => Json::Bool(*b),
+        DocValue::Int(i) => Json::Number((*i).into()),
+        DocValue::Float(f) => to_json(&Value::Float(*f)),
+        DocValue::String(s) => Json::String(s.clone()),
+        DocValue::List(items) => Json::Array(items.iter().map(doc_value_to_json).collect()),
+        DocValue::Object(o) => Json::Object(properties_to_json(o)),
+    }
+}
+
+/// A JSON object as a document (for a dynamic space's put: `null` removes a property).
+pub fn document_from_json(text: &str) -> Result<Document, String> {
+    let json: Json = serde_json::from_str(text).map_err(|e| format!("invalid JSON: {e}"))?;
+    match doc_value_from_json(&json)? {
+        DocValue::Object(properties) => Ok(Document::new(properties)),
+        _ => Err("expected a JSON object of properties".into()),
+    }
+}
+
+fn doc_value_from_json(json: &Json) -> Result<DocValue, String> {
+    Ok(match json {
+        Json::Null => DocValue::Null,
+        Json::Bool(b) => DocValue::Bool(*b),
+        Json::Number(n) => match (n.as_i64(), n.as_f64()) {
+            (Some(i), _) => DocValue::Int(i),
+            (None, Some(f)) if !n.is_u64() => DocValue::Float(f),
+            _ => return Err(format!("{n} is out of range: integers are 64-bit signed")),
+        },
+        Json::String(s) => DocValue::String(s.clone()),
+        Json::Array(items) => DocValue::List(
+            items
+                .iter()
+                .map(doc_value_from_json)
+                .collect::<Result<_, _>>()?,
+        ),
+        Json::Object(entries) => DocValue::Object(
+            entries
+                .iter()
+                .map(|(k, v)| Ok((k.clone(), doc_value_from_json(v)?)))
+                .collect::<Result<_, String>>()?,
+        ),
+    })
+}
+
+/// An object as one JSON object: the key under its attribute name, then every attribute (a
+/// dynamic space's document: its properties).
 pub fn object_to_json(
     schema: &SpaceSchema,
     key: &Value,
@@ -42,6 +101,10 @@ pub fn object_to_json(
 ) -> Json {
     let mut out = Map::new();
     out.insert(schema.key().name.clone(), to_json(key));
+    if let Some(Value::Document(d)) = attributes.get(DOCUMENT_ATTRIBUTE) {
+        out.extend(properties_to_json(&d.properties));
+        return Json::Object(out);
+    }
     for a in &schema.attributes[1..] {
         if let Some(v) = attributes.get(&a.name) {
             out.insert(a.name.clone(), to_json(v));

@@ -237,6 +237,10 @@ enum Command {
     ///
     /// Attributes not given keep their value, or take their type's default ("", 0, 0.0,
     /// empty) when the object is new. Sets and lists are JSON arrays, maps JSON objects.
+    ///
+    /// In a dynamic space the JSON is a document of any properties, merged into the stored
+    /// one as JSON Merge Patch does: a property given replaces the stored one, nested
+    /// objects merge, and `null` removes a property.
     Put {
         space: String,
         key: String,
@@ -250,6 +254,9 @@ enum Command {
     ///
     /// Predicates: attr=value, attr<value, attr<=value, attr>value, attr>=value, attr~regex.
     /// No predicate matches everything. Quote them for the shell: 'price<=100'.
+    ///
+    /// In a dynamic space predicates name dotted property paths ('venue.name=SOSP'), and
+    /// structure: 'exists(doi)', 'exists(author|editor)' (either), 'missing(editor)'.
     Search {
         space: String,
         predicates: Vec<String>,
@@ -260,6 +267,10 @@ enum Command {
         predicates: Vec<String>,
     },
     /// Show how a search would run: the subspace chosen and the regions it contacts (JSON).
+    ///
+    /// In a dynamic space: the unispace's axes, the axis each predicate's property hashes
+    /// onto, and the shapes of document the search reads (those that can match, of all the
+    /// shapes the space has registered), one box each.
     Explain {
         space: String,
         predicates: Vec<String>,
@@ -643,6 +654,11 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             let client = connect(&cli.addr, cli.timeout).await?;
             let schema = client.describe_space(&space).await?;
             let key = predicates::parse_key(&schema, &key)?;
+            if schema.is_dynamic() {
+                let patch = json::document_from_json(&text)?;
+                client.put_document(&space, key, patch).await?;
+                return Ok(());
+            }
             let attributes = json::attributes_from_json(&schema, &text)?;
             client.put(&space, key, attributes).await?;
             Ok(())
@@ -816,7 +832,38 @@ async fn run(cli: Cli) -> Result<(), Failure> {
                 .iter()
                 .map(|t| predicates::parse_predicate(&schema, t))
                 .collect::<Result<Vec<_>, _>>()?;
+            let paths: Vec<String> = preds.iter().map(|p| p.attr.clone()).collect();
             let e = client.explain(&space, preds).await?;
+            if let tessera_types::SpaceKind::Dynamic { dimensions } = schema.kind {
+                let shapes: Vec<_> = e
+                    .shapes
+                    .iter()
+                    .map(|shape| {
+                        shape
+                            .properties
+                            .iter()
+                            .map(|(p, k)| (p.clone(), serde_json::json!(k.name())))
+                            .collect::<serde_json::Map<_, _>>()
+                    })
+                    .collect();
+                let axes: serde_json::Map<_, _> = paths
+                    .iter()
+                    .map(|p| {
+                        let axis = tessera_geometry::property_axis(p, dimensions);
+                        (p.clone(), serde_json::json!(axis))
+                    })
+                    .collect();
+                return print_line(&serde_json::json!({
+                    "subspace": e.subspace.0,
+                    "axes": dimensions,
+                    "property_axes": axes,
+                    "subspace_regions": e.subspace_regions,
+                    "regions_contacted": e.regions_contacted,
+                    "servers_contacted": e.servers_contacted,
+                    "shapes_known": e.shapes_known,
+                    "shapes_read": shapes,
+                }));
+            }
             let name = |s: tessera_types::SubspaceId| {
                 schema
                     .subspace(s)

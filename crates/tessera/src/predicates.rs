@@ -7,6 +7,9 @@ use tessera_types::{AttributeType, Predicate, PredicateOp, SpaceSchema, Value};
 use crate::json::{from_json, primitive_from_text};
 
 pub fn parse_predicate(schema: &SpaceSchema, text: &str) -> Result<Predicate, String> {
+    if schema.is_dynamic() {
+        return parse_document_predicate(text);
+    }
     let split = text
         .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
         .ok_or_else(|| format!("{text:?} has no operator: write attr=value, attr<value, attr<=value, attr>value, attr>=value or attr~regex"))?;
@@ -61,6 +64,76 @@ pub fn parse_predicate(schema: &SpaceSchema, text: &str) -> Result<Predicate, St
     Ok(Predicate::new(attr, op))
 }
 
+/// A predicate on a dynamic space's documents: `path=value`, `path<value`, `path<=value`,
+/// `path>value`, `path>=value`, `path~regex`, `exists(path|path…)`, `missing(path)`. Paths are
+/// dotted (`venue.name`). A value that reads as an int or a float is one; `"…"` (JSON) is
+/// always a string, and anything else is a string as written.
+pub fn parse_document_predicate(text: &str) -> Result<Predicate, String> {
+    for (word, structural) in [("exists(", true), ("missing(", false)] {
+        if let Some(inner) = text.strip_prefix(word) {
+            let inner = inner
+                .strip_suffix(')')
+                .ok_or_else(|| format!("{text:?}: {word}…) is not closed"))?;
+            let mut paths = inner.split('|').map(|p| p.trim().to_owned());
+            let first = paths.next().unwrap_or_default();
+            let rest: Vec<String> = paths.collect();
+            if first.is_empty() {
+                return Err(format!("{text:?} names no property"));
+            }
+            return match (structural, rest.is_empty()) {
+                (true, _) => Ok(Predicate::new(first, PredicateOp::Exists { or: rest })),
+                (false, true) => Ok(Predicate::new(first, PredicateOp::Missing)),
+                (false, false) => Err(format!(
+                    "{text:?}: missing() takes one property (several missing: one missing() each)"
+                )),
+            };
+        }
+    }
+    let split = text
+        .find(['=', '<', '>', '~'])
+        .ok_or_else(|| format!("{text:?} has no operator: write path=value, path<value, path<=value, path>value, path>=value, path~regex, exists(path) or missing(path)"))?;
+    let (path, rest) = text.split_at(split);
+    if path.is_empty() {
+        return Err(format!("{text:?} does not start with a property path"));
+    }
+    let (op, operand) = if let Some(v) = rest.strip_prefix("<=") {
+        ("<=", v)
+    } else if let Some(v) = rest.strip_prefix(">=") {
+        (">=", v)
+    } else {
+        rest.split_at(1)
+    };
+    if op == "~" {
+        return Ok(Predicate::new(path, PredicateOp::Regex(operand.to_owned())));
+    }
+    let value = if let Ok(i) = operand.trim().parse::<i64>() {
+        Value::Int(i)
+    } else if let Ok(f) = operand.trim().parse::<f64>().map_err(|_| ()).and_then(|f| {
+        if f.is_finite() {
+            Ok(f)
+        } else {
+            Err(())
+        }
+    }) {
+        Value::Float(f)
+    } else if operand.starts_with('"') {
+        Value::String(
+            serde_json::from_str(operand)
+                .map_err(|e| format!("{operand} is not a JSON string: {e}"))?,
+        )
+    } else {
+        Value::String(operand.to_owned())
+    };
+    let op = match op {
+        "=" => PredicateOp::Equals(value),
+        "<" => PredicateOp::LessThan(value),
+        "<=" => PredicateOp::LessEqual(value),
+        ">" => PredicateOp::GreaterThan(value),
+        _ => PredicateOp::GreaterEqual(value),
+    };
+    Ok(Predicate::new(path, op))
+}
+
 /// Parses a key given on the command line as the space's key type.
 pub fn parse_key(schema: &SpaceSchema, text: &str) -> Result<Value, String> {
     primitive_from_text(schema.key_type(), text).map_err(|e| format!("key: {e}"))
@@ -105,5 +178,45 @@ mod tests {
         assert!(parse_predicate(&s, "l<3")
             .unwrap_err()
             .contains("only = applies"));
+    }
+
+    #[test]
+    fn document_predicates() {
+        let s = parse_space("space p dynamic key id").unwrap();
+        let p = |t: &str| parse_predicate(&s, t).unwrap();
+        assert_eq!(
+            p("year>=2010"),
+            Predicate::new("year", PredicateOp::GreaterEqual(2010.into()))
+        );
+        assert_eq!(
+            p("venue.name=SOSP"),
+            Predicate::equals("venue.name", "SOSP")
+        );
+        assert_eq!(p("code=\"007\""), Predicate::equals("code", "007"));
+        assert_eq!(
+            p("score<2.5"),
+            Predicate::new("score", PredicateOp::LessThan(2.5.into()))
+        );
+        assert_eq!(
+            p("title~^Dyn"),
+            Predicate::new("title", PredicateOp::Regex("^Dyn".into()))
+        );
+        assert_eq!(
+            p("exists(author|editor)"),
+            Predicate::new(
+                "author",
+                PredicateOp::Exists {
+                    or: vec!["editor".into()]
+                }
+            )
+        );
+        assert_eq!(
+            p("missing(doi)"),
+            Predicate::new("doi", PredicateOp::Missing)
+        );
+        assert!(parse_predicate(&s, "missing(a|b)").is_err());
+        assert!(parse_predicate(&s, "exists(a").is_err());
+        assert!(parse_predicate(&s, "year").is_err());
+        assert!(parse_predicate(&s, "=3").is_err());
     }
 }

@@ -1,0 +1,530 @@
+//! Dynamic spaces (DESIGN §9) against an in-process standalone server: documents put, merged,
+//! read and deleted; searches by value and by structure compared with a model of the
+//! semantics written here (flattened paths, not the server's code); explain's shapes; shapes
+//! surviving a restart; and bad input refused with nothing changed.
+
+mod common;
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use common::*;
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use tessera_client::{
+    Client, DocValue, Document, Funcall, Predicate, PredicateOp, Status, Value, WriteMode,
+};
+use tessera_protocol::SpaceChange;
+use tessera_types::{PropertyKind, Shape};
+
+const PAPERS: &str = "space papers dynamic key id dimensions 4 create 16 partitions";
+
+fn doc(pairs: &[(&str, DocValue)]) -> Document {
+    Document::new(
+        pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), v.clone()))
+            .collect(),
+    )
+}
+
+fn nested(pairs: &[(&str, DocValue)]) -> DocValue {
+    DocValue::Object(doc(pairs).properties)
+}
+
+fn text(s: &str) -> DocValue {
+    DocValue::String(s.into())
+}
+
+async fn document(client: &Client, key: &str) -> Option<Document> {
+    let record = client.get("papers", key).await.expect("get")?;
+    match record.attributes.get("document") {
+        Some(Value::Document(d)) => Some(d.clone()),
+        other => panic!("a dynamic object holds a document, not {other:?}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn documents_are_put_merged_read_and_deleted() {
+    let mut server = TestServer::start().await;
+    let client = server.client().await;
+    client.add_space(PAPERS).await.unwrap();
+    let dynamo = doc(&[
+        ("title", text("Dynamo")),
+        ("year", DocValue::Int(2007)),
+        (
+            "venue",
+            nested(&[("name", text("SOSP")), ("city", text("Stevenson"))]),
+        ),
+        (
+            "authors",
+            DocValue::List(vec![text("DeCandia"), text("Vogels")]),
+        ),
+    ]);
+    client
+        .put_document("papers", "dynamo", dynamo.clone())
+        .await
+        .unwrap();
+    assert_eq!(document(&client, "dynamo").await, Some(dynamo));
+
+    // Merge patch: a property replaced, one removed by null, a nested one merged, one added.
+    client
+        .put_document(
+            "papers",
+            "dynamo",
+            doc(&[
+                ("year", DocValue::Null),
+                (
+                    "venue",
+                    nested(&[("city", DocValue::Null), ("year", DocValue::Int(2007))]),
+                ),
+                ("pages", DocValue::Int(14)),
+                ("title", text("Dynamo: Amazon's key-value store")),
+            ]),
+        )
+        .await
+        .unwrap();
+    let merged = doc(&[
+        ("title", text("Dynamo: Amazon's key-value store")),
+        (
+            "venue",
+            nested(&[("name", text("SOSP")), ("year", DocValue::Int(2007))]),
+        ),
+        (
+            "authors",
+            DocValue::List(vec![text("DeCandia"), text("Vogels")]),
+        ),
+        ("pages", DocValue::Int(14)),
+    ]);
+    assert_eq!(document(&client, "dynamo").await, Some(merged.clone()));
+
+    // Conditions name paths; create-only refuses an existing key.
+    let cond = |p: Predicate, patch: Document| {
+        client.write(
+            "papers",
+            "dynamo",
+            WriteMode::Upsert,
+            vec![p],
+            vec![Funcall::merge(patch)],
+        )
+    };
+    assert_eq!(
+        status(
+            cond(
+                Predicate::equals("venue.name", "OSDI"),
+                doc(&[("pages", DocValue::Int(1))])
+            )
+            .await
+        ),
+        Status::CmpFail
+    );
+    cond(
+        Predicate::new("pages", PredicateOp::Range(10.into(), 20.into())),
+        doc(&[("cited", DocValue::Bool(true))]),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        status(
+            client
+                .write(
+                    "papers",
+                    "dynamo",
+                    WriteMode::CreateOnly,
+                    vec![],
+                    vec![Funcall::merge(doc(&[("x", DocValue::Int(1))]))],
+                )
+                .await
+        ),
+        Status::CmpFail
+    );
+    let mut expected = merged;
+    expected
+        .properties
+        .insert("cited".into(), DocValue::Bool(true));
+    assert_eq!(document(&client, "dynamo").await, Some(expected.clone()));
+
+    // Documents and their shapes survive a restart; a search still finds them by structure.
+    server.restart().await;
+    let client = server.client().await;
+    assert_eq!(document(&client, "dynamo").await, Some(expected));
+    let found = client
+        .search(
+            "papers",
+            vec![Predicate::new("cited", PredicateOp::Exists { or: vec![] })],
+        )
+        .await
+        .unwrap();
+    assert_eq!(found.len(), 1);
+
+    client.del("papers", "dynamo").await.unwrap();
+    assert_eq!(document(&client, "dynamo").await, None);
+    assert_eq!(client.count("papers", vec![]).await.unwrap(), 0);
+    server.shutdown().await;
+}
+
+// ---- searches against a model -------------------------------------------------------------
+
+/// A document as the model holds it: every path to a value that is not a nested document.
+type Flat = BTreeMap<String, DocValue>;
+
+/// Paths the generator draws from: some nested, some sharing axes of a 4-axis space.
+const PATHS: [&str; 9] = [
+    "title",
+    "year",
+    "pages",
+    "doi",
+    "editor",
+    "venue.name",
+    "venue.year",
+    "isbn",
+    "tags",
+];
+
+fn random_value(rng: &mut StdRng, path: &str) -> DocValue {
+    // Mostly one kind per path, sometimes another: shapes then differ in kinds too.
+    match (path, rng.random_range(0..10)) {
+        ("tags", _) => DocValue::List(vec![text(["db", "kv", "os"][rng.random_range(0..3)])]),
+        (_, 0) => text(["x", "y"][rng.random_range(0..2)]),
+        (_, 1) => DocValue::Float(rng.random_range(0..8) as f64 / 2.0),
+        ("title" | "doi" | "editor" | "venue.name" | "isbn", _) => {
+            text(["a", "b", "c", "d"][rng.random_range(0..4)])
+        }
+        _ => DocValue::Int(rng.random_range(0..6)),
+    }
+}
+
+fn random_flat(rng: &mut StdRng) -> Flat {
+    let mut flat = Flat::new();
+    for p in PATHS {
+        if rng.random_bool(0.45) {
+            let v = random_value(rng, p);
+            flat.insert(p.to_owned(), v);
+        }
+    }
+    flat
+}
+
+/// The model's flat document as a nested one.
+fn unflatten(flat: &Flat) -> Document {
+    let mut d = Document::default();
+    for (path, v) in flat {
+        match path.split_once('.') {
+            None => {
+                d.properties.insert(path.clone(), v.clone());
+            }
+            Some((parent, child)) => {
+                let entry = d
+                    .properties
+                    .entry(parent.to_owned())
+                    .or_insert_with(|| DocValue::Object(BTreeMap::new()));
+                let DocValue::Object(o) = entry else {
+                    unreachable!("the generator nests only under venue")
+                };
+                o.insert(child.to_owned(), v.clone());
+            }
+        }
+    }
+    d
+}
+
+/// The paths a flat document has, nested documents' parents included.
+fn has(flat: &Flat, path: &str) -> bool {
+    flat.contains_key(path) || flat.keys().any(|k| k.starts_with(&format!("{path}.")))
+}
+
+/// A number of either kind, as a rational the model compares exactly (values are halves).
+fn number(v: &DocValue) -> Option<i64> {
+    match v {
+        DocValue::Int(i) => Some(i * 2),
+        DocValue::Float(f) => Some((f * 2.0) as i64),
+        _ => None,
+    }
+}
+
+fn operand_number(v: &Value) -> Option<i64> {
+    match v {
+        Value::Int(i) => Some(i * 2),
+        Value::Float(f) => Some((f * 2.0) as i64),
+        _ => None,
+    }
+}
+
+/// The model's verdict: what the predicate means, written from the documentation.
+fn model_matches(flat: &Flat, p: &Predicate) -> bool {
+    let value = flat.get(&p.attr);
+    let cmp = |operand: &Value| -> Option<std::cmp::Ordering> {
+        match (value?, operand) {
+            (DocValue::String(a), Value::String(b)) => Some(a.cmp(b)),
+            (v, o) => Some(number(v)?.cmp(&operand_number(o)?)),
+        }
+    };
+    use std::cmp::Ordering::*;
+    match &p.op {
+        PredicateOp::Exists { or } => has(flat, &p.attr) || or.iter().any(|o| has(flat, o)),
+        PredicateOp::Missing => !has(flat, &p.attr),
+        PredicateOp::Equals(v) => cmp(v) == Some(Equal),
+        PredicateOp::LessThan(v) => cmp(v) == Some(Less),
+        PredicateOp::GreaterEqual(v) => matches!(cmp(v), Some(Greater | Equal)),
+        PredicateOp::Range(lo, hi) => {
+            matches!(cmp(lo), Some(Greater | Equal)) && matches!(cmp(hi), Some(Less | Equal))
+        }
+        PredicateOp::Contains(Value::String(s)) => match value {
+            Some(DocValue::List(items)) => items.contains(&text(s)),
+            Some(DocValue::String(t)) => t.contains(s.as_str()),
+            _ => false,
+        },
+        other => panic!("the model does not know {other:?}"),
+    }
+}
+
+fn random_predicate(rng: &mut StdRng) -> Predicate {
+    let path = PATHS[rng.random_range(0..PATHS.len())];
+    let other = ["venue", "doi", "editor", "isbn"][rng.random_range(0..4)];
+    let operand = match rng.random_range(0..3) {
+        0 => Value::String(["a", "b", "x"][rng.random_range(0..3)].into()),
+        1 => Value::Int(rng.random_range(0..6)),
+        _ => Value::Float(rng.random_range(0..8) as f64 / 2.0),
+    };
+    let op = match rng.random_range(0..8) {
+        0 => PredicateOp::Equals(operand),
+        1 => PredicateOp::LessThan(operand),
+        2 => PredicateOp::GreaterEqual(operand),
+        3 => PredicateOp::Range(Value::Int(1), Value::Float(3.5)),
+        4 => PredicateOp::Exists { or: vec![] },
+        5 => PredicateOp::Exists {
+            or: vec![other.to_owned()],
+        },
+        6 => PredicateOp::Missing,
+        _ => PredicateOp::Contains(Value::String("db".into())),
+    };
+    Predicate::new(path, op)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn searches_by_value_and_structure_equal_the_model() {
+    let server = TestServer::start().await;
+    let client = server.client().await;
+    client.add_space(PAPERS).await.unwrap();
+    let mut rng = StdRng::seed_from_u64(0x0d0c);
+    let mut model: BTreeMap<String, Flat> = BTreeMap::new();
+    for n in 0..160 {
+        let key = format!("p{n}");
+        let flat = random_flat(&mut rng);
+        client
+            .put_document("papers", key.as_str(), unflatten(&flat))
+            .await
+            .unwrap();
+        model.insert(key, flat);
+    }
+    // Change some documents' shapes by merge (removing and adding properties), delete some.
+    for n in (0..160).step_by(7) {
+        let key = format!("p{n}");
+        let flat = model.get_mut(&key).expect("put above");
+        let removed = PATHS[rng.random_range(0..PATHS.len())];
+        let added = PATHS[rng.random_range(0..PATHS.len())];
+        // Removing a nested path's parent removes the children: keep the model flat-exact
+        // by removing only top-level paths.
+        let mut patch = Document::default();
+        if !removed.contains('.') && removed != added {
+            patch.properties.insert(removed.into(), DocValue::Null);
+            flat.remove(removed);
+        }
+        if !added.contains('.') {
+            let v = random_value(&mut rng, added);
+            patch.properties.insert(added.into(), v.clone());
+            flat.insert(added.into(), v);
+        }
+        client
+            .put_document("papers", key.as_str(), patch)
+            .await
+            .unwrap();
+    }
+    for n in (3..160).step_by(11) {
+        let key = format!("p{n}");
+        client.del("papers", key.as_str()).await.unwrap();
+        model.remove(&key);
+    }
+    let mut nonempty = 0;
+    for _ in 0..150 {
+        let predicates: Vec<Predicate> = (0..rng.random_range(1..=3))
+            .map(|_| random_predicate(&mut rng))
+            .collect();
+        let wanted: BTreeSet<String> = model
+            .iter()
+            .filter(|(_, flat)| predicates.iter().all(|p| model_matches(flat, p)))
+            .map(|(k, _)| k.clone())
+            .collect();
+        let found: Vec<String> = client
+            .search("papers", predicates.clone())
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|r| match r.key {
+                Value::String(k) => k,
+                other => panic!("a string key, not {other}"),
+            })
+            .collect();
+        let found_set: BTreeSet<String> = found.iter().cloned().collect();
+        assert_eq!(
+            found.len(),
+            found_set.len(),
+            "a key twice for {predicates:?}"
+        );
+        assert_eq!(found_set, wanted, "search {predicates:?}");
+        assert_eq!(
+            client.count("papers", predicates.clone()).await.unwrap(),
+            wanted.len() as u64
+        );
+        // Explain reads only shapes that can hold matches, and every matching document's
+        // shape is among them.
+        let e = client.explain("papers", predicates.clone()).await.unwrap();
+        let read: BTreeSet<&Shape> = e.shapes.iter().collect();
+        for key in &wanted {
+            let shape = unflatten(&model[key]).shape();
+            assert!(
+                read.contains(&shape),
+                "{key}'s shape unread for {predicates:?}"
+            );
+        }
+        let structural: Vec<&Predicate> = predicates
+            .iter()
+            .filter(|p| matches!(p.op, PredicateOp::Exists { .. } | PredicateOp::Missing))
+            .collect();
+        for shape in &e.shapes {
+            let flat: Flat = shape
+                .properties
+                .iter()
+                .filter(|(_, k)| *k != PropertyKind::Object)
+                .map(|(p, _)| (p.clone(), DocValue::Null))
+                .collect();
+            assert!(
+                structural.iter().all(|p| model_matches(&flat, p)),
+                "shape {shape} read for {predicates:?}"
+            );
+        }
+        assert!(e.regions_contacted <= e.subspace_regions);
+        nonempty += usize::from(!wanted.is_empty());
+    }
+    // The searches were not vacuous.
+    assert!(nonempty > 40, "only {nonempty} searches matched anything");
+    server.shutdown().await;
+}
+
+// ---- bad input ------------------------------------------------------------------------------
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_documents_and_predicates_change_nothing() {
+    let server = TestServer::start().await;
+    let client = server.client().await;
+    client.add_space(PAPERS).await.unwrap();
+    client.add_space(HOTELS).await.unwrap();
+    client
+        .put_document("papers", "ok", doc(&[("title", text("kept"))]))
+        .await
+        .unwrap();
+    let before = snapshot(&client, "papers").await;
+    let config_before = client.refresh().await.unwrap();
+    let shapes_before = config_before.space("papers").unwrap().shapes.clone();
+
+    let mut deep = DocValue::Int(1);
+    for _ in 0..9 {
+        deep = nested(&[("n", deep)]);
+    }
+    let many: Document = Document::new(
+        (0..300)
+            .map(|i| (format!("p{i}"), DocValue::Int(i)))
+            .collect(),
+    );
+    let huge = doc(&[("blob", text(&"x".repeat(1_100_000)))]);
+    let cases: Vec<(&str, Document, Status)> = vec![
+        ("too deep", doc(&[("n", deep)]), Status::TooLarge),
+        ("too many properties", many, Status::TooLarge),
+        ("over the size limit", huge, Status::TooLarge),
+        (
+            "a dotted name",
+            doc(&[("a.b", DocValue::Int(1))]),
+            Status::WrongType,
+        ),
+        (
+            "an empty name",
+            doc(&[("", DocValue::Int(1))]),
+            Status::WrongType,
+        ),
+        (
+            "NaN",
+            doc(&[("x", DocValue::Float(f64::NAN))]),
+            Status::WrongType,
+        ),
+        (
+            "the key's name",
+            doc(&[("id", text("k"))]),
+            Status::WrongType,
+        ),
+    ];
+    for (what, d, wanted) in cases {
+        let got = error(client.put_document("papers", "bad", d).await);
+        assert_eq!(got.0, wanted, "{what}: {}", got.1);
+    }
+    // Predicates: a bad path, an operand that cannot be a coordinate, structure on a typed
+    // space.
+    for (space, p, wanted) in [
+        (
+            "papers",
+            Predicate::equals("a..b", 1i64),
+            Status::BadPredicate,
+        ),
+        (
+            "papers",
+            Predicate::equals("x", Value::Map(BTreeMap::new())),
+            Status::WrongType,
+        ),
+        (
+            "papers",
+            Predicate::equals("a.".repeat(300), 1i64),
+            Status::TooLarge,
+        ),
+        (
+            "hotels",
+            Predicate::new("city", PredicateOp::Missing),
+            Status::BadPredicate,
+        ),
+    ] {
+        let got = error(client.search(space, vec![p.clone()]).await);
+        assert_eq!(got.0, wanted, "{p:?}: {}", got.1);
+    }
+    // Alterations: a dynamic space's subspaces do not change, a typed space has no shapes,
+    // a shape from the network is checked.
+    let bad_shape = Shape {
+        properties: vec![
+            ("b".into(), PropertyKind::Int),
+            ("a".into(), PropertyKind::Int),
+        ],
+    };
+    for (space, change) in [
+        (
+            "papers",
+            SpaceChange::AddSubspace {
+                attributes: vec!["title".into()],
+            },
+        ),
+        ("papers", SpaceChange::DropSubspace { subspace: 1 }),
+        ("papers", SpaceChange::SetAdapt { on: true }),
+        ("papers", SpaceChange::AddShape(bad_shape)),
+        ("hotels", SpaceChange::AddShape(Shape::default())),
+    ] {
+        assert_eq!(
+            status(client.alter_space(space, change.clone()).await),
+            Status::BadAlteration,
+            "{change:?}"
+        );
+    }
+    assert_eq!(snapshot(&client, "papers").await, before);
+    let config_after = client.refresh().await.unwrap();
+    assert_eq!(config_after.space("papers").unwrap().shapes, shapes_before);
+    assert_eq!(
+        config_after.space("papers").unwrap().schema,
+        config_before.space("papers").unwrap().schema
+    );
+    assert_serving(server.addr()).await;
+    server.shutdown().await;
+}
