@@ -19,7 +19,8 @@ use std::sync::Arc;
 
 use tessera_geometry::{key_region, RegionIndex, Tessellation};
 use tessera_protocol::{
-    funcall_status, predicate_status, Configuration, ErrorReply, Explanation, SpaceConfig, Status,
+    funcall_status, predicate_status, sort_status, Configuration, ErrorReply, Explanation,
+    SpaceConfig, Status,
 };
 use tessera_types::constants::KEY_BYTES_MAX;
 use tessera_types::{
@@ -176,7 +177,9 @@ pub(crate) fn assign_regions(
 pub(crate) struct SearchRoute {
     pub(crate) subspace: SubspaceId,
     /// Per server, the regions of `subspace` it is asked for. Empty when the predicates
-    /// contradict each other: the search contacts nobody.
+    /// contradict each other: the search contacts nobody. In a dynamic space, a search that
+    /// no registered shape can answer still asks one server for no region: shapes registered
+    /// since this client's configuration are known to every server, which then says so.
     pub(crate) regions: BTreeMap<ServerId, Vec<u32>>,
 }
 
@@ -189,9 +192,17 @@ pub(crate) fn route_search(
 ) -> Result<SearchRoute, ClientError> {
     let plan = space.plan(tessellations, predicates);
     let regions = plan.regions(&tessellations[plan.subspace.get()]);
+    let mut by_server = assign_regions(space, plan.subspace, &regions, turn)?;
+    if by_server.is_empty() && space.schema.is_dynamic() {
+        let probe = RegionIndex(0);
+        if let Some(server) = pick_replica(read_replicas(space, plan.subspace, probe), probe, turn)
+        {
+            by_server.insert(server, vec![]);
+        }
+    }
     Ok(SearchRoute {
         subspace: plan.subspace,
-        regions: assign_regions(space, plan.subspace, &regions, turn)?,
+        regions: by_server,
     })
 }
 
@@ -225,19 +236,9 @@ pub(crate) fn check_sort_attribute(
     schema: &SpaceSchema,
     sort_by: &str,
 ) -> Result<AttrIndex, ClientError> {
-    let attr = schema.attribute_index(sort_by).ok_or_else(|| {
-        refused(
-            Status::UnknownAttribute,
-            format!("unknown attribute {sort_by:?}"),
-        )
-    })?;
-    if !schema.attribute(attr).ty.is_primitive() {
-        return Err(refused(
-            Status::WrongType,
-            format!("cannot sort by {sort_by:?}: only string, int and float attributes sort"),
-        ));
-    }
-    Ok(attr)
+    schema
+        .sort_attribute(sort_by)
+        .map_err(|e| refused(sort_status(&e), e.to_string()))
 }
 
 /// Whether a group update's funcalls can apply to any object: `Ok(false)` when an atomic

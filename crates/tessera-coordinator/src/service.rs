@@ -11,9 +11,9 @@ use tessera_protocol::constants::{DESCRIPTION_BYTES_MAX, FRAME_BYTES_MAX};
 use tessera_protocol::frame::peek_request_id;
 use tessera_protocol::{
     decode_request, encode_response, Configuration, CoordinatorStatus, ErrorReply, FrameError,
-    Request, RequestFrame, Response, ResponseFrame, Status,
+    Request, RequestFrame, Response, ResponseFrame, SpaceChange, Status,
 };
-use tessera_types::{parse_space, parse_space_tolerating, Epoch};
+use tessera_types::{parse_space, parse_space_tolerating, Epoch, Shape};
 use tokio::net::tcp::OwnedWriteHalf;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, watch, Semaphore};
@@ -337,6 +337,11 @@ async fn handle(shared: &Arc<Shared>, request: Request, received: Instant) -> Re
                     ),
                 );
             }
+            if let SpaceChange::ShapeReady(shape) = &change {
+                if let Some(refused) = shape_not_known_everywhere(shared, &space, shape) {
+                    return refused;
+                }
+            }
             let what = format!("space {space:?} altered");
             write_acknowledged(
                 shared,
@@ -481,9 +486,9 @@ fn outcome_response(result: ApplyResult) -> Response {
                 CommandError::SpaceExists(_) => Status::SpaceExists,
                 CommandError::UnknownSpace(_) => Status::UnknownSpace,
                 CommandError::TooFewServers { .. } => Status::TooFewServers,
-                CommandError::InvalidSchema(_)
-                | CommandError::SubspaceNotServing { .. }
-                | CommandError::DynamicInCluster(_) => Status::BadDescription,
+                CommandError::InvalidSchema(_) | CommandError::SubspaceNotServing { .. } => {
+                    Status::BadDescription
+                }
                 CommandError::Alter(_) => Status::BadAlteration,
                 CommandError::ConfigurationTooLarge { .. } => Status::TooLarge,
                 CommandError::InvalidAddress(_) | CommandError::UnknownServer(_) => {
@@ -559,6 +564,30 @@ async fn write_acknowledged(
             _ = tokio::time::sleep(Duration::from_millis(20)) => {}
         }
     }
+}
+
+/// Why a shape may not be marked ready yet, if it may not: some live server does not act on
+/// the epoch that registered it (by its heartbeats), so a search it answers could miss
+/// documents of the shape. Unknown spaces and shapes are left to the state machine to refuse.
+fn shape_not_known_everywhere(shared: &Shared, space: &str, shape: &Shape) -> Option<Response> {
+    let since = shared
+        .config
+        .borrow()
+        .space(space)
+        .and_then(|s| s.shape_entry(shape))?
+        .since;
+    let behind = shared.detector.lagging(Epoch(since));
+    if behind.is_empty() {
+        return None;
+    }
+    let names: Vec<String> = behind.iter().map(|s| s.0.to_string()).collect();
+    Some(error(
+        Status::Unavailable,
+        format!(
+            "servers {} do not act on epoch {since}, which registered the shape, yet: retry",
+            names.join(", ")
+        ),
+    ))
 }
 
 /// Proposes `command` through Raft: here if this coordinator leads, else on the leader. An

@@ -227,8 +227,6 @@ pub enum CommandError {
     },
     #[error("the space is not valid: {0}")]
     InvalidSchema(SchemaError),
-    #[error("space {0:?} is dynamic: dynamic spaces run on a standalone server (tessera dev) in this version; a cluster's servers cannot yet register the shapes of their documents with the coordinators")]
-    DynamicInCluster(String),
     #[error("the configuration would take {bytes} bytes, over the {max}-byte limit: fewer partitions, subspaces or replicas")]
     ConfigurationTooLarge { bytes: usize, max: usize },
     #[error("server address {0:?} is not valid: 1..={ADDRESS_BYTES_MAX} bytes expected")]
@@ -581,9 +579,6 @@ impl ClusterState {
     }
 
     fn add_space(&mut self, schema: SpaceSchema) -> Result<CommandOutcome, CommandError> {
-        if schema.is_dynamic() {
-            return Err(CommandError::DynamicInCluster(schema.name));
-        }
         // A new space is declared, never built: a Building or Dropped subspace in it would
         // have no build to finish it, or replica sets where none belong.
         if let Some((i, s)) = schema
@@ -643,6 +638,7 @@ impl ClusterState {
             build: None,
             adaptations: Vec::new(),
             shapes: Vec::new(),
+            shape_entries: Vec::new(),
         };
         let mut next = self.configuration();
         next.epoch = Epoch(id);

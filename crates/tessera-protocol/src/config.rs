@@ -69,6 +69,19 @@ pub struct SpaceConfig {
     /// stored only once its shape is here, so a search planned from these shapes
     /// (`tessera_geometry::dynamic`) reaches every document. Empty for a typed space.
     pub shapes: Vec<Shape>,
+    /// What the configuration knows of each of `shapes` (same length, same order).
+    pub shape_entries: Vec<ShapeEntry>,
+}
+
+/// A registered shape's history (see [`SpaceConfig::shapes`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ShapeEntry {
+    /// The epoch that registered it: a search planned on an older configuration may have
+    /// missed documents of it.
+    pub since: u64,
+    /// Whether documents of it may be stored: once every live server acts on `since` (the
+    /// coordinators check), so that any server a search asks knows the shape.
+    pub ready: bool,
 }
 
 /// How many adaptation decisions a space keeps in its log ([`SpaceConfig::adaptations`]).
@@ -144,10 +157,12 @@ pub enum SpaceChange {
     SetAdapt { on: bool },
     /// Logs an adaptation the driver decided (the space must adapt); changes no subspace.
     LogAdaptation(Adaptation),
-    /// Registers a shape of document in a dynamic space's formula store (a put of a
-    /// document of an unknown shape is refused with `Status::UnknownShape` until it is).
-    /// Registering a known shape changes nothing.
+    /// Registers a shape of document in a dynamic space's formula store. Registering a
+    /// known shape changes nothing. Documents of it are stored once it is ready.
     AddShape(Shape),
+    /// Marks a registered shape ready: every live server acts on the epoch that registered
+    /// it (the coordinators check before they apply it; a standalone server is every server).
+    ShapeReady(Shape),
 }
 
 impl SpaceChange {
@@ -160,7 +175,9 @@ impl SpaceChange {
             SpaceChange::AddSubspace { attributes } => attributes.iter().map(|a| a.len() + 1).sum(),
             SpaceChange::DropSubspace { .. } | SpaceChange::SetAdapt { .. } => 0,
             SpaceChange::LogAdaptation(a) => names(&a.from) + names(&a.to),
-            SpaceChange::AddShape(shape) => shape.properties.iter().map(|(p, _)| p.len() + 2).sum(),
+            SpaceChange::AddShape(shape) | SpaceChange::ShapeReady(shape) => {
+                shape.properties.iter().map(|(p, _)| p.len() + 2).sum()
+            }
         }
     }
 }
@@ -192,6 +209,8 @@ pub enum AlterError {
     TooManyShapes,
     #[error("{0}")]
     BadShape(DocumentError),
+    #[error("the space has not registered that shape of document")]
+    NoSuchShape,
 }
 
 /// A member of a region's replica set that joined it by the transfer `since` names (the epoch
@@ -261,6 +280,7 @@ impl SpaceConfig {
             build: None,
             adaptations: Vec::new(),
             shapes: Vec::new(),
+            shape_entries: Vec::new(),
         }
     }
 
@@ -269,13 +289,21 @@ impl SpaceConfig {
     pub fn check_change(&self, change: &SpaceChange) -> Result<Option<Subspace>, AlterError> {
         let schema = &self.schema;
         match (change, schema.is_dynamic()) {
-            (SpaceChange::AddShape(_), false) => return Err(AlterError::NotDynamic),
+            (SpaceChange::AddShape(_) | SpaceChange::ShapeReady(_), false) => {
+                return Err(AlterError::NotDynamic)
+            }
             (SpaceChange::AddShape(shape), true) => {
                 shape.check().map_err(AlterError::BadShape)?;
                 if self.shapes.len() >= SHAPES_MAX && !self.shapes.contains(shape) {
                     return Err(AlterError::TooManyShapes);
                 }
                 return Ok(None);
+            }
+            (SpaceChange::ShapeReady(shape), true) => {
+                return match self.shape_entry(shape) {
+                    Some(_) => Ok(None),
+                    None => Err(AlterError::NoSuchShape),
+                };
             }
             (_, true) => return Err(AlterError::Dynamic),
             (_, false) => {}
@@ -335,7 +363,9 @@ impl SpaceConfig {
                 }
                 Ok(None)
             }
-            SpaceChange::AddShape(_) => unreachable!("answered above"),
+            SpaceChange::AddShape(_) | SpaceChange::ShapeReady(_) => {
+                unreachable!("answered above")
+            }
         }
     }
 
@@ -371,7 +401,18 @@ impl SpaceConfig {
             SpaceChange::AddShape(shape) => {
                 if !self.shapes.contains(shape) {
                     self.shapes.push(shape.clone());
+                    self.shape_entries.push(ShapeEntry {
+                        since: epoch,
+                        ready: false,
+                    });
                 }
+                debug_assert_eq!(self.shapes.len(), self.shape_entries.len());
+                return Ok(None);
+            }
+            SpaceChange::ShapeReady(shape) => {
+                let at = self.shapes.iter().position(|s| s == shape);
+                let at = at.expect("checked: the shape is registered");
+                self.shape_entries[at].ready = true;
                 return Ok(None);
             }
             SpaceChange::AddSubspace { .. } | SpaceChange::DropSubspace { .. } => {}
@@ -527,6 +568,24 @@ impl SpaceConfig {
             shapes,
             shapes_known: self.shapes.len() as u64,
         }
+    }
+
+    /// Whether a search by `predicates` planned on a configuration of epoch `planned` may
+    /// have missed documents: a shape registered since could hold matches.
+    pub fn shapes_since_matter(&self, planned: u64, predicates: &[CheckedPredicate]) -> bool {
+        let SpaceKind::Dynamic { dimensions } = self.schema.kind else {
+            return false;
+        };
+        self.shapes
+            .iter()
+            .zip(&self.shape_entries)
+            .any(|(s, e)| e.since > planned && shape_box(s, dimensions, predicates).is_some())
+    }
+
+    /// What the configuration knows of `shape`, if the space registered it.
+    pub fn shape_entry(&self, shape: &Shape) -> Option<ShapeEntry> {
+        let at = self.shapes.iter().position(|s| s == shape)?;
+        Some(self.shape_entries[at])
     }
 
     /// The tessellation of every subspace, in subspace order.

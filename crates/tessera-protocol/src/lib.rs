@@ -23,8 +23,8 @@ pub mod trace;
 
 pub use config::{
     Adaptation, AdaptationRecord, AlterError, BackfillRef, Build, Configuration,
-    ConfigurationError, Joined, ModelConstants, ServerInfo, ServerState, SpaceChange, SpaceConfig,
-    Transfer, TransferRef, ADAPTATIONS_KEPT,
+    ConfigurationError, Joined, ModelConstants, ServerInfo, ServerState, ShapeEntry, SpaceChange,
+    SpaceConfig, Transfer, TransferRef, ADAPTATIONS_KEPT,
 };
 #[cfg(feature = "frame")]
 pub use frame::{
@@ -34,7 +34,7 @@ pub use message::{
     CoordinatorStatus, Explanation, HeartbeatReply, Request, RequestFrame, Response, ResponseFrame,
     ServerLiveness, SortOrder, WireObject, WriteMode,
 };
-pub use status::{funcall_status, predicate_status, ErrorReply, Status};
+pub use status::{funcall_status, predicate_status, sort_status, ErrorReply, Status};
 pub use trace::{Constraint, RequestShape, ShapeCount, SpaceTrace};
 
 /// The protocol version this build speaks. A frame with another version is refused with

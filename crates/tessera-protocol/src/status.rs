@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 use tessera_types::funcall::FuncallCheckError;
 use tessera_types::predicate::PredicateError;
-use tessera_types::DocumentError;
+use tessera_types::{DocumentError, SortError};
 
 /// Why a request did not succeed. Codes are stable: they are part of the protocol.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -157,6 +157,14 @@ pub fn funcall_status(e: &FuncallCheckError) -> Status {
         // overflow does (HyperDex's convention); a plain value of the wrong type is WRONGTYPE.
         e if e.is_atomic_mismatch() => Status::CmpFail,
         _ => Status::WrongType,
+    }
+}
+
+/// The status a sorted search's refusal of its sort attribute travels with.
+pub fn sort_status(e: &SortError) -> Status {
+    match e {
+        SortError::UnknownAttribute(_) => Status::UnknownAttribute,
+        SortError::NotSortable(_) | SortError::Dynamic(_) => Status::WrongType,
     }
 }
 

@@ -240,7 +240,7 @@ pub trait CommittedReader {
 struct SpaceRuntime {
     config: SpaceConfig,
     tessellations: Vec<Tessellation>,
-    /// A dynamic space's registered shapes (`SpaceConfig::shapes`), for lookups.
+    /// A dynamic space's shapes whose documents may be stored (`SpaceConfig::shapes`, ready).
     shapes: BTreeSet<Shape>,
 }
 
@@ -254,14 +254,20 @@ impl SpaceRuntime {
     fn new(config: SpaceConfig) -> SpaceRuntime {
         SpaceRuntime {
             tessellations: config.tessellations(),
-            shapes: config.shapes.iter().cloned().collect(),
+            shapes: config
+                .shapes
+                .iter()
+                .zip(&config.shape_entries)
+                .filter(|(_, e)| e.ready)
+                .map(|(s, _)| s.clone())
+                .collect(),
             config,
         }
     }
 
-    /// The shape of `object`'s document when the space is dynamic and has not registered it:
-    /// such a document may not be stored yet, or a search planned from the registered shapes
-    /// would miss it.
+    /// The shape of `object`'s document when the space is dynamic and has not registered it,
+    /// or not made it ready: such a document may not be stored yet, or a search planned from
+    /// the registered shapes, or answered by a server that does not know it, would miss it.
     fn unknown_shape(&self, object: Option<&Object>) -> Option<Shape> {
         if !self.config.schema.is_dynamic() {
             return None;

@@ -31,7 +31,7 @@
 //! chunk's writes are durable) is handed to the task that reports it to the coordinators
 //! (`transfers`), never reported from here: this thread never waits on the network.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -44,13 +44,14 @@ use tessera_replication::{
     ClientId, CommittedReader, Input, KeyWrite, Outputs, Replica, StoreWrite, UnknownShape,
 };
 use tessera_storage::{ObjectWrite, Store, StoredObject};
-use tessera_types::{Epoch, Object, SpaceSchema, SubspaceId, Value, Version};
+use tessera_types::{Epoch, Object, Shape, SpaceSchema, SubspaceId, Value, Version};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::errors::{read_only, storage_error};
 use crate::outbox::Replier;
 use crate::peers::Peers;
 use crate::queue::{LocalChange, LoopInput};
+use crate::shapes::ShapeRegistrar;
 use crate::state::Shared;
 use crate::transfers::{Report, TransferReports};
 use crate::view::{Mode, ServedSpace, View};
@@ -64,14 +65,14 @@ const TICK: Duration = Duration::from_millis(50);
 /// Starts the chain loop on its own thread. `incarnation` grows with every start of the
 /// process; `previous` is the configuration persisted before this start, if the server acted
 /// on one (regions it held then and does not hold now are cleared). Completed state transfers
-/// go to `reports`; the transfers this server is the source of are paced to
+/// go to `reports`, shapes of documents to register to `registrar` (a cluster server's); the transfers this server is the source of are paced to
 /// `transfer_bytes_per_second`.
 pub fn spawn(
     shared: Arc<Shared>,
     incarnation: u64,
     previous: Option<&Configuration>,
     rx: mpsc::Receiver<LoopInput>,
-    reports: TransferReports,
+    (reports, registrar): (TransferReports, Option<ShapeRegistrar>),
     transfer_bytes_per_second: u64,
     runtime: tokio::runtime::Handle,
 ) -> std::thread::JoinHandle<()> {
@@ -93,6 +94,10 @@ pub fn spawn(
         reports,
         backfilled: Vec::new(),
         unknown_shapes: Vec::new(),
+        registrar,
+        held: Vec::new(),
+        registering: BTreeSet::new(),
+        registered: BTreeSet::new(),
     };
     std::thread::Builder::new()
         .name("tessera-chain".into())
@@ -144,6 +149,15 @@ struct ChainLoop {
     backfilled: Vec<BackfillRef>,
     /// Writes held for their document's shape, registered after the batch's commit.
     unknown_shapes: Vec<UnknownShape>,
+    /// A cluster server's way to register shapes with the coordinators (`crate::shapes`).
+    registrar: Option<ShapeRegistrar>,
+    /// A cluster server's writes held until their shapes are registered and ready here.
+    held: Vec<UnknownShape>,
+    /// Shapes asked of the coordinators, not answered yet.
+    registering: BTreeSet<(String, Shape)>,
+    /// Shapes the coordinators registered and made ready for this server's writes, until
+    /// its configuration has them ready too.
+    registered: BTreeSet<(String, Shape)>,
 }
 
 struct StoreReader<'a>(&'a Store);
@@ -250,7 +264,15 @@ impl ChainLoop {
                     }
                     LoopInput::Peer(envelope) => self.step(Input::Peer(envelope)),
                     LoopInput::Tick => self.step(Input::Tick),
-                    LoopInput::Config(config) => self.on_configuration(config),
+                    LoopInput::Config(config) => {
+                        self.on_configuration(config);
+                        self.release_held();
+                    }
+                    LoopInput::ShapeRegistered {
+                        space,
+                        shape,
+                        result,
+                    } => self.on_shape_registered(space, shape, result),
                     LoopInput::Stop => stop = true,
                 }
             }
@@ -433,40 +455,93 @@ impl ChainLoop {
         }
     }
 
-    /// Writes whose documents take shapes their space has not registered: a standalone server
-    /// registers each shape in a configuration of its own, as the coordinators would
-    /// (`SpaceChange::AddShape`), then writes again. A refused registration (the space has
-    /// all the shapes it may keep) is the write's answer.
-    fn on_unknown_shapes(&mut self, held: Vec<UnknownShape>) {
-        for UnknownShape {
-            client,
-            space,
-            write,
-            shape,
-        } in held
-        {
-            if self.view.mode == Mode::Cluster {
-                let error = ErrorReply::new(
-                    Status::Internal,
-                    "a cluster server cannot register shapes of documents: dynamic spaces are standalone only in this version",
-                );
-                self.answer(client, Err(error));
+    /// Writes whose documents take shapes their space has not registered (or not made ready):
+    /// a standalone server registers each shape in a configuration of its own, as the
+    /// coordinators would, then writes again; a cluster server asks the coordinators and
+    /// holds the write (`crate::shapes`). A refused registration (the space has all the
+    /// shapes it may keep) is the write's answer.
+    fn on_unknown_shapes(&mut self, unknown: Vec<UnknownShape>) {
+        for u in unknown {
+            let Some(registrar) = &self.registrar else {
+                self.register_here(u);
                 continue;
-            }
-            let known = self
-                .view
-                .config
-                .space(&space)
-                .is_some_and(|s| s.shapes.contains(&shape));
-            let registered = if known {
-                Ok(())
-            } else {
-                self.on_alter_space(&space, &SpaceChange::AddShape(shape))
-                    .map_err(|e| ErrorReply::new(Status::TooLarge, e.message))
             };
-            match registered.and_then(|()| self.view.space(&space)) {
-                Ok(served) => self.on_write(client, &served, write),
-                Err(e) => self.answer(client, Err(e)),
+            let wanted = (u.space.clone(), u.shape.clone());
+            if !self.registering.contains(&wanted) && !self.registered.contains(&wanted) {
+                registrar.register(wanted.0.clone(), wanted.1.clone());
+                self.registering.insert(wanted);
+            }
+            self.held.push(u);
+        }
+        self.release_held();
+    }
+
+    /// A standalone server's registration: the shape added, then made ready (this server is
+    /// every server), then the write again.
+    fn register_here(&mut self, u: UnknownShape) {
+        let entry = self
+            .view
+            .config
+            .space(&u.space)
+            .and_then(|s| s.shape_entry(&u.shape));
+        let mut registered = Ok(());
+        if entry.is_none() {
+            registered = self.on_alter_space(&u.space, &SpaceChange::AddShape(u.shape.clone()));
+        }
+        if registered.is_ok() && !entry.is_some_and(|e| e.ready) {
+            registered = self.on_alter_space(&u.space, &SpaceChange::ShapeReady(u.shape));
+        }
+        let registered = registered.map_err(|e| ErrorReply::new(Status::TooLarge, e.message));
+        match registered.and_then(|()| self.view.space(&u.space)) {
+            Ok(served) => self.on_write(u.client, &served, u.write),
+            Err(e) => self.answer(u.client, Err(e)),
+        }
+    }
+
+    /// The coordinators' answer to a registration this server asked for.
+    fn on_shape_registered(&mut self, space: String, shape: Shape, result: Result<(), ErrorReply>) {
+        let key = (space, shape);
+        self.registering.remove(&key);
+        match result {
+            Ok(()) => {
+                self.registered.insert(key);
+                self.release_held();
+            }
+            Err(e) => {
+                let (refused, kept) = std::mem::take(&mut self.held)
+                    .into_iter()
+                    .partition(|u| (&u.space, &u.shape) == (&key.0, &key.1));
+                self.held = kept;
+                for u in refused {
+                    self.answer(u.client, Err(e.clone()));
+                }
+            }
+        }
+    }
+
+    /// Writes again the held writes whose shapes are registered and ready in this server's
+    /// configuration (their documents are evaluated afresh: they may take another shape by
+    /// now). A space removed meanwhile answers its writes.
+    fn release_held(&mut self) {
+        let ready = |view: &View, space: &str, shape: &Shape| {
+            view.config
+                .space(space)
+                .and_then(|s| s.shape_entry(shape))
+                .is_some_and(|e| e.ready)
+        };
+        let view = self.view.clone();
+        self.registered.retain(|(space, shape)| {
+            !ready(&view, space, shape) && view.config.space(space).is_some()
+        });
+        let (go, wait): (Vec<_>, Vec<_>) =
+            std::mem::take(&mut self.held).into_iter().partition(|u| {
+                ready(&view, &u.space, &u.shape) || view.config.space(&u.space).is_none()
+            });
+        self.held = wait;
+        for u in go {
+            match view.space(&u.space) {
+                Ok(served) => self.on_write(u.client, &served, u.write),
+                Err(e) => self.answer(u.client, Err(e)),
             }
         }
     }
@@ -630,6 +705,9 @@ impl ChainLoop {
         );
         for (client, result) in out.replies {
             self.answer(client, result);
+        }
+        for u in std::mem::take(&mut self.held) {
+            self.answer(u.client, Err(why.clone()));
         }
         why
     }

@@ -22,6 +22,8 @@
 //! * `coordination`: registration with the coordinators and following their configuration.
 //! * `transfers`: reporting completed state transfers to the coordinators, off the chain
 //!   loop's thread.
+//! * `shapes`: registering the shapes of a dynamic space's documents with the coordinators,
+//!   off the chain loop's thread.
 //! * `chain`: the chain loop, the only write path; fail-stop when storage fails.
 //! * `group`: a standalone server's group delete and update, as per-key conditional writes.
 //! * `validate`: a request checked against the view into a typed job, or an error. Pure.
@@ -37,6 +39,7 @@ mod outbox;
 mod peers;
 mod queue;
 mod reads;
+mod shapes;
 mod state;
 mod trace;
 mod transfers;
@@ -164,12 +167,19 @@ impl Server {
                 (tx, Some(rx))
             }
         };
+        let registrar = options.cluster.as_ref().map(|c| {
+            shapes::ShapeRegistrar::new(
+                c.coordinators.clone(),
+                runtime.clone(),
+                shared.chain.clone(),
+            )
+        });
         let chain = chain::spawn(
             shared.clone(),
             incarnation,
             previous.as_ref(),
             chain_rx,
-            reports,
+            (reports, registrar),
             options.transfer_bytes_per_second,
             runtime,
         );

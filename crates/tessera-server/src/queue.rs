@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use tessera_protocol::{Configuration, ErrorReply, ModelConstants, SpaceChange};
 use tessera_replication::{Envelope, KeyWrite};
-use tessera_types::SpaceSchema;
+use tessera_types::{Shape, SpaceSchema};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::outbox::Replier;
@@ -48,6 +48,12 @@ pub enum LoopInput {
     Peer(Envelope),
     /// A configuration from the coordinators, checked.
     Config(Arc<Configuration>),
+    /// The coordinators' answer to registering a shape of document (`crate::shapes`).
+    ShapeRegistered {
+        space: String,
+        shape: Shape,
+        result: Result<(), ErrorReply>,
+    },
     /// Time passes (the state machine retransmits what its peers did not acknowledge).
     Tick,
     Stop,
@@ -61,6 +67,7 @@ impl LoopInput {
             LoopInput::Writes { .. }
             | LoopInput::Peer(_)
             | LoopInput::Config(_)
+            | LoopInput::ShapeRegistered { .. }
             | LoopInput::Tick
             | LoopInput::Stop => None,
         }

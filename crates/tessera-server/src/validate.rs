@@ -10,8 +10,8 @@ use std::sync::Arc;
 use tessera_geometry::RegionIndex;
 use tessera_protocol::constants::DESCRIPTION_BYTES_MAX;
 use tessera_protocol::{
-    funcall_status, predicate_status, ErrorReply, Request, RequestFrame, Response, SortOrder,
-    Status,
+    funcall_status, predicate_status, sort_status, ErrorReply, Request, RequestFrame, Response,
+    SortOrder, Status,
 };
 use tessera_replication::KeyWrite;
 
@@ -125,45 +125,48 @@ pub fn validate(frame: RequestFrame, view: &View) -> Result<Job, ErrorReply> {
         Request::Search {
             space: name,
             predicates,
-        } => search(space(&name)?, &predicates, |_| Ok(SearchKind::All)),
+        } => search(space(&name)?, &predicates, |_, _| Ok(SearchKind::All)),
         Request::Count {
             space: name,
             predicates,
-        } => search(space(&name)?, &predicates, |_| Ok(SearchKind::Count)),
+        } => search(space(&name)?, &predicates, |_, _| Ok(SearchKind::Count)),
         Request::SortedSearch {
             space: name,
             predicates,
             sort_by,
             limit,
             order,
-        } => {
-            search(space(&name)?, &predicates, |space| {
-                let schema = &space.config.schema;
-                let by = schema.attribute_index(&sort_by).ok_or_else(|| {
-                    ErrorReply::new(
-                        Status::UnknownAttribute,
-                        format!("unknown attribute {sort_by:?}"),
-                    )
-                })?;
-                if !schema.attribute(by).ty.is_primitive() {
-                    return Err(ErrorReply::new(
-                        Status::WrongType,
-                        format!("cannot sort by {sort_by:?}: only string, int and float attributes sort"),
-                    ));
-                }
-                Ok(SearchKind::Sorted {
-                    by,
-                    limit: limit as usize,
-                    order,
-                })
+        } => search(space(&name)?, &predicates, |space, _| {
+            let by = space
+                .config
+                .schema
+                .sort_attribute(&sort_by)
+                .map_err(|e| ErrorReply::new(sort_status(&e), e.to_string()))?;
+            Ok(SearchKind::Sorted {
+                by,
+                limit: limit as usize,
+                order,
             })
-        }
+        }),
         Request::SearchRegions {
             space: name,
             predicates,
             subspace,
             regions,
-        } => search(space(&name)?, &predicates, |space| {
+        } => search(space(&name)?, &predicates, |space, checked| {
+            // A dynamic space's search is planned from the shapes the client knew; documents
+            // of a shape registered since are acknowledged only once every live server knows
+            // the shape (the coordinators answer its registration then), so this server can
+            // tell the client that its plan may miss them.
+            if space.config.shapes_since_matter(frame.epoch.0, checked) {
+                return Err(ErrorReply::new(
+                    Status::StaleEpoch,
+                    format!(
+                        "space {name:?} has shapes of document registered after epoch {}: refresh the configuration and plan again",
+                        frame.epoch
+                    ),
+                ));
+            }
             Ok(SearchKind::Regions {
                 subspace,
                 regions: check_regions(space, subspace, &regions)?,
@@ -320,10 +323,10 @@ fn refuse_in_cluster(request: &Request) -> Result<(), ErrorReply> {
 fn search(
     space: Arc<ServedSpace>,
     predicates: &[Predicate],
-    kind: impl FnOnce(&ServedSpace) -> Result<SearchKind, ErrorReply>,
+    kind: impl FnOnce(&ServedSpace, &[CheckedPredicate]) -> Result<SearchKind, ErrorReply>,
 ) -> Result<Job, ErrorReply> {
     let predicates = check_predicates(&space, predicates)?;
-    let kind = kind(&space)?;
+    let kind = kind(&space, &predicates)?;
     Ok(Job::Search {
         space,
         predicates,

@@ -11,7 +11,8 @@ use common::*;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use tessera_client::{
-    Client, DocValue, Document, Funcall, Predicate, PredicateOp, Status, Value, WriteMode,
+    Client, DocValue, Document, Funcall, Predicate, PredicateOp, SortOrder, Status, Value,
+    WriteMode,
 };
 use tessera_protocol::SpaceChange;
 use tessera_types::{PropertyKind, Shape};
@@ -492,6 +493,14 @@ async fn bad_documents_and_predicates_change_nothing() {
         let got = error(client.search(space, vec![p.clone()]).await);
         assert_eq!(got.0, wanted, "{p:?}: {}", got.1);
     }
+    assert_eq!(
+        status(
+            client
+                .sorted_search("papers", vec![], "title", 3, SortOrder::Ascending)
+                .await
+        ),
+        Status::WrongType
+    );
     // Alterations: a dynamic space's subspaces do not change, a typed space has no shapes,
     // a shape from the network is checked.
     let bad_shape = Shape {
@@ -527,4 +536,123 @@ async fn bad_documents_and_predicates_change_nothing() {
     );
     assert_serving(server.addr()).await;
     server.shutdown().await;
+}
+
+// ---- in a cluster -----------------------------------------------------------------------------
+
+/// Three servers and a coordinator: documents of new shapes are stored only once every server
+/// knows their shapes, so a client that planned its search before they were registered is told
+/// to plan again and finds them; the space keeps serving, with every acknowledged document,
+/// after a server stops.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cluster_registers_shapes_before_it_stores_their_documents() {
+    use common::cluster::Cluster;
+    let mut cluster = Cluster::start(3).await;
+    let writer = cluster.client().await;
+    cluster
+        .add_space(
+            &writer,
+            "space papers dynamic key id dimensions 4 create 8 partitions tolerate 1 failure",
+        )
+        .await;
+    // A reader whose configuration predates every shape.
+    let reader = cluster.client().await;
+    reader.refresh().await.unwrap();
+    let mut rng = StdRng::seed_from_u64(0xc105);
+    let mut model: BTreeMap<String, Flat> = BTreeMap::new();
+    let mut put = |key: String, flat: Flat| {
+        model.insert(key.clone(), flat.clone());
+        (key, unflatten(&flat))
+    };
+    let mut batch = Vec::new();
+    for n in 0..40 {
+        let flat = random_flat(&mut rng);
+        batch.push(put(format!("p{n}"), flat));
+    }
+    for (key, d) in &batch {
+        writer
+            .put_document("papers", key.as_str(), d.clone())
+            .await
+            .unwrap();
+    }
+    let config = writer.refresh().await.unwrap();
+    let space = config.space("papers").unwrap();
+    assert!(!space.shapes.is_empty());
+    assert!(
+        space.shape_entries.iter().all(|e| e.ready),
+        "every shape a stored document has is ready"
+    );
+    let check = |model: BTreeMap<String, Flat>, predicates: Vec<Predicate>| {
+        let reader = &reader;
+        async move {
+            let wanted: BTreeSet<String> = model
+                .iter()
+                .filter(|(_, flat)| predicates.iter().all(|p| model_matches(flat, p)))
+                .map(|(k, _)| k.clone())
+                .collect();
+            let found: BTreeSet<String> = reader
+                .search("papers", predicates.clone())
+                .await
+                .unwrap()
+                .into_iter()
+                .map(|r| r.key.to_string().trim_matches('"').to_owned())
+                .collect();
+            assert_eq!(found, wanted, "search {predicates:?}");
+        }
+    };
+    check(model.clone(), vec![]).await;
+    check(
+        model.clone(),
+        vec![Predicate::new("doi", PredicateOp::Exists { or: vec![] })],
+    )
+    .await;
+    check(
+        model.clone(),
+        vec![
+            Predicate::new("editor", PredicateOp::Missing),
+            Predicate::new("year", PredicateOp::GreaterEqual(2.into())),
+        ],
+    )
+    .await;
+
+    // One server stops; documents of shapes never seen before are still stored (the
+    // coordinators wait for the live servers only) and found.
+    let stopped = cluster.servers.pop().expect("three servers");
+    stopped.shutdown().await;
+    for n in 40..50 {
+        let key = format!("p{n}");
+        let mut flat = random_flat(&mut rng);
+        flat.insert(format!("rare{n}"), DocValue::Int(n));
+        model.insert(key.clone(), flat.clone());
+        writer
+            .put_document("papers", key.as_str(), unflatten(&flat))
+            .await
+            .unwrap();
+    }
+    check(model.clone(), vec![]).await;
+    check(
+        model.clone(),
+        vec![Predicate::new(
+            "rare45",
+            PredicateOp::Exists {
+                or: vec!["rare41".into()],
+            },
+        )],
+    )
+    .await;
+    for (key, flat) in &model {
+        assert_eq!(
+            document_in(&writer, key).await,
+            Some(unflatten(flat)),
+            "{key}"
+        );
+    }
+}
+
+async fn document_in(client: &Client, key: &str) -> Option<Document> {
+    let record = client.get("papers", key).await.expect("get")?;
+    match record.attributes.get("document") {
+        Some(Value::Document(d)) => Some(d.clone()),
+        other => panic!("a document, not {other:?}"),
+    }
 }

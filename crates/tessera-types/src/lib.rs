@@ -24,7 +24,7 @@ pub use object::{Object, StoredObject};
 pub use parse::{parse_space, parse_space_tolerating, ParseError};
 pub use predicate::{matches_all, CheckedPredicate, Predicate, PredicateError, PredicateOp};
 pub use schema::{
-    AttrIndex, Attribute, SchemaError, SpaceKind, SpaceSchema, Subspace, SubspaceId, SubspaceState,
-    DOCUMENT_ATTRIBUTE, DOCUMENT_INDEX, UNISPACE,
+    AttrIndex, Attribute, SchemaError, SortError, SpaceKind, SpaceSchema, Subspace, SubspaceId,
+    SubspaceState, DOCUMENT_ATTRIBUTE, DOCUMENT_INDEX, UNISPACE,
 };
 pub use value::{AttributeType, PrimitiveType, Value};

@@ -161,6 +161,17 @@ pub enum SchemaError {
     DynamicSubspaces(String),
 }
 
+/// Why a sorted search cannot order by the attribute it names.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum SortError {
+    #[error("unknown attribute {0:?}")]
+    UnknownAttribute(String),
+    #[error("cannot sort by {0:?}: only string, int and float attributes sort")]
+    NotSortable(String),
+    #[error("space {0:?} is dynamic: sorted search orders typed spaces only in this version (search, then sort the documents)")]
+    Dynamic(String),
+}
+
 /// The dimensions of a subspace over the attributes `names` of a space whose attributes are
 /// `all` (the key first).
 fn resolve_dimensions(all: &[Attribute], names: &[String]) -> Result<Vec<AttrIndex>, SchemaError> {
@@ -353,6 +364,20 @@ impl SpaceSchema {
             return Err(SchemaError::DynamicSubspaces(self.name.clone()));
         }
         resolve_dimensions(&self.attributes, names)
+    }
+
+    /// The attribute a sorted search orders by: a primitive one, in a typed space.
+    pub fn sort_attribute(&self, name: &str) -> Result<AttrIndex, SortError> {
+        if self.is_dynamic() {
+            return Err(SortError::Dynamic(self.name.clone()));
+        }
+        let attr = self
+            .attribute_index(name)
+            .ok_or_else(|| SortError::UnknownAttribute(name.to_owned()))?;
+        if !self.attribute(attr).ty.is_primitive() {
+            return Err(SortError::NotSortable(name.to_owned()));
+        }
+        Ok(attr)
     }
 
     /// The replica set size K = f + 1.
