@@ -24,7 +24,8 @@ use tessera_client::{
     Predicate, PredicateOp, Record, SearchStream, SortOrder, SpaceChange, SpaceConfig, SpaceSchema,
     SubspaceId, SubspaceState, Value, WriteMode,
 };
-use tessera_types::DocValue;
+use tessera_types::constants::DOCUMENT_NESTING_MAX;
+use tessera_types::{DocValue, Document, DOCUMENT_ATTRIBUTE};
 use tokio::sync::oneshot;
 
 create_exception!(
@@ -186,6 +187,117 @@ fn to_value(obj: &Bound<'_, PyAny>) -> PyResult<Value> {
     Err(Failure::wrong_type(format!("a {type_name} cannot be stored in Tessera")).into_py())
 }
 
+/// A Python value inside a dynamic space's document: None, bool, int, float, str (or UTF-8
+/// bytes), list or tuple, and dicts with str keys, nested at most as deep as decoding accepts.
+fn to_doc_value(obj: &Bound<'_, PyAny>, depth: usize) -> Result<DocValue, Failure> {
+    if depth > DOCUMENT_NESTING_MAX {
+        return Err(Failure::wrong_type(format!(
+            "a document nested more than {DOCUMENT_NESTING_MAX} levels deep"
+        )));
+    }
+    if obj.is_none() {
+        return Ok(DocValue::Null);
+    }
+    if let Ok(b) = obj.cast::<PyBool>() {
+        return Ok(DocValue::Bool(b.is_true()));
+    }
+    if let Ok(d) = obj.cast::<PyDict>() {
+        let mut properties = BTreeMap::new();
+        for (k, v) in d.iter() {
+            let Ok(name) = k.extract::<String>() else {
+                return Err(Failure::wrong_type(format!(
+                    "a document's property names are str, not {k}"
+                )));
+            };
+            properties.insert(name, to_doc_value(&v, depth + 1)?);
+        }
+        return Ok(DocValue::Object(properties));
+    }
+    if obj.is_instance_of::<PyList>() || obj.is_instance_of::<PyTuple>() {
+        let mut items = Vec::new();
+        for item in obj
+            .try_iter()
+            .map_err(|e| Failure::wrong_type(e.to_string()))?
+        {
+            let item = item.map_err(|e| Failure::wrong_type(e.to_string()))?;
+            items.push(to_doc_value(&item, depth + 1)?);
+        }
+        return Ok(DocValue::List(items));
+    }
+    if obj.is_instance_of::<PySet>() || obj.is_instance_of::<PyFrozenSet>() {
+        return Err(Failure::wrong_type(
+            "a set is not a document value (JSON has none): use a list",
+        ));
+    }
+    match to_value(obj) {
+        Ok(Value::String(s)) => Ok(DocValue::String(s)),
+        Ok(Value::Int(i)) => Ok(DocValue::Int(i)),
+        Ok(Value::Float(f)) => Ok(DocValue::Float(f)),
+        Ok(other) => Err(Failure::wrong_type(format!(
+            "a {} is not a document value",
+            other.kind_name()
+        ))),
+        Err(e) => Err(Failure::wrong_type(e.to_string())),
+    }
+}
+
+/// A put's changes as a typed space takes them (funcalls) or as a dynamic space does (one
+/// document of the properties set). Which applies depends on the space: decided here when the
+/// client's configuration knows it (errors are raised at once, as for any bad argument),
+/// after fetching it otherwise.
+enum Writes {
+    Typed(Vec<Funcall>),
+    Dynamic(Document),
+    Unknown {
+        funcalls: Result<Vec<Funcall>, Failure>,
+        document: Result<Document, Failure>,
+    },
+}
+
+impl Writes {
+    fn new(list: &Bound<'_, PyAny>, dynamic: Option<bool>) -> PyResult<Writes> {
+        Ok(match dynamic {
+            Some(false) => Writes::Typed(to_funcalls(list)?),
+            Some(true) => Writes::Dynamic(to_document(list).map_err(Failure::into_py)?),
+            None => Writes::Unknown {
+                funcalls: to_funcalls(list).map_err(|e| Failure::wrong_type(e.to_string())),
+                document: to_document(list),
+            },
+        })
+    }
+
+    /// The funcalls to send, now that the space's kind is known.
+    fn funcalls(self, dynamic: bool) -> Result<Vec<Funcall>, Failure> {
+        match (self, dynamic) {
+            (Writes::Typed(f), _) => Ok(f),
+            (Writes::Dynamic(d), _) => Ok(vec![Funcall::merge(d)]),
+            (Writes::Unknown { document, .. }, true) => Ok(vec![Funcall::merge(document?)]),
+            (Writes::Unknown { funcalls, .. }, false) => funcalls,
+        }
+    }
+}
+
+/// A dynamic space's put: `[(property, "set", value), …]` as one document.
+fn to_document(list: &Bound<'_, PyAny>) -> Result<Document, Failure> {
+    let mut properties = BTreeMap::new();
+    let items = list
+        .try_iter()
+        .map_err(|e| Failure::wrong_type(e.to_string()))?;
+    for item in items {
+        let item = item.map_err(|e| Failure::wrong_type(e.to_string()))?;
+        let (attr, op, arg): (String, String, Bound<'_, PyAny>) = item
+            .extract()
+            .map_err(|e: PyErr| Failure::wrong_type(e.to_string()))?;
+        if op != "set" {
+            return Err(Failure::wrong_type(format!(
+                "{op} on {attr:?}: a dynamic space's documents are put as dicts of properties, not changed by atomic operations"
+            )));
+        }
+        properties.insert(attr, to_doc_value(&arg, 1)?);
+    }
+    Ok(Document::new(properties))
+}
+
 fn bad_argument(message: String) -> PyErr {
     Failure {
         symbol: "PROTOCOL".into(),
@@ -218,6 +330,8 @@ fn to_predicates(list: &Bound<'_, PyAny>) -> PyResult<Vec<Predicate>> {
             "length_less_equal" => PredicateOp::LengthLessEqual(length(&arg)?),
             "length_greater_equal" => PredicateOp::LengthGreaterEqual(length(&arg)?),
             "contains" => PredicateOp::Contains(to_value(&arg)?),
+            "exists" => PredicateOp::Exists { or: arg.extract()? },
+            "missing" => PredicateOp::Missing,
             other => return Err(bad_argument(format!("unknown predicate {other:?}"))),
         };
         out.push(Predicate::new(attr, op));
@@ -311,9 +425,18 @@ fn operation(client: &Client, op: &str, args: &Bound<'_, PyTuple>) -> PyResult<O
         }
         "put" => {
             arity(5)?;
-            let (space, key, mode, conditions, funcalls) =
-                (s(0)?, v(1)?, write_mode(&s(2)?)?, p(3)?, f(4)?);
+            let (space, key, mode, conditions) = (s(0)?, v(1)?, write_mode(&s(2)?)?, p(3)?);
+            let known = c
+                .configuration()
+                .space(&space)
+                .map(|s| s.schema.is_dynamic());
+            let writes = Writes::new(&args.get_item(4)?, known)?;
             Box::pin(async move {
+                let dynamic = match known {
+                    Some(d) => d,
+                    None => c.describe_space(&space).await?.is_dynamic(),
+                };
+                let funcalls = writes.funcalls(dynamic)?;
                 c.write(&space, key, mode, conditions, funcalls).await?;
                 Ok(Outcome::Done)
             })
@@ -615,6 +738,13 @@ fn record_to_py<'py>(
     if let Some(name) = key_name {
         d.set_item(name, value_to_py(py, &record.key)?)?;
     }
+    // A dynamic space's object reads as its document's properties.
+    if let Some(Value::Document(doc)) = record.attributes.get(DOCUMENT_ATTRIBUTE) {
+        for (name, v) in &doc.properties {
+            d.set_item(name, doc_value_to_py(py, v)?)?;
+        }
+        return Ok(d);
+    }
     for (name, v) in &record.attributes {
         d.set_item(name, value_to_py(py, v)?)?;
     }
@@ -684,6 +814,18 @@ fn outcome_to_py(py: Python<'_>, outcome: Outcome) -> PyResult<Py<PyAny>> {
                 candidates.append(c)?;
             }
             d.set_item("candidates", candidates)?;
+            // A dynamic space's search: the shapes of document it reads, each as
+            // {path: kind}, and how many the space has.
+            let shapes = PyList::empty(py);
+            for shape in &e.shapes {
+                let s = PyDict::new(py);
+                for (path, kind) in &shape.properties {
+                    s.set_item(path, kind.name())?;
+                }
+                shapes.append(s)?;
+            }
+            d.set_item("shapes_read", shapes)?;
+            d.set_item("shapes_known", e.shapes_known)?;
             d.into_any()
         }
         Outcome::Spaces(spaces) => PyList::new(

@@ -42,6 +42,8 @@ from .errors import (
 )
 from .predicates import (
     Contains,
+    Exists,
+    Missing,
     Equals,
     GreaterEqual,
     GreaterThan,
@@ -74,6 +76,8 @@ __all__ = [
     "LengthLessEqual",
     "LengthGreaterEqual",
     "Contains",
+    "Exists",
+    "Missing",
     "ClientError",
     "HyperDexClientException",
     "NotFoundError",

@@ -224,6 +224,12 @@ def describe_explanation(e: Mapping[str, Any]) -> str:
     for c in e.get("candidates", []):
         n = c["regions"]
         lines.append(f"  candidate subspace {c['subspace']}: {n} region{'' if n == 1 else 's'}")
+    known = e.get("shapes_known", 0)
+    if known:
+        read = e.get("shapes_read", [])
+        lines.append(f"reads {len(read)} of {known} shapes of document:")
+        for shape in read:
+            lines.append("  {" + ", ".join(f"{p}: {k}" for p, k in shape.items()) + "}")
     return "\n".join(lines)
 
 

@@ -8,6 +8,9 @@ A search or a condition is a dict ``{attribute: what}`` whose entries are ANDed.
 * a list of predicate objects (or tuples): all of them hold.
 
 ``{}`` matches every object.
+
+In a dynamic space, attributes are property paths (``"venue.name"``) and ``Exists`` and
+``Missing`` ask for structure.
 """
 
 from __future__ import annotations
@@ -27,6 +30,8 @@ __all__ = [
     "LengthLessEqual",
     "LengthGreaterEqual",
     "Contains",
+    "Exists",
+    "Missing",
     "Predicates",
     "to_native",
 ]
@@ -141,6 +146,34 @@ class Contains(Predicate):
     """An element of a list or set, a key of a map, or a substring of a string."""
 
     op = "contains"
+
+
+class Exists(Predicate):
+    """Dynamic spaces: the document has the property, or one of the properties named
+    (``{"author": Exists("editor")}``: an author or an editor)."""
+
+    op = "exists"
+
+    def __init__(self, *alternatives: str) -> None:
+        for a in alternatives:
+            if not isinstance(a, str):
+                raise TypeError(f"Exists takes property paths (str), not {a!r}")
+        super().__init__(list(alternatives))
+
+    def __repr__(self) -> str:
+        return f"Exists({', '.join(repr(a) for a in self.arg)})"
+
+
+class Missing(Predicate):
+    """Dynamic spaces: the document does not have the property."""
+
+    op = "missing"
+
+    def __init__(self) -> None:
+        super().__init__(None)
+
+    def __repr__(self) -> str:
+        return "Missing()"
 
 
 #: What a search or a condition accepts: ``{attribute: value | (lo, hi) | Predicate | [..]}``.

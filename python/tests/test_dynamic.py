@@ -1,0 +1,139 @@
+"""Dynamic spaces from Python: documents as dicts (nested, with bools, lists and None),
+merged by put, searched by value on dotted paths and by structure (Exists, Missing), against
+a brute-force filter written here; explain's shapes; bad documents refused, nothing changed.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any, Callable, Dict, List, Optional
+
+import pytest
+
+import tesseradb
+from tesseradb import Exists, GreaterEqual, LessThan, Missing, Range
+
+from conftest import fresh_name
+
+Doc = Dict[str, Any]
+
+
+def dynamic_space(admin: tesseradb.Admin) -> str:
+    name = fresh_name("dyn")
+    admin.add_space(f"space {name} dynamic\nkey id\ndimensions 4\ncreate 16 partitions\n")
+    return name
+
+
+def test_documents_round_trip_and_merge(admin: tesseradb.Admin, client: tesseradb.Client) -> None:
+    name = dynamic_space(admin)
+    paper = {
+        "title": "Dynamo",
+        "year": 2007,
+        "open": True,
+        "venue": {"name": "SOSP", "pages": [205, 220]},
+        "authors": ["DeCandia", "Vogels"],
+        "score": 4.5,
+    }
+    assert client.put(name, "dynamo", paper) is True
+    assert client.get(name, "dynamo") == paper
+    # None removes a property; a nested dict merges into the stored one.
+    assert client.put(name, "dynamo", {"score": None, "venue": {"city": "Stevenson"}}) is True
+    merged = dict(paper)
+    del merged["score"]
+    merged["venue"] = {"name": "SOSP", "pages": [205, 220], "city": "Stevenson"}
+    assert client.get(name, "dynamo") == merged
+    found = client.search(name, {"venue.city": "Stevenson"})
+    assert [dict(o) for o in found] == [dict(merged, id="dynamo")]
+    assert client.count(name, {"score": Exists()}) == 0
+    assert client.count(name, {"score": Missing(), "open": Exists()}) == 1
+
+
+PATHS = ["title", "year", "doi", "editor", "venue.name", "venue.year", "isbn"]
+
+
+def random_doc(rng: random.Random) -> Doc:
+    doc: Doc = {}
+    for path in PATHS:
+        if rng.random() < 0.5:
+            value: Any = rng.choice(["a", "b", "c"]) if path in ("title", "doi", "venue.name") else rng.randrange(6)
+            if rng.random() < 0.1:
+                value = rng.randrange(8) / 2
+            parent, _, child = path.partition(".")
+            if child:
+                doc.setdefault(parent, {})[child] = value
+            else:
+                doc[path] = value
+    return doc
+
+
+def lookup(doc: Doc, path: str) -> Optional[Any]:
+    value: Any = doc
+    for name in path.split("."):
+        if not isinstance(value, dict) or name not in value:
+            return None
+        value = value[name]
+    return value
+
+
+def number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+# (predicates for the client, the same written as a test on a document)
+CHECKS: List[tuple] = [
+    ({"year": 3}, lambda d: number(lookup(d, "year")) and lookup(d, "year") == 3),
+    ({"venue.name": "a"}, lambda d: lookup(d, "venue.name") == "a"),
+    ({"venue.year": GreaterEqual(2)}, lambda d: number(lookup(d, "venue.year")) and lookup(d, "venue.year") >= 2),
+    ({"year": Range(1, 3.5)}, lambda d: number(lookup(d, "year")) and 1 <= lookup(d, "year") <= 3.5),
+    ({"doi": Exists()}, lambda d: lookup(d, "doi") is not None),
+    ({"doi": Exists("editor")}, lambda d: lookup(d, "doi") is not None or lookup(d, "editor") is not None),
+    ({"editor": Missing(), "title": "b"}, lambda d: lookup(d, "editor") is None and lookup(d, "title") == "b"),
+    ({"venue": Exists(), "isbn": LessThan(3)}, lambda d: "venue" in d and number(lookup(d, "isbn")) and lookup(d, "isbn") < 3),
+]
+
+
+@pytest.mark.parametrize("predicates,holds", CHECKS)
+def test_searches_equal_a_brute_force_filter(
+    admin: tesseradb.Admin,
+    client: tesseradb.Client,
+    predicates: Dict[str, Any],
+    holds: Callable[[Doc], bool],
+) -> None:
+    name = dynamic_space(admin)
+    rng = random.Random(11)
+    stored = {f"p{i}": random_doc(rng) for i in range(60)}
+    for key, doc in stored.items():
+        assert client.put(name, key, doc) is True
+    wanted = {k for k, d in stored.items() if holds(d)}
+    found = {o["id"] for o in client.search(name, predicates)}
+    assert found == wanted
+    assert client.count(name, predicates) == len(wanted)
+    described = client.search_describe(name, predicates)
+    line = next(l for l in described.splitlines() if l.startswith("reads "))
+    read, known = int(line.split()[1]), int(line.split()[3])
+    assert read <= known
+    if wanted:
+        assert read >= 1
+
+
+@pytest.mark.parametrize(
+    "doc,error",
+    [
+        ({"a.b": 1}, tesseradb.WrongTypeError),
+        ({"id": "k"}, tesseradb.WrongTypeError),
+        ({"x": float("nan")}, tesseradb.WrongTypeError),
+        ({"s": {1, 2}}, tesseradb.WrongTypeError),
+        ({f"p{i}": i for i in range(300)}, tesseradb.TooLargeError),
+    ],
+)
+def test_bad_documents_change_nothing(
+    admin: tesseradb.Admin, client: tesseradb.Client, doc: Doc, error: type
+) -> None:
+    name = dynamic_space(admin)
+    assert client.put(name, "kept", {"title": "kept"}) is True
+    with pytest.raises(error):
+        client.put(name, "bad", doc)
+    with pytest.raises(error):
+        client.put(name, "kept", doc)
+    assert client.get(name, "kept") == {"title": "kept"}
+    assert client.get(name, "bad") is None
