@@ -13,7 +13,7 @@ use tessera_geometry::{
 use tessera_types::{
     constants::{SHAPES_MAX, SUBSPACES_MAX},
     CheckedPredicate, DocumentError, Epoch, SchemaError, ServerId, Shape, SpaceKind, SpaceSchema,
-    Subspace, SubspaceId, SubspaceState,
+    Subspace, SubspaceId, SubspaceState, UNISPACE,
 };
 
 use crate::message::Explanation;
@@ -558,9 +558,17 @@ impl SpaceConfig {
                 .collect(),
             SpaceKind::Typed => vec![],
         };
+        let dimensions = match schema.kind {
+            // The unispace's axes are fed by the document, each by the properties that hash
+            // there.
+            SpaceKind::Dynamic { dimensions } if plan.subspace == UNISPACE => {
+                (0..dimensions).map(|i| format!("axis {i}")).collect()
+            }
+            _ => self.attribute_names(plan.subspace),
+        };
         Explanation {
             subspace: plan.subspace,
-            dimensions: self.attribute_names(plan.subspace),
+            dimensions,
             subspace_regions: tessellation.regions_count() as u64,
             regions_contacted: plan.regions_count,
             servers_contacted: servers.len() as u64,

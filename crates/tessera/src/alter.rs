@@ -50,11 +50,16 @@ pub fn subspace_text(space: &SpaceConfig, id: SubspaceId) -> String {
         }
         _ => state_name(state).to_owned(),
     };
-    format!(
-        "subspace {}: {} ({detail})",
-        id.0,
-        attribute_names(space, id).join(", ")
-    )
+    let over = match space.schema.kind {
+        tessera_types::SpaceKind::Dynamic { dimensions } if id == tessera_types::UNISPACE => {
+            format!(
+                "the unispace, {dimensions} axes of hashed property names, {} shapes of document",
+                space.shapes.len()
+            )
+        }
+        _ => attribute_names(space, id).join(", "),
+    };
+    format!("subspace {}: {over} ({detail})", id.0)
 }
 
 /// `{"id": 2, "attributes": ["city", "price"], "state": "building", "backfilled": 3,

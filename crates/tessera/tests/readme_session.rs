@@ -11,11 +11,22 @@ use common::{console_steps, DevServer, TESSERA};
 
 #[test]
 fn readme_session_runs_verbatim() {
+    run_session("<!-- session:start -->", "<!-- session:end -->", 10);
+}
+
+#[test]
+fn readme_documents_session_runs_verbatim() {
+    run_session("<!-- documents:start -->", "<!-- documents:end -->", 8);
+}
+
+/// Runs the README's console block between `start` and `end` (at least `steps_min` commands)
+/// against a fresh `tessera dev`.
+fn run_session(start: &str, end: &str, steps_min: usize) {
     let readme =
         std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../README.md"))
             .unwrap();
-    let steps = console_steps(&readme, "<!-- session:start -->", "<!-- session:end -->");
-    assert!(steps.len() >= 10, "the session has its steps");
+    let steps = console_steps(&readme, start, end);
+    assert!(steps.len() >= steps_min, "the session has its steps");
 
     let dir = tempfile::tempdir().unwrap();
     let server = DevServer::start(dir.path());
