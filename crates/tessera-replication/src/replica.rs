@@ -1741,7 +1741,11 @@ impl Replica {
             Some(&applied) => applied >= u.version,
             // The key left this region by a later update: this one is long committed here.
             None if removed_since => true,
-            None if !u.resent => false,
+            // In a subspace being built, an update ordered before the subspace was added can
+            // reach a region after a later one of its key did (it was not destructive there
+            // when it was ordered, so nothing held the later one back: the backfill's rewrite,
+            // say); storage then shows it superseded.
+            None if !u.resent && !rt.building(location.0) => false,
             None => match rt.applied_in_store(location, &u, catching_up, store) {
                 Ok(applied) => applied,
                 Err(e) => {
