@@ -39,6 +39,14 @@
 //! does). The convergence check covers the added subspace and finds nothing left of a dropped
 //! one.
 //!
+//! A third of the runs use a dynamic space instead (DESIGN §9): the same operations on
+//! documents `{a, b, c}` whose `b` and `c` are absent when 0 and "", so documents change shape
+//! as they are written. The point leader holds back a write whose new document has a shape the
+//! configuration has not made ready (`Outputs::unknown_shapes`); the model coordinator registers
+//! the shape, marks it ready once every running server has that configuration, and the shell
+//! writes again, as the real ones do. The same checks apply, the model's objects read from the
+//! documents.
+//!
 //! A failing run prints its seed; `TESSERA_SIM_SEED=<seed> cargo test -p tessera-replication
 //! --test simulation` replays exactly that run (`TESSERA_SIM_TRACE=1` prints it).
 //! `TESSERA_SIM_SEEDS=<n>` runs more seeds (`make test-long` runs 10 000).
@@ -56,11 +64,12 @@ use tessera_protocol::{
 };
 use tessera_replication::replica::RegionChunk;
 use tessera_replication::{
-    ClientId, CommittedReader, Envelope, Input, KeyWrite, Replica, StoreWrite,
+    ClientId, CommittedReader, Envelope, Input, KeyWrite, Replica, StoreWrite, UnknownShape,
 };
 use tessera_types::{
-    parse_space, CheckedFuncall, CheckedPredicate, Epoch, Funcall, FuncallOp, NumOp, Object,
-    Predicate, PredicateOp, ServerId, SpaceSchema, StoredObject, SubspaceId, Value, Version,
+    parse_space, CheckedFuncall, CheckedPredicate, DocValue, Document, Epoch, Funcall, FuncallOp,
+    NumOp, Object, Predicate, PredicateOp, ServerId, Shape, SpaceSchema, StoredObject, SubspaceId,
+    Value, Version,
 };
 
 /// Clients, each with at most one operation in flight.
@@ -70,6 +79,9 @@ const LEASE_TICKS: u64 = 60;
 
 const SPACE: &str =
     "space t key k attributes int a, int b, string c subspace a subspace b, c create 8 partitions tolerate 1 failure";
+/// The space of the dynamic runs: 3 axes onto which `a`, `b` and `c` hash.
+const DYNAMIC_SPACE: &str =
+    "space t dynamic key k dimensions 3 create 8 partitions tolerate 1 failure";
 /// The subspace a run may add (`tessera alter-space t add-subspace c,a`); its id is 3.
 const ADDED: [&str; 2] = ["c", "a"];
 
@@ -123,8 +135,56 @@ fn object(key: &Value, a: i64, b: i64, c: &str) -> Object {
 fn fields(o: &Object) -> (i64, i64, String) {
     match &o.values[..] {
         [_, Value::Int(a), Value::Int(b), Value::String(c)] => (*a, *b, c.clone()),
+        // A dynamic space's document: `b` absent is 0, `c` absent is "".
+        [_, Value::Document(d)] => {
+            let int = |p: &str| match d.get(p) {
+                Some(DocValue::Int(i)) => Some(*i),
+                None => Some(0),
+                _ => None,
+            };
+            let c = match d.get("c") {
+                Some(DocValue::String(c)) => c.clone(),
+                None => String::new(),
+                other => panic!("not a document's c: {other:?}"),
+            };
+            match (d.get("a"), int("b")) {
+                (Some(DocValue::Int(a)), Some(b)) => (*a, b, c),
+                _ => panic!("not an {{a, b, c}} document: {d}"),
+            }
+        }
         other => panic!("not a (k, a, b, c) object: {other:?}"),
     }
+}
+
+/// An object as the model holds it (a typed space's object is one already).
+fn to_model(o: Object) -> Object {
+    let (a, b, c) = fields(&o);
+    object(o.key(), a, b, &c)
+}
+
+/// The merge patch that sets what is given of a, b and c in a document: 0 and "" are absent.
+fn patch(a: Option<i64>, b: Option<i64>, c: Option<&str>) -> Funcall {
+    let mut properties = BTreeMap::new();
+    if let Some(a) = a {
+        properties.insert("a".to_owned(), DocValue::Int(a));
+    }
+    if let Some(b) = b {
+        let v = if b == 0 {
+            DocValue::Null
+        } else {
+            DocValue::Int(b)
+        };
+        properties.insert("b".to_owned(), v);
+    }
+    if let Some(c) = c {
+        let v = if c.is_empty() {
+            DocValue::Null
+        } else {
+            DocValue::String(c.to_owned())
+        };
+        properties.insert("c".to_owned(), v);
+    }
+    Funcall::merge(Document::new(properties))
 }
 
 /// What `op` does to a key whose object is `state`: the new state and the client's outcome.
@@ -159,6 +219,43 @@ fn key_write(schema: &SpaceSchema, key: &Value, op: &Op) -> KeyWrite {
         conditions,
         funcalls,
     };
+    if schema.is_dynamic() {
+        return match op {
+            Op::Upsert { a, b, c } => put(
+                WriteMode::Upsert,
+                vec![],
+                vec![f(patch(Some(*a), Some(*b), Some(c)))],
+            ),
+            // b absent is 0 and c absent is "": a new document of `a` alone.
+            Op::Create { a } => put(
+                WriteMode::CreateOnly,
+                vec![],
+                vec![f(patch(Some(*a), None, None))],
+            ),
+            Op::SetBIfA { if_a, b } => put(
+                WriteMode::UpdateOnly,
+                vec![p(Predicate::new(
+                    "a",
+                    PredicateOp::Equals(Value::Int(*if_a)),
+                ))],
+                vec![f(patch(None, Some(*b), None))],
+            ),
+            Op::AddB => unreachable!("a dynamic space has no atomic operations"),
+            Op::Del | Op::DelIfC1 | Op::Get => {
+                let typed = parse_space(SPACE).expect("valid space");
+                match key_write(&typed, key, op) {
+                    KeyWrite::Del { key, conditions } => KeyWrite::Del {
+                        key,
+                        conditions: conditions
+                            .iter()
+                            .map(|_| p(Predicate::new("c", PredicateOp::Equals(Value::from("c1")))))
+                            .collect(),
+                    },
+                    other => unreachable!("{other:?}"),
+                }
+            }
+        };
+    }
     match op {
         Op::Upsert { a, b, c } => put(
             WriteMode::Upsert,
@@ -536,6 +633,15 @@ struct Sim {
     alters: bool,
     /// Subspaces added, built (serving) and dropped.
     alterations: [u64; 3],
+    /// Whether the space is dynamic (a third of the seeds; see the module documentation).
+    dynamic: bool,
+    /// Writes a point leader held for their documents' shapes: (server, its incarnation then,
+    /// the write), written again once the server's configuration has the shape ready.
+    held: Vec<(ServerId, u64, UnknownShape)>,
+    /// Shapes point leaders asked the coordinator to register.
+    shape_requests: Vec<Shape>,
+    /// Shapes registered, and writes held for one.
+    shapes: [u64; 2],
     /// Whether the coordinator heals and moves regions by state transfer (see
     /// `transfers_wanted`). Without, it heals nothing: K - 1 failures in all.
     transfers_on: bool,
@@ -579,14 +685,17 @@ impl Sim {
         let transfers_on = transfers_wanted(&mut rng);
         let spare = usize::from(transfers_on && servers > k && rng.random_bool(0.3));
         let paced = rng.random_bool(0.5);
-        let alters = rng.random_bool(0.5);
-        let schema = parse_space(SPACE).expect("valid space");
+        let dynamic = rng.random_bool(1.0 / 3.0);
+        let alters = !dynamic && rng.random_bool(0.5);
+        let schema = parse_space(if dynamic { DYNAMIC_SPACE } else { SPACE }).expect("valid space");
         let config = Arc::new(first_configuration(servers, spare, k, &schema));
         let mut full = schema;
-        let added: Vec<String> = ADDED.iter().map(|a| a.to_string()).collect();
-        let dimensions = full.subspace_dimensions(&added).expect("valid subspace");
-        full.subspaces
-            .push(tessera_types::Subspace::serving(dimensions));
+        if !dynamic {
+            let added: Vec<String> = ADDED.iter().map(|a| a.to_string()).collect();
+            let dimensions = full.subspace_dimensions(&added).expect("valid subspace");
+            full.subspaces
+                .push(tessera_types::Subspace::serving(dimensions));
+        }
         let geometry = Geometry {
             tessellations: tessera_geometry::tessellations(&full),
             schema: full,
@@ -637,6 +746,10 @@ impl Sim {
             backfill_reports: Vec::new(),
             alters,
             alterations: [0; 3],
+            dynamic,
+            held: Vec::new(),
+            shape_requests: Vec::new(),
+            shapes: [0; 2],
             transfers_on,
             paced,
             trace: 0,
@@ -783,6 +896,20 @@ impl Sim {
                 .wrapping_add(format!("{w:?}").len() as u64);
         }
         replica.advance();
+        let incarnation = node.incarnation;
+        for u in out.unknown_shapes {
+            if self.tracing {
+                eprintln!(
+                    "t={} {server:?} holds a write for shape {}",
+                    self.now, u.shape
+                );
+            }
+            self.shapes[1] += 1;
+            if !self.shape_requests.contains(&u.shape) {
+                self.shape_requests.push(u.shape.clone());
+            }
+            self.held.push((server, incarnation, u));
+        }
         for done in out.transfers_done {
             let at = self.now + self.rng.random_range(1..50);
             self.reports.push((at, server, done));
@@ -834,7 +961,11 @@ impl Sim {
                 if_a: big(&mut self.rng),
                 b: big(&mut self.rng),
             },
-            6 | 7 => Op::AddB,
+            6 | 7 if !self.dynamic => Op::AddB,
+            6 | 7 => Op::SetBIfA {
+                if_a: big(&mut self.rng),
+                b: big(&mut self.rng),
+            },
             8 => Op::Del,
             _ => Op::DelIfC1,
         }
@@ -875,7 +1006,7 @@ impl Sim {
                 server: leader,
                 call: self.now,
                 ret: Some(self.now),
-                outcome: Some(Outcome::Read(found.map(|f| f.object))),
+                outcome: Some(Outcome::Read(found.map(|f| to_model(f.object)))),
             });
             return true;
         }
@@ -1064,6 +1195,74 @@ impl Sim {
                 self.nodes.get_mut(&victim).expect("live").partitioned_until =
                     self.now + self.rng.random_range(20..200);
             }
+        }
+    }
+
+    /// The model coordinator's part in registering shapes: a shape asked for is added; one
+    /// added is made ready once every running server that is not paused has the configuration
+    /// that added it (the real coordinators check the servers' heartbeats). Then the held
+    /// writes whose servers have the shape ready are written again (evaluated afresh); those
+    /// of a server that crashed since are gone with it.
+    fn register_shapes(&mut self) {
+        let config = self.config().clone();
+        let space = &config.spaces[0];
+        // Shapes stay asked for until ready; one change per turn, as the real coordinators'
+        // log takes them.
+        self.shape_requests
+            .retain(|shape| space.shape_entry(shape).is_none_or(|e| !e.ready));
+        let caught_up = |since: u64| {
+            self.nodes
+                .values()
+                .all(|n| n.replica.is_none() || n.paused.is_some() || n.config.epoch.0 >= since)
+        };
+        let change = self
+            .shape_requests
+            .iter()
+            .find_map(|shape| match space.shape_entry(shape) {
+                None => Some(SpaceChange::AddShape(shape.clone())),
+                Some(e) if caught_up(e.since) => Some(SpaceChange::ShapeReady(shape.clone())),
+                Some(_) => None,
+            });
+        if let Some(change) = change {
+            if matches!(change, SpaceChange::AddShape(_)) {
+                self.shapes[0] += 1;
+            }
+            if self.tracing {
+                eprintln!("t={} coordinator: {change:?}", self.now);
+            }
+            let next = next_configuration(&config, |c| {
+                let epoch = c.epoch.0;
+                c.spaces[0]
+                    .alter(epoch, &change, |_| vec![])
+                    .expect("a valid shape");
+            });
+            self.publish(next);
+        }
+        let held = std::mem::take(&mut self.held);
+        for (server, incarnation, u) in held {
+            let node = &self.nodes[&server];
+            if node.replica.is_none() || node.incarnation != incarnation {
+                continue; // gone with the process
+            }
+            let ready = node
+                .config
+                .spaces
+                .iter()
+                .find(|s| s.schema.name == u.space)
+                .and_then(|s| s.shape_entry(&u.shape))
+                .is_some_and(|e| e.ready);
+            if !ready || node.paused.is_some() {
+                self.held.push((server, incarnation, u));
+                continue;
+            }
+            self.step(
+                server,
+                Input::Write {
+                    client: u.client,
+                    space: u.space,
+                    write: u.write,
+                },
+            );
         }
     }
 
@@ -1502,7 +1701,7 @@ const QUIESCE_LIMIT: u64 = 1_000_000;
 /// client, so a write that is never answered shows here).
 const ACTIVE_LIMIT: u64 = 200_000;
 
-fn run(seed: u64) -> (u64, [u64; 9]) {
+fn run(seed: u64) -> (u64, [u64; 11]) {
     let mut sim = Sim::new(seed);
     let keys: Vec<Value> = (0..sim.rng.random_range(2..6))
         .map(|i| Value::from(format!("key{i}")))
@@ -1560,6 +1759,7 @@ fn run(seed: u64) -> (u64, [u64; 9]) {
         }
         sim.now += 1;
         sim.coordinator_acts();
+        sim.register_shapes();
         // Deliver what is due.
         while let Some(Reverse((at, _, _, _))) = sim.network.peek() {
             if *at > sim.now {
@@ -1641,7 +1841,7 @@ fn run(seed: u64) -> (u64, [u64; 9]) {
             server: leader,
             call: now,
             ret: Some(now),
-            outcome: Some(Outcome::Read(found.clone().map(|f| f.object))),
+            outcome: Some(Outcome::Read(found.clone().map(|f| to_model(f.object)))),
         });
         check_converged(&sim, key, found);
     }
@@ -1728,10 +1928,12 @@ fn run(seed: u64) -> (u64, [u64; 9]) {
     let [crashes, pauses, partitions, restarts] = sim.faults;
     let [started, completed] = sim.transfers;
     let [added, built, dropped] = sim.alterations;
+    let [shapes, held] = sim.shapes;
     (
         sim.trace,
         [
             crashes, pauses, partitions, restarts, started, completed, added, built, dropped,
+            shapes, held,
         ],
     )
 }
@@ -1830,7 +2032,7 @@ fn seeds() -> Vec<u64> {
 
 #[test]
 fn chains_under_a_hostile_network_and_failures() {
-    let (mut seeds_run, mut faults) = (0, [0u64; 9]);
+    let (mut seeds_run, mut faults) = (0, [0u64; 11]);
     for seed in seeds() {
         let started = std::time::Instant::now();
         let outcome = std::panic::catch_unwind(|| run(seed));
@@ -1846,8 +2048,9 @@ fn chains_under_a_hostile_network_and_failures() {
             eprintln!("seed {seed} took {:?}", started.elapsed());
         }
     }
-    let [crashes, pauses, partitions, restarts, started, completed, added, built, dropped] = faults;
-    eprintln!("{seeds_run} seeds passed: {crashes} crashes, {pauses} pauses past a lease, {partitions} partitions, {restarts} restarts; {started} transfers started, {completed} completed; {added} subspaces added, {built} built, {dropped} dropped");
+    let [crashes, pauses, partitions, restarts, started, completed, added, built, dropped, shapes, held] =
+        faults;
+    eprintln!("{seeds_run} seeds passed: {crashes} crashes, {pauses} pauses past a lease, {partitions} partitions, {restarts} restarts; {started} transfers started, {completed} completed; {added} subspaces added, {built} built, {dropped} dropped; {shapes} shapes of document registered, {held} writes held for theirs");
     if seeds_run >= 100 {
         assert!(
             crashes > 0 && pauses > 0 && partitions > 0 && restarts > 0,
@@ -1859,6 +2062,10 @@ fn chains_under_a_hostile_network_and_failures() {
         assert!(
             built > 0 && dropped > 0,
             "subspaces were added, built and dropped"
+        );
+        assert!(
+            shapes > 0 && held > shapes,
+            "dynamic runs registered shapes and held writes for them"
         );
     }
 }
