@@ -137,3 +137,12 @@ def test_bad_documents_change_nothing(
         client.put(name, "kept", doc)
     assert client.get(name, "kept") == {"title": "kept"}
     assert client.get(name, "bad") is None
+
+
+def test_sorted_search_ranks_numbers_then_strings(admin: tesseradb.Admin, client: tesseradb.Client) -> None:
+    name = dynamic_space(admin)
+    docs = {"a": {"n": 3}, "b": {"n": 2.5}, "c": {"n": "z"}, "d": {"n": True}, "e": {}, "f": {"n": 10}}
+    for key, doc in docs.items():
+        assert client.put(name, key, doc) is True
+    assert [o["id"] for o in client.sorted_search(name, {}, "n", 10, "min")] == ["b", "a", "f", "c"]
+    assert [o["id"] for o in client.sorted_search(name, {}, "n", 2, "max")] == ["c", "f"]

@@ -803,7 +803,7 @@ impl Cluster {
         let attr = routing::check_sort_attribute(&schema, sort_by)?;
         Ok((
             schema,
-            merge::sort_limit(objects, attr, limit as usize, order),
+            merge::sort_limit(objects, &attr, limit as usize, order),
         ))
     }
 

@@ -8,7 +8,7 @@ use std::collections::btree_map::Entry;
 use std::collections::BTreeMap;
 
 use tessera_protocol::{SortOrder, WireObject};
-use tessera_types::{AttrIndex, Value};
+use tessera_types::{SortKey, SortValue, Value};
 
 /// One object per key (`values[0]`), the highest version of each, in key order. Every object
 /// must have its key.
@@ -35,18 +35,23 @@ pub(crate) fn merge_highest_version(
 /// server orders them: by the total order of [`Value`], ascending or descending (a descending
 /// order reverses the key tie-break too).
 pub(crate) fn sort_limit(
-    mut objects: Vec<WireObject>,
-    sort_by: AttrIndex,
+    objects: Vec<WireObject>,
+    sort_by: &SortKey,
     limit: usize,
     order: SortOrder,
 ) -> Vec<WireObject> {
-    let rank = |o: &WireObject| (o.values[sort_by.get()].clone(), o.values[0].clone());
+    // As a standalone server ranks them: objects with nothing to rank by are left out.
+    let mut ranked: Vec<(SortValue, WireObject)> = objects
+        .into_iter()
+        .filter_map(|o| Some((sort_by.rank(&o.values)?, o)))
+        .collect();
+    let rank = |(v, o): &(SortValue, WireObject)| (v.clone(), o.values[0].clone());
     match order {
-        SortOrder::Ascending => objects.sort_by_cached_key(rank),
-        SortOrder::Descending => objects.sort_by_cached_key(|o| std::cmp::Reverse(rank(o))),
+        SortOrder::Ascending => ranked.sort_by_cached_key(rank),
+        SortOrder::Descending => ranked.sort_by_cached_key(|r| std::cmp::Reverse(rank(r))),
     }
-    objects.truncate(limit);
-    objects
+    ranked.truncate(limit);
+    ranked.into_iter().map(|(_, o)| o).collect()
 }
 
 #[cfg(test)]
@@ -82,22 +87,25 @@ mod tests {
             object(3, 1, 5),
             object(4, 1, 1),
         ];
-        let attr = AttrIndex(1);
+        let attr = SortKey::Attribute(tessera_types::AttrIndex(1));
         let keys = |v: Vec<WireObject>| {
             v.into_iter()
                 .map(|o| o.values[0].clone())
                 .collect::<Vec<_>>()
         };
         assert_eq!(
-            keys(sort_limit(objects.clone(), attr, 3, SortOrder::Ascending)),
+            keys(sort_limit(objects.clone(), &attr, 3, SortOrder::Ascending)),
             [4, 2, 1].map(Value::Int)
         );
         assert_eq!(
-            keys(sort_limit(objects.clone(), attr, 3, SortOrder::Descending)),
+            keys(sort_limit(objects.clone(), &attr, 3, SortOrder::Descending)),
             [3, 1, 2].map(Value::Int)
         );
-        assert!(sort_limit(objects.clone(), attr, 0, SortOrder::Ascending).is_empty());
-        assert_eq!(sort_limit(objects, attr, 10, SortOrder::Ascending).len(), 4);
+        assert!(sort_limit(objects.clone(), &attr, 0, SortOrder::Ascending).is_empty());
+        assert_eq!(
+            sort_limit(objects, &attr, 10, SortOrder::Ascending).len(),
+            4
+        );
     }
 
     fn objects() -> impl Strategy<Value = Vec<WireObject>> {
@@ -130,7 +138,7 @@ mod tests {
         fn sort_limit_is_a_prefix_of_the_full_order(objects in objects(), limit in 0..50usize, descending in any::<bool>()) {
             let objects = merge_highest_version(objects);
             let order = if descending { SortOrder::Descending } else { SortOrder::Ascending };
-            let sorted = sort_limit(objects.clone(), AttrIndex(1), limit, order);
+            let sorted = sort_limit(objects.clone(), &SortKey::Attribute(tessera_types::AttrIndex(1)), limit, order);
             let mut all = objects.clone();
             all.sort_by(|a, b| (&a.values[1], &a.values[0]).cmp(&(&b.values[1], &b.values[0])));
             if descending { all.reverse(); }

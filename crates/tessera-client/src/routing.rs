@@ -24,7 +24,7 @@ use tessera_protocol::{
 };
 use tessera_types::constants::KEY_BYTES_MAX;
 use tessera_types::{
-    AttrIndex, CheckedFuncall, CheckedPredicate, Funcall, Predicate, ServerId, SpaceSchema,
+    CheckedFuncall, CheckedPredicate, Funcall, Predicate, ServerId, SortKey, SpaceSchema,
     SubspaceId, Value,
 };
 
@@ -235,10 +235,8 @@ pub(crate) fn check_predicates(
 pub(crate) fn check_sort_attribute(
     schema: &SpaceSchema,
     sort_by: &str,
-) -> Result<AttrIndex, ClientError> {
-    schema
-        .sort_attribute(sort_by)
-        .map_err(|e| refused(sort_status(&e), e.to_string()))
+) -> Result<SortKey, ClientError> {
+    SortKey::of(schema, sort_by).map_err(|e| refused(sort_status(&e), e.to_string()))
 }
 
 /// Whether a group update's funcalls can apply to any object: `Ok(false)` when an atomic
@@ -474,7 +472,7 @@ mod tests {
         let s = schema();
         assert_eq!(
             check_sort_attribute(&s, "price").unwrap(),
-            s.attribute_index("price").unwrap()
+            SortKey::Attribute(s.attribute_index("price").unwrap())
         );
         assert_eq!(
             status_of(check_sort_attribute(&s, "nope")),

@@ -164,7 +164,8 @@ pub fn funcall_status(e: &FuncallCheckError) -> Status {
 pub fn sort_status(e: &SortError) -> Status {
     match e {
         SortError::UnknownAttribute(_) => Status::UnknownAttribute,
-        SortError::NotSortable(_) | SortError::Dynamic(_) => Status::WrongType,
+        SortError::NotSortable(_) => Status::WrongType,
+        SortError::BadPath(_) => Status::BadPredicate,
     }
 }
 

@@ -384,7 +384,8 @@ fn search(
                     Ok(Some(Response::Count(matched)))
                 }
                 SearchKind::Sorted { by, limit, order } => {
-                    let found = reads::sorted_search(store, &space, &predicates, by, limit, order)?;
+                    let found =
+                        reads::sorted_search(store, &space, &predicates, &by, limit, order)?;
                     matched = found.len() as u64;
                     for chunk in found.chunks(256) {
                         if replier

@@ -11,7 +11,7 @@ use tessera_geometry::{SearchBox, SearchPlan};
 use tessera_protocol::{ErrorReply, Explanation, SortOrder, WireObject};
 use tessera_storage::{Store, StoredObject};
 use tessera_types::predicate::matches_all;
-use tessera_types::{AttrIndex, CheckedPredicate, Value};
+use tessera_types::{CheckedPredicate, SortKey, SortValue, Value};
 
 use crate::errors::storage_error;
 use crate::view::ServedSpace;
@@ -127,26 +127,31 @@ pub fn count(
 }
 
 /// At most `limit` matches ordered by `sort_by` (ties broken by key), keeping only about
-/// `2 * limit` objects in memory however many match.
+/// `2 * limit` objects in memory however many match. In a dynamic space only the documents
+/// with a string or a number at the path rank (`tessera_types::sort`).
 pub fn sorted_search(
     store: &Store,
     space: &ServedSpace,
     predicates: &[CheckedPredicate],
-    sort_by: AttrIndex,
+    sort_by: &SortKey,
     limit: usize,
     order: SortOrder,
 ) -> Result<Vec<WireObject>, ErrorReply> {
-    let rank = |o: &StoredObject| (o.object.get(sort_by).clone(), o.object.key().clone());
-    let mut kept: Vec<StoredObject> = Vec::new();
-    let sort = |kept: &mut Vec<StoredObject>| match order {
-        SortOrder::Ascending => kept.sort_by_cached_key(rank),
-        SortOrder::Descending => kept.sort_by_cached_key(|o| std::cmp::Reverse(rank(o))),
+    let mut kept: Vec<(SortValue, StoredObject)> = Vec::new();
+    let sort = |kept: &mut Vec<(SortValue, StoredObject)>| {
+        let rank = |(v, o): &(SortValue, StoredObject)| (v.clone(), o.object.key().clone());
+        match order {
+            SortOrder::Ascending => kept.sort_by_cached_key(rank),
+            SortOrder::Descending => kept.sort_by_cached_key(|k| std::cmp::Reverse(rank(k))),
+        }
     };
     if limit == 0 {
         return Ok(vec![]);
     }
     for_each_match(store, space, predicates, |o| {
-        kept.push(o);
+        if let Some(v) = sort_by.rank_object(&o.object) {
+            kept.push((v, o));
+        }
         if kept.len() >= 2 * limit {
             sort(&mut kept);
             kept.truncate(limit);
@@ -155,7 +160,7 @@ pub fn sorted_search(
     })?;
     sort(&mut kept);
     kept.truncate(limit);
-    Ok(kept.into_iter().map(wire).collect())
+    Ok(kept.into_iter().map(|(_, o)| wire(o)).collect())
 }
 
 pub fn explain(space: &ServedSpace, predicates: &[CheckedPredicate]) -> Explanation {

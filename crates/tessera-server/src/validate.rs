@@ -20,7 +20,7 @@ use tessera_types::constants::KEY_BYTES_MAX;
 use tessera_types::funcall::FuncallCheckError;
 use tessera_types::predicate::PredicateError;
 use tessera_types::{
-    parse_space, AttrIndex, CheckedFuncall, CheckedPredicate, Predicate, SubspaceId, Value,
+    parse_space, CheckedFuncall, CheckedPredicate, Predicate, SortKey, SubspaceId, Value,
 };
 
 use crate::group::GroupWrite;
@@ -68,7 +68,7 @@ pub enum SearchKind {
     All,
     Count,
     Sorted {
-        by: AttrIndex,
+        by: SortKey,
         limit: usize,
         order: SortOrder,
     },
@@ -137,10 +137,7 @@ pub fn validate(frame: RequestFrame, view: &View) -> Result<Job, ErrorReply> {
             limit,
             order,
         } => search(space(&name)?, &predicates, |space, _| {
-            let by = space
-                .config
-                .schema
-                .sort_attribute(&sort_by)
+            let by = SortKey::of(&space.config.schema, &sort_by)
                 .map_err(|e| ErrorReply::new(sort_status(&e), e.to_string()))?;
             Ok(SearchKind::Sorted {
                 by,

@@ -246,7 +246,7 @@ impl DocValue {
 }
 
 /// An int against a float, exactly (no rounding of large ints). `None` for NaN.
-fn int_float_cmp(i: i64, f: f64) -> Option<Ordering> {
+pub(crate) fn int_float_cmp(i: i64, f: f64) -> Option<Ordering> {
     if f.is_nan() {
         return None;
     }

@@ -13,6 +13,7 @@ pub mod object;
 pub mod parse;
 pub mod predicate;
 pub mod schema;
+pub mod sort;
 pub mod value;
 
 pub use document::{DocValue, Document, DocumentError, PropertyKind, Shape};
@@ -27,4 +28,5 @@ pub use schema::{
     AttrIndex, Attribute, SchemaError, SortError, SpaceKind, SpaceSchema, Subspace, SubspaceId,
     SubspaceState, DOCUMENT_ATTRIBUTE, DOCUMENT_INDEX, UNISPACE,
 };
+pub use sort::{SortKey, SortValue};
 pub use value::{AttributeType, PrimitiveType, Value};

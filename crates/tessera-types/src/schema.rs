@@ -168,8 +168,8 @@ pub enum SortError {
     UnknownAttribute(String),
     #[error("cannot sort by {0:?}: only string, int and float attributes sort")]
     NotSortable(String),
-    #[error("space {0:?} is dynamic: sorted search orders typed spaces only in this version (search, then sort the documents)")]
-    Dynamic(String),
+    #[error("cannot sort by {0}")]
+    BadPath(String),
 }
 
 /// The dimensions of a subspace over the attributes `names` of a space whose attributes are
@@ -364,20 +364,6 @@ impl SpaceSchema {
             return Err(SchemaError::DynamicSubspaces(self.name.clone()));
         }
         resolve_dimensions(&self.attributes, names)
-    }
-
-    /// The attribute a sorted search orders by: a primitive one, in a typed space.
-    pub fn sort_attribute(&self, name: &str) -> Result<AttrIndex, SortError> {
-        if self.is_dynamic() {
-            return Err(SortError::Dynamic(self.name.clone()));
-        }
-        let attr = self
-            .attribute_index(name)
-            .ok_or_else(|| SortError::UnknownAttribute(name.to_owned()))?;
-        if !self.attribute(attr).ty.is_primitive() {
-            return Err(SortError::NotSortable(name.to_owned()));
-        }
-        Ok(attr)
     }
 
     /// The replica set size K = f + 1.
