@@ -102,14 +102,42 @@ pub async fn calibrate(
             ))
             .await?;
     }
-    let outcome = measure(client, options).await;
+    let outcome = measure_and_fit(client, options).await;
     for (name, _) in SPACES {
         let _ = client.rm_space(name).await;
     }
-    let measurements = outcome?;
-    let calibration = fit(&measurements, Calibration::default())
-        .map_err(|e| Failure::Error(format!("the measurements give no constants: {e}")))?;
+    let (calibration, measurements) = outcome?;
     Ok(serde_json::json!({ "calibration": calibration, "measurements": measurements }))
+}
+
+/// Runs that a fit may refuse (a busy machine's noise can hide the cost a longer chain adds)
+/// before calibrate gives up; each runs twice as long as the one before.
+const MEASURE_ATTEMPTS: u32 = 3;
+
+async fn measure_and_fit(
+    client: &Arc<Client>,
+    options: CalibrateOptions,
+) -> Result<(Calibration, Measurements), Failure> {
+    let mut options = options;
+    for attempt in 1..=MEASURE_ATTEMPTS {
+        let measurements = measure(client, options).await?;
+        match fit(&measurements, Calibration::default()) {
+            Ok(calibration) => return Ok((calibration, measurements)),
+            Err(e) if attempt < MEASURE_ATTEMPTS => {
+                options.seconds *= 2.0;
+                eprintln!(
+                    "tessera calibrate: the measurements give no constants ({e}); measuring again, {} s a workload",
+                    options.seconds
+                );
+            }
+            Err(e) => {
+                return Err(Failure::Error(format!(
+                    "the measurements give no constants after {MEASURE_ATTEMPTS} runs: {e} (is the machine busy?)"
+                )))
+            }
+        }
+    }
+    unreachable!("the last attempt returns")
 }
 
 /// Object k of `_s`: g10 = k mod 10, g100 = k mod 100, pad = "x".
