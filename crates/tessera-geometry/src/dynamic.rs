@@ -143,17 +143,8 @@ pub fn shape_box(
         if owner != path {
             continue;
         }
-        let (lo, hi) = &mut ranges[axis];
-        match constraint_for_kind(kind, &p.op) {
-            Constraint::Open => {}
-            Constraint::Within(l, h) => {
-                *lo = (*lo).max(l);
-                *hi = (*hi).min(h);
-                if lo > hi {
-                    return None;
-                }
-            }
-            Constraint::Nothing => return None,
+        if !constraint_for_kind(kind, &p.op).narrow(&mut ranges[axis]) {
+            return None;
         }
     }
     Some(SearchBox { ranges })

@@ -34,6 +34,22 @@ pub(crate) enum Constraint {
     Nothing,
 }
 
+impl Constraint {
+    /// Narrows an axis's `(lo, hi)` range to what this constraint allows; `false` when nothing
+    /// is left of it (the predicates contradict each other there).
+    pub(crate) fn narrow(self, (lo, hi): &mut (u64, u64)) -> bool {
+        match self {
+            Constraint::Open => true,
+            Constraint::Within(l, h) => {
+                *lo = (*lo).max(l);
+                *hi = (*hi).min(h);
+                lo <= hi
+            }
+            Constraint::Nothing => false,
+        }
+    }
+}
+
 impl SearchBox {
     /// The whole subspace: every coordinate on every dimension.
     pub fn full(dimensions: usize) -> SearchBox {
@@ -62,17 +78,8 @@ impl SearchBox {
             let Some(dim) = dimensions.iter().position(|&a| a == p.attr) else {
                 continue;
             };
-            let (lo, hi) = &mut ranges[dim];
-            match constraint(schema, subspace, p.attr, &p.op) {
-                Constraint::Open => {}
-                Constraint::Within(l, h) => {
-                    *lo = (*lo).max(l);
-                    *hi = (*hi).min(h);
-                    if lo > hi {
-                        return None;
-                    }
-                }
-                Constraint::Nothing => return None,
+            if !constraint(schema, subspace, p.attr, &p.op).narrow(&mut ranges[dim]) {
+                return None;
             }
         }
         Some(SearchBox { ranges })

@@ -17,23 +17,8 @@ pub fn parse_predicate(schema: &SpaceSchema, text: &str) -> Result<Predicate, St
     if attr.is_empty() {
         return Err(format!("{text:?} does not start with an attribute name"));
     }
-    let (op, operand) = if let Some(v) = rest.strip_prefix("<=") {
-        ("<=", v)
-    } else if let Some(v) = rest.strip_prefix(">=") {
-        (">=", v)
-    } else if let Some(v) = rest.strip_prefix('<') {
-        ("<", v)
-    } else if let Some(v) = rest.strip_prefix('>') {
-        (">", v)
-    } else if let Some(v) = rest.strip_prefix('=') {
-        ("=", v)
-    } else if let Some(v) = rest.strip_prefix('~') {
-        ("~", v)
-    } else {
-        return Err(format!(
-            "{text:?}: unknown operator; use =, <, <=, >, >= or ~"
-        ));
-    };
+    let (op, operand) = split_operator(rest)
+        .ok_or_else(|| format!("{text:?}: unknown operator; use =, <, <=, >, >= or ~"))?;
     let idx = schema
         .attribute_index(attr)
         .ok_or_else(|| format!("space {:?} has no attribute {attr:?}", schema.name))?;
@@ -96,13 +81,7 @@ pub fn parse_document_predicate(text: &str) -> Result<Predicate, String> {
     if path.is_empty() {
         return Err(format!("{text:?} does not start with a property path"));
     }
-    let (op, operand) = if let Some(v) = rest.strip_prefix("<=") {
-        ("<=", v)
-    } else if let Some(v) = rest.strip_prefix(">=") {
-        (">=", v)
-    } else {
-        rest.split_at(1)
-    };
+    let (op, operand) = split_operator(rest).expect("split at an operator's first character");
     if op == "~" {
         return Ok(Predicate::new(path, PredicateOp::Regex(operand.to_owned())));
     }
@@ -132,6 +111,13 @@ pub fn parse_document_predicate(text: &str) -> Result<Predicate, String> {
         _ => PredicateOp::GreaterEqual(value),
     };
     Ok(Predicate::new(path, op))
+}
+
+/// The operator `rest` starts with (`<=`, `>=`, `<`, `>`, `=` or `~`) and what follows it.
+fn split_operator(rest: &str) -> Option<(&'static str, &str)> {
+    ["<=", ">=", "<", ">", "=", "~"]
+        .into_iter()
+        .find_map(|op| rest.strip_prefix(op).map(|operand| (op, operand)))
 }
 
 /// Parses a key given on the command line as the space's key type.
