@@ -214,7 +214,7 @@ pub(crate) fn explain(
     predicates: &[CheckedPredicate],
     turn: u64,
 ) -> Explanation {
-    space.explain(tessellations, predicates, |subspace, r| {
+    Explanation::of(space, tessellations, predicates, |subspace, r| {
         pick_replica(read_replicas(space, subspace, r), r, turn)
     })
 }

@@ -6,11 +6,11 @@
 //! so that keys spread evenly over the key subspace's regions.
 
 use tessera_types::{
-    AttrIndex, Object, SpaceKind, SpaceSchema, SubspaceId, Value, DOCUMENT_INDEX, UNISPACE,
+    AttrIndex, DocValue, Document, Object, SpaceKind, SpaceSchema, SubspaceId, Value,
+    DOCUMENT_INDEX, UNISPACE,
 };
 use xxhash_rust::xxh3::xxh3_64;
 
-use crate::dynamic::unispace_point;
 use crate::tessellation::{RegionIndex, Tessellation};
 
 const SIGN: u64 = 1 << 63;
@@ -60,6 +60,41 @@ pub fn dimension_coordinate(subspace: SubspaceId, attr: AttrIndex, value: &Value
         key_coordinate(value)
     } else {
         coordinate(value)
+    }
+}
+
+/// The axis a property's path hashes onto, out of `dimensions`.
+pub fn property_axis(path: &str, dimensions: u16) -> usize {
+    assert!(dimensions >= 1, "a dynamic space has at least one axis");
+    (xxh3_64(path.as_bytes()) % u64::from(dimensions)) as usize
+}
+
+/// The point of a document in the unispace of `dimensions` axes.
+pub fn unispace_point(dimensions: u16, document: &Document) -> Vec<u64> {
+    let mut owners: Vec<Option<(String, u64)>> = vec![None; dimensions as usize];
+    document.for_each_property(|path, value| {
+        let Some(v) = coordinate_value(value) else {
+            return;
+        };
+        let owner = &mut owners[property_axis(path, dimensions)];
+        if owner.as_ref().is_none_or(|(p, _)| path < p.as_str()) {
+            *owner = Some((path.to_owned(), coordinate(&v)));
+        }
+    });
+    owners
+        .into_iter()
+        .map(|o| o.map_or(0, |(_, c)| c))
+        .collect()
+}
+
+/// A document's value as a typed space would hold it, for its coordinate: strings, ints and
+/// floats only.
+fn coordinate_value(value: &DocValue) -> Option<Value> {
+    match value {
+        DocValue::String(s) => Some(Value::String(s.clone())),
+        DocValue::Int(i) => Some(Value::Int(*i)),
+        DocValue::Float(f) => Some(Value::Float(*f)),
+        _ => None,
     }
 }
 

@@ -18,49 +18,15 @@
 //! property) contribute nothing: that is how structural queries contact only the regions
 //! that can hold their answers.
 
-use tessera_types::{
-    CheckedPredicate, DocValue, Document, PredicateOp, PrimitiveType, PropertyKind, Shape, Value,
-};
-use xxhash_rust::xxh3::xxh3_64;
+use tessera_types::{CheckedPredicate, PredicateOp, PrimitiveType, PropertyKind, Shape, Value};
 
-use crate::coordinate::coordinate;
+use crate::coordinate::{coordinate, property_axis};
 use crate::search::{constraint_on_axis, Constraint, SearchBox};
 
 /// Most boxes a search keeps. Shapes that differ in a few properties give boxes that differ
 /// in a few axes; past this many, the search reads their bounding box instead (a superset,
 /// still correct, and one scan per region rather than one per shape).
 pub const BOXES_MAX: usize = 32;
-
-/// The axis a property's path hashes onto, out of `dimensions`.
-pub fn property_axis(path: &str, dimensions: u16) -> usize {
-    assert!(dimensions >= 1, "a dynamic space has at least one axis");
-    (xxh3_64(path.as_bytes()) % u64::from(dimensions)) as usize
-}
-
-/// The point of a document in the unispace of `dimensions` axes.
-pub fn unispace_point(dimensions: u16, document: &Document) -> Vec<u64> {
-    let mut owners: Vec<Option<(String, u64)>> = vec![None; dimensions as usize];
-    document.for_each_property(|path, value| {
-        let Some(v) = coordinate_value(value) else {
-            return;
-        };
-        let owner = &mut owners[property_axis(path, dimensions)];
-        if owner.as_ref().is_none_or(|(p, _)| path < p.as_str()) {
-            *owner = Some((path.to_owned(), coordinate(&v)));
-        }
-    });
-    owners
-        .into_iter()
-        .map(|o| o.map_or(0, |(_, c)| c))
-        .collect()
-}
-
-fn coordinate_value(value: &DocValue) -> Option<Value> {
-    value
-        .kind()
-        .filter(|k| k.is_coordinate())
-        .and_then(|_| value.as_coordinate_value())
-}
 
 /// Each axis's owner in documents of `shape`: the smallest coordinate path hashing there.
 fn owners(shape: &Shape, dimensions: u16) -> Vec<Option<(&str, PropertyKind)>> {
@@ -229,10 +195,11 @@ pub fn unispace_boxes(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::coordinate::unispace_point;
     use crate::tessellation::Tessellation;
     use proptest::prelude::*;
     use std::collections::BTreeMap;
-    use tessera_types::{parse_space, Object, Predicate};
+    use tessera_types::{parse_space, DocValue, Document, Object, Predicate};
 
     /// Few names and few axes, so that properties share axes often.
     const NAMES: [&str; 5] = ["a", "b", "c", "d", "e"];

@@ -15,14 +15,18 @@
 pub mod chain;
 pub mod coordinate;
 pub mod dynamic;
+pub mod plan;
 pub mod search;
 pub mod tessellation;
 pub mod zorder;
 
 pub use chain::{chain_for_update, ChainHop, ReplicaMap};
-pub use coordinate::{coordinate, key_coordinate, key_region, point};
-pub use dynamic::{property_axis, unispace_boxes, unispace_point};
-pub use search::{boxes_in, choose_subspace, SearchBox, SearchPlan};
+pub use coordinate::{
+    coordinate, key_coordinate, key_region, point, property_axis, unispace_point,
+};
+pub use dynamic::unispace_boxes;
+pub use plan::{boxes_in, choose_subspace};
+pub use search::{choose_typed_subspace, SearchBox, SearchPlan};
 
 pub use tessellation::{tessellations, RegionIndex, Tessellation};
 pub use zorder::{deinterleave, deinterleave_into, interleave, next_in_box};

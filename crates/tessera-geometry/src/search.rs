@@ -7,12 +7,10 @@
 //! superset of the matching objects' points: objects are filtered again after the read.
 
 use tessera_types::{
-    AttrIndex, CheckedPredicate, PredicateOp, PrimitiveType, Shape, SpaceKind, SpaceSchema,
-    SubspaceId, Value, UNISPACE,
+    AttrIndex, CheckedPredicate, PredicateOp, PrimitiveType, SpaceSchema, SubspaceId, Value,
 };
 
 use crate::coordinate::dimension_coordinate;
-use crate::dynamic::unispace_boxes;
 use crate::tessellation::{RegionIndex, Tessellation};
 
 /// The coordinates a search selects in one subspace: an inclusive `(lo, hi)` range per
@@ -256,17 +254,14 @@ impl SearchPlan {
     }
 }
 
-/// The subspace whose box crosses the fewest regions (each region costs a server a scan, so
-/// this is the cheapest search, DESIGN §8), among the serving ones. Ties go to the subspace with fewer dimensions, then
-/// to the first declared, so the choice is deterministic and every client makes the same one.
-/// `tessellations[i]` is the tessellation of `schema.subspaces[i]`.
-///
-/// A dynamic space's searches are planned on its unispace from the shapes its documents
-/// take (`shapes`, ignored for a typed space): see [`crate::dynamic`].
-pub fn choose_subspace(
+/// In a typed space, the subspace whose box crosses the fewest regions (each region costs a
+/// server a scan, so this is the cheapest search, DESIGN §8), among the serving ones. Ties go
+/// to the subspace with fewer dimensions, then to the first declared, so the choice is
+/// deterministic and every client makes the same one. `tessellations[i]` is the tessellation
+/// of `schema.subspaces[i]`. (`crate::plan::choose_subspace` plans either kind of space.)
+pub fn choose_typed_subspace(
     schema: &SpaceSchema,
     tessellations: &[Tessellation],
-    shapes: &[Shape],
     predicates: &[CheckedPredicate],
 ) -> SearchPlan {
     assert_eq!(
@@ -274,15 +269,6 @@ pub fn choose_subspace(
         schema.subspaces.len(),
         "one tessellation per subspace"
     );
-    if let SpaceKind::Dynamic { dimensions } = schema.kind {
-        let mut plan = SearchPlan {
-            subspace: UNISPACE,
-            boxes: unispace_boxes(shapes, dimensions, predicates),
-            regions_count: 0,
-        };
-        plan.regions_count = plan.regions(&tessellations[UNISPACE.get()]).len() as u64;
-        return plan;
-    }
     // Only a serving subspace holds every object (the key subspace always does).
     schema
         .subspace_ids()
@@ -305,25 +291,6 @@ pub fn choose_subspace(
             )
         })
         .expect("a schema always has the key subspace")
-}
-
-/// The boxes a search reads in `subspace`: [`SearchBox::for_predicates`]' one box in a
-/// typed space, the unispace's boxes in a dynamic one.
-pub fn boxes_in(
-    schema: &SpaceSchema,
-    shapes: &[Shape],
-    subspace: SubspaceId,
-    predicates: &[CheckedPredicate],
-) -> Vec<SearchBox> {
-    match schema.kind {
-        SpaceKind::Dynamic { dimensions } if subspace == UNISPACE => {
-            unispace_boxes(shapes, dimensions, predicates)
-        }
-        SpaceKind::Dynamic { .. } => vec![SearchBox::full(1)],
-        SpaceKind::Typed => SearchBox::for_predicates(schema, subspace, predicates)
-            .into_iter()
-            .collect(),
-    }
 }
 
 #[cfg(test)]
@@ -455,30 +422,20 @@ mod tests {
         let ts = tessellations(&s);
         // No predicate: every subspace is open; the key subspace (64) ties with s (64) and
         // beats x,y (8x8 = 64) on dimensions; key subspace declared first.
-        let plan = choose_subspace(&s, &ts, &[], &[]);
+        let plan = choose_typed_subspace(&s, &ts, &[]);
         assert_eq!((plan.subspace, plan.regions_count), (SubspaceId::KEY, 64));
         // A key lookup is one region.
-        let plan = choose_subspace(
-            &s,
-            &ts,
-            &[],
-            &[check(&s, "k", PredicateOp::Equals(1.into()))],
-        );
+        let plan = choose_typed_subspace(&s, &ts, &[check(&s, "k", PredicateOp::Equals(1.into()))]);
         assert_eq!((plan.subspace, plan.regions_count), (SubspaceId::KEY, 1));
         // x fixed: 8 regions of x,y.
-        let plan = choose_subspace(
-            &s,
-            &ts,
-            &[],
-            &[check(&s, "x", PredicateOp::Equals(1.into()))],
-        );
+        let plan = choose_typed_subspace(&s, &ts, &[check(&s, "x", PredicateOp::Equals(1.into()))]);
         assert_eq!((plan.subspace, plan.regions_count), (SubspaceId(1), 8));
         // A contradiction anywhere: nothing to contact.
         let preds = [
             check(&s, "x", PredicateOp::Equals(1.into())),
             check(&s, "x", PredicateOp::Equals(2.into())),
         ];
-        let plan = choose_subspace(&s, &ts, &[], &preds);
+        let plan = choose_typed_subspace(&s, &ts, &preds);
         assert_eq!(
             (plan.subspace, plan.boxes, plan.regions_count),
             (SubspaceId(1), vec![], 0)
@@ -642,8 +599,8 @@ mod tests {
                 prop_assert!(count(id, all) <= count(id, fewer));
             }
             let (before, after) = (
-                choose_subspace(&s, &ts, &[], fewer),
-                choose_subspace(&s, &ts, &[], all),
+                choose_typed_subspace(&s, &ts, fewer),
+                choose_typed_subspace(&s, &ts, all),
             );
             prop_assert!(after.regions_count <= before.regions_count);
             prop_assert_eq!(after.regions_count, count(after.subspace, all));

@@ -13,10 +13,8 @@ use tessera_geometry::{
 use tessera_types::{
     constants::{SHAPES_MAX, SUBSPACES_MAX},
     CheckedPredicate, DocumentError, Epoch, SchemaError, ServerId, Shape, SpaceKind, SpaceSchema,
-    Subspace, SubspaceId, SubspaceState, UNISPACE,
+    Subspace, SubspaceId, SubspaceState,
 };
-
-use crate::message::Explanation;
 
 /// What the coordinator knows of a server.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -515,67 +513,6 @@ impl SpaceConfig {
         predicates: &[CheckedPredicate],
     ) -> Vec<SearchBox> {
         boxes_in(&self.schema, &self.shapes, subspace, predicates)
-    }
-
-    /// How a search by `predicates` would run, for `explain`: the plan, the subspaces it
-    /// weighed, and the servers `pick` chooses for the regions it contacts (`None`: none).
-    pub fn explain(
-        &self,
-        tessellations: &[Tessellation],
-        predicates: &[CheckedPredicate],
-        mut pick: impl FnMut(SubspaceId, RegionIndex) -> Option<ServerId>,
-    ) -> Explanation {
-        let schema = &self.schema;
-        let plan = self.plan(tessellations, predicates);
-        let candidates = schema
-            .searchable_subspaces()
-            .map(|s| {
-                let t = &tessellations[s.get()];
-                let crossed = SearchPlan {
-                    subspace: s,
-                    boxes: self.boxes_in(s, predicates),
-                    regions_count: 0,
-                }
-                .regions(t)
-                .len() as u64;
-                (s, crossed)
-            })
-            .collect();
-        let tessellation = &tessellations[plan.subspace.get()];
-        let mut servers: Vec<ServerId> = plan
-            .regions(tessellation)
-            .into_iter()
-            .filter_map(|r| pick(plan.subspace, r))
-            .collect();
-        servers.sort();
-        servers.dedup();
-        let shapes = match schema.kind {
-            SpaceKind::Dynamic { dimensions } => self
-                .shapes
-                .iter()
-                .filter(|s| shape_box(s, dimensions, predicates).is_some())
-                .cloned()
-                .collect(),
-            SpaceKind::Typed => vec![],
-        };
-        let dimensions = match schema.kind {
-            // The unispace's axes are fed by the document, each by the properties that hash
-            // there.
-            SpaceKind::Dynamic { dimensions } if plan.subspace == UNISPACE => {
-                (0..dimensions).map(|i| format!("axis {i}")).collect()
-            }
-            _ => self.attribute_names(plan.subspace),
-        };
-        Explanation {
-            subspace: plan.subspace,
-            dimensions,
-            subspace_regions: tessellation.regions_count() as u64,
-            regions_contacted: plan.regions_count,
-            servers_contacted: servers.len() as u64,
-            candidates,
-            shapes,
-            shapes_known: self.shapes.len() as u64,
-        }
     }
 
     /// Whether a search by `predicates` planned on a configuration of epoch `planned` may

@@ -1,10 +1,15 @@
 //! Requests and responses.
 
 use serde::{Deserialize, Serialize};
-use tessera_types::{Epoch, Funcall, Predicate, ServerId, Shape, SubspaceId, Value, Version};
+use tessera_geometry::dynamic::shape_box;
+use tessera_geometry::{RegionIndex, SearchPlan, Tessellation};
+use tessera_types::{
+    CheckedPredicate, Epoch, Funcall, Predicate, ServerId, Shape, SpaceKind, SubspaceId, Value,
+    Version, UNISPACE,
+};
 
 use crate::config::{
-    BackfillRef, Configuration, ModelConstants, ServerState, SpaceChange, TransferRef,
+    BackfillRef, Configuration, ModelConstants, ServerState, SpaceChange, SpaceConfig, TransferRef,
 };
 use crate::status::ErrorReply;
 
@@ -242,6 +247,69 @@ pub struct Explanation {
     /// and 0 for a typed space.
     pub shapes: Vec<Shape>,
     pub shapes_known: u64,
+}
+
+impl Explanation {
+    /// How a search of `space` by `predicates` would run, for `explain`: the plan, the subspaces it
+    /// weighed, and the servers `pick` chooses for the regions it contacts (`None`: none).
+    pub fn of(
+        space: &SpaceConfig,
+        tessellations: &[Tessellation],
+        predicates: &[CheckedPredicate],
+        mut pick: impl FnMut(SubspaceId, RegionIndex) -> Option<ServerId>,
+    ) -> Explanation {
+        let schema = &space.schema;
+        let plan = space.plan(tessellations, predicates);
+        let candidates = schema
+            .searchable_subspaces()
+            .map(|s| {
+                let t = &tessellations[s.get()];
+                let crossed = SearchPlan {
+                    subspace: s,
+                    boxes: space.boxes_in(s, predicates),
+                    regions_count: 0,
+                }
+                .regions(t)
+                .len() as u64;
+                (s, crossed)
+            })
+            .collect();
+        let tessellation = &tessellations[plan.subspace.get()];
+        let mut servers: Vec<ServerId> = plan
+            .regions(tessellation)
+            .into_iter()
+            .filter_map(|r| pick(plan.subspace, r))
+            .collect();
+        servers.sort();
+        servers.dedup();
+        let shapes = match schema.kind {
+            SpaceKind::Dynamic { dimensions } => space
+                .shapes
+                .iter()
+                .filter(|s| shape_box(s, dimensions, predicates).is_some())
+                .cloned()
+                .collect(),
+            SpaceKind::Typed => vec![],
+        };
+        let dimensions = match schema.kind {
+            // The unispace's axes are fed by the document, each by the properties that hash
+            // there.
+            SpaceKind::Dynamic { dimensions } if plan.subspace == UNISPACE => {
+                (0..dimensions).map(|i| format!("axis {i}")).collect()
+            }
+            _ => space.attribute_names(plan.subspace),
+        };
+        Explanation {
+            subspace: plan.subspace,
+            dimensions,
+            subspace_regions: tessellation.regions_count() as u64,
+            regions_contacted: plan.regions_count,
+            servers_contacted: servers.len() as u64,
+            candidates,
+            shapes,
+            shapes_known: space.shapes.len() as u64,
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

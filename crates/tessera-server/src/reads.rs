@@ -164,9 +164,10 @@ pub fn sorted_search(
 }
 
 pub fn explain(space: &ServedSpace, predicates: &[CheckedPredicate]) -> Explanation {
-    space
-        .config
-        .explain(&space.tessellations, predicates, |subspace, r| {
-            space.config.replicas_of(subspace, r).first().copied()
-        })
+    Explanation::of(
+        &space.config,
+        &space.tessellations,
+        predicates,
+        |subspace, r| space.config.replicas_of(subspace, r).first().copied(),
+    )
 }

@@ -26,7 +26,6 @@ use serde::{Deserialize, Serialize};
 use crate::constants::{
     DOCUMENT_NESTING_MAX, DOCUMENT_PROPERTIES_MAX, PATH_BYTES_MAX, PATH_DEPTH_MAX,
 };
-use crate::value::Value;
 
 /// A value inside a document.
 ///
@@ -186,17 +185,6 @@ impl DocValue {
         self.kind().map_or("null", PropertyKind::name)
     }
 
-    /// The value as a typed space would hold it, for the coordinate: strings, ints and
-    /// floats only.
-    pub fn as_coordinate_value(&self) -> Option<Value> {
-        match self {
-            DocValue::String(s) => Some(Value::String(s.clone())),
-            DocValue::Int(i) => Some(Value::Int(*i)),
-            DocValue::Float(f) => Some(Value::Float(*f)),
-            _ => None,
-        }
-    }
-
     /// Length as the length predicates see it: bytes of a string, elements of a list,
     /// properties of a nested document.
     pub fn length(&self) -> Option<u64> {
@@ -205,30 +193,6 @@ impl DocValue {
             DocValue::List(l) => Some(l.len() as u64),
             DocValue::Object(o) => Some(o.len() as u64),
             _ => None,
-        }
-    }
-
-    /// Compares with a predicate's operand: strings bytewise, numbers by value (an int and a
-    /// float compare exactly, `3 == 3.0`), anything else not at all.
-    pub fn compare(&self, operand: &Value) -> Option<Ordering> {
-        match (self, operand) {
-            (DocValue::String(a), Value::String(b)) => Some(a.as_bytes().cmp(b.as_bytes())),
-            (DocValue::Int(a), Value::Int(b)) => Some(a.cmp(b)),
-            (DocValue::Float(a), Value::Float(b)) => a.partial_cmp(b),
-            (DocValue::Int(a), Value::Float(b)) => int_float_cmp(*a, *b),
-            (DocValue::Float(a), Value::Int(b)) => int_float_cmp(*b, *a).map(Ordering::reverse),
-            _ => None,
-        }
-    }
-
-    /// Equality with a predicate's operand as [`DocValue::compare`] sees it, and lists
-    /// element by element.
-    pub fn equals(&self, operand: &Value) -> bool {
-        match (self, operand) {
-            (DocValue::List(items), Value::List(wanted)) => {
-                items.len() == wanted.len() && items.iter().zip(wanted).all(|(i, w)| i.equals(w))
-            }
-            _ => self.compare(operand) == Some(Ordering::Equal),
         }
     }
 
@@ -696,36 +660,5 @@ mod tests {
         };
         assert!(matches!(unsorted.check(), Err(DocumentError::BadShape(_))));
         assert!(matches!(check_path("a..b"), Err(DocumentError::BadName(_))));
-    }
-
-    #[test]
-    fn ints_and_floats_compare_exactly() {
-        assert_eq!(
-            DocValue::Int(3).compare(&Value::Float(3.0)),
-            Some(Ordering::Equal)
-        );
-        assert_eq!(
-            DocValue::Int(3).compare(&Value::Float(3.5)),
-            Some(Ordering::Less)
-        );
-        assert_eq!(
-            DocValue::Int(-3).compare(&Value::Float(-3.5)),
-            Some(Ordering::Greater)
-        );
-        assert_eq!(
-            DocValue::Float(2.5).compare(&Value::Int(2)),
-            Some(Ordering::Greater)
-        );
-        // 2^53 + 1 is not a float: no rounding makes it equal to 2^53.
-        let big = (1i64 << 53) + 1;
-        assert_eq!(
-            DocValue::Int(big).compare(&Value::Float((1u64 << 53) as f64)),
-            Some(Ordering::Greater)
-        );
-        assert_eq!(
-            DocValue::Int(i64::MAX).compare(&Value::Float(9.3e18)),
-            Some(Ordering::Less)
-        );
-        assert_eq!(DocValue::String("3".into()).compare(&Value::Int(3)), None);
     }
 }

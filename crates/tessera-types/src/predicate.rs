@@ -9,7 +9,9 @@ use regex::bytes::Regex;
 use serde::{Deserialize, Serialize};
 
 use crate::constants::{PREDICATES_MAX, REGEX_BYTES_MAX};
-use crate::document::{check_path, DocValue, Document, DocumentError};
+use std::cmp::Ordering;
+
+use crate::document::{check_path, int_float_cmp, DocValue, Document, DocumentError};
 use crate::object::Object;
 use crate::schema::{AttrIndex, SpaceSchema, DOCUMENT_INDEX};
 use crate::value::{coerce_primitive, AttributeType, PrimitiveType, Value};
@@ -327,12 +329,12 @@ impl CheckedPredicate {
     /// predicate never matches a document without the property.
     fn matches_document(&self, path: &str, d: &Document) -> bool {
         let value = d.get(path);
-        let compare = |v: &Value| value.and_then(|x| x.compare(v));
+        let compare = |v: &Value| value.and_then(|x| compare_operand(x, v));
         use std::cmp::Ordering::{Equal, Greater, Less};
         match &self.op {
             PredicateOp::Exists { or } => value.is_some() || or.iter().any(|p| d.get(p).is_some()),
             PredicateOp::Missing => value.is_none(),
-            PredicateOp::Equals(v) => value.is_some_and(|x| x.equals(v)),
+            PredicateOp::Equals(v) => value.is_some_and(|x| equals_operand(x, v)),
             PredicateOp::LessThan(v) => compare(v) == Some(Less),
             PredicateOp::LessEqual(v) => matches!(compare(v), Some(Less | Equal)),
             PredicateOp::GreaterThan(v) => compare(v) == Some(Greater),
@@ -353,13 +355,38 @@ impl CheckedPredicate {
                 value.and_then(DocValue::length).is_some_and(|l| l >= *n)
             }
             PredicateOp::Contains(needle) => match (value, needle) {
-                (Some(DocValue::List(items)), _) => items.iter().any(|i| i.equals(needle)),
+                (Some(DocValue::List(items)), _) => items.iter().any(|i| equals_operand(i, needle)),
                 (Some(DocValue::String(s)), Value::String(n)) => {
                     memfind(s.as_bytes(), n.as_bytes())
                 }
                 _ => false,
             },
         }
+    }
+}
+
+/// A document's value against a predicate's operand: strings bytewise, numbers by value (an
+/// int and a float compare exactly, `3 == 3.0`), anything else not at all.
+pub fn compare_operand(value: &DocValue, operand: &Value) -> Option<Ordering> {
+    match (value, operand) {
+        (DocValue::String(a), Value::String(b)) => Some(a.as_bytes().cmp(b.as_bytes())),
+        (DocValue::Int(a), Value::Int(b)) => Some(a.cmp(b)),
+        (DocValue::Float(a), Value::Float(b)) => a.partial_cmp(b),
+        (DocValue::Int(a), Value::Float(b)) => int_float_cmp(*a, *b),
+        (DocValue::Float(a), Value::Int(b)) => int_float_cmp(*b, *a).map(Ordering::reverse),
+        _ => None,
+    }
+}
+
+/// Equality of a document's value with a predicate's operand as [`compare_operand`] sees it,
+/// and of lists element by element.
+pub fn equals_operand(value: &DocValue, operand: &Value) -> bool {
+    match (value, operand) {
+        (DocValue::List(items), Value::List(wanted)) => {
+            items.len() == wanted.len()
+                && items.iter().zip(wanted).all(|(i, w)| equals_operand(i, w))
+        }
+        _ => compare_operand(value, operand) == Some(Ordering::Equal),
     }
 }
 
@@ -558,5 +585,38 @@ mod tests {
             CheckedPredicate::check(&typed, &Predicate::new("i", PredicateOp::Missing)),
             Err(PredicateError::StructuralOnTyped(_))
         ));
+    }
+    #[test]
+    fn ints_and_floats_compare_exactly() {
+        assert_eq!(
+            compare_operand(&DocValue::Int(3), &Value::Float(3.0)),
+            Some(Ordering::Equal)
+        );
+        assert_eq!(
+            compare_operand(&DocValue::Int(3), &Value::Float(3.5)),
+            Some(Ordering::Less)
+        );
+        assert_eq!(
+            compare_operand(&DocValue::Int(-3), &Value::Float(-3.5)),
+            Some(Ordering::Greater)
+        );
+        assert_eq!(
+            compare_operand(&DocValue::Float(2.5), &Value::Int(2)),
+            Some(Ordering::Greater)
+        );
+        // 2^53 + 1 is not a float: no rounding makes it equal to 2^53.
+        let big = (1i64 << 53) + 1;
+        assert_eq!(
+            compare_operand(&DocValue::Int(big), &Value::Float((1u64 << 53) as f64)),
+            Some(Ordering::Greater)
+        );
+        assert_eq!(
+            compare_operand(&DocValue::Int(i64::MAX), &Value::Float(9.3e18)),
+            Some(Ordering::Less)
+        );
+        assert_eq!(
+            compare_operand(&DocValue::String("3".into()), &Value::Int(3)),
+            None
+        );
     }
 }
