@@ -1077,3 +1077,46 @@ async fn a_client_that_never_reads_its_searches_does_not_starve_others() {
     assert_serving(server.addr()).await;
     server.shutdown().await;
 }
+
+/// A document nested deeper than decoding allows (200 000 levels of lists, in a frame well
+/// under the size limit) is refused as malformed before anything recurses that deep: the
+/// server neither overflows its stack nor stores anything, and the connection goes on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_document_nested_past_the_decoders_depth_is_malformed_and_the_connection_goes_on() {
+    let (server, client) = setup().await;
+    client
+        .add_space("space papers dynamic key id")
+        .await
+        .unwrap();
+    unchanged(&server, &client, async {
+        let mut conn = raw(&server).await;
+        let mut doc = tessera_client::Document::default();
+        doc.properties
+            .insert("x".into(), tessera_client::DocValue::Null);
+        let put = encode_request(&RequestFrame {
+            id: 50,
+            epoch: Epoch(0),
+            request: Request::Put {
+                space: "papers".into(),
+                key: s("deep"),
+                mode: WriteMode::Upsert,
+                conditions: vec![],
+                funcalls: vec![Funcall::merge(doc)],
+            },
+        })
+        .unwrap();
+        assert_eq!(put.last(), Some(&0), "the document's null ends the frame");
+        let mut bytes = put[..put.len() - 1].to_vec();
+        for _ in 0..200_000 {
+            // DocValue::List (variant 5) of one element.
+            bytes.extend_from_slice(&[5, 1]);
+        }
+        bytes.push(0);
+        conn.send(body(&bytes)).await.unwrap();
+        expect_error(&receive(&mut conn).await, 50, Status::Malformed);
+        expect_working(&mut conn, 51).await;
+    })
+    .await;
+    assert_eq!(client.count("papers", vec![]).await.unwrap(), 0);
+    server.shutdown().await;
+}
