@@ -138,3 +138,114 @@ def test_state_machine(client: tesseradb.Client, model_space: str) -> None:
         suppress_health_check=[HealthCheck.too_slow],
     )
     SpaceModel.TestCase().runTest()
+
+
+# ---- a walk over a typed space and a dynamic one at once --------------------------------------
+
+PROPERTY_VALUES = st.one_of(st.none(), st.integers(-3, 3), st.sampled_from(["a", "b"]), st.booleans())
+PATCHES = st.fixed_dictionaries(
+    {},
+    optional={
+        "n": PROPERTY_VALUES,
+        "t": PROPERTY_VALUES,
+        "v": st.one_of(st.none(), st.fixed_dictionaries({}, optional={"w": PROPERTY_VALUES})),
+    },
+)
+
+
+def merge_patch(target: Dict[str, Any], patch: Dict[str, Any]) -> Dict[str, Any]:
+    """RFC 7396, written again: null removes, objects merge into objects, the rest replaces."""
+    out = dict(target)
+    for name, value in patch.items():
+        if value is None:
+            out.pop(name, None)
+        elif isinstance(value, dict):
+            base = out.get(name)
+            out[name] = merge_patch(base if isinstance(base, dict) else {}, value)
+        else:
+            out[name] = value
+    return out
+
+
+def lookup(doc: Dict[str, Any], path: str) -> Any:
+    value: Any = doc
+    for name in path.split("."):
+        if not isinstance(value, dict) or name not in value:
+            return None
+        value = value[name]
+    return value
+
+
+def is_number(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+DOCUMENT_SEARCHES = [
+    ({"n": GreaterEqual(0)}, lambda d: is_number(lookup(d, "n")) and lookup(d, "n") >= 0),
+    ({"t": "a"}, lambda d: lookup(d, "t") == "a"),
+    ({"v.w": tesseradb.Exists()}, lambda d: lookup(d, "v.w") is not None),
+    ({"t": tesseradb.Missing(), "n": LessEqual(1)}, lambda d: lookup(d, "t") is None and is_number(lookup(d, "n")) and lookup(d, "n") <= 1),
+    ({"v": tesseradb.Exists("t")}, lambda d: lookup(d, "v") is not None or lookup(d, "t") is not None),
+]
+
+
+def test_state_machine_mixing_typed_and_dynamic(
+    admin: tesseradb.Admin, client: tesseradb.Client, model_space: str
+) -> None:
+    from conftest import fresh_name
+
+    documents = fresh_name("docs")
+    admin.add_space(f"space {documents} dynamic\nkey k\ndimensions 3\ncreate 8 partitions\n")
+
+    class TwoSpaces(RuleBasedStateMachine):
+        def __init__(self) -> None:
+            super().__init__()
+            self.typed: Dict[str, Dict[str, Any]] = {}
+            self.docs: Dict[str, Dict[str, Any]] = {}
+
+        @initialize()
+        def empty(self) -> None:
+            client.group_del(model_space, {})
+            client.group_del(documents, {})
+
+        @rule(key=KEYS, n=NUMBERS, t=TAGS)
+        def put_typed(self, key: str, n: int, t: str) -> None:
+            assert client.put(model_space, key, {"n": n, "t": t}) is True
+            self.typed[key] = {"n": n, "t": t}
+
+        @rule(key=KEYS, patch=PATCHES)
+        def put_document(self, key: str, patch: Dict[str, Any]) -> None:
+            assert client.put(documents, key, patch) is True
+            self.docs[key] = merge_patch(self.docs.get(key, {}), patch)
+
+        @rule(key=KEYS)
+        def delete_document(self, key: str) -> None:
+            expected = True if key in self.docs else None
+            assert client.delete(documents, key) is expected
+            self.docs.pop(key, None)
+
+        @rule(key=KEYS)
+        def get_both(self, key: str) -> None:
+            assert client.get(model_space, key) == self.typed.get(key)
+            assert client.get(documents, key) == self.docs.get(key)
+
+        @rule(which=st.integers(0, len(DOCUMENT_SEARCHES) - 1))
+        def search_documents(self, which: int) -> None:
+            p, holds = DOCUMENT_SEARCHES[which]
+            found = {r.pop("k"): r for r in client.search(documents, p)}
+            assert found == {k: d for k, d in self.docs.items() if holds(d)}, p
+            assert client.count(documents, p) == len(found)
+
+        @invariant()
+        def counts(self) -> None:
+            assert client.count(model_space, {}) == len(self.typed)
+            assert client.count(documents, {}) == len(self.docs)
+
+    TwoSpaces.TestCase.settings = settings(
+        max_examples=30,
+        stateful_step_count=25,
+        deadline=None,
+        database=None,
+        suppress_health_check=[HealthCheck.too_slow],
+    )
+    TwoSpaces.TestCase().runTest()
