@@ -15,7 +15,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Callable, Iterator, List
+from typing import Any, Callable, Dict, Iterator, List, Optional
 
 import pytest
 
@@ -127,6 +127,22 @@ def admin(server: Server) -> tesseradb.Admin:
 
 
 _names = itertools.count()
+
+
+def lookup(doc: Dict[str, Any], path: str) -> Optional[Any]:
+    """The value at a dotted path of a document as a dict, or None: the tests' own reading of
+    a dynamic space's paths."""
+    value: Any = doc
+    for name in path.split("."):
+        if not isinstance(value, dict) or name not in value:
+            return None
+        value = value[name]
+    return value
+
+
+def is_number(v: Any) -> bool:
+    """An int or a float, as document predicates compare numbers (a bool is not one)."""
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
 def fresh_name(prefix: str = "s") -> str:

@@ -13,6 +13,8 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, ru
 import tesseradb
 from tesseradb import GreaterEqual, LessEqual, LessThan, Range
 
+from conftest import is_number, lookup
+
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 KEYS = st.sampled_from([f"k{i}" for i in range(8)])
 # Small numbers collide often (so searches and conditions match), extremes reach overflow.
@@ -165,19 +167,6 @@ def merge_patch(target: Dict[str, Any], patch: Dict[str, Any]) -> Dict[str, Any]
         else:
             out[name] = value
     return out
-
-
-def lookup(doc: Dict[str, Any], path: str) -> Any:
-    value: Any = doc
-    for name in path.split("."):
-        if not isinstance(value, dict) or name not in value:
-            return None
-        value = value[name]
-    return value
-
-
-def is_number(v: Any) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
 
 
 DOCUMENT_SEARCHES = [

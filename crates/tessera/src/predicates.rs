@@ -39,14 +39,7 @@ pub fn parse_predicate(schema: &SpaceSchema, text: &str) -> Result<Predicate, St
             from_json(container, &json)?
         }
     };
-    let op = match op {
-        "=" => PredicateOp::Equals(value),
-        "<" => PredicateOp::LessThan(value),
-        "<=" => PredicateOp::LessEqual(value),
-        ">" => PredicateOp::GreaterThan(value),
-        _ => PredicateOp::GreaterEqual(value),
-    };
-    Ok(Predicate::new(attr, op))
+    Ok(Predicate::new(attr, comparison(op, value)))
 }
 
 /// A predicate on a dynamic space's documents: `path=value`, `path<value`, `path<=value`,
@@ -103,14 +96,18 @@ pub fn parse_document_predicate(text: &str) -> Result<Predicate, String> {
     } else {
         Value::String(operand.to_owned())
     };
-    let op = match op {
+    Ok(Predicate::new(path, comparison(op, value)))
+}
+
+/// The comparison an operator other than `~` makes with `value`.
+fn comparison(op: &str, value: Value) -> PredicateOp {
+    match op {
         "=" => PredicateOp::Equals(value),
         "<" => PredicateOp::LessThan(value),
         "<=" => PredicateOp::LessEqual(value),
         ">" => PredicateOp::GreaterThan(value),
         _ => PredicateOp::GreaterEqual(value),
-    };
-    Ok(Predicate::new(path, op))
+    }
 }
 
 /// The operator `rest` starts with (`<=`, `>=`, `<`, `>`, `=` or `~`) and what follows it.
