@@ -76,3 +76,16 @@ const _: () = assert!(KEY_BYTES_MAX < OBJECT_BYTES_MAX);
 const _: () = assert!(SUBSPACES_MAX <= ATTRIBUTES_MAX);
 const _: () = assert!(PARTITIONS_DEFAULT <= PARTITIONS_MAX);
 const _: () = assert!(TOLERATE_DEFAULT <= TOLERATE_MAX);
+
+/// Most formulas a dynamic space registers. Every search of the space plans each formula's
+/// cheapest overlay.
+pub const FORMULAS_MAX: usize = 64;
+
+/// Most overlays of one formula (each a copy of the document).
+pub const FORMULA_OVERLAYS_MAX: usize = 4;
+
+/// Largest weight of an overlay's axis (relative intervals along it).
+pub const FORMULA_WEIGHT_MAX: u32 = 64;
+
+/// Longest formula id, in bytes (a derived id is the formula's text).
+pub const FORMULA_ID_BYTES_MAX: usize = 1024;

@@ -138,11 +138,14 @@ impl fmt::Display for PropertyKind {
     }
 }
 
-/// The paths of a document with the kind of value each holds, sorted by path. Two documents
-/// with the same paths of the same kinds have equal shapes, whatever their values.
+/// The paths of a document with the kind of value each holds, sorted by path, and the
+/// compression formula that places it (`""`: the default). Two documents with the same paths
+/// of the same kinds under one formula have equal shapes, whatever their values: a search
+/// reads a formula's subspaces for the shapes of that formula's documents only.
 #[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct Shape {
     pub properties: Vec<(String, PropertyKind)>,
+    pub formula: String,
 }
 
 /// Why a document, patch, path or shape is refused. Nothing is stored then.
@@ -335,7 +338,18 @@ impl Document {
             }
         });
         properties.sort();
-        Shape { properties }
+        Shape {
+            properties,
+            formula: String::new(),
+        }
+    }
+
+    /// The document's shape under formula `formula`.
+    pub fn shape_in(&self, formula: &str) -> Shape {
+        Shape {
+            formula: formula.to_owned(),
+            ..self.shape()
+        }
     }
 
     /// Checks a document to be stored: valid names, bounded depth and property count, no
@@ -461,6 +475,9 @@ impl Shape {
     /// path under a parent of kind object, at most as many as a document may have.
     pub fn check(&self) -> Result<(), DocumentError> {
         let bad = |why: String| Err(DocumentError::BadShape(why));
+        if self.formula.len() > crate::constants::FORMULA_ID_BYTES_MAX {
+            return bad(format!("formula id of {} bytes", self.formula.len()));
+        }
         if self.properties.len() > DOCUMENT_PROPERTIES_MAX {
             return Err(DocumentError::TooManyProperties(self.properties.len()));
         }
@@ -650,9 +667,19 @@ mod tests {
     fn shapes_from_the_network_are_checked() {
         let orphan = Shape {
             properties: vec![("a.b".into(), PropertyKind::Int)],
+            formula: String::new(),
         };
+        let long_formula = Shape {
+            properties: vec![],
+            formula: "f".repeat(crate::constants::FORMULA_ID_BYTES_MAX + 1),
+        };
+        assert!(matches!(
+            long_formula.check(),
+            Err(DocumentError::BadShape(_))
+        ));
         assert!(matches!(orphan.check(), Err(DocumentError::BadShape(_))));
         let unsorted = Shape {
+            formula: String::new(),
             properties: vec![
                 ("b".into(), PropertyKind::Int),
                 ("a".into(), PropertyKind::Int),

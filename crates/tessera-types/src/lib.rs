@@ -7,6 +7,7 @@
 
 pub mod constants;
 pub mod document;
+pub mod formula;
 pub mod funcall;
 pub mod ids;
 pub mod object;
@@ -17,6 +18,7 @@ pub mod sort;
 pub mod value;
 
 pub use document::{DocValue, Document, DocumentError, PropertyKind, Shape};
+pub use formula::{Formula, FormulaError, FormulaSpec, Overlay, OverlayAxis, DEFAULT_FORMULA};
 pub use funcall::{
     apply_all, CheckedFuncall, Funcall, FuncallCheckError, FuncallError, FuncallOp, NumOp,
 };
@@ -26,7 +28,7 @@ pub use parse::{parse_space, parse_space_tolerating, ParseError};
 pub use predicate::{matches_all, CheckedPredicate, Predicate, PredicateError, PredicateOp};
 pub use schema::{
     AttrIndex, Attribute, SchemaError, SortError, SpaceKind, SpaceSchema, Subspace, SubspaceId,
-    SubspaceState, DOCUMENT_ATTRIBUTE, DOCUMENT_INDEX, UNISPACE,
+    SubspaceState, DOCUMENT_ATTRIBUTE, DOCUMENT_INDEX, FORMULA_ATTRIBUTE, FORMULA_INDEX, UNISPACE,
 };
 pub use sort::{SortKey, SortValue};
 pub use value::{AttributeType, PrimitiveType, Value};

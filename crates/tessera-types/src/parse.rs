@@ -518,7 +518,8 @@ mod tests {
         let s = parse_space("space papers dynamic key id dimensions 6 create 16 partitions")
             .expect("valid dynamic space");
         assert_eq!(s.kind, crate::SpaceKind::Dynamic { dimensions: 6 });
-        assert_eq!(s.attributes.len(), 2);
+        // The key, the document and its formula.
+        assert_eq!(s.attributes.len(), 3);
         assert_eq!(s.subspaces.len(), 2);
         assert_eq!(s.subspaces[1].dimensions.len(), 6);
         assert_eq!(parse_space(&s.to_string()), Ok(s.clone()));
@@ -531,6 +532,7 @@ mod tests {
             ("space p dynamic key id attributes int x", "1:24"),
             ("space p dynamic key id subspace x", "1:24"),
             ("space p dynamic key document", "1:21"),
+            ("space p dynamic key formula", "1:21"),
             ("space p dynamic key list(int) k", "1:31"),
         ] {
             let e = parse_space(text).expect_err(text);

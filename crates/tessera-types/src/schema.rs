@@ -5,6 +5,7 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 use crate::constants::*;
+use crate::formula::{Formula, Overlay, DEFAULT_FORMULA};
 use crate::value::{AttributeType, PrimitiveType};
 
 /// Index of an attribute within its space. Index 0 is always the key.
@@ -42,6 +43,9 @@ pub struct Attribute {
 pub struct Subspace {
     pub dimensions: Vec<AttrIndex>,
     pub state: SubspaceState,
+    /// In a dynamic space, the overlay (of compression formulas) this subspace places
+    /// documents by; `None` for the key subspace, the unispace and every typed subspace.
+    pub overlay: Option<Overlay>,
 }
 
 /// Where a subspace stands in its life. A space's subspaces change while it serves
@@ -64,6 +68,16 @@ impl Subspace {
         Subspace {
             dimensions,
             state: SubspaceState::Serving,
+            overlay: None,
+        }
+    }
+
+    /// A dynamic space's overlay subspace: one axis per property, fed by the document.
+    pub fn overlay(overlay: Overlay) -> Subspace {
+        Subspace {
+            dimensions: vec![DOCUMENT_INDEX; overlay.axes.len()],
+            state: SubspaceState::Serving,
+            overlay: Some(overlay),
         }
     }
 
@@ -98,6 +112,9 @@ pub struct SpaceSchema {
     pub adapt: bool,
     /// Typed (declared attributes) or dynamic (documents of any properties).
     pub kind: SpaceKind,
+    /// A dynamic space's registered compression formulas, in registration order (none in a
+    /// typed space). The default formula ([`DEFAULT_FORMULA`], the unispace) is not listed.
+    pub formulas: Vec<Formula>,
 }
 
 /// What a space holds.
@@ -119,6 +136,13 @@ pub const DOCUMENT_ATTRIBUTE: &str = "document";
 
 /// The document attribute's index in a dynamic space.
 pub const DOCUMENT_INDEX: AttrIndex = AttrIndex(1);
+
+/// The name of a dynamic space's formula attribute: the id of the compression formula that
+/// places the document (the empty string for the default, the unispace).
+pub const FORMULA_ATTRIBUTE: &str = "formula";
+
+/// The formula attribute's index in a dynamic space.
+pub const FORMULA_INDEX: AttrIndex = AttrIndex(2);
 
 /// The unispace's id in a dynamic space.
 pub const UNISPACE: SubspaceId = SubspaceId(1);
@@ -271,6 +295,7 @@ impl SpaceSchema {
             tolerate,
             adapt: false,
             kind: SpaceKind::Typed,
+            formulas: Vec::new(),
         })
     }
 
@@ -286,7 +311,7 @@ impl SpaceSchema {
             name: DOCUMENT_ATTRIBUTE.to_owned(),
             ty: AttributeType::Document,
         };
-        if key.name == DOCUMENT_ATTRIBUTE {
+        if key.name == DOCUMENT_ATTRIBUTE || key.name == FORMULA_ATTRIBUTE {
             return Err(SchemaError::DuplicateAttribute(key.name));
         }
         if dimensions == 0 || dimensions > u32::from(DYNAMIC_DIMENSIONS_MAX) {
@@ -295,6 +320,10 @@ impl SpaceSchema {
         // Validated as a typed space of the same key, then given its document and unispace.
         let mut schema = SpaceSchema::new(name, key, vec![], vec![], partitions, tolerate)?;
         schema.attributes.push(document);
+        schema.attributes.push(Attribute {
+            name: FORMULA_ATTRIBUTE.to_owned(),
+            ty: AttributeType::Primitive(PrimitiveType::String),
+        });
         schema
             .subspaces
             .push(Subspace::serving(vec![DOCUMENT_INDEX; dimensions as usize]));
@@ -306,6 +335,29 @@ impl SpaceSchema {
 
     pub fn is_dynamic(&self) -> bool {
         matches!(self.kind, SpaceKind::Dynamic { .. })
+    }
+
+    /// The subspaces a dynamic space's documents of formula `id` are placed in, besides the
+    /// key subspace: the unispace for the default formula, the overlays of a registered one.
+    /// `None` for an id the space has not registered.
+    pub fn formula_subspaces(&self, id: &str) -> Option<&[SubspaceId]> {
+        if id == DEFAULT_FORMULA {
+            return Some(std::slice::from_ref(&UNISPACE));
+        }
+        self.formulas
+            .iter()
+            .find(|f| f.id == id)
+            .map(|f| f.overlays.as_slice())
+    }
+
+    /// Every formula a document of the space can have: the default first, then the registered
+    /// ones, with the subspaces each places its documents in.
+    pub fn all_formulas(&self) -> impl Iterator<Item = (&str, &[SubspaceId])> {
+        std::iter::once((DEFAULT_FORMULA, std::slice::from_ref(&UNISPACE))).chain(
+            self.formulas
+                .iter()
+                .map(|f| (f.id.as_str(), f.overlays.as_slice())),
+        )
     }
 
     /// The schema with adaptation on or off (`adapt on` in the description).
