@@ -50,6 +50,7 @@ pub fn chain_for_update(
     if let (Some(o), Some(n)) = (old, new) {
         assert_eq!(o.key(), n.key(), "an update concerns one key");
     }
+    // `None` where the object is not placed (a dynamic space's document outside its formula).
     let region = |id: SubspaceId, object: &Object| {
         let t = &tessellations[id.get()];
         assert_eq!(
@@ -57,7 +58,7 @@ pub fn chain_for_update(
             schema.subspace(id).dimensions.len(),
             "tessellation matches its subspace"
         );
-        t.region_of(&point(schema, id, object))
+        point(schema, id, object).map(|p| t.region_of(&p))
     };
     let mut chain = Vec::new();
     let mut visit = |subspace: SubspaceId, region: RegionIndex| {
@@ -73,11 +74,12 @@ pub fn chain_for_update(
         }));
     };
     let existing = old.or(new).expect("checked above");
-    visit(SubspaceId::KEY, region(SubspaceId::KEY, existing));
+    let key_region = region(SubspaceId::KEY, existing).expect("every object has a key region");
+    visit(SubspaceId::KEY, key_region);
     // A subspace being built is written like any other; a dropped one is not.
     for id in schema.written_subspaces().skip(1) {
-        let from = old.map(|o| region(id, o));
-        let to = new.map(|n| region(id, n));
+        let from = old.and_then(|o| region(id, o));
+        let to = new.and_then(|n| region(id, n));
         if let Some(r) = from {
             visit(id, r);
         }
@@ -155,7 +157,7 @@ mod tests {
     fn insert_delete_update_relocate() {
         let (s, ts, r) = setup(1);
         let key_region = ts[0]
-            .region_of(&point(&s, SubspaceId::KEY, &obj(0, 0, "")))
+            .region_of(&point(&s, SubspaceId::KEY, &obj(0, 0, "")).expect("placed"))
             .0;
         // With 4 intervals, int 0 is in interval 2, -1 in interval 1, i64::MIN in interval 0.
         let (a, b) = (obj(0, 0, ""), obj(-1, 0, "other"));
@@ -197,7 +199,7 @@ mod tests {
         let servers: Vec<u64> = chain.iter().map(|h| h.server.0).collect();
         let key = 10
             * ts[0]
-                .region_of(&point(&s, SubspaceId::KEY, &obj(0, 0, "")))
+                .region_of(&point(&s, SubspaceId::KEY, &obj(0, 0, "")).expect("placed"))
                 .0 as u64;
         assert_eq!(
             servers,
@@ -236,7 +238,7 @@ mod tests {
             let expected = match (&old, &new) {
                 (Some(o), Some(n)) => {
                     let m = s.subspace_ids().skip(1)
-                        .filter(|&id| ts[id.get()].region_of(&point(&s, id, o)) != ts[id.get()].region_of(&point(&s, id, n)))
+                        .filter(|&id| point(&s, id, o) .map(|p| ts[id.get()].region_of(&p)) != point(&s, id, n).map(|p| ts[id.get()].region_of(&p)))
                         .count() as u64;
                     k * (1 + (others - m) + 2 * m)
                 }

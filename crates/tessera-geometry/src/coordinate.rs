@@ -6,8 +6,8 @@
 //! so that keys spread evenly over the key subspace's regions.
 
 use tessera_types::{
-    AttrIndex, DocValue, Document, Object, SpaceKind, SpaceSchema, SubspaceId, Value,
-    DOCUMENT_INDEX, UNISPACE,
+    AttrIndex, DocValue, Document, Object, Overlay, SpaceKind, SpaceSchema, SubspaceId, Value,
+    DOCUMENT_INDEX, FORMULA_INDEX, UNISPACE,
 };
 use xxhash_rust::xxh3::xxh3_64;
 
@@ -98,14 +98,51 @@ fn coordinate_value(value: &DocValue) -> Option<Value> {
     }
 }
 
-/// The point of `object` in subspace `subspace`: one coordinate per dimension.
-pub fn point(schema: &SpaceSchema, subspace: SubspaceId, object: &Object) -> Vec<u64> {
-    if let (SpaceKind::Dynamic { dimensions }, true) = (schema.kind, subspace == UNISPACE) {
-        let Value::Document(d) = object.get(DOCUMENT_INDEX) else {
-            panic!("a dynamic space's object holds a document");
-        };
-        return unispace_point(dimensions, d);
+/// The point of a document in an overlay: each axis's property's coordinate, 0 where the
+/// document lacks the property or holds no string, int or float there.
+pub fn overlay_point(overlay: &Overlay, document: &Document) -> Vec<u64> {
+    overlay
+        .axes
+        .iter()
+        .map(|a| {
+            document
+                .get(&a.path)
+                .and_then(coordinate_value)
+                .map_or(0, |v| coordinate(&v))
+        })
+        .collect()
+}
+
+/// The point of `object` in subspace `subspace`: one coordinate per dimension, or `None` when
+/// the object is not placed there. Every object is placed in every subspace of a typed space;
+/// a dynamic space's document in the key subspace and in the subspaces of its formula (the
+/// unispace for the default formula, the overlays of a registered one), and nowhere when its
+/// formula is not one the schema knows.
+pub fn point(schema: &SpaceSchema, subspace: SubspaceId, object: &Object) -> Option<Vec<u64>> {
+    let SpaceKind::Dynamic { dimensions } = schema.kind else {
+        return Some(typed_point(schema, subspace, object));
+    };
+    if subspace == SubspaceId::KEY {
+        return Some(typed_point(schema, subspace, object));
     }
+    let (Value::Document(d), Value::String(formula)) =
+        (object.get(DOCUMENT_INDEX), object.get(FORMULA_INDEX))
+    else {
+        panic!("a dynamic space's object holds a document and a formula id");
+    };
+    if !schema.formula_subspaces(formula)?.contains(&subspace) {
+        return None;
+    }
+    match &schema.subspace(subspace).overlay {
+        None => {
+            debug_assert_eq!(subspace, UNISPACE);
+            Some(unispace_point(dimensions, d))
+        }
+        Some(overlay) => Some(overlay_point(overlay, d)),
+    }
+}
+
+fn typed_point(schema: &SpaceSchema, subspace: SubspaceId, object: &Object) -> Vec<u64> {
     schema
         .subspace(subspace)
         .dimensions

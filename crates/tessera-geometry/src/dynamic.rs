@@ -18,7 +18,9 @@
 //! property) contribute nothing: that is how structural queries contact only the regions
 //! that can hold their answers.
 
-use tessera_types::{CheckedPredicate, PredicateOp, PrimitiveType, PropertyKind, Shape, Value};
+use tessera_types::{
+    CheckedPredicate, Overlay, PredicateOp, PrimitiveType, PropertyKind, Shape, Value,
+};
 
 use crate::coordinate::{coordinate, property_axis};
 use crate::search::{constraint_on_axis, Constraint, SearchBox};
@@ -153,6 +155,27 @@ fn constraint_for_kind(kind: PropertyKind, op: &PredicateOp) -> Constraint {
     }
 }
 
+/// What a predicate says about an axis whose property's kind is not known: the operand's
+/// kind is assumed (a planning estimate, never used to place or to filter).
+pub(crate) fn axis_constraint(op: &PredicateOp) -> Constraint {
+    let operand = match op {
+        PredicateOp::Equals(v)
+        | PredicateOp::LessThan(v)
+        | PredicateOp::LessEqual(v)
+        | PredicateOp::GreaterThan(v)
+        | PredicateOp::GreaterEqual(v)
+        | PredicateOp::Range(v, _) => v,
+        _ => return Constraint::Open,
+    };
+    let kind = match operand {
+        Value::String(_) => PropertyKind::String,
+        Value::Int(_) => PropertyKind::Int,
+        Value::Float(_) => PropertyKind::Float,
+        _ => return Constraint::Open,
+    };
+    constraint_for_kind(kind, op)
+}
+
 /// The boxes of a search of a dynamic space whose documents take `shapes`: one per shape
 /// that can match, duplicates and boxes inside others dropped, and past [`BOXES_MAX`] their
 /// bounding box. Empty when no shape can match.
@@ -161,10 +184,68 @@ pub fn unispace_boxes(
     dimensions: u16,
     predicates: &[CheckedPredicate],
 ) -> Vec<SearchBox> {
-    let mut boxes: Vec<SearchBox> = shapes
-        .iter()
-        .filter_map(|s| shape_box(s, dimensions, predicates))
-        .collect();
+    merge_boxes(
+        shapes
+            .iter()
+            .filter_map(|s| shape_box(s, dimensions, predicates))
+            .collect(),
+    )
+}
+
+/// The box of documents of `shape` placed in `overlay` that may satisfy every predicate, or
+/// `None` when none can. An axis whose property the shape lacks, or holds no string, int or
+/// float in, is at 0; the others are open, narrowed by the predicates on their property.
+pub fn overlay_shape_box(
+    shape: &Shape,
+    overlay: &Overlay,
+    predicates: &[CheckedPredicate],
+) -> Option<SearchBox> {
+    if !predicates.iter().all(|p| shape_can_match(shape, p)) {
+        return None;
+    }
+    let mut ranges = Vec::with_capacity(overlay.axes.len());
+    for axis in &overlay.axes {
+        let kind = shape.kind_of(&axis.path).filter(|k| {
+            matches!(
+                k,
+                PropertyKind::String | PropertyKind::Int | PropertyKind::Float
+            )
+        });
+        let Some(kind) = kind else {
+            ranges.push((0, 0));
+            continue;
+        };
+        let mut range = (0, u64::MAX);
+        for p in predicates
+            .iter()
+            .filter(|p| p.path.as_deref() == Some(&axis.path))
+        {
+            if !constraint_for_kind(kind, &p.op).narrow(&mut range) {
+                return None;
+            }
+        }
+        ranges.push(range);
+    }
+    Some(SearchBox { ranges })
+}
+
+/// The boxes of a search through `overlay` of documents that take `shapes`, merged as
+/// [`unispace_boxes`] merges.
+pub fn overlay_boxes(
+    shapes: &[Shape],
+    overlay: &Overlay,
+    predicates: &[CheckedPredicate],
+) -> Vec<SearchBox> {
+    merge_boxes(
+        shapes
+            .iter()
+            .filter_map(|s| overlay_shape_box(s, overlay, predicates))
+            .collect(),
+    )
+}
+
+/// Boxes without duplicates or boxes inside others; past [`BOXES_MAX`], their bounding box.
+fn merge_boxes(mut boxes: Vec<SearchBox>) -> Vec<SearchBox> {
     boxes.sort_by(|a, b| a.ranges.cmp(&b.ranges));
     boxes.dedup();
     let inside = |a: &SearchBox, b: &SearchBox| {
@@ -284,7 +365,7 @@ mod tests {
             let mut regions: Vec<_> = boxes.iter().flat_map(|b| b.regions(&t)).collect();
             regions.sort();
             for doc in &docs {
-                let object = Object { values: vec![Value::from("k"), Value::Document(doc.clone())] };
+                let object = Object { values: vec![Value::from("k"), Value::Document(doc.clone()), Value::from("")] };
                 if !checked.iter().all(|p| p.matches(&object)) {
                     continue;
                 }
@@ -309,12 +390,116 @@ mod tests {
                 .filter_map(|p| CheckedPredicate::check(&schema, p).ok())
                 .collect();
             for doc in &docs {
-                let object = Object { values: vec![Value::from("k"), Value::Document(doc.clone())] };
+                let object = Object { values: vec![Value::from("k"), Value::Document(doc.clone()), Value::from("")] };
                 let matches = structural.iter().all(|p| p.matches(&object));
                 let planned = shape_box(&doc.shape(), 3, &structural).is_some();
                 prop_assert_eq!(matches, planned, "{}", doc);
             }
         }
+    }
+
+    fn overlay_strategy() -> impl Strategy<Value = Overlay> {
+        let paths = vec!["a", "b", "c", "n.a", "n.b", "n"];
+        prop::sample::subsequence(paths, 1..4)
+            .prop_flat_map(|ps| {
+                let n = ps.len();
+                (Just(ps), prop::collection::vec(1u32..5, n))
+            })
+            .prop_map(|(ps, ws)| Overlay {
+                axes: ps
+                    .into_iter()
+                    .zip(ws)
+                    .map(|(p, weight)| tessera_types::OverlayAxis {
+                        path: p.to_owned(),
+                        weight,
+                    })
+                    .collect(),
+            })
+    }
+
+    proptest! {
+        /// With compression formulas: every matching document lies, in the one part of the
+        /// plan that keeps it (its formula's), in a box and a region that part reads; no other
+        /// part keeps it. For any formulas (overlays, weights, shared overlays), documents of
+        /// any formula, and predicates.
+        #[test]
+        fn every_match_lies_in_its_formulas_part(
+            formulas in prop::collection::vec(prop::collection::vec(0usize..4, 1..3), 0..4),
+            overlays in prop::collection::vec(overlay_strategy(), 4),
+            docs in prop::collection::vec((document(), 0usize..5), 1..12),
+            predicates in prop::collection::vec(predicate(), 0..4),
+            partitions in 1u32..40,
+        ) {
+            use tessera_types::{Formula, Subspace, SubspaceId};
+            let mut schema = parse_space(&format!(
+                "space p dynamic key id dimensions 3 create {partitions} partitions"
+            )).unwrap();
+            let first = schema.subspaces.len();
+            for o in &overlays {
+                schema.subspaces.push(Subspace::overlay(o.clone()));
+            }
+            for (i, f) in formulas.iter().enumerate() {
+                let mut subspaces: Vec<SubspaceId> =
+                    f.iter().map(|&o| SubspaceId((first + o) as u16)).collect();
+                subspaces.dedup();
+                schema.formulas.push(Formula { id: format!("f{i}"), overlays: subspaces });
+            }
+            let ts = crate::tessellations(&schema);
+            let checked: Vec<CheckedPredicate> = predicates
+                .iter()
+                .filter_map(|p| CheckedPredicate::check(&schema, p).ok())
+                .collect();
+            // Formula 0 is the default; the others exist only if registered.
+            let formula_of = |f: usize| match f {
+                0 => String::new(),
+                f if f <= formulas.len() => format!("f{}", f - 1),
+                _ => String::new(),
+            };
+            let mut shapes: Vec<Shape> =
+                docs.iter().map(|(d, f)| d.shape_in(&formula_of(*f))).collect();
+            shapes.sort();
+            shapes.dedup();
+            let plan = crate::plan_search(&schema, &ts, &shapes, &checked);
+            for (doc, f) in &docs {
+                let formula = formula_of(*f);
+                let object = Object { values: vec![
+                    Value::from("k"), Value::Document(doc.clone()), Value::String(formula.clone()),
+                ] };
+                if !checked.iter().all(|p| p.matches(&object)) {
+                    continue;
+                }
+                let keeping: Vec<_> = plan
+                    .iter()
+                    .filter(|part| crate::point(&schema, part.subspace, &object).is_some())
+                    .filter(|part| crate::part_keeps(&schema, part, &object))
+                    .collect();
+                prop_assert_eq!(keeping.len(), 1, "{} of formula {:?} in {:?}", doc, formula, plan);
+                let part = keeping[0];
+                let point = crate::point(&schema, part.subspace, &object).unwrap();
+                prop_assert!(part.boxes.iter().any(|b| b.contains(&point)),
+                    "{doc} at {point:?} outside {:?}", part.boxes);
+                let t = &ts[part.subspace.get()];
+                prop_assert!(part.regions(t).contains(&t.region_of(&point)));
+            }
+        }
+    }
+
+    #[test]
+    fn overlays_place_by_their_properties_only() {
+        let doc = Document::new(
+            [
+                ("title".to_owned(), DocValue::String("Dynamo".into())),
+                ("year".to_owned(), DocValue::Int(2007)),
+                ("open".to_owned(), DocValue::Bool(true)),
+            ]
+            .into_iter()
+            .collect(),
+        );
+        let o = tessera_types::FormulaSpec::parse(None, &["year*2,open,editor"]).unwrap();
+        assert_eq!(
+            crate::overlay_point(&o.overlays[0], &doc),
+            vec![coordinate(&2007.into()), 0, 0]
+        );
     }
 
     #[test]

@@ -5,9 +5,9 @@
 //! * [`Tessellation`]: a subspace of `d` dimensions cut into about `R` regions, each dimension
 //!   into ⌈R^(1/d)⌉ or ⌊R^(1/d)⌋ intervals.
 //! * [`SearchBox`]: the axis-aligned box of coordinates a set of predicates selects in one
-//!   subspace, and the regions it crosses; [`choose_subspace`] picks the cheapest subspace.
-//! * [`dynamic`]: unispace hashing, a dynamic space's documents as points and its searches as
-//!   one box per shape of document that can match.
+//!   subspace, and the regions it crosses; [`plan_search`] picks the subspaces a search reads.
+//! * [`dynamic`]: unispace hashing and compression formulas' overlays: a dynamic space's
+//!   documents as points and its searches as one box per shape of document that can match.
 //! * [`chain`]: the value-dependent chain of an update.
 //! * [`zorder`]: Z-order interleaving of a point, and the BIGMIN step that lets storage skip
 //!   from a Z-value outside a box to the next one inside it.
@@ -22,11 +22,11 @@ pub mod zorder;
 
 pub use chain::{chain_for_update, ChainHop, ReplicaMap};
 pub use coordinate::{
-    coordinate, key_coordinate, key_region, point, property_axis, unispace_point,
+    coordinate, key_coordinate, key_region, overlay_point, point, property_axis, unispace_point,
 };
-pub use dynamic::unispace_boxes;
-pub use plan::{boxes_in, choose_subspace};
+pub use dynamic::{overlay_boxes, unispace_boxes};
+pub use plan::{part_in, part_keeps, plan_search};
 pub use search::{choose_typed_subspace, SearchBox, SearchPlan};
 
-pub use tessellation::{tessellations, RegionIndex, Tessellation};
+pub use tessellation::{tessellation_of, tessellations, RegionIndex, Tessellation};
 pub use zorder::{deinterleave, deinterleave_into, interleave, next_in_box};

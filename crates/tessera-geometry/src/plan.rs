@@ -1,48 +1,154 @@
-//! A search's plan in either kind of space: the subspace and the boxes it reads.
+//! A search's plan in either kind of space: the subspaces and the boxes it reads.
 
 use tessera_types::{CheckedPredicate, Shape, SpaceKind, SpaceSchema, SubspaceId, UNISPACE};
 
-use crate::dynamic::unispace_boxes;
+use crate::dynamic::{overlay_boxes, unispace_boxes};
 use crate::search::{choose_typed_subspace, SearchBox, SearchPlan};
 use crate::tessellation::Tessellation;
 
-/// How a search runs: in a typed space, on the subspace whose box crosses the fewest regions
-/// ([`choose_typed_subspace`]); in a dynamic space, on its unispace, one box per shape of
-/// document that can match (`shapes`, the space's registered shapes; ignored for a typed
-/// space; see [`crate::dynamic`]).
-pub fn choose_subspace(
+/// How a search runs: one [`SearchPlan`] per subspace it reads, in subspace order.
+///
+/// In a typed space, one: the subspace whose box crosses the fewest regions
+/// ([`choose_typed_subspace`]). In a dynamic space, a document lies in its formula's subspaces
+/// only, so the search reads, for every formula the space knows (the default one's unispace
+/// included), one of its subspaces: the overlay the predicates narrow to the fewest regions
+/// (ties to the first listed). The formulas that chose one subspace share its part, whose
+/// boxes are one per shape of their documents that can match there (`shapes`, the space's
+/// registered shapes, each with the formula of its documents; see [`crate::dynamic`]): a
+/// formula no document uses costs nothing. The part keeps only the documents of its
+/// formulas, so a document that several parts' subspaces hold is found once.
+pub fn plan_search(
     schema: &SpaceSchema,
     tessellations: &[Tessellation],
     shapes: &[Shape],
     predicates: &[CheckedPredicate],
-) -> SearchPlan {
-    let SpaceKind::Dynamic { dimensions } = schema.kind else {
-        return choose_typed_subspace(schema, tessellations, predicates);
+) -> Vec<SearchPlan> {
+    let SpaceKind::Dynamic { .. } = schema.kind else {
+        return vec![choose_typed_subspace(schema, tessellations, predicates)];
     };
-    let mut plan = SearchPlan {
-        subspace: UNISPACE,
-        boxes: unispace_boxes(shapes, dimensions, predicates),
-        regions_count: 0,
-    };
-    plan.regions_count = plan.regions(&tessellations[UNISPACE.get()]).len() as u64;
-    plan
+    let mut parts: Vec<SearchPlan> = Vec::new();
+    for (formula, subspaces) in schema.all_formulas() {
+        let chosen = *subspaces
+            .iter()
+            .min_by_key(|&&s| {
+                let narrowed = predicate_box(schema, s, predicates);
+                narrowed.map_or(0, |b| b.regions_count(&tessellations[s.get()]))
+            })
+            .expect("a formula has a subspace");
+        match parts.iter_mut().find(|p| p.subspace == chosen) {
+            Some(part) => part.formulas.push(formula.to_owned()),
+            None => parts.push(SearchPlan {
+                subspace: chosen,
+                boxes: vec![],
+                regions_count: 0,
+                formulas: vec![formula.to_owned()],
+            }),
+        }
+    }
+    // A part reads the shapes its formulas' documents have taken, and no other.
+    for part in &mut parts {
+        let theirs: Vec<Shape> = shapes
+            .iter()
+            .filter(|s| part.formulas.contains(&s.formula))
+            .cloned()
+            .collect();
+        part.boxes = subspace_boxes(schema, &theirs, part.subspace, predicates);
+        part.regions_count = part.regions(&tessellations[part.subspace.get()]).len() as u64;
+    }
+    parts.sort_by_key(|p| p.subspace);
+    parts
 }
 
-/// The boxes a search reads in `subspace`: [`SearchBox::for_predicates`]' one box in a
-/// typed space, the unispace's boxes in a dynamic one.
-pub fn boxes_in(
+/// The box the predicates alone select in a dynamic space's subspace, every axis open but for
+/// them: what a formula's choice among its overlays goes by (it depends on no shape, so every
+/// configuration that has the formula makes the same choice).
+fn predicate_box(
+    schema: &SpaceSchema,
+    subspace: SubspaceId,
+    predicates: &[CheckedPredicate],
+) -> Option<SearchBox> {
+    let overlay = schema.subspace(subspace).overlay.as_ref()?;
+    let mut b = SearchBox::full(overlay.axes.len());
+    for (range, axis) in b.ranges.iter_mut().zip(&overlay.axes) {
+        for p in predicates
+            .iter()
+            .filter(|p| p.path.as_deref() == Some(&axis.path))
+        {
+            if !crate::dynamic::axis_constraint(&p.op).narrow(range) {
+                return None;
+            }
+        }
+    }
+    Some(b)
+}
+
+/// The boxes a dynamic space's search reads in `subspace` for documents of `shapes`.
+fn subspace_boxes(
     schema: &SpaceSchema,
     shapes: &[Shape],
     subspace: SubspaceId,
     predicates: &[CheckedPredicate],
 ) -> Vec<SearchBox> {
+    let SpaceKind::Dynamic { dimensions } = schema.kind else {
+        unreachable!("only a dynamic space has shapes")
+    };
+    match &schema.subspace(subspace).overlay {
+        Some(overlay) => overlay_boxes(shapes, overlay, predicates),
+        None if subspace == UNISPACE => unispace_boxes(shapes, dimensions, predicates),
+        None => vec![SearchBox::full(1)],
+    }
+}
+
+/// Whether the part of a plan that reads `plan.subspace` keeps `object`: every object in a
+/// typed space; in a dynamic space, the documents of the part's formulas (another part reads
+/// the others).
+pub fn part_keeps(schema: &SpaceSchema, plan: &SearchPlan, object: &tessera_types::Object) -> bool {
+    if !schema.is_dynamic() || plan.subspace == SubspaceId::KEY {
+        return true;
+    }
+    match object.get(tessera_types::FORMULA_INDEX) {
+        tessera_types::Value::String(f) => plan.formulas.iter().any(|k| k == f),
+        _ => false,
+    }
+}
+
+/// What a search reads in `subspace`: [`SearchBox::for_predicates`]' one box in a typed space
+/// (none when the predicates contradict each other); in a dynamic space, the boxes and formulas
+/// of the part of [`plan_search`] that reads `subspace` (nothing when no part does).
+pub fn part_in(
+    schema: &SpaceSchema,
+    tessellations: &[Tessellation],
+    shapes: &[Shape],
+    subspace: SubspaceId,
+    predicates: &[CheckedPredicate],
+) -> SearchPlan {
+    let empty = SearchPlan {
+        subspace,
+        boxes: vec![],
+        regions_count: 0,
+        formulas: vec![],
+    };
     match schema.kind {
-        SpaceKind::Dynamic { dimensions } if subspace == UNISPACE => {
-            unispace_boxes(shapes, dimensions, predicates)
+        SpaceKind::Typed => {
+            let boxes: Vec<SearchBox> = SearchBox::for_predicates(schema, subspace, predicates)
+                .into_iter()
+                .collect();
+            let regions_count = boxes
+                .first()
+                .map_or(0, |b| b.regions_count(&tessellations[subspace.get()]));
+            SearchPlan {
+                boxes,
+                regions_count,
+                ..empty
+            }
         }
-        SpaceKind::Dynamic { .. } => vec![SearchBox::full(1)],
-        SpaceKind::Typed => SearchBox::for_predicates(schema, subspace, predicates)
+        SpaceKind::Dynamic { .. } if subspace == SubspaceId::KEY => SearchPlan {
+            boxes: vec![SearchBox::full(1)],
+            ..empty
+        },
+        SpaceKind::Dynamic { .. } => plan_search(schema, tessellations, shapes, predicates)
             .into_iter()
-            .collect(),
+            .find(|p| p.subspace == subspace)
+            .unwrap_or(empty),
     }
 }

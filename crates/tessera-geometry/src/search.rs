@@ -229,6 +229,9 @@ pub struct SearchPlan {
     /// match in a dynamic space (`crate::dynamic`).
     pub boxes: Vec<SearchBox>,
     pub regions_count: u64,
+    /// In a dynamic space, the formulas whose documents this part reads (`crate::plan`);
+    /// empty in a typed space.
+    pub formulas: Vec<String>,
 }
 
 impl SearchPlan {
@@ -281,6 +284,7 @@ pub fn choose_typed_subspace(
                 subspace: id,
                 boxes: search_box.into_iter().collect(),
                 regions_count,
+                formulas: vec![],
             }
         })
         .min_by_key(|plan| {
@@ -566,7 +570,7 @@ mod tests {
             for o in &objects {
                 let matched = predicates.iter().all(|p| p.matches(o));
                 for (id, t) in s.subspace_ids().zip(&ts) {
-                    let p = point(&s, id, o);
+                    let p = point(&s, id, o).expect("a typed space places every object");
                     let holding: Vec<RegionIndex> = (0..t.regions_count()).map(RegionIndex)
                         .filter(|&r| t.region_bounds(r).iter().zip(&p).all(|((lo, hi), c)| lo <= c && c <= hi))
                         .collect();

@@ -7,7 +7,7 @@
 //! significant, so region numbers follow the first dimension's order.
 
 use serde::{Deserialize, Serialize};
-use tessera_types::SpaceSchema;
+use tessera_types::{SpaceSchema, Subspace};
 
 /// A region's number within its subspace: `0..Tessellation::regions_count()`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -46,6 +46,37 @@ impl Tessellation {
             .map(|i| if i < k { base as u32 + 1 } else { base as u32 })
             .collect();
         let t = Tessellation { intervals };
+        assert!(t.regions_count() >= 1);
+        t
+    }
+
+    /// A subspace whose dimensions get intervals in the ratio of `weights` (a compression
+    /// formula's overlay, seed 004 §4): dimension `i` gets `max(1, ⌊w_i·k / w_max⌋)` intervals
+    /// for the largest `k` whose product stays within `partitions`. Equal weights cut as
+    /// [`Tessellation::new`] does.
+    pub fn weighted(weights: &[u32], partitions: u32) -> Tessellation {
+        assert!(!weights.is_empty(), "a subspace has at least one dimension");
+        assert!(weights.iter().all(|&w| w >= 1), "weights are positive");
+        let w_max = u64::from(*weights.iter().max().expect("not empty"));
+        if weights.iter().all(|&w| u64::from(w) == w_max) {
+            return Tessellation::new(weights.len(), partitions);
+        }
+        let intervals_at = |k: u64| -> Vec<u32> {
+            weights
+                .iter()
+                .map(|&w| (u64::from(w) * k / w_max).clamp(1, u64::from(u32::MAX)) as u32)
+                .collect()
+        };
+        let product =
+            |v: &[u32]| -> u64 { v.iter().fold(1u64, |p, &n| p.saturating_mul(u64::from(n))) };
+        // The product grows with k: the last k within the partitions wins.
+        let mut k = 1u64;
+        while k < u64::from(partitions) && product(&intervals_at(k + 1)) <= u64::from(partitions) {
+            k += 1;
+        }
+        let t = Tessellation {
+            intervals: intervals_at(k),
+        };
         assert!(t.regions_count() >= 1);
         t
     }
@@ -123,12 +154,21 @@ impl Tessellation {
     }
 }
 
+/// The tessellation of `subspace` of a space of `partitions`: equal cuts, or an overlay's
+/// weighted ones.
+pub fn tessellation_of(subspace: &Subspace, partitions: u32) -> Tessellation {
+    match &subspace.overlay {
+        Some(overlay) => Tessellation::weighted(&overlay.weights(), partitions),
+        None => Tessellation::new(subspace.dimensions.len(), partitions),
+    }
+}
+
 /// The tessellation of every subspace of `schema`, in subspace order (the key subspace first).
 pub fn tessellations(schema: &SpaceSchema) -> Vec<Tessellation> {
     schema
         .subspaces
         .iter()
-        .map(|s| Tessellation::new(s.dimensions.len(), schema.partitions))
+        .map(|s| tessellation_of(s, schema.partitions))
         .collect()
 }
 
@@ -136,6 +176,40 @@ pub fn tessellations(schema: &SpaceSchema) -> Vec<Tessellation> {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn weighted_cuts_follow_the_weights() {
+        // first:4, last:2 over 64 partitions: 11 × 5, the most regions in ratio within 64.
+        assert_eq!(Tessellation::weighted(&[4, 2], 64).intervals, vec![11, 5]);
+        assert_eq!(Tessellation::weighted(&[1, 1], 64).intervals, vec![8, 8]);
+        assert_eq!(Tessellation::weighted(&[3], 64).intervals, vec![64]);
+        assert_eq!(Tessellation::weighted(&[64, 1], 4).intervals, vec![4, 1]);
+    }
+
+    proptest! {
+        #[test]
+        fn weighted_stays_within_the_partitions(weights in prop::collection::vec(1u32..65, 1..6),
+                                                r in 1u32..5000) {
+            let t = Tessellation::weighted(&weights, r);
+            prop_assert!(t.regions_count() >= 1);
+            if weights.iter().all(|&w| w == weights[0]) {
+                // Equal weights cut as a plain subspace does: the product closest to the
+                // partitions, which may overshoot them by one interval's step.
+                prop_assert_eq!(&t, &Tessellation::new(weights.len(), r));
+            } else {
+                // Unequal weights never overshoot (the largest k whose product fits).
+                prop_assert!(u64::from(t.regions_count()) <= u64::from(r));
+            }
+            // A heavier axis never gets fewer intervals than a lighter one.
+            for i in 0..weights.len() {
+                for j in 0..weights.len() {
+                    if weights[i] > weights[j] {
+                        prop_assert!(t.intervals(i) >= t.intervals(j));
+                    }
+                }
+            }
+        }
+    }
 
     #[test]
     fn seed_examples() {
