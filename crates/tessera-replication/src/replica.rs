@@ -49,7 +49,7 @@ use tessera_geometry::{
 use tessera_protocol::{BackfillRef, Configuration, ErrorReply, SpaceConfig, Status, TransferRef};
 use tessera_types::{
     Epoch, Object, ServerId, Shape, StoredObject, SubspaceId, SubspaceState, Value, Version,
-    DOCUMENT_INDEX,
+    DOCUMENT_INDEX, FORMULA_INDEX,
 };
 
 use crate::check::{check_contents, check_shape};
@@ -272,10 +272,13 @@ impl SpaceRuntime {
         if !self.config.schema.is_dynamic() {
             return None;
         }
-        let Value::Document(d) = object?.get(DOCUMENT_INDEX) else {
+        let object = object?;
+        let (Value::Document(d), Value::String(formula)) =
+            (object.get(DOCUMENT_INDEX), object.get(FORMULA_INDEX))
+        else {
             return None;
         };
-        let shape = d.shape();
+        let shape = d.shape_in(formula);
         (!self.shapes.contains(&shape)).then_some(shape)
     }
 
@@ -293,8 +296,11 @@ impl SpaceRuntime {
         )
     }
 
-    fn region_of(&self, subspace: SubspaceId, object: &Object) -> RegionIndex {
-        self.tessellations[subspace.get()].region_of(&point(&self.config.schema, subspace, object))
+    /// The region of `subspace` that holds `object`; `None` when it is not placed there (a
+    /// dynamic space's document outside its formula's subspaces).
+    fn region_of(&self, subspace: SubspaceId, object: &Object) -> Option<RegionIndex> {
+        let t = &self.tessellations[subspace.get()];
+        point(&self.config.schema, subspace, object).map(|p| t.region_of(&p))
     }
 
     fn key_location(&self, key: &Value) -> Location {
@@ -325,17 +331,17 @@ impl SpaceRuntime {
         match (&u.old, &u.new) {
             (_, None) => true,
             (None, Some(_)) => false,
-            (Some(o), Some(n)) => self
-                .config
-                .schema
-                .written_subspaces()
-                .skip(1)
-                .any(|s| self.region_of(s, o) != self.region_of(s, n)),
+            (Some(o), Some(n)) => self.config.schema.written_subspaces().skip(1).any(|s| {
+                // Leaving a subspace (a document changing formula) is moving out too;
+                // entering one is not.
+                let from = self.region_of(s, o);
+                from.is_some() && from != self.region_of(s, n)
+            }),
         }
     }
 
     fn in_location(&self, (subspace, region): Location, object: Option<&Object>) -> bool {
-        object.is_some_and(|o| self.region_of(subspace, o) == region)
+        object.is_some_and(|o| self.region_of(subspace, o) == Some(region))
     }
 
     /// The storage write that commits `u` at `location`.

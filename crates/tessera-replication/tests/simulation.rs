@@ -69,7 +69,7 @@ use tessera_replication::{
 use tessera_types::{
     parse_space, CheckedFuncall, CheckedPredicate, DocValue, Document, Epoch, Funcall, FuncallOp,
     NumOp, Object, Predicate, PredicateOp, ServerId, Shape, SpaceSchema, StoredObject, SubspaceId,
-    Value, Version,
+    Value, Version, FORMULA_ATTRIBUTE,
 };
 
 /// Clients, each with at most one operation in flight.
@@ -82,6 +82,17 @@ const SPACE: &str =
 /// The space of the dynamic runs: 3 axes onto which `a`, `b` and `c` hash.
 const DYNAMIC_SPACE: &str =
     "space t dynamic key k dimensions 3 create 8 partitions tolerate 1 failure";
+/// The formula of the dynamic runs' documents with an even `a` (the others use the default).
+const FORMULA: &str = "fa";
+
+fn formula_of(a: i64) -> &'static str {
+    if a % 2 == 0 {
+        FORMULA
+    } else {
+        ""
+    }
+}
+
 /// The subspace a run may add (`tessera alter-space t add-subspace c,a`); its id is 3.
 const ADDED: [&str; 2] = ["c", "a"];
 
@@ -136,7 +147,7 @@ fn fields(o: &Object) -> (i64, i64, String) {
     match &o.values[..] {
         [_, Value::Int(a), Value::Int(b), Value::String(c)] => (*a, *b, c.clone()),
         // A dynamic space's document: `b` absent is 0, `c` absent is "".
-        [_, Value::Document(d)] => {
+        [_, Value::Document(d), Value::String(_formula)] => {
             let int = |p: &str| match d.get(p) {
                 Some(DocValue::Int(i)) => Some(*i),
                 None => Some(0),
@@ -224,13 +235,19 @@ fn key_write(schema: &SpaceSchema, key: &Value, op: &Op) -> KeyWrite {
             Op::Upsert { a, b, c } => put(
                 WriteMode::Upsert,
                 vec![],
-                vec![f(patch(Some(*a), Some(*b), Some(c)))],
+                vec![
+                    f(patch(Some(*a), Some(*b), Some(c))),
+                    f(Funcall::set(FORMULA_ATTRIBUTE, formula_of(*a))),
+                ],
             ),
             // b absent is 0 and c absent is "": a new document of `a` alone.
             Op::Create { a } => put(
                 WriteMode::CreateOnly,
                 vec![],
-                vec![f(patch(Some(*a), None, None))],
+                vec![
+                    f(patch(Some(*a), None, None)),
+                    f(Funcall::set(FORMULA_ATTRIBUTE, formula_of(*a))),
+                ],
             ),
             Op::SetBIfA { if_a, b } => put(
                 WriteMode::UpdateOnly,
@@ -317,10 +334,11 @@ struct Geometry {
 }
 
 impl Geometry {
-    fn entry(&self, subspace: SubspaceId, o: &Object) -> (u16, u32, Vec<u64>, Value) {
-        let p = point(&self.schema, subspace, o);
+    /// `None` where the object is not placed (a document outside its formula's subspaces).
+    fn entry(&self, subspace: SubspaceId, o: &Object) -> Option<(u16, u32, Vec<u64>, Value)> {
+        let p = point(&self.schema, subspace, o)?;
         let r = self.tessellations[subspace.get()].region_of(&p);
-        (subspace.0, r.0, p, o.key().clone())
+        Some((subspace.0, r.0, p, o.key().clone()))
     }
 
     fn key_region(&self, key: &Value) -> RegionIndex {
@@ -367,9 +385,9 @@ impl CommittedReader for Reader<'_> {
         object: &Object,
     ) -> Result<Option<Version>, ErrorReply> {
         Ok(self
-            .store
-            .entries
-            .get(&self.geometry.entry(subspace, object))
+            .geometry
+            .entry(subspace, object)
+            .and_then(|e| self.store.entries.get(&e))
             .map(|o| o.version))
     }
 
@@ -442,12 +460,14 @@ fn apply(store: &mut ModelStore, geometry: &Geometry, w: &StoreWrite) {
     if let Some(old) = remove {
         // Removing what is not there is allowed (an update committed again after a failure),
         // but never removes another version's entry: the key is at that point or absent.
-        store.entries.remove(&geometry.entry(*subspace, old));
+        if let Some(e) = geometry.entry(*subspace, old) {
+            store.entries.remove(&e);
+        }
     }
     if let Some(new) = insert {
-        store
-            .entries
-            .insert(geometry.entry(*subspace, &new.object), new.clone());
+        let e = geometry.entry(*subspace, &new.object);
+        let e = e.expect("a hop stores an object only where it is placed");
+        store.entries.insert(e, new.clone());
     }
 }
 
@@ -463,6 +483,22 @@ fn first_configuration(
     let ids: Vec<ServerId> = (1..=servers as u64).map(ServerId).collect();
     let holders = servers - spare;
     let mut space = SpaceConfig::owned_by(1, schema.clone(), &ids[..k]);
+    if schema.is_dynamic() {
+        // A formula whose documents (those with an even `a`, see `formula_of`) are placed in
+        // an overlay of a and c instead of the unispace: documents change formula as they are
+        // written, leaving one subspace for another.
+        let spec = tessera_types::FormulaSpec::parse(Some(FORMULA), &["a*2,c"]).expect("valid");
+        for change in [
+            tessera_protocol::SpaceChange::AddFormula(spec),
+            tessera_protocol::SpaceChange::FormulaReady(FORMULA.to_owned()),
+        ] {
+            space
+                .alter(1, &change, |t| {
+                    vec![ids[..k].to_vec(); t.regions_count() as usize]
+                })
+                .expect("the formula applies");
+        }
+    }
     // Rotate replica sets so every server leads some regions and the chains cross servers.
     for (s, regions) in space.replicas.iter_mut().enumerate() {
         for (r, set) in regions.iter_mut().enumerate() {
@@ -689,7 +725,7 @@ impl Sim {
         let alters = !dynamic && rng.random_bool(0.5);
         let schema = parse_space(if dynamic { DYNAMIC_SPACE } else { SPACE }).expect("valid space");
         let config = Arc::new(first_configuration(servers, spare, k, &schema));
-        let mut full = schema;
+        let mut full = config.spaces[0].schema.clone();
         if !dynamic {
             let added: Vec<String> = ADDED.iter().map(|a| a.to_string()).collect();
             let dimensions = full.subspace_dimensions(&added).expect("valid subspace");
@@ -877,7 +913,10 @@ impl Sim {
             {
                 // At no moment is a key twice in one region of a server: a write that moves
                 // it within the region removes the old entry in the same batch.
-                let (_, region, _, key) = self.geometry.entry(*subspace, &n.object);
+                let (_, region, _, key) = self
+                    .geometry
+                    .entry(*subspace, &n.object)
+                    .expect("a hop stores an object only where it is placed");
                 let copies: Vec<_> = node
                     .store
                     .entries
@@ -1055,8 +1094,20 @@ impl Sim {
             .searchable_subspaces()
             .collect();
         let subspace = searchable[self.rng.random_range(0..searchable.len())];
+        // A dynamic space's documents are in their formula's subspace only (the unispace or
+        // the overlay): the search reads both, as a plan does, and a copy left behind by a
+        // document that changed formula would show as a stale version.
+        let subspaces: Vec<SubspaceId> = if self.geometry.schema.is_dynamic() {
+            searchable[1..].to_vec()
+        } else {
+            vec![subspace]
+        };
         let target = Value::Int(self.rng.random_range(-3..4) * 1_000_000_000_000_000_000);
-        let attr = if subspace.0 == 2 { "b" } else { "a" };
+        let attr = if subspace.0 == 2 && !self.geometry.schema.is_dynamic() {
+            "b"
+        } else {
+            "a"
+        };
         let predicate = CheckedPredicate::check(
             &self.geometry.schema,
             &Predicate::new(attr, PredicateOp::GreaterEqual(target)),
@@ -1064,7 +1115,9 @@ impl Sim {
         .expect("valid");
         let config = self.config().clone();
         let mut merged: BTreeMap<Value, StoredObject> = BTreeMap::new();
-        for r in 0..self.geometry.tessellations[subspace.get()].regions_count() {
+        for (subspace, r) in subspaces.iter().flat_map(|&s| {
+            (0..self.geometry.tessellations[s.get()].regions_count()).map(move |r| (s, r))
+        }) {
             let set: Vec<ServerId> = config.spaces[0]
                 .complete_replicas(subspace, RegionIndex(r))
                 .iter()
@@ -1953,8 +2006,8 @@ fn check_converged(sim: &Sim, key: &Value, final_object: Option<StoredObject>) {
         let expected: BTreeSet<ServerId> = final_object
             .as_ref()
             .filter(|_| written)
-            .map(|f| {
-                let (_, r, _, _) = sim.geometry.entry(subspace, &f.object);
+            .and_then(|f| sim.geometry.entry(subspace, &f.object))
+            .map(|(_, r, _, _)| {
                 config.spaces[0]
                     .replicas_of(subspace, RegionIndex(r))
                     .iter()

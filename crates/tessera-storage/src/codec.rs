@@ -27,14 +27,15 @@ pub fn key_bytes(key: &Value) -> Vec<u8> {
     }
 }
 
-/// The storage key of `object` in `subspace`, whose tessellation is `tessellation`.
+/// The storage key of `object` in `subspace`, whose tessellation is `tessellation`; `None`
+/// when the object is not placed there (a dynamic space's document outside its formula).
 pub(crate) fn entry_key(
     schema: &SpaceSchema,
     subspace: SubspaceId,
     tessellation: &Tessellation,
     object: &Object,
-) -> Vec<u8> {
-    let p = point(schema, subspace, object);
+) -> Option<Vec<u8>> {
+    let p = point(schema, subspace, object)?;
     let region = tessellation.region_of(&p);
     let key = key_bytes(object.key());
     let mut out = Vec::with_capacity(REGION_BYTES + 8 * p.len() + key.len());
@@ -43,7 +44,7 @@ pub(crate) fn entry_key(
         out.extend_from_slice(&zorder::interleave(&p));
     }
     out.extend_from_slice(&key);
-    out
+    Some(out)
 }
 
 pub(crate) fn region_prefix(region: RegionIndex) -> [u8; REGION_BYTES] {

@@ -89,7 +89,7 @@ pub const CACHE_BYTES_DEFAULT: u64 = 64 * 1024 * 1024;
 const CATALOG: &str = "catalog";
 /// Format byte leading every catalog value. 2: subspaces carry their state (serving, being
 /// built, dropped). A data directory of format 1 is refused, not misread.
-const CATALOG_FORMAT: u8 = 4;
+const CATALOG_FORMAT: u8 = 5;
 
 const _: () = assert!(MEMTABLE_BYTES_MAX < JOURNAL_BYTES_MAX);
 // `s{space}_{n}` must fit fjall's 255-byte keyspace names.
@@ -496,13 +496,10 @@ impl Store {
                 "object {object:?} does not fit the schema"
             )));
         }
-        let Some(bytes) = keyspace.get(codec::entry_key(
-            &space.schema,
-            subspace,
-            tessellation,
-            object,
-        ))?
-        else {
+        let Some(entry) = codec::entry_key(&space.schema, subspace, tessellation, object) else {
+            return Ok(None);
+        };
+        let Some(bytes) = keyspace.get(entry)? else {
             return Ok(None);
         };
         let stored = codec::decode_value(&bytes)?;
@@ -591,7 +588,9 @@ impl Store {
             // not fit the schema, or whose entry is not at this key (so not in this region),
             // must not travel.
             if !stored.object.conforms_to(&space.schema)
-                || codec::entry_key(&space.schema, subspace, tessellation, &stored.object) != *key
+                || codec::entry_key(&space.schema, subspace, tessellation, &stored.object)
+                    .as_deref()
+                    != Some(&*key)
             {
                 return Err(StorageError::Corrupt(format!(
                     "entry {key:?} of subspace {n} holds {:?}",
@@ -673,8 +672,11 @@ impl Store {
                 }
                 let entry_of =
                     |o: &Object| codec::entry_key(&space.schema, subspace, tessellation, o);
-                let new_key = new.map(|n| entry_of(&n.object));
-                if let Some(old_key) = old.map(entry_of).filter(|k| Some(k) != new_key.as_ref()) {
+                let new_key = new.and_then(|n| entry_of(&n.object));
+                if let Some(old_key) = old
+                    .and_then(entry_of)
+                    .filter(|k| Some(k) != new_key.as_ref())
+                {
                     pending.set(name, n, keyspace, old_key, None);
                 }
                 if let (Some(new_key), Some(new)) = (new_key, new) {

@@ -387,6 +387,7 @@ fn alter_space_adds_and_drops_subspaces_durably() {
     altered.subspaces.push(tessera_types::Subspace {
         dimensions: dims,
         state: tessera_types::SubspaceState::Building,
+        overlay: None,
     });
     altered.subspaces[2].state = tessera_types::SubspaceState::Dropped;
     {

@@ -138,7 +138,7 @@ proptest! {
         let expected: Vec<StoredObject> = model.values().filter(|o| {
             let (Value::Int(x), Value::Int(y)) = (&o.object.values[1], &o.object.values[2]) else { unreachable!() };
             (a_lo..=a_hi).contains(x) && (b_lo..=b_hi).contains(y)
-                && regions.contains(&tessellation.region_of(&point(&schema, SubspaceId(1), &o.object)))
+                && regions.contains(&tessellation.region_of(&point(&schema, SubspaceId(1), &o.object).expect("typed")))
         }).cloned().collect();
         prop_assert_eq!(sorted(got), expected);
     }

@@ -54,12 +54,12 @@ fn expected_region(
     let t = tessellation(schema, subspace);
     let mut found: Vec<(Vec<u8>, StoredObject)> = objects
         .iter()
-        .filter(|o| t.region_of(&point(schema, id, &o.object)) == region)
+        .filter(|o| t.region_of(&point(schema, id, &o.object).expect("typed")) == region)
         .map(|o| {
             let mut order = if subspace == 0 {
                 vec![]
             } else {
-                interleave(&point(schema, id, &o.object))
+                interleave(&point(schema, id, &o.object).expect("typed"))
             };
             order.extend_from_slice(key_of(&o.object).as_bytes());
             (order, o.clone())
@@ -243,7 +243,7 @@ fn an_empty_region_is_one_empty_chunk() {
         .commit(&[put("people", None, 5, object.clone())])
         .unwrap();
     let t = tessellation(&schema, 1);
-    let home = t.region_of(&point(&schema, SubspaceId(1), &object));
+    let home = t.region_of(&point(&schema, SubspaceId(1), &object).expect("typed"));
     for region in all_regions(&schema, 1) {
         let chunk = store
             .region_entries("people", SubspaceId(1), region, None, usize::MAX)
