@@ -13,7 +13,7 @@ use tessera_protocol::{
     decode_request, encode_response, Configuration, CoordinatorStatus, ErrorReply, FrameError,
     Request, RequestFrame, Response, ResponseFrame, SpaceChange, Status,
 };
-use tessera_types::{parse_space, parse_space_tolerating, Epoch, Shape};
+use tessera_types::{parse_space, parse_space_tolerating, Epoch};
 use tokio::net::tcp::OwnedWriteHalf;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, watch, Semaphore};
@@ -337,8 +337,22 @@ async fn handle(shared: &Arc<Shared>, request: Request, received: Instant) -> Re
                     ),
                 );
             }
-            if let SpaceChange::ShapeReady(shape) = &change {
-                if let Some(refused) = shape_not_known_everywhere(shared, &space, shape) {
+            // Ready once every live server knows it (see `SpaceConfig::shape_entries`).
+            let registered = {
+                let config = shared.config.borrow();
+                let space = config.space(&space);
+                match &change {
+                    SpaceChange::ShapeReady(shape) => space
+                        .and_then(|s| s.shape_entry(shape))
+                        .map(|e| (e.since, "shape")),
+                    SpaceChange::FormulaReady(id) => space
+                        .and_then(|s| s.formula_entry(id))
+                        .map(|e| (e.since, "formula")),
+                    _ => None,
+                }
+            };
+            if let Some((since, what)) = registered {
+                if let Some(refused) = not_known_everywhere(shared, since, what) {
                     return refused;
                 }
             }
@@ -569,13 +583,7 @@ async fn write_acknowledged(
 /// Why a shape may not be marked ready yet, if it may not: some live server does not act on
 /// the epoch that registered it (by its heartbeats), so a search it answers could miss
 /// documents of the shape. Unknown spaces and shapes are left to the state machine to refuse.
-fn shape_not_known_everywhere(shared: &Shared, space: &str, shape: &Shape) -> Option<Response> {
-    let since = shared
-        .config
-        .borrow()
-        .space(space)
-        .and_then(|s| s.shape_entry(shape))?
-        .since;
+fn not_known_everywhere(shared: &Shared, since: u64, what: &str) -> Option<Response> {
     let behind = shared.detector.lagging(Epoch(since));
     if behind.is_empty() {
         return None;
@@ -584,7 +592,7 @@ fn shape_not_known_everywhere(shared: &Shared, space: &str, shape: &Shape) -> Op
     Some(error(
         Status::Unavailable,
         format!(
-            "servers {} do not act on epoch {since}, which registered the shape, yet: retry",
+            "servers {} do not act on epoch {since}, which registered the {what}, yet: retry",
             names.join(", ")
         ),
     ))

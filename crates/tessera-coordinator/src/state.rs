@@ -23,7 +23,7 @@
 use std::collections::HashMap;
 
 use serde::{Deserialize, Serialize};
-use tessera_geometry::{RegionIndex, Tessellation};
+use tessera_geometry::{tessellation_of, RegionIndex, Tessellation};
 use tessera_protocol::{
     AlterError, BackfillRef, Configuration, ModelConstants, ServerInfo, ServerState, SpaceChange,
     SpaceConfig, Transfer, TransferRef,
@@ -616,9 +616,7 @@ impl ClusterState {
             .subspaces
             .iter()
             .filter(|s| s.is_written())
-            .map(|s| {
-                Tessellation::new(s.dimensions.len(), schema.partitions).regions_count() as usize
-            })
+            .map(|s| tessellation_of(s, schema.partitions).regions_count() as usize)
             .sum();
         let lower_bound = regions.saturating_mul(k as usize + 1);
         if lower_bound > CONFIGURATION_BYTES_MAX {
@@ -639,6 +637,7 @@ impl ClusterState {
             adaptations: Vec::new(),
             shapes: Vec::new(),
             shape_entries: Vec::new(),
+            formula_entries: Vec::new(),
         };
         let mut next = self.configuration();
         next.epoch = Epoch(id);
@@ -675,6 +674,13 @@ impl ClusterState {
         let added = space.check_change(change).map_err(CommandError::Alter)?;
         let k = space.schema.replicas();
         let available = self.ids_in(ServerState::Available);
+        if matches!(change, SpaceChange::AddFormula(_)) && k as usize > available.len() {
+            return Err(CommandError::TooFewServers {
+                space: name.to_owned(),
+                needed: k,
+                available: available.len() as u32,
+            });
+        }
         if let Some(added) = &added {
             if k as usize > available.len() {
                 return Err(CommandError::TooFewServers {
@@ -684,8 +690,7 @@ impl ClusterState {
                 });
             }
             // As for a new space: every replica set takes at least K + 1 bytes.
-            let regions = Tessellation::new(added.dimensions.len(), space.schema.partitions)
-                .regions_count() as usize;
+            let regions = tessellation_of(added, space.schema.partitions).regions_count() as usize;
             let lower_bound = regions.saturating_mul(k as usize + 1);
             if lower_bound > CONFIGURATION_BYTES_MAX {
                 return Err(CommandError::ConfigurationTooLarge {
@@ -702,7 +707,12 @@ impl ClusterState {
             })
             .map_err(CommandError::Alter)?;
         // A new subspace's replica sets or a logged adaptation make the configuration larger.
-        if added.is_some() || matches!(change, SpaceChange::LogAdaptation(_)) {
+        if added.is_some()
+            || matches!(
+                change,
+                SpaceChange::LogAdaptation(_) | SpaceChange::AddFormula(_)
+            )
+        {
             let mut next = self.configuration();
             next.epoch = Epoch(epoch);
             next.spaces[i] = altered;
@@ -1120,8 +1130,7 @@ pub fn assign_replicas(
             if !subspace.is_written() {
                 return Vec::new();
             }
-            let regions = Tessellation::new(subspace.dimensions.len(), schema.partitions)
-                .regions_count() as usize;
+            let regions = tessellation_of(subspace, schema.partitions).regions_count() as usize;
             assigner.subspace(regions)
         })
         .collect()
@@ -2499,7 +2508,8 @@ mod tests {
             space.schema.subspaces[2],
             tessera_types::Subspace {
                 dimensions: vec![c, b],
-                state: SubspaceState::Building
+                state: SubspaceState::Building,
+                overlay: None,
             }
         );
         assert_eq!(

@@ -8,12 +8,12 @@
 use serde::{Deserialize, Serialize};
 use tessera_geometry::dynamic::shape_box;
 use tessera_geometry::{
-    boxes_in, choose_subspace, RegionIndex, SearchBox, SearchPlan, Tessellation,
+    part_in, plan_search, tessellation_of, RegionIndex, SearchPlan, Tessellation,
 };
 use tessera_types::{
-    constants::{SHAPES_MAX, SUBSPACES_MAX},
-    CheckedPredicate, DocumentError, Epoch, SchemaError, ServerId, Shape, SpaceKind, SpaceSchema,
-    Subspace, SubspaceId, SubspaceState,
+    constants::{FORMULAS_MAX, SHAPES_MAX, SUBSPACES_MAX},
+    CheckedPredicate, DocumentError, Epoch, Formula, FormulaError, FormulaSpec, SchemaError,
+    ServerId, Shape, SpaceKind, SpaceSchema, Subspace, SubspaceId, SubspaceState, DEFAULT_FORMULA,
 };
 
 /// What the coordinator knows of a server.
@@ -69,9 +69,12 @@ pub struct SpaceConfig {
     pub shapes: Vec<Shape>,
     /// What the configuration knows of each of `shapes` (same length, same order).
     pub shape_entries: Vec<ShapeEntry>,
+    /// What the configuration knows of each of the schema's formulas (same length and order
+    /// as `schema.formulas`): registered like shapes, and used by documents once ready.
+    pub formula_entries: Vec<ShapeEntry>,
 }
 
-/// A registered shape's history (see [`SpaceConfig::shapes`]).
+/// A registered shape's or formula's history (see [`SpaceConfig::shapes`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ShapeEntry {
     /// The epoch that registered it: a search planned on an older configuration may have
@@ -161,6 +164,13 @@ pub enum SpaceChange {
     /// Marks a registered shape ready: every live server acts on the epoch that registered
     /// it (the coordinators check before they apply it; a standalone server is every server).
     ShapeReady(Shape),
+    /// Registers a compression formula in a dynamic space: each of its overlays that the
+    /// space lacks becomes a new subspace, serving at once (no document uses it yet).
+    /// Registering a formula again with the same overlays changes nothing.
+    AddFormula(FormulaSpec),
+    /// Marks a registered formula ready, as [`SpaceChange::ShapeReady`] a shape: documents
+    /// may then be written with it.
+    FormulaReady(String),
 }
 
 impl SpaceChange {
@@ -174,8 +184,23 @@ impl SpaceChange {
             SpaceChange::DropSubspace { .. } | SpaceChange::SetAdapt { .. } => 0,
             SpaceChange::LogAdaptation(a) => names(&a.from) + names(&a.to),
             SpaceChange::AddShape(shape) | SpaceChange::ShapeReady(shape) => {
-                shape.properties.iter().map(|(p, _)| p.len() + 2).sum()
+                shape
+                    .properties
+                    .iter()
+                    .map(|(p, _)| p.len() + 2)
+                    .sum::<usize>()
+                    + shape.formula.len()
             }
+            SpaceChange::AddFormula(f) => {
+                let paths: usize = f
+                    .overlays
+                    .iter()
+                    .flat_map(|o| &o.axes)
+                    .map(|a| a.path.len() + 5)
+                    .sum();
+                paths + f.id.as_ref().map_or(0, String::len)
+            }
+            SpaceChange::FormulaReady(id) => id.len(),
         }
     }
 }
@@ -209,6 +234,8 @@ pub enum AlterError {
     BadShape(DocumentError),
     #[error("the space has not registered that shape of document")]
     NoSuchShape,
+    #[error("{0}")]
+    Formula(FormulaError),
 }
 
 /// A member of a region's replica set that joined it by the transfer `since` names (the epoch
@@ -264,8 +291,7 @@ impl SpaceConfig {
             .subspaces
             .iter()
             .map(|s| {
-                let regions =
-                    Tessellation::new(s.dimensions.len(), schema.partitions).regions_count();
+                let regions = tessellation_of(s, schema.partitions).regions_count();
                 vec![servers.to_vec(); regions as usize]
             })
             .collect();
@@ -279,6 +305,7 @@ impl SpaceConfig {
             adaptations: Vec::new(),
             shapes: Vec::new(),
             shape_entries: Vec::new(),
+            formula_entries: Vec::new(),
         }
     }
 
@@ -287,8 +314,21 @@ impl SpaceConfig {
     pub fn check_change(&self, change: &SpaceChange) -> Result<Option<Subspace>, AlterError> {
         let schema = &self.schema;
         match (change, schema.is_dynamic()) {
-            (SpaceChange::AddShape(_) | SpaceChange::ShapeReady(_), false) => {
-                return Err(AlterError::NotDynamic)
+            (
+                SpaceChange::AddShape(_)
+                | SpaceChange::ShapeReady(_)
+                | SpaceChange::AddFormula(_)
+                | SpaceChange::FormulaReady(_),
+                false,
+            ) => return Err(AlterError::NotDynamic),
+            (SpaceChange::AddFormula(spec), true) => {
+                return self.check_formula(spec).map(|_| None);
+            }
+            (SpaceChange::FormulaReady(id), true) => {
+                return match self.formula_entry(id) {
+                    Some(_) => Ok(None),
+                    None => Err(AlterError::Formula(FormulaError::Unknown(id.clone()))),
+                };
             }
             (SpaceChange::AddShape(shape), true) => {
                 shape.check().map_err(AlterError::BadShape)?;
@@ -329,6 +369,7 @@ impl SpaceConfig {
                 Ok(Some(Subspace {
                     dimensions,
                     state: SubspaceState::Building,
+                    overlay: None,
                 }))
             }
             SpaceChange::DropSubspace { subspace } => {
@@ -361,7 +402,10 @@ impl SpaceConfig {
                 }
                 Ok(None)
             }
-            SpaceChange::AddShape(_) | SpaceChange::ShapeReady(_) => {
+            SpaceChange::AddShape(_)
+            | SpaceChange::ShapeReady(_)
+            | SpaceChange::AddFormula(_)
+            | SpaceChange::FormulaReady(_) => {
                 unreachable!("answered above")
             }
         }
@@ -378,7 +422,7 @@ impl SpaceConfig {
         &mut self,
         epoch: u64,
         change: &SpaceChange,
-        assign: impl FnOnce(&Tessellation) -> Vec<Vec<ServerId>>,
+        mut assign: impl FnMut(&Tessellation) -> Vec<Vec<ServerId>>,
     ) -> Result<Option<SubspaceId>, AlterError> {
         let added = self.check_change(change)?;
         match change {
@@ -413,12 +457,51 @@ impl SpaceConfig {
                 self.shape_entries[at].ready = true;
                 return Ok(None);
             }
+            SpaceChange::AddFormula(spec) => {
+                let Some(new_overlays) = self.check_formula(spec).expect("checked above") else {
+                    return Ok(None);
+                };
+                let mut overlays = Vec::with_capacity(spec.overlays.len());
+                for (overlay, existing) in spec.overlays.iter().zip(new_overlays) {
+                    let id = match existing {
+                        Some(id) => id,
+                        None => {
+                            let id = SubspaceId(self.schema.subspaces.len() as u16);
+                            let subspace = Subspace::overlay(overlay.clone());
+                            let t = tessellation_of(&subspace, self.schema.partitions);
+                            let sets = assign(&t);
+                            assert_eq!(sets.len(), t.regions_count() as usize, "a set per region");
+                            self.schema.subspaces.push(subspace);
+                            self.replicas.push(sets);
+                            id
+                        }
+                    };
+                    if !overlays.contains(&id) {
+                        overlays.push(id);
+                    }
+                }
+                self.schema.formulas.push(Formula {
+                    id: spec.id(),
+                    overlays,
+                });
+                self.formula_entries.push(ShapeEntry {
+                    since: epoch,
+                    ready: false,
+                });
+                return Ok(None);
+            }
+            SpaceChange::FormulaReady(id) => {
+                let at = self.schema.formulas.iter().position(|f| f.id == *id);
+                let at = at.expect("checked: the formula is registered");
+                self.formula_entries[at].ready = true;
+                return Ok(None);
+            }
             SpaceChange::AddSubspace { .. } | SpaceChange::DropSubspace { .. } => {}
         }
         Ok(Some(match added {
             Some(added) => {
                 let id = SubspaceId(self.schema.subspaces.len() as u16);
-                let t = Tessellation::new(added.dimensions.len(), self.schema.partitions);
+                let t = tessellation_of(&added, self.schema.partitions);
                 let sets = assign(&t);
                 assert_eq!(sets.len(), t.regions_count() as usize, "a set per region");
                 self.schema.subspaces.push(added);
@@ -495,36 +578,109 @@ impl SpaceConfig {
             .collect()
     }
 
-    /// How a search by `predicates` runs (`tessera_geometry::choose_subspace`, with this
-    /// space's shapes). `tessellations` are [`SpaceConfig::tessellations`].
+    /// How a search by `predicates` runs (`tessera_geometry::plan_search`, with this space's
+    /// shapes): one part per subspace it reads. `tessellations` are
+    /// [`SpaceConfig::tessellations`].
     pub fn plan(
         &self,
         tessellations: &[Tessellation],
         predicates: &[CheckedPredicate],
-    ) -> SearchPlan {
-        choose_subspace(&self.schema, tessellations, &self.shapes, predicates)
+    ) -> Vec<SearchPlan> {
+        plan_search(&self.schema, tessellations, &self.shapes, predicates)
     }
 
-    /// The boxes a search by `predicates` reads in `subspace` (a cluster client's share names
-    /// the subspace it planned).
-    pub fn boxes_in(
+    /// What a search by `predicates` reads in `subspace`: its boxes and, in a dynamic space,
+    /// the formulas whose documents it keeps there (a cluster client's share names the
+    /// subspace it planned).
+    pub fn part_in(
         &self,
+        tessellations: &[Tessellation],
         subspace: SubspaceId,
         predicates: &[CheckedPredicate],
-    ) -> Vec<SearchBox> {
-        boxes_in(&self.schema, &self.shapes, subspace, predicates)
+    ) -> SearchPlan {
+        part_in(
+            &self.schema,
+            tessellations,
+            &self.shapes,
+            subspace,
+            predicates,
+        )
     }
 
     /// Whether a search by `predicates` planned on a configuration of epoch `planned` may
-    /// have missed documents: a shape registered since could hold matches.
+    /// have missed documents: a shape registered since could hold matches, or a formula
+    /// registered since could place some where the plan does not read.
     pub fn shapes_since_matter(&self, planned: u64, predicates: &[CheckedPredicate]) -> bool {
         let SpaceKind::Dynamic { dimensions } = self.schema.kind else {
             return false;
         };
-        self.shapes
+        self.formula_entries.iter().any(|e| e.since > planned)
+            || self
+                .shapes
+                .iter()
+                .zip(&self.shape_entries)
+                .any(|(s, e)| e.since > planned && shape_box(s, dimensions, predicates).is_some())
+    }
+
+    /// What the configuration knows of formula `id`, if the space registered it.
+    pub fn formula_entry(&self, id: &str) -> Option<ShapeEntry> {
+        let at = self.schema.formulas.iter().position(|f| f.id == id)?;
+        self.formula_entries.get(at).copied()
+    }
+
+    /// Whether documents may be written with formula `id` (the default formula always).
+    pub fn formula_usable(&self, id: &str) -> Result<(), FormulaError> {
+        if id == DEFAULT_FORMULA {
+            return Ok(());
+        }
+        match self.formula_entry(id) {
+            Some(e) if e.ready => Ok(()),
+            Some(_) => Err(FormulaError::NotReady(id.to_owned())),
+            None => Err(FormulaError::Unknown(id.to_owned())),
+        }
+    }
+
+    /// Checks a formula to register; for each of its overlays, the subspace that already
+    /// spans it, if any. `Ok(None)` when the formula is registered already, identically.
+    fn check_formula(
+        &self,
+        spec: &FormulaSpec,
+    ) -> Result<Option<Vec<Option<SubspaceId>>>, AlterError> {
+        let SpaceKind::Dynamic { dimensions } = self.schema.kind else {
+            return Err(AlterError::NotDynamic);
+        };
+        spec.check(dimensions).map_err(AlterError::Formula)?;
+        let existing: Vec<Option<SubspaceId>> = spec
+            .overlays
             .iter()
-            .zip(&self.shape_entries)
-            .any(|(s, e)| e.since > planned && shape_box(s, dimensions, predicates).is_some())
+            .map(|o| {
+                self.schema
+                    .written_subspaces()
+                    .find(|&s| self.schema.subspace(s).overlay.as_ref() == Some(o))
+            })
+            .collect();
+        let id = spec.id();
+        if let Some(f) = self.schema.formulas.iter().find(|f| f.id == id) {
+            let mut same: Vec<Option<SubspaceId>> = f.overlays.iter().copied().map(Some).collect();
+            let mut wanted = existing.clone();
+            same.sort();
+            same.dedup();
+            wanted.sort();
+            wanted.dedup();
+            return if same == wanted {
+                Ok(None)
+            } else {
+                Err(AlterError::Formula(FormulaError::Exists(id)))
+            };
+        }
+        if self.schema.formulas.len() >= FORMULAS_MAX {
+            return Err(AlterError::Formula(FormulaError::TooMany));
+        }
+        let new = existing.iter().filter(|e| e.is_none()).count();
+        if self.schema.subspaces.len() + new > SUBSPACES_MAX {
+            return Err(AlterError::SubspaceIdsUsed);
+        }
+        Ok(Some(existing))
     }
 
     /// What the configuration knows of `shape`, if the space registered it.
@@ -765,6 +921,33 @@ impl Configuration {
                         schema.name
                     ));
                 }
+            }
+            // Overlays and formulas: weights the tessellation can cut by, axes that match the
+            // subspace, formulas naming overlays of this space, one history per formula.
+            for s in &schema.subspaces {
+                if let Some(o) = &s.overlay {
+                    let ok = schema.is_dynamic()
+                        && o.axes.len() == s.dimensions.len()
+                        && o.axes.iter().all(|a| {
+                            (1..=tessera_types::constants::FORMULA_WEIGHT_MAX).contains(&a.weight)
+                        });
+                    if !ok {
+                        return fail(format!("space {:?} has an impossible overlay", schema.name));
+                    }
+                }
+            }
+            let formulas_ok = space.formula_entries.len() == schema.formulas.len()
+                && schema.formulas.iter().all(|f| {
+                    !f.overlays.is_empty()
+                        && f.overlays.iter().all(|o| {
+                            schema
+                                .subspaces
+                                .get(o.get())
+                                .is_some_and(|s| s.overlay.is_some())
+                        })
+                });
+            if !formulas_ok {
+                return fail(format!("space {:?} has an impossible formula", schema.name));
             }
             if space.replicas.len() != schema.subspaces.len() {
                 return fail(format!(

@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 use tessera_geometry::dynamic::shape_box;
-use tessera_geometry::{RegionIndex, SearchPlan, Tessellation};
+use tessera_geometry::{RegionIndex, Tessellation};
 use tessera_types::{
     CheckedPredicate, Epoch, Funcall, Predicate, ServerId, Shape, SpaceKind, SubspaceId, Value,
     Version, UNISPACE,
@@ -247,6 +247,21 @@ pub struct Explanation {
     /// and 0 for a typed space.
     pub shapes: Vec<Shape>,
     pub shapes_known: u64,
+    /// A dynamic space's search: per subspace it reads, the formulas whose documents it reads
+    /// there and the regions it contacts (`regions_contacted` sums them; `subspace` and
+    /// `dimensions` describe the first). Empty for a typed space.
+    pub parts: Vec<ExplainedPart>,
+}
+
+/// One subspace a dynamic space's search reads (see [`Explanation::parts`]).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ExplainedPart {
+    pub subspace: SubspaceId,
+    /// Its axes: properties for an overlay, `axis N` for the unispace.
+    pub dimensions: Vec<String>,
+    /// The formulas whose documents the search reads here (`""`: the default one).
+    pub formulas: Vec<String>,
+    pub regions_contacted: u64,
 }
 
 impl Explanation {
@@ -260,25 +275,23 @@ impl Explanation {
     ) -> Explanation {
         let schema = &space.schema;
         let plan = space.plan(tessellations, predicates);
-        let candidates = schema
-            .searchable_subspaces()
-            .map(|s| {
-                let t = &tessellations[s.get()];
-                let crossed = SearchPlan {
-                    subspace: s,
-                    boxes: space.boxes_in(s, predicates),
-                    regions_count: 0,
-                }
-                .regions(t)
-                .len() as u64;
-                (s, crossed)
-            })
-            .collect();
-        let tessellation = &tessellations[plan.subspace.get()];
+        let first = &plan[0];
+        let candidates = if schema.is_dynamic() {
+            plan.iter().map(|p| (p.subspace, p.regions_count)).collect()
+        } else {
+            schema
+                .searchable_subspaces()
+                .map(|s| (s, space.part_in(tessellations, s, predicates).regions_count))
+                .collect()
+        };
         let mut servers: Vec<ServerId> = plan
-            .regions(tessellation)
-            .into_iter()
-            .filter_map(|r| pick(plan.subspace, r))
+            .iter()
+            .flat_map(|p| {
+                p.regions(&tessellations[p.subspace.get()])
+                    .into_iter()
+                    .map(move |r| (p.subspace, r))
+            })
+            .filter_map(|(s, r)| pick(s, r))
             .collect();
         servers.sort();
         servers.dedup();
@@ -291,19 +304,35 @@ impl Explanation {
                 .collect(),
             SpaceKind::Typed => vec![],
         };
-        let dimensions = match schema.kind {
-            // The unispace's axes are fed by the document, each by the properties that hash
-            // there.
-            SpaceKind::Dynamic { dimensions } if plan.subspace == UNISPACE => {
-                (0..dimensions).map(|i| format!("axis {i}")).collect()
-            }
-            _ => space.attribute_names(plan.subspace),
+        let dimensions_of =
+            |subspace: SubspaceId| match (&schema.kind, &schema.subspace(subspace).overlay) {
+                (_, Some(overlay)) => overlay.axes.iter().map(|a| a.path.clone()).collect(),
+                // The unispace's axes are fed by the document, each by the properties that hash
+                // there.
+                (SpaceKind::Dynamic { dimensions }, None) if subspace == UNISPACE => {
+                    (0..*dimensions).map(|i| format!("axis {i}")).collect()
+                }
+                _ => space.attribute_names(subspace),
+            };
+        let parts = if schema.is_dynamic() {
+            plan.iter()
+                .map(|p| ExplainedPart {
+                    subspace: p.subspace,
+                    dimensions: dimensions_of(p.subspace),
+                    formulas: p.formulas.clone(),
+                    regions_contacted: p.regions_count,
+                })
+                .collect()
+        } else {
+            vec![]
         };
+        let tessellation = &tessellations[first.subspace.get()];
         Explanation {
-            subspace: plan.subspace,
-            dimensions,
+            subspace: first.subspace,
+            dimensions: dimensions_of(first.subspace),
             subspace_regions: tessellation.regions_count() as u64,
-            regions_contacted: plan.regions_count,
+            regions_contacted: plan.iter().map(|p| p.regions_count).sum(),
+            parts,
             servers_contacted: servers.len() as u64,
             candidates,
             shapes,
@@ -322,7 +351,7 @@ pub enum Response {
     SearchItems(Vec<WireObject>),
     SearchDone,
     Count(u64),
-    Explain(Explanation),
+    Explain(Box<Explanation>),
     /// `RegisterServer`: the server's id, stable for the life of the cluster.
     Registered(ServerId),
     CoordinatorStatus(CoordinatorStatus),
