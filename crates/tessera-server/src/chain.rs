@@ -415,11 +415,18 @@ impl ChainLoop {
             .ok_or_else(|| {
                 ErrorReply::new(Status::UnknownSpace, format!("no space named {name:?}"))
             })?;
+        let bad =
+            |e: tessera_protocol::AlterError| ErrorReply::new(Status::BadAlteration, e.to_string());
         space
             .alter(epoch.0, change, |t| {
                 vec![vec![me]; t.regions_count() as usize]
             })
-            .map_err(|e| ErrorReply::new(Status::BadAlteration, e.to_string()))?;
+            .map_err(bad)?;
+        if let SpaceChange::AddFormula(spec) = change {
+            // A standalone server is every server: the formula is ready at once.
+            let ready = SpaceChange::FormulaReady(spec.id());
+            space.alter(epoch.0, &ready, |_| vec![]).map_err(bad)?;
+        }
         self.install(Arc::new(config))
     }
 

@@ -193,7 +193,7 @@ async fn route(shared: &Arc<Shared>, frame: RequestFrame, replier: Replier) {
         Job::Explain { space, predicates } => {
             return replier.send(
                 epoch,
-                Response::Explain(reads::explain(&space, &predicates)),
+                Response::Explain(Box::new(reads::explain(&space, &predicates))),
             );
         }
         Job::Search {
@@ -283,15 +283,16 @@ fn search_inline(
         }
         // A cluster client's share of a point search: one region, one cell.
         SearchKind::Regions { subspace, regions } => {
-            let boxes = space.config.boxes_in(*subspace, predicates);
-            if !matches!(boxes.as_slice(), [b] if b.is_point()) {
+            let part = space
+                .config
+                .part_in(&space.tessellations, *subspace, predicates);
+            if !matches!(part.boxes.as_slice(), [b] if b.is_point()) {
                 return Some((kind, replier));
             }
             reads::for_each_match_in(
                 &shared.store,
                 space,
-                *subspace,
-                &boxes,
+                &part,
                 regions,
                 predicates,
                 &mut collect,
@@ -402,17 +403,11 @@ fn search(
                     reads::for_each_match(store, &space, &predicates, f)
                 }),
                 SearchKind::Regions { subspace, regions } => {
-                    let boxes = space.config.boxes_in(subspace, &predicates);
+                    let part = space
+                        .config
+                        .part_in(&space.tessellations, subspace, &predicates);
                     stream(&replier, epoch, &mut matched, |f| {
-                        reads::for_each_match_in(
-                            store,
-                            &space,
-                            subspace,
-                            &boxes,
-                            &regions,
-                            &predicates,
-                            f,
-                        )
+                        reads::for_each_match_in(store, &space, &part, &regions, &predicates, f)
                     })
                 }
             }

@@ -7,7 +7,7 @@
 
 use std::ops::ControlFlow;
 
-use tessera_geometry::{SearchBox, SearchPlan};
+use tessera_geometry::{part_keeps, SearchPlan};
 use tessera_protocol::{ErrorReply, Explanation, SortOrder, WireObject};
 use tessera_storage::{Store, StoredObject};
 use tessera_types::predicate::matches_all;
@@ -44,56 +44,65 @@ pub fn for_each_match(
     for_each_match_planned(store, space, &plan(space, predicates), predicates, f)
 }
 
-/// How a search of `space` by `predicates` runs: the cheapest subspace and its boxes.
-pub fn plan(space: &ServedSpace, predicates: &[CheckedPredicate]) -> SearchPlan {
+/// How a search of `space` by `predicates` runs: the subspaces it reads and their boxes.
+pub fn plan(space: &ServedSpace, predicates: &[CheckedPredicate]) -> Vec<SearchPlan> {
     space.config.plan(&space.tessellations, predicates)
 }
 
-/// [`for_each_match`] with the plan already made (`plan` must come from `predicates`).
+/// [`for_each_match`] with the plan already made (`plan` must come from `predicates`): each
+/// part's regions this server owns.
 pub fn for_each_match_planned(
     store: &Store,
     space: &ServedSpace,
-    plan: &SearchPlan,
+    plan: &[SearchPlan],
     predicates: &[CheckedPredicate],
-    f: impl FnMut(StoredObject) -> ControlFlow<()>,
+    mut f: impl FnMut(StoredObject) -> ControlFlow<()>,
 ) -> Result<(), ErrorReply> {
-    let regions: Vec<_> = plan
-        .regions(&space.tessellations[plan.subspace.get()])
-        .into_iter()
-        .filter(|&r| space.owns(plan.subspace, r))
-        .collect();
-    for_each_match_in(
-        store,
-        space,
-        plan.subspace,
-        &plan.boxes,
-        &regions,
-        predicates,
-        f,
-    )
+    let mut stopped = false;
+    for part in plan {
+        let regions: Vec<_> = part
+            .regions(&space.tessellations[part.subspace.get()])
+            .into_iter()
+            .filter(|&r| space.owns(part.subspace, r))
+            .collect();
+        for_each_match_in(store, space, part, &regions, predicates, |o| {
+            let flow = f(o);
+            stopped = flow.is_break();
+            flow
+        })?;
+        if stopped {
+            break;
+        }
+    }
+    Ok(())
 }
 
-/// Calls `f` with every committed object of `regions` of `subspace` that lies in one of
-/// `boxes` and matches all `predicates`, each once, until it breaks.
+/// Calls `f` with every committed object of `regions` of `part.subspace` that lies in one of
+/// the part's boxes, is one the part keeps (in a dynamic space, of one of its formulas) and
+/// matches all `predicates`, each once, until it breaks.
 pub fn for_each_match_in(
     store: &Store,
     space: &ServedSpace,
-    subspace: tessera_types::SubspaceId,
-    boxes: &[SearchBox],
+    part: &SearchPlan,
     regions: &[tessera_geometry::RegionIndex],
     predicates: &[CheckedPredicate],
     mut f: impl FnMut(StoredObject) -> ControlFlow<()>,
 ) -> Result<(), ErrorReply> {
+    let boxes = &part.boxes;
     if boxes.is_empty() || regions.is_empty() {
         return Ok(());
     }
+    let schema = &space.config.schema;
     let found = store
-        .search_boxes(&space.config.schema.name, subspace, regions, boxes)
+        .search_boxes(&schema.name, part.subspace, regions, boxes)
         .map_err(storage_error)?;
     // Overlapping boxes (a dynamic space's, one per shape) can hold an object twice.
     let mut seen = (boxes.len() > 1).then(std::collections::BTreeSet::new);
     for item in found {
         let object = item.map_err(storage_error)?;
+        if !part_keeps(schema, part, &object.object) {
+            continue;
+        }
         if let Some(seen) = &mut seen {
             if !seen.insert(object.object.key().clone()) {
                 continue;
@@ -106,11 +115,14 @@ pub fn for_each_match_in(
     Ok(())
 }
 
-/// Whether the search names a single point of its subspace (every dimension fixed by
+/// Whether the search names a single point of its one subspace (every dimension fixed by
 /// equality) or nothing at all: such a search reads one cell of one region, so it is cheap
 /// enough to answer on the connection's own task.
-pub fn is_point_search(plan: &SearchPlan) -> bool {
-    plan.is_point()
+pub fn is_point_search(plan: &[SearchPlan]) -> bool {
+    match plan {
+        [only] => only.is_point(),
+        parts => parts.iter().all(|p| p.boxes.is_empty()),
+    }
 }
 
 pub fn count(

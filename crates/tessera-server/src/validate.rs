@@ -20,7 +20,8 @@ use tessera_types::constants::KEY_BYTES_MAX;
 use tessera_types::funcall::FuncallCheckError;
 use tessera_types::predicate::PredicateError;
 use tessera_types::{
-    parse_space, CheckedFuncall, CheckedPredicate, Predicate, SortKey, SubspaceId, Value,
+    parse_space, CheckedFuncall, CheckedPredicate, FormulaError, FuncallOp, Predicate, SortKey,
+    SubspaceId, Value, FORMULA_INDEX,
 };
 
 use crate::group::GroupWrite;
@@ -236,6 +237,7 @@ pub fn validate(frame: RequestFrame, view: &View) -> Result<Job, ErrorReply> {
             let conditions = check_predicates(&space, &conditions)?;
             let funcalls = CheckedFuncall::check_all(&space.config.schema, &funcalls)
                 .map_err(funcall_error)?;
+            check_formula(&space, &funcalls)?;
             Ok(Job::Write {
                 space,
                 write: KeyWrite::Put {
@@ -279,6 +281,12 @@ pub fn validate(frame: RequestFrame, view: &View) -> Result<Job, ErrorReply> {
             let space = space(&name)?;
             let predicates = check_predicates(&space, &predicates)?;
             match CheckedFuncall::check_all(&space.config.schema, &funcalls) {
+                Ok(funcalls) if funcalls.iter().any(|f| writes_formula(&space, f)) => {
+                    Err(ErrorReply::new(
+                        Status::WrongType,
+                        "a group update cannot change documents' formula: put each document",
+                    ))
+                }
                 Ok(funcalls) => Ok(Job::Group {
                     space,
                     predicates,
@@ -291,6 +299,32 @@ pub fn validate(frame: RequestFrame, view: &View) -> Result<Job, ErrorReply> {
             }
         }
     }
+}
+
+fn writes_formula(space: &ServedSpace, f: &CheckedFuncall) -> bool {
+    space.config.schema.is_dynamic() && f.attr == FORMULA_INDEX
+}
+
+/// A put that names a dynamic space's document formula sets it to one the space has made
+/// ready: `WrongType` for an atomic operation on it or a formula the space does not have,
+/// `Unavailable` (retry) for one still being registered.
+fn check_formula(space: &ServedSpace, funcalls: &[CheckedFuncall]) -> Result<(), ErrorReply> {
+    for f in funcalls.iter().filter(|f| writes_formula(space, f)) {
+        let (FuncallOp::Set, Value::String(id)) = (&f.op, &f.arg) else {
+            return Err(ErrorReply::new(
+                Status::WrongType,
+                "a document's formula is set by a put, to a formula id",
+            ));
+        };
+        space.config.formula_usable(id).map_err(|e| {
+            let status = match e {
+                FormulaError::NotReady(_) => Status::Unavailable,
+                _ => Status::WrongType,
+            };
+            ErrorReply::new(status, e.to_string())
+        })?;
+    }
+    Ok(())
 }
 
 /// What a cluster server leaves to others: space changes to the coordinators, whole searches

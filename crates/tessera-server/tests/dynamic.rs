@@ -11,8 +11,8 @@ use common::*;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use tessera_client::{
-    Client, DocValue, Document, Funcall, Predicate, PredicateOp, SortOrder, Status, Value,
-    WriteMode,
+    Client, DocValue, Document, FormulaSpec, Funcall, Predicate, PredicateOp, SortOrder, Status,
+    Value, WriteMode,
 };
 use tessera_protocol::SpaceChange;
 use tessera_types::{PropertyKind, Shape};
@@ -306,15 +306,29 @@ async fn searches_by_value_and_structure_equal_the_model() {
     let server = TestServer::start().await;
     let client = server.client().await;
     client.add_space(PAPERS).await.unwrap();
+    // Documents are placed by three formulas: the default (the unispace), one overlay of
+    // title, and two overlays (year weighted 4 to venue.name's 1, and title, which the
+    // formulas share: a search reading it for one formula skips the other's documents).
+    let by_title = FormulaSpec::parse(Some("by_title"), &["title"]).unwrap();
+    let two = FormulaSpec::parse(None, &["year*4,venue.name", "title"]).unwrap();
+    assert_eq!(
+        client.add_formula("papers", by_title).await.unwrap(),
+        "by_title"
+    );
+    let two = client.add_formula("papers", two).await.unwrap();
+    assert_eq!(two, "year*4,venue.name | title");
+    let formulas = [String::new(), "by_title".to_owned(), two];
     let mut rng = StdRng::seed_from_u64(0x0d0c);
     let mut model: BTreeMap<String, Flat> = BTreeMap::new();
+    let mut formula_of: BTreeMap<String, String> = BTreeMap::new();
     for n in 0..160 {
         let key = format!("p{n}");
         let flat = random_flat(&mut rng);
         client
-            .put_document("papers", key.as_str(), unflatten(&flat))
+            .put_document_with_formula("papers", key.as_str(), unflatten(&flat), &formulas[n % 3])
             .await
             .unwrap();
+        formula_of.insert(key.clone(), formulas[n % 3].clone());
         model.insert(key, flat);
     }
     // Change some documents' shapes by merge (removing and adding properties), delete some.
@@ -335,10 +349,19 @@ async fn searches_by_value_and_structure_equal_the_model() {
             patch.properties.insert(added.into(), v.clone());
             flat.insert(added.into(), v);
         }
-        client
-            .put_document("papers", key.as_str(), patch)
-            .await
-            .unwrap();
+        // Every other one moves to another formula: it leaves its subspaces for others.
+        if n % 2 == 0 {
+            client
+                .put_document_with_formula("papers", key.as_str(), patch, &formulas[(n + 1) % 3])
+                .await
+                .unwrap();
+            formula_of.insert(key.clone(), formulas[(n + 1) % 3].clone());
+        } else {
+            client
+                .put_document("papers", key.as_str(), patch)
+                .await
+                .unwrap();
+        }
     }
     for n in (3..160).step_by(11) {
         let key = format!("p{n}");
@@ -381,7 +404,7 @@ async fn searches_by_value_and_structure_equal_the_model() {
         let e = client.explain("papers", predicates.clone()).await.unwrap();
         let read: BTreeSet<&Shape> = e.shapes.iter().collect();
         for key in &wanted {
-            let shape = unflatten(&model[key]).shape();
+            let shape = unflatten(&model[key]).shape_in(&formula_of[key]);
             assert!(
                 read.contains(&shape),
                 "{key}'s shape unread for {predicates:?}"
@@ -403,7 +426,18 @@ async fn searches_by_value_and_structure_equal_the_model() {
                 "shape {shape} read for {predicates:?}"
             );
         }
-        assert!(e.regions_contacted <= e.subspace_regions);
+        // One part per subspace read; together they read every formula once. A part reads
+        // only shapes of its formulas' documents.
+        for shape in &e.shapes {
+            assert!(formulas.contains(&shape.formula), "{shape:?}");
+        }
+        let mut read: Vec<&String> = e.parts.iter().flat_map(|p| &p.formulas).collect();
+        read.sort();
+        assert_eq!(read, formulas.iter().collect::<Vec<_>>(), "{predicates:?}");
+        assert_eq!(
+            e.regions_contacted,
+            e.parts.iter().map(|p| p.regions_contacted).sum::<u64>()
+        );
         nonempty += usize::from(!wanted.is_empty());
     }
     // The searches were not vacuous.
@@ -537,6 +571,7 @@ async fn bad_documents_and_predicates_change_nothing() {
     // Alterations: a dynamic space's subspaces do not change, a typed space has no shapes,
     // a shape from the network is checked.
     let bad_shape = Shape {
+        formula: String::new(),
         properties: vec![
             ("b".into(), PropertyKind::Int),
             ("a".into(), PropertyKind::Int),
@@ -553,6 +588,16 @@ async fn bad_documents_and_predicates_change_nothing() {
         ("papers", SpaceChange::SetAdapt { on: true }),
         ("papers", SpaceChange::AddShape(bad_shape)),
         ("hotels", SpaceChange::AddShape(Shape::default())),
+        // Formulas: more properties in an overlay than the space's 4 dimensions, a weight
+        // of 0, a property twice, none at all, a bad path, one on a typed space, and
+        // readying a formula never registered.
+        ("papers", formula(&["a,b,c,d,e"])),
+        ("papers", formula(&["a*0"])),
+        ("papers", formula(&["a,a"])),
+        ("papers", formula(&[])),
+        ("papers", formula(&["a..b"])),
+        ("hotels", formula(&["city"])),
+        ("papers", SpaceChange::FormulaReady("never".into())),
     ] {
         assert_eq!(
             status(client.alter_space(space, change.clone()).await),
@@ -560,6 +605,26 @@ async fn bad_documents_and_predicates_change_nothing() {
             "{change:?}"
         );
     }
+    // Puts that name a formula the space does not have, or that change a formula other than
+    // by a put.
+    let named = client
+        .put_document_with_formula("papers", "ok", doc(&[("title", text("x"))]), "never")
+        .await;
+    assert_eq!(status(named), Status::WrongType);
+    let append = client
+        .write(
+            "papers",
+            "ok",
+            WriteMode::Upsert,
+            vec![],
+            vec![Funcall::new(
+                "formula",
+                tessera_client::FuncallOp::StringAppend,
+                "x",
+            )],
+        )
+        .await;
+    assert_eq!(status(append), Status::WrongType);
     assert_eq!(snapshot(&client, "papers").await, before);
     let config_after = client.refresh().await.unwrap();
     assert_eq!(config_after.space("papers").unwrap().shapes, shapes_before);
@@ -569,6 +634,10 @@ async fn bad_documents_and_predicates_change_nothing() {
     );
     assert_serving(server.addr()).await;
     server.shutdown().await;
+}
+
+fn formula(overlays: &[&str]) -> SpaceChange {
+    SpaceChange::AddFormula(FormulaSpec::parse(None, overlays).expect("parses"))
 }
 
 // ---- in a cluster -----------------------------------------------------------------------------
@@ -647,6 +716,52 @@ async fn a_cluster_registers_shapes_before_it_stores_their_documents() {
         ],
     )
     .await;
+
+    // A formula registered while the reader's configuration predates it: its documents live
+    // in its overlays only, and the reader, told its plan is stale, plans again and finds
+    // them, through a part per subspace it reads.
+    let id = writer
+        .add_formula(
+            "papers",
+            FormulaSpec::parse(Some("by_year"), &["year*2,title"]).unwrap(),
+        )
+        .await
+        .unwrap();
+    let config = writer.refresh().await.unwrap();
+    assert!(
+        config
+            .space("papers")
+            .unwrap()
+            .formula_entry(&id)
+            .unwrap()
+            .ready
+    );
+    for n in 50..60 {
+        let key = format!("p{n}");
+        let flat = random_flat(&mut rng);
+        model.insert(key.clone(), flat.clone());
+        writer
+            .put_document_with_formula("papers", key.as_str(), unflatten(&flat), &id)
+            .await
+            .unwrap();
+    }
+    // Some earlier documents move to the formula, leaving the unispace.
+    for n in (0..40).step_by(5) {
+        writer
+            .put_document_with_formula("papers", format!("p{n}").as_str(), Document::default(), &id)
+            .await
+            .unwrap();
+    }
+    check(model.clone(), vec![]).await;
+    check(
+        model.clone(),
+        vec![Predicate::new("year", PredicateOp::GreaterEqual(2.into()))],
+    )
+    .await;
+    assert_eq!(
+        reader.count("papers", vec![]).await.unwrap(),
+        model.len() as u64
+    );
 
     // One server stops; documents of shapes never seen before are still stored (the
     // coordinators wait for the live servers only) and found.
