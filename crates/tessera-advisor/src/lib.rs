@@ -55,7 +55,7 @@
 //! box, not the regions' size (ARCHITECTURE.md, `tessera-storage/tests/search_cost.rs`).
 //!
 //! The subspace a search uses is the one Tessera's client and server pick
-//! (`tessera_geometry::choose_subspace`): fewest regions, then fewest dimensions, then the
+//! (`tessera_geometry::plan_search`): fewest regions, then fewest dimensions, then the
 //! first declared, the key subspace first. The model applies that rule to expected region
 //! counts; the code applies it per search to actual ones, which for ranges can differ from
 //! search to search. A search that no subspace narrows uses the key subspace: R regions, all O

@@ -399,7 +399,7 @@ impl<'a> Model<'a> {
 
     /// Combines the key subspace and `subspaces` (in declaration order) into the workload's
     /// cost: each search uses the subspace Tessera's client picks (fewest regions, then fewest
-    /// dimensions, then first declared: `tessera_geometry::choose_subspace`), each write
+    /// dimensions, then first declared: `tessera_geometry::plan_search`), each write
     /// visits every subspace. `each` sees every class's outcome, in the workload's order.
     pub(crate) fn evaluate(
         &self,

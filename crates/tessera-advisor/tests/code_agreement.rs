@@ -7,8 +7,7 @@ mod common;
 use proptest::prelude::*;
 use tessera_advisor::{parse_workload, Calibration, ClassTerms, Configuration, Model};
 use tessera_geometry::{
-    chain_for_update, choose_subspace, tessellations, RegionIndex, ReplicaMap, SearchBox,
-    Tessellation,
+    chain_for_update, plan_search, tessellations, RegionIndex, ReplicaMap, SearchBox, Tessellation,
 };
 use tessera_types::{
     AttrIndex, AttributeType, CheckedPredicate, Object, Predicate, PredicateOp, PrimitiveType,
@@ -63,7 +62,7 @@ enum Kind {
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(400))]
 
-    /// The model's search uses the subspace `choose_subspace` picks, with its region count.
+    /// The model's search uses the subspace `plan_search` picks, with its region count.
     #[test]
     fn the_model_picks_the_subspace_the_code_picks(
         key in primitive(),
@@ -100,7 +99,7 @@ proptest! {
                 CheckedPredicate::check(&schema, &Predicate::new(name(a), op)).expect("valid predicate")
             })
             .collect();
-        let plan = choose_subspace(&schema, &tessellations(&schema), &[], &checked);
+        let plan = plan_search(&schema, &tessellations(&schema), &[], &checked).remove(0);
         prop_assert_eq!(subspace_index, plan.subspace.get());
         prop_assert_eq!(regions_contacted, plan.regions_count as f64);
     }

@@ -657,7 +657,7 @@ impl Cluster {
             Err(e) => return Attempt::Fail(e),
         };
         let turn = self.turn.fetch_add(1, Ordering::Relaxed);
-        let route = match routing::route_search(config, tessellations, &checked, turn) {
+        let route_parts = match routing::route_search(config, tessellations, &checked, turn) {
             Ok(r) => r,
             Err(error) => {
                 return Attempt::Retry {
@@ -666,8 +666,15 @@ impl Cluster {
                 }
             }
         };
-        let (epoch, subspace) = (routes.config.epoch, route.subspace);
-        let parts = route.regions.into_iter().map(|(server, regions)| {
+        let epoch = routes.config.epoch;
+        let shares = route_parts.into_iter().flat_map(|route| {
+            let subspace = route.subspace;
+            route
+                .regions
+                .into_iter()
+                .map(move |(server, regions)| (server, subspace, regions))
+        });
+        let parts = shares.map(|(server, subspace, regions)| {
             let routes = &routes;
             let request = Request::SearchRegions {
                 space: space.to_owned(),

@@ -107,13 +107,13 @@ use std::sync::Arc;
 
 pub use error::ClientError;
 pub use tessera_protocol::{
-    Adaptation, AdaptationRecord, Build, Configuration, Constraint, CoordinatorStatus, Explanation,
-    ModelConstants, RequestShape, ServerInfo, ServerState, ShapeCount, SortOrder, SpaceChange,
-    SpaceConfig, SpaceTrace, Status, WriteMode,
+    Adaptation, AdaptationRecord, Build, Configuration, Constraint, CoordinatorStatus,
+    ExplainedPart, Explanation, ModelConstants, RequestShape, ServerInfo, ServerState, ShapeCount,
+    SortOrder, SpaceChange, SpaceConfig, SpaceTrace, Status, WriteMode,
 };
 pub use tessera_types::{
-    DocValue, Document, Funcall, FuncallOp, NumOp, Predicate, PredicateOp, ServerId, Shape,
-    SpaceSchema, SubspaceId, SubspaceState, Value, Version,
+    DocValue, Document, FormulaSpec, Funcall, FuncallOp, NumOp, Predicate, PredicateOp, ServerId,
+    Shape, SpaceSchema, SubspaceId, SubspaceState, Value, Version, FORMULA_ATTRIBUTE,
 };
 
 use tessera_protocol::{Request, Response, WireObject};
@@ -580,14 +580,60 @@ impl Client {
         key: impl Into<Value>,
         patch: Document,
     ) -> Result<(), ClientError> {
-        self.write(
-            space,
-            key,
-            WriteMode::Upsert,
-            vec![],
-            vec![Funcall::merge(patch)],
-        )
-        .await
+        self.upsert(space, key, vec![Funcall::merge(patch)]).await
+    }
+
+    /// [`Client::put_document`] placing the document by compression formula `formula` (a
+    /// formula id the space has registered, see [`Client::add_formula`]; `""` for the
+    /// default, the unispace). The document keeps that formula until a put names another.
+    pub async fn put_document_with_formula(
+        &self,
+        space: &str,
+        key: impl Into<Value>,
+        patch: Document,
+        formula: &str,
+    ) -> Result<(), ClientError> {
+        let funcalls = vec![
+            Funcall::merge(patch),
+            Funcall::set(FORMULA_ATTRIBUTE, formula),
+        ];
+        self.upsert(space, key, funcalls).await
+    }
+
+    async fn upsert(
+        &self,
+        space: &str,
+        key: impl Into<Value>,
+        funcalls: Vec<Funcall>,
+    ) -> Result<(), ClientError> {
+        self.write(space, key, WriteMode::Upsert, vec![], funcalls)
+            .await
+    }
+
+    /// Registers a compression formula in a dynamic space and returns its id once documents
+    /// can use it: its overlays that the space lacks become subspaces, serving at once. In a
+    /// cluster the formula is ready once every live server knows it; this retries until then
+    /// (at most about 30 s). Registering the same formula again changes nothing.
+    pub async fn add_formula(&self, space: &str, spec: FormulaSpec) -> Result<String, ClientError> {
+        let id = spec.id();
+        self.alter_space(space, SpaceChange::AddFormula(spec))
+            .await?;
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        loop {
+            let ready = self
+                .alter_space(space, SpaceChange::FormulaReady(id.clone()))
+                .await;
+            match ready {
+                Ok(()) => return Ok(id),
+                Err(e)
+                    if e.status() == Some(Status::Unavailable)
+                        && std::time::Instant::now() < deadline =>
+                {
+                    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+                }
+                Err(e) => return Err(e),
+            }
+        }
     }
 
     /// Creates the object; fails with `CmpFail` if the key has one.
@@ -874,7 +920,7 @@ impl Client {
                 })
                 .await?
             {
-                Response::Explain(e) => Ok(e),
+                Response::Explain(e) => Ok(*e),
                 other => Err(unexpected(other)),
             },
             Mode::Cluster(c) => c.explain(space, &predicates).await,

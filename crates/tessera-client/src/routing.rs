@@ -183,27 +183,34 @@ pub(crate) struct SearchRoute {
     pub(crate) regions: BTreeMap<ServerId, Vec<u32>>,
 }
 
-/// Plans search number `turn`: the subspace, its regions the box crosses, one replica each.
+/// Plans search number `turn`: per subspace it reads (one in a typed space; one per overlay
+/// chosen in a dynamic space), the regions its boxes cross, one replica each.
 pub(crate) fn route_search(
     space: &SpaceConfig,
     tessellations: &[Tessellation],
     predicates: &[CheckedPredicate],
     turn: u64,
-) -> Result<SearchRoute, ClientError> {
-    let plan = space.plan(tessellations, predicates);
-    let regions = plan.regions(&tessellations[plan.subspace.get()]);
-    let mut by_server = assign_regions(space, plan.subspace, &regions, turn)?;
-    if by_server.is_empty() && space.schema.is_dynamic() {
+) -> Result<Vec<SearchRoute>, ClientError> {
+    let mut routes = space
+        .plan(tessellations, predicates)
+        .into_iter()
+        .map(|part| {
+            let regions = part.regions(&tessellations[part.subspace.get()]);
+            Ok(SearchRoute {
+                subspace: part.subspace,
+                regions: assign_regions(space, part.subspace, &regions, turn)?,
+            })
+        })
+        .collect::<Result<Vec<_>, ClientError>>()?;
+    if space.schema.is_dynamic() && routes.iter().all(|r| r.regions.is_empty()) {
+        let first = &mut routes[0];
         let probe = RegionIndex(0);
-        if let Some(server) = pick_replica(read_replicas(space, plan.subspace, probe), probe, turn)
+        if let Some(server) = pick_replica(read_replicas(space, first.subspace, probe), probe, turn)
         {
-            by_server.insert(server, vec![]);
+            first.regions.insert(server, vec![]);
         }
     }
-    Ok(SearchRoute {
-        subspace: plan.subspace,
-        regions: by_server,
-    })
+    Ok(routes)
 }
 
 /// How search number `turn` would run: the fields a standalone server fills, with
@@ -408,7 +415,7 @@ mod tests {
         .unwrap();
         let mut asked = std::collections::BTreeSet::new();
         for turn in 0..6 {
-            let route = route_search(&all, &t, &checked, turn).unwrap();
+            let route = route_search(&all, &t, &checked, turn).unwrap().remove(0);
             assert_eq!(route.subspace, subspace);
             let servers: Vec<ServerId> = route.regions.keys().copied().collect();
             assert_eq!(servers.len(), 1);
@@ -532,8 +539,7 @@ mod tests {
         .unwrap();
         let e = explain(&space, &t, &none, 0);
         assert_eq!((e.regions_contacted, e.servers_contacted), (0, 0));
-        assert!(route_search(&space, &t, &none, 0)
-            .unwrap()
+        assert!(route_search(&space, &t, &none, 0).unwrap()[0]
             .regions
             .is_empty());
         // Everything: every region of the key subspace, spread over the three servers.
@@ -564,9 +570,9 @@ mod tests {
     fn searched(space: &SpaceConfig, predicates: &[Predicate]) -> SubspaceId {
         let t = space.tessellations();
         let checked = check_predicates(&space.schema, predicates).unwrap();
-        let subspace = route_search(space, &t, &checked, 0).unwrap().subspace;
+        let subspace = route_search(space, &t, &checked, 0).unwrap()[0].subspace;
         for turn in 1..4 {
-            let route = route_search(space, &t, &checked, turn).unwrap();
+            let route = route_search(space, &t, &checked, turn).unwrap().remove(0);
             assert_eq!(route.subspace, subspace);
             let e = explain(space, &t, &checked, turn);
             assert_eq!(e.subspace, subspace);
@@ -850,7 +856,7 @@ mod tests {
             if let Some(c) = city { predicates.push(Predicate::equals("city", c)); }
             let t = space.tessellations();
             let checked = check_predicates(&space.schema, &predicates).unwrap();
-            let route = route_search(&space, &t, &checked, turn).unwrap();
+            let route = route_search(&space, &t, &checked, turn).unwrap().remove(0);
             prop_assert!(space.schema.subspace(route.subspace).is_searchable());
             let e = explain(&space, &t, &checked, turn);
             prop_assert_eq!(e.subspace, route.subspace);
@@ -877,8 +883,8 @@ mod tests {
             if let Some(c) = city { predicates.push(Predicate::equals("city", c)); }
             let t = space.tessellations();
             let checked = check_predicates(&space.schema, &predicates).unwrap();
-            let route = route_search(&space, &t, &checked, turn).unwrap();
-            let plan = space.plan(&t, &checked);
+            let route = route_search(&space, &t, &checked, turn).unwrap().remove(0);
+            let plan = space.plan(&t, &checked).remove(0);
             prop_assert_eq!(route.subspace, plan.subspace);
             let expected: Vec<u32> =
                 plan.regions(&t[plan.subspace.get()]).iter().map(|r| r.0).collect();

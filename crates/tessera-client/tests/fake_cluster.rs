@@ -227,13 +227,11 @@ fn serve_as(id: ServerId, world: &Shared, request: Request) -> Answer {
     let schema = &space.schema;
     let tessellations: Vec<Tessellation> = space.tessellations();
     let region_of = |subspace: SubspaceId, values: &[Value]| {
-        tessellations[subspace.get()].region_of(&point(
-            schema,
-            subspace,
-            &Object {
-                values: values.to_vec(),
-            },
-        ))
+        let object = Object {
+            values: values.to_vec(),
+        };
+        let p = point(schema, subspace, &object).expect("a typed space places every object");
+        tessellations[subspace.get()].region_of(&p)
     };
     let leads = |key: &Value| {
         let mut values = vec![key.clone()];

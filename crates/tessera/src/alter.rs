@@ -57,7 +57,19 @@ pub fn subspace_text(space: &SpaceConfig, id: SubspaceId) -> String {
                 space.shapes.len()
             )
         }
-        _ => attribute_names(space, id).join(", "),
+        _ => match &space.schema.subspace(id).overlay {
+            Some(overlay) => {
+                let formulas: Vec<String> = space
+                    .schema
+                    .formulas
+                    .iter()
+                    .filter(|f| f.overlays.contains(&id))
+                    .map(|f| format!("{:?}", f.id))
+                    .collect();
+                format!("overlay {overlay} of formula {}", formulas.join(", "))
+            }
+            None => attribute_names(space, id).join(", "),
+        },
     };
     format!("subspace {}: {over} ({detail})", id.0)
 }
@@ -223,6 +235,10 @@ pub enum Alteration {
     Adapt {
         on: bool,
     },
+    AddFormula {
+        id: Option<String>,
+        overlays: Vec<String>,
+    },
 }
 
 /// `tessera alter-space SPACE add-subspace A,B [--wait] | drop-subspace N`.
@@ -233,6 +249,29 @@ pub async fn alter_space(
     json: bool,
 ) -> Result<(), Failure> {
     match alteration {
+        Alteration::AddFormula { id, overlays } => {
+            let texts: Vec<&str> = overlays.iter().map(String::as_str).collect();
+            let spec = tessera_types::FormulaSpec::parse(id.as_deref(), &texts)
+                .map_err(|e| Failure::Error(e.to_string()))?;
+            let id = client.add_formula(space, spec).await?;
+            let config = client.refresh().await?;
+            let subspaces: Vec<u16> = config
+                .space(space)
+                .and_then(|s| s.schema.formula_subspaces(&id))
+                .map(|ids| ids.iter().map(|s| s.0).collect())
+                .unwrap_or_default();
+            if json {
+                return print_line(&serde_json::json!({
+                    "space": space,
+                    "action": "add-formula",
+                    "formula": id,
+                    "subspaces": subspaces,
+                    "epoch": config.epoch.0,
+                }));
+            }
+            println!("formula {id:?} of {space} is ready: its documents are placed in subspaces {subspaces:?}");
+            Ok(())
+        }
         Alteration::Add {
             attributes,
             wait,

@@ -245,6 +245,11 @@ enum Command {
         space: String,
         key: String,
         json: String,
+        /// A dynamic space's document: place it by this registered compression formula
+        /// (`alter-space SPACE add-formula`); `''` for the default, the unispace. Without it
+        /// the document keeps the formula it has (a new one gets the default).
+        #[arg(long)]
+        formula: Option<String>,
     },
     /// Print an object as one line of JSON (exit 1 if there is none).
     Get { space: String, key: String },
@@ -410,6 +415,24 @@ enum AlterChange {
     Adapt {
         #[arg(value_parser = ["on", "off"])]
         state: String,
+        /// One JSON object instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Register a compression formula in a dynamic space (seed 004 §4): documents put with
+    /// `--formula ID` are then placed in its overlays instead of the unispace, one copy each.
+    /// Each overlay is one argument, its properties joined by commas, each with an optional
+    /// weight (relative regions along it): `title` `year*4,venue.name*2`. An overlay names at
+    /// most as many properties as the space has dimensions. Overlays the space lacks become
+    /// new subspaces, serving at once. A search reads, per formula, the overlay its predicates
+    /// narrow most.
+    AddFormula {
+        /// The overlays, one per argument.
+        #[arg(required = true)]
+        overlays: Vec<String>,
+        /// The formula's id; without it, the overlays' text (`title | year*4,venue.name*2`).
+        #[arg(long)]
+        id: Option<String>,
         /// One JSON object instead of text.
         #[arg(long)]
         json: bool,
@@ -621,6 +644,9 @@ async fn run(cli: Cli) -> Result<(), Failure> {
                 AlterChange::Adapt { state, json } => {
                     (alter::Alteration::Adapt { on: state == "on" }, json)
                 }
+                AlterChange::AddFormula { overlays, id, json } => {
+                    (alter::Alteration::AddFormula { id, overlays }, json)
+                }
             };
             let client = connect(&cli.addr, cli.timeout).await?;
             alter::alter_space(&client, &space, alteration, json).await
@@ -650,14 +676,27 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             space,
             key,
             json: text,
+            formula,
         } => {
             let client = connect(&cli.addr, cli.timeout).await?;
             let schema = client.describe_space(&space).await?;
             let key = predicates::parse_key(&schema, &key)?;
             if schema.is_dynamic() {
                 let patch = json::document_from_json(&text)?;
-                client.put_document(&space, key, patch).await?;
+                match formula {
+                    Some(f) => {
+                        client
+                            .put_document_with_formula(&space, key, patch, &f)
+                            .await?
+                    }
+                    None => client.put_document(&space, key, patch).await?,
+                }
                 return Ok(());
+            }
+            if formula.is_some() {
+                return Err(Failure::Error(format!(
+                    "--formula places documents of dynamic spaces; {space:?} is typed"
+                )));
             }
             let attributes = json::attributes_from_json(&schema, &text)?;
             client.put(&space, key, attributes).await?;
@@ -853,8 +892,21 @@ async fn run(cli: Cli) -> Result<(), Failure> {
                         (p.clone(), serde_json::json!(axis))
                     })
                     .collect();
+                let parts: Vec<_> = e
+                    .parts
+                    .iter()
+                    .map(|p| {
+                        serde_json::json!({
+                            "subspace": p.subspace.0,
+                            "dimensions": p.dimensions,
+                            "formulas": p.formulas,
+                            "regions_contacted": p.regions_contacted,
+                        })
+                    })
+                    .collect();
                 return print_line(&serde_json::json!({
                     "subspace": e.subspace.0,
+                    "parts": parts,
                     "axes": dimensions,
                     "property_axes": axes,
                     "subspace_regions": e.subspace_regions,

@@ -16,7 +16,7 @@ fn readme_session_runs_verbatim() {
 
 #[test]
 fn readme_documents_session_runs_verbatim() {
-    run_session("<!-- documents:start -->", "<!-- documents:end -->", 8);
+    run_session("<!-- documents:start -->", "<!-- documents:end -->", 14);
 }
 
 /// Runs the README's console block between `start` and `end` (at least `steps_min` commands)
