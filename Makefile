@@ -1,5 +1,5 @@
 # The two commands of the README's quick start, and a few conveniences.
-.PHONY: dev install test test-rust test-go test-python test-scripts test-long bench-build bench-failover bench-transfers bench-advisor
+.PHONY: dev install test test-rust test-go test-python test-scripts test-long bench-build bench-failover bench-transfers bench-advisor bench-documents
 
 CARGO ?= cargo
 PYTHON ?= python3
@@ -70,3 +70,10 @@ bench-transfers:
 # docs/advisor/. About 1 h 25 min with the defaults; knobs in scripts/bench-advisor.sh.
 bench-advisor:
 	CARGO="$(CARGO)" PYTHON="$(PYTHON)" scripts/bench-advisor.sh
+
+# Dynamic spaces (docs/benchmarks.md "Dynamic spaces"): seed 004's micro-benchmark and a
+# DBLP-shaped bibliography against a Tessera dynamic space, a typed space and PostgreSQL's
+# JSONB with a GIN index (its own temporary cluster); medians of 3 runs and ratios as JSON on
+# stdout. About 20 minutes with the defaults; knobs in scripts/bench-documents.sh.
+bench-documents:
+	scripts/bench-documents.sh

@@ -36,6 +36,9 @@ use std::time::Duration;
 
 pub mod advisor_eval;
 pub mod advisor_shift;
+pub mod bibliography;
+pub mod docsys;
+pub mod documents;
 pub mod driver;
 pub mod generator;
 pub mod hotels;
@@ -150,6 +153,9 @@ pub struct BenchArgs {
 
     #[command(flatten, next_help_heading = "Workload advisor-shift")]
     pub shift: advisor_shift::AdvisorShiftArgs,
+
+    #[command(flatten, next_help_heading = "Workloads documents and dblp")]
+    pub docs: documents::DocArgs,
 }
 
 /// The whole run, as `tessera bench` prints it (JSON): its parameters, then one section per
@@ -179,6 +185,10 @@ pub struct Report {
     pub advisor_eval: Option<advisor_eval::AdvisorEvalReport>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub advisor_shift: Option<advisor_shift::AdvisorShiftReport>,
+    /// Workloads `documents` and `dblp`: the system, the agreement check, and every query
+    /// kind timed (the load phase's writes are in `load`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub documents: Option<documents::DocumentsReport>,
 }
 
 /// Why a benchmark could not run. Failures of single operations are not errors: they are
@@ -206,6 +216,9 @@ pub enum BenchError {
     /// The target kind exists but cannot be driven by this build.
     #[error("target not supported: {0}")]
     TargetUnsupported(String),
+    /// A document benchmark's system returned counts that differ from the model's.
+    #[error("{0}")]
+    Disagreement(String),
 }
 
 /// The target named by a `--target` URL.
@@ -214,6 +227,8 @@ enum TargetKind {
     Tessera(String),
     Redis(String),
     Memory,
+    /// A libpq connection URL (`postgres://USER@HOST:PORT/DB`), for `documents` and `dblp`.
+    Postgres(String),
 }
 
 fn parse_target(url: &str) -> Result<TargetKind, BenchError> {
@@ -227,9 +242,14 @@ fn parse_target(url: &str) -> Result<TargetKind, BenchError> {
             .map_err(BenchError::InvalidArgs)
     } else if url == "memory://" || url == "memory" {
         Ok(TargetKind::Memory)
+    } else if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+        // Checked by the driver's own parser, so a bad URL fails before any work.
+        url.parse::<tokio_postgres::Config>()
+            .map(|_| TargetKind::Postgres(url.to_owned()))
+            .map_err(|e| BenchError::InvalidArgs(format!("{url:?}: {e}")))
     } else {
         Err(BenchError::InvalidArgs(format!(
-            "unknown target {url:?}: expected tessera://HOST:PORT, redis://HOST:PORT or memory://"
+            "unknown target {url:?}: expected tessera://HOST:PORT, redis://HOST:PORT, postgres://… or memory://"
         )))
     }
 }
@@ -263,10 +283,24 @@ pub async fn run(args: BenchArgs) -> Result<Report, BenchError> {
         },
     };
     let target = parse_target(&args.target)?;
+    if matches!(args.workload, Workload::Documents | Workload::Dblp) {
+        return run_documents(target, args).await;
+    }
+    if let TargetKind::Postgres(_) = target {
+        return Err(BenchError::TargetUnsupported(format!(
+            "workload {} does not run against PostgreSQL: only documents and dblp do",
+            args.workload
+        )));
+    }
     if !args.workload.is_ycsb() {
         return run_sweep(target, args, duration).await;
     }
     let (load, run) = match target {
+        TargetKind::Postgres(_) => {
+            return Err(BenchError::TargetUnsupported(
+                "PostgreSQL runs the documents and dblp workloads only".into(),
+            ))
+        }
         TargetKind::Memory => {
             let shared = MemoryTarget::new();
             drive(vec![shared; args.threads], &args, duration).await?
@@ -314,7 +348,76 @@ fn report_of(args: &BenchArgs) -> Report {
         search_fixed: None,
         advisor_eval: None,
         advisor_shift: None,
+        documents: None,
     }
+}
+
+/// Workloads `documents` and `dblp` ([`documents`]): Tessera (dynamic or typed space) or
+/// PostgreSQL.
+async fn run_documents(target: TargetKind, args: BenchArgs) -> Result<Report, BenchError> {
+    let doc_target = match target {
+        TargetKind::Tessera(addr) => documents::DocTarget::Tessera(addr),
+        TargetKind::Postgres(url) => documents::DocTarget::Postgres(url),
+        TargetKind::Redis(_) | TargetKind::Memory => {
+            return Err(BenchError::TargetUnsupported(format!(
+                "workload {} runs against tessera:// or postgres://",
+                args.workload
+            )))
+        }
+    };
+    let d = &args.docs;
+    if !(d.query_duration_s.is_finite() && d.query_duration_s > 0.0) {
+        return Err(BenchError::InvalidArgs(format!(
+            "--query-duration-s {} is not a positive number",
+            d.query_duration_s
+        )));
+    }
+    let (dataset, records) = match args.workload {
+        Workload::Dblp => (docsys::Dataset::Dblp, d.entries),
+        _ => (docsys::Dataset::Micro, args.records),
+    };
+    if records == 0 {
+        return Err(BenchError::InvalidArgs("no records to load".into()));
+    }
+    let systems = documents::systems(
+        &doc_target,
+        d.doc_space,
+        dataset,
+        usize::from(d.formula_dims),
+        args.threads,
+    )
+    .await
+    .map_err(|source| BenchError::Connect {
+        target: args.target.clone(),
+        source,
+    })?;
+    let plan = documents::DocPlan {
+        dataset,
+        load: matches!(args.phase, Phase::Load | Phase::Both),
+        run: matches!(args.phase, Phase::Run | Phase::Both),
+        records,
+        operations: args.operations,
+        threads: args.threads,
+        seed: args.seed,
+        query_duration: Duration::from_secs_f64(d.query_duration_s),
+        agreement_samples: d.agreement_samples,
+        explain_samples: d.explain_samples,
+        progress: show_progress(args.progress),
+    };
+    let (load, report) = documents::run(systems, plan).await.map_err(|e| match e {
+        documents::DocumentsError::Disagreement { .. } => BenchError::Disagreement(e.to_string()),
+        documents::DocumentsError::InvalidArgs(why) => BenchError::InvalidArgs(why),
+        documents::DocumentsError::Target(source) => BenchError::Prepare {
+            target: args.target.clone(),
+            source,
+        },
+    })?;
+    Ok(Report {
+        load,
+        documents: Some(report),
+        records,
+        ..report_of(&args)
+    })
 }
 
 /// Workloads `subspaces` and `search-fixed` ([`sweep`]): Tessera only.

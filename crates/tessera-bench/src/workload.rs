@@ -125,6 +125,13 @@ pub enum Workload {
     /// throughput every second, and references for the second workload. Tessera only.
     #[serde(rename = "advisor-shift")]
     AdvisorShift,
+    /// Seed 004's micro-benchmark of documents (about 5 properties, 10-character names,
+    /// 100-character values): writes, reads by key, searches by one property; against a
+    /// Tessera dynamic or typed space (`--doc-space`) or PostgreSQL's JSONB (postgres://).
+    Documents,
+    /// A DBLP-shaped bibliography (`--entries`), then every query kind timed on its own;
+    /// against the same three systems as `documents`.
+    Dblp,
 }
 
 impl fmt::Display for Workload {
@@ -141,6 +148,8 @@ impl fmt::Display for Workload {
             Workload::SearchFixed => "search-fixed",
             Workload::AdvisorEval => "advisor-eval",
             Workload::AdvisorShift => "advisor-shift",
+            Workload::Documents => "documents",
+            Workload::Dblp => "dblp",
         };
         f.write_str(s)
     }
@@ -261,6 +270,13 @@ impl Workload {
                 distribution: Distribution::Uniform,
                 ..base
             },
+            // Writes, then reads and searches, in `crate::documents`.
+            Workload::Documents | Workload::Dblp => WorkloadSpec {
+                read: 0.5,
+                search: 0.5,
+                distribution: Distribution::Uniform,
+                ..base
+            },
             // Mixes of searches and updates, all in `crate::hotels`.
             Workload::AdvisorEval | Workload::AdvisorShift => WorkloadSpec {
                 search: 0.5,
@@ -272,7 +288,8 @@ impl Workload {
     }
 
     /// Whether the workload runs over the YCSB `usertable` space (every one but `subspaces`,
-    /// `search-fixed`, `advisor-eval` and `advisor-shift`, which create their own).
+    /// `search-fixed`, `advisor-eval`, `advisor-shift`, `documents` and `dblp`, which create
+    /// their own).
     pub fn is_ycsb(self) -> bool {
         !matches!(
             self,
@@ -280,6 +297,8 @@ impl Workload {
                 | Workload::SearchFixed
                 | Workload::AdvisorEval
                 | Workload::AdvisorShift
+                | Workload::Documents
+                | Workload::Dblp
         )
     }
 }
