@@ -1,12 +1,14 @@
 //! Real faults in a real cluster: three `tessera coordinator` and five `tessera server`
-//! processes, every region on two servers, six clients writing and reading while one fault
-//! strikes — `kill -9` of a server; a server stopped (SIGSTOP) for longer than its lease and
+//! processes, every region on two servers, six clients writing and reading a typed space and
+//! two writing and reading documents of a dynamic space (half of them placed by a compression
+//! formula's overlay, so documents move between subspaces) while one fault strikes — `kill -9` of a server; a server stopped (SIGSTOP) for longer than its lease and
 //! then continued; a server cut off from peers, clients and coordinators by TCP proxies for
 //! longer than its lease, or three times briefly; `kill -9` of the coordinators' Raft leader;
 //! a sixth server joining; a server decommissioned. After each run:
 //! - the clients' history is linearizable (Porcupine, tools/lincheck);
 //! - every key's final value is the same read by key and found by search (so every
-//!   acknowledged write that the history keeps is on the servers that now hold its regions);
+//!   acknowledged write that the history keeps is on the servers that now hold its regions),
+//!   and every document is found by a search on its value, through its formula's subspace;
 //! - a failed server is offline and in no replica set, and every region still has a replica;
 //! - by state transfer, every region is back to two replicas on available servers, balanced
 //!   (a joining server holds its share, a decommissioned one has left);
@@ -19,11 +21,18 @@ use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::cluster::{check, final_state_agrees, lincheck, worker, Cluster, Op, KEYS, SPACE};
+use common::cluster::{
+    add_document_space, check, document_worker, final_documents_agree, final_state_agrees,
+    lincheck, worker, Cluster, Op, KEYS, SPACE,
+};
 use common::proxy::Network;
-use tessera_client::{Client, ClientOptions, Configuration, ServerId, ServerState, Value};
+use tessera_client::{
+    Client, ClientOptions, Configuration, ServerId, ServerState, SpaceConfig, Value,
+};
 
 const WORKERS: u64 = 6;
+/// Clients writing documents of a dynamic space beside them.
+const DOCUMENT_WORKERS: u64 = 2;
 const RUN_FOR: Duration = Duration::from_secs(8);
 /// When the fault strikes, after the clients started.
 const FAULT_AT: Duration = Duration::from_secs(2);
@@ -82,7 +91,10 @@ fn key_regions_led(config: &Configuration) -> BTreeMap<ServerId, usize> {
 /// and within each subspace every available server holds between the floor and the ceiling
 /// of `regions * 2 / servers` regions (the coordinators' balance rule).
 fn healed(c: &Configuration) -> bool {
-    let space = c.space("kv").expect("the space");
+    c.spaces.iter().all(|space| space_healed(c, space))
+}
+
+fn space_healed(c: &Configuration, space: &SpaceConfig) -> bool {
     let available: Vec<ServerId> = c
         .servers
         .iter()
@@ -187,6 +199,7 @@ fn run(fault: Fault) {
             .await
             .expect("connecting");
         admin.add_space(SPACE).await.expect("add-space");
+        add_document_space(&admin).await;
         let config = admin.configuration();
         // The server leading the most key regions: failing it hurts most.
         let led = key_regions_led(&config);
@@ -213,6 +226,14 @@ fn run(fault: Fault) {
                     .expect("connecting"),
             );
             tasks.push(tokio::spawn(worker(client, id, started, RUN_FOR)));
+        }
+        for id in WORKERS..WORKERS + DOCUMENT_WORKERS {
+            let client = Arc::new(
+                Client::connect_with(&cluster.addresses(), options.clone())
+                    .await
+                    .expect("connecting"),
+            );
+            tasks.push(tokio::spawn(document_worker(client, id, started, RUN_FOR)));
         }
         tokio::time::sleep(FAULT_AT).await;
         let struck = Instant::now();
@@ -281,8 +302,11 @@ fn run(fault: Fault) {
                 },
             )
             .await;
-            let space = config.space("kv").expect("the space");
-            for set in space.replicas.iter().flatten() {
+            for set in config
+                .spaces
+                .iter()
+                .flat_map(|s| s.replicas.iter().flatten())
+            {
                 assert!(!set.is_empty(), "every region keeps a replica");
                 assert!(
                     !set.contains(&victim_id) || set.len() == 1,
@@ -348,6 +372,7 @@ fn run(fault: Fault) {
         // The final state: every key by get, and one search (which asks the new replicas
         // too), agree.
         final_state_agrees(&admin).await;
+        final_documents_agree(&admin).await;
         history
     });
     let writes = history
@@ -358,6 +383,14 @@ fn run(fault: Fault) {
         history.len() > 100 && writes > 30,
         "the run did real work: {} ops, {writes} writes",
         history.len()
+    );
+    let document_writes = history
+        .iter()
+        .filter(|o| o.key.starts_with('d') && o.op == "put" && o.ok == Some(true))
+        .count();
+    assert!(
+        document_writes > 10,
+        "the document clients did real work: {document_writes} puts"
     );
     let dir = tempfile::tempdir().expect("temp dir");
     let (code, summary) = check(&checker, &history, dir.path(), &format!("{fault:?}.jsonl"));

@@ -8,7 +8,10 @@ use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use tessera_client::{Client, ClientError, Predicate, Status, Value};
+use tessera_client::{
+    Client, ClientError, DocValue, Document, FormulaSpec, Predicate, Status, Value,
+};
+use tessera_types::DOCUMENT_ATTRIBUTE;
 
 use super::proxy::Network;
 use super::Daemon;
@@ -323,6 +326,136 @@ pub async fn worker(client: Arc<Client>, id: u64, started: Instant, run_for: Dur
         ops.push(op);
     }
     ops
+}
+
+/// A dynamic space beside [`SPACE`]: documents `{"v": N}`, every region on two servers.
+pub const DOC_SPACE: &str =
+    "space docs dynamic key k dimensions 2 create 8 partitions tolerate 1 failure";
+pub const DOC_KEYS: i64 = 6;
+/// The compression formula half of the document writes name: placed by `v` in an overlay.
+pub const DOC_FORMULA: &str = "by_v";
+
+/// Registers [`DOC_SPACE`] and its formula [`DOC_FORMULA`].
+pub async fn add_document_space(admin: &Client) {
+    admin.add_space(DOC_SPACE).await.expect("add-space docs");
+    let spec = FormulaSpec::parse(Some(DOC_FORMULA), &["v"]).expect("a formula");
+    admin
+        .add_formula("docs", spec)
+        .await
+        .expect("add-formula by_v");
+}
+
+fn document_key(key: i64) -> String {
+    format!("d{key}")
+}
+
+/// The `v` of a document of [`DOC_SPACE`].
+pub fn document_value(record: &tessera_client::Record) -> i64 {
+    match record.attributes.get(DOCUMENT_ATTRIBUTE) {
+        Some(Value::Document(doc)) => match doc.get("v") {
+            Some(DocValue::Int(v)) => *v,
+            other => panic!("v is an int, got {other:?}"),
+        },
+        other => panic!("a document, got {other:?}"),
+    }
+}
+
+/// [`worker`] on [`DOC_SPACE`]: gets, puts (each naming the default formula or
+/// [`DOC_FORMULA`], so documents move between the unispace and the overlay) and deletes of
+/// documents `{"v": N}`, recorded as registers under keys `d0`, `d1`, … for the checker.
+pub async fn document_worker(
+    client: Arc<Client>,
+    id: u64,
+    started: Instant,
+    run_for: Duration,
+) -> Vec<Op> {
+    let mut ops = Vec::new();
+    let mut seq = 0i64;
+    let mut rng = id.wrapping_mul(0x2545_F491_4F6C_DD1D) | 1;
+    let mut next = move || {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        rng
+    };
+    while started.elapsed() < run_for {
+        let key = document_key((next() % DOC_KEYS as u64) as i64);
+        seq += 1;
+        let value = (id as i64 + 1) * 1_000_000 + seq;
+        let mut op = Op {
+            client: id,
+            op: "get",
+            key: key.clone(),
+            value: None,
+            expect: None,
+            call: started.elapsed().as_nanos(),
+            ret: None,
+            ok: None,
+            output: None,
+        };
+        match next() % 8 {
+            0..=3 => match client.get("docs", key.as_str()).await {
+                Ok(found) => op.output = found.as_ref().map(document_value),
+                Err(e) if e.status() == Some(Status::Timeout) => continue,
+                Err(e) => panic!("get: {e}"),
+            },
+            4..=6 => {
+                op.op = "put";
+                op.value = Some(value);
+                let formula = if value % 2 == 0 { DOC_FORMULA } else { "" };
+                let doc = Document::new([("v".to_owned(), DocValue::Int(value))].into());
+                let put = client.put_document_with_formula("docs", key.as_str(), doc, formula);
+                op.ok = outcome(put.await, &[]);
+            }
+            _ => {
+                op.op = "del";
+                op.ok = outcome(client.del("docs", key.as_str()).await, &[Status::NotFound]);
+            }
+        }
+        if op.op == "get" || op.ok.is_some() {
+            op.ret = Some(started.elapsed().as_nanos());
+        }
+        ops.push(op);
+    }
+    ops
+}
+
+/// The final documents: by get, by a search of everything, and by a search on `v` (which reads
+/// the overlay for documents of [`DOC_FORMULA`] and the unispace for the others) agree.
+pub async fn final_documents_agree(admin: &Client) -> BTreeMap<String, i64> {
+    let mut gets = BTreeMap::new();
+    for key in 0..DOC_KEYS {
+        let key = document_key(key);
+        if let Some(r) = admin.get("docs", key.as_str()).await.expect("final get") {
+            gets.insert(key, document_value(&r));
+        }
+    }
+    let found = admin.search("docs", vec![]).await.expect("final search");
+    let searched: BTreeMap<String, i64> = found
+        .iter()
+        .map(|r| match &r.key {
+            Value::String(k) => (k.clone(), document_value(r)),
+            other => panic!("string keys, got {other:?}"),
+        })
+        .collect();
+    assert_eq!(
+        found.len(),
+        searched.len(),
+        "a search returns each key once"
+    );
+    assert_eq!(
+        searched, gets,
+        "a search sees exactly the committed documents"
+    );
+    for (key, v) in &gets {
+        let by_value = admin
+            .search("docs", vec![Predicate::equals("v", *v)])
+            .await
+            .expect("search by v");
+        let keys: Vec<&Value> = by_value.iter().map(|r| &r.key).collect();
+        assert_eq!(keys, vec![&Value::String(key.clone())], "v = {v}");
+    }
+    gets
 }
 
 fn go() -> PathBuf {
