@@ -25,7 +25,7 @@ use tessera_client::{
     SubspaceId, SubspaceState, Value, WriteMode,
 };
 use tessera_types::constants::DOCUMENT_NESTING_MAX;
-use tessera_types::{DocValue, Document, DOCUMENT_ATTRIBUTE};
+use tessera_types::{DocValue, Document, FormulaSpec, DOCUMENT_ATTRIBUTE, FORMULA_ATTRIBUTE};
 use tokio::sync::oneshot;
 
 create_exception!(
@@ -103,6 +103,8 @@ enum Outcome {
         records: Vec<Record>,
     },
     Count(u64),
+    /// A name the operation settled on (a formula's id).
+    Text(String),
     Explain(Explanation),
     Spaces(Vec<SpaceSchema>),
     Config {
@@ -266,14 +268,25 @@ impl Writes {
         })
     }
 
-    /// The funcalls to send, now that the space's kind is known.
-    fn funcalls(self, dynamic: bool) -> Result<Vec<Funcall>, Failure> {
-        match (self, dynamic) {
-            (Writes::Typed(f), _) => Ok(f),
-            (Writes::Dynamic(d), _) => Ok(vec![Funcall::merge(d)]),
-            (Writes::Unknown { document, .. }, true) => Ok(vec![Funcall::merge(document?)]),
-            (Writes::Unknown { funcalls, .. }, false) => funcalls,
+    /// The funcalls to send, now that the space's kind is known; `formula` (a dynamic space's
+    /// compression formula for the document) is refused for a typed space.
+    fn funcalls(self, dynamic: bool, formula: Option<String>) -> Result<Vec<Funcall>, Failure> {
+        let mut funcalls = match (self, dynamic) {
+            (Writes::Typed(f), _) => f,
+            (Writes::Dynamic(d), _) => vec![Funcall::merge(d)],
+            (Writes::Unknown { document, .. }, true) => vec![Funcall::merge(document?)],
+            (Writes::Unknown { funcalls, .. }, false) => funcalls?,
+        };
+        match formula {
+            Some(id) if dynamic => funcalls.push(Funcall::set(FORMULA_ATTRIBUTE, id)),
+            Some(_) => {
+                return Err(Failure::wrong_type(
+                    "formula= names a dynamic space's compression formula: this space is typed",
+                ))
+            }
+            None => {}
         }
+        Ok(funcalls)
     }
 }
 
@@ -424,8 +437,11 @@ fn operation(client: &Client, op: &str, args: &Bound<'_, PyTuple>) -> PyResult<O
             Box::pin(async move { Ok(Outcome::Object(c.get(&space, key).await?)) })
         }
         "put" => {
-            arity(5)?;
+            arity(6)?;
             let (space, key, mode, conditions) = (s(0)?, v(1)?, write_mode(&s(2)?)?, p(3)?);
+            let formula: Option<String> = args.get_item(5)?.extract().map_err(|_| {
+                Failure::wrong_type("formula= is a formula id (a str) or None").into_py()
+            })?;
             let known = c
                 .configuration()
                 .space(&space)
@@ -436,7 +452,7 @@ fn operation(client: &Client, op: &str, args: &Bound<'_, PyTuple>) -> PyResult<O
                     Some(d) => d,
                     None => c.describe_space(&space).await?.is_dynamic(),
                 };
-                let funcalls = writes.funcalls(dynamic)?;
+                let funcalls = writes.funcalls(dynamic, formula)?;
                 c.write(&space, key, mode, conditions, funcalls).await?;
                 Ok(Outcome::Done)
             })
@@ -540,6 +556,23 @@ fn operation(client: &Client, op: &str, args: &Bound<'_, PyTuple>) -> PyResult<O
                 })?;
                 Ok(Outcome::Count(u64::from(id.0)))
             })
+        }
+        "add_formula" => {
+            arity(3)?;
+            let space = s(0)?;
+            let overlays: Vec<String> = args.get_item(1)?.extract()?;
+            let id: Option<String> = args.get_item(2)?.extract()?;
+            let texts: Vec<&str> = overlays.iter().map(String::as_str).collect();
+            // A malformed overlay is refused here, as the server would refuse it.
+            let spec = FormulaSpec::parse(id.as_deref(), &texts).map_err(|e| {
+                Failure {
+                    symbol: tessera_client::Status::BadAlteration.symbol().into(),
+                    code: tessera_client::Status::BadAlteration.code(),
+                    message: e.to_string(),
+                }
+                .into_py()
+            })?;
+            Box::pin(async move { Ok(Outcome::Text(c.add_formula(&space, spec).await?)) })
         }
         "drop_subspace" => {
             arity(2)?;
@@ -781,6 +814,17 @@ fn schema_to_py<'py>(py: Python<'py>, schema: &SpaceSchema) -> PyResult<Bound<'p
     d.set_item("partitions", schema.partitions)?;
     d.set_item("tolerate", schema.tolerate)?;
     d.set_item("adapt", schema.adapt)?;
+    // A dynamic space's compression formulas: id → its overlays' text ("title,year*4").
+    let formulas = PyDict::new(py);
+    for f in &schema.formulas {
+        let overlays: Vec<String> = f
+            .overlays
+            .iter()
+            .filter_map(|&id| schema.subspace(id).overlay.as_ref().map(|o| o.to_string()))
+            .collect();
+        formulas.set_item(&f.id, overlays)?;
+    }
+    d.set_item("formulas", formulas)?;
     d.set_item("description", schema.to_string())?;
     Ok(d)
 }
@@ -799,6 +843,7 @@ fn outcome_to_py(py: Python<'_>, outcome: Outcome) -> PyResult<Py<PyAny>> {
         )?
         .into_any(),
         Outcome::Count(n) => n.into_pyobject(py)?.into_any(),
+        Outcome::Text(t) => t.into_pyobject(py)?.into_any(),
         Outcome::Explain(e) => {
             let d = PyDict::new(py);
             d.set_item("subspace", e.subspace.0)?;
@@ -826,6 +871,17 @@ fn outcome_to_py(py: Python<'_>, outcome: Outcome) -> PyResult<Py<PyAny>> {
             }
             d.set_item("shapes_read", shapes)?;
             d.set_item("shapes_known", e.shapes_known)?;
+            // One part per subspace read: its axes, the formulas it reads, its regions.
+            let parts = PyList::empty(py);
+            for part in &e.parts {
+                let p = PyDict::new(py);
+                p.set_item("subspace", part.subspace.0)?;
+                p.set_item("dimensions", &part.dimensions)?;
+                p.set_item("formulas", &part.formulas)?;
+                p.set_item("regions", part.regions_contacted)?;
+                parts.append(p)?;
+            }
+            d.set_item("parts", parts)?;
             d.into_any()
         }
         Outcome::Spaces(spaces) => PyList::new(

@@ -151,29 +151,41 @@ def get_partial(space: str, key: Key, attrs: Sequence[str]) -> Request[Optional[
 
 
 def write(
-    space: str, key: Key, mode: str, conditions: Predicates, calls: List[NativeFuncall]
+    space: str,
+    key: Key,
+    mode: str,
+    conditions: Predicates,
+    calls: List[NativeFuncall],
+    formula: Optional[str] = None,
 ) -> Request[Optional[bool]]:
-    return Request("put", (space, key, mode, to_native(conditions), calls), _true, answers=True)
+    if formula is not None and not isinstance(formula, str):
+        raise TypeError(f"formula= is a formula id (a str), not {type(formula).__name__}")
+    args = (space, key, mode, to_native(conditions), calls, formula)
+    return Request("put", args, _true, answers=True)
 
 
-def put(space: str, key: Key, attrs: Attributes) -> Request[Optional[bool]]:
-    return write(space, key, "upsert", None, funcalls("set", attrs))
+def put(
+    space: str, key: Key, attrs: Attributes, formula: Optional[str] = None
+) -> Request[Optional[bool]]:
+    return write(space, key, "upsert", None, funcalls("set", attrs), formula)
 
 
-def put_if_not_exist(space: str, key: Key, attrs: Attributes) -> Request[Optional[bool]]:
-    return write(space, key, "create", None, funcalls("set", attrs))
+def put_if_not_exist(
+    space: str, key: Key, attrs: Attributes, formula: Optional[str] = None
+) -> Request[Optional[bool]]:
+    return write(space, key, "create", None, funcalls("set", attrs), formula)
 
 
 def cond_put(
-    space: str, key: Key, predicates: Predicates, attrs: Attributes
+    space: str, key: Key, predicates: Predicates, attrs: Attributes, formula: Optional[str] = None
 ) -> Request[Optional[bool]]:
-    return write(space, key, "update", predicates, funcalls("set", attrs))
+    return write(space, key, "update", predicates, funcalls("set", attrs), formula)
 
 
 def cond_put_or_create(
-    space: str, key: Key, predicates: Predicates, attrs: Attributes
+    space: str, key: Key, predicates: Predicates, attrs: Attributes, formula: Optional[str] = None
 ) -> Request[Optional[bool]]:
-    return write(space, key, "upsert", predicates, funcalls("set", attrs))
+    return write(space, key, "upsert", predicates, funcalls("set", attrs), formula)
 
 
 def atomic(
@@ -230,6 +242,16 @@ def describe_explanation(e: Mapping[str, Any]) -> str:
         lines.append(f"reads {len(read)} of {known} shapes of document:")
         for shape in read:
             lines.append("  {" + ", ".join(f"{p}: {k}" for p, k in shape.items()) + "}")
+    parts = e.get("parts", [])
+    if any(f != "" for part in parts for f in part["formulas"]):
+        # Compression formulas: which overlay each formula's documents are read from.
+        for part in parts:
+            n = part["regions"]
+            formulas = ", ".join(repr(f) for f in part["formulas"])
+            lines.append(
+                f"  part: subspace {part['subspace']} ({', '.join(part['dimensions'])}) "
+                f"for formulas {formulas}: {n} region{'' if n == 1 else 's'}"
+            )
     return "\n".join(lines)
 
 

@@ -95,6 +95,25 @@ class Admin:
             raise ValueError(f"no subspace id is {drop_subspace}")
         return int(self._call("drop_subspace", (space, drop_subspace)))
 
+    def add_formula(self, space: str, overlays: Sequence[str], *, id: Optional[str] = None) -> str:
+        """Register a compression formula in a dynamic space and return its id once documents
+        can use it (``put(..., formula=id)``). Each overlay is properties joined by ``,``
+        with optional weights, e.g. ``["year*4,venue.name", "doi"]``: a document of the
+        formula is placed in every overlay, at its properties' coordinates, instead of the
+        unispace. Without ``id`` the id is the overlays' text joined by ``" | "``.
+
+        Overlays the space lacks become subspaces that serve at once (no document uses the
+        formula yet). Registering the same formula again returns its id.
+
+        Raises ``BadAlterationError`` (a malformed overlay, more properties than the space's
+        dimensions, an id taken by other overlays, too many formulas; nothing changed),
+        ``UnknownSpaceError``, and ``TypeError`` for bad arguments."""
+        if isinstance(overlays, (str, bytes)) or not all(isinstance(o, str) for o in overlays):
+            raise TypeError('overlays is a list of overlays, e.g. ["year*4,venue.name", "doi"]')
+        if id is not None and not isinstance(id, str):
+            raise TypeError(f"id is a str or None, not {type(id).__name__}")
+        return str(self._call("add_formula", (space, list(overlays), id)))
+
     def set_adapt(self, space: str, on: bool) -> bool:
         """Turn adaptation on or off (as ``adapt on`` in a description): whether Tessera
         re-subspaces the space itself as its workload changes. With it on, the coordinators'

@@ -86,13 +86,22 @@ class Client:
         """Only the named attributes of the object, or None if the key has no object."""
         return await self._run(R.get_partial(space, key, attrs))
 
-    async def put(self, space: str, key: Key, attrs: Attributes) -> Optional[bool]:
-        """Create the object, or update the attributes given (others keep their values). True."""
-        return await self._run(R.put(space, key, attrs))
+    async def put(
+        self, space: str, key: Key, attrs: Attributes, *, formula: Optional[str] = None
+    ) -> Optional[bool]:
+        """Create the object, or update the attributes given (others keep their values). True.
 
-    async def put_if_not_exist(self, space: str, key: Key, attrs: Attributes) -> Optional[bool]:
-        """Create the object: True, or False if the key already has one."""
-        return await self._run(R.put_if_not_exist(space, key, attrs))
+        ``formula`` (a dynamic space only) places the document by that compression formula
+        (an id ``Admin.add_formula`` returned; ``""`` for the default, the unispace); the
+        document keeps it until a put names another."""
+        return await self._run(R.put(space, key, attrs, formula))
+
+    async def put_if_not_exist(
+        self, space: str, key: Key, attrs: Attributes, *, formula: Optional[str] = None
+    ) -> Optional[bool]:
+        """Create the object: True, or False if the key already has one (``formula`` as for
+        ``put``)."""
+        return await self._run(R.put_if_not_exist(space, key, attrs, formula))
 
     async def cond_put(
         self,
@@ -100,10 +109,12 @@ class Client:
         key: Key,
         predicates: Predicates,
         attrs: Attributes,
+        *,
+        formula: Optional[str] = None,
     ) -> Optional[bool]:
         """Update an existing object if it matches predicates: True, False if it does not, None
-        if absent."""
-        return await self._run(R.cond_put(space, key, predicates, attrs))
+        if absent. ``formula`` as for ``put``."""
+        return await self._run(R.cond_put(space, key, predicates, attrs, formula))
 
     async def cond_put_or_create(
         self,
@@ -111,10 +122,12 @@ class Client:
         key: Key,
         predicates: Predicates,
         attrs: Attributes,
+        *,
+        formula: Optional[str] = None,
     ) -> Optional[bool]:
         """Create the object, or update it if it matches predicates: True, or False if it does
-        not."""
-        return await self._run(R.cond_put_or_create(space, key, predicates, attrs))
+        not. ``formula`` as for ``put``."""
+        return await self._run(R.cond_put_or_create(space, key, predicates, attrs, formula))
 
     async def delete(self, space: str, key: Key) -> Optional[bool]:
         """Delete the object: True, or None if the key had none."""

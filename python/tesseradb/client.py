@@ -162,13 +162,22 @@ class Client:
         """Only the named attributes of the object, or None if the key has no object."""
         return self._run(R.get_partial(space, key, attrs))
 
-    def put(self, space: str, key: Key, attrs: Attributes) -> Optional[bool]:
-        """Create the object, or update the attributes given (others keep their values). True."""
-        return self._run(R.put(space, key, attrs))
+    def put(
+        self, space: str, key: Key, attrs: Attributes, *, formula: Optional[str] = None
+    ) -> Optional[bool]:
+        """Create the object, or update the attributes given (others keep their values). True.
 
-    def put_if_not_exist(self, space: str, key: Key, attrs: Attributes) -> Optional[bool]:
-        """Create the object: True, or False if the key already has one."""
-        return self._run(R.put_if_not_exist(space, key, attrs))
+        ``formula`` (a dynamic space only) places the document by that compression formula
+        (an id ``Admin.add_formula`` returned; ``""`` for the default, the unispace); the
+        document keeps it until a put names another."""
+        return self._run(R.put(space, key, attrs, formula))
+
+    def put_if_not_exist(
+        self, space: str, key: Key, attrs: Attributes, *, formula: Optional[str] = None
+    ) -> Optional[bool]:
+        """Create the object: True, or False if the key already has one (``formula`` as for
+        ``put``)."""
+        return self._run(R.put_if_not_exist(space, key, attrs, formula))
 
     def cond_put(
         self,
@@ -176,10 +185,12 @@ class Client:
         key: Key,
         predicates: Predicates,
         attrs: Attributes,
+        *,
+        formula: Optional[str] = None,
     ) -> Optional[bool]:
         """Update an existing object if it matches predicates: True, False if it does not, None
-        if absent."""
-        return self._run(R.cond_put(space, key, predicates, attrs))
+        if absent. ``formula`` as for ``put``."""
+        return self._run(R.cond_put(space, key, predicates, attrs, formula))
 
     def cond_put_or_create(
         self,
@@ -187,10 +198,12 @@ class Client:
         key: Key,
         predicates: Predicates,
         attrs: Attributes,
+        *,
+        formula: Optional[str] = None,
     ) -> Optional[bool]:
         """Create the object, or update it if it matches predicates: True, or False if it does
-        not."""
-        return self._run(R.cond_put_or_create(space, key, predicates, attrs))
+        not. ``formula`` as for ``put``."""
+        return self._run(R.cond_put_or_create(space, key, predicates, attrs, formula))
 
     def delete(self, space: str, key: Key) -> Optional[bool]:
         """Delete the object: True, or None if the key had none."""

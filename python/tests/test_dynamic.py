@@ -133,3 +133,72 @@ def test_sorted_search_ranks_numbers_then_strings(admin: tesseradb.Admin, client
         assert client.put(name, key, doc) is True
     assert [o["id"] for o in client.sorted_search(name, {}, "n", 10, "min")] == ["b", "a", "f", "c"]
     assert [o["id"] for o in client.sorted_search(name, {}, "n", 2, "max")] == ["c", "f"]
+
+
+def test_formulas_place_documents_and_searches_find_them(
+    admin: tesseradb.Admin, client: tesseradb.Client
+) -> None:
+    name = dynamic_space(admin)
+    by_year = admin.add_formula(name, ["year*4,venue.name", "doi"])
+    assert by_year == "year*4,venue.name | doi"
+    titled = admin.add_formula(name, ["title"], id="titled")
+    assert titled == "titled"
+    # Registering the same formula again is a no-op that returns its id.
+    assert admin.add_formula(name, ["title"], id="titled") == "titled"
+    formulas = admin.describe_space(name)["formulas"]
+    assert formulas == {by_year: ["year*4,venue.name", "doi"], "titled": ["title"]}
+
+    rng = random.Random(5)
+    stored: Dict[str, Doc] = {}
+    chosen: Dict[str, str] = {}
+    for i in range(60):
+        key, doc = f"p{i}", random_doc(rng)
+        formula = rng.choice(["", by_year, titled, None])
+        assert client.put(name, key, doc, formula=formula) is True
+        stored[key] = doc
+        if formula is not None or key not in chosen:
+            chosen[key] = formula or ""
+    # A merge that names another formula moves the document; one that names none keeps it.
+    assert client.put(name, "p0", {"year": 4}, formula=titled) is True
+    stored["p0"]["year"], chosen["p0"] = 4, titled
+    assert client.put(name, "p1", {"title": "c"}) is True
+    stored["p1"]["title"] = "c"
+    assert client.cond_put(name, "p2", {}, {"doi": "b"}, formula=by_year) is True
+    stored["p2"]["doi"], chosen["p2"] = "b", by_year
+
+    for predicates, holds in CHECKS:
+        wanted = {k for k, d in stored.items() if holds(d)}
+        assert {o["id"] for o in client.search(name, predicates)} == wanted, predicates
+        assert client.count(name, predicates) == len(wanted)
+    assert {k: client.get(name, k) for k in stored} == stored
+
+    described = client.search_describe(name, {"year": 3})
+    parts = [l for l in described.splitlines() if l.startswith("  part: ")]
+    # One part per subspace read: the unispace for "", the year overlay for by_year, and
+    # the title overlay (which "year" does not narrow) for titled.
+    assert len(parts) == 3, described
+    assert any(repr(by_year) in l and "(year, venue.name)" in l for l in parts), described
+
+
+def test_bad_formulas_change_nothing(admin: tesseradb.Admin, client: tesseradb.Client) -> None:
+    name = dynamic_space(admin)
+    for overlays in (["year*0"], ["a,b,c,d,e"], ["a,a"], [], [""]):
+        with pytest.raises(tesseradb.BadAlterationError):
+            admin.add_formula(name, overlays)
+    with pytest.raises(TypeError):
+        admin.add_formula(name, "title")  # type: ignore[arg-type]
+    admin.add_formula(name, ["title"], id="f")
+    with pytest.raises(tesseradb.BadAlterationError):
+        admin.add_formula(name, ["year"], id="f")
+    assert admin.describe_space(name)["formulas"] == {"f": ["title"]}
+    assert client.put(name, "k", {"title": "t"}) is True
+    with pytest.raises(tesseradb.WrongTypeError):
+        client.put(name, "k", {"title": "u"}, formula="nope")
+    with pytest.raises(TypeError):
+        client.put(name, "k", {"title": "u"}, formula=3)  # type: ignore[arg-type]
+    assert client.get(name, "k") == {"title": "t"}
+    typed = fresh_name("typed")
+    admin.add_space(f"space {typed}\nkey id\nattributes title\n")
+    with pytest.raises(tesseradb.WrongTypeError):
+        client.put(typed, "k", {"title": "t"}, formula="f")
+    assert client.get(typed, "k") is None
