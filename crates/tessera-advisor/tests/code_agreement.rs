@@ -7,7 +7,8 @@ mod common;
 use proptest::prelude::*;
 use tessera_advisor::{parse_workload, Calibration, ClassTerms, Configuration, Model};
 use tessera_geometry::{
-    chain_for_update, plan_search, tessellations, RegionIndex, ReplicaMap, SearchBox, Tessellation,
+    chain_for_update, plan_search, tessellations, PropertyIndex, RegionIndex, ReplicaMap,
+    SearchBox, Tessellation,
 };
 use tessera_types::{
     AttrIndex, AttributeType, CheckedPredicate, Object, Predicate, PredicateOp, PrimitiveType,
@@ -99,7 +100,8 @@ proptest! {
                 CheckedPredicate::check(&schema, &Predicate::new(name(a), op)).expect("valid predicate")
             })
             .collect();
-        let plan = plan_search(&schema, &tessellations(&schema), &[], &checked).remove(0);
+        let no_shapes = PropertyIndex::new(&schema, &[]);
+        let plan = plan_search(&schema, &tessellations(&schema), &[], &no_shapes, &checked).remove(0);
         prop_assert_eq!(subspace_index, plan.subspace.get());
         prop_assert_eq!(regions_contacted, plan.regions_count as f64);
     }

@@ -754,10 +754,12 @@ impl System {
             // The geometry's plan from the client's configuration (its shapes and formulas):
             // in a dynamic space, the unispace's boxes for the default formula and an overlay's
             // for each other one; in a typed space, the cheapest subspace.
+            let index = tessera_geometry::PropertyIndex::new(&space.schema, &space.shapes);
             let predicted: u64 = tessera_geometry::plan_search(
                 &space.schema,
                 &tessellations,
                 &space.shapes,
+                &index,
                 &checked,
             )
             .iter()

@@ -638,6 +638,7 @@ impl ClusterState {
             shapes: Vec::new(),
             shape_entries: Vec::new(),
             formula_entries: Vec::new(),
+            property_index: Default::default(),
         };
         let mut next = self.configuration();
         next.epoch = Epoch(id);

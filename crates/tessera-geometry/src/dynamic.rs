@@ -459,7 +459,8 @@ mod tests {
                 docs.iter().map(|(d, f)| d.shape_in(&formula_of(*f))).collect();
             shapes.sort();
             shapes.dedup();
-            let plan = crate::plan_search(&schema, &ts, &shapes, &checked);
+            let index = crate::PropertyIndex::new(&schema, &shapes);
+            let plan = crate::plan_search(&schema, &ts, &shapes, &index, &checked);
             for (doc, f) in &docs {
                 let formula = formula_of(*f);
                 let object = Object { values: vec![

@@ -8,6 +8,8 @@
 //!   subspace, and the regions it crosses; [`plan_search`] picks the subspaces a search reads.
 //! * [`dynamic`]: unispace hashing and compression formulas' overlays: a dynamic space's
 //!   documents as points and its searches as one box per shape of document that can match.
+//! * [`index`]: the inverted index of a dynamic space's shapes and formulas (property → shapes
+//!   that have it, formula → shapes its documents took): structural queries as set operations.
 //! * [`chain`]: the value-dependent chain of an update.
 //! * [`zorder`]: Z-order interleaving of a point, and the BIGMIN step that lets storage skip
 //!   from a Z-value outside a box to the next one inside it.
@@ -15,6 +17,7 @@
 pub mod chain;
 pub mod coordinate;
 pub mod dynamic;
+pub mod index;
 pub mod plan;
 pub mod search;
 pub mod tessellation;
@@ -25,6 +28,7 @@ pub use coordinate::{
     coordinate, key_coordinate, key_region, overlay_point, point, property_axis, unispace_point,
 };
 pub use dynamic::{overlay_boxes, unispace_boxes};
+pub use index::{PropertyIndex, ShapeSet};
 pub use plan::{part_in, part_keeps, plan_search};
 pub use search::{choose_typed_subspace, SearchBox, SearchPlan};
 

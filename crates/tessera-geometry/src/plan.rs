@@ -3,6 +3,7 @@
 use tessera_types::{CheckedPredicate, Shape, SpaceKind, SpaceSchema, SubspaceId, UNISPACE};
 
 use crate::dynamic::{overlay_boxes, unispace_boxes};
+use crate::index::{PropertyIndex, ShapeSet};
 use crate::search::{choose_typed_subspace, SearchBox, SearchPlan};
 use crate::tessellation::Tessellation;
 
@@ -14,27 +15,42 @@ use crate::tessellation::Tessellation;
 /// included), one of its subspaces: the overlay the predicates narrow to the fewest regions
 /// (ties to the first listed). The formulas that chose one subspace share its part, whose
 /// boxes are one per shape of their documents that can match there (`shapes`, the space's
-/// registered shapes, each with the formula of its documents; see [`crate::dynamic`]): a
-/// formula no document uses costs nothing. The part keeps only the documents of its
+/// registered shapes, each with the formula of its documents; see [`crate::dynamic`]), found
+/// through `index` (the inverted index of those shapes, [`PropertyIndex`]): a formula none
+/// of whose shapes can match costs nothing. The part keeps only the documents of its
 /// formulas, so a document that several parts' subspaces hold is found once.
 pub fn plan_search(
     schema: &SpaceSchema,
     tessellations: &[Tessellation],
     shapes: &[Shape],
+    index: &PropertyIndex,
     predicates: &[CheckedPredicate],
 ) -> Vec<SearchPlan> {
     let SpaceKind::Dynamic { .. } = schema.kind else {
         return vec![choose_typed_subspace(schema, tessellations, predicates)];
     };
+    let candidates = index.candidates(shapes, predicates);
+    // The formulas some overlay of which a predicate can narrow; the others read their first.
+    let narrowed: Vec<&str> = predicates
+        .iter()
+        .filter_map(|p| p.path.as_deref())
+        .flat_map(|path| index.formulas_naming(path))
+        .map(String::as_str)
+        .collect();
     let mut parts: Vec<SearchPlan> = Vec::new();
     for (formula, subspaces) in schema.all_formulas() {
-        let chosen = *subspaces
-            .iter()
-            .min_by_key(|&&s| {
-                let narrowed = predicate_box(schema, s, predicates);
-                narrowed.map_or(0, |b| b.regions_count(&tessellations[s.get()]))
-            })
-            .expect("a formula has a subspace");
+        let first = *subspaces.first().expect("a formula has a subspace");
+        let chosen = if narrowed.contains(&formula) {
+            *subspaces
+                .iter()
+                .min_by_key(|&&s| {
+                    let narrowed = predicate_box(schema, s, predicates);
+                    narrowed.map_or(0, |b| b.regions_count(&tessellations[s.get()]))
+                })
+                .expect("a formula has a subspace")
+        } else {
+            first
+        };
         match parts.iter_mut().find(|p| p.subspace == chosen) {
             Some(part) => part.formulas.push(formula.to_owned()),
             None => parts.push(SearchPlan {
@@ -45,13 +61,15 @@ pub fn plan_search(
             }),
         }
     }
-    // A part reads the shapes its formulas' documents have taken, and no other.
+    // A part reads the shapes its formulas' documents have taken that can hold matches, and
+    // no other.
     for part in &mut parts {
-        let theirs: Vec<Shape> = shapes
-            .iter()
-            .filter(|s| part.formulas.contains(&s.formula))
-            .cloned()
-            .collect();
+        let mut of_part = ShapeSet::empty(shapes.len());
+        for formula in &part.formulas {
+            of_part.union_with(&index.of_formula(formula));
+        }
+        of_part.intersect_with(&candidates);
+        let theirs: Vec<Shape> = of_part.iter().map(|i| shapes[i].clone()).collect();
         part.boxes = subspace_boxes(schema, &theirs, part.subspace, predicates);
         part.regions_count = part.regions(&tessellations[part.subspace.get()]).len() as u64;
     }
@@ -119,6 +137,7 @@ pub fn part_in(
     schema: &SpaceSchema,
     tessellations: &[Tessellation],
     shapes: &[Shape],
+    index: &PropertyIndex,
     subspace: SubspaceId,
     predicates: &[CheckedPredicate],
 ) -> SearchPlan {
@@ -146,7 +165,7 @@ pub fn part_in(
             boxes: vec![SearchBox::full(1)],
             ..empty
         },
-        SpaceKind::Dynamic { .. } => plan_search(schema, tessellations, shapes, predicates)
+        SpaceKind::Dynamic { .. } => plan_search(schema, tessellations, shapes, index, predicates)
             .into_iter()
             .find(|p| p.subspace == subspace)
             .unwrap_or(empty),

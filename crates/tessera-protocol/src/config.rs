@@ -8,7 +8,7 @@
 use serde::{Deserialize, Serialize};
 use tessera_geometry::dynamic::shape_box;
 use tessera_geometry::{
-    part_in, plan_search, tessellation_of, RegionIndex, SearchPlan, Tessellation,
+    part_in, plan_search, tessellation_of, PropertyIndex, RegionIndex, SearchPlan, Tessellation,
 };
 use tessera_types::{
     constants::{FORMULAS_MAX, SHAPES_MAX, SUBSPACES_MAX},
@@ -72,6 +72,49 @@ pub struct SpaceConfig {
     /// What the configuration knows of each of the schema's formulas (same length and order
     /// as `schema.formulas`): registered like shapes, and used by documents once ready.
     pub formula_entries: Vec<ShapeEntry>,
+    /// The inverted index of `shapes` and the formulas ([`PropertyIndex`]), built by the first
+    /// search planned on this configuration and kept with it. Derived, so never sent.
+    #[serde(skip)]
+    pub property_index: PropertyIndexCache,
+}
+
+/// A [`SpaceConfig`]'s inverted index, built once on first use. It takes no part in
+/// comparisons (it is derived from the fields that do).
+#[derive(Clone, Default)]
+pub struct PropertyIndexCache(std::sync::OnceLock<std::sync::Arc<PropertyIndex>>);
+
+impl PropertyIndexCache {
+    /// The index of `shapes` and `schema`'s formulas: the cached one when it covers them
+    /// (both lists only grow), otherwise one built now (and cached if none was).
+    fn get(&self, schema: &SpaceSchema, shapes: &[Shape]) -> std::sync::Arc<PropertyIndex> {
+        if let Some(index) = self.0.get() {
+            if index.covers(schema, shapes) {
+                return index.clone();
+            }
+            return std::sync::Arc::new(PropertyIndex::new(schema, shapes));
+        }
+        self.0
+            .get_or_init(|| std::sync::Arc::new(PropertyIndex::new(schema, shapes)))
+            .clone()
+    }
+}
+
+impl PartialEq for PropertyIndexCache {
+    fn eq(&self, _: &PropertyIndexCache) -> bool {
+        true
+    }
+}
+
+impl Eq for PropertyIndexCache {}
+
+impl std::fmt::Debug for PropertyIndexCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.get().is_some() {
+            "PropertyIndexCache(built)"
+        } else {
+            "PropertyIndexCache(empty)"
+        })
+    }
 }
 
 /// A registered shape's or formula's history (see [`SpaceConfig::shapes`]).
@@ -306,6 +349,7 @@ impl SpaceConfig {
             shapes: Vec::new(),
             shape_entries: Vec::new(),
             formula_entries: Vec::new(),
+            property_index: PropertyIndexCache::default(),
         }
     }
 
@@ -425,6 +469,8 @@ impl SpaceConfig {
         mut assign: impl FnMut(&Tessellation) -> Vec<Vec<ServerId>>,
     ) -> Result<Option<SubspaceId>, AlterError> {
         let added = self.check_change(change)?;
+        // Shapes and formulas may change: the index of them is built again when next used.
+        self.property_index = PropertyIndexCache::default();
         match change {
             SpaceChange::SetAdapt { on } => {
                 self.schema.adapt = *on;
@@ -586,7 +632,14 @@ impl SpaceConfig {
         tessellations: &[Tessellation],
         predicates: &[CheckedPredicate],
     ) -> Vec<SearchPlan> {
-        plan_search(&self.schema, tessellations, &self.shapes, predicates)
+        let index = self.property_index();
+        plan_search(
+            &self.schema,
+            tessellations,
+            &self.shapes,
+            &index,
+            predicates,
+        )
     }
 
     /// What a search by `predicates` reads in `subspace`: its boxes and, in a dynamic space,
@@ -602,6 +655,7 @@ impl SpaceConfig {
             &self.schema,
             tessellations,
             &self.shapes,
+            &self.property_index(),
             subspace,
             predicates,
         )
@@ -687,6 +741,11 @@ impl SpaceConfig {
     pub fn shape_entry(&self, shape: &Shape) -> Option<ShapeEntry> {
         let at = self.shapes.iter().position(|s| s == shape)?;
         Some(self.shape_entries[at])
+    }
+
+    /// The inverted index of the space's shapes and formulas.
+    pub fn property_index(&self) -> std::sync::Arc<PropertyIndex> {
+        self.property_index.get(&self.schema, &self.shapes)
     }
 
     /// The tessellation of every subspace, in subspace order.
@@ -1140,5 +1199,69 @@ mod tests {
         assert_eq!(SpaceChange::SetAdapt { on: true }.name_bytes(), 0);
         let log = SpaceChange::LogAdaptation(adaptation(&[&["city", "price"]]));
         assert_eq!(log.name_bytes(), 5 + 11);
+    }
+
+    #[test]
+    fn the_cached_index_follows_shapes_and_formulas() {
+        use tessera_types::{Document, Predicate, PredicateOp};
+        let schema = parse_space("space d dynamic key k dimensions 2").unwrap();
+        let mut space = SpaceConfig::owned_by(1, schema, &[ServerId(1)]);
+        let shape = |paths: &[&str], formula: &str| {
+            let props = paths
+                .iter()
+                .map(|p| (p.to_string(), tessera_types::DocValue::Int(1)))
+                .collect();
+            Document::new(props).shape_in(formula)
+        };
+        let has_b = [CheckedPredicate::check(
+            &space.schema,
+            &Predicate::new("b", PredicateOp::Exists { or: vec![] }),
+        )
+        .unwrap()];
+        space
+            .alter(2, &SpaceChange::AddShape(shape(&["a"], "")), one_server)
+            .unwrap();
+        assert_eq!(
+            space
+                .property_index()
+                .candidates(&space.shapes, &has_b)
+                .count(),
+            0
+        );
+        // A copy made now carries the built index; a shape added to it is still seen.
+        let mut copy = space.clone();
+        copy.alter(
+            3,
+            &SpaceChange::AddShape(shape(&["a", "b"], "")),
+            one_server,
+        )
+        .unwrap();
+        assert_eq!(
+            copy.property_index()
+                .candidates(&copy.shapes, &has_b)
+                .count(),
+            1
+        );
+        assert_eq!(
+            space
+                .property_index()
+                .candidates(&space.shapes, &has_b)
+                .count(),
+            0
+        );
+        // Even one whose shapes were pushed behind the index's back.
+        let mut pushed = space.clone();
+        pushed.shapes.push(shape(&["b"], ""));
+        assert_eq!(
+            pushed
+                .property_index()
+                .candidates(&pushed.shapes, &has_b)
+                .count(),
+            1
+        );
+        let spec = FormulaSpec::parse(Some("f"), &["b"]).unwrap();
+        copy.alter(4, &SpaceChange::AddFormula(spec), one_server)
+            .unwrap();
+        assert_eq!(copy.property_index().formulas_naming("b"), ["f".to_owned()]);
     }
 }
