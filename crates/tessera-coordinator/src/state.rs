@@ -35,10 +35,7 @@ use tessera_types::{
 /// Longest server address accepted by registration (`host:port`).
 pub const ADDRESS_BYTES_MAX: usize = 256;
 
-/// Largest encoded configuration the coordinator lets a space creation produce. The whole
-/// configuration travels in one frame, so it must stay under the frame limit, with room to spare
-/// for the frame's header.
-pub const CONFIGURATION_BYTES_MAX: usize = tessera_protocol::constants::FRAME_BYTES_MAX - 4096;
+pub use tessera_protocol::constants::CONFIGURATION_BYTES_MAX;
 
 /// The most state transfers one server may be the target of at a time, and the most it may be
 /// the source of. A server's death can leave hundreds of regions a replica short; starting
@@ -707,11 +704,14 @@ impl ClusterState {
                 assign_subspace(t, k as usize, &available, &self.spaces)
             })
             .map_err(CommandError::Alter)?;
-        // A new subspace's replica sets or a logged adaptation make the configuration larger.
+        // A new subspace's replica sets, a logged adaptation, a formula or a shape make the
+        // configuration larger.
         if added.is_some()
             || matches!(
                 change,
-                SpaceChange::LogAdaptation(_) | SpaceChange::AddFormula(_)
+                SpaceChange::LogAdaptation(_)
+                    | SpaceChange::AddFormula(_)
+                    | SpaceChange::AddShape(_)
             )
         {
             let mut next = self.configuration();
@@ -1721,6 +1721,46 @@ mod tests {
             Err(CommandError::ConfigurationTooLarge { .. })
         ));
         assert_eq!(st, before);
+    }
+
+    #[test]
+    fn shapes_that_would_pass_the_frame_limit_are_refused() {
+        use tessera_types::{PropertyKind, Shape};
+        let mut st = with_servers(1);
+        let docs =
+            tessera_types::parse_space("space docs dynamic key k dimensions 2 tolerate 0 failures")
+                .unwrap();
+        st.apply(Command::AddSpace { schema: docs }).unwrap();
+        // Shapes at their byte limit: 50 paths of 300 bytes (15 KiB each).
+        let shape = |n: usize| Shape {
+            formula: String::new(),
+            properties: (0..50)
+                .map(|i| (format!("{n:0>8}{i:0>292}"), PropertyKind::Int))
+                .collect(),
+        };
+        let mut added = 0;
+        let refused = loop {
+            assert!(added < 1000, "never refused");
+            let before = st.clone();
+            let change = SpaceChange::AddShape(shape(added));
+            match st.apply(Command::AlterSpace {
+                name: "docs".into(),
+                change,
+            }) {
+                Ok(_) => added += 1,
+                Err(e) => {
+                    assert_eq!(st, before, "a refused shape changes nothing");
+                    break e;
+                }
+            }
+        };
+        assert!(
+            matches!(refused, CommandError::ConfigurationTooLarge { .. }),
+            "{refused:?}"
+        );
+        let bytes = postcard::to_allocvec(&st.configuration()).unwrap().len();
+        assert!(bytes <= CONFIGURATION_BYTES_MAX, "{bytes}");
+        assert!(added > 100, "{added} shapes fit");
     }
 
     #[test]

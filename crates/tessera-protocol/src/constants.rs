@@ -15,6 +15,17 @@ pub const DESCRIPTION_BYTES_MAX: usize = 64 * 1024;
 
 const _: () = assert!(SEARCH_BATCH_BYTES + OBJECT_BYTES_MAX < FRAME_BYTES_MAX);
 
+/// Largest encoded configuration a change may produce (coordinators and a standalone server
+/// both hold to it). The whole configuration travels in one frame, so it must stay under the
+/// frame limit, with room to spare for the frame's header.
+pub const CONFIGURATION_BYTES_MAX: usize = FRAME_BYTES_MAX - 4096;
+
+/// A shape's registration is an alteration, bounded like a description.
+const _: () = assert!(
+    tessera_types::constants::SHAPE_BYTES_MAX + tessera_types::constants::FORMULA_ID_BYTES_MAX
+        < DESCRIPTION_BYTES_MAX
+);
+
 /// How far back a server keeps the shapes of the requests it served (`Request::Trace`), in
 /// minutes: long enough to tell a lasting change of workload from a burst.
 pub const TRACE_MINUTES_MAX: u32 = 15;

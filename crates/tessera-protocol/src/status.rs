@@ -177,5 +177,6 @@ fn is_size(e: &DocumentError) -> bool {
         DocumentError::TooDeep { .. }
             | DocumentError::PathTooLong(_)
             | DocumentError::TooManyProperties(_)
+            | DocumentError::ShapeTooLarge(_)
     )
 }

@@ -73,7 +73,14 @@ pub fn evaluate(
                 }
             };
             let object = apply_all(funcalls, &base).map_err(|e| {
-                ErrorReply::new(Status::CmpFail, format!("the update cannot apply: {e}"))
+                // A merge past a document's limits is refused for its size, as an object over
+                // its limit is; arithmetic that cannot apply fails its comparison (HyperDex).
+                let status = if e.is_size() {
+                    Status::TooLarge
+                } else {
+                    Status::CmpFail
+                };
+                ErrorReply::new(status, format!("the update cannot apply: {e}"))
             })?;
             debug_assert!(object.conforms_to(schema));
             let size = encoded_len(&object);

@@ -35,6 +35,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
+use tessera_protocol::constants::CONFIGURATION_BYTES_MAX;
 use tessera_protocol::{
     BackfillRef, Configuration, ErrorReply, ModelConstants, Response, SpaceChange, SpaceConfig,
     Status,
@@ -426,6 +427,16 @@ impl ChainLoop {
             // A standalone server is every server: the formula is ready at once.
             let ready = SpaceChange::FormulaReady(spec.id());
             space.alter(epoch.0, &ready, |_| vec![]).map_err(bad)?;
+        }
+        // Clients fetch the configuration in one frame, as from coordinators.
+        let bytes = postcard::to_allocvec(&config).map_or(usize::MAX, |v| v.len());
+        if bytes > CONFIGURATION_BYTES_MAX {
+            return Err(ErrorReply::new(
+                Status::TooLarge,
+                format!(
+                    "the configuration would be {bytes} bytes, over its {CONFIGURATION_BYTES_MAX}-byte limit"
+                ),
+            ));
         }
         self.install(Arc::new(config))
     }

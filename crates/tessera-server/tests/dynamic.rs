@@ -490,6 +490,26 @@ async fn bad_documents_and_predicates_change_nothing() {
         .put_document("papers", "ok", doc(&[("title", text("kept"))]))
         .await
         .unwrap();
+    // A merge whose result would pass the shape's limit (each half is within it) is refused
+    // for its size, and the stored document stays as it was.
+    let half = |from: i64| {
+        Document::new(
+            (from..from + 30)
+                .map(|i| (format!("{i:0>300}"), DocValue::Int(i)))
+                .collect(),
+        )
+    };
+    client
+        .put_document("papers", "grows", half(0))
+        .await
+        .unwrap();
+    let got = error(client.put_document("papers", "grows", half(30)).await);
+    assert_eq!(got.0, Status::TooLarge, "{}", got.1);
+    let kept = client.get("papers", "grows").await.unwrap().expect("kept");
+    assert_eq!(
+        kept.attributes.get("document"),
+        Some(&Value::Document(half(0)))
+    );
     let before = snapshot(&client, "papers").await;
     let config_before = client.refresh().await.unwrap();
     let shapes_before = config_before.space("papers").unwrap().shapes.clone();
@@ -504,10 +524,17 @@ async fn bad_documents_and_predicates_change_nothing() {
             .collect(),
     );
     let huge = doc(&[("blob", text(&"x".repeat(1_100_000)))]);
+    // 60 paths of 300 bytes: within the property count, over the shape's 16 KiB.
+    let long_names: Document = Document::new(
+        (0..60)
+            .map(|i| (format!("{i:0>300}"), DocValue::Int(i)))
+            .collect(),
+    );
     let cases: Vec<(&str, Document, Status)> = vec![
         ("too deep", doc(&[("n", deep)]), Status::TooLarge),
         ("too many properties", many, Status::TooLarge),
         ("over the size limit", huge, Status::TooLarge),
+        ("a shape over its limit", long_names, Status::TooLarge),
         (
             "a dotted name",
             doc(&[("a.b", DocValue::Int(1))]),

@@ -55,6 +55,11 @@ pub const PATH_BYTES_MAX: usize = 512;
 /// and every shape of a space is kept in its configuration.
 pub const DOCUMENT_PROPERTIES_MAX: usize = 256;
 
+/// Most bytes of a document's property paths together (each counted with two bytes more, as
+/// a shape carries it). Every shape of a space is kept in its configuration, and registering
+/// one is an alteration bounded like a description: 256 paths of 512 bytes would not fit.
+pub const SHAPE_BYTES_MAX: usize = 16 * 1024;
+
 /// Deepest nesting of lists and documents that decoding accepts (lists may nest deeper than
 /// paths go). Bounds the decoder's recursion on input from the network.
 pub const DOCUMENT_NESTING_MAX: usize = 32;

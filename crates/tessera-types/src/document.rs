@@ -24,7 +24,7 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 use crate::constants::{
-    DOCUMENT_NESTING_MAX, DOCUMENT_PROPERTIES_MAX, PATH_BYTES_MAX, PATH_DEPTH_MAX,
+    DOCUMENT_NESTING_MAX, DOCUMENT_PROPERTIES_MAX, PATH_BYTES_MAX, PATH_DEPTH_MAX, SHAPE_BYTES_MAX,
 };
 
 /// A value inside a document.
@@ -161,6 +161,8 @@ pub enum DocumentError {
         "the document has {0} properties, nested ones included (at most {DOCUMENT_PROPERTIES_MAX})"
     )]
     TooManyProperties(usize),
+    #[error("the document's property paths take {0} bytes together (at most {SHAPE_BYTES_MAX}, each path counted with 2 more): use shorter names or fewer properties")]
+    ShapeTooLarge(usize),
     #[error("property {0:?} is a float NaN: NaN has no order and no coordinate")]
     NaN(String),
     #[error("property {0:?} is null: a stored document has no null properties (in a put, null removes the property)")]
@@ -265,6 +267,11 @@ impl Ord for DocValue {
 
 /// Checks a path as a query or a formula names it: dot-separated non-empty names, not too
 /// deep, not too long.
+/// What one property path adds to a shape's bytes ([`SHAPE_BYTES_MAX`]).
+pub fn shape_bytes_of(path: &str) -> usize {
+    path.len() + 2
+}
+
 pub fn check_path(path: &str) -> Result<(), DocumentError> {
     if path.len() > PATH_BYTES_MAX {
         return Err(DocumentError::PathTooLong(
@@ -369,9 +376,10 @@ impl Document {
         if let Some(name) = bad_name {
             return Err(DocumentError::BadName(name));
         }
-        let (mut count, mut error) = (0usize, None);
+        let (mut count, mut bytes, mut error) = (0usize, 0usize, None);
         self.for_each_property(|path, value| {
             count += 1;
+            bytes += shape_bytes_of(path);
             if error.is_none() {
                 error = check_path(path).err().or_else(|| match value {
                     DocValue::Null if !patch => Some(DocumentError::NullProperty(path.to_owned())),
@@ -385,6 +393,9 @@ impl Document {
         }
         if count > DOCUMENT_PROPERTIES_MAX {
             return Err(DocumentError::TooManyProperties(count));
+        }
+        if bytes > SHAPE_BYTES_MAX {
+            return Err(DocumentError::ShapeTooLarge(bytes));
         }
         Ok(())
     }
@@ -480,6 +491,10 @@ impl Shape {
         }
         if self.properties.len() > DOCUMENT_PROPERTIES_MAX {
             return Err(DocumentError::TooManyProperties(self.properties.len()));
+        }
+        let bytes: usize = self.properties.iter().map(|(p, _)| shape_bytes_of(p)).sum();
+        if bytes > SHAPE_BYTES_MAX {
+            return Err(DocumentError::ShapeTooLarge(bytes));
         }
         for (i, (path, _)) in self.properties.iter().enumerate() {
             check_path(path)?;

@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::constants::{DOCUMENT_PROPERTIES_MAX, FUNCALLS_MAX};
+use crate::constants::{DOCUMENT_PROPERTIES_MAX, FUNCALLS_MAX, SHAPE_BYTES_MAX};
 use crate::document::DocumentError;
 use crate::object::Object;
 use crate::schema::{AttrIndex, SpaceSchema};
@@ -245,6 +245,18 @@ pub enum FuncallError {
     NotANumber,
     #[error("the merged document would have more than {DOCUMENT_PROPERTIES_MAX} properties")]
     TooManyProperties,
+    #[error("the merged document's property paths would take {0} bytes together (at most {SHAPE_BYTES_MAX})")]
+    ShapeTooLarge(usize),
+}
+
+impl FuncallError {
+    /// Whether the update is refused for the size of its result rather than its values.
+    pub fn is_size(&self) -> bool {
+        matches!(
+            self,
+            FuncallError::TooManyProperties | FuncallError::ShapeTooLarge(_)
+        )
+    }
 }
 
 /// A funcall validated against a schema.
@@ -432,10 +444,16 @@ impl CheckedFuncall {
             (FuncallOp::Merge, Value::Document(d), Value::Document(patch)) => {
                 let mut merged = d.clone();
                 merged.merge(patch);
-                let mut count = 0usize;
-                merged.for_each_property(|_, _| count += 1);
+                let (mut count, mut bytes) = (0usize, 0usize);
+                merged.for_each_property(|path, _| {
+                    count += 1;
+                    bytes += crate::document::shape_bytes_of(path);
+                });
                 if count > DOCUMENT_PROPERTIES_MAX {
                     return Err(FuncallError::TooManyProperties);
+                }
+                if bytes > SHAPE_BYTES_MAX {
+                    return Err(FuncallError::ShapeTooLarge(bytes));
                 }
                 Value::Document(merged)
             }
