@@ -179,14 +179,14 @@ pub(crate) fn axis_constraint(op: &PredicateOp) -> Constraint {
 /// The boxes of a search of a dynamic space whose documents take `shapes`: one per shape
 /// that can match, duplicates and boxes inside others dropped, and past [`BOXES_MAX`] their
 /// bounding box. Empty when no shape can match.
-pub fn unispace_boxes(
-    shapes: &[Shape],
+pub fn unispace_boxes<'a>(
+    shapes: impl IntoIterator<Item = &'a Shape>,
     dimensions: u16,
     predicates: &[CheckedPredicate],
 ) -> Vec<SearchBox> {
     merge_boxes(
         shapes
-            .iter()
+            .into_iter()
             .filter_map(|s| shape_box(s, dimensions, predicates))
             .collect(),
     )
@@ -231,14 +231,14 @@ pub fn overlay_shape_box(
 
 /// The boxes of a search through `overlay` of documents that take `shapes`, merged as
 /// [`unispace_boxes`] merges.
-pub fn overlay_boxes(
-    shapes: &[Shape],
+pub fn overlay_boxes<'a>(
+    shapes: impl IntoIterator<Item = &'a Shape>,
     overlay: &Overlay,
     predicates: &[CheckedPredicate],
 ) -> Vec<SearchBox> {
     merge_boxes(
         shapes
-            .iter()
+            .into_iter()
             .filter_map(|s| overlay_shape_box(s, overlay, predicates))
             .collect(),
     )

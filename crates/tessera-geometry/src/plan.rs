@@ -69,8 +69,8 @@ pub fn plan_search(
             of_part.union_with(&index.of_formula(formula));
         }
         of_part.intersect_with(&candidates);
-        let theirs: Vec<Shape> = of_part.iter().map(|i| shapes[i].clone()).collect();
-        part.boxes = subspace_boxes(schema, &theirs, part.subspace, predicates);
+        let theirs = of_part.iter().map(|i| &shapes[i]);
+        part.boxes = subspace_boxes(schema, theirs, part.subspace, predicates);
         part.regions_count = part.regions(&tessellations[part.subspace.get()]).len() as u64;
     }
     parts.sort_by_key(|p| p.subspace);
@@ -101,9 +101,9 @@ fn predicate_box(
 }
 
 /// The boxes a dynamic space's search reads in `subspace` for documents of `shapes`.
-fn subspace_boxes(
+fn subspace_boxes<'a>(
     schema: &SpaceSchema,
-    shapes: &[Shape],
+    shapes: impl IntoIterator<Item = &'a Shape>,
     subspace: SubspaceId,
     predicates: &[CheckedPredicate],
 ) -> Vec<SearchBox> {
