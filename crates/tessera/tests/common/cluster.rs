@@ -248,19 +248,24 @@ fn outcome(result: Result<(), ClientError>, negative: &[Status]) -> Option<bool>
     }
 }
 
+/// A seeded xorshift generator: each worker's own sequence of choices.
+fn xorshift(seed: u64) -> impl FnMut() -> u64 {
+    let mut state = seed | 1;
+    move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    }
+}
+
 /// A client doing random gets, puts, deletes and compare-and-sets on the [`KEYS`] keys of
 /// [`SPACE`] for `run_for`, recording what it saw. A get that fails (its server is down and
 /// the deadline passed) is left out: it had no effect.
 pub async fn worker(client: Arc<Client>, id: u64, started: Instant, run_for: Duration) -> Vec<Op> {
     let mut ops = Vec::new();
     let mut seq = 0i64;
-    let mut rng = id.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    let mut next = move || {
-        rng ^= rng << 13;
-        rng ^= rng >> 7;
-        rng ^= rng << 17;
-        rng
-    };
+    let mut next = xorshift(id.wrapping_mul(0x9E37_79B9_7F4A_7C15));
     while started.elapsed() < run_for {
         let key = (next() % KEYS as u64) as i64;
         seq += 1;
@@ -371,13 +376,7 @@ pub async fn document_worker(
 ) -> Vec<Op> {
     let mut ops = Vec::new();
     let mut seq = 0i64;
-    let mut rng = id.wrapping_mul(0x2545_F491_4F6C_DD1D) | 1;
-    let mut next = move || {
-        rng ^= rng << 13;
-        rng ^= rng >> 7;
-        rng ^= rng << 17;
-        rng
-    };
+    let mut next = xorshift(id.wrapping_mul(0x2545_F491_4F6C_DD1D));
     while started.elapsed() < run_for {
         let key = document_key((next() % DOC_KEYS as u64) as i64);
         seq += 1;
