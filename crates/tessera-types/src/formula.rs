@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::constants::*;
 use crate::document::{check_path, DocumentError};
-use crate::schema::SubspaceId;
+use crate::ids::SubspaceId;
 
 /// The formula a document uses when its writer names none: the unispace. Stored in the
 /// document's formula attribute as the empty string.

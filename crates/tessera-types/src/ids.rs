@@ -9,6 +9,18 @@ use serde::{Deserialize, Serialize};
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct ServerId(pub u64);
 
+/// Index of a subspace within its space. Subspace 0 is always the key subspace.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct SubspaceId(pub u16);
+
+impl SubspaceId {
+    pub const KEY: SubspaceId = SubspaceId(0);
+
+    pub fn get(self) -> usize {
+        self.0 as usize
+    }
+}
+
 /// A configuration's number. Every configuration change makes a strictly greater epoch.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct Epoch(pub u64);

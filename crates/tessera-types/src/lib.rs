@@ -22,13 +22,13 @@ pub use formula::{Formula, FormulaError, FormulaSpec, Overlay, OverlayAxis, DEFA
 pub use funcall::{
     apply_all, CheckedFuncall, Funcall, FuncallCheckError, FuncallError, FuncallOp, NumOp,
 };
-pub use ids::{Epoch, ServerId, Version};
+pub use ids::{Epoch, ServerId, SubspaceId, Version};
 pub use object::{Object, StoredObject};
 pub use parse::{parse_space, parse_space_tolerating, ParseError};
 pub use predicate::{matches_all, CheckedPredicate, Predicate, PredicateError, PredicateOp};
 pub use schema::{
-    AttrIndex, Attribute, SchemaError, SortError, SpaceKind, SpaceSchema, Subspace, SubspaceId,
-    SubspaceState, DOCUMENT_ATTRIBUTE, DOCUMENT_INDEX, FORMULA_ATTRIBUTE, FORMULA_INDEX, UNISPACE,
+    AttrIndex, Attribute, SchemaError, SortError, SpaceKind, SpaceSchema, Subspace, SubspaceState,
+    DOCUMENT_ATTRIBUTE, DOCUMENT_INDEX, FORMULA_ATTRIBUTE, FORMULA_INDEX, UNISPACE,
 };
 pub use sort::{SortKey, SortValue};
 pub use value::{AttributeType, PrimitiveType, Value};

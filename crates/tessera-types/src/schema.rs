@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::constants::*;
 use crate::formula::{Formula, Overlay, DEFAULT_FORMULA};
+use crate::ids::SubspaceId;
 use crate::value::{AttributeType, PrimitiveType};
 
 /// Index of an attribute within its space. Index 0 is always the key.
@@ -14,18 +15,6 @@ pub struct AttrIndex(pub u16);
 
 impl AttrIndex {
     pub const KEY: AttrIndex = AttrIndex(0);
-
-    pub fn get(self) -> usize {
-        self.0 as usize
-    }
-}
-
-/// Index of a subspace within its space. Subspace 0 is always the key subspace.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-pub struct SubspaceId(pub u16);
-
-impl SubspaceId {
-    pub const KEY: SubspaceId = SubspaceId(0);
 
     pub fn get(self) -> usize {
         self.0 as usize
