@@ -29,7 +29,9 @@ class NativeClient:
         "drop_subspace" (space, id) -> the subspace's id; ops "subspaces" (space) and
         "wait_built" (space, timeout seconds or None) -> one dict per subspace id: {"id",
         "attributes", "state": "serving" | "building" | "dropped"}, with "backfilled" and
-        "key_regions" for the one being built."""
+        "key_regions" for the one being built; op "add_formula" (space, [overlay, ...], id or
+        None) -> the formula's id once puts can name it; op "put" (space, key, mode,
+        conditions, changes, formula id or None) -> True."""
     def call_async(self, op: str, args: Tuple[Any, ...]) -> Awaitable[Any]: ...
     def submit(self, op: str, args: Tuple[Any, ...]) -> NativeDeferred: ...
     def search_iter(self, space: str, predicates: List[Tuple[str, str, Any]]) -> NativeSearch: ...
