@@ -228,11 +228,17 @@ def sorted_search(
 def describe_explanation(e: Mapping[str, Any]) -> str:
     """The text of ``search_describe`` for the native ``explain`` result."""
     servers = e["servers_contacted"]
-    lines = [
-        f"subspace {e['subspace']} ({', '.join(e['dimensions'])}): "
-        f"{e['regions_contacted']} of {e['subspace_regions']} regions, "
-        f"{servers} server{'' if servers == 1 else 's'}"
-    ]
+    on = f"{servers} server{'' if servers == 1 else 's'}"
+    parts = e.get("parts", [])
+    if len(parts) > 1:
+        # Several subspaces read (compression formulas): the total, then a line per part.
+        read = ", ".join(str(p["subspace"]) for p in parts)
+        lines = [f"{e['regions_contacted']} regions in subspaces {read}, {on}"]
+    else:
+        lines = [
+            f"subspace {e['subspace']} ({', '.join(e['dimensions'])}): "
+            f"{e['regions_contacted']} of {e['subspace_regions']} regions, {on}"
+        ]
     for c in e.get("candidates", []):
         n = c["regions"]
         lines.append(f"  candidate subspace {c['subspace']}: {n} region{'' if n == 1 else 's'}")
@@ -242,7 +248,6 @@ def describe_explanation(e: Mapping[str, Any]) -> str:
         lines.append(f"reads {len(read)} of {known} shapes of document:")
         for shape in read:
             lines.append("  {" + ", ".join(f"{p}: {k}" for p, k in shape.items()) + "}")
-    parts = e.get("parts", [])
     if any(f != "" for part in parts for f in part["formulas"]):
         # Compression formulas: which overlay each formula's documents are read from.
         for part in parts:

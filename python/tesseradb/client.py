@@ -932,18 +932,22 @@ class Client:
         """get_partial, started now; ``.wait()`` gives its result."""
         return self._submit(R.get_partial(space, key, attrs))
 
-    def async_put(self, space: str, key: Key, attrs: Attributes) -> Deferred[Optional[bool]]:
+    def async_put(
+        self, space: str, key: Key, attrs: Attributes, *, formula: Optional[str] = None
+    ) -> Deferred[Optional[bool]]:
         """put, started now; ``.wait()`` gives its result."""
-        return self._submit(R.put(space, key, attrs))
+        return self._submit(R.put(space, key, attrs, formula))
 
     def async_put_if_not_exist(
         self,
         space: str,
         key: Key,
         attrs: Attributes,
+        *,
+        formula: Optional[str] = None,
     ) -> Deferred[Optional[bool]]:
         """put_if_not_exist, started now; ``.wait()`` gives its result."""
-        return self._submit(R.put_if_not_exist(space, key, attrs))
+        return self._submit(R.put_if_not_exist(space, key, attrs, formula))
 
     def async_cond_put(
         self,
@@ -951,9 +955,11 @@ class Client:
         key: Key,
         predicates: Predicates,
         attrs: Attributes,
+        *,
+        formula: Optional[str] = None,
     ) -> Deferred[Optional[bool]]:
         """cond_put, started now; ``.wait()`` gives its result."""
-        return self._submit(R.cond_put(space, key, predicates, attrs))
+        return self._submit(R.cond_put(space, key, predicates, attrs, formula))
 
     def async_cond_put_or_create(
         self,
@@ -961,9 +967,11 @@ class Client:
         key: Key,
         predicates: Predicates,
         attrs: Attributes,
+        *,
+        formula: Optional[str] = None,
     ) -> Deferred[Optional[bool]]:
         """cond_put_or_create, started now; ``.wait()`` gives its result."""
-        return self._submit(R.cond_put_or_create(space, key, predicates, attrs))
+        return self._submit(R.cond_put_or_create(space, key, predicates, attrs, formula))
 
     def async_delete(self, space: str, key: Key) -> Deferred[Optional[bool]]:
         """delete, started now; ``.wait()`` gives its result."""

@@ -150,21 +150,24 @@ def test_formulas_place_documents_and_searches_find_them(
 
     rng = random.Random(5)
     stored: Dict[str, Doc] = {}
-    chosen: Dict[str, str] = {}
     for i in range(60):
         key, doc = f"p{i}", random_doc(rng)
         formula = rng.choice(["", by_year, titled, None])
         assert client.put(name, key, doc, formula=formula) is True
         stored[key] = doc
-        if formula is not None or key not in chosen:
-            chosen[key] = formula or ""
     # A merge that names another formula moves the document; one that names none keeps it.
     assert client.put(name, "p0", {"year": 4}, formula=titled) is True
-    stored["p0"]["year"], chosen["p0"] = 4, titled
+    stored["p0"]["year"] = 4
     assert client.put(name, "p1", {"title": "c"}) is True
     stored["p1"]["title"] = "c"
     assert client.cond_put(name, "p2", {}, {"doi": "b"}, formula=by_year) is True
-    stored["p2"]["doi"], chosen["p2"] = "b", by_year
+    stored["p2"]["doi"] = "b"
+    # The Deferred form takes a formula too: p3 moves to the title overlay.
+    assert client.async_put(name, "p3", {"title": "a"}, formula=titled).wait() is True
+    stored["p3"]["title"] = "a"
+    # A title's equality reads one region of the title overlay for the titled documents.
+    described = client.search_describe(name, {"title": "a"})
+    assert "part: subspace 4 (title) for formulas 'titled': 1 region" in described, described
 
     for predicates, holds in CHECKS:
         wanted = {k for k, d in stored.items() if holds(d)}
