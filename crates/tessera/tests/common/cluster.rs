@@ -195,6 +195,24 @@ impl Op {
     }
 }
 
+/// One search of everything in `space`: each object's `value` by its `key`; each key is
+/// found once.
+async fn search_everything<K: Ord>(
+    admin: &Client,
+    space: &str,
+    key: impl Fn(&Value) -> K,
+    value: fn(&tessera_client::Record) -> i64,
+) -> BTreeMap<K, i64> {
+    let found = admin.search(space, vec![]).await.expect("final search");
+    let searched: BTreeMap<K, i64> = found.iter().map(|r| (key(&r.key), value(r))).collect();
+    assert_eq!(
+        found.len(),
+        searched.len(),
+        "a search returns each key once"
+    );
+    searched
+}
+
 /// Every key read by key, and one search over every server, agree; so does a count. Returns
 /// the final values.
 pub async fn final_state_agrees(admin: &Client) -> BTreeMap<i64, i64> {
@@ -204,19 +222,16 @@ pub async fn final_state_agrees(admin: &Client) -> BTreeMap<i64, i64> {
             gets.insert(key, value_of(&r));
         }
     }
-    let found = admin.search("kv", vec![]).await.expect("final search");
-    let searched: BTreeMap<i64, i64> = found
-        .iter()
-        .map(|r| match r.key {
-            Value::Int(k) => (k, value_of(r)),
-            ref other => panic!("int keys, got {other:?}"),
-        })
-        .collect();
-    assert_eq!(
-        found.len(),
-        searched.len(),
-        "a search returns each key once"
-    );
+    let searched = search_everything(
+        admin,
+        "kv",
+        |k| match k {
+            Value::Int(k) => *k,
+            other => panic!("int keys, got {other:?}"),
+        },
+        value_of,
+    )
+    .await;
     assert_eq!(
         searched, gets,
         "a search sees exactly the committed objects"
@@ -429,19 +444,16 @@ pub async fn final_documents_agree(admin: &Client) -> BTreeMap<String, i64> {
             gets.insert(key, document_value(&r));
         }
     }
-    let found = admin.search("docs", vec![]).await.expect("final search");
-    let searched: BTreeMap<String, i64> = found
-        .iter()
-        .map(|r| match &r.key {
-            Value::String(k) => (k.clone(), document_value(r)),
+    let searched = search_everything(
+        admin,
+        "docs",
+        |k| match k {
+            Value::String(k) => k.clone(),
             other => panic!("string keys, got {other:?}"),
-        })
-        .collect();
-    assert_eq!(
-        found.len(),
-        searched.len(),
-        "a search returns each key once"
-    );
+        },
+        document_value,
+    )
+    .await;
     assert_eq!(
         searched, gets,
         "a search sees exactly the committed documents"
