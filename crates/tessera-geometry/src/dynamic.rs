@@ -260,12 +260,22 @@ pub fn overlay_boxes<'a>(
     overlay: &Overlay,
     predicates: &[CheckedPredicate],
 ) -> Vec<SearchBox> {
+    let matching = shapes
+        .into_iter()
+        .filter(|s| predicates.iter().all(|p| shape_can_match(s, p)));
+    overlay_boxes_of_candidates(matching, overlay, predicates)
+}
+
+/// [`overlay_boxes`] of shapes known to be able to match (a plan's candidates, from the
+/// inverted index): not tested again.
+pub(crate) fn overlay_boxes_of_candidates<'a>(
+    candidates: impl IntoIterator<Item = &'a Shape>,
+    overlay: &Overlay,
+    predicates: &[CheckedPredicate],
+) -> Vec<SearchBox> {
     let mut built: Vec<u64> = Vec::new();
     let mut boxes = Vec::new();
-    for shape in shapes {
-        if !predicates.iter().all(|p| shape_can_match(shape, p)) {
-            continue;
-        }
+    for shape in candidates {
         if let Some(signature) = overlay_signature(shape, overlay) {
             if built.contains(&signature) {
                 continue;

@@ -2,7 +2,7 @@
 
 use tessera_types::{CheckedPredicate, Shape, SpaceKind, SpaceSchema, SubspaceId, UNISPACE};
 
-use crate::dynamic::{overlay_boxes, unispace_boxes};
+use crate::dynamic::{overlay_boxes_of_candidates, unispace_boxes};
 use crate::index::{PropertyIndex, ShapeSet};
 use crate::search::{choose_typed_subspace, SearchBox, SearchPlan};
 use crate::tessellation::Tessellation;
@@ -100,7 +100,8 @@ fn predicate_box(
     Some(b)
 }
 
-/// The boxes a dynamic space's search reads in `subspace` for documents of `shapes`.
+/// The boxes a dynamic space's search reads in `subspace` for documents of `shapes` (the
+/// plan's candidates: each can match).
 fn subspace_boxes<'a>(
     schema: &SpaceSchema,
     shapes: impl IntoIterator<Item = &'a Shape>,
@@ -111,7 +112,7 @@ fn subspace_boxes<'a>(
         unreachable!("only a dynamic space has shapes")
     };
     match &schema.subspace(subspace).overlay {
-        Some(overlay) => overlay_boxes(shapes, overlay, predicates),
+        Some(overlay) => overlay_boxes_of_candidates(shapes, overlay, predicates),
         None if subspace == UNISPACE => unispace_boxes(shapes, dimensions, predicates),
         None => vec![SearchBox::full(1)],
     }
