@@ -101,6 +101,11 @@ fn space_healed(c: &Configuration, space: &SpaceConfig) -> bool {
         .filter(|s| s.state == ServerState::Available)
         .map(|s| s.id)
         .collect();
+    // A configuration with no server available (all leases lapsed at once on a busy machine)
+    // is not healed yet.
+    if available.is_empty() {
+        return false;
+    }
     let complete = space
         .replicas
         .iter()
