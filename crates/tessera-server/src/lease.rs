@@ -1,7 +1,8 @@
 //! The server's side of failure detection: its lease with the coordinators.
 //!
 //! A cluster server may serve reads and take writes only while it holds a lease. It sends a
-//! `Heartbeat` to every coordinator every quarter lease ([`keep_lease`]); a reply from the
+//! `Heartbeat` to every coordinator every quarter lease ([`keep_lease`], on a thread of its own:
+//! [`LeaseKeeper`]); a reply from the
 //! coordinators' Raft leader that says `leader: true` and `state: Available` renews the lease
 //! until `lease_ms` after the moment the heartbeat was *sent* (not answered: the leader counts
 //! from when it received it, which is later, and takes the server out of its replica sets only
@@ -239,7 +240,8 @@ pub async fn keep_lease(
             failed: failed_now,
             epoch: epoch(),
         };
-        let timeout = period.max(TIMEOUT_MIN);
+        // Half a lease: a later reply would renew it for less than the next heartbeat takes.
+        let timeout = (period * 2).max(TIMEOUT_MIN);
         let sent_at = Instant::now();
         let replies =
             futures::future::join_all(links.iter_mut().map(|l| l.call(request.clone(), timeout)))
@@ -305,6 +307,43 @@ pub async fn keep_lease(
                 tracing::warn!(server = %server, "lease with the coordinators lapsed: serving nothing until it is renewed");
             }
         }
+    }
+}
+
+/// [`keep_lease`] on a thread of its own with its own runtime: a server busy with requests
+/// (its runtime's workers all taken, a queue of tasks before the heartbeat's) must not miss
+/// its heartbeats, or its lease lapses because it is busy, and the cluster loses a server
+/// just when it has work.
+pub(crate) struct LeaseKeeper {
+    cancel: tokio::sync::oneshot::Sender<()>,
+    thread: std::thread::JoinHandle<()>,
+}
+
+impl LeaseKeeper {
+    pub(crate) fn start(
+        keeping: impl std::future::Future<Output = ()> + Send + 'static,
+    ) -> std::io::Result<LeaseKeeper> {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?;
+        let (cancel, cancelled) = tokio::sync::oneshot::channel::<()>();
+        let thread = std::thread::Builder::new()
+            .name("lease".into())
+            .spawn(move || {
+                runtime.block_on(async move {
+                    tokio::select! {
+                        () = keeping => {}
+                        _ = cancelled => {}
+                    }
+                })
+            })?;
+        Ok(LeaseKeeper { cancel, thread })
+    }
+
+    /// Stops the heartbeats and waits for the thread (blocking).
+    pub(crate) fn stop(self) {
+        let _ = self.cancel.send(());
+        let _ = self.thread.join();
     }
 }
 

@@ -104,6 +104,8 @@ pub struct Server {
     chain: Option<std::thread::JoinHandle<()>>,
     /// The state machine's clock and, in a cluster, the configuration follower.
     tasks: Vec<tokio::task::JoinHandle<()>>,
+    /// In a cluster, the heartbeats that keep the lease, on a thread of their own.
+    lease_keeper: Option<lease::LeaseKeeper>,
 }
 
 impl Server {
@@ -184,6 +186,7 @@ impl Server {
             runtime,
         );
         let mut tasks = vec![tokio::spawn(chain::tick(shared.clone()))];
+        let mut lease_keeper = None;
         if let Some(c) = &options.cluster {
             tasks.push(tokio::spawn(coordination::follow_configuration(
                 c.coordinators.clone(),
@@ -204,7 +207,7 @@ impl Server {
                 )));
             }
             let (viewing, stopping) = (shared.clone(), shared.clone());
-            tasks.push(tokio::spawn(lease::keep_lease(
+            let keeping = lease::keep_lease(
                 c.coordinators.clone(),
                 me,
                 token,
@@ -214,7 +217,8 @@ impl Server {
                 shared.storage_failed_flag(),
                 move || viewing.view().epoch(),
                 move || stopping.is_shutting_down(),
-            )));
+            );
+            lease_keeper = Some(lease::LeaseKeeper::start(keeping).map_err(ServerError::Io)?);
             // Serve once the coordinators granted a lease (normally within one heartbeat);
             // until then gets and writes are refused as retryable anyway.
             for _ in 0..100 {
@@ -233,6 +237,7 @@ impl Server {
             accept,
             chain: Some(chain),
             tasks,
+            lease_keeper,
         })
     }
 
@@ -271,6 +276,9 @@ impl Server {
             t.abort();
         }
         self.shared.shutdown();
+        if let Some(keeper) = self.lease_keeper.take() {
+            let _ = tokio::task::spawn_blocking(move || keeper.stop()).await;
+        }
         if let Some(w) = self.chain.take() {
             let _ = tokio::task::spawn_blocking(move || w.join()).await;
         }
