@@ -2,7 +2,7 @@
 //!
 //! A cluster server may serve reads and take writes only while it holds a lease. It sends a
 //! `Heartbeat` to every coordinator every quarter lease ([`keep_lease`], on a thread of its own:
-//! [`LeaseKeeper`]); a reply from the
+//! `LeaseKeeper`); a reply from the
 //! coordinators' Raft leader that says `leader: true` and `state: Available` renews the lease
 //! until `lease_ms` after the moment the heartbeat was *sent* (not answered: the leader counts
 //! from when it received it, which is later, and takes the server out of its replica sets only
