@@ -879,6 +879,7 @@ fn outcome_to_py(py: Python<'_>, outcome: Outcome) -> PyResult<Py<PyAny>> {
                 p.set_item("dimensions", &part.dimensions)?;
                 p.set_item("formulas", &part.formulas)?;
                 p.set_item("regions", part.regions_contacted)?;
+                p.set_item("pointer", part.pointer)?;
                 parts.append(p)?;
             }
             d.set_item("parts", parts)?;

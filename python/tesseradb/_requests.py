@@ -253,9 +253,10 @@ def describe_explanation(e: Mapping[str, Any]) -> str:
         for part in parts:
             n = part["regions"]
             formulas = ", ".join(repr(f) for f in part["formulas"])
+            pointer = ", pointers: each match read by key" if part.get("pointer") else ""
             lines.append(
                 f"  part: subspace {part['subspace']} ({', '.join(part['dimensions'])}) "
-                f"for formulas {formulas}: {n} region{'' if n == 1 else 's'}"
+                f"for formulas {formulas}: {n} region{'' if n == 1 else 's'}{pointer}"
             )
     return "\n".join(lines)
 

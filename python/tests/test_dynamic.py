@@ -145,14 +145,21 @@ def test_formulas_place_documents_and_searches_find_them(
     assert titled == "titled"
     # Registering the same formula again is a no-op that returns its id.
     assert admin.add_formula(name, ["title"], id="titled") == "titled"
+    # Pointer overlays (`&`): stubs of year, and of title with doi; a search reading them
+    # reads each match by key.
+    pointed = admin.add_formula(name, ["&year", "&title,doi"], id="pointed")
     formulas = admin.describe_space(name)["formulas"]
-    assert formulas == {by_year: ["year*4,venue.name", "doi"], "titled": ["title"]}
+    assert formulas == {
+        by_year: ["year*4,venue.name", "doi"],
+        "titled": ["title"],
+        "pointed": ["&year", "&title,doi"],
+    }
 
     rng = random.Random(5)
     stored: Dict[str, Doc] = {}
     for i in range(60):
         key, doc = f"p{i}", random_doc(rng)
-        formula = rng.choice(["", by_year, titled, None])
+        formula = rng.choice(["", by_year, titled, pointed, None])
         assert client.put(name, key, doc, formula=formula) is True
         stored[key] = doc
     # A merge that names another formula moves the document; one that names none keeps it.
@@ -171,16 +178,26 @@ def test_formulas_place_documents_and_searches_find_them(
 
     for predicates, holds in CHECKS:
         wanted = {k for k, d in stored.items() if holds(d)}
-        assert {o["id"] for o in client.search(name, predicates)} == wanted, predicates
+        found = client.search(name, predicates)
+        assert {o["id"] for o in found} == wanted, predicates
+        # Whole documents, those found through pointers too.
+        for o in found:
+            assert {p: v for p, v in o.items() if p != "id"} == stored[o["id"]], o
         assert client.count(name, predicates) == len(wanted)
     assert {k: client.get(name, k) for k in stored} == stored
 
     described = client.search_describe(name, {"year": 3})
     parts = [l for l in described.splitlines() if l.startswith("  part: ")]
-    # One part per subspace read: the unispace for "", the year overlay for by_year, and
-    # the title overlay (which "year" does not narrow) for titled.
-    assert len(parts) == 3, described
+    # One part per subspace read: the unispace for "", the year overlay for by_year, the
+    # title overlay (which "year" does not narrow) for titled, and the year pointers for
+    # pointed.
+    assert len(parts) == 4, described
     assert any(repr(by_year) in l and "(year, venue.name)" in l for l in parts), described
+    assert any(
+        "'pointed'" in l and "(year)" in l and "pointers: each match read by key" in l
+        for l in parts
+    ), described
+    assert sum("pointers" in l for l in parts) == 1, described
 
 
 def test_bad_formulas_change_nothing(admin: tesseradb.Admin, client: tesseradb.Client) -> None:

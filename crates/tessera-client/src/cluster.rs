@@ -23,7 +23,8 @@ use tessera_protocol::{
     Configuration, CoordinatorStatus, Request, Response, ServerState, SortOrder, SpaceTrace,
     WireObject,
 };
-use tessera_types::{Epoch, Funcall, Predicate, SpaceSchema, Value};
+use tessera_types::predicate::matches_all;
+use tessera_types::{Epoch, Funcall, Object, Predicate, SpaceSchema, Value, FORMULA_INDEX};
 use tokio::time::Instant;
 
 use crate::connection::{CallError, Connection};
@@ -42,6 +43,8 @@ const BACKOFF_MAX: Duration = Duration::from_millis(500);
 const WAIT_CONFIG: Duration = Duration::from_secs(1);
 /// Writes a group delete or group update has in flight at once.
 const GROUP_WRITES_IN_FLIGHT: usize = 64;
+/// Documents a search that read a pointer overlay reads by key at once.
+const POINTER_READS_IN_FLIGHT: usize = 64;
 
 /// Waits between attempts, doubling, until a deadline.
 struct Backoff {
@@ -628,26 +631,82 @@ impl Cluster {
     // ---- searches ------------------------------------------------------------------------
 
     /// Every object matching `predicates`, one per key at its highest version, with the schema
-    /// they were read with.
+    /// they were read with. The stubs a dynamic space's pointer overlays answer with are
+    /// followed to their documents ([`Self::follow_pointers`]).
     pub(crate) async fn search(
         self: &Arc<Self>,
         space: &str,
         predicates: &[Predicate],
     ) -> Result<(SpaceSchema, Vec<WireObject>), ClientError> {
         self.routes_with(space).await?;
-        self.with_retries(|routes, deadline| {
-            self.search_attempt(routes, space, predicates, deadline)
-        })
-        .await
+        let (schema, mut found, stubs) = self
+            .with_retries(|routes, deadline| {
+                self.search_attempt(routes, space, predicates, deadline)
+            })
+            .await?;
+        if !stubs.is_empty() {
+            found.extend(
+                self.follow_pointers(space, &schema, predicates, stubs)
+                    .await?,
+            );
+        }
+        Ok((schema, merge::merge_highest_version(found)))
     }
 
+    /// The documents the stubs of a pointer overlay point to, each read from its point leader
+    /// (a few at a time) and kept if it still has the stub's formula (else the part of the
+    /// search that reads its new placement answers for it) and matches every predicate.
+    async fn follow_pointers(
+        self: &Arc<Self>,
+        space: &str,
+        schema: &SpaceSchema,
+        predicates: &[Predicate],
+        stubs: Vec<WireObject>,
+    ) -> Result<Vec<WireObject>, ClientError> {
+        let checked = routing::check_predicates(schema, predicates)?;
+        let stubs = merge::merge_highest_version(stubs);
+        let checked = &checked;
+        let mut reads = futures::stream::iter(stubs)
+            .map(|stub| async move {
+                let mut values = stub.values.into_iter();
+                let key = values.next().expect("every object found has its key");
+                let formula = values.nth(FORMULA_INDEX.get() - 1);
+                let get = |key| Request::Get {
+                    space: space.to_owned(),
+                    key,
+                };
+                let found = match self.key_call(space, key, false, get).await? {
+                    Response::Object(found) => found,
+                    other => return Err(unexpected(other)),
+                };
+                let Some(WireObject { version, values }) = found else {
+                    return Ok(None);
+                };
+                let document = Object { values };
+                let keep = document.values.get(FORMULA_INDEX.get()) == formula.as_ref()
+                    && matches_all(checked, &document);
+                Ok(keep.then_some(WireObject {
+                    version,
+                    values: document.values,
+                }))
+            })
+            .buffer_unordered(POINTER_READS_IN_FLIGHT);
+        let mut documents = Vec::new();
+        while let Some(read) = reads.next().await {
+            documents.extend(read?);
+        }
+        Ok(documents)
+    }
+
+    /// One attempt at a search: the objects found, and apart from them the stubs found in
+    /// pointer overlays.
     async fn search_attempt(
         self: &Arc<Self>,
         routes: Arc<Routes>,
         space: &str,
         predicates: &[Predicate],
         deadline: Instant,
-    ) -> Attempt<(SpaceSchema, Vec<WireObject>)> {
+    ) -> Attempt<(SpaceSchema, Vec<WireObject>, Vec<WireObject>)> {
         let Some((config, tessellations)) = routes.space(space) else {
             return Attempt::Fail(routing::unknown_space(space));
         };
@@ -683,7 +742,7 @@ impl Cluster {
                 regions,
             };
             async move {
-                match routes.address(server) {
+                let answer = match routes.address(server) {
                     Some(address) => self.search_part(address, request, epoch, deadline).await,
                     None => Attempt::Retry {
                         error: routing::refused(
@@ -692,13 +751,17 @@ impl Cluster {
                         ),
                         server_epoch: None,
                     },
-                }
+                };
+                (subspace, answer)
             }
         });
-        let mut found = Vec::new();
+        let (mut found, mut stubs) = (Vec::new(), Vec::new());
         let mut retry: Option<(ClientError, Option<Epoch>)> = None;
-        for part in futures::future::join_all(parts).await {
+        for (subspace, part) in futures::future::join_all(parts).await {
             match part {
+                Attempt::Done(objects) if schema.pointer_overlay(subspace).is_some() => {
+                    stubs.extend(objects)
+                }
                 Attempt::Done(objects) => found.extend(objects),
                 Attempt::Fail(e) => return Attempt::Fail(e),
                 Attempt::Retry {
@@ -720,6 +783,7 @@ impl Cluster {
         }
         if let Some(bad) = found
             .iter()
+            .chain(&stubs)
             .find(|o| o.values.len() != schema.attributes.len())
         {
             let message = format!(
@@ -728,7 +792,7 @@ impl Cluster {
             );
             return Attempt::Fail(ClientError::Protocol(message));
         }
-        Attempt::Done((schema.clone(), merge::merge_highest_version(found)))
+        Attempt::Done((schema.clone(), found, stubs))
     }
 
     /// One server's share of a search: everything it streams. A server silent for

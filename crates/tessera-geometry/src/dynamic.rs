@@ -446,9 +446,9 @@ mod tests {
         prop::sample::subsequence(paths, 1..4)
             .prop_flat_map(|ps| {
                 let n = ps.len();
-                (Just(ps), prop::collection::vec(1u32..5, n))
+                (Just(ps), prop::collection::vec(1u32..5, n), any::<bool>())
             })
-            .prop_map(|(ps, ws)| Overlay {
+            .prop_map(|(ps, ws, pointer)| Overlay {
                 axes: ps
                     .into_iter()
                     .zip(ws)
@@ -457,6 +457,7 @@ mod tests {
                         weight,
                     })
                     .collect(),
+                pointer,
             })
     }
 
@@ -509,6 +510,27 @@ mod tests {
                 let object = Object { values: vec![
                     Value::from("k"), Value::Document(doc.clone()), Value::String(formula.clone()),
                 ] };
+                // A pointer overlay's stub lies where its document does, is kept by the same
+                // parts, and answers every predicate the overlay claims to decide as the
+                // document does.
+                for s in schema.subspace_ids() {
+                    let (Some(overlay), Some(at)) =
+                        (schema.pointer_overlay(s), crate::point(&schema, s, &object))
+                    else {
+                        continue;
+                    };
+                    let stub = schema.stub_in(s, &object).unwrap();
+                    prop_assert_eq!(crate::point(&schema, s, &stub), Some(at));
+                    for part in &plan {
+                        prop_assert_eq!(
+                            crate::part_keeps(&schema, part, &stub),
+                            crate::part_keeps(&schema, part, &object)
+                        );
+                    }
+                    for p in checked.iter().filter(|p| overlay.decides(p)) {
+                        prop_assert_eq!(p.matches(&stub), p.matches(&object), "{:?} on {}", p, doc);
+                    }
+                }
                 if !checked.iter().all(|p| p.matches(&object)) {
                     continue;
                 }

@@ -13,7 +13,7 @@ use crate::tessellation::Tessellation;
 /// ([`choose_typed_subspace`]). In a dynamic space, a document lies in its formula's subspaces
 /// only, so the search reads, for every formula the space knows (the default one's unispace
 /// included), one of its subspaces: the overlay the predicates narrow to the fewest regions
-/// (ties to the first listed). The formulas that chose one subspace share its part, whose
+/// (ties to a copy over a pointer overlay, then to the first listed). The formulas that chose one subspace share its part, whose
 /// boxes are one per shape of their documents that can match there (`shapes`, the space's
 /// registered shapes, each with the formula of its documents; see [`crate::dynamic`]), found
 /// through `index` (the inverted index of those shapes, [`PropertyIndex`]): a formula none
@@ -45,7 +45,9 @@ pub fn plan_search(
                 .iter()
                 .min_by_key(|&&s| {
                     let narrowed = predicate_box(schema, s, predicates);
-                    narrowed.map_or(0, |b| b.regions_count(&tessellations[s.get()]))
+                    let regions = narrowed.map_or(0, |b| b.regions_count(&tessellations[s.get()]));
+                    // Between equals, a copy: a pointer overlay's matches cost a read each.
+                    (regions, schema.pointer_overlay(s).is_some())
                 })
                 .expect("a formula has a subspace")
         } else {

@@ -262,6 +262,8 @@ pub struct ExplainedPart {
     /// The formulas whose documents the search reads here (`""`: the default one).
     pub formulas: Vec<String>,
     pub regions_contacted: u64,
+    /// A pointer overlay: each stub that matches costs a read of its document by key.
+    pub pointer: bool,
 }
 
 impl Explanation {
@@ -321,6 +323,7 @@ impl Explanation {
                     dimensions: dimensions_of(p.subspace),
                     formulas: p.formulas.clone(),
                     regions_contacted: p.regions_count,
+                    pointer: schema.pointer_overlay(p.subspace).is_some(),
                 })
                 .collect()
         } else {

@@ -295,6 +295,7 @@ fn search_inline(
                 &part,
                 regions,
                 predicates,
+                reads::Pointers::Return,
                 &mut collect,
             )
         }
@@ -407,7 +408,16 @@ fn search(
                         .config
                         .part_in(&space.tessellations, subspace, &predicates);
                     stream(&replier, epoch, &mut matched, |f| {
-                        reads::for_each_match_in(store, &space, &part, &regions, &predicates, f)
+                        let pointers = reads::Pointers::Return;
+                        reads::for_each_match_in(
+                            store,
+                            &space,
+                            &part,
+                            &regions,
+                            &predicates,
+                            pointers,
+                            f,
+                        )
                     })
                 }
             }

@@ -4,6 +4,13 @@
 //! the regions this server owns among them, and filters what storage returns by every
 //! predicate: storage returns the objects whose point lies in the box, which includes string
 //! hash collisions and ignores predicates on attributes that are not dimensions.
+//!
+//! A dynamic space's *pointer* overlay holds stubs (the key, the formula, the overlay's own
+//! properties), which decide only some predicates ([`tessera_types::Overlay::decides`]): a
+//! search there filters the stubs by those, then follows each to its document — here, from
+//! this server's store ([`Pointers::Follow`]: standalone, it holds every document), or in the
+//! cluster client ([`Pointers::Return`]: the documents' point leaders hold them) — and checks
+//! every predicate on the document.
 
 use std::ops::ControlFlow;
 
@@ -11,7 +18,7 @@ use tessera_geometry::{part_keeps, SearchPlan};
 use tessera_protocol::{ErrorReply, Explanation, SortOrder, WireObject};
 use tessera_storage::{Store, StoredObject};
 use tessera_types::predicate::matches_all;
-use tessera_types::{CheckedPredicate, SortKey, SortValue, Value};
+use tessera_types::{CheckedPredicate, SortKey, SortValue, Value, FORMULA_INDEX};
 
 use crate::errors::storage_error;
 use crate::view::ServedSpace;
@@ -32,6 +39,17 @@ pub fn wire(o: StoredObject) -> WireObject {
         version: o.version,
         values: o.object.values,
     }
+}
+
+/// What a search does with the stubs it finds in a pointer overlay.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Pointers {
+    /// Reads each stub's document from this server's store by key, and keeps it if it still
+    /// has the stub's formula and matches every predicate.
+    Follow,
+    /// Returns the stubs that match the predicates they decide: a cluster client's share of a
+    /// search, whose client reads the documents from their point leaders.
+    Return,
 }
 
 /// Calls `f` with every committed object that matches all `predicates`, until it breaks.
@@ -65,11 +83,19 @@ pub fn for_each_match_planned(
             .into_iter()
             .filter(|&r| space.owns(part.subspace, r))
             .collect();
-        for_each_match_in(store, space, part, &regions, predicates, |o| {
-            let flow = f(o);
-            stopped = flow.is_break();
-            flow
-        })?;
+        for_each_match_in(
+            store,
+            space,
+            part,
+            &regions,
+            predicates,
+            Pointers::Follow,
+            |o| {
+                let flow = f(o);
+                stopped = flow.is_break();
+                flow
+            },
+        )?;
         if stopped {
             break;
         }
@@ -79,13 +105,15 @@ pub fn for_each_match_planned(
 
 /// Calls `f` with every committed object of `regions` of `part.subspace` that lies in one of
 /// the part's boxes, is one the part keeps (in a dynamic space, of one of its formulas) and
-/// matches all `predicates`, each once, until it breaks.
+/// matches all `predicates`, each once, until it breaks. In a pointer overlay, `pointers` says
+/// whether `f` gets the documents or the stubs.
 pub fn for_each_match_in(
     store: &Store,
     space: &ServedSpace,
     part: &SearchPlan,
     regions: &[tessera_geometry::RegionIndex],
     predicates: &[CheckedPredicate],
+    pointers: Pointers,
     mut f: impl FnMut(StoredObject) -> ControlFlow<()>,
 ) -> Result<(), ErrorReply> {
     let boxes = &part.boxes;
@@ -108,7 +136,37 @@ pub fn for_each_match_in(
                 continue;
             }
         }
-        if matches_all(predicates, &object.object) && f(object).is_break() {
+        let object = match schema.pointer_overlay(part.subspace) {
+            None if matches_all(predicates, &object.object) => object,
+            None => continue,
+            Some(overlay) => {
+                let mut decided = predicates.iter().filter(|p| overlay.decides(p));
+                if !decided.all(|p| p.matches(&object.object)) {
+                    continue;
+                }
+                match pointers {
+                    Pointers::Return => object,
+                    Pointers::Follow => {
+                        let document = store
+                            .get(&schema.name, object.object.key())
+                            .map_err(storage_error)?;
+                        // Written since the stub was read: kept only if still placed here
+                        // (else the part that reads its new placement finds it) and matching.
+                        match document {
+                            Some(d)
+                                if d.object.get(FORMULA_INDEX)
+                                    == object.object.get(FORMULA_INDEX)
+                                    && matches_all(predicates, &d.object) =>
+                            {
+                                d
+                            }
+                            _ => continue,
+                        }
+                    }
+                }
+            }
+        };
+        if f(object).is_break() {
             break;
         }
     }

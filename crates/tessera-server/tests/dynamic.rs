@@ -317,7 +317,12 @@ async fn searches_by_value_and_structure_equal_the_model() {
     );
     let two = client.add_formula("papers", two).await.unwrap();
     assert_eq!(two, "year*4,venue.name | title");
-    let formulas = [String::new(), "by_title".to_owned(), two];
+    // And pointer overlays: stubs of year, and of venue.name with title; a search reading
+    // them follows each stub to its document.
+    let pointers = FormulaSpec::parse(None, &["&year", "&venue.name,title"]).unwrap();
+    let pointers = client.add_formula("papers", pointers).await.unwrap();
+    assert_eq!(pointers, "&year | &venue.name,title");
+    let formulas = [String::new(), "by_title".to_owned(), two, pointers];
     let mut rng = StdRng::seed_from_u64(0x0d0c);
     let mut model: BTreeMap<String, Flat> = BTreeMap::new();
     let mut formula_of: BTreeMap<String, String> = BTreeMap::new();
@@ -325,10 +330,10 @@ async fn searches_by_value_and_structure_equal_the_model() {
         let key = format!("p{n}");
         let flat = random_flat(&mut rng);
         client
-            .put_document_with_formula("papers", key.as_str(), unflatten(&flat), &formulas[n % 3])
+            .put_document_with_formula("papers", key.as_str(), unflatten(&flat), &formulas[n % 4])
             .await
             .unwrap();
-        formula_of.insert(key.clone(), formulas[n % 3].clone());
+        formula_of.insert(key.clone(), formulas[n % 4].clone());
         model.insert(key, flat);
     }
     // Change some documents' shapes by merge (removing and adding properties), delete some.
@@ -352,10 +357,10 @@ async fn searches_by_value_and_structure_equal_the_model() {
         // Every other one moves to another formula: it leaves its subspaces for others.
         if n % 2 == 0 {
             client
-                .put_document_with_formula("papers", key.as_str(), patch, &formulas[(n + 1) % 3])
+                .put_document_with_formula("papers", key.as_str(), patch, &formulas[(n + 1) % 4])
                 .await
                 .unwrap();
-            formula_of.insert(key.clone(), formulas[(n + 1) % 3].clone());
+            formula_of.insert(key.clone(), formulas[(n + 1) % 4].clone());
         } else {
             client
                 .put_document("papers", key.as_str(), patch)
@@ -368,7 +373,7 @@ async fn searches_by_value_and_structure_equal_the_model() {
         client.del("papers", key.as_str()).await.unwrap();
         model.remove(&key);
     }
-    let mut nonempty = 0;
+    let (mut nonempty, mut followed) = (0, 0);
     for _ in 0..150 {
         let predicates: Vec<Predicate> = (0..rng.random_range(1..=3))
             .map(|_| random_predicate(&mut rng))
@@ -383,9 +388,16 @@ async fn searches_by_value_and_structure_equal_the_model() {
             .await
             .unwrap()
             .into_iter()
-            .map(|r| match r.key {
-                Value::String(k) => k,
-                other => panic!("a string key, not {other}"),
+            .map(|r| {
+                let Value::String(k) = r.key else {
+                    panic!("a string key, not {}", r.key)
+                };
+                // The whole document, also when a pointer overlay found it.
+                if let Some(flat) = model.get(&k) {
+                    let document = r.attributes.get("document");
+                    assert_eq!(document, Some(&Value::Document(unflatten(flat))), "{k}");
+                }
+                k
             })
             .collect();
         let found_set: BTreeSet<String> = found.iter().cloned().collect();
@@ -433,15 +445,19 @@ async fn searches_by_value_and_structure_equal_the_model() {
         }
         let mut read: Vec<&String> = e.parts.iter().flat_map(|p| &p.formulas).collect();
         read.sort();
-        assert_eq!(read, formulas.iter().collect::<Vec<_>>(), "{predicates:?}");
+        let mut all: Vec<&String> = formulas.iter().collect();
+        all.sort();
+        assert_eq!(read, all, "{predicates:?}");
         assert_eq!(
             e.regions_contacted,
             e.parts.iter().map(|p| p.regions_contacted).sum::<u64>()
         );
         nonempty += usize::from(!wanted.is_empty());
+        followed += usize::from(e.parts.iter().any(|p| p.pointer) && !wanted.is_empty());
     }
-    // The searches were not vacuous.
+    // The searches were not vacuous, and some read a pointer overlay and found documents.
     assert!(nonempty > 40, "only {nonempty} searches matched anything");
+    assert!(followed > 10, "only {followed} searches followed pointers");
     // Sorted: only documents with a number or a string at the path rank, numbers first by
     // value, then strings, ties by key.
     for (path, order, limit) in [
@@ -724,7 +740,13 @@ async fn a_cluster_registers_shapes_before_it_stores_their_documents() {
                 .await
                 .unwrap()
                 .into_iter()
-                .map(|r| r.key.to_string().trim_matches('"').to_owned())
+                .map(|r| {
+                    let key = r.key.to_string().trim_matches('"').to_owned();
+                    // Whole documents, also those found through a pointer overlay's stubs.
+                    let document = Value::Document(unflatten(&model[&key]));
+                    assert_eq!(r.attributes.get("document"), Some(&document), "{key}");
+                    key
+                })
                 .collect();
             assert_eq!(found, wanted, "search {predicates:?}");
         }
@@ -785,6 +807,65 @@ async fn a_cluster_registers_shapes_before_it_stores_their_documents() {
         vec![Predicate::new("year", PredicateOp::GreaterEqual(2.into()))],
     )
     .await;
+    assert_eq!(
+        reader.count("papers", vec![]).await.unwrap(),
+        model.len() as u64
+    );
+
+    // A formula of pointer overlays, again registered behind the reader's back: searches
+    // that read them get stubs from the servers and the documents from their point leaders,
+    // whether the stubs decide the predicates (title) or not (year, doi).
+    let pointers = writer
+        .add_formula(
+            "papers",
+            FormulaSpec::parse(Some("by_title_ptr"), &["&title", "&venue.name,year"]).unwrap(),
+        )
+        .await
+        .unwrap();
+    for n in 60..75 {
+        let key = format!("p{n}");
+        let flat = random_flat(&mut rng);
+        model.insert(key.clone(), flat.clone());
+        writer
+            .put_document_with_formula("papers", key.as_str(), unflatten(&flat), &pointers)
+            .await
+            .unwrap();
+    }
+    for n in (1..40).step_by(6) {
+        writer
+            .put_document_with_formula(
+                "papers",
+                format!("p{n}").as_str(),
+                Document::default(),
+                &pointers,
+            )
+            .await
+            .unwrap();
+    }
+    for predicates in [
+        vec![],
+        vec![Predicate::new("title", PredicateOp::Exists { or: vec![] })],
+        vec![Predicate::new("year", PredicateOp::GreaterEqual(2.into()))],
+        vec![
+            Predicate::new("title", PredicateOp::Exists { or: vec![] }),
+            Predicate::new("doi", PredicateOp::Missing),
+        ],
+    ] {
+        check(model.clone(), predicates).await;
+    }
+    let e = reader
+        .explain(
+            "papers",
+            vec![Predicate::new("title", PredicateOp::Exists { or: vec![] })],
+        )
+        .await
+        .unwrap();
+    assert!(
+        e.parts
+            .iter()
+            .any(|p| p.pointer && p.formulas.contains(&pointers)),
+        "{e:?}"
+    );
     assert_eq!(
         reader.count("papers", vec![]).await.unwrap(),
         model.len() as u64

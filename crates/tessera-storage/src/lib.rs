@@ -12,8 +12,10 @@
 //!     lookup: hash the key, find its region, look up;
 //!   * other subspaces: `region (u32 BE) | zorder::interleave(point) | canonical key bytes`, so
 //!     within a region the entries are in Z-order of their points;
-//!   * the value is always `version (u64 BE) | postcard(Object)`: the full object everywhere,
-//!     so a search never needs a second read. Byte formats are in [`codec`].
+//!   * the value is `version (u64 BE) | postcard(Object)`: the full object everywhere, so a
+//!     search never needs a second read, except in a dynamic space's *pointer* overlays,
+//!     which store the stub `SpaceSchema::stub_in` cuts from it (same entry key; a search
+//!     there reads the documents by key afterwards). Byte formats are in [`codec`].
 //!
 //! A [`Store::search`] for the box `[lo, hi]` scans, in each requested region, the Z-range from
 //! `interleave(lo')` to `interleave(hi')` (the box clipped to the region); whenever an entry's
@@ -681,7 +683,17 @@ impl Store {
                 }
                 if let (Some(new_key), Some(new)) = (new_key, new) {
                     debug_assert!(value.is_some() && new.version != Version::NONE);
-                    pending.set(name, n, keyspace, new_key, value.clone());
+                    // A pointer overlay stores the stub: the same entry key, less of the value.
+                    let value = match space.schema.stub_in(subspace, &new.object) {
+                        Some(stub) => {
+                            Some(fjall::Slice::from(codec::encode_value(&StoredObject {
+                                version: new.version,
+                                object: stub,
+                            })))
+                        }
+                        None => value.clone(),
+                    };
+                    pending.set(name, n, keyspace, new_key, value);
                 }
             }
         }

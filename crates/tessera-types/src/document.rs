@@ -317,6 +317,34 @@ impl Document {
         Some(value)
     }
 
+    /// The document with only the properties at `paths` (each with all it holds, and its
+    /// parents as nested documents holding only what leads to it); paths it lacks are left out.
+    pub fn project<'a>(&self, paths: impl IntoIterator<Item = &'a str>) -> Document {
+        let mut projected = Document::default();
+        for path in paths {
+            let Some(value) = self.get(path) else {
+                continue;
+            };
+            let mut names = path.split('.').peekable();
+            let mut level = &mut projected.properties;
+            while let Some(name) = names.next() {
+                if names.peek().is_none() {
+                    level.insert(name.to_owned(), value.clone());
+                    break;
+                }
+                let parent = level
+                    .entry(name.to_owned())
+                    .or_insert_with(|| DocValue::Object(BTreeMap::new()));
+                match parent {
+                    DocValue::Object(o) => level = o,
+                    // A parent taken whole already holds this path.
+                    _ => break,
+                }
+            }
+        }
+        projected
+    }
+
     /// Calls `f` with every path of the document and its value, parents before children,
     /// in path order within each level.
     pub fn for_each_property(&self, mut f: impl FnMut(&str, &DocValue)) {
@@ -580,6 +608,32 @@ mod tests {
 
     fn obj(pairs: &[(&str, DocValue)]) -> DocValue {
         DocValue::Object(doc(pairs).properties)
+    }
+
+    #[test]
+    fn a_projection_keeps_the_paths_asked_for_and_their_parents_only() {
+        let d = doc(&[
+            ("title", DocValue::String("Dynamo".into())),
+            (
+                "venue",
+                obj(&[
+                    ("name", DocValue::String("SOSP".into())),
+                    ("city", DocValue::String("Stevenson".into())),
+                ]),
+            ),
+            ("tags", DocValue::List(vec![DocValue::Int(1)])),
+        ]);
+        let name_only = doc(&[("venue", obj(&[("name", DocValue::String("SOSP".into()))]))]);
+        assert_eq!(d.project(["venue.name", "author", "title.x"]), name_only);
+        // A parent asked for whole, before or after one of its children, comes whole.
+        let whole = doc(&[("venue", d.get("venue").unwrap().clone())]);
+        assert_eq!(d.project(["venue", "venue.name"]), whole);
+        assert_eq!(d.project(["venue.name", "venue"]), whole);
+        assert_eq!(
+            d.project(["tags"]),
+            doc(&[("tags", d.get("tags").unwrap().clone())])
+        );
+        assert_eq!(d.project([]), Document::default());
     }
 
     #[test]

@@ -8,17 +8,25 @@
 //! in each) and nowhere else but its key's region. Formulas have ids (given, or derived from
 //! their text) and are registered in the space before documents use them.
 //!
-//! Text form, as the CLI takes it: one overlay per argument, `path[*weight]` joined by commas:
-//! `title` `year*4,venue.name*2`. A formula's derived id is its overlays' canonical text joined
-//! by ` | `.
+//! An overlay holds a *copy* of each document (the whole document: a search reads it there and
+//! nowhere else) or, marked `&`, a *pointer*: only the key, the formula and the overlay's own
+//! properties (the stub, [`Overlay::stub_of`]). A pointer overlay costs a fraction of a copy's
+//! storage and write bytes for large documents; a search that reads it filters the stubs by the
+//! predicates they can decide ([`Overlay::decides`]) and then reads each remaining document by
+//! its key, where every predicate is checked.
+//!
+//! Text form, as the CLI takes it: one overlay per argument, `[&]path[*weight]` joined by
+//! commas: `title` `year*4,venue.name*2` `&title`. A formula's derived id is its overlays'
+//! canonical text joined by ` | `.
 
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
 use crate::constants::*;
-use crate::document::{check_path, DocumentError};
+use crate::document::{check_path, Document, DocumentError};
 use crate::ids::SubspaceId;
+use crate::predicate::{CheckedPredicate, PredicateOp};
 
 /// The formula a document uses when its writer names none: the unispace. Stored in the
 /// document's formula attribute as the empty string.
@@ -38,16 +46,46 @@ pub struct OverlayAxis {
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Overlay {
     pub axes: Vec<OverlayAxis>,
+    /// Holds stubs that point to the documents (key, formula, the axes' properties), not
+    /// copies of them.
+    pub pointer: bool,
 }
 
 impl Overlay {
     pub fn weights(&self) -> Vec<u32> {
         self.axes.iter().map(|a| a.weight).collect()
     }
+
+    /// What this overlay stores of `document`: all of it for a copy; for a pointer, the
+    /// properties at its axes' paths and nothing else (the key and the formula are the
+    /// object's other attributes, kept as they are). The stub lies where the document does:
+    /// its point depends on those properties only.
+    pub fn stub_of(&self, document: &Document) -> Document {
+        if !self.pointer {
+            return document.clone();
+        }
+        document.project(self.axes.iter().map(|a| a.path.as_str()))
+    }
+
+    /// Whether `p` gives the same answer on a stub of this overlay as on its whole document:
+    /// whether every property it names is an axis of the overlay.
+    pub fn decides(&self, p: &CheckedPredicate) -> bool {
+        let is_axis = |path: &str| self.axes.iter().any(|a| a.path == path);
+        match (&p.path, &p.op) {
+            (None, _) => false,
+            (Some(path), PredicateOp::Exists { or }) => {
+                is_axis(path) && or.iter().all(|o| is_axis(o))
+            }
+            (Some(path), _) => is_axis(path),
+        }
+    }
 }
 
 impl fmt::Display for Overlay {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.pointer {
+            f.write_str("&")?;
+        }
         for (i, a) in self.axes.iter().enumerate() {
             if i > 0 {
                 f.write_str(",")?;
@@ -86,7 +124,7 @@ pub enum FormulaError {
     #[error("an overlay names 1..={dimensions} properties (the space's dimensions), not {axes}")]
     TooManyAxes { axes: usize, dimensions: u16 },
     #[error(
-        "overlay {0:?}: an overlay is properties joined by ',' with optional weights: title,year*4"
+        "overlay {0:?}: an overlay is properties joined by ',' with optional weights, after '&' for a pointer overlay: title,year*4 or &title"
     )]
     BadOverlay(String),
     #[error("weight {0}: weights are 1..={FORMULA_WEIGHT_MAX}")]
@@ -161,8 +199,13 @@ impl FormulaSpec {
 
 fn parse_overlay(text: &str) -> Result<Overlay, FormulaError> {
     let bad = || FormulaError::BadOverlay(text.to_owned());
+    let trimmed = text.trim_start();
+    let (pointer, items) = match trimmed.strip_prefix('&') {
+        Some(rest) => (true, rest),
+        None => (false, trimmed),
+    };
     let mut axes = Vec::new();
-    for item in text.split(',') {
+    for item in items.split(',') {
         let item = item.trim();
         let (path, weight) = match item.split_once('*') {
             None => (item, 1),
@@ -176,7 +219,7 @@ fn parse_overlay(text: &str) -> Result<Overlay, FormulaError> {
             weight,
         });
     }
-    Ok(Overlay { axes })
+    Ok(Overlay { axes, pointer })
 }
 
 #[cfg(test)]
@@ -213,5 +256,44 @@ mod tests {
         assert!(matches!(dotted.check(8), Err(FormulaError::BadPath(_))));
         let none = FormulaSpec::parse(None, &[]).expect("parses");
         assert_eq!(none.check(8), Err(FormulaError::Overlays(0)));
+        // `&` marks a pointer overlay, and its text (so a derived id) keeps the mark.
+        let pointers = FormulaSpec::parse(None, &[" & title", "year"]).expect("parses");
+        assert!(pointers.overlays[0].pointer && !pointers.overlays[1].pointer);
+        assert_eq!(pointers.overlays[0].axes[0].path, "title");
+        assert_eq!(pointers.id(), "&title | year");
+        assert_eq!(pointers.check(8), Ok(()));
+        assert!(matches!(
+            FormulaSpec::parse(None, &["&"]),
+            Err(FormulaError::BadOverlay(_))
+        ));
+    }
+
+    #[test]
+    fn a_pointer_decides_the_predicates_on_its_axes_only() {
+        use crate::{parse_space, Predicate, Value};
+        let schema = parse_space("space p dynamic key id").unwrap();
+        let overlay = &FormulaSpec::parse(None, &["&year,venue.name"])
+            .unwrap()
+            .overlays[0];
+        let decides = |path: &str, op: PredicateOp| {
+            let p = CheckedPredicate::check(&schema, &Predicate::new(path, op)).unwrap();
+            overlay.decides(&p)
+        };
+        assert!(decides("year", PredicateOp::GreaterEqual(Value::Int(2000))));
+        assert!(decides("venue.name", PredicateOp::Missing));
+        assert!(decides(
+            "year",
+            PredicateOp::Exists {
+                or: vec!["venue.name".into()]
+            }
+        ));
+        assert!(!decides(
+            "year",
+            PredicateOp::Exists {
+                or: vec!["title".into()]
+            }
+        ));
+        assert!(!decides("venue", PredicateOp::Missing));
+        assert!(!decides("title", PredicateOp::Equals(Value::from("x"))));
     }
 }

@@ -381,6 +381,32 @@ impl SpaceSchema {
         &self.subspaces[id.get()]
     }
 
+    /// The overlay `id` is if it holds pointers (stubs) rather than copies of the documents.
+    pub fn pointer_overlay(&self, id: SubspaceId) -> Option<&Overlay> {
+        self.subspaces
+            .get(id.get())?
+            .overlay
+            .as_ref()
+            .filter(|o| o.pointer)
+    }
+
+    /// What subspace `id` stores of `object` when that is not the object itself: in a pointer
+    /// overlay, its stub (the key, the formula, the document cut to the overlay's properties:
+    /// [`Overlay::stub_of`]). `None` for every other subspace.
+    pub fn stub_in(&self, id: SubspaceId, object: &crate::Object) -> Option<crate::Object> {
+        let overlay = self.pointer_overlay(id)?;
+        let values = object.values.iter().enumerate();
+        let values = values.map(|(i, v)| match v {
+            crate::Value::Document(d) if i == DOCUMENT_INDEX.get() => {
+                crate::Value::Document(overlay.stub_of(d))
+            }
+            v => v.clone(),
+        });
+        Some(crate::Object {
+            values: values.collect(),
+        })
+    }
+
     /// Every subspace slot, dropped ones included.
     pub fn subspace_ids(&self) -> impl Iterator<Item = SubspaceId> {
         (0..self.subspaces.len()).map(|i| SubspaceId(i as u16))

@@ -422,10 +422,12 @@ enum AlterChange {
     /// Register a compression formula in a dynamic space (seed 004 §4): documents put with
     /// `--formula ID` are then placed in its overlays instead of the unispace, one copy each.
     /// Each overlay is one argument, its properties joined by commas, each with an optional
-    /// weight (relative regions along it): `title` `year*4,venue.name*2`. An overlay names at
-    /// most as many properties as the space has dimensions. Overlays the space lacks become
-    /// new subspaces, serving at once. A search reads, per formula, the overlay its predicates
-    /// narrow most.
+    /// weight (relative regions along it): `title` `year*4,venue.name*2`. An overlay written
+    /// with `&` first (`&title`) holds pointers instead of copies: only the key and its own
+    /// properties, so it costs little to write and store, and a search that reads it reads
+    /// each match by key. An overlay names at most as many properties as the space has
+    /// dimensions. Overlays the space lacks become new subspaces, serving at once. A search
+    /// reads, per formula, the overlay its predicates narrow most (a copy between equals).
     AddFormula {
         /// The overlays, one per argument.
         #[arg(required = true)]
@@ -901,6 +903,7 @@ async fn run(cli: Cli) -> Result<(), Failure> {
                             "dimensions": p.dimensions,
                             "formulas": p.formulas,
                             "regions_contacted": p.regions_contacted,
+                            "pointer": p.pointer,
                         })
                     })
                     .collect();

@@ -1,7 +1,9 @@
 //! Real faults in a real cluster: three `tessera coordinator` and five `tessera server`
 //! processes, every region on two servers, six clients writing and reading a typed space and
-//! two writing and reading documents of a dynamic space (half of them placed by a compression
-//! formula's overlay, so documents move between subspaces) while one fault strikes — `kill -9` of a server; a server stopped (SIGSTOP) for longer than its lease and
+//! two writing and reading documents of a dynamic space (a third of them placed by a compression
+//! formula's overlay of copies, a third by one of pointers, so documents move between
+//! subspaces) while one fault strikes — `kill -9` of a server; a server stopped (SIGSTOP) for
+//! longer than its lease and
 //! then continued; a server cut off from peers, clients and coordinators by TCP proxies for
 //! longer than its lease, or three times briefly; `kill -9` of the coordinators' Raft leader;
 //! a sixth server joining; a server decommissioned. After each run:

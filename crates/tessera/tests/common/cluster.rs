@@ -352,17 +352,20 @@ pub async fn worker(client: Arc<Client>, id: u64, started: Instant, run_for: Dur
 pub const DOC_SPACE: &str =
     "space docs dynamic key k dimensions 2 create 8 partitions tolerate 1 failure";
 pub const DOC_KEYS: i64 = 6;
-/// The compression formula half of the document writes name: placed by `v` in an overlay.
+/// The compression formula a third of the document writes name: placed by `v` in an overlay
+/// that holds copies.
 pub const DOC_FORMULA: &str = "by_v";
+/// The formula another third name: placed by `v` in an overlay that holds pointers (a search
+/// reading it reads each document from its point leader).
+pub const DOC_POINTER_FORMULA: &str = "by_v_pointer";
 
-/// Registers [`DOC_SPACE`] and its formula [`DOC_FORMULA`].
+/// Registers [`DOC_SPACE`] and its formulas [`DOC_FORMULA`] and [`DOC_POINTER_FORMULA`].
 pub async fn add_document_space(admin: &Client) {
     admin.add_space(DOC_SPACE).await.expect("add-space docs");
-    let spec = FormulaSpec::parse(Some(DOC_FORMULA), &["v"]).expect("a formula");
-    admin
-        .add_formula("docs", spec)
-        .await
-        .expect("add-formula by_v");
+    for (id, overlay) in [(DOC_FORMULA, "v"), (DOC_POINTER_FORMULA, "&v")] {
+        let spec = FormulaSpec::parse(Some(id), &[overlay]).expect("a formula");
+        admin.add_formula("docs", spec).await.expect("add-formula");
+    }
 }
 
 fn document_key(key: i64) -> String {
@@ -380,8 +383,8 @@ pub fn document_value(record: &tessera_client::Record) -> i64 {
     }
 }
 
-/// [`worker`] on [`DOC_SPACE`]: gets, puts (each naming the default formula or
-/// [`DOC_FORMULA`], so documents move between the unispace and the overlay) and deletes of
+/// [`worker`] on [`DOC_SPACE`]: gets, puts (each naming the default formula, [`DOC_FORMULA`]
+/// or [`DOC_POINTER_FORMULA`], so documents move between the unispace and the overlays) and deletes of
 /// documents `{"v": N}`, recorded as registers under keys `d0`, `d1`, … for the checker.
 pub async fn document_worker(
     client: Arc<Client>,
@@ -416,7 +419,7 @@ pub async fn document_worker(
             4..=6 => {
                 op.op = "put";
                 op.value = Some(value);
-                let formula = if value % 2 == 0 { DOC_FORMULA } else { "" };
+                let formula = ["", DOC_FORMULA, DOC_POINTER_FORMULA][(value % 3) as usize];
                 let doc = Document::new([("v".to_owned(), DocValue::Int(value))].into());
                 let put = client.put_document_with_formula("docs", key.as_str(), doc, formula);
                 op.ok = outcome(put.await, &[]);
@@ -435,7 +438,8 @@ pub async fn document_worker(
 }
 
 /// The final documents: by get, by a search of everything, and by a search on `v` (which reads
-/// the overlay for documents of [`DOC_FORMULA`] and the unispace for the others) agree.
+/// each formula's overlay for its documents, following the pointers of
+/// [`DOC_POINTER_FORMULA`]'s, and the unispace for the others) agree.
 pub async fn final_documents_agree(admin: &Client) -> BTreeMap<String, i64> {
     let mut gets = BTreeMap::new();
     for key in 0..DOC_KEYS {
