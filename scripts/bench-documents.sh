@@ -25,7 +25,8 @@
 #                       connection each; Tessera: one pipelined client)
 #   RUNS=3              runs; the summary quotes medians
 #   SYSTEMS="dynamic typed postgres formula"   (formula: a dynamic space whose documents are
-#                       placed by a compression formula, `--doc-space formula`)
+#                       placed by a compression formula, `--doc-space formula`; add
+#                       `pointers` for the same formula with pointer overlays)
 #   FORMULA_DIMS="1 3 5"  the micro-benchmark's formulas: one run each, its overlay naming
 #                       that many properties (the seed measured 1 to 5)
 #   SERVER_CPU=0 CLIENT_CPU=1   taskset CPU lists of the servers and of the bench client
@@ -72,8 +73,8 @@ for p in parts:
     if p not in ("documents", "dblp"):
         sys.exit(f"bench-documents.sh: unknown part {p!r} (documents, dblp)")
 for s in SYSTEMS:
-    if s not in ("dynamic", "typed", "postgres", "formula"):
-        sys.exit(f"bench-documents.sh: unknown system {s!r} (dynamic, typed, postgres, formula)")
+    if s not in ("dynamic", "typed", "postgres", "formula", "pointers"):
+        sys.exit(f"bench-documents.sh: unknown system {s!r} (dynamic, typed, postgres, formula, pointers)")
 
 def log(*a):
     print("bench-documents.sh:", *a, file=sys.stderr, flush=True)
@@ -202,6 +203,16 @@ class Postgres:
             self.pid = None
         shutil.rmtree(self.root, ignore_errors=True)
 
+def dir_bytes(path):
+    total = 0
+    for root, _, files in os.walk(path):
+        for f in files:
+            try:
+                total += os.path.getsize(os.path.join(root, f))
+            except OSError:
+                pass
+    return total
+
 # --- Tessera: a fresh `tessera dev` per run and system ------------------------------------------
 class Tessera:
     def __init__(self, name):
@@ -278,7 +289,7 @@ def save_raw():
         json.dump(raw, f, indent=1)
 
 LABEL = {"dynamic": "tessera-dynamic", "typed": "tessera-typed", "postgres": "postgres-jsonb",
-         "formula": "tessera-formula"}
+         "formula": "tessera-formula", "pointers": "tessera-pointers"}
 pg = None
 try:
     if "postgres" in SYSTEMS:
@@ -292,7 +303,7 @@ try:
         for workload in parts:
             # The micro-benchmark's formula system runs once per formula size.
             specs = [(s, d) for s in order
-                     for d in (FORMULA_DIMS if s == "formula" and workload == "documents" else [None])]
+                     for d in (FORMULA_DIMS if s in ("formula", "pointers") and workload == "documents" else [None])]
             for system, dims in specs:
                 label = LABEL[system] + (f"-d{dims}" if dims is not None else "")
                 if system == "postgres":
@@ -302,6 +313,9 @@ try:
                     srv = Tessera(f"{system}{dims or ''}-{workload}-{run}")
                     try:
                         rep = bench(srv.url, srv.pid, system, workload, dims)
+                        # What the loaded space takes on disk (the engine's files, unflushed
+                        # journal included), for copies against pointers.
+                        rep["env"]["data_bytes"] = dir_bytes(os.path.join(srv.dir, "data"))
                     finally:
                         srv.stop()
                 raw["runs"].setdefault(workload, {}).setdefault(label, []).append(rep)
@@ -333,6 +347,8 @@ for workload, by_system in raw["runs"].items():
              "load_runs": [round(r["load"]["overall_throughput"]) for r in reps],
              "load_p50_us": med([r["load"]["ops"]["insert"]["p50_us"] for r in reps]),
              "load_p99_us": med([r["load"]["ops"]["insert"]["p99_us"] for r in reps]),
+             "data_mb": (med([r["env"]["data_bytes"] / 1e6 for r in reps])
+                         if all("data_bytes" in r["env"] for r in reps) else None),
              "errors": sum(r["load"]["errors"] + sum(q["errors"] for q in r["documents"]["queries"].values()) for r in reps),
              "queries": {}}
         for kind, q0 in reps[0]["documents"]["queries"].items():
@@ -371,10 +387,13 @@ for workload, by_system in raw["runs"].items():
              ("tessera-dynamic", "postgres-jsonb", "dynamic_over_jsonb"),
              ("tessera-typed", "postgres-jsonb", "typed_over_jsonb")]
     for name in out:
-        if name.startswith("tessera-formula"):
+        if name.startswith(("tessera-formula", "tessera-pointers")):
             short = name.removeprefix("tessera-")
             pairs += [(name, "tessera-dynamic", f"{short}_over_dynamic"),
                       (name, "postgres-jsonb", f"{short}_over_jsonb")]
+        if name.startswith("tessera-pointers"):
+            copies = name.replace("pointers", "formula")
+            pairs += [(name, copies, f"{name.removeprefix('tessera-')}_over_copies")]
     ratios = {key: ratios_between(out[a], out[o]) for a, o, key in pairs if a in out and o in out}
     out["ratios"] = ratios
     summary[workload] = out

@@ -80,11 +80,16 @@ impl Dataset {
     /// of the first `dims` property names (the seed's formulas of 1 to 5 queryable
     /// dimensions); for the bibliography, an overlay per property its value queries fix:
     /// `title`, `year` (weighted 4) with `journal`, and `school` (three copies a document).
-    pub fn formula(self, dims: usize) -> FormulaSpec {
+    ///
+    /// With `pointers`, every overlay holds stubs instead of copies (`&title`, ...): a search
+    /// then reads each match by key.
+    pub fn formula(self, dims: usize, pointers: bool) -> FormulaSpec {
         let overlays: Vec<String> = match self {
             Dataset::Micro => vec![MICRO_NAMES[..dims.clamp(1, MICRO_NAMES.len())].join(",")],
             Dataset::Dblp => vec!["title".into(), "year*4,journal".into(), "school".into()],
         };
+        let mark = if pointers { "&" } else { "" };
+        let overlays: Vec<String> = overlays.into_iter().map(|o| format!("{mark}{o}")).collect();
         let texts: Vec<&str> = overlays.iter().map(String::as_str).collect();
         FormulaSpec::parse(Some(FORMULA_ID), &texts).expect("the benchmark's formulas parse")
     }
@@ -136,6 +141,15 @@ pub enum SpaceKind {
     /// A dynamic space whose documents are placed by a compression formula chosen for the
     /// workload's queries ([`Dataset::formula`]) instead of the unispace.
     Formula,
+    /// The same formula with pointer overlays: stubs instead of copies.
+    Pointers,
+}
+
+impl SpaceKind {
+    /// Whether the space is a dynamic one whose documents use the benchmark's formula.
+    fn has_formula(self) -> bool {
+        matches!(self, SpaceKind::Formula | SpaceKind::Pointers)
+    }
 }
 
 /// The id of the formula the `formula` space's documents use.
@@ -488,6 +502,10 @@ impl System {
                 kind: SpaceKind::Formula,
                 ..
             } => "tessera-formula",
+            System::Tessera {
+                kind: SpaceKind::Pointers,
+                ..
+            } => "tessera-pointers",
             System::Postgres(_) => "postgres-jsonb",
         }
     }
@@ -502,7 +520,9 @@ impl System {
                 ..
             } => {
                 let description = match kind {
-                    SpaceKind::Dynamic | SpaceKind::Formula => dataset.dynamic_description(),
+                    SpaceKind::Dynamic | SpaceKind::Formula | SpaceKind::Pointers => {
+                        dataset.dynamic_description()
+                    }
                     SpaceKind::Typed => dataset.typed_description(),
                 };
                 match client.add_space(&description).await {
@@ -519,9 +539,10 @@ impl System {
                     }
                     Err(e) => return Err(to_target_error(e)),
                 }
-                if *kind == SpaceKind::Formula {
+                if kind.has_formula() {
+                    let pointers = *kind == SpaceKind::Pointers;
                     client
-                        .add_formula(dataset.name(), dataset.formula(*formula_dims))
+                        .add_formula(dataset.name(), dataset.formula(*formula_dims, pointers))
                         .await
                         .map_err(to_target_error)?;
                 }
@@ -576,7 +597,7 @@ impl System {
                             .put_document(dataset.name(), e.key.as_str(), to_document(e))
                             .await
                     }
-                    SpaceKind::Formula => {
+                    SpaceKind::Formula | SpaceKind::Pointers => {
                         client
                             .put_document_with_formula(
                                 dataset.name(),
@@ -660,7 +681,7 @@ impl System {
         match self {
             System::Tessera {
                 client,
-                kind: SpaceKind::Dynamic | SpaceKind::Formula,
+                kind: SpaceKind::Dynamic | SpaceKind::Formula | SpaceKind::Pointers,
                 dataset,
                 ..
             } => client
@@ -727,7 +748,9 @@ impl System {
             return Ok(None);
         };
         let searches = match kind {
-            SpaceKind::Dynamic | SpaceKind::Formula => vec![dynamic_predicates(q)],
+            SpaceKind::Dynamic | SpaceKind::Formula | SpaceKind::Pointers => {
+                vec![dynamic_predicates(q)]
+            }
             SpaceKind::Typed => typed_searches(*dataset, q)?.0,
         };
         let config = client.configuration();
@@ -795,11 +818,17 @@ mod tests {
     #[test]
     fn the_benchmark_formulas_fit_the_spaces() {
         for dims in 1..=5 {
-            let f = Dataset::Micro.formula(dims);
+            let f = Dataset::Micro.formula(dims, dims % 2 == 0);
             assert_eq!(f.check(DIMENSIONS), Ok(()));
             assert_eq!(f.overlays[0].axes.len(), dims);
+            assert_eq!(f.overlays[0].pointer, dims % 2 == 0);
         }
-        let f = Dataset::Dblp.formula(0);
+        assert!(Dataset::Dblp
+            .formula(0, true)
+            .overlays
+            .iter()
+            .all(|o| o.pointer));
+        let f = Dataset::Dblp.formula(0, false);
         assert_eq!(f.check(DIMENSIONS), Ok(()));
         let paths: Vec<&str> = f
             .overlays

@@ -42,9 +42,10 @@ pub struct DocArgs {
     #[arg(long, value_enum, default_value_t = SpaceKind::Dynamic)]
     pub doc_space: SpaceKind,
 
-    /// With --doc-space formula and workload documents: how many properties the formula's one
-    /// overlay names (1 to 5, the seed's formulas of 1 to 5 queryable dimensions). The dblp
-    /// formula is fixed: overlays title, year*4,journal and school.
+    /// With --doc-space formula or pointers and workload documents: how many properties the
+    /// formula's one overlay names (1 to 5, the seed's formulas of 1 to 5 queryable
+    /// dimensions). The dblp formula is fixed: overlays title, year*4,journal and school
+    /// (copies with formula, pointers — `&title` ... — with pointers).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..=5))]
     pub formula_dims: u8,
 
