@@ -11,13 +11,22 @@
 //! * [`index`]: the inverted index of a dynamic space's shapes and formulas (property → shapes
 //!   that have it, formula → shapes its documents took): structural queries as set operations.
 //! * [`chain`]: the value-dependent chain of an update.
+//! * [`hilbert`]: the Hilbert curve through a grid, the locality-preserving order of a tagged
+//!   placement's tag points.
+//! * [`ordered`]: an ordered placement's key axis: ranges of keys whose boundaries follow the
+//!   data, split when a region outgrows the others.
+//! * [`cover`]: the fewest servers that hold every region a multi-item read needs (set cover
+//!   over the regions' replicas).
 //! * [`zorder`]: Z-order interleaving of a point, and the BIGMIN step that lets storage skip
 //!   from a Z-value outside a box to the next one inside it.
 
 pub mod chain;
 pub mod coordinate;
+pub mod cover;
 pub mod dynamic;
+pub mod hilbert;
 pub mod index;
+pub mod ordered;
 pub mod plan;
 pub mod search;
 pub mod tessellation;
@@ -27,8 +36,11 @@ pub use chain::{chain_for_update, ChainHop, ReplicaMap};
 pub use coordinate::{
     coordinate, key_coordinate, key_region, overlay_point, point, property_axis, unispace_point,
 };
+pub use cover::{cover_regions, Cover};
 pub use dynamic::{overlay_boxes, unispace_boxes};
+pub use hilbert::{hilbert_cell, hilbert_index};
 pub use index::{PropertyIndex, ShapeSet};
+pub use ordered::KeyRanges;
 pub use plan::{part_in, part_keeps, plan_search};
 pub use search::{choose_typed_subspace, SearchBox, SearchPlan};
 
