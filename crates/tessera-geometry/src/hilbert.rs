@@ -31,15 +31,8 @@ pub fn hilbert_index(cell: &[u64], bits: u32) -> u128 {
     let top = 1u64 << (bits - 1);
     let mut q = top;
     while q > 1 {
-        let low = q - 1;
         for i in 0..d {
-            if x[i] & q != 0 {
-                x[0] ^= low;
-            } else {
-                let swap = (x[0] ^ x[i]) & low;
-                x[0] ^= swap;
-                x[i] ^= swap;
-            }
+            turn(&mut x, i, q);
         }
         q >>= 1;
     }
@@ -86,19 +79,27 @@ pub fn hilbert_cell(index: u128, dimensions: usize, bits: u32) -> Vec<u64> {
     let side = 2u64 << (bits - 1);
     let mut q = 2u64;
     while q != side {
-        let low = q - 1;
         for i in (0..d).rev() {
-            if x[i] & q != 0 {
-                x[0] ^= low;
-            } else {
-                let swap = (x[0] ^ x[i]) & low;
-                x[0] ^= swap;
-                x[i] ^= swap;
-            }
+            turn(&mut x, i, q);
         }
         q <<= 1;
     }
     x
+}
+
+/// The curve's turn at level `q` for coordinate `i`, below that level: the low bits of
+/// coordinate 0 inverted where coordinate `i` has the level's bit, else exchanged with
+/// coordinate `i`'s. Its own inverse, so encoding and decoding apply the same turns, in
+/// opposite orders.
+fn turn(x: &mut [u64], i: usize, q: u64) {
+    let low = q - 1;
+    if x[i] & q != 0 {
+        x[0] ^= low;
+    } else {
+        let swap = (x[0] ^ x[i]) & low;
+        x[0] ^= swap;
+        x[i] ^= swap;
+    }
 }
 
 fn check(dimensions: usize, bits: u32) {
