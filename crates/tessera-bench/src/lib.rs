@@ -48,6 +48,7 @@ pub mod search_fixed;
 pub mod subspaces;
 pub mod sweep;
 pub mod target;
+pub mod twitter;
 pub mod workload;
 
 pub use report::{OpReport, PhaseReport};
