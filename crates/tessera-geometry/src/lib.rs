@@ -1,6 +1,6 @@
 //! Hyperspace hashing as pure functions (DESIGN §4-5). No I/O.
 //!
-//! * [`coordinate`]: a primitive value onto its axis (`u64`): strings hashed (equality only),
+//! * [`coordinate()`]: a primitive value onto its axis (`u64`): strings hashed (equality only),
 //!   ints and floats order-preserving, so a range of values is an interval of the axis.
 //! * [`Tessellation`]: a subspace of `d` dimensions cut into about `R` regions, each dimension
 //!   into ⌈R^(1/d)⌉ or ⌊R^(1/d)⌋ intervals.

@@ -87,7 +87,7 @@ impl Predicate {
 ///
 /// In a dynamic space `attr` is the document and `path` the property the predicate names;
 /// operands keep the type they were given (a document's property has no declared type: a
-/// predicate matches the documents whose value compares with it, see [`DocValue::compare`]).
+/// predicate matches the documents whose value compares with it, see [`compare_operand`]).
 #[derive(Clone, Debug)]
 pub struct CheckedPredicate {
     pub attr: AttrIndex,
