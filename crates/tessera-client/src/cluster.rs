@@ -12,19 +12,22 @@
 //!   applied, so it fails with the connection's error and is never resent.
 //! * Any answer that shows a newer epoch starts a refresh in the background.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use futures::StreamExt;
+use tessera_protocol::constants::KEYS_PER_REQUEST_MAX;
 use tessera_protocol::{
     Configuration, CoordinatorStatus, Request, Response, ServerState, SortOrder, SpaceTrace,
     WireObject,
 };
 use tessera_types::predicate::matches_all;
-use tessera_types::{Epoch, Funcall, Object, Predicate, SpaceSchema, Value, FORMULA_INDEX};
+use tessera_types::{
+    Epoch, Funcall, Object, Predicate, ServerId, SpaceSchema, Value, FORMULA_INDEX,
+};
 use tokio::time::Instant;
 
 use crate::connection::{CallError, Connection};
@@ -626,6 +629,82 @@ impl Cluster {
             Response::Error(e) => Err(e.into()),
             other => Ok(other),
         }
+    }
+
+    /// The objects of `keys` that exist (any order), with the schema they were read with:
+    /// each key from its point leader, one request per leader (and per
+    /// [`KEYS_PER_REQUEST_MAX`] keys), all at once; any refusal or silence makes the whole
+    /// read again on a fresh configuration, as a search's does.
+    pub(crate) async fn multi_get(
+        self: &Arc<Self>,
+        space: &str,
+        keys: &[Value],
+    ) -> Result<(SpaceSchema, Vec<WireObject>), ClientError> {
+        self.routes_with(space).await?;
+        self.with_retries(|routes, deadline| async move {
+            let Some((config, tessellations)) = routes.space(space) else {
+                return Attempt::Fail(routing::unknown_space(space));
+            };
+            let mut by_leader: BTreeMap<ServerId, Vec<Value>> = BTreeMap::new();
+            for key in keys {
+                let key = match routing::check_key(&config.schema, key.clone()) {
+                    Ok(k) => k,
+                    Err(e) => return Attempt::Fail(e),
+                };
+                match routing::point_leader(config, tessellations, &key) {
+                    Ok(leader) => by_leader.entry(leader).or_default().push(key),
+                    Err(error) => {
+                        return Attempt::Retry {
+                            error,
+                            server_epoch: None,
+                        }
+                    }
+                }
+            }
+            let epoch = routes.config.epoch;
+            let requests = by_leader.into_iter().flat_map(|(leader, keys)| {
+                keys.chunks(KEYS_PER_REQUEST_MAX)
+                    .map(|chunk| (leader, chunk.to_vec()))
+                    .collect::<Vec<_>>()
+            });
+            let reads = requests.map(|(leader, keys)| {
+                let routes = &routes;
+                let request = Request::GetMany {
+                    space: space.to_owned(),
+                    keys,
+                };
+                async move {
+                    match routes.address(leader) {
+                        Some(address) => self.search_part(address, request, epoch, deadline).await,
+                        None => Attempt::Retry {
+                            error: routing::refused(
+                                Status::Unavailable,
+                                format!("server {leader} has no address"),
+                            ),
+                            server_epoch: None,
+                        },
+                    }
+                }
+            });
+            let mut found = Vec::new();
+            for read in futures::future::join_all(reads).await {
+                match read {
+                    Attempt::Done(objects) => found.extend(objects),
+                    Attempt::Retry {
+                        error,
+                        server_epoch,
+                    } => {
+                        return Attempt::Retry {
+                            error,
+                            server_epoch,
+                        }
+                    }
+                    Attempt::Fail(e) => return Attempt::Fail(e),
+                }
+            }
+            Attempt::Done((config.schema.clone(), found))
+        })
+        .await
     }
 
     // ---- searches ------------------------------------------------------------------------

@@ -116,6 +116,7 @@ pub use tessera_types::{
     Shape, SpaceSchema, SubspaceId, SubspaceState, Value, Version, FORMULA_ATTRIBUTE,
 };
 
+use tessera_protocol::constants::KEYS_PER_REQUEST_MAX;
 use tessera_protocol::{Request, Response, WireObject};
 use tessera_types::Epoch;
 use tokio::sync::mpsc;
@@ -531,6 +532,47 @@ impl Client {
             Response::Object(Some(o)) => Ok(Some(self.record(space, o).await?)),
             other => Err(unexpected(other)),
         }
+    }
+
+    /// The objects stored under `keys`, in the keys' order (`None` where there is none), each
+    /// read as [`Client::get`] reads it: from its point leader, linearizable key by key (not
+    /// a snapshot of all of them). A cluster client asks each point leader once for all the
+    /// keys it leads, [`KEYS_PER_REQUEST_MAX`] a request. Keys of the wrong type, or an unknown
+    /// space, fail the whole call before anything is read.
+    pub async fn multi_get(
+        &self,
+        space: &str,
+        keys: Vec<Value>,
+    ) -> Result<Vec<Option<Record>>, ClientError> {
+        let (schema, objects) = match &self.mode {
+            Mode::Standalone(s) => {
+                let schema = self.space(space).await?;
+                let mut objects = Vec::new();
+                for chunk in keys.chunks(KEYS_PER_REQUEST_MAX) {
+                    let request = Request::GetMany {
+                        space: space.to_owned(),
+                        keys: chunk.to_vec(),
+                    };
+                    let responses = s.stream(request).await?;
+                    let stream = SearchStream::streaming(schema.clone(), responses);
+                    objects.extend(stream.collect().await?);
+                }
+                (schema, objects)
+            }
+            Mode::Cluster(c) => {
+                let (schema, objects) = c.multi_get(space, &keys).await?;
+                let records = objects.into_iter().map(|o| to_record(&schema, o));
+                let records = records.collect();
+                (schema, records)
+            }
+        };
+        let found: BTreeMap<Value, Record> =
+            objects.into_iter().map(|r| (r.key.clone(), r)).collect();
+        let ty = schema.key().ty;
+        Ok(keys
+            .into_iter()
+            .map(|k| ty.coerce(k).and_then(|k| found.get(&k).cloned()))
+            .collect())
     }
 
     /// Any write to one key. The other write methods are this with fixed arguments.

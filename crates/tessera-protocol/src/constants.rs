@@ -29,3 +29,11 @@ const _: () = assert!(
 /// How far back a server keeps the shapes of the requests it served (`Request::Trace`), in
 /// minutes: long enough to tell a lasting change of workload from a burst.
 pub const TRACE_MINUTES_MAX: u32 = 15;
+
+/// Most keys one `GetMany` names (a multi_get of more is split by the client).
+pub const KEYS_PER_REQUEST_MAX: usize = 256;
+
+/// The largest `GetMany` fits a frame: its keys at their limit, and framing.
+const _: () = assert!(
+    KEYS_PER_REQUEST_MAX * (tessera_types::constants::KEY_BYTES_MAX + 8) + 4096 < FRAME_BYTES_MAX
+);

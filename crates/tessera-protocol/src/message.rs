@@ -187,6 +187,14 @@ pub enum Request {
     SetModel {
         constants: ModelConstants,
     },
+    /// `multi_get`: the objects of several keys of one space, streamed as `SearchItems`* then
+    /// `SearchDone` (an absent key sends nothing; each object carries its key). Each key is
+    /// read as a `Get` is: only from its point leader, so a cluster client sends each server
+    /// the keys it leads. At most [`crate::constants::KEYS_PER_REQUEST_MAX`] keys.
+    GetMany {
+        space: String,
+        keys: Vec<Value>,
+    },
 }
 
 impl Request {
@@ -215,7 +223,8 @@ impl Request {
             | Request::GroupUpdate { space, .. }
             | Request::Explain { space, .. }
             | Request::Trace { space, .. }
-            | Request::AlterSpace { space, .. } => Some(space),
+            | Request::AlterSpace { space, .. }
+            | Request::GetMany { space, .. } => Some(space),
         }
     }
 }

@@ -53,6 +53,8 @@ pub const SEARCHES_IN_FLIGHT_MAX: usize = 16;
 /// Most matches a search answered on the connection's task may have; past it the search starts
 /// again on the blocking pool, which streams with backpressure.
 const INLINE_MATCHES_MAX: usize = 256;
+/// A multi_get of at most this many keys is answered on the connection's task, as gets are.
+const INLINE_KEYS_MAX: usize = 16;
 
 /// Accepts connections until aborted; aborting it aborts every connection it accepted (they
 /// live in its `JoinSet`), so a stopped server lets go of its store.
@@ -300,6 +302,11 @@ fn search_inline(
             )
         }
         SearchKind::Sorted { .. } => return Some((kind, replier)),
+        // A few keys are as cheap as as many gets; more go to the pool, streamed.
+        SearchKind::Keys(keys) if keys.len() <= INLINE_KEYS_MAX => {
+            reads::for_each_of_keys(&shared.store, space, keys, &mut collect)
+        }
+        SearchKind::Keys(_) => return Some((kind, replier)),
     };
     if found.len() > INLINE_MATCHES_MAX {
         return Some((kind, replier));
@@ -310,6 +317,7 @@ fn search_inline(
             shared,
             space,
             predicates,
+            kind.gets(),
             search_share(space, predicates, &kind),
             found.len() as u64,
         );
@@ -334,14 +342,23 @@ fn search_inline(
 }
 
 /// Counts a search this server answered in the trace: all of it, or for a cluster client's
-/// share, the fraction of its regions this server was sent.
+/// share, the fraction of its regions this server was sent. A multi_get (`gets`: how many
+/// keys) counts as that many gets.
 fn trace_search(
     shared: &Shared,
     space: &ServedSpace,
     predicates: &[CheckedPredicate],
+    gets: Option<usize>,
     share: f64,
     matched: u64,
 ) {
+    if let Some(keys) = gets {
+        let found = matched as f64 / keys.max(1) as f64;
+        for _ in 0..keys {
+            shared.trace.record(space, RequestShape::Get, 1.0, found);
+        }
+        return;
+    }
     shared.trace.record(
         space,
         trace::search_shape(space, predicates),
@@ -378,6 +395,7 @@ fn search(
         let epoch = shared.view().epoch();
         let store = &shared.store;
         let share = search_share(&space, &predicates, &kind);
+        let gets = kind.gets();
         let mut matched = 0u64;
         let outcome = (|| -> Result<Option<Response>, ErrorReply> {
             match kind {
@@ -403,6 +421,9 @@ fn search(
                 SearchKind::All => stream(&replier, epoch, &mut matched, |f| {
                     reads::for_each_match(store, &space, &predicates, f)
                 }),
+                SearchKind::Keys(ref keys) => stream(&replier, epoch, &mut matched, |f| {
+                    reads::for_each_of_keys(store, &space, keys, f)
+                }),
                 SearchKind::Regions { subspace, regions } => {
                     let part = space
                         .config
@@ -423,7 +444,7 @@ fn search(
             }
         })();
         if matches!(outcome, Ok(Some(_))) {
-            trace_search(&shared, &space, &predicates, share, matched);
+            trace_search(&shared, &space, &predicates, gets, share, matched);
         }
         match outcome {
             // What was streamed already is dropped by the client, which makes the search again.

@@ -173,6 +173,27 @@ pub fn for_each_match_in(
     Ok(())
 }
 
+/// Calls `f` with the committed object of each of `keys` that has one, in the keys' order,
+/// until it breaks (`multi_get`: each key read as a get reads it).
+pub fn for_each_of_keys(
+    store: &Store,
+    space: &ServedSpace,
+    keys: &[Value],
+    mut f: impl FnMut(StoredObject) -> ControlFlow<()>,
+) -> Result<(), ErrorReply> {
+    for key in keys {
+        let found = store
+            .get(&space.config.schema.name, key)
+            .map_err(storage_error)?;
+        if let Some(o) = found {
+            if f(o).is_break() {
+                break;
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Whether the search names a single point of its one subspace (every dimension fixed by
 /// equality) or nothing at all: such a search reads one cell of one region, so it is cheap
 /// enough to answer on the connection's own task.

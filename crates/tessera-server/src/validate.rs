@@ -8,7 +8,7 @@
 use std::sync::Arc;
 
 use tessera_geometry::RegionIndex;
-use tessera_protocol::constants::DESCRIPTION_BYTES_MAX;
+use tessera_protocol::constants::{DESCRIPTION_BYTES_MAX, KEYS_PER_REQUEST_MAX};
 use tessera_protocol::{
     funcall_status, predicate_status, sort_status, ErrorReply, Request, RequestFrame, Response,
     SortOrder, Status,
@@ -79,6 +79,18 @@ pub enum SearchKind {
         subspace: SubspaceId,
         regions: Vec<RegionIndex>,
     },
+    /// `multi_get`: the objects of these keys, which this server leads (no predicates).
+    Keys(Vec<Value>),
+}
+
+impl SearchKind {
+    /// How many keys a multi_get reads; `None` for a search.
+    pub fn gets(&self) -> Option<usize> {
+        match self {
+            SearchKind::Keys(keys) => Some(keys.len()),
+            _ => None,
+        }
+    }
 }
 
 /// Checks `frame` against `view`.
@@ -103,17 +115,29 @@ pub fn validate(frame: RequestFrame, view: &View) -> Result<Job, ErrorReply> {
         )))),
         Request::Get { space: name, key } => {
             let space = space(&name)?;
-            let key = check_key(&space, key)?;
-            // Only the point leader answers: it alone knows the key's committed state in this
-            // epoch (DESIGN §5, reads).
-            let leader = space.point_leader(&key);
-            if leader != view.me {
+            let key = check_led_key(&space, key, view)?;
+            Ok(Job::Get { space, key })
+        }
+        Request::GetMany { space: name, keys } => {
+            if keys.len() > KEYS_PER_REQUEST_MAX {
                 return Err(ErrorReply::new(
-                    Status::StaleEpoch,
-                    format!("server {leader} leads that key in epoch {epoch}; refresh the configuration"),
+                    Status::TooLarge,
+                    format!(
+                        "{} keys in one multi_get request, over its {KEYS_PER_REQUEST_MAX}",
+                        keys.len()
+                    ),
                 ));
             }
-            Ok(Job::Get { space, key })
+            let space = space(&name)?;
+            let keys = keys
+                .into_iter()
+                .map(|k| check_led_key(&space, k, view))
+                .collect::<Result<Vec<_>, _>>()?;
+            Ok(Job::Search {
+                space,
+                predicates: vec![],
+                kind: SearchKind::Keys(keys),
+            })
         }
         Request::Explain {
             space: name,
@@ -374,6 +398,23 @@ fn funcall_error(e: FuncallCheckError) -> ErrorReply {
 }
 
 /// The key, converted to the space's key type and within the size limit.
+/// A key of `space` this server leads: only the point leader answers a read by key, as it
+/// alone knows the key's committed state in this epoch (DESIGN §5, reads).
+fn check_led_key(space: &ServedSpace, key: Value, view: &View) -> Result<Value, ErrorReply> {
+    let key = check_key(space, key)?;
+    let leader = space.point_leader(&key);
+    if leader != view.me {
+        return Err(ErrorReply::new(
+            Status::StaleEpoch,
+            format!(
+                "server {leader} leads key {key} in epoch {}; refresh the configuration",
+                view.epoch()
+            ),
+        ));
+    }
+    Ok(key)
+}
+
 fn check_key(space: &ServedSpace, key: Value) -> Result<Value, ErrorReply> {
     let schema = &space.config.schema;
     let ty = schema.key().ty;

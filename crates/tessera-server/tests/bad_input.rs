@@ -124,6 +124,10 @@ async fn unknown_space() {
             Status::UnknownSpace
         );
         assert_eq!(status(c.rm_space("nope").await), Status::UnknownSpace);
+        assert_eq!(
+            status(c.multi_get("nope", vec![s("k")]).await),
+            Status::UnknownSpace
+        );
     })
     .await;
     server.shutdown().await;
@@ -1118,5 +1122,47 @@ async fn a_document_nested_past_the_decoders_depth_is_malformed_and_the_connecti
     })
     .await;
     assert_eq!(client.count("papers", vec![]).await.unwrap(), 0);
+    server.shutdown().await;
+}
+
+/// A multi_get with a key of the wrong type or too long is refused whole; one of more keys
+/// than a request may carry (sent raw: the client splits them) is refused `TOOLARGE`, and the
+/// connection goes on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_multi_gets_are_refused_whole() {
+    let (server, client) = setup().await;
+    unchanged(&server, &client, async {
+        let c = &client;
+        assert_eq!(
+            status(c.multi_get("hotels", vec![s("h1"), i(3)]).await),
+            Status::WrongType
+        );
+        assert_eq!(
+            status(c.multi_get("cube", vec![i(1), s("one")]).await),
+            Status::WrongType
+        );
+        let long = "k".repeat(tessera_types::constants::KEY_BYTES_MAX + 1);
+        assert_eq!(
+            status(c.multi_get("hotels", vec![s("h1"), s(&long)]).await),
+            Status::TooLarge
+        );
+        let mut conn = raw(&server).await;
+        let keys = (0..=tessera_protocol::constants::KEYS_PER_REQUEST_MAX)
+            .map(|n| s(&format!("h{n}")))
+            .collect();
+        send(
+            &mut conn,
+            7,
+            Epoch(0),
+            Request::GetMany {
+                space: "hotels".into(),
+                keys,
+            },
+        )
+        .await;
+        expect_error(&receive(&mut conn).await, 7, Status::TooLarge);
+        expect_working(&mut conn, 8).await;
+    })
+    .await;
     server.shutdown().await;
 }

@@ -259,3 +259,48 @@ async fn a_cluster_group_update_skips_objects_it_would_make_too_large() {
         "skipped, unchanged"
     );
 }
+
+/// A cluster client's `multi_get` (one request per point leader) answers what each `get`
+/// answers; a server refuses a request naming a key it does not lead, whole; after a server
+/// stops, the client still answers every key (reading again on a fresh configuration).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cluster_multi_get_answers_what_gets_answer() {
+    let mut cluster = Cluster::start(3).await;
+    let client = cluster.client().await;
+    cluster.add_space(&client, SPACE).await;
+    for n in 0..120i64 {
+        client.put("t", format!("k{n}"), [("x", n)]).await.unwrap();
+    }
+    let keys: Vec<Value> = (0..150)
+        .map(|n| Value::from(format!("k{n}").as_str()))
+        .collect();
+    let expected = |got: &[Option<tessera_client::Record>]| {
+        for (n, r) in got.iter().enumerate() {
+            let x = r.as_ref().map(|r| r.attributes["x"].clone());
+            let wanted = (n < 120).then_some(Value::Int(n as i64));
+            assert_eq!(x, wanted, "k{n}");
+        }
+    };
+    expected(&client.multi_get("t", keys.clone()).await.unwrap());
+    // A GetMany naming a key another server leads is refused whole, and changes nothing.
+    let config = client.configuration();
+    let space = config.space("t").unwrap();
+    let leader_of = |key: &Value| {
+        let t = &space.tessellations()[0];
+        let r = t.region_of(&[tessera_geometry::key_coordinate(key)]);
+        space.replicas_of(SubspaceId::KEY, r)[0]
+    };
+    let first = leader_of(&keys[0]);
+    let elsewhere = keys.iter().find(|k| leader_of(k) != first).unwrap().clone();
+    let request = Request::GetMany {
+        space: "t".into(),
+        keys: vec![keys[0].clone(), elsewhere],
+    };
+    let (status, message) =
+        status_of(ask(cluster.server_of(first).local_addr(), config.epoch, request).await);
+    assert_eq!(status, Status::StaleEpoch, "{message}");
+    // One server stops: its keys' leadership moves, and the client reads them from the others.
+    let stopped = cluster.servers.pop().expect("three servers");
+    stopped.shutdown().await;
+    expected(&client.multi_get("t", keys).await.unwrap());
+}

@@ -1679,3 +1679,57 @@ async fn point_searches_with_many_matches_return_them_all() {
     }
     server.shutdown().await;
 }
+
+// ---- multi_get ---------------------------------------------------------------------------
+
+/// `multi_get` answers, in the keys' order, what a `get` of each answers: present keys,
+/// absent ones, deleted ones, repeated ones, ints given for a float key; more keys than one
+/// request carries are split by the client.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn multi_get_answers_what_each_get_answers() {
+    let (server, client) = hotels().await;
+    for n in 0..700 {
+        client
+            .put("hotels", format!("h{n}"), [("stars", i(n % 5))])
+            .await
+            .unwrap();
+    }
+    for n in (0..700).step_by(7) {
+        client.del("hotels", format!("h{n}")).await.unwrap();
+    }
+    // Present, deleted, never written, and repeated keys, in a scrambled order; over 256.
+    let mut keys: Vec<Value> = (0..800)
+        .map(|n| s(&format!("h{}", (n * 37) % 900)))
+        .collect();
+    keys.push(s("h1"));
+    keys.push(s("h1"));
+    let many = client.multi_get("hotels", keys.clone()).await.unwrap();
+    assert_eq!(many.len(), keys.len());
+    let mut present = 0;
+    for (key, got) in keys.iter().zip(&many) {
+        let Value::String(k) = key else {
+            unreachable!()
+        };
+        let one = client.get("hotels", k.as_str()).await.unwrap();
+        assert_eq!(got, &one, "{k}");
+        present += usize::from(one.is_some());
+    }
+    assert!(present > 400 && present < keys.len() - 50, "{present}");
+    assert_eq!(client.multi_get("hotels", vec![]).await.unwrap(), vec![]);
+    // A float key given as an int is read as that float, as a get reads it.
+    client
+        .add_space("space readings key float t attributes int v")
+        .await
+        .unwrap();
+    client.put("readings", 2.0, [("v", i(7))]).await.unwrap();
+    let got = client
+        .multi_get("readings", vec![Value::Int(2), Value::Float(3.0)])
+        .await
+        .unwrap();
+    assert_eq!(
+        got[0].as_ref().map(|r| r.key.clone()),
+        Some(Value::Float(2.0))
+    );
+    assert_eq!(got[1], None);
+    server.shutdown().await;
+}
