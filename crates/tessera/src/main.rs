@@ -253,6 +253,14 @@ enum Command {
     },
     /// Print an object as one line of JSON (exit 1 if there is none).
     Get { space: String, key: String },
+    /// Print the objects of several keys, one line of JSON each in the keys' order, `null`
+    /// for a key with none. Each key is read as `get` reads it (in a cluster, each point
+    /// leader is asked once for all its keys); the keys are not read as one snapshot.
+    GetMany {
+        space: String,
+        #[arg(required = true)]
+        keys: Vec<String>,
+    },
     /// Delete an object (exit 1 if there is none).
     Del { space: String, key: String },
     /// Print every object matching all predicates, one JSON object per line.
@@ -718,6 +726,25 @@ async fn run(cli: Cli) -> Result<(), Failure> {
                     "not found: no object with key {key} in {space:?}"
                 ))),
             }
+        }
+        Command::GetMany { space, keys } => {
+            let client = connect(&cli.addr, cli.timeout).await?;
+            let schema = client.describe_space(&space).await?;
+            let keys = keys
+                .iter()
+                .map(|k| predicates::parse_key(&schema, k))
+                .collect::<Result<Vec<_>, _>>()?;
+            for found in client.multi_get(&space, keys).await? {
+                match found {
+                    Some(record) => print_line(&json::object_to_json(
+                        &schema,
+                        &record.key,
+                        &record.attributes,
+                    ))?,
+                    None => print_line(&serde_json::Value::Null)?,
+                }
+            }
+            Ok(())
         }
         Command::Del { space, key } => {
             let client = connect(&cli.addr, cli.timeout).await?;

@@ -88,6 +88,16 @@ fn exit_codes_and_messages() {
         "{\"id\":7,\"name\":\"Ada\",\"height\":1.7,\"scores\":{\"go\":3}}\n"
     );
 
+    // get-many: a line per key in order, null for a key with none; a bad key fails it all.
+    let o = tessera(a, &["get-many", "people", "8", "7", "7"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let ada = "{\"id\":7,\"name\":\"Ada\",\"height\":1.7,\"scores\":{\"go\":3}}";
+    assert_eq!(stdout(&o), format!("null\n{ada}\n{ada}\n"));
+    let o = tessera(a, &["get-many", "people", "7", "seven"]);
+    assert_eq!((code(&o), stdout(&o).as_str()), (2, ""));
+    assert!(stderr(&o).contains("not an int"), "{}", stderr(&o));
+    assert_eq!(code(&tessera(a, &["get-many", "people"])), 2);
+
     // Not found: exit 1, message on stderr, nothing on stdout.
     let o = tessera(a, &["get", "people", "8"]);
     assert_eq!((code(&o), stdout(&o).as_str()), (1, ""));
