@@ -98,6 +98,8 @@ impl From<ClientError> for Failure {
 enum Outcome {
     Done,
     Object(Option<Record>),
+    /// A multi_get's objects, in its keys' order.
+    Objects(Vec<Option<Record>>),
     Records {
         key_name: String,
         records: Vec<Record>,
@@ -435,6 +437,17 @@ fn operation(client: &Client, op: &str, args: &Bound<'_, PyTuple>) -> PyResult<O
             arity(2)?;
             let (space, key) = (s(0)?, v(1)?);
             Box::pin(async move { Ok(Outcome::Object(c.get(&space, key).await?)) })
+        }
+        "multi_get" => {
+            arity(2)?;
+            let space = s(0)?;
+            let keys = args
+                .get_item(1)?
+                .extract::<Vec<Bound<'_, PyAny>>>()?
+                .iter()
+                .map(to_value)
+                .collect::<PyResult<Vec<Value>>>()?;
+            Box::pin(async move { Ok(Outcome::Objects(c.multi_get(&space, keys).await?)) })
         }
         "put" => {
             arity(6)?;
@@ -834,6 +847,16 @@ fn outcome_to_py(py: Python<'_>, outcome: Outcome) -> PyResult<Py<PyAny>> {
         Outcome::Done => PyBool::new(py, true).to_owned().into_any(),
         Outcome::Object(None) => py.None().into_bound(py),
         Outcome::Object(Some(r)) => record_to_py(py, &r, None)?.into_any(),
+        Outcome::Objects(found) => {
+            let list = PyList::empty(py);
+            for r in &found {
+                match r {
+                    Some(r) => list.append(record_to_py(py, r, None)?)?,
+                    None => list.append(py.None())?,
+                }
+            }
+            list.into_any()
+        }
         Outcome::Records { key_name, records } => PyList::new(
             py,
             records

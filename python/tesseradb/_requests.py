@@ -132,6 +132,12 @@ def get(space: str, key: Key) -> Request[Optional[Object]]:
     return Request("get", (space, key), _identity, answers=True)
 
 
+def multi_get(space: str, keys: Sequence[Key]) -> Request[List[Optional[Object]]]:
+    if isinstance(keys, (str, bytes)):
+        raise TypeError("multi_get takes a list of keys, not one key")
+    return Request("multi_get", (space, list(keys)), _identity)
+
+
 def get_partial(space: str, key: Key, attrs: Sequence[str]) -> Request[Optional[Object]]:
     if isinstance(attrs, str):
         raise TypeError("get_partial takes a list of attribute names, not one str")

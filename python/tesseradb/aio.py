@@ -82,6 +82,11 @@ class Client:
         """The object's attributes (without the key), or None if the key has no object."""
         return await self._run(R.get(space, key))
 
+    async def multi_get(self, space: str, keys: Sequence[Key]) -> List[Optional[Object]]:
+        """The objects of ``keys``, in their order, None for a key with no object (each read
+        as ``get`` reads it; not one snapshot)."""
+        return await self._run(R.multi_get(space, keys))
+
     async def get_partial(self, space: str, key: Key, attrs: Sequence[str]) -> Optional[Object]:
         """Only the named attributes of the object, or None if the key has no object."""
         return await self._run(R.get_partial(space, key, attrs))

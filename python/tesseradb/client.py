@@ -162,6 +162,12 @@ class Client:
         """Only the named attributes of the object, or None if the key has no object."""
         return self._run(R.get_partial(space, key, attrs))
 
+    def multi_get(self, space: str, keys: Sequence[Key]) -> List[Optional[Object]]:
+        """The objects of ``keys``, in their order, None for a key with no object. Each key is
+        read as ``get`` reads it (in a cluster, each point leader is asked once for all its
+        keys); the keys are not read as one snapshot."""
+        return self._run(R.multi_get(space, keys))
+
     def put(
         self, space: str, key: Key, attrs: Attributes, *, formula: Optional[str] = None
     ) -> Optional[bool]:
@@ -922,6 +928,10 @@ class Client:
     def async_get(self, space: str, key: Key) -> Deferred[Optional[Object]]:
         """get, started now; ``.wait()`` gives its result."""
         return self._submit(R.get(space, key))
+
+    def async_multi_get(self, space: str, keys: Sequence[Key]) -> Deferred[List[Optional[Object]]]:
+        """multi_get, started now; ``.wait()`` gives its result."""
+        return self._submit(R.multi_get(space, keys))
 
     def async_get_partial(
         self,

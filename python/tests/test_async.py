@@ -20,6 +20,7 @@ def test_deferred_conventions(client: tesseradb.Client, space: str) -> None:
     assert client.async_get(space, "o").wait() == client.get(space, "o")
     assert client.async_get(space, "absent").wait() is None
     assert client.async_get_partial(space, "o", ["n"]).wait() == {"n": 1}
+    assert client.async_multi_get(space, ["o", "absent"]).wait() == [client.get(space, "o"), None]
     assert client.async_put_if_not_exist(space, "o", {"n": 2}).wait() is False
     assert client.async_cond_put(space, "o", {"n": 2}, {"s": "b"}).wait() is False
     assert client.async_cond_put(space, "o", {"n": 1}, {"s": "b"}).wait() is True
@@ -63,6 +64,7 @@ def test_aio_client(server: Any, space: str) -> None:
         assert await c.get(space, "o") is not None
         assert await c.get(space, "absent") is None
         assert await c.get_partial(space, "o", ["s"]) == {"s": "a"}
+        assert await c.multi_get(space, ["absent", "o"]) == [None, await c.get(space, "o")]
         assert await c.put_if_not_exist(space, "o", {"n": 2}) is False
         assert await c.cond_put(space, "o", {"n": 2}, {"s": "b"}) is False
         assert await c.cond_put(space, "absent", {"n": 2}, {"s": "b"}) is None

@@ -48,6 +48,25 @@ def test_get_absent_is_none(client: tesseradb.Client, space: str) -> None:
     assert client.get(space, "nobody") is None
 
 
+def test_multi_get_answers_what_each_get_answers(client: tesseradb.Client, space: str) -> None:
+    for n in range(300):
+        client.put(space, f"m{n}", {"n": n})
+    for n in range(0, 300, 7):
+        client.delete(space, f"m{n}")
+    # Over one request's 256 keys, with absent, deleted and repeated keys, scrambled.
+    keys = [f"m{(n * 37) % 350}" for n in range(400)] + ["m1", "m1"]
+    got = client.multi_get(space, keys)
+    assert got == [client.get(space, k) for k in keys]
+    assert sum(g is not None for g in got) > 250
+    assert client.multi_get(space, []) == []
+    with pytest.raises(TypeError):
+        client.multi_get(space, "m1")
+    with pytest.raises(tesseradb.WrongTypeError):
+        client.multi_get(space, ["m1", 3])
+    with pytest.raises(tesseradb.UnknownSpaceError):
+        client.multi_get("no_such_space", ["m1"])
+
+
 def test_unset_attributes_have_defaults(client: tesseradb.Client, space: str) -> None:
     client.put(space, "o", {"n": 1})
     got = client.get(space, "o")
