@@ -673,18 +673,7 @@ impl Cluster {
                     space: space.to_owned(),
                     keys,
                 };
-                async move {
-                    match routes.address(leader) {
-                        Some(address) => self.search_part(address, request, epoch, deadline).await,
-                        None => Attempt::Retry {
-                            error: routing::refused(
-                                Status::Unavailable,
-                                format!("server {leader} has no address"),
-                            ),
-                            server_epoch: None,
-                        },
-                    }
-                }
+                self.stream_from(routes, leader, request, epoch, deadline)
             });
             let mut found = Vec::new();
             for read in futures::future::join_all(reads).await {
@@ -821,16 +810,9 @@ impl Cluster {
                 regions,
             };
             async move {
-                let answer = match routes.address(server) {
-                    Some(address) => self.search_part(address, request, epoch, deadline).await,
-                    None => Attempt::Retry {
-                        error: routing::refused(
-                            Status::Unavailable,
-                            format!("server {server} has no address"),
-                        ),
-                        server_epoch: None,
-                    },
-                };
+                let answer = self
+                    .stream_from(routes, server, request, epoch, deadline)
+                    .await;
                 (subspace, answer)
             }
         });
@@ -872,6 +854,27 @@ impl Cluster {
             return Attempt::Fail(ClientError::Protocol(message));
         }
         Attempt::Done((schema.clone(), found, stubs))
+    }
+
+    /// [`Self::search_part`] from `server`, which must have an address in `routes`.
+    async fn stream_from(
+        self: &Arc<Self>,
+        routes: &Routes,
+        server: ServerId,
+        request: Request,
+        epoch: Epoch,
+        deadline: Instant,
+    ) -> Attempt<Vec<WireObject>> {
+        match routes.address(server) {
+            Some(address) => self.search_part(address, request, epoch, deadline).await,
+            None => Attempt::Retry {
+                error: routing::refused(
+                    Status::Unavailable,
+                    format!("server {server} has no address"),
+                ),
+                server_epoch: None,
+            },
+        }
     }
 
     /// One server's share of a search: everything it streams. A server silent for
