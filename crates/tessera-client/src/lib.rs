@@ -117,6 +117,9 @@ pub use tessera_types::{
 };
 
 use tessera_protocol::constants::KEYS_PER_REQUEST_MAX;
+
+/// Puts a [`Client::multi_put`] has in flight at once.
+pub const MULTI_PUT_IN_FLIGHT: usize = 64;
 use tessera_protocol::{Request, Response, WireObject};
 use tessera_types::Epoch;
 use tokio::sync::mpsc;
@@ -573,6 +576,25 @@ impl Client {
             .into_iter()
             .map(|k| ty.coerce(k).and_then(|k| found.get(&k).cloned()))
             .collect())
+    }
+
+    /// Puts several objects, each as [`Client::put`] (or, with a merge funcall,
+    /// [`Client::put_document`]) puts one: `items` are (key, funcalls of the put), sent
+    /// [`MULTI_PUT_IN_FLIGHT`] at a time, each to its key's point leader. **Not a
+    /// transaction**: each put succeeds or fails on its own (a failed one changes nothing of
+    /// its key, the others are not undone), and the result says, per item in order, what
+    /// happened.
+    pub async fn multi_put(
+        &self,
+        space: &str,
+        items: Vec<(Value, Vec<Funcall>)>,
+    ) -> Vec<Result<(), ClientError>> {
+        use futures::StreamExt;
+        futures::stream::iter(items)
+            .map(|(key, funcalls)| self.upsert(space, key, funcalls))
+            .buffered(MULTI_PUT_IN_FLIGHT)
+            .collect()
+            .await
     }
 
     /// Any write to one key. The other write methods are this with fixed arguments.

@@ -1733,3 +1733,45 @@ async fn multi_get_answers_what_each_get_answers() {
     assert_eq!(got[1], None);
     server.shutdown().await;
 }
+
+/// `multi_put` puts each item as `put` would and reports per item, in order: a refused one
+/// (over the object limit, a wrong type) changes nothing of its key and undoes none of the
+/// others.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn multi_put_reports_each_item_and_is_not_a_transaction() {
+    let (server, client) = hotels().await;
+    let huge = "x".repeat(tessera_types::constants::OBJECT_BYTES_MAX + 10);
+    let items: Vec<(Value, Vec<Funcall>)> = (0..300)
+        .map(|n| {
+            let funcalls = match n {
+                100 => vec![Funcall::set("city", huge.as_str())],
+                200 => vec![Funcall::set("stars", "five")],
+                n => vec![Funcall::set("stars", i(n % 5))],
+            };
+            (s(&format!("p{n}")), funcalls)
+        })
+        .collect();
+    let outcomes = client.multi_put("hotels", items).await;
+    assert_eq!(outcomes.len(), 300);
+    for (n, outcome) in outcomes.into_iter().enumerate() {
+        match n {
+            100 => assert_eq!(status(outcome), Status::TooLarge),
+            200 => assert_eq!(status(outcome), Status::WrongType),
+            _ => assert!(outcome.is_ok(), "p{n}: {outcome:?}"),
+        }
+    }
+    let keys: Vec<Value> = (0..300).map(|n| s(&format!("p{n}"))).collect();
+    for (n, got) in client
+        .multi_get("hotels", keys)
+        .await
+        .unwrap()
+        .iter()
+        .enumerate()
+    {
+        match n {
+            100 | 200 => assert_eq!(got, &None, "p{n}"),
+            n => assert_eq!(got.as_ref().unwrap().attributes["stars"], i(n as i64 % 5)),
+        }
+    }
+    server.shutdown().await;
+}

@@ -186,6 +186,46 @@ pub fn from_json(ty: AttributeType, json: &Json) -> Result<Value, String> {
 }
 
 /// Parses a put's JSON object into (attribute, value) pairs, typed by the schema.
+/// One line of `put-many`: a JSON object holding the key attribute among the others. Returns
+/// the key as given (for the report), the key, and the put's funcalls: the attributes, or in
+/// a dynamic space the document's merge (placed by `formula` when given).
+pub fn put_from_json_line(
+    schema: &SpaceSchema,
+    line: &str,
+    formula: Option<&str>,
+) -> Result<(Json, tessera_types::Value, Vec<tessera_types::Funcall>), String> {
+    let json: Json = serde_json::from_str(line).map_err(|e| format!("invalid JSON: {e}"))?;
+    let Json::Object(mut entries) = json else {
+        return Err("expected a JSON object".into());
+    };
+    let key_name = &schema.key().name;
+    let key_json = entries
+        .remove(key_name)
+        .ok_or_else(|| format!("no key attribute {key_name:?}"))?;
+    let key_text = match &key_json {
+        Json::String(s) => s.clone(),
+        other => other.to_string(),
+    };
+    let key = crate::predicates::parse_key(schema, &key_text)?;
+    let rest = Json::Object(entries).to_string();
+    let funcalls = if schema.is_dynamic() {
+        let mut funcalls = vec![tessera_types::Funcall::merge(document_from_json(&rest)?)];
+        if let Some(f) = formula {
+            funcalls.push(tessera_types::Funcall::set(
+                tessera_types::FORMULA_ATTRIBUTE,
+                f,
+            ));
+        }
+        funcalls
+    } else {
+        attributes_from_json(schema, &rest)?
+            .into_iter()
+            .map(|(a, v)| tessera_types::Funcall::set(a, v))
+            .collect()
+    };
+    Ok((key_json, key, funcalls))
+}
+
 pub fn attributes_from_json(
     schema: &SpaceSchema,
     text: &str,

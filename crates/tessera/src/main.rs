@@ -261,6 +261,18 @@ enum Command {
         #[arg(required = true)]
         keys: Vec<String>,
     },
+    /// Put several objects read from standard input, one JSON object per line with its key
+    /// among the attributes (as `get` and `get-many` print them). Each is put as `put` puts
+    /// one; it is NOT a transaction: every line is attempted, a failed one changes nothing of
+    /// its key and undoes none of the others. Prints a JSON line per object in input order,
+    /// {"key": K, "ok": true} or {"key": K, "error": "..."}, and exits 2 if any failed. A line
+    /// that is not such an object stops everything before anything is written.
+    PutMany {
+        space: String,
+        /// A dynamic space's documents: place them all by this registered compression formula.
+        #[arg(long)]
+        formula: Option<String>,
+    },
     /// Delete an object (exit 1 if there is none).
     Del { space: String, key: String },
     /// Print every object matching all predicates, one JSON object per line.
@@ -710,6 +722,48 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             }
             let attributes = json::attributes_from_json(&schema, &text)?;
             client.put(&space, key, attributes).await?;
+            Ok(())
+        }
+        Command::PutMany { space, formula } => {
+            let client = connect(&cli.addr, cli.timeout).await?;
+            let schema = client.describe_space(&space).await?;
+            if formula.is_some() && !schema.is_dynamic() {
+                return Err(Failure::Error(format!(
+                    "--formula places documents of dynamic spaces; {space:?} is typed"
+                )));
+            }
+            let mut shown = Vec::new();
+            let mut items = Vec::new();
+            for (n, line) in std::io::stdin().lines().enumerate() {
+                let line =
+                    line.map_err(|e| Failure::Error(format!("reading standard input: {e}")))?;
+                if line.trim().is_empty() {
+                    continue;
+                }
+                let at = |e: String| Failure::Error(format!("line {}: {e}", n + 1));
+                let (key_json, key, funcalls) =
+                    json::put_from_json_line(&schema, &line, formula.as_deref()).map_err(at)?;
+                shown.push(key_json);
+                items.push((key, funcalls));
+            }
+            let outcomes = client.multi_put(&space, items).await;
+            let total = outcomes.len();
+            let mut failed = 0;
+            for (key, outcome) in shown.into_iter().zip(outcomes) {
+                let line = match outcome {
+                    Ok(()) => serde_json::json!({"key": key, "ok": true}),
+                    Err(e) => {
+                        failed += 1;
+                        serde_json::json!({"key": key, "error": e.to_string()})
+                    }
+                };
+                print_line(&line)?;
+            }
+            if failed > 0 {
+                return Err(Failure::Error(format!(
+                    "{failed} of {total} puts failed; the others are stored (put-many is not a transaction)"
+                )));
+            }
             Ok(())
         }
         Command::Get { space, key } => {

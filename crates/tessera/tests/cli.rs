@@ -98,6 +98,54 @@ fn exit_codes_and_messages() {
     assert!(stderr(&o).contains("not an int"), "{}", stderr(&o));
     assert_eq!(code(&tessera(a, &["get-many", "people"])), 2);
 
+    // put-many: a line per object, reported in order; a failed put leaves the others stored.
+    // (The second object is over the server's object limit: refused there, not here.)
+    let huge = "x".repeat(tessera_types::constants::OBJECT_BYTES_MAX + 10);
+    let lines = format!(
+        "{{\"id\": 20, \"name\": \"Bo\"}}\n\n{{\"id\": 21, \"name\": \"{huge}\"}}\n{{\"id\": 22, \"height\": 1.9}}\n"
+    );
+    let o = tessera_stdin(a, &["put-many", "people"], &lines);
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    let report: Vec<String> = stdout(&o).lines().map(str::to_owned).collect();
+    assert_eq!(report.len(), 3, "{report:?}");
+    assert_eq!(report[0], "{\"key\":20,\"ok\":true}");
+    assert!(
+        report[1].starts_with("{\"key\":21,\"error\":") && report[1].contains("TOOLARGE"),
+        "{}",
+        report[1]
+    );
+    assert_eq!(report[2], "{\"key\":22,\"ok\":true}");
+    assert!(stderr(&o).contains("1 of 3 puts failed"), "{}", stderr(&o));
+    let o = tessera(a, &["get-many", "people", "20", "21", "22"]);
+    assert_eq!(
+        stdout(&o),
+        "{\"id\":20,\"name\":\"Bo\",\"height\":0.0,\"scores\":{}}\nnull\n{\"id\":22,\"name\":\"\",\"height\":1.9,\"scores\":{}}\n"
+    );
+    // A malformed line stops everything before anything is written.
+    let o = tessera_stdin(
+        a,
+        &["put-many", "people"],
+        "{\"id\": 30}\n{\"name\": \"no key\"}\n",
+    );
+    assert_eq!((code(&o), stdout(&o).as_str()), (2, ""));
+    assert!(
+        stderr(&o).contains("line 2") && stderr(&o).contains("no key attribute"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(code(&tessera(a, &["get", "people", "30"])), 1);
+    let o = tessera_stdin(
+        a,
+        &["put-many", "people"],
+        "{\"id\": 30}\n{\"id\": 31, \"name\": 5}\n",
+    );
+    assert_eq!((code(&o), stdout(&o).as_str()), (2, ""));
+    assert!(stderr(&o).contains("line 2"), "{}", stderr(&o));
+    assert_eq!(code(&tessera(a, &["get", "people", "30"])), 1);
+    for key in ["20", "22"] {
+        assert_eq!(code(&tessera(a, &["del", "people", key])), 0);
+    }
+
     // Not found: exit 1, message on stderr, nothing on stdout.
     let o = tessera(a, &["get", "people", "8"]);
     assert_eq!((code(&o), stdout(&o).as_str()), (1, ""));
