@@ -100,6 +100,8 @@ enum Outcome {
     Object(Option<Record>),
     /// A multi_get's objects, in its keys' order.
     Objects(Vec<Option<Record>>),
+    /// A multi_put's outcome per item, in order: `None` when it was stored.
+    PerItem(Vec<Option<Failure>>),
     Records {
         key_name: String,
         records: Vec<Record>,
@@ -448,6 +450,37 @@ fn operation(client: &Client, op: &str, args: &Bound<'_, PyTuple>) -> PyResult<O
                 .map(to_value)
                 .collect::<PyResult<Vec<Value>>>()?;
             Box::pin(async move { Ok(Outcome::Objects(c.multi_get(&space, keys).await?)) })
+        }
+        "multi_put" => {
+            arity(2)?;
+            let space = s(0)?;
+            let known = c
+                .configuration()
+                .space(&space)
+                .map(|s| s.schema.is_dynamic());
+            let items = args
+                .get_item(1)?
+                .extract::<Vec<(Bound<'_, PyAny>, Bound<'_, PyAny>)>>()?
+                .iter()
+                .map(|(k, changes)| Ok((to_value(k)?, Writes::new(changes, known)?)))
+                .collect::<PyResult<Vec<(Value, Writes)>>>()?;
+            Box::pin(async move {
+                let dynamic = match known {
+                    Some(d) => d,
+                    None => c.describe_space(&space).await?.is_dynamic(),
+                };
+                let mut puts = Vec::with_capacity(items.len());
+                for (key, writes) in items {
+                    puts.push((key, writes.funcalls(dynamic, None)?));
+                }
+                let outcomes = c.multi_put(&space, puts).await;
+                Ok(Outcome::PerItem(
+                    outcomes
+                        .into_iter()
+                        .map(|o| o.err().map(Failure::from))
+                        .collect(),
+                ))
+            })
         }
         "put" => {
             arity(6)?;
@@ -847,6 +880,16 @@ fn outcome_to_py(py: Python<'_>, outcome: Outcome) -> PyResult<Py<PyAny>> {
         Outcome::Done => PyBool::new(py, true).to_owned().into_any(),
         Outcome::Object(None) => py.None().into_bound(py),
         Outcome::Object(Some(r)) => record_to_py(py, &r, None)?.into_any(),
+        Outcome::PerItem(outcomes) => {
+            let list = PyList::empty(py);
+            for o in outcomes {
+                match o {
+                    None => list.append(py.None())?,
+                    Some(f) => list.append((f.symbol, f.code, f.message))?,
+                }
+            }
+            list.into_any()
+        }
         Outcome::Objects(found) => {
             let list = PyList::empty(py);
             for r in &found {

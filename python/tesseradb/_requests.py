@@ -21,7 +21,7 @@ from typing import (
     Union,
 )
 
-from .errors import error_class, from_native
+from .errors import ClientError, error_class, from_native
 from .predicates import Predicates, to_native
 
 T = TypeVar("T")
@@ -174,6 +174,27 @@ def put(
     space: str, key: Key, attrs: Attributes, formula: Optional[str] = None
 ) -> Request[Optional[bool]]:
     return write(space, key, "upsert", None, funcalls("set", attrs), formula)
+
+
+def multi_put(
+    space: str, items: Mapping[Key, Attributes]
+) -> Request[Dict[Key, Optional[ClientError]]]:
+    if not isinstance(items, Mapping):
+        raise TypeError("multi_put takes a dict of key -> attributes")
+    keys = list(items)
+    native = [(k, funcalls("set", items[k])) for k in keys]
+
+    def per_key(outcomes: List[Any]) -> Dict[Key, Optional[ClientError]]:
+        result: Dict[Key, Optional[ClientError]] = {}
+        for key, outcome in zip(keys, outcomes):
+            if outcome is None:
+                result[key] = None
+            else:
+                symbol, code, message = outcome
+                result[key] = error_class(symbol)(code, symbol, message)
+        return result
+
+    return Request("multi_put", (space, native), per_key)
 
 
 def put_if_not_exist(

@@ -10,13 +10,13 @@ here: ``asyncio.create_task`` or ``asyncio.gather`` do that job.
 from __future__ import annotations
 
 import asyncio
-from typing import Any, List, Optional, Sequence, TypeVar
+from typing import Any, Dict, List, Mapping, Optional, Sequence, TypeVar
 
 from . import _requests as R
 from ._native import NativeClient, NativeError
 from ._requests import Attributes, Key, Object
 from .client import DEFAULT_HOST, DEFAULT_PORT, DEFAULT_TIMEOUT, _connect
-from .errors import ConnectionFailedError
+from .errors import ClientError, ConnectionFailedError
 from .predicates import Predicates
 
 __all__ = ["Client", "connect"]
@@ -81,6 +81,13 @@ class Client:
     async def get(self, space: str, key: Key) -> Optional[Object]:
         """The object's attributes (without the key), or None if the key has no object."""
         return await self._run(R.get(space, key))
+
+    async def multi_put(
+        self, space: str, items: Mapping[Key, Attributes]
+    ) -> Dict[Key, Optional[ClientError]]:
+        """Put each key's attributes as ``put`` would; not a transaction: None per stored key,
+        else the ``ClientError`` that refused it."""
+        return await self._run(R.multi_put(space, items))
 
     async def multi_get(self, space: str, keys: Sequence[Key]) -> List[Optional[Object]]:
         """The objects of ``keys``, in their order, None for a key with no object (each read

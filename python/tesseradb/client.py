@@ -9,12 +9,12 @@ so threads may share one ``Client``.
 
 from __future__ import annotations
 
-from typing import Any, Generic, Iterator, List, Optional, Sequence, TypeVar
+from typing import Any, Dict, Generic, Iterator, List, Mapping, Optional, Sequence, TypeVar
 
 from . import _requests as R
 from ._native import NativeClient, NativeDeferred, NativeError
 from ._requests import Attributes, Key, Object
-from .errors import ConnectionFailedError, from_native
+from .errors import ClientError, ConnectionFailedError, from_native
 from .predicates import Predicates, to_native
 
 __all__ = ["Client", "Deferred", "DEFAULT_HOST", "DEFAULT_PORT"]
@@ -161,6 +161,15 @@ class Client:
     def get_partial(self, space: str, key: Key, attrs: Sequence[str]) -> Optional[Object]:
         """Only the named attributes of the object, or None if the key has no object."""
         return self._run(R.get_partial(space, key, attrs))
+
+    def multi_put(
+        self, space: str, items: Mapping[Key, Attributes]
+    ) -> Dict[Key, Optional[ClientError]]:
+        """Put each key's attributes as ``put`` would. Not a transaction: each put succeeds or
+        fails on its own (a failed one changes nothing of its key, the others stay stored).
+        Returns, per key, None when it was stored, else the ``ClientError`` that refused it;
+        a malformed argument raises before anything is written."""
+        return self._run(R.multi_put(space, items))
 
     def multi_get(self, space: str, keys: Sequence[Key]) -> List[Optional[Object]]:
         """The objects of ``keys``, in their order, None for a key with no object. Each key is

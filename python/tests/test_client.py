@@ -67,6 +67,30 @@ def test_multi_get_answers_what_each_get_answers(client: tesseradb.Client, space
         client.multi_get("no_such_space", ["m1"])
 
 
+def test_multi_put_reports_each_key_and_is_not_a_transaction(
+    client: tesseradb.Client, space: str
+) -> None:
+    items = {f"q{n}": {"n": n, "s": "x"} for n in range(200)}
+    items["q100"] = {"s": "y" * (1024 * 1024 + 10)}  # over the object limit: refused
+    outcome = client.multi_put(space, items)
+    assert list(outcome) == list(items)
+    assert isinstance(outcome["q100"], tesseradb.TooLargeError)
+    assert all(e is None for k, e in outcome.items() if k != "q100")
+    got = client.multi_get(space, list(items))
+    assert got[100] is None
+    assert [g["n"] for i, g in enumerate(got) if i != 100] == [n for n in range(200) if n != 100]
+    # A value the server refuses fails its key only.
+    outcome = client.multi_put(space, {"r1": {"n": 1}, "r2": {"n": "two"}})
+    assert outcome["r1"] is None and isinstance(outcome["r2"], tesseradb.WrongTypeError)
+    assert client.get(space, "r1") is not None and client.get(space, "r2") is None
+    # A malformed argument raises before anything is written.
+    with pytest.raises(TypeError):
+        client.multi_put(space, [("r3", {"n": 1})])  # type: ignore[arg-type]
+    with pytest.raises(tesseradb.WrongTypeError):
+        client.multi_put(space, {"r3": {"n": 1}, "r4": {"n": object()}})
+    assert client.get(space, "r3") is None
+
+
 def test_unset_attributes_have_defaults(client: tesseradb.Client, space: str) -> None:
     client.put(space, "o", {"n": 1})
     got = client.get(space, "o")
