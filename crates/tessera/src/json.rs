@@ -61,7 +61,12 @@ fn doc_value_to_json(value: &DocValue) -> Json {
 /// A JSON object as a document (for a dynamic space's put: `null` removes a property).
 pub fn document_from_json(text: &str) -> Result<Document, String> {
     let json: Json = serde_json::from_str(text).map_err(|e| format!("invalid JSON: {e}"))?;
-    match doc_value_from_json(&json)? {
+    document_from_json_value(&json)
+}
+
+/// [`document_from_json`] of JSON already parsed.
+fn document_from_json_value(json: &Json) -> Result<Document, String> {
+    match doc_value_from_json(json)? {
         DocValue::Object(properties) => Ok(Document::new(properties)),
         _ => Err("expected a JSON object of properties".into()),
     }
@@ -207,9 +212,9 @@ pub fn put_from_json_line(
         other => other.to_string(),
     };
     let key = crate::predicates::parse_key(schema, &key_text)?;
-    let rest = Json::Object(entries).to_string();
     let funcalls = if schema.is_dynamic() {
-        let mut funcalls = vec![tessera_types::Funcall::merge(document_from_json(&rest)?)];
+        let document = document_from_json_value(&Json::Object(entries))?;
+        let mut funcalls = vec![tessera_types::Funcall::merge(document)];
         if let Some(f) = formula {
             funcalls.push(tessera_types::Funcall::set(
                 tessera_types::FORMULA_ATTRIBUTE,
@@ -218,7 +223,7 @@ pub fn put_from_json_line(
         }
         funcalls
     } else {
-        attributes_from_json(schema, &rest)?
+        attributes_from_entries(schema, &entries)?
             .into_iter()
             .map(|(a, v)| tessera_types::Funcall::set(a, v))
             .collect()
@@ -234,6 +239,14 @@ pub fn attributes_from_json(
     let Json::Object(entries) = json else {
         return Err("expected a JSON object of attribute names to values".into());
     };
+    attributes_from_entries(schema, &entries)
+}
+
+/// [`attributes_from_json`] of a JSON object already parsed.
+fn attributes_from_entries(
+    schema: &SpaceSchema,
+    entries: &serde_json::Map<String, Json>,
+) -> Result<Vec<(String, Value)>, String> {
     entries
         .iter()
         .map(|(name, j)| {
