@@ -41,7 +41,7 @@ pub use dynamic::{overlay_boxes, unispace_boxes};
 pub use hilbert::{hilbert_cell, hilbert_index};
 pub use index::{PropertyIndex, ShapeSet};
 pub use ordered::KeyRanges;
-pub use plan::{part_in, part_keeps, plan_search};
+pub use plan::{part_in, part_keeps, plan_search, pointer_answers};
 pub use search::{choose_typed_subspace, SearchBox, SearchPlan};
 
 pub use tessellation::{tessellation_of, tessellations, RegionIndex, Tessellation};

@@ -133,6 +133,20 @@ pub fn part_keeps(schema: &SpaceSchema, plan: &SearchPlan, object: &tessera_type
     }
 }
 
+/// Whether `document`, read by key for a `stub` that a pointer overlay's part of a search
+/// found, answers for that part: it still has the stub's formula (a document that moved to
+/// another formula is answered by the part that reads its new placement) and matches every
+/// predicate (the stub decided only some).
+pub fn pointer_answers(
+    stub: &tessera_types::Object,
+    document: &tessera_types::Object,
+    predicates: &[CheckedPredicate],
+) -> bool {
+    let formula = tessera_types::FORMULA_INDEX;
+    document.get(formula) == stub.get(formula)
+        && tessera_types::predicate::matches_all(predicates, document)
+}
+
 /// What a search reads in `subspace`: [`SearchBox::for_predicates`]' one box in a typed space
 /// (none when the predicates contradict each other); in a dynamic space, the boxes and formulas
 /// of the part of [`plan_search`] that reads `subspace` (nothing when no part does).

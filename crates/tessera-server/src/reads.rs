@@ -14,11 +14,11 @@
 
 use std::ops::ControlFlow;
 
-use tessera_geometry::{part_keeps, SearchPlan};
+use tessera_geometry::{part_keeps, pointer_answers, SearchPlan};
 use tessera_protocol::{ErrorReply, Explanation, SortOrder, WireObject};
 use tessera_storage::{Store, StoredObject};
 use tessera_types::predicate::matches_all;
-use tessera_types::{CheckedPredicate, SortKey, SortValue, Value, FORMULA_INDEX};
+use tessera_types::{CheckedPredicate, SortKey, SortValue, Value};
 
 use crate::errors::storage_error;
 use crate::view::ServedSpace;
@@ -150,16 +150,8 @@ pub fn for_each_match_in(
                         let document = store
                             .get(&schema.name, object.object.key())
                             .map_err(storage_error)?;
-                        // Written since the stub was read: kept only if still placed here
-                        // (else the part that reads its new placement finds it) and matching.
                         match document {
-                            Some(d)
-                                if d.object.get(FORMULA_INDEX)
-                                    == object.object.get(FORMULA_INDEX)
-                                    && matches_all(predicates, &d.object) =>
-                            {
-                                d
-                            }
+                            Some(d) if pointer_answers(&object.object, &d.object, predicates) => d,
                             _ => continue,
                         }
                     }
