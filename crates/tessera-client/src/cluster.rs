@@ -24,10 +24,7 @@ use tessera_protocol::{
     Configuration, CoordinatorStatus, Request, Response, ServerState, SortOrder, SpaceTrace,
     WireObject,
 };
-use tessera_types::predicate::matches_all;
-use tessera_types::{
-    Epoch, Funcall, Object, Predicate, ServerId, SpaceSchema, Value, FORMULA_INDEX,
-};
+use tessera_types::{Epoch, Funcall, Object, Predicate, ServerId, SpaceSchema, Value};
 use tokio::time::Instant;
 
 use crate::connection::{CallError, Connection};
@@ -88,6 +85,22 @@ enum Attempt<T> {
         server_epoch: Option<Epoch>,
     },
     Fail(ClientError),
+}
+
+/// `key` checked against the space's key type, and its point leader: or the attempt's end,
+/// failed for a key of the wrong type, to be retried when the key's region has no leader.
+fn led_key<T>(
+    config: &tessera_protocol::SpaceConfig,
+    tessellations: &[tessera_geometry::Tessellation],
+    key: Value,
+) -> Result<(Value, ServerId), Attempt<T>> {
+    let key = routing::check_key(&config.schema, key).map_err(Attempt::Fail)?;
+    let leader =
+        routing::point_leader(config, tessellations, &key).map_err(|error| Attempt::Retry {
+            error,
+            server_epoch: None,
+        })?;
+    Ok((key, leader))
 }
 
 /// Whether a refusal depends on the schema (which a newer configuration may change).
@@ -598,18 +611,9 @@ impl Cluster {
                 let Some((config, tessellations)) = routes.space(space) else {
                     return Attempt::Fail(routing::unknown_space(space));
                 };
-                let key = match routing::check_key(&config.schema, key.clone()) {
-                    Ok(k) => k,
-                    Err(e) => return Attempt::Fail(e),
-                };
-                let leader = match routing::point_leader(config, tessellations, &key) {
-                    Ok(l) => l,
-                    Err(error) => {
-                        return Attempt::Retry {
-                            error,
-                            server_epoch: None,
-                        }
-                    }
+                let (key, leader) = match led_key(config, tessellations, key.clone()) {
+                    Ok(led) => led,
+                    Err(refused) => return refused,
                 };
                 let Some(address) = routes.address(leader) else {
                     let error = routing::refused(
@@ -647,18 +651,9 @@ impl Cluster {
             };
             let mut by_leader: BTreeMap<ServerId, Vec<Value>> = BTreeMap::new();
             for key in keys {
-                let key = match routing::check_key(&config.schema, key.clone()) {
-                    Ok(k) => k,
-                    Err(e) => return Attempt::Fail(e),
-                };
-                match routing::point_leader(config, tessellations, &key) {
-                    Ok(leader) => by_leader.entry(leader).or_default().push(key),
-                    Err(error) => {
-                        return Attempt::Retry {
-                            error,
-                            server_epoch: None,
-                        }
-                    }
+                match led_key(config, tessellations, key.clone()) {
+                    Ok((key, leader)) => by_leader.entry(leader).or_default().push(key),
+                    Err(refused) => return refused,
                 }
             }
             let epoch = routes.config.epoch;
@@ -736,13 +731,14 @@ impl Cluster {
         let checked = &checked;
         let mut reads = futures::stream::iter(stubs)
             .map(|stub| async move {
-                let mut values = stub.values.into_iter();
-                let key = values.next().expect("every object found has its key");
-                let formula = values.nth(FORMULA_INDEX.get() - 1);
+                let stub = Object {
+                    values: stub.values,
+                };
                 let get = |key| Request::Get {
                     space: space.to_owned(),
                     key,
                 };
+                let key = stub.key().clone();
                 let found = match self.key_call(space, key, false, get).await? {
                     Response::Object(found) => found,
                     other => return Err(unexpected(other)),
@@ -751,8 +747,7 @@ impl Cluster {
                     return Ok(None);
                 };
                 let document = Object { values };
-                let keep = document.values.get(FORMULA_INDEX.get()) == formula.as_ref()
-                    && matches_all(checked, &document);
+                let keep = tessera_geometry::pointer_answers(&stub, &document, checked);
                 Ok(keep.then_some(WireObject {
                     version,
                     values: document.values,
