@@ -1076,7 +1076,8 @@ fn validate_schema(schema: &SpaceSchema) -> Result<(), SchemaError> {
         return Err(SchemaError::EmptySubspace);
     }
     let mut subspaces = Vec::with_capacity(schema.subspaces.len() - 1);
-    for s in &schema.subspaces[1..] {
+    // A tag subspace is not declared: the placement makes it.
+    for s in schema.subspaces[1..].iter().filter(|s| s.tags.is_none()) {
         let mut names = Vec::with_capacity(s.dimensions.len());
         for d in &s.dimensions {
             let a = schema
@@ -1095,7 +1096,9 @@ fn validate_schema(schema: &SpaceSchema) -> Result<(), SchemaError> {
         schema.partitions,
         schema.tolerate,
     )?
-    .with_adapt(schema.adapt);
+    .with_placement(schema.placement.clone())?;
+    rebuilt.check_adapt(schema.adapt)?;
+    let rebuilt = rebuilt.with_adapt(schema.adapt);
     if &rebuilt != schema {
         return Err(SchemaError::EmptySubspace);
     }
@@ -2551,6 +2554,7 @@ mod tests {
                 dimensions: vec![c, b],
                 state: SubspaceState::Building,
                 overlay: None,
+                tags: None,
             }
         );
         assert_eq!(

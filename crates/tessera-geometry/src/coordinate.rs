@@ -47,19 +47,43 @@ pub fn key_coordinate(key: &Value) -> u64 {
     }
 }
 
+/// The coordinate of a key on an *ordered* key axis (seed 003 §2.1.2): `a < b` gives
+/// `c(a) <= c(b)`. Ints and floats as on any axis; strings by their first 8 bytes, big-endian
+/// and zero-padded (so keys sharing 8 leading bytes share a coordinate, and a region).
+pub fn ordered_key_coordinate(key: &Value) -> u64 {
+    match key {
+        Value::String(s) => {
+            let mut prefix = [0u8; 8];
+            let n = s.len().min(8);
+            prefix[..n].copy_from_slice(&s.as_bytes()[..n]);
+            u64::from_be_bytes(prefix)
+        }
+        Value::Int(_) | Value::Float(_) => coordinate(key),
+        other => panic!("a {} cannot be a key", other.kind_name()),
+    }
+}
+
 /// The region of the key subspace (tessellated by `key_tessellation`) that holds `key`: the
 /// region whose replica set's head is the key's point leader.
 pub fn key_region(key_tessellation: &Tessellation, key: &Value) -> RegionIndex {
-    key_tessellation.region_of(&[key_coordinate(key)])
+    key_tessellation.region_of(&[key_tessellation.key_coordinate(key)])
 }
 
-/// The coordinate of `value` on dimension `attr` of subspace `subspace`.
-pub fn dimension_coordinate(subspace: SubspaceId, attr: AttrIndex, value: &Value) -> u64 {
-    if subspace == SubspaceId::KEY {
-        debug_assert_eq!(attr, AttrIndex::KEY);
-        key_coordinate(value)
-    } else {
+/// The coordinate of `value` on dimension `attr` of subspace `subspace` of `schema`. The key
+/// is hashed wherever it is a dimension (the key subspace, a tag subspace's spread), except
+/// in the key subspace of an ordered space.
+pub fn dimension_coordinate(
+    schema: &SpaceSchema,
+    subspace: SubspaceId,
+    attr: AttrIndex,
+    value: &Value,
+) -> u64 {
+    if attr != AttrIndex::KEY {
         coordinate(value)
+    } else if subspace == SubspaceId::KEY && schema.keys_ordered() {
+        ordered_key_coordinate(value)
+    } else {
+        key_coordinate(value)
     }
 }
 
@@ -143,11 +167,13 @@ pub fn point(schema: &SpaceSchema, subspace: SubspaceId, object: &Object) -> Opt
 }
 
 fn typed_point(schema: &SpaceSchema, subspace: SubspaceId, object: &Object) -> Vec<u64> {
-    schema
-        .subspace(subspace)
-        .dimensions
+    let s = schema.subspace(subspace);
+    if let Some(curve) = s.tags {
+        return crate::tags::tag_point(curve, object.get(s.dimensions[0]), object.key());
+    }
+    s.dimensions
         .iter()
-        .map(|&attr| dimension_coordinate(subspace, attr, object.get(attr)))
+        .map(|&attr| dimension_coordinate(schema, subspace, attr, object.get(attr)))
         .collect()
 }
 

@@ -13,6 +13,8 @@
 //! * [`chain`]: the value-dependent chain of an update.
 //! * [`hilbert`]: the Hilbert curve through a grid, the locality-preserving order of a tagged
 //!   placement's tag points.
+//! * [`tags`]: a tagged placement's tag subspace: tag sets on the Hilbert curve, spread over
+//!   regions by the key's hash, and the cells a tag search reads.
 //! * [`ordered`]: an ordered placement's key axis: ranges of keys whose boundaries follow the
 //!   data, split when a region outgrows the others.
 //! * [`cover`]: the fewest servers that hold every region a multi-item read needs (set cover
@@ -29,12 +31,14 @@ pub mod index;
 pub mod ordered;
 pub mod plan;
 pub mod search;
+pub mod tags;
 pub mod tessellation;
 pub mod zorder;
 
 pub use chain::{chain_for_update, ChainHop, ReplicaMap};
 pub use coordinate::{
-    coordinate, key_coordinate, key_region, overlay_point, point, property_axis, unispace_point,
+    coordinate, key_coordinate, key_region, ordered_key_coordinate, overlay_point, point,
+    property_axis, unispace_point,
 };
 pub use cover::{cover_regions, Cover};
 pub use dynamic::{overlay_boxes, unispace_boxes};
@@ -43,6 +47,7 @@ pub use index::{PropertyIndex, ShapeSet};
 pub use ordered::KeyRanges;
 pub use plan::{part_in, part_keeps, plan_search, pointer_answers};
 pub use search::{choose_typed_subspace, SearchBox, SearchPlan};
+pub use tags::{tag_boxes, tag_point, tag_tessellation};
 
 pub use tessellation::{tessellation_of, tessellations, RegionIndex, Tessellation};
 pub use zorder::{deinterleave, deinterleave_into, interleave, next_in_box};

@@ -166,17 +166,7 @@ pub fn part_in(
     };
     match schema.kind {
         SpaceKind::Typed => {
-            let boxes: Vec<SearchBox> = SearchBox::for_predicates(schema, subspace, predicates)
-                .into_iter()
-                .collect();
-            let regions_count = boxes
-                .first()
-                .map_or(0, |b| b.regions_count(&tessellations[subspace.get()]));
-            SearchPlan {
-                boxes,
-                regions_count,
-                ..empty
-            }
+            crate::search::typed_part(schema, &tessellations[subspace.get()], subspace, predicates)
         }
         SpaceKind::Dynamic { .. } if subspace == SubspaceId::KEY => SearchPlan {
             boxes: vec![SearchBox::full(1)],

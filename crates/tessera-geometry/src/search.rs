@@ -177,11 +177,15 @@ fn constraint(
     let Some(ty) = schema.attribute(attr).ty.as_primitive() else {
         return Constraint::Open;
     };
-    // Only int and float coordinates of non-key dimensions preserve order.
-    let ordered =
-        subspace != SubspaceId::KEY && matches!(ty, PrimitiveType::Int | PrimitiveType::Float);
+    // Int and float coordinates preserve order, except the key's, which is hashed unless it
+    // lies on an ordered key axis (where strings keep their order too).
+    let ordered = if attr == AttrIndex::KEY {
+        subspace == SubspaceId::KEY && schema.keys_ordered()
+    } else {
+        matches!(ty, PrimitiveType::Int | PrimitiveType::Float)
+    };
     constraint_on_axis(ty, ordered, op, &|v| {
-        dimension_coordinate(subspace, attr, v)
+        dimension_coordinate(schema, subspace, attr, v)
     })
 }
 
@@ -199,6 +203,14 @@ pub(crate) fn constraint_on_axis(
     match op {
         PredicateOp::Equals(v) if on_axis(v) => Constraint::Within(c(v), c(v)),
         _ if !ordered => Constraint::Open,
+        // Strings on an ordered axis share a coordinate with every string of the same first
+        // 8 bytes: a strict bound cannot exclude the operand's coordinate.
+        PredicateOp::LessThan(v) if on_axis(v) && ty == PrimitiveType::String => {
+            Constraint::Within(0, c(v))
+        }
+        PredicateOp::GreaterThan(v) if on_axis(v) && ty == PrimitiveType::String => {
+            Constraint::Within(c(v), u64::MAX)
+        }
         PredicateOp::LessThan(v) if on_axis(v) => match c(v).checked_sub(1) {
             Some(hi) => Constraint::Within(0, hi),
             None => Constraint::Nothing,
@@ -257,6 +269,57 @@ impl SearchPlan {
     }
 }
 
+/// How a search by `predicates` would read subspace `id` of a typed space (tessellated by
+/// `t`): its boxes and the regions they cross.
+pub fn typed_part(
+    schema: &SpaceSchema,
+    t: &Tessellation,
+    id: SubspaceId,
+    predicates: &[CheckedPredicate],
+) -> SearchPlan {
+    let boxes = typed_boxes(schema, id, predicates);
+    let mut plan = SearchPlan {
+        subspace: id,
+        regions_count: 0,
+        boxes,
+        formulas: vec![],
+    };
+    plan.regions_count = match plan.boxes.as_slice() {
+        [] => 0,
+        [only] => only.regions_count(t),
+        _ => plan.regions(t).len() as u64,
+    };
+    plan
+}
+
+/// The boxes `predicates` select in subspace `id` of a typed space: the one box of
+/// [`SearchBox::for_predicates`], or in a tag subspace the cells of the tags the predicates
+/// require (`contains` on the tags attribute, [`crate::tags::tag_boxes`]) within it. None
+/// when the predicates contradict each other.
+fn typed_boxes(
+    schema: &SpaceSchema,
+    id: SubspaceId,
+    predicates: &[CheckedPredicate],
+) -> Vec<SearchBox> {
+    let Some(whole) = SearchBox::for_predicates(schema, id, predicates) else {
+        return vec![];
+    };
+    let subspace = schema.subspace(id);
+    let Some(curve) = subspace.tags else {
+        return vec![whole];
+    };
+    let required = predicates.iter().filter_map(|p| match &p.op {
+        PredicateOp::Contains(Value::String(tag)) if p.attr == subspace.dimensions[0] => {
+            Some(tag.as_str())
+        }
+        _ => None,
+    });
+    crate::tags::tag_boxes(curve, required)
+        .iter()
+        .filter_map(|b| b.intersect(&whole.ranges))
+        .collect()
+}
+
 /// In a typed space, the subspace whose box crosses the fewest regions (each region costs a
 /// server a scan, so this is the cheapest search, DESIGN §8), among the serving ones. Ties go
 /// to the subspace with fewer dimensions, then to the first declared, so the choice is
@@ -277,16 +340,7 @@ pub fn choose_typed_subspace(
         .subspace_ids()
         .zip(tessellations)
         .filter(|(id, _)| schema.subspace(*id).is_searchable())
-        .map(|(id, t)| {
-            let search_box = SearchBox::for_predicates(schema, id, predicates);
-            let regions_count = search_box.as_ref().map_or(0, |b| b.regions_count(t));
-            SearchPlan {
-                subspace: id,
-                boxes: search_box.into_iter().collect(),
-                regions_count,
-                formulas: vec![],
-            }
-        })
+        .map(|(id, t)| typed_part(schema, t, id, predicates))
         .min_by_key(|plan| {
             (
                 plan.regions_count,
@@ -450,7 +504,8 @@ mod tests {
 
     const INTS: [i64; 7] = [i64::MIN, -2, -1, 0, 1, 2, i64::MAX];
     const FLOATS: [f64; 6] = [f64::NEG_INFINITY, -1.5, 0.0, 0.5, 2.5, f64::INFINITY];
-    const STRINGS: [&str; 3] = ["", "a", "b"];
+    // Two strings share their first 8 bytes: one coordinate on an ordered key axis.
+    const STRINGS: [&str; 5] = ["", "a", "b", "abcdefgh1", "abcdefgh2"];
 
     fn primitive() -> impl Strategy<Value = PrimitiveType> {
         prop_oneof![
@@ -485,8 +540,9 @@ mod tests {
             prop::collection::vec(primitive(), 4),
             subspaces,
             1u32..200,
+            0u8..3,
         )
-            .prop_map(|(key, attrs, subspaces, partitions)| {
+            .prop_map(|(key, attrs, subspaces, partitions, placement)| {
                 let attribute = |name: String, ty| Attribute {
                     name,
                     ty: AttributeType::Primitive(ty),
@@ -500,7 +556,7 @@ mod tests {
                     .iter()
                     .map(|dims| dims.iter().map(|i| format!("a{i}")).collect())
                     .collect();
-                SpaceSchema::new(
+                let schema = SpaceSchema::new(
                     "t",
                     attribute("k".into(), key),
                     attributes,
@@ -508,7 +564,17 @@ mod tests {
                     partitions,
                     1,
                 )
-                .expect("valid schema")
+                .expect("valid schema");
+                // Random, or an ordered key axis: over the whole axis, or over a domain
+                // narrower than the keys drawn (some fall outside it).
+                let domain =
+                    (key == PrimitiveType::Int).then_some((Value::Int(-3), Value::Int(40)));
+                let placement = match placement {
+                    0 => tessera_types::Placement::Random,
+                    1 => tessera_types::Placement::Ordered { domain: None },
+                    _ => tessera_types::Placement::Ordered { domain },
+                };
+                schema.with_placement(placement).expect("valid placement")
             })
     }
 

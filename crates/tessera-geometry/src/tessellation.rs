@@ -7,7 +7,7 @@
 //! significant, so region numbers follow the first dimension's order.
 
 use serde::{Deserialize, Serialize};
-use tessera_types::{SpaceSchema, Subspace};
+use tessera_types::{Placement, SpaceSchema, Subspace};
 
 /// A region's number within its subspace: `0..Tessellation::regions_count()`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -18,6 +18,13 @@ pub struct RegionIndex(pub u32);
 pub struct Tessellation {
     /// Intervals along each dimension, in subspace order. Every entry is at least 1.
     intervals: Vec<u32>,
+    /// Where the first dimension's equal intervals lie: the whole axis (`None`), or the
+    /// inclusive range `[lo, hi]`, the first interval stretching down to 0 and the last up to
+    /// `u64::MAX` (an ordered key axis over a declared domain of keys).
+    domain: Option<(u64, u64)>,
+    /// Whether this is an ordered key subspace: keys lie on its axis by
+    /// [`crate::ordered_key_coordinate`], which keeps their order, not by their hash.
+    ordered_keys: bool,
 }
 
 impl Tessellation {
@@ -45,9 +52,55 @@ impl Tessellation {
         let intervals: Vec<u32> = (0..dimensions)
             .map(|i| if i < k { base as u32 + 1 } else { base as u32 })
             .collect();
-        let t = Tessellation { intervals };
+        Tessellation::grid(intervals)
+    }
+
+    /// A tessellation of `intervals[d]` equal intervals along each dimension `d`.
+    pub fn grid(intervals: Vec<u32>) -> Tessellation {
+        assert!(
+            !intervals.is_empty(),
+            "a subspace has at least one dimension"
+        );
+        assert!(
+            intervals.iter().all(|&n| n >= 1),
+            "every dimension has an interval"
+        );
+        let t = Tessellation {
+            intervals,
+            domain: None,
+            ordered_keys: false,
+        };
         assert!(t.regions_count() >= 1);
         t
+    }
+
+    /// An ordered key subspace of `partitions` regions: equal slices of `domain` (key
+    /// coordinates, inclusive), or of the whole axis.
+    pub fn ordered_keys(partitions: u32, domain: Option<(u64, u64)>) -> Tessellation {
+        assert!(partitions >= 1, "a subspace has at least one region");
+        if let Some((lo, hi)) = domain {
+            assert!(lo < hi, "a domain holds at least two coordinates");
+        }
+        Tessellation {
+            intervals: vec![partitions],
+            domain,
+            ordered_keys: true,
+        }
+    }
+
+    /// Where `key` lies on this key subspace's axis: its hash, or in an ordered key subspace
+    /// its order-keeping coordinate.
+    pub fn key_coordinate(&self, key: &tessera_types::Value) -> u64 {
+        if self.ordered_keys {
+            crate::ordered_key_coordinate(key)
+        } else {
+            crate::key_coordinate(key)
+        }
+    }
+
+    /// Whether keys lie on this (key subspace's) axis in their order.
+    pub fn keys_ordered(&self) -> bool {
+        self.ordered_keys
     }
 
     /// A subspace whose dimensions get intervals in the ratio of `weights` (a compression
@@ -74,11 +127,7 @@ impl Tessellation {
         while k < u64::from(partitions) && product(&intervals_at(k + 1)) <= u64::from(partitions) {
             k += 1;
         }
-        let t = Tessellation {
-            intervals: intervals_at(k),
-        };
-        assert!(t.regions_count() >= 1);
-        t
+        Tessellation::grid(intervals_at(k))
     }
 
     pub fn dimensions(&self) -> usize {
@@ -97,17 +146,34 @@ impl Tessellation {
     /// The interval of dimension `dim` holding `coordinate`.
     pub fn interval_of(&self, dim: usize, coordinate: u64) -> u32 {
         let n = self.intervals[dim] as u128;
-        ((coordinate as u128 * n) >> 64) as u32
+        let (offset, span) = self.span(dim);
+        let Some(c) = coordinate.checked_sub(offset) else {
+            return 0;
+        };
+        ((c as u128 * n) / span).min(n - 1) as u32
     }
 
     /// The inclusive coordinate bounds of interval `i` of dimension `dim`.
     pub fn interval_bounds(&self, dim: usize, i: u32) -> (u64, u64) {
         let n = self.intervals[dim] as u128;
         assert!((i as u128) < n);
-        let start = |i: u128| -> u128 { (i << 64).div_ceil(n) };
-        let lo = start(i as u128);
-        let hi = start(i as u128 + 1) - 1;
-        (lo as u64, hi.min(u64::MAX as u128) as u64)
+        let (offset, span) = self.span(dim);
+        let start = |i: u128| -> u128 { offset as u128 + (i * span).div_ceil(n) };
+        let lo = if i == 0 { 0 } else { start(i as u128) };
+        let hi = if i as u128 == n - 1 {
+            u64::MAX as u128
+        } else {
+            start(i as u128 + 1) - 1
+        };
+        (lo as u64, hi as u64)
+    }
+
+    /// Where dimension `dim`'s equal intervals start, and how many coordinates they share.
+    fn span(&self, dim: usize) -> (u64, u128) {
+        match self.domain {
+            Some((lo, hi)) if dim == 0 => (lo, (hi - lo) as u128 + 1),
+            _ => (0, 1u128 << 64),
+        }
     }
 
     /// The region holding `point` (one coordinate per dimension).
@@ -154,22 +220,34 @@ impl Tessellation {
     }
 }
 
-/// The tessellation of `subspace` of a space of `partitions`: equal cuts, or an overlay's
-/// weighted ones.
+/// The tessellation of `subspace` of a space of `partitions`: equal cuts, an overlay's
+/// weighted ones, or a tag subspace's stretches of the tag curve times its spread. (An
+/// ordered key subspace has as many regions as a hashed one; [`tessellations`] places them.)
 pub fn tessellation_of(subspace: &Subspace, partitions: u32) -> Tessellation {
-    match &subspace.overlay {
-        Some(overlay) => Tessellation::weighted(&overlay.weights(), partitions),
-        None => Tessellation::new(subspace.dimensions.len(), partitions),
+    match (&subspace.overlay, subspace.tags) {
+        (Some(overlay), _) => Tessellation::weighted(&overlay.weights(), partitions),
+        (None, Some(curve)) => crate::tags::tag_tessellation(curve, partitions),
+        (None, None) => Tessellation::new(subspace.dimensions.len(), partitions),
     }
 }
 
 /// The tessellation of every subspace of `schema`, in subspace order (the key subspace first).
 pub fn tessellations(schema: &SpaceSchema) -> Vec<Tessellation> {
-    schema
+    let mut all: Vec<Tessellation> = schema
         .subspaces
         .iter()
         .map(|s| tessellation_of(s, schema.partitions))
-        .collect()
+        .collect();
+    if let Placement::Ordered { domain } = &schema.placement {
+        let domain = domain.as_ref().map(|(from, to)| {
+            (
+                crate::ordered_key_coordinate(from),
+                crate::ordered_key_coordinate(to),
+            )
+        });
+        all[0] = Tessellation::ordered_keys(schema.partitions, domain);
+    }
+    all
 }
 
 #[cfg(test)]
@@ -221,7 +299,48 @@ mod tests {
         assert_eq!(Tessellation::new(3, 1).regions_count(), 1);
     }
 
+    /// Ordered key axes: keys, skewed or not, as `Value`s.
+    fn ordered_key() -> impl Strategy<Value = tessera_types::Value> {
+        use tessera_types::Value;
+        prop_oneof![
+            any::<i64>().prop_map(Value::Int),
+            (0i64..1000).prop_map(Value::Int),
+            "[a-c]{0,10}".prop_map(Value::from),
+            (-1e9f64..1e9).prop_map(Value::Float),
+        ]
+    }
+
     proptest! {
+        /// An ordered key axis over a domain: each coordinate lies in the bounds of its
+        /// interval, the intervals tile the axis, and keys in order get regions in order.
+        #[test]
+        fn ordered_key_axes_keep_order_and_tile(
+            r in 1u32..300,
+            lo in any::<u64>(),
+            width in 1u64..u64::MAX,
+            cs in proptest::collection::vec(any::<u64>(), 1..20),
+            a in ordered_key(),
+            b in ordered_key(),
+        ) {
+            let hi = lo.saturating_add(width).max(lo + u64::from(lo < u64::MAX));
+            prop_assume!(lo < hi);
+            for t in [Tessellation::ordered_keys(r, Some((lo, hi))), Tessellation::ordered_keys(r, None)] {
+                prop_assert_eq!(t.interval_bounds(0, 0).0, 0);
+                prop_assert_eq!(t.interval_bounds(0, r - 1).1, u64::MAX);
+                for i in 1..r {
+                    prop_assert_eq!(t.interval_bounds(0, i - 1).1 + 1, t.interval_bounds(0, i).0);
+                }
+                for &c in &cs {
+                    let i = t.interval_of(0, c);
+                    let (l, h) = t.interval_bounds(0, i);
+                    prop_assert!(l <= c && c <= h, "{c} outside interval {i} = [{l}, {h}]");
+                }
+                if a.primitive_type() == b.primitive_type() && a <= b {
+                    prop_assert!(crate::key_region(&t, &a) <= crate::key_region(&t, &b));
+                }
+            }
+        }
+
         #[test]
         fn every_point_is_in_exactly_its_region(d in 1usize..6, r in 1u32..5000,
                                                  seed in proptest::collection::vec(any::<u64>(), 6)) {

@@ -414,6 +414,7 @@ impl SpaceConfig {
                     dimensions,
                     state: SubspaceState::Building,
                     overlay: None,
+                    tags: None,
                 }))
             }
             SpaceChange::DropSubspace { subspace } => {
@@ -427,9 +428,15 @@ impl SpaceConfig {
                 if !written {
                     return Err(AlterError::NoSuchSubspace(*subspace));
                 }
+                if schema.tag_subspace() == Some(SubspaceId(*subspace)) {
+                    return Err(AlterError::Schema(SchemaError::TagSubspace(*subspace)));
+                }
                 Ok(None)
             }
-            SpaceChange::SetAdapt { .. } => Ok(None),
+            SpaceChange::SetAdapt { on } => {
+                schema.check_adapt(*on).map_err(AlterError::Schema)?;
+                Ok(None)
+            }
             SpaceChange::LogAdaptation(a) => {
                 if !schema.adapt {
                     return Err(AlterError::NotAdaptive);

@@ -793,7 +793,7 @@ impl Store {
         Ok(SearchIter::new(
             self.db.snapshot(),
             keyspace.clone(),
-            subspace == SubspaceId::KEY,
+            (subspace == SubspaceId::KEY).then(|| tessellation.clone()),
             clipped,
             self.counters.clone(),
         ))

@@ -7,7 +7,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use fjall::{Keyspace, Readable, Snapshot};
-use tessera_geometry::{key_coordinate, RegionIndex};
+use tessera_geometry::{RegionIndex, Tessellation};
 
 use crate::codec::{self, REGION_BYTES};
 use tessera_geometry::zorder;
@@ -20,7 +20,9 @@ use crate::{Counters, StorageError, StoredObject};
 pub struct SearchIter {
     snapshot: Snapshot,
     keyspace: Keyspace,
-    key_subspace: bool,
+    /// In the key subspace (whose entries hold no point), its tessellation: where a key lies
+    /// on its axis.
+    key_axis: Option<Tessellation>,
     /// Regions still to scan, each with the search box clipped to it (never empty).
     boxes: VecDeque<(RegionIndex, Vec<u64>, Vec<u64>)>,
     /// The scan of the current region (the front of `boxes`), if open.
@@ -33,7 +35,7 @@ impl SearchIter {
     pub(crate) fn new(
         snapshot: Snapshot,
         keyspace: Keyspace,
-        key_subspace: bool,
+        key_axis: Option<Tessellation>,
         boxes: Vec<(RegionIndex, Vec<u64>, Vec<u64>)>,
         counters: Arc<Counters>,
     ) -> SearchIter {
@@ -43,7 +45,7 @@ impl SearchIter {
         SearchIter {
             snapshot,
             keyspace,
-            key_subspace,
+            key_axis,
             boxes: boxes.into(),
             scan: None,
             counters,
@@ -55,7 +57,7 @@ impl SearchIter {
     fn open_scan(&self, start: Vec<u8>) -> fjall::Iter {
         let (region, _, hi) = self.boxes.front().expect("a current region");
         let mut end = codec::region_prefix(*region).to_vec();
-        if !self.key_subspace {
+        if self.key_axis.is_none() {
             end.extend_from_slice(&zorder::interleave(hi));
         }
         // Every key starting with `end` sorts below the successor of `end`.
@@ -73,10 +75,14 @@ impl SearchIter {
                 return Ok(None);
             };
             let prefix = codec::region_prefix(*region);
-            let z_bytes = if self.key_subspace { 0 } else { 8 * lo.len() };
+            let z_bytes = if self.key_axis.is_some() {
+                0
+            } else {
+                8 * lo.len()
+            };
             if self.scan.is_none() {
                 let mut start = prefix.to_vec();
-                if !self.key_subspace {
+                if self.key_axis.is_none() {
                     start.extend_from_slice(&zorder::interleave(lo));
                 }
                 self.scan = Some(self.open_scan(start));
@@ -93,9 +99,9 @@ impl SearchIter {
                     "entry key {key:?} outside its region's range"
                 )));
             }
-            if self.key_subspace {
+            if let Some(axis) = &self.key_axis {
                 let stored = codec::decode_value(&value)?;
-                let c = key_coordinate(stored.object.key());
+                let c = axis.key_coordinate(stored.object.key());
                 if lo[0] <= c && c <= hi[0] {
                     return Ok(Some(stored));
                 }

@@ -388,6 +388,7 @@ fn alter_space_adds_and_drops_subspaces_durably() {
         dimensions: dims,
         state: tessera_types::SubspaceState::Building,
         overlay: None,
+        tags: None,
     });
     altered.subspaces[2].state = tessera_types::SubspaceState::Dropped;
     {

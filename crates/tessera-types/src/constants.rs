@@ -94,3 +94,16 @@ pub const FORMULA_WEIGHT_MAX: u32 = 64;
 
 /// Longest formula id, in bytes (a derived id is the formula's text).
 pub const FORMULA_ID_BYTES_MAX: usize = 1024;
+
+/// Most tags a tagged placement's curve places an object by (`placement tagged ATTR axes N`):
+/// one axis per tag. An object with more tags goes to the curve's last cell.
+pub const TAG_AXES_MAX: u32 = 4;
+
+/// Tag axes of a tagged placement that does not say.
+pub const TAG_AXES_DEFAULT: u8 = 2;
+
+/// Each stretch of a tagged placement's curve spreads over this many regions when the
+/// description does not say (`spread N`).
+pub const TAG_SPREAD_DEFAULT: u32 = 2;
+
+const _: () = assert!(TAG_AXES_DEFAULT as u32 <= TAG_AXES_MAX);

@@ -8,8 +8,15 @@
 //! subspace stars
 //! create 64 partitions              # optional, default 64
 //! tolerate 1 failure                # optional, default 1
+//! placement random                  # optional, default random: where keys go (below)
 //! adapt on                          # optional, default off: Tessera picks the subspaces
 //! ```
+//!
+//! `placement` (seed 003's placements) is `random` (keys hashed), `ordered [from A to B]`
+//! (the key axis keeps the keys' order, regions slice the domain A..B of int keys or the key
+//! type's whole range) or `tagged ATTR [axes N] [spread N]` (objects also placed by the tags of
+//! set(string) attribute ATTR on a Hilbert curve through up to N tags, each stretch of the
+//! curve spread over N regions).
 //!
 //! A dynamic space (documents of any properties, DESIGN §9) says `dynamic` after its name and
 //! declares no attributes or subspaces:
@@ -26,9 +33,12 @@
 
 use std::fmt;
 
-use crate::constants::{DYNAMIC_DIMENSIONS_DEFAULT, PARTITIONS_DEFAULT, TOLERATE_DEFAULT};
-use crate::schema::{Attribute, SchemaError, SpaceSchema};
-use crate::value::{AttributeType, PrimitiveType};
+use crate::constants::{
+    DYNAMIC_DIMENSIONS_DEFAULT, PARTITIONS_DEFAULT, TAG_AXES_DEFAULT, TAG_SPREAD_DEFAULT,
+    TOLERATE_DEFAULT,
+};
+use crate::schema::{Attribute, Placement, SchemaError, SpaceSchema, TagCurve};
+use crate::value::{AttributeType, PrimitiveType, Value};
 
 /// A description that could not be parsed, or that parsed into an invalid space.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -48,6 +58,7 @@ enum Token {
     LParen,
     RParen,
     Comma,
+    Minus,
     End,
 }
 
@@ -59,6 +70,7 @@ impl fmt::Display for Token {
             Token::LParen => f.write_str("'('"),
             Token::RParen => f.write_str("')'"),
             Token::Comma => f.write_str("','"),
+            Token::Minus => f.write_str("'-'"),
             Token::End => f.write_str("end of input"),
         }
     }
@@ -125,6 +137,7 @@ fn tokenize(text: &str) -> Result<Vec<(Token, Pos)>, ParseError> {
                 '(' => Token::LParen,
                 ')' => Token::RParen,
                 ',' => Token::Comma,
+                '-' => Token::Minus,
                 other => {
                     return Err(ParseError {
                         line,
@@ -233,6 +246,70 @@ impl Parser {
         }
     }
 
+    /// `placement random | ordered [from A to B] | tagged ATTR [axes N] [spread N]`,
+    /// optional: the placement (tags named, not yet resolved) and where it was.
+    fn placement(&mut self) -> Result<(ParsedPlacement, Pos), ParseError> {
+        let pos = self.pos();
+        if !self.at_keyword("placement") {
+            return Ok((ParsedPlacement::Random, pos));
+        }
+        self.next();
+        let pos = self.pos();
+        let placement = match self.next() {
+            (Token::Word(w), _) if w == "random" => ParsedPlacement::Random,
+            (Token::Word(w), _) if w == "ordered" => {
+                let mut domain = None;
+                if self.at_keyword("from") {
+                    self.next();
+                    let from = self.integer("the domain's first key")?;
+                    self.expect_keyword("to")?;
+                    let to = self.integer("the domain's last key")?;
+                    domain = Some((Value::Int(from), Value::Int(to)));
+                }
+                ParsedPlacement::Ordered(domain)
+            }
+            (Token::Word(w), _) if w == "tagged" => {
+                let (tags, _) = self.expect_word("the tags attribute")?;
+                let mut axes = TAG_AXES_DEFAULT;
+                if self.at_keyword("axes") {
+                    self.next();
+                    let n = self.integer("a tag axes count")?;
+                    axes = u8::try_from(n).unwrap_or(u8::MAX);
+                }
+                let mut spread = TAG_SPREAD_DEFAULT;
+                if self.at_keyword("spread") {
+                    self.next();
+                    let n = self.integer("a spread")?;
+                    spread = u32::try_from(n).unwrap_or(u32::MAX);
+                }
+                ParsedPlacement::Tagged { tags, axes, spread }
+            }
+            (other, at) => {
+                return Err(self.error_at(
+                    at,
+                    format!("expected \"random\", \"ordered\" or \"tagged\", found {other}"),
+                ))
+            }
+        };
+        Ok((placement, pos))
+    }
+
+    /// An integer, maybe negative.
+    fn integer(&mut self, what: &str) -> Result<i64, ParseError> {
+        let negative = *self.peek() == Token::Minus;
+        if negative {
+            self.next();
+        }
+        match self.next() {
+            (Token::Number(n), at) => {
+                let n = i128::from(n);
+                i64::try_from(if negative { -n } else { n })
+                    .map_err(|_| self.error_at(at, format!("{what} is out of range")))
+            }
+            (other, at) => Err(self.error_at(at, format!("expected {what}, found {other}"))),
+        }
+    }
+
     fn expect_end(&mut self) -> Result<(), ParseError> {
         match self.next() {
             (Token::End, _) => Ok(()),
@@ -312,7 +389,7 @@ fn primitive_named(word: &str) -> Option<PrimitiveType> {
 fn is_keyword(word: &str) -> bool {
     matches!(
         word,
-        "space" | "key" | "attributes" | "subspace" | "create" | "tolerate" | "adapt"
+        "space" | "key" | "attributes" | "subspace" | "create" | "tolerate" | "placement" | "adapt"
     )
 }
 
@@ -375,6 +452,7 @@ pub fn parse_space_tolerating(
 
     let (partitions, partitions_pos) = p.partitions()?;
     let (tolerate, tolerate_pos) = p.tolerate(default_tolerate)?;
+    let (placement, placement_pos) = p.placement()?;
 
     let mut adapt = false;
     if p.at_keyword("adapt") {
@@ -400,7 +478,12 @@ pub fn parse_space_tolerating(
         partitions,
         tolerate,
     )
-    .map(|schema| schema.with_adapt(adapt))
+    .and_then(|schema| {
+        let placement = placement.resolve(&schema)?;
+        let schema = schema.with_placement(placement)?;
+        schema.check_adapt(adapt)?;
+        Ok(schema.with_adapt(adapt))
+    })
     .map_err(|e| {
         // Point at the most specific place the error concerns.
         let pos = match &e {
@@ -431,6 +514,11 @@ pub fn parse_space_tolerating(
             }
             SchemaError::BadPartitions(_) => partitions_pos,
             SchemaError::BadTolerate(_) => tolerate_pos,
+            SchemaError::NotTags { .. }
+            | SchemaError::UnknownTags(_)
+            | SchemaError::BadSpread { .. }
+            | SchemaError::BadTagAxes(_)
+            | SchemaError::BadDomain { .. } => placement_pos,
             _ => name_pos,
         };
         ParseError {
@@ -439,6 +527,28 @@ pub fn parse_space_tolerating(
             message: e.to_string(),
         }
     })
+}
+
+/// A placement as the description gives it: the tags attribute by name.
+enum ParsedPlacement {
+    Random,
+    Ordered(Option<(Value, Value)>),
+    Tagged { tags: String, axes: u8, spread: u32 },
+}
+
+impl ParsedPlacement {
+    fn resolve(self, schema: &SpaceSchema) -> Result<Placement, SchemaError> {
+        Ok(match self {
+            ParsedPlacement::Random => Placement::Random,
+            ParsedPlacement::Ordered(domain) => Placement::Ordered { domain },
+            ParsedPlacement::Tagged { tags, axes, spread } => Placement::Tagged {
+                attribute: schema
+                    .attribute_index(&tags)
+                    .ok_or(SchemaError::UnknownTags(tags))?,
+                curve: TagCurve { axes, spread },
+            },
+        })
+    }
 }
 
 /// The rest of a dynamic space's description, after its key.
@@ -611,6 +721,61 @@ tolerate 1 failure
     }
 
     #[test]
+    fn placements_parse_print_and_refuse() {
+        use crate::ids::SubspaceId;
+        let s = parse_space("space t key int k placement ordered from -5 to 1000").unwrap();
+        assert_eq!(
+            s.placement,
+            Placement::Ordered {
+                domain: Some((Value::Int(-5), Value::Int(1000)))
+            }
+        );
+        assert!(s.keys_ordered() && s.tag_subspace().is_none());
+        assert_eq!(parse_space(&s.to_string()).unwrap(), s);
+        let s = parse_space(
+            "space tweets key int id attributes string text, set(string) tags subspace text \
+             create 16 partitions placement tagged tags spread 4",
+        )
+        .unwrap();
+        assert_eq!(
+            s.placement,
+            Placement::Tagged {
+                attribute: crate::AttrIndex(2),
+                curve: TagCurve {
+                    axes: TAG_AXES_DEFAULT,
+                    spread: 4
+                }
+            }
+        );
+        // The tag subspace comes after the declared ones and is not declared when printed.
+        assert_eq!(s.tag_subspace(), Some(SubspaceId(2)));
+        assert_eq!(s.subspaces.len(), 3);
+        assert_eq!(parse_space(&s.to_string()).unwrap(), s);
+        let (_, _, m) = err("space t key k attributes set(string) g placement tagged g adapt on");
+        assert!(m.contains("adapt stays off"), "{m}");
+        assert_eq!(
+            parse_space("space t key k placement random").unwrap(),
+            parse_space("space t key k").unwrap()
+        );
+        let (l, c, m) = err("space t key k attributes tags\nplacement tagged tags");
+        assert_eq!((l, c), (2, 11), "{m}");
+        assert!(m.contains("set(string)"), "{m}");
+        let (_, _, m) = err("space t key k placement tagged nope");
+        assert!(m.contains("unknown attribute \"nope\""), "{m}");
+        let (_, _, m) =
+            err("space t key k attributes set(string) g create 8 partitions placement tagged g spread 9");
+        assert!(m.contains("spread 9"), "{m}");
+        let (_, _, m) = err("space t key k attributes set(string) g placement tagged g axes 5");
+        assert!(m.contains("5 tag axes"), "{m}");
+        let (_, _, m) = err("space t key int k placement ordered from 9 to 2");
+        assert!(m.contains("the first below the second"), "{m}");
+        let (_, _, m) = err("space t key k placement ordered from 1 to 2");
+        assert!(m.contains("type string"), "{m}");
+        let (_, _, m) = err("space t key k placement sideways");
+        assert!(m.contains("\"random\", \"ordered\" or \"tagged\""), "{m}");
+    }
+
+    #[test]
     fn display_round_trips() {
         let s = parse_space(HOTELS).unwrap();
         assert_eq!(parse_space(&s.to_string()).unwrap(), s);
@@ -655,7 +820,7 @@ tolerate 1 failure
 #[cfg(test)]
 mod properties {
     use super::*;
-    use crate::value::{AttributeType, PrimitiveType};
+    use crate::value::{AttributeType, PrimitiveType, Value};
     use proptest::prelude::*;
 
     fn primitive() -> impl Strategy<Value = PrimitiveType> {
@@ -710,7 +875,7 @@ mod properties {
                         subspaces.push(chosen);
                     }
                 }
-                SpaceSchema::new(
+                let schema = SpaceSchema::new(
                     "s",
                     Attribute {
                         name: "k".into(),
@@ -721,8 +886,33 @@ mod properties {
                     partitions,
                     tolerate,
                 )
-                .expect("generated schemas are valid")
-                .with_adapt(seed >> 63 == 1)
+                .expect("generated schemas are valid");
+                let tags = schema
+                    .attributes
+                    .iter()
+                    .position(|a| a.ty == AttributeType::Set(PrimitiveType::String));
+                let placement = match ((seed >> 40) % 3, tags) {
+                    (1, _) if key == PrimitiveType::Int => Placement::Ordered {
+                        domain: Some((
+                            Value::Int(-((seed % 97) as i64)),
+                            Value::Int(1 + (seed % 1000) as i64),
+                        )),
+                    },
+                    (1, _) => Placement::Ordered { domain: None },
+                    (2, Some(t)) => Placement::Tagged {
+                        attribute: crate::AttrIndex(t as u16),
+                        curve: TagCurve {
+                            axes: 1 + (seed >> 50) as u8 % 4,
+                            spread: 1 + (seed >> 52) as u32 % partitions,
+                        },
+                    },
+                    _ => Placement::Random,
+                };
+                let schema = schema
+                    .with_placement(placement)
+                    .expect("generated placements are valid");
+                let adapt = seed >> 63 == 1 && schema.check_adapt(true).is_ok();
+                schema.with_adapt(adapt)
             })
     }
 

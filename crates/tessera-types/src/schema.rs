@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use crate::constants::*;
 use crate::formula::{Formula, Overlay, DEFAULT_FORMULA};
 use crate::ids::SubspaceId;
-use crate::value::{AttributeType, PrimitiveType};
+use crate::value::{AttributeType, PrimitiveType, Value};
 
 /// Index of an attribute within its space. Index 0 is always the key.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -35,6 +35,18 @@ pub struct Subspace {
     /// In a dynamic space, the overlay (of compression formulas) this subspace places
     /// documents by; `None` for the key subspace, the unispace and every typed subspace.
     pub overlay: Option<Overlay>,
+    /// In a tagged space ([`Placement::Tagged`]), the curve of the subspace that places
+    /// objects by their tags: its dimensions are the tags attribute and the key, which
+    /// tessera-geometry maps to a position on the curve and a spread slot. `None` elsewhere.
+    pub tags: Option<TagCurve>,
+}
+
+/// How a tagged placement places tags: a Hilbert curve through `axes` tag axes, each of its
+/// stretches spread over `spread` regions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TagCurve {
+    pub axes: u8,
+    pub spread: u32,
 }
 
 /// Where a subspace stands in its life. A space's subspaces change while it serves
@@ -58,6 +70,17 @@ impl Subspace {
             dimensions,
             state: SubspaceState::Serving,
             overlay: None,
+            tags: None,
+        }
+    }
+
+    /// A tagged space's tag subspace over set(string) attribute `tags`.
+    pub fn tags(tags: AttrIndex, curve: TagCurve) -> Subspace {
+        Subspace {
+            dimensions: vec![tags, AttrIndex::KEY],
+            state: SubspaceState::Serving,
+            overlay: None,
+            tags: Some(curve),
         }
     }
 
@@ -67,6 +90,7 @@ impl Subspace {
             dimensions: vec![DOCUMENT_INDEX; overlay.axes.len()],
             state: SubspaceState::Serving,
             overlay: Some(overlay),
+            tags: None,
         }
     }
 
@@ -104,6 +128,31 @@ pub struct SpaceSchema {
     /// A dynamic space's registered compression formulas, in registration order (none in a
     /// typed space). The default formula ([`DEFAULT_FORMULA`], the unispace) is not listed.
     pub formulas: Vec<Formula>,
+    /// How the key subspace orders keys, and whether objects are also placed by tags.
+    pub placement: Placement,
+}
+
+/// Where a space's objects go besides hyperspace hashing (seed 003 §2.1, DataDroplets'
+/// placements): which servers a multi-item read (`get_by_range`, `get_by_tags`) must ask.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Placement {
+    /// Keys hashed over the key axis (the default): keys spread evenly over the servers, and
+    /// a range of keys visits every region.
+    Random,
+    /// The key axis keeps the keys' order (ints and floats numerically, strings by their first
+    /// 8 bytes), so a range of keys visits only the regions it overlaps. The key subspace's
+    /// regions cut `domain` (the key type's whole range when `None`) into equal slices, the
+    /// first and last stretching to the ends of the axis.
+    Ordered { domain: Option<(Value, Value)> },
+    /// Besides the key subspace, a tag subspace ([`Subspace::tags`]) places each object by
+    /// the tags of set(string) attribute `attribute`: a Hilbert curve through the cells of
+    /// up to `axes` tags (an object with more goes to the curve's last cell), each stretch of
+    /// the curve spread over `spread` regions by the key's hash (hybrid-n), so that one tag
+    /// set does not land all on one server.
+    Tagged {
+        attribute: AttrIndex,
+        curve: TagCurve,
+    },
 }
 
 /// What a space holds.
@@ -172,6 +221,28 @@ pub enum SchemaError {
         "space {0:?} is dynamic: its subspaces are its key's and the unispace, and do not change"
     )]
     DynamicSubspaces(String),
+    #[error("placement tagged names {name:?} of type {ty}: the tags are a set(string) attribute")]
+    NotTags { name: String, ty: AttributeType },
+    #[error("placement tagged names unknown attribute {0:?}")]
+    UnknownTags(String),
+    #[error("spread {spread}: each stretch of the tag curve spreads over 1 to {partitions} regions (the space's partitions)")]
+    BadSpread { spread: u32, partitions: u32 },
+    #[error("{0} tag axes: a tagged placement places objects by 1 to {TAG_AXES_MAX} tags")]
+    BadTagAxes(u32),
+    #[error("placement ordered from {from} to {to}: the domain's ends are keys of type {key}, the first below the second")]
+    BadDomain {
+        from: Value,
+        to: Value,
+        key: PrimitiveType,
+    },
+    #[error(
+        "space {0:?} is dynamic: its documents are placed by their key's hash (placement random)"
+    )]
+    DynamicPlacement(String),
+    #[error("subspace {0} places the objects by their tags (placement tagged): it stays while the placement does")]
+    TagSubspace(u16),
+    #[error("space {0:?} is placed by tags: Tessera does not re-subspace a tagged space itself (adapt stays off)")]
+    TaggedAdapt(String),
 }
 
 /// Why a sorted search cannot order by the attribute it names.
@@ -285,6 +356,7 @@ impl SpaceSchema {
             adapt: false,
             kind: SpaceKind::Typed,
             formulas: Vec::new(),
+            placement: Placement::Random,
         })
     }
 
@@ -347,6 +419,91 @@ impl SpaceSchema {
                 .iter()
                 .map(|f| (f.id.as_str(), f.overlays.as_slice())),
         )
+    }
+
+    /// The schema placed by `placement` (`placement ...` in the description): a tagged one
+    /// gains its tag subspace, the last.
+    pub fn with_placement(mut self, placement: Placement) -> Result<SpaceSchema, SchemaError> {
+        if placement != Placement::Random && self.is_dynamic() {
+            return Err(SchemaError::DynamicPlacement(self.name));
+        }
+        match &placement {
+            Placement::Random => {}
+            Placement::Ordered { domain: None } => {}
+            Placement::Ordered {
+                domain: Some((from, to)),
+            } => {
+                let key = self.key_type();
+                let typed = |v: &Value| v.primitive_type() == Some(key);
+                if !typed(from)
+                    || !typed(to)
+                    || from >= to
+                    || from.contains_nan()
+                    || to.contains_nan()
+                {
+                    return Err(SchemaError::BadDomain {
+                        from: from.clone(),
+                        to: to.clone(),
+                        key,
+                    });
+                }
+            }
+            Placement::Tagged {
+                attribute,
+                curve: TagCurve { axes, spread },
+            } => {
+                let a = self.attribute(*attribute);
+                if a.ty != AttributeType::Set(PrimitiveType::String) {
+                    return Err(SchemaError::NotTags {
+                        name: a.name.clone(),
+                        ty: a.ty,
+                    });
+                }
+                if *axes == 0 || u32::from(*axes) > TAG_AXES_MAX {
+                    return Err(SchemaError::BadTagAxes(u32::from(*axes)));
+                }
+                if *spread == 0 || *spread > self.partitions {
+                    return Err(SchemaError::BadSpread {
+                        spread: *spread,
+                        partitions: self.partitions,
+                    });
+                }
+                if self.subspaces.len() + 1 > SUBSPACES_MAX {
+                    return Err(SchemaError::TooManySubspaces {
+                        count: self.subspaces.len() + 1,
+                    });
+                }
+                self.subspaces.push(Subspace::tags(
+                    *attribute,
+                    TagCurve {
+                        axes: *axes,
+                        spread: *spread,
+                    },
+                ));
+            }
+        }
+        self.placement = placement;
+        Ok(self)
+    }
+
+    /// The tag subspace of a tagged space.
+    pub fn tag_subspace(&self) -> Option<SubspaceId> {
+        self.subspace_ids()
+            .find(|id| self.subspace(*id).tags.is_some())
+    }
+
+    /// Whether the key axis keeps the keys' order ([`Placement::Ordered`]).
+    pub fn keys_ordered(&self) -> bool {
+        matches!(self.placement, Placement::Ordered { .. })
+    }
+
+    /// Whether adaptation may be turned on: not in a tagged space, whose tag subspace the
+    /// advisor does not model.
+    pub fn check_adapt(&self, adapt: bool) -> Result<(), SchemaError> {
+        if adapt && self.tag_subspace().is_some() {
+            return Err(SchemaError::TaggedAdapt(self.name.clone()));
+        }
+        Ok(())
     }
 
     /// The schema with adaptation on or off (`adapt on` in the description).
@@ -462,7 +619,10 @@ impl fmt::Display for SpaceSchema {
             writeln!(f)?;
         }
         // A dropped subspace is gone for the user; one being built is declared.
-        for s in self.subspaces[1..].iter().filter(|s| s.is_written()) {
+        for s in self.subspaces[1..]
+            .iter()
+            .filter(|s| s.is_written() && s.tags.is_none())
+        {
             f.write_str("subspace ")?;
             for (i, d) in s.dimensions.iter().enumerate() {
                 if i > 0 {
@@ -474,6 +634,21 @@ impl fmt::Display for SpaceSchema {
         }
         writeln!(f, "create {} partitions", self.partitions)?;
         writeln!(f, "tolerate {} failures", self.tolerate)?;
+        match &self.placement {
+            Placement::Random => {}
+            Placement::Ordered { domain: None } => writeln!(f, "placement ordered")?,
+            Placement::Ordered {
+                domain: Some((from, to)),
+            } => writeln!(f, "placement ordered from {from} to {to}")?,
+            Placement::Tagged {
+                attribute,
+                curve: TagCurve { axes, spread },
+            } => writeln!(
+                f,
+                "placement tagged {} axes {axes} spread {spread}",
+                self.attribute(*attribute).name
+            )?,
+        }
         if self.adapt {
             writeln!(f, "adapt on")?;
         }
