@@ -28,7 +28,7 @@ use tessera_types::{Epoch, Funcall, Object, Predicate, ServerId, SpaceSchema, Va
 use tokio::time::Instant;
 
 use crate::connection::{CallError, Connection};
-use crate::routing::{self, Routes};
+use crate::routing::{self, Fanout, Routes};
 use crate::{merge, unexpected, ClientError, Explanation, Status, WriteMode};
 
 /// How long a request may take, retries included, unless the client was given another
@@ -133,6 +133,8 @@ pub(crate) struct Cluster {
     turn: AtomicU64,
     /// Every request's deadline, retries included.
     timeout: Duration,
+    /// How reads over several regions pick replicas.
+    fanout: Fanout,
 }
 
 impl Cluster {
@@ -143,6 +145,7 @@ impl Cluster {
         (address, connection): (String, Arc<Connection>),
         status: &CoordinatorStatus,
         timeout: Duration,
+        fanout: Fanout,
     ) -> Result<Arc<Cluster>, ClientError> {
         let empty = Configuration {
             model: None,
@@ -159,6 +162,7 @@ impl Cluster {
             connections: Mutex::new(HashMap::from([(address.clone(), connection)])),
             turn: AtomicU64::new(0),
             timeout,
+            fanout,
         });
         cluster.learn_coordinators(std::iter::once(&address).chain(addresses));
         cluster.learn_coordinators(status.members.iter().map(|(_, a)| a));
@@ -779,15 +783,17 @@ impl Cluster {
             Err(e) => return Attempt::Fail(e),
         };
         let turn = self.turn.fetch_add(1, Ordering::Relaxed);
-        let route_parts = match routing::route_search(config, tessellations, &checked, turn) {
-            Ok(r) => r,
-            Err(error) => {
-                return Attempt::Retry {
-                    error,
-                    server_epoch: None,
+        let fanout = self.fanout;
+        let route_parts =
+            match routing::route_search_by(config, tessellations, &checked, turn, fanout) {
+                Ok(r) => r,
+                Err(error) => {
+                    return Attempt::Retry {
+                        error,
+                        server_epoch: None,
+                    }
                 }
-            }
-        };
+            };
         let epoch = routes.config.epoch;
         let shares = route_parts.into_iter().flat_map(|route| {
             let subspace = route.subspace;
@@ -971,6 +977,7 @@ impl Cluster {
             tessellations,
             &checked,
             self.turn.load(Ordering::Relaxed),
+            self.fanout,
         ))
     }
 

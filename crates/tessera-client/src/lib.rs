@@ -106,6 +106,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 pub use error::ClientError;
+pub use routing::{key_leaders, search_contacts, Fanout};
 pub use tessera_protocol::{
     Adaptation, AdaptationRecord, Build, Configuration, Constraint, CoordinatorStatus,
     ExplainedPart, Explanation, ModelConstants, RequestShape, ServerInfo, ServerState, ShapeCount,
@@ -154,12 +155,17 @@ pub struct ClientOptions {
     /// cluster, one attempt of a read waits at most 2 s for its server before another replica
     /// or a newer configuration is tried.
     pub timeout: std::time::Duration,
+    /// In a cluster, how a read over several regions (a search, `get_by_range`,
+    /// `get_by_tags`) picks among each region's replicas: the fewest servers that hold them
+    /// all (the default), or one replica per region.
+    pub fanout: Fanout,
 }
 
 impl Default for ClientOptions {
     fn default() -> ClientOptions {
         ClientOptions {
             timeout: std::time::Duration::from_secs(10),
+            fanout: Fanout::Fewest,
         }
     }
 }
@@ -167,8 +173,40 @@ impl Default for ClientOptions {
 impl ClientOptions {
     /// The default options with another request deadline.
     pub fn with_timeout(timeout: std::time::Duration) -> ClientOptions {
-        ClientOptions { timeout }
+        ClientOptions {
+            timeout,
+            ..ClientOptions::default()
+        }
     }
+
+    /// These options with another fan-out.
+    pub fn with_fanout(mut self, fanout: Fanout) -> ClientOptions {
+        self.fanout = fanout;
+        self
+    }
+}
+
+/// The search [`Client::get_by_range`] makes: keys in `[from, to)`. (Give it to
+/// [`Client::explain`] to see the regions and servers the range asks.)
+pub fn range_predicates(schema: &SpaceSchema, from: Value, to: Value) -> Vec<Predicate> {
+    let key = &schema.key().name;
+    vec![
+        Predicate::new(key, PredicateOp::GreaterEqual(from)),
+        Predicate::new(key, PredicateOp::LessThan(to)),
+    ]
+}
+
+/// The search [`Client::get_by_tags`] makes: the tags attribute contains every one of
+/// `tags`. `WrongType` when the space has no attribute `get_by_tags` can read tags from.
+pub fn tags_predicates(
+    schema: &SpaceSchema,
+    tags: Vec<String>,
+) -> Result<Vec<Predicate>, ClientError> {
+    let attribute = routing::tags_attribute(schema)?;
+    Ok(tags
+        .into_iter()
+        .map(|t| Predicate::new(&attribute, PredicateOp::Contains(Value::from(t))))
+        .collect())
 }
 
 /// A connection to a Tessera server or cluster. Cheap to clone; clones share connections,
@@ -223,6 +261,7 @@ impl Client {
                         (address.clone(), connection),
                         &status,
                         options.timeout,
+                        options.fanout,
                     )
                     .await?;
                     return Ok(Client {
@@ -850,6 +889,51 @@ impl Client {
             },
             Mode::Cluster(c) => Ok(c.search(space, &predicates).await?.1.len() as u64),
         }
+    }
+
+    // ---- multi-item reads (seed 003: get_by_range, get_by_tags) ---------------------------
+
+    /// The objects whose keys lie in `[from, to)`, in key order, at most `limit` of them
+    /// (all without one). In a space with `placement ordered` the read asks only the regions
+    /// the range overlaps; in any other, every region of the key subspace. Like a search, it
+    /// reads each region once: every object it returns is a version the object had.
+    pub async fn get_by_range(
+        &self,
+        space: &str,
+        from: impl Into<Value>,
+        to: impl Into<Value>,
+        limit: Option<u32>,
+    ) -> Result<Vec<Record>, ClientError> {
+        let schema = self.space(space).await?;
+        let key = schema.key().name.clone();
+        let predicates = range_predicates(&schema, from.into(), to.into());
+        match limit {
+            Some(limit) => {
+                self.sorted_search(space, predicates, &key, limit, SortOrder::Ascending)
+                    .await
+            }
+            None => {
+                let mut found = self.search(space, predicates).await?;
+                found.sort_by(|a, b| a.key.cmp(&b.key));
+                Ok(found)
+            }
+        }
+    }
+
+    /// The objects whose tags include every one of `tags`, in key order. The tags are the
+    /// set(string) attribute of the space's `placement tagged`, or else its only set(string)
+    /// attribute (`WrongType` when it has none or several). In a tagged space the read asks
+    /// the regions of the tags' cells on the tag curve; in any other, every region.
+    pub async fn get_by_tags(
+        &self,
+        space: &str,
+        tags: Vec<String>,
+    ) -> Result<Vec<Record>, ClientError> {
+        let schema = self.space(space).await?;
+        let predicates = tags_predicates(&schema, tags)?;
+        let mut found = self.search(space, predicates).await?;
+        found.sort_by(|a, b| a.key.cmp(&b.key));
+        Ok(found)
     }
 
     /// At most `limit` matching objects, ordered by attribute `sort_by` (a string, int or

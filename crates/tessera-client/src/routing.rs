@@ -17,15 +17,15 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
-use tessera_geometry::{key_region, RegionIndex, Tessellation};
+use tessera_geometry::{cover_regions, key_region, RegionIndex, Tessellation};
 use tessera_protocol::{
     funcall_status, predicate_status, sort_status, Configuration, ErrorReply, Explanation,
     SpaceConfig, Status,
 };
 use tessera_types::constants::KEY_BYTES_MAX;
 use tessera_types::{
-    CheckedFuncall, CheckedPredicate, Funcall, Predicate, ServerId, SortKey, SpaceSchema,
-    SubspaceId, Value,
+    AttributeType, CheckedFuncall, CheckedPredicate, Funcall, Placement, Predicate, PrimitiveType,
+    ServerId, SortKey, SpaceSchema, SubspaceId, Value,
 };
 
 use crate::ClientError;
@@ -172,6 +172,79 @@ pub(crate) fn assign_regions(
     Ok(by_server)
 }
 
+/// How a read over several regions picks, among each region's replicas, whom to ask.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Fanout {
+    /// The fewest servers that together hold every region (set cover, seed 003's Figure 1),
+    /// each asked for all it holds of the read; among equal covers, a different one each
+    /// read, so that the load spreads.
+    #[default]
+    Fewest,
+    /// One replica per region, rotating from read to read: as many servers as the regions'
+    /// replicas spread over.
+    EachRegion,
+}
+
+/// Which server each region of a read is asked of under `fanout`, for read number `turn`.
+pub(crate) fn assign_by(
+    space: &SpaceConfig,
+    subspace: SubspaceId,
+    regions: &[RegionIndex],
+    turn: u64,
+    fanout: Fanout,
+) -> Result<BTreeMap<ServerId, Vec<u32>>, ClientError> {
+    match fanout {
+        Fanout::EachRegion => assign_regions(space, subspace, regions, turn),
+        Fanout::Fewest => assign_fewest(space, subspace, regions, turn),
+    }
+}
+
+/// The regions of a read assigned to the fewest servers holding them all ([`cover_regions`]).
+/// Ties go to the server ids lowest after rotating them by `turn`, so that equal covers take
+/// turns. `Unavailable` when a region has no complete replica.
+pub(crate) fn assign_fewest(
+    space: &SpaceConfig,
+    subspace: SubspaceId,
+    regions: &[RegionIndex],
+    turn: u64,
+) -> Result<BTreeMap<ServerId, Vec<u32>>, ClientError> {
+    let mut holders: Vec<Vec<ServerId>> = Vec::with_capacity(regions.len());
+    for &region in regions {
+        let replicas = read_replicas(space, subspace, region);
+        if replicas.is_empty() {
+            return Err(refused(
+                Status::Unavailable,
+                format!(
+                    "region {} of subspace {} has no server",
+                    region.0,
+                    subspace.get()
+                ),
+            ));
+        }
+        holders.push(replicas.to_vec());
+    }
+    let mut servers: Vec<ServerId> = holders.iter().flatten().copied().collect();
+    servers.sort();
+    servers.dedup();
+    let Some(&pivot) = servers.get((turn % servers.len().max(1) as u64) as usize) else {
+        return Ok(BTreeMap::new());
+    };
+    // Ids shifted so that `pivot` is the lowest: a rotation of their order.
+    let shift = |s: ServerId| ServerId(s.0.wrapping_sub(pivot.0));
+    let shifted: Vec<Vec<ServerId>> = holders
+        .iter()
+        .map(|h| h.iter().copied().map(shift).collect())
+        .collect();
+    let cover = cover_regions(&shifted).expect("every region has a replica");
+    let mut by_server: BTreeMap<ServerId, Vec<u32>> = BTreeMap::new();
+    for (server, indices) in cover.servers {
+        let mut asked: Vec<u32> = indices.iter().map(|&i| regions[i].0).collect();
+        asked.sort_unstable();
+        by_server.insert(ServerId(server.0.wrapping_add(pivot.0)), asked);
+    }
+    Ok(by_server)
+}
+
 /// Where one search goes.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct SearchRoute {
@@ -185,11 +258,23 @@ pub(crate) struct SearchRoute {
 
 /// Plans search number `turn`: per subspace it reads (one in a typed space; one per overlay
 /// chosen in a dynamic space), the regions its boxes cross, one replica each.
+#[cfg(test)]
 pub(crate) fn route_search(
     space: &SpaceConfig,
     tessellations: &[Tessellation],
     predicates: &[CheckedPredicate],
     turn: u64,
+) -> Result<Vec<SearchRoute>, ClientError> {
+    route_search_by(space, tessellations, predicates, turn, Fanout::EachRegion)
+}
+
+/// [`route_search`], picking replicas by `fanout`.
+pub(crate) fn route_search_by(
+    space: &SpaceConfig,
+    tessellations: &[Tessellation],
+    predicates: &[CheckedPredicate],
+    turn: u64,
+    fanout: Fanout,
 ) -> Result<Vec<SearchRoute>, ClientError> {
     let mut routes = space
         .plan(tessellations, predicates)
@@ -198,7 +283,7 @@ pub(crate) fn route_search(
             let regions = part.regions(&tessellations[part.subspace.get()]);
             Ok(SearchRoute {
                 subspace: part.subspace,
-                regions: assign_regions(space, part.subspace, &regions, turn)?,
+                regions: assign_by(space, part.subspace, &regions, turn, fanout)?,
             })
         })
         .collect::<Result<Vec<_>, ClientError>>()?;
@@ -220,10 +305,96 @@ pub(crate) fn explain(
     tessellations: &[Tessellation],
     predicates: &[CheckedPredicate],
     turn: u64,
+    fanout: Fanout,
 ) -> Explanation {
-    Explanation::of(space, tessellations, predicates, |subspace, r| {
+    let mut explained = Explanation::of(space, tessellations, predicates, |subspace, r| {
         pick_replica(read_replicas(space, subspace, r), r, turn)
-    })
+    });
+    // Both fan-outs, and whom this client's asks for what.
+    let asked = |fanout| -> Vec<(ServerId, SubspaceId, Vec<u32>)> {
+        route_search_by(space, tessellations, predicates, turn, fanout)
+            .unwrap_or_default()
+            .into_iter()
+            .flat_map(|route| {
+                let subspace = route.subspace;
+                route
+                    .regions
+                    .into_iter()
+                    .map(move |(server, regions)| (server, subspace, regions))
+            })
+            .collect()
+    };
+    explained.servers_each_region = Explanation::servers_in(&asked(Fanout::EachRegion));
+    explained.servers_fewest = Explanation::servers_in(&asked(Fanout::Fewest));
+    explained.contacted = asked(fanout);
+    explained.servers_contacted = Explanation::servers_in(&explained.contacted);
+    explained
+}
+
+/// Whom a cluster client picking replicas by `fanout` asks for search number `turn` of
+/// `space` by `predicates`: (server, subspace, regions), from the configuration alone (nothing
+/// is contacted). Benchmarks count servers with it, for clusters they do not run.
+pub fn search_contacts(
+    space: &SpaceConfig,
+    predicates: &[Predicate],
+    fanout: Fanout,
+    turn: u64,
+) -> Result<Vec<(ServerId, SubspaceId, Vec<u32>)>, ClientError> {
+    let checked = check_predicates(&space.schema, predicates)?;
+    let routes = route_search_by(space, &space.tessellations(), &checked, turn, fanout)?;
+    Ok(routes
+        .into_iter()
+        .flat_map(|route| {
+            let subspace = route.subspace;
+            route
+                .regions
+                .into_iter()
+                .map(move |(server, regions)| (server, subspace, regions))
+        })
+        .collect())
+}
+
+/// The point leaders a `multi_get` or `multi_put` of `keys` asks, from the configuration alone.
+pub fn key_leaders(
+    space: &SpaceConfig,
+    keys: &[Value],
+) -> Result<std::collections::BTreeSet<ServerId>, ClientError> {
+    let tessellations = space.tessellations();
+    keys.iter()
+        .map(|k| {
+            let key = check_key(&space.schema, k.clone())?;
+            point_leader(space, &tessellations, &key)
+        })
+        .collect()
+}
+
+/// The attribute `get_by_tags` reads tags from: the tagged placement's, or the space's only
+/// set(string) attribute. `WrongType` when there is none or there are several.
+pub(crate) fn tags_attribute(schema: &SpaceSchema) -> Result<String, ClientError> {
+    if let Placement::Tagged { attribute, .. } = &schema.placement {
+        return Ok(schema.attribute(*attribute).name.clone());
+    }
+    let sets: Vec<&str> = schema
+        .attributes
+        .iter()
+        .filter(|a| a.ty == AttributeType::Set(PrimitiveType::String))
+        .map(|a| a.name.as_str())
+        .collect();
+    match sets.as_slice() {
+        [only] => Ok((*only).to_owned()),
+        [] => Err(refused(
+            Status::WrongType,
+            format!("space {:?} has no set(string) attribute to hold tags", schema.name),
+        )),
+        several => Err(refused(
+            Status::WrongType,
+            format!(
+                "space {:?} has several set(string) attributes ({}): search with `contains` on the one that holds the tags, or give the space `placement tagged ATTR`",
+                schema.name,
+                several.join(", ")
+            ),
+        )),
+    }
 }
 
 /// The predicates checked against the schema, or the server's refusal: `UnknownAttribute`,
@@ -421,7 +592,10 @@ mod tests {
             assert_eq!(servers.len(), 1);
             assert_ne!(servers[0], target, "turn {turn}");
             asked.insert(servers[0]);
-            assert_eq!(explain(&all, &t, &checked, turn).servers_contacted, 1);
+            assert_eq!(
+                explain(&all, &t, &checked, turn, Fanout::EachRegion).servers_contacted,
+                1
+            );
         }
         assert_eq!(
             asked,
@@ -518,7 +692,7 @@ mod tests {
         let t = space.tessellations();
         let s = &space.schema;
         let checked = check_predicates(s, &[Predicate::equals("stars", 4i64)]).unwrap();
-        let e = explain(&space, &t, &checked, 0);
+        let e = explain(&space, &t, &checked, 0, Fanout::EachRegion);
         assert_eq!(e.subspace, SubspaceId(2));
         assert_eq!(e.dimensions, vec!["stars".to_owned()]);
         assert_eq!(e.subspace_regions, 8);
@@ -537,13 +711,13 @@ mod tests {
             ],
         )
         .unwrap();
-        let e = explain(&space, &t, &none, 0);
+        let e = explain(&space, &t, &none, 0, Fanout::EachRegion);
         assert_eq!((e.regions_contacted, e.servers_contacted), (0, 0));
         assert!(route_search(&space, &t, &none, 0).unwrap()[0]
             .regions
             .is_empty());
         // Everything: every region of the key subspace, spread over the three servers.
-        let e = explain(&space, &t, &[], 0);
+        let e = explain(&space, &t, &[], 0, Fanout::EachRegion);
         assert_eq!(
             (e.subspace, e.regions_contacted, e.servers_contacted),
             (SubspaceId(0), 8, 3)
@@ -574,7 +748,7 @@ mod tests {
         for turn in 1..4 {
             let route = route_search(space, &t, &checked, turn).unwrap().remove(0);
             assert_eq!(route.subspace, subspace);
-            let e = explain(space, &t, &checked, turn);
+            let e = explain(space, &t, &checked, turn, Fanout::EachRegion);
             assert_eq!(e.subspace, subspace);
             assert_eq!(e.servers_contacted, route.regions.len() as u64);
         }
@@ -633,10 +807,16 @@ mod tests {
         assert_eq!(searched(&dropped, &city()), SubspaceId(1));
         let t = dropped.tessellations();
         let checked = check_predicates(&dropped.schema, &stars()).unwrap();
-        let e = explain(&dropped, &t, &checked, 0);
+        let e = explain(&dropped, &t, &checked, 0, Fanout::EachRegion);
         assert_eq!((e.regions_contacted, e.servers_contacted), (8, 3));
         assert_eq!(e.candidates, vec![(SubspaceId(0), 8), (SubspaceId(1), 9)]);
-        let e = explain(&building, &building.tessellations(), &checked, 0);
+        let e = explain(
+            &building,
+            &building.tessellations(),
+            &checked,
+            0,
+            Fanout::EachRegion,
+        );
         assert_eq!(
             e.candidates,
             vec![(SubspaceId(0), 8), (SubspaceId(1), 9), (SubspaceId(2), 1)],
@@ -806,6 +986,54 @@ mod tests {
             }
         }
 
+        /// The fewest-servers fan-out covers every region once with a replica that holds it,
+        /// and with as few servers as any choice of replicas (brute force over every pick).
+        #[test]
+        fn the_fewest_servers_cover_every_region(
+            space in any_space(),
+            subspace in 0..3u16,
+            picks in proptest::collection::vec(any::<bool>(), 9),
+            turn in any::<u64>(),
+        ) {
+            let subspace = SubspaceId(subspace);
+            let count = space.tessellations()[subspace.get()].regions_count();
+            let regions: Vec<RegionIndex> = (0..count)
+                .filter(|&r| picks[r as usize % picks.len()])
+                .take(6)
+                .map(RegionIndex)
+                .collect();
+            let assigned = assign_fewest(&space, subspace, &regions, turn).unwrap();
+            let mut covered: Vec<u32> = assigned.values().flatten().copied().collect();
+            covered.sort();
+            prop_assert_eq!(covered, regions.iter().map(|r| r.0).collect::<Vec<_>>());
+            for (server, list) in &assigned {
+                for &r in list {
+                    prop_assert!(readable(&space, subspace, RegionIndex(r)).contains(server));
+                }
+            }
+            // Brute force: every combination of one readable replica per region.
+            let choices: Vec<Vec<ServerId>> =
+                regions.iter().map(|&r| readable(&space, subspace, r)).collect();
+            let mut fewest = usize::MAX;
+            let mut pick = vec![0usize; choices.len()];
+            loop {
+                let used: std::collections::BTreeSet<ServerId> =
+                    pick.iter().zip(&choices).map(|(&i, c)| c[i]).collect();
+                fewest = fewest.min(used.len());
+                let Some(d) = (0..pick.len()).rev().find(|&d| pick[d] + 1 < choices[d].len()) else {
+                    break;
+                };
+                pick[d] += 1;
+                for later in &mut pick[d + 1..] {
+                    *later = 0;
+                }
+            }
+            if regions.is_empty() {
+                fewest = 0;
+            }
+            prop_assert_eq!(assigned.len(), fewest);
+        }
+
         /// K successive searches ask each of a region's K replicas that hold all of it (all
         /// but a transfer's target) exactly once.
         #[test]
@@ -858,7 +1086,7 @@ mod tests {
             let checked = check_predicates(&space.schema, &predicates).unwrap();
             let route = route_search(&space, &t, &checked, turn).unwrap().remove(0);
             prop_assert!(space.schema.subspace(route.subspace).is_searchable());
-            let e = explain(&space, &t, &checked, turn);
+            let e = explain(&space, &t, &checked, turn, Fanout::EachRegion);
             prop_assert_eq!(e.subspace, route.subspace);
             prop_assert_eq!(e.servers_contacted, route.regions.len() as u64);
             let routed: usize = route.regions.values().map(Vec::len).sum();
@@ -891,7 +1119,7 @@ mod tests {
             let mut routed: Vec<u32> = route.regions.values().flatten().copied().collect();
             routed.sort();
             prop_assert_eq!(&routed, &expected);
-            let e = explain(&space, &t, &checked, turn);
+            let e = explain(&space, &t, &checked, turn, Fanout::EachRegion);
             prop_assert_eq!(e.regions_contacted, expected.len() as u64);
             prop_assert_eq!(e.servers_contacted, route.regions.len() as u64);
         }

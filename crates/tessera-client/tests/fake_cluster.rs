@@ -11,10 +11,10 @@ use std::time::Duration;
 
 use futures::{SinkExt, StreamExt};
 use tessera_client::{
-    Client, ClientError, Predicate, PredicateOp, SortOrder, SpaceChange, Status, SubspaceState,
-    Value, WriteMode,
+    Client, ClientError, ClientOptions, Fanout, Predicate, PredicateOp, SortOrder, SpaceChange,
+    Status, SubspaceState, Value, WriteMode,
 };
-use tessera_geometry::{point, Tessellation};
+use tessera_geometry::{point, RegionIndex, Tessellation};
 use tessera_protocol::{
     codec, decode_request, encode_response, BackfillRef, Configuration, CoordinatorStatus,
     ErrorReply, Request, Response, ResponseFrame, ServerInfo, ServerState, SpaceConfig, WireObject,
@@ -369,6 +369,10 @@ fn serve_3(w: &Shared, r: Request) -> Answer {
 
 /// A running fake cluster with space `s` created through `client`.
 async fn cluster() -> (Shared, Client) {
+    cluster_with(ClientOptions::default()).await
+}
+
+async fn cluster_with(options: ClientOptions) -> (Shared, Client) {
     let world: Shared = Arc::new(Mutex::new(World::default()));
     let mut servers = vec![];
     for (i, serve) in [serve_1 as fn(&Shared, Request) -> Answer, serve_2, serve_3]
@@ -391,11 +395,61 @@ async fn cluster() -> (Shared, Client) {
     let coordinator = listen(world.clone(), coordinate).await;
     world.lock().unwrap().coordinator_address = coordinator.clone();
     // A dead address first: the client moves on to the next.
-    let client = Client::connect(&format!("127.0.0.1:1, {coordinator}"))
+    let client = Client::connect_with(&format!("127.0.0.1:1, {coordinator}"), options)
         .await
         .unwrap();
     client.add_space(SPACE).await.unwrap();
     (world, client)
+}
+
+/// By default a search asks the fewest servers that hold every region it reads (each once,
+/// for all its regions), as few as any choice of replicas allows (brute force over sets of
+/// servers), and finds what one replica per region finds.
+#[tokio::test]
+async fn a_search_asks_the_fewest_servers() {
+    let (world, client) = cluster().await;
+    fill(&client, 20).await;
+    let config = client.configuration();
+    let space = config.space("s").unwrap();
+    let holders: Vec<Vec<ServerId>> = (0..8)
+        .map(|r| space.replicas_of(SubspaceId::KEY, RegionIndex(r)).to_vec())
+        .collect();
+    let fewest = (1..=SERVERS as usize)
+        .find(|&k| {
+            (1u32..1 << SERVERS)
+                .filter(|m| m.count_ones() as usize == k)
+                .any(|m| {
+                    holders
+                        .iter()
+                        .all(|h| h.iter().any(|s| m >> (s.0 - 1) & 1 == 1))
+                })
+        })
+        .unwrap();
+    for _ in 0..3 {
+        log(&world);
+        let found = client.search("s", vec![]).await.unwrap();
+        assert_eq!(found.len(), 20);
+        let asked = log(&world);
+        let servers: BTreeSet<ServerId> = asked.iter().map(|(s, _)| *s).collect();
+        assert_eq!(servers.len(), asked.len(), "one request per server");
+        assert_eq!(servers.len(), fewest, "{asked:?}");
+        let mut regions: Vec<u32> = vec![];
+        for (server, request) in asked {
+            let Request::SearchRegions { regions: r, .. } = request else {
+                panic!("{request:?}")
+            };
+            for &region in &r {
+                assert!(holders[region as usize].contains(&server));
+            }
+            regions.extend(r);
+        }
+        regions.sort();
+        assert_eq!(regions, (0..8).collect::<Vec<_>>());
+    }
+    let e = client.explain("s", vec![]).await.unwrap();
+    assert_eq!(e.servers_fewest, fewest as u64);
+    assert_eq!(e.servers_contacted, fewest as u64);
+    assert!(e.servers_each_region >= e.servers_fewest, "{e:?}");
 }
 
 fn log(world: &Shared) -> Vec<(ServerId, Request)> {
@@ -494,7 +548,8 @@ async fn key_requests_go_to_the_point_leader() {
 
 #[tokio::test]
 async fn a_search_asks_one_replica_per_region_and_merges() {
-    let (world, client) = cluster().await;
+    let (world, client) =
+        cluster_with(ClientOptions::default().with_fanout(Fanout::EachRegion)).await;
     fill(&client, 20).await;
     // Caught moving: k3 also lingers at an older version where n was 0; k5 is already
     // committed, newer, where n is huge (another region of subspace n). Any server asked for

@@ -1,5 +1,7 @@
 //! Requests and responses.
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 use tessera_geometry::dynamic::shape_box;
 use tessera_geometry::{RegionIndex, Tessellation};
@@ -247,8 +249,15 @@ pub struct Explanation {
     pub subspace_regions: u64,
     /// Regions the search contacts (0 when the predicates contradict each other).
     pub regions_contacted: u64,
-    /// Servers the search contacts (one replica per region).
+    /// Servers the search contacts: in a cluster, as the client's fan-out picks them
+    /// (`servers_fewest` by default).
     pub servers_contacted: u64,
+    /// Servers contacted asking one replica per region, rotating (no minimization).
+    pub servers_each_region: u64,
+    /// Servers contacted asking the fewest servers that hold every region (set cover).
+    pub servers_fewest: u64,
+    /// Whom the search asks for what: (server, subspace, regions), as the fan-out picks.
+    pub contacted: Vec<(ServerId, SubspaceId, Vec<u32>)>,
     /// Per subspace considered: (subspace, regions its box crosses).
     pub candidates: Vec<(SubspaceId, u64)>,
     /// A dynamic space's search: the shapes of document it reads (those that can match;
@@ -276,6 +285,13 @@ pub struct ExplainedPart {
 }
 
 impl Explanation {
+    /// The distinct servers among `contacted`.
+    pub fn servers_in(contacted: &[(ServerId, SubspaceId, Vec<u32>)]) -> u64 {
+        let servers: std::collections::BTreeSet<ServerId> =
+            contacted.iter().map(|(s, _, _)| *s).collect();
+        servers.len() as u64
+    }
+
     /// How a search of `space` by `predicates` would run, for `explain`: the plan, the subspaces it
     /// weighed, and the servers `pick` chooses for the regions it contacts (`None`: none).
     pub fn of(
@@ -295,17 +311,19 @@ impl Explanation {
                 .map(|s| (s, space.part_in(tessellations, s, predicates).regions_count))
                 .collect()
         };
-        let mut servers: Vec<ServerId> = plan
-            .iter()
-            .flat_map(|p| {
-                p.regions(&tessellations[p.subspace.get()])
-                    .into_iter()
-                    .map(move |r| (p.subspace, r))
-            })
-            .filter_map(|(s, r)| pick(s, r))
+        let mut asked: BTreeMap<(ServerId, SubspaceId), Vec<u32>> = BTreeMap::new();
+        for p in &plan {
+            for r in p.regions(&tessellations[p.subspace.get()]) {
+                if let Some(server) = pick(p.subspace, r) {
+                    asked.entry((server, p.subspace)).or_default().push(r.0);
+                }
+            }
+        }
+        let contacted: Vec<(ServerId, SubspaceId, Vec<u32>)> = asked
+            .into_iter()
+            .map(|((server, subspace), regions)| (server, subspace, regions))
             .collect();
-        servers.sort();
-        servers.dedup();
+        let servers = Explanation::servers_in(&contacted);
         let shapes = match schema.kind {
             SpaceKind::Dynamic { dimensions } => space
                 .shapes
@@ -345,7 +363,10 @@ impl Explanation {
             subspace_regions: tessellation.regions_count() as u64,
             regions_contacted: plan.iter().map(|p| p.regions_count).sum(),
             parts,
-            servers_contacted: servers.len() as u64,
+            servers_contacted: servers,
+            servers_each_region: servers,
+            servers_fewest: servers,
+            contacted,
             candidates,
             shapes,
             shapes_known: space.shapes.len() as u64,
