@@ -527,6 +527,26 @@ fn operation(client: &Client, op: &str, args: &Bound<'_, PyTuple>) -> PyResult<O
                 })
             })
         }
+        "get_by_range" => {
+            arity(4)?;
+            let (space, from, to) = (s(0)?, v(1)?, v(2)?);
+            let limit: Option<u32> = args.get_item(3)?.extract()?;
+            Box::pin(async move {
+                let key_name = c.describe_space(&space).await?.key().name.clone();
+                let records = c.get_by_range(&space, from, to, limit).await?;
+                Ok(Outcome::Records { key_name, records })
+            })
+        }
+        "get_by_tags" => {
+            arity(2)?;
+            let space = s(0)?;
+            let tags: Vec<String> = args.get_item(1)?.extract()?;
+            Box::pin(async move {
+                let key_name = c.describe_space(&space).await?.key().name.clone();
+                let records = c.get_by_tags(&space, tags).await?;
+                Ok(Outcome::Records { key_name, records })
+            })
+        }
         "sorted_search" => {
             arity(5)?;
             let (space, predicates, sort_by) = (s(0)?, p(1)?, s(2)?);

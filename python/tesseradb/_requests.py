@@ -252,6 +252,24 @@ def sorted_search(
     return Request("sorted_search", args, list)
 
 
+def get_by_range(
+    space: str, start: Key, end: Key, limit: Optional[int] = None
+) -> Request[List[Object]]:
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
+        raise ValueError(f"get_by_range limit must be a non-negative int or None, not {limit!r}")
+    return Request("get_by_range", (space, start, end, limit), list)
+
+
+def get_by_tags(space: str, tags: Sequence[str]) -> Request[List[Object]]:
+    if isinstance(tags, (str, bytes)):
+        raise TypeError("get_by_tags takes a list of tags, not one str")
+    tags = list(tags)
+    for t in tags:
+        if not isinstance(t, str):
+            raise TypeError(f"tags are str, not {type(t).__name__}: {t!r}")
+    return Request("get_by_tags", (space, tags), list)
+
+
 def describe_explanation(e: Mapping[str, Any]) -> str:
     """The text of ``search_describe`` for the native ``explain`` result."""
     servers = e["servers_contacted"]

@@ -249,6 +249,21 @@ class Client:
         smallest first for "min"."""
         return self._run(R.sorted_search(space, predicates, sort_by, limit, maxmin))
 
+    def get_by_range(
+        self, space: str, start: Key, end: Key, limit: Optional[int] = None
+    ) -> List[Object]:
+        """The objects whose keys lie in [start, end), key included, smallest key first, at
+        most ``limit`` of them. A space with ``placement ordered`` reads only the regions the
+        range overlaps; any other reads every region. Like a search, each object is a version
+        it had; the range is not one snapshot."""
+        return self._run(R.get_by_range(space, start, end, limit))
+
+    def get_by_tags(self, space: str, tags: Sequence[str]) -> List[Object]:
+        """The objects (key included, in key order) whose tags include every one of ``tags``:
+        the set(string) attribute of the space's ``placement tagged``, or its only set(string)
+        attribute. A tagged space reads only the regions of the tags' cells."""
+        return self._run(R.get_by_tags(space, tags))
+
     def search_describe(self, space: str, predicates: Predicates) -> str:
         """How a search for predicates would run: the subspace chosen, the regions and servers
         it contacts."""
@@ -937,6 +952,16 @@ class Client:
     def async_get(self, space: str, key: Key) -> Deferred[Optional[Object]]:
         """get, started now; ``.wait()`` gives its result."""
         return self._submit(R.get(space, key))
+
+    def async_get_by_range(
+        self, space: str, start: Key, end: Key, limit: Optional[int] = None
+    ) -> Deferred[List[Object]]:
+        """get_by_range, started now; ``.wait()`` gives its result."""
+        return self._submit(R.get_by_range(space, start, end, limit))
+
+    def async_get_by_tags(self, space: str, tags: Sequence[str]) -> Deferred[List[Object]]:
+        """get_by_tags, started now; ``.wait()`` gives its result."""
+        return self._submit(R.get_by_tags(space, tags))
 
     def async_multi_get(self, space: str, keys: Sequence[Key]) -> Deferred[List[Optional[Object]]]:
         """multi_get, started now; ``.wait()`` gives its result."""

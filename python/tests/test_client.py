@@ -8,6 +8,7 @@ from typing import Any, Callable, Dict, List
 import pytest
 
 import tesseradb
+from conftest import fresh_name
 from tesseradb import (
     Contains,
     Equals,
@@ -89,6 +90,49 @@ def test_multi_put_reports_each_key_and_is_not_a_transaction(
     with pytest.raises(tesseradb.WrongTypeError):
         client.multi_put(space, {"r3": {"n": 1}, "r4": {"n": object()}})
     assert client.get(space, "r3") is None
+
+
+def test_get_by_range_and_get_by_tags_answer_what_a_model_says(
+    client: tesseradb.Client, admin: tesseradb.Admin
+) -> None:
+    timeline, tweets = fresh_name("tl"), fresh_name("tw")
+    admin.add_space(
+        f"space {timeline} key int id attributes string text "
+        "create 16 partitions placement ordered from 0 to 1000"
+    )
+    admin.add_space(
+        f"space {tweets} key int id attributes set(string) tags "
+        "create 16 partitions placement tagged tags spread 2"
+    )
+    # Skewed keys, some outside the declared domain; tags 0 to 3 a tweet.
+    keys = [n % 50 for n in range(0, 400, 3)] + [5000 + n for n in range(20)] + [-7, -3]
+    model = {k: f"t{k}" for k in keys}
+    assert all(e is None for e in client.multi_put(timeline, {k: {"text": v} for k, v in model.items()}).values())
+    vocabulary = ["#a", "#b", "@u", "@v"]
+    tags = {n: {vocabulary[(n * j) % 4] for j in range(n % 4)} for n in range(120)}
+    for n, ts in tags.items():
+        client.put(tweets, n, {"tags": ts})
+    for start, end, limit in [(0, 10, None), (-10, 0, None), (20, 6000, 7), (900, 100, None)]:
+        wanted = sorted(k for k in model if start <= k < end)
+        if limit is not None:
+            wanted = wanted[:limit]
+        got = client.get_by_range(timeline, start, end, limit)
+        assert [r["id"] for r in got] == wanted
+        assert all(r["text"] == model[r["id"]] for r in got)
+    for query in [["#a"], ["@u", "#b"], ["#a", "#b", "@u"], ["none"]]:
+        wanted = sorted(n for n, ts in tags.items() if set(query) <= ts)
+        assert [r["id"] for r in client.get_by_tags(tweets, query)] == wanted
+    assert [r["id"] for r in client.async_get_by_tags(tweets, ["#a"]).wait()] == sorted(
+        n for n, ts in tags.items() if "#a" in ts
+    )
+    with pytest.raises(TypeError):
+        client.get_by_tags(tweets, "#a")
+    with pytest.raises(ValueError):
+        client.get_by_range(timeline, 0, 1, -1)
+    with pytest.raises(tesseradb.WrongTypeError):
+        client.get_by_tags(timeline, ["#a"])  # no set(string) attribute
+    with pytest.raises(tesseradb.WrongTypeError):
+        client.get_by_range(timeline, "a", "b")
 
 
 def test_unset_attributes_have_defaults(client: tesseradb.Client, space: str) -> None:

@@ -261,6 +261,40 @@ enum Command {
         #[arg(required = true)]
         keys: Vec<String>,
     },
+    /// Print the objects whose keys lie in [FROM, TO), in key order, one line of JSON each.
+    ///
+    /// In a space with `placement ordered` only the regions the range overlaps are read; in
+    /// any other, every region of the key subspace. Like a search, every object printed is a
+    /// version it had; the range is not read as one snapshot.
+    GetRange {
+        space: String,
+        /// The first key of the range (included).
+        #[arg(long, allow_hyphen_values = true)]
+        from: String,
+        /// The end of the range (excluded).
+        #[arg(long, allow_hyphen_values = true)]
+        to: String,
+        /// At most this many objects, the smallest keys first.
+        #[arg(long)]
+        limit: Option<u32>,
+        /// Print how the read would run (regions and servers, with and without minimizing
+        /// the servers) instead of running it.
+        #[arg(long)]
+        explain: bool,
+    },
+    /// Print the objects whose tags include every TAG, in key order, one line of JSON each.
+    ///
+    /// The tags are the set(string) attribute of the space's `placement tagged`, or else its
+    /// only set(string) attribute. In a tagged space only the regions of the tags' cells on
+    /// the tag curve are read; in any other, every region.
+    GetByTags {
+        space: String,
+        #[arg(required = true)]
+        tags: Vec<String>,
+        /// Print how the read would run instead of running it.
+        #[arg(long)]
+        explain: bool,
+    },
     /// Put several objects read from standard input, one JSON object per line with its key
     /// among the attributes (as `get` and `get-many` print them). Each is put as `put` puts
     /// one; it is NOT a transaction: every line is attempted, a failed one changes nothing of
@@ -800,6 +834,54 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             }
             Ok(())
         }
+        Command::GetRange {
+            space,
+            from,
+            to,
+            limit,
+            explain,
+        } => {
+            let client = connect(&cli.addr, cli.timeout).await?;
+            let schema = client.describe_space(&space).await?;
+            let (from, to) = (
+                predicates::parse_key(&schema, &from)?,
+                predicates::parse_key(&schema, &to)?,
+            );
+            if explain {
+                let preds = tessera_client::range_predicates(&schema, from, to);
+                let e = client.explain(&space, preds).await?;
+                return print_line(&typed_explanation(&schema, &e, true));
+            }
+            for record in client.get_by_range(&space, from, to, limit).await? {
+                print_line(&json::object_to_json(
+                    &schema,
+                    &record.key,
+                    &record.attributes,
+                ))?;
+            }
+            Ok(())
+        }
+        Command::GetByTags {
+            space,
+            tags,
+            explain,
+        } => {
+            let client = connect(&cli.addr, cli.timeout).await?;
+            let schema = client.describe_space(&space).await?;
+            if explain {
+                let preds = tessera_client::tags_predicates(&schema, tags)?;
+                let e = client.explain(&space, preds).await?;
+                return print_line(&typed_explanation(&schema, &e, true));
+            }
+            for record in client.get_by_tags(&space, tags).await? {
+                print_line(&json::object_to_json(
+                    &schema,
+                    &record.key,
+                    &record.attributes,
+                ))?;
+            }
+            Ok(())
+        }
         Command::Del { space, key } => {
             let client = connect(&cli.addr, cli.timeout).await?;
             let schema = client.describe_space(&space).await?;
@@ -1000,26 +1082,50 @@ async fn run(cli: Cli) -> Result<(), Failure> {
                     "shapes_read": shapes,
                 }));
             }
-            let name = |s: tessera_types::SubspaceId| {
-                schema
-                    .subspace(s)
-                    .dimensions
-                    .iter()
-                    .map(|&a| schema.attribute(a).name.clone())
-                    .collect::<Vec<_>>()
-            };
-            print_line(&serde_json::json!({
-                "subspace": e.subspace.0,
-                "dimensions": e.dimensions,
-                "subspace_regions": e.subspace_regions,
-                "regions_contacted": e.regions_contacted,
-                "servers_contacted": e.servers_contacted,
-                "candidates": e.candidates.iter().map(|(s, n)| serde_json::json!({
-                    "subspace": s.0, "dimensions": name(*s), "regions": n
-                })).collect::<Vec<_>>(),
-            }))
+            print_line(&typed_explanation(&schema, &e, false))
         }
     }
+}
+
+/// A typed space's search explained, as `explain`, `get-range --explain` and
+/// `get-by-tags --explain` print it: the subspace, the regions, the servers contacted (as
+/// this client asks them, one replica per region, and the fewest that hold every region),
+/// the subspaces weighed and, with `contacted`, whom is asked for which regions.
+fn typed_explanation(
+    schema: &tessera_types::SpaceSchema,
+    e: &tessera_client::Explanation,
+    contacted: bool,
+) -> serde_json::Value {
+    let name = |s: tessera_types::SubspaceId| {
+        schema
+            .subspace(s)
+            .dimensions
+            .iter()
+            .map(|&a| schema.attribute(a).name.clone())
+            .collect::<Vec<_>>()
+    };
+    let mut out = serde_json::json!({
+        "subspace": e.subspace.0,
+        "dimensions": e.dimensions,
+        "subspace_regions": e.subspace_regions,
+        "regions_contacted": e.regions_contacted,
+        "servers_contacted": e.servers_contacted,
+        "servers_each_region": e.servers_each_region,
+        "servers_fewest": e.servers_fewest,
+        "candidates": e.candidates.iter().map(|(s, n)| serde_json::json!({
+            "subspace": s.0, "dimensions": name(*s), "regions": n
+        })).collect::<Vec<_>>(),
+    });
+    if contacted {
+        out["contacted"] = e
+            .contacted
+            .iter()
+            .map(|(server, s, regions)| {
+                serde_json::json!({"server": server.0, "subspace": s.0, "regions": regions})
+            })
+            .collect();
+    }
+    out
 }
 
 /// Storage settings of a server: (fsync policy, cache bytes).

@@ -15,6 +15,11 @@ fn readme_session_runs_verbatim() {
 }
 
 #[test]
+fn readme_placements_session_runs_verbatim() {
+    run_session("<!-- placements:start -->", "<!-- placements:end -->", 14);
+}
+
+#[test]
 fn readme_documents_session_runs_verbatim() {
     run_session("<!-- documents:start -->", "<!-- documents:end -->", 14);
 }
