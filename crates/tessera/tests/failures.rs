@@ -156,10 +156,23 @@ async fn write_every_key(
     let mut attempt = 0;
     let mut last_error = None;
     while !pending.is_empty() {
-        assert!(
-            struck.elapsed() < deadline,
-            "writes to {pending:?} did not resume: {last_error:?}"
-        );
+        if struck.elapsed() >= deadline {
+            // What the client routes by, to tell a stuck server from a stale configuration.
+            let config = admin.refresh().await.ok();
+            let seen = config.as_ref().map(|c| {
+                let space = c.space("kv").expect("the space");
+                let t = &space.tessellations()[0];
+                let keys: Vec<_> = pending
+                    .iter()
+                    .map(|&k| {
+                        let r = tessera_geometry::key_region(t, &Value::Int(k));
+                        (k, r.0, space.replicas[0][r.0 as usize].clone())
+                    })
+                    .collect();
+                (c.epoch, c.servers.clone(), keys, space.transfers.clone())
+            });
+            panic!("writes to {pending:?} did not resume: {last_error:?}; configuration (epoch, servers, (key, region, replicas), transfers): {seen:?}");
+        }
         let mut still = Vec::new();
         for k in pending {
             attempt += 1;
