@@ -1,5 +1,5 @@
 # The two commands of the README's quick start, and a few conveniences.
-.PHONY: dev install test test-rust test-go test-python test-scripts test-long bench-build bench-failover bench-transfers bench-advisor bench-documents
+.PHONY: dev install test test-rust test-go test-python test-scripts test-long bench-build bench-failover bench-transfers bench-advisor bench-documents bench-twitter
 
 CARGO ?= cargo
 PYTHON ?= python3
@@ -77,3 +77,10 @@ bench-advisor:
 # stdout. About 20 minutes with the defaults; knobs in scripts/bench-documents.sh.
 bench-documents:
 	scripts/bench-documents.sh
+
+# Placements (docs/benchmarks.md "Placements: the Twitter workload"): seed 003's Twitter
+# workload on local 5-server clusters (K = 1 and 3; random, ordered and tagged tweets; both
+# fan-outs), and routed over computed clusters of 100 and 200 servers; medians as JSON on
+# stdout. Knobs in scripts/bench-twitter.sh.
+bench-twitter:
+	scripts/bench-twitter.sh

@@ -49,6 +49,7 @@ pub mod subspaces;
 pub mod sweep;
 pub mod target;
 pub mod twitter;
+pub mod twitter_bench;
 pub mod workload;
 
 pub use report::{OpReport, PhaseReport};
@@ -157,6 +158,9 @@ pub struct BenchArgs {
 
     #[command(flatten, next_help_heading = "Workloads documents and dblp")]
     pub docs: documents::DocArgs,
+
+    #[command(flatten, next_help_heading = "Workload twitter")]
+    pub twitter: twitter_bench::TwitterArgs,
 }
 
 /// The whole run, as `tessera bench` prints it (JSON): its parameters, then one section per
@@ -190,6 +194,9 @@ pub struct Report {
     /// kind timed (the load phase's writes are in `load`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub documents: Option<documents::DocumentsReport>,
+    /// Workload `twitter`: per operation, throughput, latency, servers and requests.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub twitter: Option<twitter_bench::TwitterReport>,
 }
 
 /// Why a benchmark could not run. Failures of single operations are not errors: they are
@@ -287,6 +294,9 @@ pub async fn run(args: BenchArgs) -> Result<Report, BenchError> {
     if matches!(args.workload, Workload::Documents | Workload::Dblp) {
         return run_documents(target, args).await;
     }
+    if args.workload == Workload::Twitter {
+        return run_twitter(target, args, duration).await;
+    }
     if let TargetKind::Postgres(_) = target {
         return Err(BenchError::TargetUnsupported(format!(
             "workload {} does not run against PostgreSQL: only documents and dblp do",
@@ -350,7 +360,55 @@ fn report_of(args: &BenchArgs) -> Report {
         advisor_eval: None,
         advisor_shift: None,
         documents: None,
+        twitter: None,
     }
+}
+
+/// Workload `twitter` ([`twitter_bench`]): against a Tessera server or cluster, or routed over
+/// a computed cluster (`--twitter-route-servers`).
+async fn run_twitter(
+    target: TargetKind,
+    args: BenchArgs,
+    duration: Option<Duration>,
+) -> Result<Report, BenchError> {
+    let fail = |e: twitter_bench::TwitterError| match e {
+        twitter_bench::TwitterError::InvalidArgs(why) => BenchError::InvalidArgs(why),
+        e => BenchError::Prepare {
+            target: args.target.clone(),
+            source: TargetError::Server(e.to_string()),
+        },
+    };
+    let t = &args.twitter;
+    if t.route_servers > 0 {
+        let report =
+            twitter_bench::route_only(t, args.records, args.operations, args.seed).map_err(fail)?;
+        return Ok(Report {
+            twitter: Some(report),
+            ..report_of(&args)
+        });
+    }
+    let TargetKind::Tessera(addr) = target else {
+        return Err(BenchError::TargetUnsupported(
+            "workload twitter runs against tessera:// (or --twitter-route-servers N)".into(),
+        ));
+    };
+    let (report, load_s) = twitter_bench::run_live(
+        &addr,
+        t,
+        args.records,
+        args.operations,
+        args.threads,
+        args.seed,
+        duration,
+    )
+    .await
+    .map_err(fail)?;
+    let mut out = report_of(&args);
+    out.twitter = Some(report);
+    if load_s > 0.0 {
+        eprintln!("twitter: loaded in {load_s:.1} s");
+    }
+    Ok(out)
 }
 
 /// Workloads `documents` and `dblp` ([`documents`]): Tessera (dynamic or typed space) or

@@ -132,6 +132,10 @@ pub enum Workload {
     /// A DBLP-shaped bibliography (`--entries`), then every query kind timed on its own;
     /// against the same three systems as `documents`.
     Dblp,
+    /// Seed 003's Twitter workload (users, tweets, timelines; Table 1's seven operations)
+    /// with the tweets placed at random, ordered or tagged (`--twitter-placement`), or routed
+    /// over a computed cluster without running it (`--twitter-route-servers`). Tessera only.
+    Twitter,
 }
 
 impl fmt::Display for Workload {
@@ -150,6 +154,7 @@ impl fmt::Display for Workload {
             Workload::AdvisorShift => "advisor-shift",
             Workload::Documents => "documents",
             Workload::Dblp => "dblp",
+            Workload::Twitter => "twitter",
         };
         f.write_str(s)
     }
@@ -271,7 +276,7 @@ impl Workload {
                 ..base
             },
             // Writes, then reads and searches, in `crate::documents`.
-            Workload::Documents | Workload::Dblp => WorkloadSpec {
+            Workload::Documents | Workload::Dblp | Workload::Twitter => WorkloadSpec {
                 read: 0.5,
                 search: 0.5,
                 distribution: Distribution::Uniform,
@@ -299,6 +304,7 @@ impl Workload {
                 | Workload::AdvisorShift
                 | Workload::Documents
                 | Workload::Dblp
+                | Workload::Twitter
         )
     }
 }
