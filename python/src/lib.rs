@@ -937,6 +937,8 @@ fn outcome_to_py(py: Python<'_>, outcome: Outcome) -> PyResult<Py<PyAny>> {
             d.set_item("subspace_regions", e.subspace_regions)?;
             d.set_item("regions_contacted", e.regions_contacted)?;
             d.set_item("servers_contacted", e.servers_contacted)?;
+            d.set_item("servers_each_region", e.servers_each_region)?;
+            d.set_item("servers_fewest", e.servers_fewest)?;
             let candidates = PyList::empty(py);
             for (s, n) in e.candidates {
                 let c = PyDict::new(py);

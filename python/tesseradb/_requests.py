@@ -274,6 +274,10 @@ def describe_explanation(e: Mapping[str, Any]) -> str:
     """The text of ``search_describe`` for the native ``explain`` result."""
     servers = e["servers_contacted"]
     on = f"{servers} server{'' if servers == 1 else 's'}"
+    each = e.get("servers_each_region", servers)
+    if each != servers:
+        # A cluster read asks the fewest servers holding every region it needs.
+        on += f" ({each} asking one replica per region)"
     parts = e.get("parts", [])
     if len(parts) > 1:
         # Several subspaces read (compression formulas): the total, then a line per part.
