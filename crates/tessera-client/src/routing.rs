@@ -960,8 +960,10 @@ mod tests {
             prop_assert!(readable(&space, SubspaceId::KEY, region).contains(&leader), "never a transfer's target");
         }
 
-        /// Every region is asked of exactly one server, a replica of that region that no
-        /// transfer targets, and the lists keep the regions' order.
+        /// Under either fan-out, every region is asked of exactly one server, a replica of that
+        /// region that no transfer targets, and the lists keep the regions' order; the fewest
+        /// servers are as few as any choice of replicas allows (brute force over every pick,
+        /// on the first 6 regions).
         #[test]
         fn every_region_is_covered_once(
             space in any_space(),
@@ -973,50 +975,24 @@ mod tests {
             let count = space.tessellations()[subspace.get()].regions_count();
             let regions: Vec<RegionIndex> =
                 (0..count).filter(|&r| picks[r as usize % picks.len()]).map(RegionIndex).collect();
-            let assigned = assign_regions(&space, subspace, &regions, turn).unwrap();
-            let mut covered: Vec<u32> = assigned.values().flatten().copied().collect();
-            covered.sort();
-            prop_assert_eq!(covered, regions.iter().map(|r| r.0).collect::<Vec<_>>());
-            for (server, list) in &assigned {
-                prop_assert!(!list.is_empty());
-                prop_assert!(list.windows(2).all(|w| w[0] < w[1]));
-                for &r in list {
-                    prop_assert!(readable(&space, subspace, RegionIndex(r)).contains(server));
+            for fanout in [Fanout::EachRegion, Fanout::Fewest] {
+                let assigned = assign_by(&space, subspace, &regions, turn, fanout).unwrap();
+                let mut covered: Vec<u32> = assigned.values().flatten().copied().collect();
+                covered.sort();
+                prop_assert_eq!(covered, regions.iter().map(|r| r.0).collect::<Vec<_>>());
+                for (server, list) in &assigned {
+                    prop_assert!(!list.is_empty());
+                    prop_assert!(list.windows(2).all(|w| w[0] < w[1]));
+                    for &r in list {
+                        prop_assert!(readable(&space, subspace, RegionIndex(r)).contains(server));
+                    }
                 }
             }
-        }
-
-        /// The fewest-servers fan-out covers every region once with a replica that holds it,
-        /// and with as few servers as any choice of replicas (brute force over every pick).
-        #[test]
-        fn the_fewest_servers_cover_every_region(
-            space in any_space(),
-            subspace in 0..3u16,
-            picks in proptest::collection::vec(any::<bool>(), 9),
-            turn in any::<u64>(),
-        ) {
-            let subspace = SubspaceId(subspace);
-            let count = space.tessellations()[subspace.get()].regions_count();
-            let regions: Vec<RegionIndex> = (0..count)
-                .filter(|&r| picks[r as usize % picks.len()])
-                .take(6)
-                .map(RegionIndex)
-                .collect();
-            let assigned = assign_fewest(&space, subspace, &regions, turn).unwrap();
-            let mut covered: Vec<u32> = assigned.values().flatten().copied().collect();
-            covered.sort();
-            prop_assert_eq!(covered, regions.iter().map(|r| r.0).collect::<Vec<_>>());
-            for (server, list) in &assigned {
-                for &r in list {
-                    prop_assert!(readable(&space, subspace, RegionIndex(r)).contains(server));
-                }
-            }
-            // Brute force: every combination of one readable replica per region.
-            let choices: Vec<Vec<ServerId>> =
-                regions.iter().map(|&r| readable(&space, subspace, r)).collect();
-            let mut fewest = usize::MAX;
+            let few = &regions[..regions.len().min(6)];
+            let choices: Vec<Vec<ServerId>> = few.iter().map(|&r| readable(&space, subspace, r)).collect();
+            let mut fewest = if few.is_empty() { 0 } else { usize::MAX };
             let mut pick = vec![0usize; choices.len()];
-            loop {
+            while !few.is_empty() {
                 let used: std::collections::BTreeSet<ServerId> =
                     pick.iter().zip(&choices).map(|(&i, c)| c[i]).collect();
                 fewest = fewest.min(used.len());
@@ -1028,10 +1004,7 @@ mod tests {
                     *later = 0;
                 }
             }
-            if regions.is_empty() {
-                fewest = 0;
-            }
-            prop_assert_eq!(assigned.len(), fewest);
+            prop_assert_eq!(assign_fewest(&space, subspace, few, turn).unwrap().len(), fewest);
         }
 
         /// K successive searches ask each of a region's K replicas that hold all of it (all

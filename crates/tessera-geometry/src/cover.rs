@@ -49,29 +49,49 @@ pub fn cover_regions(replicas: &[Vec<ServerId>]) -> Option<Cover> {
     Some(assign(replicas, &chosen))
 }
 
-/// The greedy choice: the candidate holding the most uncovered regions, until none is left.
+/// The greedy choice: the candidate holding the most uncovered regions (the first of equals
+/// in `candidates`' order), until none is left. Each candidate's count of uncovered regions
+/// is kept and lowered as regions get covered, so a read over hundreds of regions and servers
+/// costs their sum, not their product.
 pub fn greedy_cover(replicas: &[Vec<ServerId>], candidates: &[ServerId]) -> Vec<ServerId> {
-    let mut covered = vec![false; replicas.len()];
-    let mut chosen = Vec::new();
-    while covered.iter().any(|c| !c) {
-        let gain = |s: &ServerId| {
-            replicas
-                .iter()
-                .zip(&covered)
-                .filter(|(set, done)| !**done && set.contains(s))
-                .count()
-        };
-        // max_by_key keeps the last of equals: reversed, the lowest id wins a tie.
-        let best = *candidates
-            .iter()
-            .rev()
-            .max_by_key(|s| gain(s))
-            .expect("an uncovered region has a replica");
-        debug_assert!(gain(&best) > 0);
-        for (set, done) in replicas.iter().zip(covered.iter_mut()) {
-            *done |= set.contains(&best);
+    let index: BTreeMap<ServerId, usize> = candidates
+        .iter()
+        .enumerate()
+        .map(|(i, s)| (*s, i))
+        .collect();
+    // Per region the candidates holding it, per candidate the regions it holds.
+    let holders: Vec<Vec<usize>> = replicas
+        .iter()
+        .map(|set| set.iter().filter_map(|s| index.get(s).copied()).collect())
+        .collect();
+    let mut held: Vec<Vec<usize>> = vec![Vec::new(); candidates.len()];
+    for (region, hs) in holders.iter().enumerate() {
+        for &c in hs {
+            held[c].push(region);
         }
-        chosen.push(best);
+    }
+    let mut gain: Vec<usize> = held.iter().map(Vec::len).collect();
+    let mut covered = vec![false; replicas.len()];
+    let mut left = replicas.len();
+    let mut chosen = Vec::new();
+    while left > 0 {
+        let best = (0..candidates.len())
+            .max_by_key(|&c| (gain[c], std::cmp::Reverse(c)))
+            .expect("an uncovered region has a replica");
+        assert!(
+            gain[best] > 0,
+            "an uncovered region has a replica among the candidates"
+        );
+        for &region in &held[best] {
+            if !covered[region] {
+                covered[region] = true;
+                left -= 1;
+                for &c in &holders[region] {
+                    gain[c] -= 1;
+                }
+            }
+        }
+        chosen.push(candidates[best]);
     }
     chosen
 }

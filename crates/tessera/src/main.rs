@@ -849,17 +849,12 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             );
             if explain {
                 let preds = tessera_client::range_predicates(&schema, from, to);
-                let e = client.explain(&space, preds).await?;
-                return print_line(&typed_explanation(&schema, &e, true));
+                return explain_read(&client, &schema, &space, preds).await;
             }
-            for record in client.get_by_range(&space, from, to, limit).await? {
-                print_line(&json::object_to_json(
-                    &schema,
-                    &record.key,
-                    &record.attributes,
-                ))?;
-            }
-            Ok(())
+            print_records(
+                &schema,
+                &client.get_by_range(&space, from, to, limit).await?,
+            )
         }
         Command::GetByTags {
             space,
@@ -870,17 +865,9 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             let schema = client.describe_space(&space).await?;
             if explain {
                 let preds = tessera_client::tags_predicates(&schema, tags)?;
-                let e = client.explain(&space, preds).await?;
-                return print_line(&typed_explanation(&schema, &e, true));
+                return explain_read(&client, &schema, &space, preds).await;
             }
-            for record in client.get_by_tags(&space, tags).await? {
-                print_line(&json::object_to_json(
-                    &schema,
-                    &record.key,
-                    &record.attributes,
-                ))?;
-            }
-            Ok(())
+            print_records(&schema, &client.get_by_tags(&space, tags).await?)
         }
         Command::Del { space, key } => {
             let client = connect(&cli.addr, cli.timeout).await?;
@@ -1085,6 +1072,32 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             print_line(&typed_explanation(&schema, &e, false))
         }
     }
+}
+
+/// Prints objects one JSON line each, as `get` prints one.
+fn print_records(
+    schema: &tessera_types::SpaceSchema,
+    records: &[tessera_client::Record],
+) -> Result<(), Failure> {
+    for record in records {
+        print_line(&json::object_to_json(
+            schema,
+            &record.key,
+            &record.attributes,
+        ))?;
+    }
+    Ok(())
+}
+
+/// Prints how a multi-item read (its search's predicates) would run, whom it asks included.
+async fn explain_read(
+    client: &Client,
+    schema: &tessera_types::SpaceSchema,
+    space: &str,
+    predicates: Vec<tessera_client::Predicate>,
+) -> Result<(), Failure> {
+    let e = client.explain(space, predicates).await?;
+    print_line(&typed_explanation(schema, &e, true))
 }
 
 /// A typed space's search explained, as `explain`, `get-range --explain` and
