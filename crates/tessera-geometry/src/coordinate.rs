@@ -11,8 +11,6 @@ use tessera_types::{
 };
 use xxhash_rust::xxh3::xxh3_64;
 
-use crate::tessellation::{RegionIndex, Tessellation};
-
 const SIGN: u64 = 1 << 63;
 
 /// The coordinate of a primitive value on a non-key dimension.
@@ -61,12 +59,6 @@ pub fn ordered_key_coordinate(key: &Value) -> u64 {
         Value::Int(_) | Value::Float(_) => coordinate(key),
         other => panic!("a {} cannot be a key", other.kind_name()),
     }
-}
-
-/// The region of the key subspace (tessellated by `key_tessellation`) that holds `key`: the
-/// region whose replica set's head is the key's point leader.
-pub fn key_region(key_tessellation: &Tessellation, key: &Value) -> RegionIndex {
-    key_tessellation.region_of(&[key_tessellation.key_coordinate(key)])
 }
 
 /// The coordinate of `value` on dimension `attr` of subspace `subspace` of `schema`. The key
@@ -169,7 +161,8 @@ pub fn point(schema: &SpaceSchema, subspace: SubspaceId, object: &Object) -> Opt
 fn typed_point(schema: &SpaceSchema, subspace: SubspaceId, object: &Object) -> Vec<u64> {
     let s = schema.subspace(subspace);
     if let Some(curve) = s.tags {
-        return crate::tags::tag_point(curve, object.get(s.dimensions[0]), object.key());
+        let key_hash = key_coordinate(object.key());
+        return crate::tags::tag_point(curve, object.get(s.dimensions[0]), key_hash);
     }
     s.dimensions
         .iter()

@@ -37,8 +37,8 @@ pub mod zorder;
 
 pub use chain::{chain_for_update, ChainHop, ReplicaMap};
 pub use coordinate::{
-    coordinate, key_coordinate, key_region, ordered_key_coordinate, overlay_point, point,
-    property_axis, unispace_point,
+    coordinate, key_coordinate, ordered_key_coordinate, overlay_point, point, property_axis,
+    unispace_point,
 };
 pub use cover::{cover_regions, Cover};
 pub use dynamic::{overlay_boxes, unispace_boxes};
@@ -47,7 +47,7 @@ pub use index::{PropertyIndex, ShapeSet};
 pub use ordered::KeyRanges;
 pub use plan::{part_in, part_keeps, plan_search, pointer_answers};
 pub use search::{choose_typed_subspace, SearchBox, SearchPlan};
-pub use tags::{tag_boxes, tag_point, tag_tessellation};
+pub use tags::{tag_point, tag_positions};
 
-pub use tessellation::{tessellation_of, tessellations, RegionIndex, Tessellation};
+pub use tessellation::{key_region, tessellation_of, tessellations, RegionIndex, Tessellation};
 pub use zorder::{deinterleave, deinterleave_into, interleave, next_in_box};

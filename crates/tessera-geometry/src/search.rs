@@ -293,8 +293,9 @@ pub fn typed_part(
 }
 
 /// The boxes `predicates` select in subspace `id` of a typed space: the one box of
-/// [`SearchBox::for_predicates`], or in a tag subspace the cells of the tags the predicates
-/// require (`contains` on the tags attribute, [`crate::tags::tag_boxes`]) within it. None
+/// [`SearchBox::for_predicates`], or in a tag subspace the curve positions of the tags the
+/// predicates require (`contains` on the tags attribute, [`crate::tags::tag_positions`])
+/// within it. None
 /// when the predicates contradict each other.
 fn typed_boxes(
     schema: &SpaceSchema,
@@ -314,9 +315,12 @@ fn typed_boxes(
         }
         _ => None,
     });
-    crate::tags::tag_boxes(curve, required)
-        .iter()
-        .filter_map(|b| b.intersect(&whole.ranges))
+    let Some(positions) = crate::tags::tag_positions(curve, required) else {
+        return vec![whole];
+    };
+    positions
+        .into_iter()
+        .filter_map(|p| whole.intersect(&[(p, p), (0, u64::MAX)]))
         .collect()
 }
 

@@ -11,8 +11,8 @@
 //!
 //! An object with more tag cells than axes sits at the curve's end ([`OVERFLOW`]), which every
 //! tag search also reads. A search for objects holding every tag of a set reads the cells
-//! whose tag sets include all the set's cells ([`tag_boxes`]): for one tag on two axes, the
-//! row and the column through its cell.
+//! whose tag sets include all the set's cells ([`tag_positions`]; `crate::search` makes them
+//! boxes): for one tag on two axes, the row and the column through its cell.
 
 use std::collections::BTreeSet;
 
@@ -20,8 +20,6 @@ use tessera_types::{TagCurve, Value};
 use xxhash_rust::xxh3::xxh3_64;
 
 use crate::hilbert::hilbert_index;
-use crate::search::SearchBox;
-use crate::tessellation::Tessellation;
 
 /// The tag grid has at most `2^GRID_BITS` cells, so a search can list those it reads.
 const GRID_BITS: u32 = 12;
@@ -33,13 +31,6 @@ pub const OVERFLOW: u64 = u64::MAX;
 fn bits_per_axis(curve: TagCurve) -> u32 {
     assert!(curve.axes >= 1, "a tag curve has at least one axis");
     GRID_BITS / u32::from(curve.axes)
-}
-
-/// The tag subspace's tessellation: the curve cut into `partitions / spread` stretches, each
-/// spread over `spread` intervals of the key's hash.
-pub fn tag_tessellation(curve: TagCurve, partitions: u32) -> Tessellation {
-    let spread = curve.spread.clamp(1, partitions.max(1));
-    Tessellation::grid(vec![(partitions / spread).max(1), spread])
 }
 
 /// The cell of `tag` along a tag axis of `bits` bits.
@@ -79,9 +70,10 @@ pub fn tag_position<'a>(curve: TagCurve, tags: impl IntoIterator<Item = &'a str>
     }
 }
 
-/// The point of an object in the tag subspace: its tags' curve position and its key's hash.
-/// `tags` is the object's set(string) tags value.
-pub fn tag_point(curve: TagCurve, tags: &Value, key: &Value) -> Vec<u64> {
+/// The point of an object in the tag subspace: its tags' curve position and its key's hash
+/// (`key_hash`, the key's coordinate on a hashed axis). `tags` is the object's set(string)
+/// tags value.
+pub fn tag_point(curve: TagCurve, tags: &Value, key_hash: u64) -> Vec<u64> {
     let strings: Vec<&str> = match tags {
         Value::Set(items) => items
             .iter()
@@ -92,29 +84,23 @@ pub fn tag_point(curve: TagCurve, tags: &Value, key: &Value) -> Vec<u64> {
             .collect(),
         _ => Vec::new(),
     };
-    vec![
-        tag_position(curve, strings),
-        crate::coordinate::key_coordinate(key),
-    ]
+    vec![tag_position(curve, strings), key_hash]
 }
 
-/// Boxes of the tag subspace holding every object whose tags include all of `required`: one
-/// per grid cell whose tag cells include the required ones, and the overflow. No required tag
-/// is the whole subspace.
-pub fn tag_boxes<'a>(
+/// The curve positions of the tag subspace holding every object whose tags include all of
+/// `required`: one per grid cell whose tag cells include the required ones, and the
+/// overflow. `None` when no tag is required: every position.
+pub fn tag_positions<'a>(
     curve: TagCurve,
     required: impl IntoIterator<Item = &'a str>,
-) -> Vec<SearchBox> {
+) -> Option<Vec<u64>> {
     let bits = bits_per_axis(curve);
     let axes = usize::from(curve.axes);
     let required = cells_of(required, bits);
-    let at = |position: u64| SearchBox {
-        ranges: vec![(position, position), (0, u64::MAX)],
-    };
     if required.is_empty() {
-        return vec![SearchBox::full(2)];
+        return None;
     }
-    let mut boxes = Vec::new();
+    let mut positions = Vec::new();
     if required.len() <= axes {
         // Every non-decreasing cell of the grid (a set of distinct cells, the last repeated):
         // an odometer whose digits never fall below the digit before.
@@ -122,7 +108,7 @@ pub fn tag_boxes<'a>(
         let mut cell = vec![0u64; axes];
         loop {
             if required.iter().all(|c| cell.contains(c)) {
-                boxes.push(at(position_of(&cell, bits)));
+                positions.push(position_of(&cell, bits));
             }
             let Some(d) = (0..axes).rev().find(|&d| cell[d] + 1 < side) else {
                 break;
@@ -134,13 +120,15 @@ pub fn tag_boxes<'a>(
             }
         }
     }
-    boxes.push(at(OVERFLOW));
-    boxes
+    positions.push(OVERFLOW);
+    Some(positions)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::coordinate::key_coordinate;
+    use crate::tessellation::Tessellation;
     use proptest::prelude::*;
 
     fn curve(axes: u8, spread: u32) -> TagCurve {
@@ -157,11 +145,11 @@ mod tests {
         // regions chosen by their keys' hashes, all of them used.
         for spread in [1u32, 2, 4, 8] {
             let c = curve(2, spread);
-            let t = tag_tessellation(c, 64);
+            let t = Tessellation::tags(c, 64);
             let regions: BTreeSet<u32> = (0..2000)
                 .map(|k| {
-                    t.region_of(&tag_point(c, &tags(&["#rust"]), &Value::Int(k)))
-                        .0
+                    let key = key_coordinate(&Value::Int(k));
+                    t.region_of(&tag_point(c, &tags(&["#rust"]), key)).0
                 })
                 .collect();
             assert_eq!(regions.len(), spread as usize, "spread {spread}");
@@ -172,27 +160,24 @@ mod tests {
 
     #[test]
     fn the_tessellation_has_stretches_times_spread_regions() {
-        assert_eq!(tag_tessellation(curve(2, 4), 64).regions_count(), 64);
-        assert_eq!(tag_tessellation(curve(2, 3), 64).regions_count(), 63);
-        assert_eq!(tag_tessellation(curve(1, 1), 5).regions_count(), 5);
-        assert_eq!(tag_tessellation(curve(1, 9), 4).regions_count(), 4);
+        assert_eq!(Tessellation::tags(curve(2, 4), 64).regions_count(), 64);
+        assert_eq!(Tessellation::tags(curve(2, 3), 64).regions_count(), 63);
+        assert_eq!(Tessellation::tags(curve(1, 1), 5).regions_count(), 5);
+        assert_eq!(Tessellation::tags(curve(1, 9), 4).regions_count(), 4);
     }
 
     #[test]
     fn one_tag_reads_a_line_of_cells_not_the_grid() {
         let c = curve(2, 1);
-        let boxes = tag_boxes(c, ["#rust"]);
+        let positions = tag_positions(c, ["#rust"]).expect("a tag is required");
         // The row and column through the tag's cell on a 64 × 64 grid (non-decreasing cells:
         // 64 of them contain a given cell) and the overflow.
-        assert_eq!(boxes.len(), 64 + 1);
-        let one_axis = tag_boxes(curve(1, 1), ["#rust"]);
+        assert_eq!(positions.len(), 64 + 1);
+        let one_axis = tag_positions(curve(1, 1), ["#rust"]).expect("a tag is required");
         assert_eq!(one_axis.len(), 2, "its cell and the overflow");
-        assert_eq!(
-            tag_boxes(c, ["#a", "#b", "#c"]).len(),
-            1,
-            "only the overflow"
-        );
-        assert_eq!(tag_boxes(c, Vec::<&str>::new()), vec![SearchBox::full(2)]);
+        let many = tag_positions(c, ["#a", "#b", "#c"]);
+        assert_eq!(many, Some(vec![OVERFLOW]), "only the overflow");
+        assert_eq!(tag_positions(c, Vec::<&str>::new()), None, "every position");
     }
 
     /// A set of tags drawn from a small vocabulary, so that sets overlap.
@@ -202,24 +187,24 @@ mod tests {
 
     proptest! {
         /// The oracle: an object matches when its tags include every required one; every
-        /// match lies in one of the boxes (whatever the axes and tags).
+        /// match lies at one of the positions read (whatever the axes and tags).
         #[test]
-        fn every_match_lies_in_a_box(
+        fn every_match_lies_at_a_position_read(
             axes in 1u8..=4,
             objects in proptest::collection::vec(tag_set(), 1..40),
             required in tag_set(),
         ) {
             let c = curve(axes, 1);
-            let boxes = tag_boxes(c, required.iter().map(String::as_str));
+            let positions = tag_positions(c, required.iter().map(String::as_str));
             for (k, object) in objects.iter().enumerate() {
                 if !required.is_subset(object) {
                     continue;
                 }
                 let set = Value::Set(object.iter().map(|s| Value::from(s.as_str())).collect());
-                let point = tag_point(c, &set, &Value::Int(k as i64));
+                let point = tag_point(c, &set, key_coordinate(&Value::Int(k as i64)));
                 prop_assert!(
-                    boxes.iter().any(|b| b.contains(&point)),
-                    "{object:?} holds {required:?} but lies in no box"
+                    positions.as_ref().is_none_or(|p| p.contains(&point[0])),
+                    "{object:?} holds {required:?} but lies at no position read"
                 );
             }
         }

@@ -7,7 +7,7 @@
 //! significant, so region numbers follow the first dimension's order.
 
 use serde::{Deserialize, Serialize};
-use tessera_types::{Placement, SpaceSchema, Subspace};
+use tessera_types::{Placement, SpaceSchema, Subspace, TagCurve};
 
 /// A region's number within its subspace: `0..Tessellation::regions_count()`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -96,6 +96,13 @@ impl Tessellation {
         } else {
             crate::key_coordinate(key)
         }
+    }
+
+    /// A tag subspace's tessellation (`crate::tags`): the tag curve cut into
+    /// `partitions / spread` stretches, each spread over `spread` intervals of the key's hash.
+    pub fn tags(curve: TagCurve, partitions: u32) -> Tessellation {
+        let spread = curve.spread.clamp(1, partitions.max(1));
+        Tessellation::grid(vec![(partitions / spread).max(1), spread])
     }
 
     /// Whether keys lie on this (key subspace's) axis in their order.
@@ -220,13 +227,19 @@ impl Tessellation {
     }
 }
 
+/// The region of the key subspace (tessellated by `key_tessellation`) that holds `key`: the
+/// region whose replica set's head is the key's point leader.
+pub fn key_region(key_tessellation: &Tessellation, key: &tessera_types::Value) -> RegionIndex {
+    key_tessellation.region_of(&[key_tessellation.key_coordinate(key)])
+}
+
 /// The tessellation of `subspace` of a space of `partitions`: equal cuts, an overlay's
 /// weighted ones, or a tag subspace's stretches of the tag curve times its spread. (An
 /// ordered key subspace has as many regions as a hashed one; [`tessellations`] places them.)
 pub fn tessellation_of(subspace: &Subspace, partitions: u32) -> Tessellation {
     match (&subspace.overlay, subspace.tags) {
         (Some(overlay), _) => Tessellation::weighted(&overlay.weights(), partitions),
-        (None, Some(curve)) => crate::tags::tag_tessellation(curve, partitions),
+        (None, Some(curve)) => Tessellation::tags(curve, partitions),
         (None, None) => Tessellation::new(subspace.dimensions.len(), partitions),
     }
 }
