@@ -1160,6 +1160,37 @@ mod tests {
     }
 
     #[test]
+    fn a_tagged_space_keeps_its_tag_subspace_and_does_not_adapt() {
+        let schema = parse_space(
+            "space tweets key id attributes string text, set(string) tags subspace text \
+             create 8 partitions placement tagged tags",
+        )
+        .unwrap();
+        let mut space = SpaceConfig::owned_by(1, schema, &[ServerId(1)]);
+        let before = space.schema.clone();
+        let tags = space.schema.tag_subspace().expect("a tag subspace").0;
+        for (change, refused) in [
+            (
+                SpaceChange::DropSubspace { subspace: tags },
+                SchemaError::TagSubspace(tags),
+            ),
+            (
+                SpaceChange::SetAdapt { on: true },
+                SchemaError::TaggedAdapt("tweets".into()),
+            ),
+        ] {
+            assert_eq!(
+                space.alter(2, &change, one_server),
+                Err(AlterError::Schema(refused))
+            );
+            assert_eq!(space.schema, before, "nothing changed");
+        }
+        // Its other subspaces change as any space's do.
+        let drop = SpaceChange::DropSubspace { subspace: 1 };
+        assert_eq!(space.alter(3, &drop, one_server), Ok(Some(SubspaceId(1))));
+    }
+
+    #[test]
     fn an_adaptation_is_logged_only_for_an_adaptive_space_naming_its_attributes() {
         let mut fixed = hotels("");
         let log = SpaceChange::LogAdaptation(adaptation(&[&["city", "price"]]));
