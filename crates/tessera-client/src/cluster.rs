@@ -795,28 +795,24 @@ impl Cluster {
                 }
             };
         let epoch = routes.config.epoch;
-        let shares = route_parts.into_iter().flat_map(|route| {
-            let subspace = route.subspace;
-            route
-                .regions
+        let parts =
+            routing::contacts(route_parts)
                 .into_iter()
-                .map(move |(server, regions)| (server, subspace, regions))
-        });
-        let parts = shares.map(|(server, subspace, regions)| {
-            let routes = &routes;
-            let request = Request::SearchRegions {
-                space: space.to_owned(),
-                predicates: predicates.to_vec(),
-                subspace,
-                regions,
-            };
-            async move {
-                let answer = self
-                    .stream_from(routes, server, request, epoch, deadline)
-                    .await;
-                (subspace, answer)
-            }
-        });
+                .map(|(server, subspace, regions)| {
+                    let routes = &routes;
+                    let request = Request::SearchRegions {
+                        space: space.to_owned(),
+                        predicates: predicates.to_vec(),
+                        subspace,
+                        regions,
+                    };
+                    async move {
+                        let answer = self
+                            .stream_from(routes, server, request, epoch, deadline)
+                            .await;
+                        (subspace, answer)
+                    }
+                });
         let (mut found, mut stubs) = (Vec::new(), Vec::new());
         let mut retry: Option<(ClientError, Option<Epoch>)> = None;
         for (subspace, part) in futures::future::join_all(parts).await {

@@ -311,18 +311,10 @@ pub(crate) fn explain(
         pick_replica(read_replicas(space, subspace, r), r, turn)
     });
     // Both fan-outs, and whom this client's asks for what.
-    let asked = |fanout| -> Vec<(ServerId, SubspaceId, Vec<u32>)> {
-        route_search_by(space, tessellations, predicates, turn, fanout)
-            .unwrap_or_default()
-            .into_iter()
-            .flat_map(|route| {
-                let subspace = route.subspace;
-                route
-                    .regions
-                    .into_iter()
-                    .map(move |(server, regions)| (server, subspace, regions))
-            })
-            .collect()
+    let asked = |fanout| {
+        contacts(
+            route_search_by(space, tessellations, predicates, turn, fanout).unwrap_or_default(),
+        )
     };
     explained.servers_each_region = Explanation::servers_in(&asked(Fanout::EachRegion));
     explained.servers_fewest = Explanation::servers_in(&asked(Fanout::Fewest));
@@ -342,7 +334,12 @@ pub fn search_contacts(
 ) -> Result<Vec<(ServerId, SubspaceId, Vec<u32>)>, ClientError> {
     let checked = check_predicates(&space.schema, predicates)?;
     let routes = route_search_by(space, &space.tessellations(), &checked, turn, fanout)?;
-    Ok(routes
+    Ok(contacts(routes))
+}
+
+/// Routes as (server, subspace, regions) triples, one per server and subspace asked.
+pub(crate) fn contacts(routes: Vec<SearchRoute>) -> Vec<(ServerId, SubspaceId, Vec<u32>)> {
+    routes
         .into_iter()
         .flat_map(|route| {
             let subspace = route.subspace;
@@ -351,7 +348,7 @@ pub fn search_contacts(
                 .into_iter()
                 .map(move |(server, regions)| (server, subspace, regions))
         })
-        .collect())
+        .collect()
 }
 
 /// The point leaders a `multi_get` or `multi_put` of `keys` asks, from the configuration alone.
