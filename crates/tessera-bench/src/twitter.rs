@@ -142,10 +142,13 @@ impl TweetSource {
         let friends = &graph.friends[author as usize];
         let mention = (rng.random_bool(self.mention_share) && !friends.is_empty())
             .then(|| friends[rng.random_range(0..friends.len())]);
-        let topic = rng
-            .random_bool(self.topic_share)
-            .then(|| self.topics.next(rng) as u32);
+        let topic = rng.random_bool(self.topic_share).then(|| self.topic(rng));
         TweetTags { mention, topic }
+    }
+
+    /// A topic, by the power law tweets' topics follow (what a hashtag search asks for).
+    pub fn topic(&mut self, rng: &mut impl Rng) -> u32 {
+        self.topics.next(rng) as u32
     }
 }
 

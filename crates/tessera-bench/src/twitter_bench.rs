@@ -305,17 +305,12 @@ fn range_touch(space: &'static str, user: u32) -> Touch {
 }
 
 /// Draws the next operation and its arguments, updating the world for writes.
-fn plan(
-    world: &mut World,
-    source: &mut TweetSource,
-    topics: &mut crate::generator::Zipfian,
-    rng: &mut SmallRng,
-) -> Planned {
+fn plan(world: &mut World, source: &mut TweetSource, rng: &mut SmallRng) -> Planned {
     let users = world.graph.users();
     let op = Operation::draw(rng);
     let (touches, action) = match op {
         Operation::SearchContainsHashtag => {
-            let tags = vec![format!("#{}", topics.next(rng))];
+            let tags = vec![format!("#{}", source.topic(rng))];
             (vec![tags_touch(&tags)], Action::Tags(tags))
         }
         Operation::StatusesMentions => {
@@ -533,11 +528,6 @@ fn initial_world(
     (world, initial, source)
 }
 
-fn topics(args: &TwitterArgs) -> crate::generator::Zipfian {
-    let shape = shape(args, 0);
-    crate::generator::Zipfian::new(0, u64::from(shape.topics.max(1)) - 1)
-}
-
 /// Routes `operations` operations over a computed cluster of `args.route_servers` servers.
 pub fn route_only(
     args: &TwitterArgs,
@@ -569,11 +559,10 @@ pub fn route_only(
         spaces.insert(name, config);
     }
     let (mut world, _, mut source) = initial_world(args, tweets, seed);
-    let mut topics = topics(args);
     let mut rng = SmallRng::seed_from_u64(seed ^ 0x5eed);
     let mut tallies: BTreeMap<Operation, Tally> = BTreeMap::new();
     for turn in 0..operations {
-        let planned = plan(&mut world, &mut source, &mut topics, &mut rng);
+        let planned = plan(&mut world, &mut source, &mut rng);
         tallies
             .entry(planned.op)
             .or_insert_with(Tally::new)
@@ -668,10 +657,12 @@ pub async fn run_live(
             source.clone(),
             issued.clone(),
         );
-        let mut topics = topics(args);
         let mut rng = SmallRng::seed_from_u64(seed ^ (task as u64 + 1).wrapping_mul(0x9e37));
         tasks.push(tokio::spawn(async move {
             let mut tallies: BTreeMap<Operation, Tally> = BTreeMap::new();
+            // The spaces routed by, copied again only when the configuration changes.
+            let config = client.configuration();
+            let mut spaces = (config.epoch, live_spaces(&config));
             loop {
                 let turn = issued.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 if turn >= operations || duration.is_some_and(|d| started.elapsed() >= d) {
@@ -680,11 +671,14 @@ pub async fn run_live(
                 let planned = {
                     let mut w = world.lock().expect("not poisoned");
                     let mut s = source.lock().expect("not poisoned");
-                    plan(&mut w, &mut s, &mut topics, &mut rng)
+                    plan(&mut w, &mut s, &mut rng)
                 };
                 let tally = tallies.entry(planned.op).or_insert_with(Tally::new);
-                let spaces = live_spaces(&client);
-                tally.count_route(&spaces, &planned.touches, turn)?;
+                let config = client.configuration();
+                if config.epoch != spaces.0 {
+                    spaces = (config.epoch, live_spaces(&config));
+                }
+                tally.count_route(&spaces.1, &planned.touches, turn)?;
                 let at = Instant::now();
                 match perform(&client, planned.action).await {
                     Ok(returned) => {
@@ -710,10 +704,9 @@ pub async fn run_live(
     Ok((report(args, servers, false, elapsed, &tallies), load_s))
 }
 
-/// The three spaces as the client's configuration has them (a standalone server: one server
+/// The three spaces as a client's configuration has them (a standalone server: one server
 /// holding everything).
-fn live_spaces(client: &Client) -> BTreeMap<&'static str, SpaceConfig> {
-    let config = client.configuration();
+fn live_spaces(config: &tessera_client::Configuration) -> BTreeMap<&'static str, SpaceConfig> {
     [USERS, TWEETS, TIMELINES]
         .into_iter()
         .filter_map(|name| Some((name, config.space(name)?.clone())))
