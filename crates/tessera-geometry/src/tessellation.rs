@@ -153,11 +153,17 @@ impl Tessellation {
     /// The interval of dimension `dim` holding `coordinate`.
     pub fn interval_of(&self, dim: usize, coordinate: u64) -> u32 {
         let n = self.intervals[dim] as u128;
-        let (offset, span) = self.span(dim);
-        let Some(c) = coordinate.checked_sub(offset) else {
-            return 0;
-        };
-        ((c as u128 * n) / span).min(n - 1) as u32
+        match self.domain {
+            Some((lo, hi)) if dim == 0 => {
+                let Some(c) = coordinate.checked_sub(lo) else {
+                    return 0;
+                };
+                let span = (hi - lo) as u128 + 1;
+                ((c as u128 * n) / span).min(n - 1) as u32
+            }
+            // The whole axis (every point of every write comes here): a shift, not a division.
+            _ => ((coordinate as u128 * n) >> 64) as u32,
+        }
     }
 
     /// The inclusive coordinate bounds of interval `i` of dimension `dim`.
