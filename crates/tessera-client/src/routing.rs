@@ -157,19 +157,22 @@ pub(crate) fn assign_regions(
     let mut by_server: BTreeMap<ServerId, Vec<u32>> = BTreeMap::new();
     for &region in regions {
         let server = pick_replica(read_replicas(space, subspace, region), region, turn)
-            .ok_or_else(|| {
-                refused(
-                    Status::Unavailable,
-                    format!(
-                        "region {} of subspace {} has no server",
-                        region.0,
-                        subspace.get()
-                    ),
-                )
-            })?;
+            .ok_or_else(|| no_server(subspace, region))?;
         by_server.entry(server).or_default().push(region.0);
     }
     Ok(by_server)
+}
+
+/// `Unavailable`: a region a read needs has no complete replica in this configuration.
+fn no_server(subspace: SubspaceId, region: RegionIndex) -> ClientError {
+    refused(
+        Status::Unavailable,
+        format!(
+            "region {} of subspace {} has no server",
+            region.0,
+            subspace.get()
+        ),
+    )
 }
 
 /// How a read over several regions picks, among each region's replicas, whom to ask.
@@ -212,14 +215,7 @@ pub(crate) fn assign_fewest(
     for &region in regions {
         let replicas = read_replicas(space, subspace, region);
         if replicas.is_empty() {
-            return Err(refused(
-                Status::Unavailable,
-                format!(
-                    "region {} of subspace {} has no server",
-                    region.0,
-                    subspace.get()
-                ),
-            ));
+            return Err(no_server(subspace, region));
         }
         holders.push(replicas.to_vec());
     }
@@ -316,9 +312,13 @@ pub(crate) fn explain(
             route_search_by(space, tessellations, predicates, turn, fanout).unwrap_or_default(),
         )
     };
-    explained.servers_each_region = Explanation::servers_in(&asked(Fanout::EachRegion));
-    explained.servers_fewest = Explanation::servers_in(&asked(Fanout::Fewest));
-    explained.contacted = asked(fanout);
+    let (each, fewest) = (asked(Fanout::EachRegion), asked(Fanout::Fewest));
+    explained.servers_each_region = Explanation::servers_in(&each);
+    explained.servers_fewest = Explanation::servers_in(&fewest);
+    explained.contacted = match fanout {
+        Fanout::EachRegion => each,
+        Fanout::Fewest => fewest,
+    };
     explained.servers_contacted = Explanation::servers_in(&explained.contacted);
     explained
 }
