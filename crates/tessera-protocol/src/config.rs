@@ -988,6 +988,11 @@ impl Configuration {
                     ));
                 }
             }
+            // A placement the geometry can lay out (tag curve, ordered domain), before any
+            // tessellation is made of it.
+            if let Err(e) = schema.check_placement() {
+                return fail(format!("space {:?}: {e}", schema.name));
+            }
             // Overlays and formulas: weights the tessellation can cut by, axes that match the
             // subspace, formulas naming overlays of this space, one history per formula.
             for s in &schema.subspaces {
@@ -1116,7 +1121,7 @@ impl Configuration {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tessera_types::parse_space;
+    use tessera_types::{parse_space, Placement, TagCurve, Value};
 
     fn hotels(adapt: &str) -> SpaceConfig {
         let schema = parse_space(&format!(
@@ -1157,6 +1162,52 @@ mod tests {
         let off = SpaceChange::SetAdapt { on: false };
         assert_eq!(space.alter(3, &off, one_server), Ok(None));
         assert!(!space.schema.adapt);
+    }
+
+    /// A placement from the network that the geometry cannot lay out is refused by the
+    /// configuration's check, not met by an assertion later.
+    #[test]
+    fn impossible_placements_fail_the_configuration_check() {
+        let config = |schema: SpaceSchema| Configuration {
+            model: None,
+            epoch: Epoch(1),
+            servers: vec![ServerInfo {
+                id: ServerId(1),
+                address: "127.0.0.1:1".into(),
+                state: ServerState::Available,
+            }],
+            spaces: vec![SpaceConfig::owned_by(1, schema, &[ServerId(1)])],
+        };
+        let tagged = parse_space(
+            "space t key int id attributes set(string) tags create 8 partitions placement tagged tags",
+        )
+        .unwrap();
+        let ordered =
+            parse_space("space o key int id create 8 partitions placement ordered from 0 to 9")
+                .unwrap();
+        assert_eq!(config(tagged.clone()).check(), Ok(()));
+        assert_eq!(config(ordered.clone()).check(), Ok(()));
+        let mut no_axes = tagged.clone();
+        let Placement::Tagged { curve, .. } = &mut no_axes.placement else {
+            unreachable!()
+        };
+        curve.axes = 0;
+        let mut stray = tagged.clone();
+        stray.placement = Placement::Random;
+        let mut other_curve = tagged;
+        other_curve.subspaces[1].tags = Some(TagCurve { axes: 3, spread: 1 });
+        let mut reversed = ordered.clone();
+        reversed.placement = Placement::Ordered {
+            domain: Some((Value::Int(9), Value::Int(0))),
+        };
+        let mut strings = ordered;
+        strings.attributes[0].ty = tessera_types::AttributeType::STRING;
+        strings.placement = Placement::Ordered {
+            domain: Some((Value::from("abcdefgh1"), Value::from("abcdefgh2"))),
+        };
+        for bad in [no_axes, stray, other_curve, reversed, strings] {
+            assert!(config(bad.clone()).check().is_err(), "{:?}", bad.placement);
+        }
     }
 
     #[test]

@@ -229,7 +229,7 @@ pub enum SchemaError {
     BadSpread { spread: u32, partitions: u32 },
     #[error("{0} tag axes: a tagged placement places objects by 1 to {TAG_AXES_MAX} tags")]
     BadTagAxes(u32),
-    #[error("placement ordered from {from} to {to}: the domain's ends are keys of type {key}, the first below the second")]
+    #[error("placement ordered from {from} to {to}: the domain's ends are keys of type {key} (int or float keys), the first below the second")]
     BadDomain {
         from: Value,
         to: Value,
@@ -243,6 +243,8 @@ pub enum SchemaError {
     TagSubspace(u16),
     #[error("space {0:?} is placed by tags: Tessera does not re-subspace a tagged space itself (adapt stays off)")]
     TaggedAdapt(String),
+    #[error("space {0:?}: its subspaces do not match its placement (a tag subspace exactly when tagged)")]
+    PlacementMismatch(String),
 }
 
 /// Why a sorted search cannot order by the attribute it names.
@@ -424,17 +426,35 @@ impl SpaceSchema {
     /// The schema placed by `placement` (`placement ...` in the description): a tagged one
     /// gains its tag subspace, the last.
     pub fn with_placement(mut self, placement: Placement) -> Result<SpaceSchema, SchemaError> {
-        if placement != Placement::Random && self.is_dynamic() {
-            return Err(SchemaError::DynamicPlacement(self.name));
+        self.check_placement_values(&placement)?;
+        if let Placement::Tagged { attribute, curve } = &placement {
+            if self.subspaces.len() + 1 > SUBSPACES_MAX {
+                return Err(SchemaError::TooManySubspaces {
+                    count: self.subspaces.len() + 1,
+                });
+            }
+            self.subspaces.push(Subspace::tags(*attribute, *curve));
         }
-        match &placement {
-            Placement::Random => {}
-            Placement::Ordered { domain: None } => {}
+        self.placement = placement;
+        Ok(self)
+    }
+
+    /// Whether `placement` can place this schema's objects: a domain of two increasing int or
+    /// float keys of the key's type, a set(string) tags attribute, axes and a spread in range.
+    fn check_placement_values(&self, placement: &Placement) -> Result<(), SchemaError> {
+        if *placement != Placement::Random && self.is_dynamic() {
+            return Err(SchemaError::DynamicPlacement(self.name.clone()));
+        }
+        match placement {
+            Placement::Random | Placement::Ordered { domain: None } => Ok(()),
             Placement::Ordered {
                 domain: Some((from, to)),
             } => {
+                // Strings: two keys sharing 8 leading bytes share an ordered coordinate, so
+                // their domain could be empty.
                 let key = self.key_type();
-                let typed = |v: &Value| v.primitive_type() == Some(key);
+                let typed =
+                    |v: &Value| v.primitive_type() == Some(key) && key != PrimitiveType::String;
                 if !typed(from)
                     || !typed(to)
                     || from >= to
@@ -447,12 +467,15 @@ impl SpaceSchema {
                         key,
                     });
                 }
+                Ok(())
             }
             Placement::Tagged {
                 attribute,
                 curve: TagCurve { axes, spread },
             } => {
-                let a = self.attribute(*attribute);
+                let Some(a) = self.attributes.get(attribute.get()) else {
+                    return Err(SchemaError::UnknownTags(format!("#{}", attribute.get())));
+                };
                 if a.ty != AttributeType::Set(PrimitiveType::String) {
                     return Err(SchemaError::NotTags {
                         name: a.name.clone(),
@@ -468,22 +491,29 @@ impl SpaceSchema {
                         partitions: self.partitions,
                     });
                 }
-                if self.subspaces.len() + 1 > SUBSPACES_MAX {
-                    return Err(SchemaError::TooManySubspaces {
-                        count: self.subspaces.len() + 1,
-                    });
-                }
-                self.subspaces.push(Subspace::tags(
-                    *attribute,
-                    TagCurve {
-                        axes: *axes,
-                        spread: *spread,
-                    },
-                ));
+                Ok(())
             }
         }
-        self.placement = placement;
-        Ok(self)
+    }
+
+    /// Whether the schema's placement and its subspaces agree, for a schema from the network
+    /// (a configuration): the placement's values as [`SpaceSchema::with_placement`] checks
+    /// them, and a tag subspace exactly when tagged, over the tags and the key, on its curve.
+    pub fn check_placement(&self) -> Result<(), SchemaError> {
+        self.check_placement_values(&self.placement)?;
+        let mut tag_subspaces = self.subspaces.iter().filter(|s| s.tags.is_some());
+        let agree = match (&self.placement, tag_subspaces.next(), tag_subspaces.next()) {
+            (Placement::Tagged { attribute, curve }, Some(s), None) => {
+                s.tags == Some(*curve) && s.dimensions == [*attribute, AttrIndex::KEY]
+            }
+            (Placement::Tagged { .. }, _, _) => false,
+            (_, found, _) => found.is_none(),
+        };
+        if agree {
+            Ok(())
+        } else {
+            Err(SchemaError::PlacementMismatch(self.name.clone()))
+        }
     }
 
     /// The tag subspace of a tagged space.
