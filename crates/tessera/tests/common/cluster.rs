@@ -22,11 +22,15 @@ pub const SPACE: &str =
 pub const KEYS: i64 = 8;
 
 pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .expect("a free port")
-        .local_addr()
-        .expect("bound")
-        .port()
+    reserve_port().1
+}
+
+/// A free port, held by the listener returned until it is dropped: binding port 0 meanwhile
+/// (a proxy does) cannot be handed the same port.
+fn reserve_port() -> (std::net::TcpListener, u16) {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
+    let port = listener.local_addr().expect("bound").port();
+    (listener, port)
 }
 
 pub struct Cluster {
@@ -123,10 +127,13 @@ impl Cluster {
         };
         // Through its own proxies: one that peers and clients reach it by (its advertised
         // address), and one to each coordinator.
-        let listen = format!("127.0.0.1:{}", free_port());
+        // The server's port is held until its proxies have bound theirs, which once took it.
+        let (held, port) = reserve_port();
+        let listen = format!("127.0.0.1:{port}");
         let advertise = network.proxy(n, &listen);
         let coordinators: Vec<String> = addresses.split(',').map(|c| network.proxy(n, c)).collect();
         let coordinators = coordinators.join(",");
+        drop(held);
         args.extend(
             [
                 "--listen",
