@@ -768,8 +768,9 @@ impl ClusterState {
     ///
     /// A target is an Available server not in the set: the one holding the fewest regions of
     /// the subspace, then the fewest over the cluster, then the smallest id; balance takes the
-    /// most loaded donor first. No server is the target of more than
-    /// [`TRANSFERS_PER_SERVER_MAX`] transfers, nor the source of more, at a time.
+    /// most loaded donor first, and its region with the greatest number. No server is the
+    /// target of more than [`TRANSFERS_PER_SERVER_MAX`] transfers, nor the source of more, at
+    /// a time.
     ///
     /// It reaches a state it would leave as it is (every rule above checks for work left), so
     /// applying a command that changes nothing, which plans nothing, keeps that true.
@@ -868,7 +869,9 @@ impl ClusterState {
                     takers.sort_by_key(|s| (load.held(*s), load.cluster(*s), *s));
                     let mut chosen = None;
                     'search: for &donor in &donors {
-                        for (region, set) in space.replicas[subspace].iter().enumerate() {
+                        // The last regions first: an ordered space's newest split regions,
+                        // which hold keys where the data grew (equal slices may hold none).
+                        for (region, set) in space.replicas[subspace].iter().enumerate().rev() {
                             let source = *set.last().expect("replica sets are never empty");
                             if busy[region]
                                 || !set.contains(&donor)

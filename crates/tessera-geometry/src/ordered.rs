@@ -99,19 +99,10 @@ impl KeyRanges {
         )
     }
 
-    /// The region to split, if any: the fullest of `counts` (objects per region, in region
-    /// order) when it holds at least `min_objects` and more than [`SPLIT_FACTOR`] times the
-    /// mean of the other regions (a lone region only needs `min_objects`).
+    /// The region to split, if any: see [`region_to_split`].
     pub fn region_to_split(&self, counts: &[u64], min_objects: u64) -> Option<RegionIndex> {
         assert_eq!(counts.len(), self.regions_count() as usize);
-        let total: u64 = counts.iter().sum();
-        let (i, &most) = counts
-            .iter()
-            .enumerate()
-            .max_by_key(|&(i, c)| (c, std::cmp::Reverse(i)))?;
-        let others = counts.len() as u64 - 1;
-        let over = others == 0 || most * others > SPLIT_FACTOR * (total - most);
-        (over && most >= min_objects.max(2)).then_some(RegionIndex(i as u32))
+        region_to_split(counts, min_objects)
     }
 
     /// The ranges with region `r` split at `at`, which must lie strictly inside it (above its
@@ -149,6 +140,20 @@ impl KeyRanges {
             "boundaries increase"
         );
     }
+}
+
+/// The region to split, if any, given the objects each region holds (`counts[r]` for region
+/// `r`): the fullest when it holds at least `min_objects` and more than [`SPLIT_FACTOR`]
+/// times the mean of the other regions (a lone region only needs `min_objects`).
+pub fn region_to_split(counts: &[u64], min_objects: u64) -> Option<RegionIndex> {
+    let total: u64 = counts.iter().sum();
+    let (i, &most) = counts
+        .iter()
+        .enumerate()
+        .max_by_key(|&(i, c)| (c, std::cmp::Reverse(i)))?;
+    let others = counts.len() as u64 - 1;
+    let over = others == 0 || most * others > SPLIT_FACTOR * (total - most);
+    (over && most >= min_objects.max(2)).then_some(RegionIndex(i as u32))
 }
 
 #[cfg(test)]

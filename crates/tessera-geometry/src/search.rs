@@ -142,7 +142,9 @@ impl SearchBox {
         let crossed = self.cells_crossed(t);
         let mut regions = Vec::with_capacity(self.regions_count(t) as usize);
         // An odometer over the crossed cells, last dimension fastest: region numbers are mixed
-        // radix with the first dimension most significant, so this yields them ascending.
+        // radix with the first dimension most significant, so this yields them ascending —
+        // except on a split ordered key axis, which numbers a split's new region after every
+        // other (sorted below).
         let mut cells: Vec<u32> = crossed.iter().map(|&(first, _)| first).collect();
         loop {
             regions.push(t.region_at(&cells));
@@ -153,6 +155,9 @@ impl SearchBox {
             for (c, &(first, _)) in cells[d + 1..].iter_mut().zip(&crossed[d + 1..]) {
                 *c = first;
             }
+        }
+        if !regions.is_sorted() {
+            regions.sort_unstable();
         }
         debug_assert!(regions.windows(2).all(|w| w[0] < w[1]));
         regions

@@ -25,6 +25,34 @@ pub struct Tessellation {
     /// Whether this is an ordered key subspace: keys lie on its axis by
     /// [`crate::ordered_key_coordinate`], which keeps their order, not by their hash.
     ordered_keys: bool,
+    /// An ordered key axis whose regions were split ([`Tessellation::split_key_region`]): its
+    /// ranges, which replace the equal intervals. `None` until the first split.
+    ranges: Option<KeyAxisRanges>,
+}
+
+/// The ranges of a split ordered key axis, in key order. Splitting a range gives the new
+/// range the next region number, so a region keeps its number (its storage, its replica set)
+/// however many splits come after; ranges and region numbers then differ in order.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+struct KeyAxisRanges {
+    /// The first coordinate of each range after the first: strictly increasing.
+    starts: Vec<u64>,
+    /// The region of each range.
+    regions: Vec<u32>,
+    /// Where each region's range is in `regions` (its inverse).
+    places: Vec<u32>,
+}
+
+impl KeyAxisRanges {
+    fn check(&self) {
+        debug_assert!(self.starts.windows(2).all(|w| w[0] < w[1]));
+        debug_assert_eq!(self.starts.len() + 1, self.regions.len());
+        debug_assert!(self
+            .regions
+            .iter()
+            .enumerate()
+            .all(|(i, &r)| self.places[r as usize] as usize == i));
+    }
 }
 
 impl Tessellation {
@@ -69,6 +97,7 @@ impl Tessellation {
             intervals,
             domain: None,
             ordered_keys: false,
+            ranges: None,
         };
         assert!(t.regions_count() >= 1);
         t
@@ -85,6 +114,58 @@ impl Tessellation {
             intervals: vec![partitions],
             domain,
             ordered_keys: true,
+            ranges: None,
+        }
+    }
+
+    /// This ordered key subspace with `region` split at the key coordinate `at`: the keys of
+    /// `region` from `at` up go to a new region, numbered `regions_count()`, whose range
+    /// follows `region`'s; every other region keeps its number and its keys. `None` unless
+    /// this is an ordered key subspace holding `region` and `at` lies strictly inside it
+    /// (above its first coordinate, so neither half is empty of coordinates).
+    pub fn split_key_region(&self, region: RegionIndex, at: u64) -> Option<Tessellation> {
+        let mut split = self.clone();
+        split.split_in_place(region, at).then_some(split)
+    }
+
+    /// [`Tessellation::split_key_region`] in place; false (and unchanged) when it does not
+    /// apply.
+    fn split_in_place(&mut self, region: RegionIndex, at: u64) -> bool {
+        if !self.ordered_keys || region.0 >= self.regions_count() {
+            return false;
+        }
+        let place = self.cells_of(region)[0];
+        let (lo, hi) = self.interval_bounds(0, place);
+        if at <= lo || at > hi {
+            return false;
+        }
+        let n = self.intervals[0];
+        if self.ranges.is_none() {
+            self.ranges = Some(KeyAxisRanges {
+                starts: (1..n).map(|i| self.interval_bounds(0, i).0).collect(),
+                regions: (0..n).collect(),
+                places: (0..n).collect(),
+            });
+        }
+        let ranges = self.ranges.as_mut().expect("made above");
+        ranges.starts.insert(place as usize, at);
+        ranges.regions.insert(place as usize + 1, n);
+        ranges.places.push(place + 1);
+        for &r in &ranges.regions[place as usize + 2..] {
+            ranges.places[r as usize] += 1;
+        }
+        ranges.check();
+        self.intervals[0] = n + 1;
+        self.domain = None;
+        true
+    }
+
+    /// The regions of this (key) subspace in the order of their coordinates: for an ordered
+    /// key axis, key order.
+    pub fn regions_in_axis_order(&self) -> Vec<RegionIndex> {
+        match &self.ranges {
+            Some(r) => r.regions.iter().map(|&i| RegionIndex(i)).collect(),
+            None => (0..self.regions_count()).map(RegionIndex).collect(),
         }
     }
 
@@ -153,6 +234,9 @@ impl Tessellation {
     /// The interval of dimension `dim` holding `coordinate`.
     pub fn interval_of(&self, dim: usize, coordinate: u64) -> u32 {
         let n = self.intervals[dim] as u128;
+        if let (Some(r), 0) = (&self.ranges, dim) {
+            return r.starts.partition_point(|&s| s <= coordinate) as u32;
+        }
         match self.domain {
             Some((lo, hi)) if dim == 0 => {
                 let Some(c) = coordinate.checked_sub(lo) else {
@@ -170,6 +254,12 @@ impl Tessellation {
     pub fn interval_bounds(&self, dim: usize, i: u32) -> (u64, u64) {
         let n = self.intervals[dim] as u128;
         assert!((i as u128) < n);
+        if let (Some(r), 0) = (&self.ranges, dim) {
+            let i = i as usize;
+            let lo = if i == 0 { 0 } else { r.starts[i - 1] };
+            let hi = r.starts.get(i).map_or(u64::MAX, |s| s - 1);
+            return (lo, hi);
+        }
         let (offset, span) = self.span(dim);
         let start = |i: u128| -> u128 { offset as u128 + (i * span).div_ceil(n) };
         let lo = if i == 0 { 0 } else { start(i as u128) };
@@ -203,6 +293,9 @@ impl Tessellation {
     /// The region whose interval along each dimension is `cells[dim]`.
     pub fn region_at(&self, cells: &[u32]) -> RegionIndex {
         assert_eq!(cells.len(), self.intervals.len());
+        if let Some(r) = &self.ranges {
+            return RegionIndex(r.regions[cells[0] as usize]);
+        }
         let mut index = 0u32;
         for (d, &c) in cells.iter().enumerate() {
             assert!(c < self.intervals[d]);
@@ -214,6 +307,9 @@ impl Tessellation {
     /// The interval along each dimension of `region` (inverse of [`Tessellation::region_at`]).
     pub fn cells_of(&self, region: RegionIndex) -> Vec<u32> {
         assert!(region.0 < self.regions_count());
+        if let Some(r) = &self.ranges {
+            return vec![r.places[region.0 as usize]];
+        }
         let mut rest = region.0;
         let mut cells = vec![0; self.intervals.len()];
         for d in (0..self.intervals.len()).rev() {
@@ -251,6 +347,9 @@ pub fn tessellation_of(subspace: &Subspace, partitions: u32) -> Tessellation {
 }
 
 /// The tessellation of every subspace of `schema`, in subspace order (the key subspace first).
+/// An ordered space's key subspace has the equal slices it was created with, split as its
+/// [`tessera_types::KeySplit`]s say (one that does not apply is left out: a configuration
+/// with one has more key regions than its tessellation, and fails its check).
 pub fn tessellations(schema: &SpaceSchema) -> Vec<Tessellation> {
     let mut all: Vec<Tessellation> = schema
         .subspaces
@@ -265,6 +364,14 @@ pub fn tessellations(schema: &SpaceSchema) -> Vec<Tessellation> {
             )
         });
         all[0] = Tessellation::ordered_keys(schema.partitions, domain);
+        for split in &schema.key_splits {
+            // A key of another type (from the network) has no coordinate here.
+            if split.at.primitive_type() != Some(schema.key_type()) {
+                continue;
+            }
+            let at = crate::ordered_key_coordinate(&split.at);
+            all[0].split_in_place(RegionIndex(split.region), at);
+        }
     }
     all
 }
@@ -316,6 +423,69 @@ mod tests {
         assert_eq!(Tessellation::new(3, 64).intervals, vec![4, 4, 4]);
         assert_eq!(Tessellation::new(16, 64).regions_count(), 64);
         assert_eq!(Tessellation::new(3, 1).regions_count(), 1);
+    }
+
+    /// A model of a split key axis, written apart from the tessellation: (first key, region)
+    /// per range in key order; a key is in the range of the last first key at or below it.
+    fn model_region(ranges: &[(i64, u32)], key: i64) -> u32 {
+        ranges
+            .iter()
+            .rev()
+            .find(|(first, _)| *first <= key)
+            .expect("the first range starts at i64::MIN")
+            .1
+    }
+
+    proptest! {
+        /// Splitting ordered key regions, in any order and at any keys: every key lands in the
+        /// region the model says, a split moves only keys of the region it splits (from its
+        /// key up), and no region changes its number.
+        #[test]
+        fn split_key_regions_follow_the_model(
+            partitions in 1u32..6,
+            splits in prop::collection::vec((any::<u32>(), -1000i64..1000), 0..24),
+            keys in prop::collection::vec(prop_oneof![-1200i64..1200, any::<i64>()], 1..60),
+        ) {
+            use tessera_types::Value;
+            let coordinate = |k: i64| crate::ordered_key_coordinate(&Value::Int(k));
+            let mut t = Tessellation::ordered_keys(partitions, Some((coordinate(-1000), coordinate(1000))));
+            // The model starts from the equal slices, read off the tessellation's bounds.
+            let mut model: Vec<(i64, u32)> = vec![(i64::MIN, 0)];
+            for i in 1..partitions {
+                let lo = t.interval_bounds(0, i).0;
+                // The least key whose coordinate reaches `lo`: ints lie on the axis one to one,
+                // in order, with the sign bit flipped.
+                let first = (lo ^ (1 << 63)) as i64;
+                model.push((first, i));
+            }
+            for (pick, at) in splits {
+                let region = RegionIndex(pick % t.regions_count());
+                let place = model.iter().position(|(_, r)| *r == region.0).expect("every region has a range");
+                let inside = model[place].0 < at && model.get(place + 1).is_none_or(|(next, _)| at < *next);
+                let split = t.split_key_region(region, coordinate(at));
+                prop_assert_eq!(split.is_some(), inside);
+                let Some(split) = split else { continue };
+                for &k in &keys {
+                    let (before, after) = (key_region(&t, &Value::Int(k)), key_region(&split, &Value::Int(k)));
+                    if before != region || k < at {
+                        prop_assert_eq!(before, after, "key {} moved though not split off", k);
+                    } else {
+                        prop_assert_eq!(after, RegionIndex(t.regions_count()));
+                    }
+                }
+                model.insert(place + 1, (at, t.regions_count()));
+                t = split;
+            }
+            for &k in &keys {
+                prop_assert_eq!(key_region(&t, &Value::Int(k)).0, model_region(&model, k));
+                // The region's bounds hold the key's coordinate, and axis order is key order.
+                let r = key_region(&t, &Value::Int(k));
+                let (lo, hi) = t.region_bounds(r)[0];
+                prop_assert!(lo <= coordinate(k) && coordinate(k) <= hi);
+            }
+            let order: Vec<u32> = model.iter().map(|(_, r)| *r).collect();
+            prop_assert_eq!(t.regions_in_axis_order().iter().map(|r| r.0).collect::<Vec<_>>(), order);
+        }
     }
 
     /// Ordered key axes: keys, skewed or not, as `Value`s.

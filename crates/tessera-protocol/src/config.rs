@@ -11,9 +11,10 @@ use tessera_geometry::{
     part_in, plan_search, tessellation_of, PropertyIndex, RegionIndex, SearchPlan, Tessellation,
 };
 use tessera_types::{
-    constants::{FORMULAS_MAX, SHAPES_MAX, SUBSPACES_MAX},
-    CheckedPredicate, DocumentError, Epoch, Formula, FormulaError, FormulaSpec, SchemaError,
-    ServerId, Shape, SpaceKind, SpaceSchema, Subspace, SubspaceId, SubspaceState, DEFAULT_FORMULA,
+    constants::{FORMULAS_MAX, KEY_SPLITS_MAX, SHAPES_MAX, SUBSPACES_MAX},
+    CheckedPredicate, DocumentError, Epoch, Formula, FormulaError, FormulaSpec, KeySplit,
+    SchemaError, ServerId, Shape, SpaceKind, SpaceSchema, Subspace, SubspaceId, SubspaceState,
+    Value, DEFAULT_FORMULA,
 };
 
 /// What the coordinator knows of a server.
@@ -214,6 +215,10 @@ pub enum SpaceChange {
     /// Marks a registered formula ready, as [`SpaceChange::ShapeReady`] a shape: documents
     /// may then be written with it.
     FormulaReady(String),
+    /// Splits key region `region` of an ordered space at the key `at` (see
+    /// `tessera_types::KeySplit`): the keys from `at` up take a new region with the same
+    /// replica set, which the coordinators' balancing may then move by state transfer.
+    SplitKeyRegion { region: u32, at: Value },
 }
 
 impl SpaceChange {
@@ -244,6 +249,9 @@ impl SpaceChange {
                 paths + f.id.as_ref().map_or(0, String::len)
             }
             SpaceChange::FormulaReady(id) => id.len(),
+            SpaceChange::SplitKeyRegion { at, .. } => {
+                postcard::to_allocvec(at).map_or(usize::MAX, |v| v.len())
+            }
         }
     }
 }
@@ -279,6 +287,18 @@ pub enum AlterError {
     NoSuchShape,
     #[error("{0}")]
     Formula(FormulaError),
+    #[error("the space's keys are hashed: only an ordered space (`placement ordered`) has key ranges to split")]
+    NotOrdered,
+    #[error("a split is at a key, a {expected}: not {got}")]
+    BadSplitKey { expected: String, got: String },
+    #[error("the space has no key region {0} (tessera status lists its regions)")]
+    NoSuchKeyRegion(u32),
+    #[error("key region {region} does not hold {at} above its first key: a split must leave keys on both sides")]
+    SplitOutside { region: u32, at: Value },
+    #[error("key region {0} is gaining a replica by state transfer: split it once that is done")]
+    RegionBusy(u32),
+    #[error("the space's key regions were split {KEY_SPLITS_MAX} times, the most a space may be")]
+    TooManySplits,
 }
 
 /// A member of a region's replica set that joined it by the transfer `since` names (the epoch
@@ -453,6 +473,10 @@ impl SpaceConfig {
                 }
                 Ok(None)
             }
+            SpaceChange::SplitKeyRegion { region, at } => {
+                self.check_split(*region, at)?;
+                Ok(None)
+            }
             SpaceChange::AddShape(_)
             | SpaceChange::ShapeReady(_)
             | SpaceChange::AddFormula(_)
@@ -460,6 +484,45 @@ impl SpaceConfig {
                 unreachable!("answered above")
             }
         }
+    }
+
+    /// Whether key region `region` may split at `at` (see [`SpaceChange::SplitKeyRegion`]):
+    /// the space is ordered, the region exists and holds keys on both sides of `at`, no state
+    /// transfer fills it (its source streams the region as it was) and no subspace is being
+    /// built (its backfill walks the key regions as they were).
+    fn check_split(&self, region: u32, at: &Value) -> Result<Tessellation, AlterError> {
+        if !self.schema.keys_ordered() {
+            return Err(AlterError::NotOrdered);
+        }
+        let key_type = self.schema.key_type();
+        if at.primitive_type() != Some(key_type) || at.contains_nan() {
+            return Err(AlterError::BadSplitKey {
+                expected: key_type.name().to_owned(),
+                got: at.to_string(),
+            });
+        }
+        let keys = &self.tessellations()[SubspaceId::KEY.get()];
+        if region >= keys.regions_count() {
+            return Err(AlterError::NoSuchKeyRegion(region));
+        }
+        if self.schema.key_splits.len() >= KEY_SPLITS_MAX {
+            return Err(AlterError::TooManySplits);
+        }
+        if let Some(b) = &self.build {
+            return Err(AlterError::BuildUnderWay(b.subspace.0));
+        }
+        if self
+            .transfer_at(SubspaceId::KEY, RegionIndex(region))
+            .is_some()
+        {
+            return Err(AlterError::RegionBusy(region));
+        }
+        let coordinate = tessera_geometry::ordered_key_coordinate(at);
+        keys.split_key_region(RegionIndex(region), coordinate)
+            .ok_or_else(|| AlterError::SplitOutside {
+                region,
+                at: at.clone(),
+            })
     }
 
     /// Applies `change` in the epoch `epoch` (checked first, see
@@ -547,6 +610,32 @@ impl SpaceConfig {
                 let at = self.schema.formulas.iter().position(|f| f.id == *id);
                 let at = at.expect("checked: the formula is registered");
                 self.formula_entries[at].ready = true;
+                return Ok(None);
+            }
+            SpaceChange::SplitKeyRegion { region, at } => {
+                // The new region starts with the split one's replica set and members' join
+                // records: the same servers hold its keys, since the same epochs.
+                let r = *region as usize;
+                let new = RegionIndex(self.replicas[SubspaceId::KEY.get()].len() as u32);
+                let set = self.replicas[SubspaceId::KEY.get()][r].clone();
+                self.replicas[SubspaceId::KEY.get()].push(set);
+                let joined: Vec<Joined> = self
+                    .joined
+                    .iter()
+                    .filter(|j| j.subspace == SubspaceId::KEY && j.region.0 == *region)
+                    .map(|j| Joined { region: new, ..*j })
+                    .collect();
+                self.joined.extend(joined);
+                self.schema.key_splits.push(KeySplit {
+                    region: *region,
+                    at: at.clone(),
+                    epoch,
+                });
+                debug_assert_eq!(
+                    self.tessellations()[SubspaceId::KEY.get()].regions_count() as usize,
+                    self.replicas[SubspaceId::KEY.get()].len(),
+                    "the split applies"
+                );
                 return Ok(None);
             }
             SpaceChange::AddSubspace { .. } | SpaceChange::DropSubspace { .. } => {}
@@ -758,6 +847,15 @@ impl SpaceConfig {
     /// The tessellation of every subspace, in subspace order.
     pub fn tessellations(&self) -> Vec<Tessellation> {
         tessera_geometry::tessellations(&self.schema)
+    }
+
+    /// Whether a key region was split after `epoch`: a read of key regions planned on that
+    /// configuration may miss keys that moved to the new region.
+    pub fn key_split_since(&self, epoch: u64) -> bool {
+        self.schema
+            .key_splits
+            .last()
+            .is_some_and(|s| s.epoch > epoch)
     }
 
     pub fn replicas_of(&self, subspace: SubspaceId, region: RegionIndex) -> &[ServerId] {
@@ -992,6 +1090,11 @@ impl Configuration {
             // tessellation is made of it.
             if let Err(e) = schema.check_placement() {
                 return fail(format!("space {:?}: {e}", schema.name));
+            }
+            if schema.key_splits.len() > KEY_SPLITS_MAX
+                || (!schema.key_splits.is_empty() && !schema.keys_ordered())
+            {
+                return fail(format!("space {:?} has impossible key splits", schema.name));
             }
             // Overlays and formulas: weights the tessellation can cut by, axes that match the
             // subspace, formulas naming overlays of this space, one history per formula.
@@ -1277,6 +1380,93 @@ mod tests {
         }
         assert_eq!(space.adaptations.len(), ADAPTATIONS_KEPT);
         assert_eq!(space.adaptations[0].epoch, 3);
+    }
+
+    /// A split of an ordered space's key region: refused with a reason where it cannot apply
+    /// (nothing changes), and otherwise a new region on the split one's servers, with its
+    /// members' join records, and the space's later reads of key regions planned again.
+    #[test]
+    fn a_key_region_splits_only_where_it_can() {
+        let split = |region, at: Value| SpaceChange::SplitKeyRegion { region, at };
+        let ordered = parse_space(
+            "space u key int id attributes int age create 2 partitions placement ordered",
+        )
+        .unwrap();
+        let mut space = SpaceConfig::owned_by(1, ordered, &[ServerId(1), ServerId(2)]);
+        space.joined.push(Joined {
+            subspace: SubspaceId::KEY,
+            region: RegionIndex(1),
+            server: ServerId(2),
+            since: 3,
+        });
+        let before = space.clone();
+        let refused = |space: &mut SpaceConfig, change: SpaceChange| {
+            let e = space.alter(9, &change, |_| vec![]).unwrap_err();
+            assert_eq!(*space, before, "a refused split changes nothing");
+            e
+        };
+        // Keys are ints from the middle of the axis up in region 1, below it in region 0.
+        assert!(matches!(
+            refused(&mut space, split(1, Value::Int(0))),
+            AlterError::SplitOutside { region: 1, .. }
+        ));
+        assert!(matches!(
+            refused(&mut space, split(0, Value::Int(5))),
+            AlterError::SplitOutside { region: 0, .. }
+        ));
+        assert_eq!(
+            refused(&mut space, split(2, Value::Int(5))),
+            AlterError::NoSuchKeyRegion(2)
+        );
+        assert!(matches!(
+            refused(&mut space, split(1, Value::from("5"))),
+            AlterError::BadSplitKey { .. }
+        ));
+        let mut hashed = hotels("");
+        assert_eq!(
+            hashed
+                .alter(9, &split(0, Value::from("x")), one_server)
+                .unwrap_err(),
+            AlterError::NotOrdered
+        );
+        let mut busy = space.clone();
+        busy.start_transfer(8, SubspaceId::KEY, RegionIndex(1), ServerId(3), None);
+        assert_eq!(
+            busy.alter(9, &split(1, Value::Int(5)), |_| vec![])
+                .unwrap_err(),
+            AlterError::RegionBusy(1)
+        );
+
+        space
+            .alter(9, &split(1, Value::Int(5)), |_| vec![])
+            .unwrap();
+        assert_eq!(space.replicas[0].len(), 3);
+        assert_eq!(space.replicas[0][2], space.replicas[0][1]);
+        assert!(space.joined.contains(&Joined {
+            subspace: SubspaceId::KEY,
+            region: RegionIndex(2),
+            server: ServerId(2),
+            since: 3,
+        }));
+        let keys = &space.tessellations()[0];
+        let region = |k: i64| tessera_geometry::key_region(keys, &Value::Int(k)).0;
+        assert_eq!(
+            (region(-1), region(4), region(5), region(1000)),
+            (0, 1, 2, 2)
+        );
+        assert!(space.key_split_since(8) && !space.key_split_since(9));
+        // The new region's range can split again, at a key inside it only.
+        assert!(matches!(
+            space
+                .alter(10, &split(2, Value::Int(4)), |_| vec![])
+                .unwrap_err(),
+            AlterError::SplitOutside { .. }
+        ));
+        space
+            .alter(10, &split(2, Value::Int(7)), |_| vec![])
+            .unwrap();
+        let keys = &space.tessellations()[0];
+        assert_eq!(tessera_geometry::key_region(keys, &Value::Int(7)).0, 3);
     }
 
     #[test]

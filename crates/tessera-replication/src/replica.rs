@@ -923,6 +923,11 @@ impl Replica {
             .iter()
             .map(|s| (s.schema.name.clone(), s.id))
             .collect();
+        for (id, now) in &spaces {
+            if let Some(before) = self.spaces.get(id).cloned() {
+                self.follow_key_splits(*id, &before, now);
+            }
+        }
         self.spaces = spaces;
         self.config = config;
         let keys: Vec<(u64, Value)> = self.keys.keys().cloned().collect();
@@ -931,6 +936,77 @@ impl Replica {
         }
         self.install_transfers();
         self.install_backfills();
+    }
+
+    /// A key region of space `id` split between `before` and `now` (`SpaceChange::
+    /// SplitKeyRegion`): the keys that moved to the new region are known there from now on.
+    /// Storage moved their committed entries already (the shell alters storage before it
+    /// installs); here their pending updates, last versions and tombstones follow. A chain
+    /// message built before the split may name either region for keys now in the other, so
+    /// both regions count as held from this epoch: older messages for them are dropped, and
+    /// their senders send them again in this configuration (`resend_stalled`, or at once if
+    /// their next hop changed).
+    fn follow_key_splits(&mut self, id: u64, before: &SpaceRuntime, now: &SpaceRuntime) {
+        let (old, new) = (
+            &before.tessellations[SubspaceId::KEY.get()],
+            &now.tessellations[SubspaceId::KEY.get()],
+        );
+        if old == new {
+            return;
+        }
+        let changed = |r: RegionIndex| {
+            r.0 >= old.regions_count() || old.region_bounds(r) != new.region_bounds(r)
+        };
+        let home = |key: &Value, location: Location| -> Location {
+            if location.0 == SubspaceId::KEY {
+                now.key_location(key)
+            } else {
+                location
+            }
+        };
+        for ((space, key), state) in self.keys.iter_mut() {
+            if *space != id {
+                continue;
+            }
+            state.pending = std::mem::take(&mut state.pending)
+                .into_iter()
+                .map(|((location, version), mut p)| {
+                    let at = home(key, location);
+                    if p.update.subspace == SubspaceId::KEY {
+                        p.update.region = at.1;
+                    }
+                    ((at, version), p)
+                })
+                .collect();
+            state.applied = std::mem::take(&mut state.applied)
+                .into_iter()
+                .map(|(location, version)| (home(key, location), version))
+                .collect();
+            for (_, u) in state.delayed.iter_mut() {
+                if u.subspace == SubspaceId::KEY {
+                    u.region = now.key_location(key).1;
+                }
+            }
+        }
+        self.tombstones = std::mem::take(&mut self.tombstones)
+            .into_iter()
+            .map(|((space, key, location), version)| {
+                let at = if space == id {
+                    home(&key, location)
+                } else {
+                    location
+                };
+                ((space, key, at), version)
+            })
+            .collect();
+        for (_, (space, key, location), _) in self.tombstone_expiry.iter_mut() {
+            if *space == id {
+                *location = home(key, *location);
+            }
+        }
+        self.held_since.retain(|(space, (subspace, region)), _| {
+            *space != id || *subspace != SubspaceId::KEY || !changed(*region)
+        });
     }
 
     /// Starts and forgets backfills as the configuration's builds and point leaders say: this

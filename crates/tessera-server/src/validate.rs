@@ -58,6 +58,8 @@ pub enum Job {
         space: Arc<ServedSpace>,
         minutes: u32,
     },
+    /// The load of the key regions this server leads.
+    KeyRegionLoads { space: Arc<ServedSpace> },
     /// Standalone: a configuration change.
     Change(LocalChange),
 }
@@ -189,6 +191,17 @@ pub fn validate(frame: RequestFrame, view: &View) -> Result<Job, ErrorReply> {
                     ),
                 ));
             }
+            // A key region split since the client's configuration holds only part of what
+            // the client thinks it does: the rest is in the new region, which it did not ask.
+            if subspace == SubspaceId::KEY && space.config.key_split_since(frame.epoch.0) {
+                return Err(ErrorReply::new(
+                    Status::StaleEpoch,
+                    format!(
+                        "a key region of space {name:?} was split after epoch {}: refresh the configuration and plan again",
+                        frame.epoch
+                    ),
+                ));
+            }
             Ok(SearchKind::Regions {
                 subspace,
                 regions: check_regions(space, subspace, &regions)?,
@@ -229,6 +242,9 @@ pub fn validate(frame: RequestFrame, view: &View) -> Result<Job, ErrorReply> {
             }
             Ok(Job::Change(LocalChange::SetModel(constants)))
         }
+        Request::KeyRegionLoads { space: name } => Ok(Job::KeyRegionLoads {
+            space: space(&name)?,
+        }),
         Request::Trace {
             space: name,
             minutes,

@@ -264,6 +264,13 @@ pub struct Store {
     syncer: Option<Syncer>,
 }
 
+/// A space's catalog entry: the format byte, then its schema.
+fn catalog_value(schema: &SpaceSchema) -> Vec<u8> {
+    let mut value = vec![CATALOG_FORMAT];
+    postcard::to_io(schema, &mut value).expect("writing to a Vec cannot fail");
+    value
+}
+
 fn keyspace_name(space: &str, subspace: usize) -> String {
     format!("s{space}_{subspace}")
 }
@@ -369,8 +376,11 @@ impl Store {
 
     /// Changes a space's subspaces to `schema`'s (`tessera alter-space`): a subspace it adds
     /// (a new id) gets an empty keyspace, one it drops loses its keyspace and all its entries;
-    /// the others are kept as they are. Durable before it returns. Subspace ids are stable: the
-    /// subspaces the space has keep their dimensions, and `schema` lists them all.
+    /// the others are kept as they are. A split of an ordered space's key region
+    /// (`SpaceSchema::key_splits`) moves the key subspace's entries of the keys that leave the
+    /// region to the new one, in the batch that records the schema. Durable before it returns.
+    /// Subspace ids are stable: the subspaces the space has keep their dimensions, and
+    /// `schema` lists them all.
     pub fn alter_space(&self, schema: &SpaceSchema) -> Result<(), StorageError> {
         self.check_writable()?;
         let mut spaces = self.spaces.write().expect("lock");
@@ -386,10 +396,17 @@ impl Store {
                 .zip(&schema.subspaces)
                 .all(|(a, b)| a.dimensions == b.dimensions && (a.is_written() || !b.is_written()))
             && old.schema.attributes == schema.attributes
-            && old.schema.partitions == schema.partitions;
-        if !kept {
+            && old.schema.partitions == schema.partitions
+            && old.schema.placement == schema.placement
+            && schema.key_splits.starts_with(&old.schema.key_splits);
+        let tessellations = tessera_geometry::tessellations(schema);
+        // Every split applies (the geometry leaves out one that does not).
+        let splits_apply = !schema.keys_ordered()
+            || tessellations[0].regions_count() as usize
+                == schema.partitions as usize + schema.key_splits.len();
+        if !kept || !splits_apply {
             return Err(StorageError::Invalid(format!(
-                "space {:?}: an alteration only adds subspaces or drops them",
+                "space {:?}: an alteration only adds subspaces, drops them or splits key regions",
                 schema.name
             )));
         }
@@ -411,12 +428,17 @@ impl Store {
                 }
             });
         }
-        self.write_catalog_entry(schema)?;
+        let mut batch = self.db.batch().durability(Some(PersistMode::SyncAll));
+        if let Some(Some(keys)) = keyspaces.first() {
+            self.move_split_keys(&old, &tessellations[0], keys, &mut batch)?;
+        }
+        batch.insert(&self.catalog, schema.name.as_bytes(), catalog_value(schema));
+        self.poison_on_error(batch.commit())?;
         spaces.insert(
             schema.name.clone(),
             Arc::new(Space {
                 schema: schema.clone(),
-                tessellations: tessera_geometry::tessellations(schema),
+                tessellations,
                 keyspaces,
             }),
         );
@@ -427,12 +449,48 @@ impl Store {
         Ok(())
     }
 
+    /// Adds to `batch` the moves of the key subspace's entries whose key region differs
+    /// under `keys` (the key subspace's tessellation after a split) from `old`'s: each
+    /// region whose range changed is read whole, and an entry that now belongs to another
+    /// region is removed and written under that region's prefix.
+    fn move_split_keys(
+        &self,
+        old: &Space,
+        keys: &Tessellation,
+        keyspace: &Keyspace,
+        batch: &mut fjall::OwnedWriteBatch,
+    ) -> Result<(), StorageError> {
+        let before = &old.tessellations[0];
+        let snapshot = self.db.snapshot();
+        for r in 0..before.regions_count() {
+            let region = RegionIndex(r);
+            if before.region_bounds(region) == keys.region_bounds(region) {
+                continue;
+            }
+            let prefix = codec::region_prefix(region);
+            let end = match search::successor(prefix.to_vec()) {
+                Some(end) => Bound::Excluded(end),
+                None => Bound::Unbounded,
+            };
+            for guard in snapshot.range(keyspace, (Bound::Included(prefix.to_vec()), end)) {
+                let (entry, value) = guard.into_inner()?;
+                let stored = codec::decode_value(&value)?;
+                let now = key_region(keys, stored.object.key());
+                if now != region {
+                    let mut moved = codec::region_prefix(now).to_vec();
+                    moved.extend_from_slice(&entry[codec::REGION_BYTES..]);
+                    batch.remove(keyspace, entry);
+                    batch.insert(keyspace, moved, value);
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Records `schema` in the catalog, fsynced.
     fn write_catalog_entry(&self, schema: &SpaceSchema) -> Result<(), StorageError> {
-        let mut value = vec![CATALOG_FORMAT];
-        postcard::to_io(schema, &mut value).expect("writing to a Vec cannot fail");
         let mut batch = self.db.batch().durability(Some(PersistMode::SyncAll));
-        batch.insert(&self.catalog, schema.name.as_bytes(), value);
+        batch.insert(&self.catalog, schema.name.as_bytes(), catalog_value(schema));
         self.poison_on_error(batch.commit())
     }
 
@@ -527,6 +585,49 @@ impl Store {
             }
         }
         Ok(None)
+    }
+
+    /// How many objects key region `region` of `space` holds, and where to split it so that
+    /// its halves hold about as many: the first key from the middle one up that lies above
+    /// the region's first coordinate (`None` when there is none: the region is empty, or all
+    /// its keys share one coordinate). Reads the region whole, in key order (its entries are:
+    /// `region | key bytes`, and key bytes keep the order of an ordered key axis).
+    pub fn key_region_load(
+        &self,
+        space: &str,
+        region: RegionIndex,
+    ) -> Result<(u64, Option<Value>), StorageError> {
+        let space = self.space(space)?;
+        let (keyspace, tessellation) = space.subspace(SubspaceId::KEY)?;
+        if region.0 >= tessellation.regions_count() {
+            return Err(StorageError::Invalid(format!(
+                "the key subspace has no region {}",
+                region.0
+            )));
+        }
+        let first = tessellation.region_bounds(region)[0].0;
+        let prefix = codec::region_prefix(region);
+        let end = match search::successor(prefix.to_vec()) {
+            Some(end) => Bound::Excluded(end),
+            None => Bound::Unbounded,
+        };
+        let range = (Bound::Included(prefix.to_vec()), end);
+        let snapshot = self.db.snapshot();
+        let mut objects = 0u64;
+        for guard in snapshot.range(keyspace, range.clone()) {
+            guard.key()?;
+            objects += 1;
+        }
+        let mut split_at = None;
+        for guard in snapshot.range(keyspace, range).skip((objects / 2) as usize) {
+            let stored = codec::decode_value(&guard.value()?)?;
+            let key = stored.object.key();
+            if tessellation.key_coordinate(key) > first {
+                split_at = Some(key.clone());
+                break;
+            }
+        }
+        Ok((objects, split_at))
     }
 
     /// One chunk of the committed entries of `region` of `subspace`, in storage-key order, for a

@@ -443,3 +443,90 @@ fn alter_space_adds_and_drops_subspaces_durably() {
         )
         .is_err());
 }
+
+/// Splitting an ordered space's key region moves exactly the keys from the split key up to
+/// the new region, durably and in one batch with the schema: every key is found by `get`
+/// afterwards, each region holds its range, and a restart keeps it so. A change that drops
+/// a split (not an alteration) is refused and changes nothing.
+#[test]
+fn splitting_a_key_region_moves_the_keys_above_the_split() {
+    use tessera_geometry::RegionIndex;
+    use tessera_types::{KeySplit, Placement};
+    let dir = tempfile::tempdir().unwrap();
+    let options = StoreOptions::default();
+    let ordered = people("people", 2)
+        .with_placement(Placement::Ordered { domain: None })
+        .unwrap();
+    let keys: Vec<String> = (0..50).map(|i| format!("k{i:02}")).collect();
+    let mut split = ordered.clone();
+    split.key_splits.push(KeySplit {
+        region: 0,
+        at: Value::from("k25"),
+        epoch: 2,
+    });
+    let region_keys = |store: &Store, r: u32| -> Vec<String> {
+        let chunk = store
+            .region_entries("people", SubspaceId::KEY, RegionIndex(r), None, usize::MAX)
+            .unwrap();
+        let mut keys: Vec<String> = chunk
+            .entries
+            .iter()
+            .map(|e| e.object.key().to_string().trim_matches('"').to_owned())
+            .collect();
+        keys.sort();
+        keys
+    };
+    {
+        let store = Store::open(dir.path(), options.clone()).unwrap();
+        store.create_space(&ordered).unwrap();
+        let writes: Vec<_> = keys
+            .iter()
+            .enumerate()
+            .map(|(i, k)| put("people", None, 3, person(k, i as i64, 0, "s")))
+            .collect();
+        store.commit(&writes).unwrap();
+        // Every "k.." key starts below the middle of the axis: all in region 0.
+        assert_eq!(region_keys(&store, 0), keys);
+        // Its load, and where it would split: the middle key.
+        assert_eq!(
+            store.key_region_load("people", RegionIndex(0)).unwrap(),
+            (50, Some(Value::from("k25")))
+        );
+        assert_eq!(
+            store.key_region_load("people", RegionIndex(1)).unwrap(),
+            (0, None)
+        );
+        assert!(store.key_region_load("people", RegionIndex(2)).is_err());
+        store.alter_space(&split).unwrap();
+        assert_eq!(
+            store.key_region_load("people", RegionIndex(2)).unwrap(),
+            (25, Some(Value::from("k37")))
+        );
+        assert_eq!(region_keys(&store, 0), keys[..25]);
+        assert_eq!(region_keys(&store, 2), keys[25..]);
+        assert!(region_keys(&store, 1).is_empty());
+        for (i, k) in keys.iter().enumerate() {
+            let got = store.get("people", &Value::from(k.as_str())).unwrap();
+            assert_eq!(
+                got.map(|s| s.object.values[1].clone()),
+                Some(Value::Int(i as i64))
+            );
+        }
+        // Taking the split back is not an alteration.
+        assert!(matches!(
+            store.alter_space(&ordered),
+            Err(StorageError::Invalid(_))
+        ));
+        assert_eq!(store.spaces(), vec![split.clone()]);
+    }
+    let store = Store::open(dir.path(), options).unwrap();
+    assert_eq!(store.spaces(), vec![split]);
+    assert_eq!(region_keys(&store, 2), keys[25..]);
+    assert_eq!(
+        store
+            .get("people", &Value::from("k49"))
+            .unwrap()
+            .map(|s| s.version.0),
+        Some(3)
+    );
+}

@@ -25,6 +25,10 @@ pub const SUBSPACE_DIMENSIONS_MAX: usize = 16;
 /// Most partitions (regions per subspace) a space may ask for.
 pub const PARTITIONS_MAX: u32 = 65_536;
 
+/// Most splits of an ordered space's key regions (`tessera split-region`, or the
+/// coordinators' own splits of regions that outgrow the others): each adds a key region.
+pub const KEY_SPLITS_MAX: usize = 4_096;
+
 /// Default partitions, as in HyperDex.
 pub const PARTITIONS_DEFAULT: u32 = 64;
 

@@ -130,6 +130,25 @@ pub struct SpaceSchema {
     pub formulas: Vec<Formula>,
     /// How the key subspace orders keys, and whether objects are also placed by tags.
     pub placement: Placement,
+    /// An ordered space's key regions split since it was created, oldest first (see
+    /// [`KeySplit`]); empty in any other space. The configuration's state, not the
+    /// description's: the description language neither shows nor sets it.
+    pub key_splits: Vec<KeySplit>,
+}
+
+/// A key region of an ordered space split in two (seed 003: key ranges follow the data).
+/// The keys of region `region` from `at` up take a new region, numbered after every region
+/// there was (so no other region changes its number); the keys below `at` stay. Applied in
+/// order, the splits turn the equal slices the space was created with into the ranges it
+/// has now (tessera-geometry's `tessellations`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KeySplit {
+    pub region: u32,
+    /// The first key of the new region: a key of the space's key type.
+    pub at: Value,
+    /// The configuration epoch of the split: a read planned on an earlier configuration
+    /// reaches one of the two regions for the other's keys, so it is planned again.
+    pub epoch: u64,
 }
 
 /// Where a space's objects go besides hyperspace hashing (seed 003 §2.1, DataDroplets'
@@ -359,6 +378,7 @@ impl SpaceSchema {
             kind: SpaceKind::Typed,
             formulas: Vec::new(),
             placement: Placement::Random,
+            key_splits: Vec::new(),
         })
     }
 
