@@ -12,7 +12,7 @@
 //!   applied, so it fails with the connection's error and is never resent.
 //! * Any answer that shows a newer epoch starts a refresh in the background.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
@@ -21,10 +21,10 @@ use std::time::Duration;
 use futures::StreamExt;
 use tessera_protocol::constants::KEYS_PER_REQUEST_MAX;
 use tessera_protocol::{
-    Configuration, CoordinatorStatus, Request, Response, ServerState, SortOrder, SpaceTrace,
-    WireObject,
+    Configuration, CoordinatorStatus, KeyRegionLoad, Request, Response, ServerState, SortOrder,
+    SpaceTrace, WireObject,
 };
-use tessera_types::{Epoch, Funcall, Object, Predicate, ServerId, SpaceSchema, Value};
+use tessera_types::{Epoch, Funcall, Object, Predicate, ServerId, SpaceSchema, SubspaceId, Value};
 use tokio::time::Instant;
 
 use crate::connection::{CallError, Connection};
@@ -595,6 +595,56 @@ impl Cluster {
         merged.ok_or_else(|| {
             last_error.unwrap_or_else(|| ClientError::NoCoordinator("no server to ask".into()))
         })
+    }
+
+    /// The load of every key region of `space`, from the servers that lead them, in region
+    /// order. A region whose leader does not answer is left out (the caller sees it
+    /// missing); none answering is an error.
+    pub(crate) async fn key_region_loads(
+        &self,
+        space: &str,
+    ) -> Result<Vec<KeyRegionLoad>, ClientError> {
+        let routes = self.routes_with(space).await?;
+        let epoch = routes.config.epoch;
+        let Some(config) = routes.config.space(space) else {
+            return Err(routing::unknown_space(space));
+        };
+        let leaders: BTreeSet<ServerId> = config.replicas[SubspaceId::KEY.get()]
+            .iter()
+            .filter_map(|set| set.first().copied())
+            .collect();
+        let addresses: Vec<String> = leaders
+            .iter()
+            .filter_map(|id| routes.config.server(*id))
+            .map(|s| s.address.clone())
+            .collect();
+        let request = Request::KeyRegionLoads {
+            space: space.to_owned(),
+        };
+        let answers = futures::future::join_all(addresses.iter().map(|address| {
+            let request = request.clone();
+            async move {
+                let connection = self.connection(address).await?;
+                match connection.call(request, epoch).await? {
+                    Response::KeyRegionLoads(loads) => Ok(loads),
+                    Response::Error(e) => Err(ClientError::from(e)),
+                    other => Err(unexpected(other)),
+                }
+            }
+        }))
+        .await;
+        let mut loads: BTreeMap<u32, KeyRegionLoad> = BTreeMap::new();
+        let mut last_error = None;
+        for answer in answers {
+            match answer {
+                Ok(answer) => loads.extend(answer.into_iter().map(|l| (l.region, l))),
+                Err(e) => last_error = Some(e),
+            }
+        }
+        match (loads.is_empty(), last_error) {
+            (true, Some(e)) => Err(e),
+            _ => Ok(loads.into_values().collect()),
+        }
     }
 
     // ---- keys ----------------------------------------------------------------------------

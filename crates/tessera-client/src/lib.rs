@@ -109,8 +109,8 @@ pub use error::ClientError;
 pub use routing::{key_leaders, search_contacts, Fanout};
 pub use tessera_protocol::{
     Adaptation, AdaptationRecord, Build, Configuration, Constraint, CoordinatorStatus,
-    ExplainedPart, Explanation, ModelConstants, RequestShape, ServerInfo, ServerState, ShapeCount,
-    SortOrder, SpaceChange, SpaceConfig, SpaceTrace, Status, WriteMode,
+    ExplainedPart, Explanation, KeyRegionLoad, ModelConstants, RequestShape, ServerInfo,
+    ServerState, ShapeCount, SortOrder, SpaceChange, SpaceConfig, SpaceTrace, Status, WriteMode,
 };
 pub use tessera_types::{
     DocValue, Document, FormulaSpec, Funcall, FuncallOp, NumOp, Predicate, PredicateOp, ServerId,
@@ -1051,6 +1051,39 @@ impl Client {
             },
             Mode::Cluster(c) => c.trace(space, minutes).await,
         }
+    }
+
+    /// The load of each key region of `space`, in region order: objects held, and the key
+    /// it would split at ([`KeyRegionLoad`]), as the servers leading the regions read them
+    /// from committed state (each reads its regions whole). In a cluster a region whose
+    /// leader does not answer is missing from the list.
+    pub async fn key_region_loads(&self, space: &str) -> Result<Vec<KeyRegionLoad>, ClientError> {
+        match &self.mode {
+            Mode::Standalone(s) => match s
+                .call(Request::KeyRegionLoads {
+                    space: space.to_owned(),
+                })
+                .await?
+            {
+                Response::KeyRegionLoads(loads) => Ok(loads),
+                other => Err(unexpected(other)),
+            },
+            Mode::Cluster(c) => c.key_region_loads(space).await,
+        }
+    }
+
+    /// Splits key region `region` of the ordered space `space` at the key `at`: the keys
+    /// from `at` up move to a new region, held by the same servers until the cluster's
+    /// balancing moves it (see [`SpaceChange::SplitKeyRegion`]). Answers once every live
+    /// server acts on the split.
+    pub async fn split_key_region(
+        &self,
+        space: &str,
+        region: u32,
+        at: Value,
+    ) -> Result<(), ClientError> {
+        self.alter_space(space, SpaceChange::SplitKeyRegion { region, at })
+            .await
     }
 
     /// How a search would run: the subspace chosen and the regions and servers it contacts

@@ -31,8 +31,8 @@ pub use frame::{
     codec, decode_request, decode_response, encode_request, encode_response, FrameError,
 };
 pub use message::{
-    CoordinatorStatus, ExplainedPart, Explanation, HeartbeatReply, Request, RequestFrame, Response,
-    ResponseFrame, ServerLiveness, SortOrder, WireObject, WriteMode,
+    CoordinatorStatus, ExplainedPart, Explanation, HeartbeatReply, KeyRegionLoad, Request,
+    RequestFrame, Response, ResponseFrame, ServerLiveness, SortOrder, WireObject, WriteMode,
 };
 pub use status::{funcall_status, predicate_status, sort_status, ErrorReply, Status};
 pub use trace::{Constraint, RequestShape, ShapeCount, SpaceTrace};

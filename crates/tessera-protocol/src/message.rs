@@ -197,6 +197,13 @@ pub enum Request {
         space: String,
         keys: Vec<Value>,
     },
+    /// The load of the key regions of `space` this server leads (is the first replica of),
+    /// read from its committed state: how many objects each holds and where it would split
+    /// (`tessera key-regions`, and the coordinators' splits of an ordered space's regions
+    /// that outgrow the others). Answered by `KeyRegionLoads`.
+    KeyRegionLoads {
+        space: String,
+    },
 }
 
 impl Request {
@@ -226,7 +233,8 @@ impl Request {
             | Request::Explain { space, .. }
             | Request::Trace { space, .. }
             | Request::AlterSpace { space, .. }
-            | Request::GetMany { space, .. } => Some(space),
+            | Request::GetMany { space, .. }
+            | Request::KeyRegionLoads { space } => Some(space),
         }
     }
 }
@@ -392,6 +400,17 @@ pub enum Response {
     Heartbeat(HeartbeatReply),
     Error(ErrorReply),
     Trace(crate::trace::SpaceTrace),
+    KeyRegionLoads(Vec<KeyRegionLoad>),
+}
+
+/// One key region's load (see `Request::KeyRegionLoads`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KeyRegionLoad {
+    pub region: u32,
+    pub objects: u64,
+    /// The key to split it at so that its halves hold about as many objects; `None` when
+    /// it cannot split (empty, or every key at one coordinate).
+    pub split_at: Option<Value>,
 }
 
 /// A coordinator's answer to a server's heartbeat.

@@ -192,6 +192,18 @@ async fn route(shared: &Arc<Shared>, frame: RequestFrame, replier: Replier) {
                 Response::Trace(shared.trace.summary(&space, minutes)),
             );
         }
+        Job::KeyRegionLoads { space } => {
+            let shared = shared.clone();
+            tokio::task::spawn_blocking(move || {
+                let loads = reads::key_region_loads(&shared.store, &space);
+                let epoch = shared.view().epoch();
+                match loads {
+                    Ok(loads) => replier.send(epoch, Response::KeyRegionLoads(loads)),
+                    Err(e) => replier.fail(epoch, e),
+                }
+            });
+            return;
+        }
         Job::Explain { space, predicates } => {
             return replier.send(
                 epoch,

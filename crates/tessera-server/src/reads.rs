@@ -14,11 +14,11 @@
 
 use std::ops::ControlFlow;
 
-use tessera_geometry::{part_keeps, pointer_answers, SearchPlan};
-use tessera_protocol::{ErrorReply, Explanation, SortOrder, WireObject};
+use tessera_geometry::{part_keeps, pointer_answers, RegionIndex, SearchPlan};
+use tessera_protocol::{ErrorReply, Explanation, KeyRegionLoad, SortOrder, WireObject};
 use tessera_storage::{Store, StoredObject};
 use tessera_types::predicate::matches_all;
-use tessera_types::{CheckedPredicate, SortKey, SortValue, Value};
+use tessera_types::{CheckedPredicate, SortKey, SortValue, SubspaceId, Value};
 
 use crate::errors::storage_error;
 use crate::view::ServedSpace;
@@ -32,6 +32,33 @@ pub fn get(
         .get(&space.config.schema.name, key)
         .map_err(storage_error)?;
     Ok(found.map(wire))
+}
+
+/// The load of every key region this server leads in `space` (`Request::KeyRegionLoads`),
+/// in region order. A read of each region whole: run it off the connection's task.
+pub fn key_region_loads(
+    store: &Store,
+    space: &ServedSpace,
+) -> Result<Vec<KeyRegionLoad>, ErrorReply> {
+    let name = &space.config.schema.name;
+    let mut loads = Vec::new();
+    for (r, set) in space.config.replicas[SubspaceId::KEY.get()]
+        .iter()
+        .enumerate()
+    {
+        if set.first() != Some(&space.me) {
+            continue;
+        }
+        let (objects, split_at) = store
+            .key_region_load(name, RegionIndex(r as u32))
+            .map_err(storage_error)?;
+        loads.push(KeyRegionLoad {
+            region: r as u32,
+            objects,
+            split_at,
+        });
+    }
+    Ok(loads)
 }
 
 pub fn wire(o: StoredObject) -> WireObject {

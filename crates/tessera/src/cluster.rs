@@ -18,6 +18,7 @@ use tessera_types::{ServerId, SubspaceId};
 use tokio::net::TcpListener;
 
 use crate::adapt::AdaptOptions;
+use crate::splits::SplitOptions;
 use crate::{alter, wait_for_stop_signal, Failure};
 
 /// `ID=HOST:PORT,...` into (id, address) pairs.
@@ -64,6 +65,7 @@ pub struct CoordinatorArgs {
     pub default_tolerate: Option<u32>,
     pub lease_ms: u64,
     pub adapt: AdaptOptions,
+    pub splits: SplitOptions,
 }
 
 pub async fn coordinator(args: CoordinatorArgs, peers: &str) -> Result<(), Failure> {
@@ -74,6 +76,7 @@ pub async fn coordinator(args: CoordinatorArgs, peers: &str) -> Result<(), Failu
         default_tolerate,
         lease_ms,
         adapt,
+        splits,
     } = args;
     let peers = parse_peers(peers)?;
     if !peers.iter().any(|(p, _)| *p == id) {
@@ -89,6 +92,7 @@ pub async fn coordinator(args: CoordinatorArgs, peers: &str) -> Result<(), Failu
         .map_err(|e| Failure::Error(format!("cannot start: {e}")))?;
     // Every coordinator runs the adaptation driver; only the leader's acts.
     crate::adapt::spawn(c.local_addr().to_string(), adapt, c.leads());
+    crate::splits::spawn(c.local_addr().to_string(), splits, c.leads());
     ready(format!(
         "tessera coordinator {id}: ready on {}, {} members, data in {}",
         c.local_addr(),
@@ -172,6 +176,7 @@ pub struct DevCluster {
     pub coordinators: u32,
     pub lease_ms: u64,
     pub adapt: AdaptOptions,
+    pub splits: SplitOptions,
 }
 
 /// A whole cluster in this process, on loopback.
@@ -219,6 +224,7 @@ pub async fn dev(d: DevCluster) -> Result<(), Failure> {
             .await
             .map_err(|e| Failure::Error(format!("cannot start coordinator {id}: {e}")))?;
         crate::adapt::spawn(c.local_addr().to_string(), d.adapt, c.leads());
+        crate::splits::spawn(c.local_addr().to_string(), d.splits, c.leads());
         coordinators.push(c);
     }
     let addresses: Vec<String> = peers.iter().map(|(_, a)| a.clone()).collect();

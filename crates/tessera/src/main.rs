@@ -7,6 +7,7 @@ mod calibrate;
 mod cluster;
 mod json;
 mod predicates;
+mod splits;
 
 use std::io::{Read, Write};
 use std::net::SocketAddr;
@@ -100,6 +101,8 @@ enum Command {
         /// another configuration is predicted at least 20 % faster three periods running.
         #[arg(long, default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..=86400))]
         adapt_period_s: u64,
+        #[command(flatten)]
+        splits: splits::SplitArgs,
     },
     /// Run one coordinator: a member of the Raft group that holds the cluster's configuration.
     ///
@@ -131,6 +134,8 @@ enum Command {
         /// another configuration is predicted at least 20 % faster three periods running.
         #[arg(long, default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..=86400))]
         adapt_period_s: u64,
+        #[command(flatten)]
+        splits: splits::SplitArgs,
     },
     /// Run one storage server of a cluster: it registers with the coordinators (and keeps
     /// its identity in --data-dir across restarts), then serves the regions they give it.
@@ -181,6 +186,28 @@ enum Command {
     },
     /// Remove a space and all its objects.
     RmSpace { space: String },
+    /// Print each key region of a space: the objects it holds, the key it would split at,
+    /// and its replicas (server ids, the point leader first); then the splits made so far.
+    ///
+    /// In a space with `placement ordered`, key regions are ranges of keys: a region that
+    /// outgrows the others is split at its middle key (by the coordinators, or with
+    /// `tessera split-region`). Each region's leader counts its objects by reading it whole.
+    KeyRegions { space: String },
+    /// Split a key region of an ordered space (`placement ordered`) in two: its keys from
+    /// the split key up become a new region, on the same servers at first; the cluster's
+    /// balancing then moves it (or others) by state transfer. Writes and reads go on.
+    ///
+    /// Without REGION, the fullest region; without --at, the region's middle key (as
+    /// `tessera key-regions` shows it). The coordinators split regions that outgrow the
+    /// others by themselves (`--split-period-s` of `tessera coordinator` / `tessera dev`).
+    SplitRegion {
+        space: String,
+        /// The key region to split (`tessera key-regions` lists them).
+        region: Option<u32>,
+        /// The first key of the new region: it must lie inside REGION, above its first key.
+        #[arg(long, allow_hyphen_values = true)]
+        at: Option<String>,
+    },
     /// Add or drop a subspace of a live space: `tessera alter-space hotels add-subspace
     /// city,price` or `tessera alter-space hotels drop-subspace 2`.
     ///
@@ -598,6 +625,7 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             coordinators,
             lease_ms,
             adapt_period_s,
+            splits,
         } => {
             let adapt = adapt_options(adapt_period_s);
             if servers <= 1 {
@@ -613,6 +641,7 @@ async fn run(cli: Cli) -> Result<(), Failure> {
                     coordinators,
                     lease_ms,
                     adapt,
+                    splits: splits.options(),
                 })
                 .await
             }
@@ -625,6 +654,7 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             default_tolerate,
             lease_ms,
             adapt_period_s,
+            splits,
         } => {
             let coordinator = cluster::CoordinatorArgs {
                 id,
@@ -633,6 +663,7 @@ async fn run(cli: Cli) -> Result<(), Failure> {
                 default_tolerate,
                 lease_ms,
                 adapt: adapt_options(adapt_period_s),
+                splits: splits.options(),
             };
             cluster::coordinator(coordinator, &peers).await
         }
@@ -679,6 +710,21 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             .await?
             .rm_space(&space)
             .await?),
+        Command::KeyRegions { space } => {
+            let client = connect(&cli.addr, cli.timeout).await?;
+            splits::print_key_regions(&client, &space).await
+        }
+        Command::SplitRegion { space, region, at } => {
+            let client = connect(&cli.addr, cli.timeout).await?;
+            let at = match at {
+                Some(at) => {
+                    let schema = client.describe_space(&space).await?;
+                    Some(predicates::parse_key(&schema, &at)?)
+                }
+                None => None,
+            };
+            splits::split_region(&client, &space, region, at).await
+        }
         Command::AlterSpace { space, change } => {
             let (alteration, json) = match change {
                 AlterChange::AddSubspace {
