@@ -15,7 +15,7 @@
 //!   placement's tag points.
 //! * [`tags`]: a tagged placement's tag subspace: tag sets on the Hilbert curve, spread over
 //!   regions by the key's hash, and the cells a tag search reads.
-//! * [`ordered`]: an ordered placement's key axis: ranges of keys whose boundaries follow the
+//! * [`ordered`]: when an ordered placement's key region splits, so that key ranges follow the
 //!   data, split when a region outgrows the others.
 //! * [`cover`]: the fewest servers that hold every region a multi-item read needs (set cover
 //!   over the regions' replicas).
@@ -44,7 +44,6 @@ pub use cover::{cover_regions, Cover};
 pub use dynamic::{overlay_boxes, unispace_boxes};
 pub use hilbert::{hilbert_cell, hilbert_index};
 pub use index::{PropertyIndex, ShapeSet};
-pub use ordered::KeyRanges;
 pub use plan::{part_in, part_keeps, plan_search, pointer_answers};
 pub use search::{choose_typed_subspace, SearchBox, SearchPlan};
 pub use tags::{tag_point, tag_positions};
