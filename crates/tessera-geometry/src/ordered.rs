@@ -52,8 +52,8 @@ mod tests {
 
     proptest! {
         /// The coordinators' splitting, run to its end on skewed keys (each round: count the
-        /// keys per region, split the region `region_to_split` names at its middle key whose
-        /// coordinate lies above the region's first): it ends (each split leaves keys on both
+        /// keys per region, split the region `region_to_split` names at its first key from the
+        /// middle up whose coordinate lies above its smallest key's): it ends (each split leaves keys on both
         /// sides); every split halves its region; the regions keep key order (in
         /// the axis order of their ranges, their keys ascend); and at the end no region holds
         /// more than twice the mean of the others, unless it is below `min_objects` or its
@@ -82,9 +82,9 @@ mod tests {
                 };
                 let mut inside = held[r.0 as usize].clone();
                 inside.sort();
-                let first = t.region_bounds(r)[0].0;
+                let first = ordered_key_coordinate(inside[0]);
                 let Some(at) = inside[inside.len() / 2..].iter().find(|k| ordered_key_coordinate(k) > first) else {
-                    // Every key of the upper half at the region's first coordinate: it cannot
+                    // Every key of the upper half at the smallest key's coordinate: it cannot
                     // split (strings sharing their first 8 bytes).
                     break;
                 };

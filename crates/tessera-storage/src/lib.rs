@@ -588,9 +588,9 @@ impl Store {
     }
 
     /// How many objects key region `region` of `space` holds, and where to split it so that
-    /// its halves hold about as many: the first key from the middle one up that lies above
-    /// the region's first coordinate (`None` when there is none: the region is empty, or all
-    /// its keys share one coordinate). Reads the region whole, in key order (its entries are:
+    /// its halves hold about as many: the first key from the middle one up whose coordinate
+    /// lies above its smallest key's, so both halves hold keys (`None` when there is none:
+    /// fewer than two keys, or all at one coordinate). Reads the region whole, in key order (its entries are:
     /// `region | key bytes`, and key bytes keep the order of an ordered key axis).
     pub fn key_region_load(
         &self,
@@ -605,7 +605,6 @@ impl Store {
                 region.0
             )));
         }
-        let first = tessellation.region_bounds(region)[0].0;
         let prefix = codec::region_prefix(region);
         let end = match search::successor(prefix.to_vec()) {
             Some(end) => Bound::Excluded(end),
@@ -614,10 +613,19 @@ impl Store {
         let range = (Bound::Included(prefix.to_vec()), end);
         let snapshot = self.db.snapshot();
         let mut objects = 0u64;
+        let mut first = None;
         for guard in snapshot.range(keyspace, range.clone()) {
-            guard.key()?;
+            if first.is_none() {
+                let stored = codec::decode_value(&guard.value()?)?;
+                first = Some(tessellation.key_coordinate(stored.object.key()));
+            } else {
+                guard.key()?;
+            }
             objects += 1;
         }
+        let Some(first) = first else {
+            return Ok((0, None));
+        };
         let mut split_at = None;
         for guard in snapshot.range(keyspace, range).skip((objects / 2) as usize) {
             let stored = codec::decode_value(&guard.value()?)?;
