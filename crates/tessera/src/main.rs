@@ -608,6 +608,14 @@ fn read_text(path: &Path) -> Result<String, Failure> {
     Ok(text)
 }
 
+/// Writes `text` to stdout; a closed pipe (`| head`) is an error to report, not a panic.
+pub(crate) fn print_text(text: &str) -> Result<(), Failure> {
+    std::io::stdout()
+        .lock()
+        .write_all(text.as_bytes())
+        .map_err(|e| Failure::Error(format!("writing output: {e}")))
+}
+
 fn print_line(json: &serde_json::Value) -> Result<(), Failure> {
     let mut out = std::io::stdout().lock();
     writeln!(out, "{json}").map_err(|e| Failure::Error(format!("writing output: {e}")))

@@ -137,8 +137,8 @@ pub async fn print_key_regions(client: &Client, space: &str) -> Result<(), Failu
         return Err(Failure::Error(format!("no space named {space:?}")));
     };
     let loads = client.key_region_loads(space).await?;
-    println!(
-        "{:>6}  {:>10}  {:<24}  replicas",
+    let mut text = format!(
+        "{:>6}  {:>10}  {:<24}  replicas\n",
         "region", "objects", "would split at"
     );
     for (r, set) in sc.replicas[0].iter().enumerate() {
@@ -148,15 +148,15 @@ pub async fn print_key_regions(client: &Client, space: &str) -> Result<(), Failu
             .and_then(|l| l.split_at.as_ref())
             .map_or("-".to_owned(), Value::to_string);
         let replicas: Vec<String> = set.iter().map(|s| s.0.to_string()).collect();
-        println!("{r:>6}  {objects:>10}  {at:<24}  {}", replicas.join(","));
+        text += &format!("{r:>6}  {objects:>10}  {at:<24}  {}\n", replicas.join(","));
     }
     for split in &sc.schema.key_splits {
-        println!(
-            "split: region {} at {} (epoch {})",
+        text += &format!(
+            "split: region {} at {} (epoch {})\n",
             split.region, split.at, split.epoch
         );
     }
-    Ok(())
+    crate::print_text(&text)
 }
 
 /// `tessera split-region SPACE [REGION] [--at KEY]`: by default the fullest region at its
@@ -204,10 +204,9 @@ pub async fn split_region(
     client.split_key_region(space, region, at.clone()).await?;
     let config = client.refresh().await?;
     let new = config.space(space).map_or(0, |s| s.replicas[0].len() - 1);
-    println!(
-        "split key region {region} of {space} at {at}: its keys from {at} up are region {new}"
-    );
-    Ok(())
+    crate::print_text(&format!(
+        "split key region {region} of {space} at {at}: its keys from {at} up are region {new}\n"
+    ))
 }
 
 #[cfg(test)]
