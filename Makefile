@@ -1,5 +1,5 @@
 # The two commands of the README's quick start, and a few conveniences.
-.PHONY: dev install test test-rust test-go test-python test-scripts test-long bench-build bench-failover bench-transfers bench-advisor bench-documents bench-twitter
+.PHONY: dev install test test-rust test-go test-python test-scripts test-long bench-build bench-failover bench-transfers bench-advisor bench-documents bench-twitter bench-splits
 
 CARGO ?= cargo
 PYTHON ?= python3
@@ -84,3 +84,8 @@ bench-documents:
 # stdout. Knobs in scripts/bench-twitter.sh.
 bench-twitter:
 	scripts/bench-twitter.sh
+
+# An ordered space's objects over 5 servers with key-region splits off and on (docs/placements.md
+# "Key regions that follow the data"); JSON on stdout. Knobs in scripts/bench-splits.sh.
+bench-splits:
+	scripts/bench-splits.sh
