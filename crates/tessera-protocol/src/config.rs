@@ -1091,8 +1091,13 @@ impl Configuration {
             if let Err(e) = schema.check_placement() {
                 return fail(format!("space {:?}: {e}", schema.name));
             }
+            // Splits of an ordered space only, each at a key inside the region it splits (the
+            // geometry leaves out one that is not, which storage would refuse).
             if schema.key_splits.len() > KEY_SPLITS_MAX
                 || (!schema.key_splits.is_empty() && !schema.keys_ordered())
+                || (schema.keys_ordered()
+                    && tessera_geometry::tessellations(schema)[0].regions_count() as usize
+                        != schema.partitions as usize + schema.key_splits.len())
             {
                 return fail(format!("space {:?} has impossible key splits", schema.name));
             }
@@ -1303,12 +1308,36 @@ mod tests {
         reversed.placement = Placement::Ordered {
             domain: Some((Value::Int(9), Value::Int(0))),
         };
-        let mut strings = ordered;
+        let mut strings = ordered.clone();
         strings.attributes[0].ty = tessera_types::AttributeType::STRING;
         strings.placement = Placement::Ordered {
             domain: Some((Value::from("abcdefgh1"), Value::from("abcdefgh2"))),
         };
-        for bad in [no_axes, stray, other_curve, reversed, strings] {
+        // A split at a key outside its region, or of a hashed space.
+        let mut outside = ordered.clone();
+        outside.key_splits.push(tessera_types::KeySplit {
+            region: 0,
+            at: Value::Int(100),
+            epoch: 1,
+        });
+        let mut hashed_split = parse_space("space h key int id create 8 partitions").unwrap();
+        hashed_split.key_splits = outside.key_splits.clone();
+        let mut wrong_type = ordered.clone();
+        wrong_type.key_splits.push(tessera_types::KeySplit {
+            region: 0,
+            at: Value::from("x"),
+            epoch: 1,
+        });
+        for bad in [
+            no_axes,
+            stray,
+            other_curve,
+            reversed,
+            strings,
+            outside,
+            hashed_split,
+            wrong_type,
+        ] {
             assert!(config(bad.clone()).check().is_err(), "{:?}", bad.placement);
         }
     }
