@@ -24,8 +24,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::cluster::{
-    add_document_space, check, document_worker, final_documents_agree, final_state_agrees,
-    lincheck, worker, Cluster, Op, KEYS, SPACE,
+    add_document_space, assert_did_work, assert_linearizable, document_worker,
+    final_documents_agree, final_state_agrees, lincheck, worker, Cluster, Op, KEYS, SPACE,
 };
 use common::proxy::Network;
 use tessera_client::{
@@ -395,15 +395,7 @@ fn run(fault: Fault) {
         final_documents_agree(&admin).await;
         history
     });
-    let writes = history
-        .iter()
-        .filter(|o| o.op != "get" && o.ok == Some(true))
-        .count();
-    assert!(
-        history.len() > 100 && writes > 30,
-        "the run did real work: {} ops, {writes} writes",
-        history.len()
-    );
+    assert_did_work(&history, 100, 30);
     let document_writes = history
         .iter()
         .filter(|o| o.key.starts_with('d') && o.op == "put" && o.ok == Some(true))
@@ -412,13 +404,7 @@ fn run(fault: Fault) {
         document_writes > 10,
         "the document clients did real work: {document_writes} puts"
     );
-    let dir = tempfile::tempdir().expect("temp dir");
-    let (code, summary) = check(&checker, &history, dir.path(), &format!("{fault:?}.jsonl"));
-    assert_eq!(
-        code, 0,
-        "{fault:?}: the history is not linearizable (see lincheck's output above)"
-    );
-    assert!(summary.contains(r#""result":"ok""#), "{summary}");
+    assert_linearizable(&checker, &history, &format!("{fault:?}"));
     drop(cluster);
 }
 

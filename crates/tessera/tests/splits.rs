@@ -10,7 +10,10 @@ mod common;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::cluster::{check, final_state_agrees, lincheck, value_of, worker, Cluster, KEYS};
+use common::cluster::{
+    assert_did_work, assert_linearizable, final_state_agrees, lincheck, value_of, worker, Cluster,
+    KEYS,
+};
 use tessera_client::{Client, ClientError, Status, Value};
 
 /// The workers' space ([`common::cluster::SPACE`]) with its keys in order. Keys 0..8 all lie
@@ -110,22 +113,8 @@ fn key_regions_split_under_concurrent_writes_and_lose_nothing() {
         assert_eq!(counted, expected, "objects per key region");
         history
     });
-    let writes = history
-        .iter()
-        .filter(|o| o.op != "get" && o.ok == Some(true))
-        .count();
-    assert!(
-        history.len() > 200 && writes > 50,
-        "the run did real work: {} ops, {writes} successful writes",
-        history.len()
-    );
-    let dir = tempfile::tempdir().expect("temp dir");
-    let (code, summary) = check(&checker, &history, dir.path(), "history.jsonl");
-    assert_eq!(
-        code, 0,
-        "the history is not linearizable (see lincheck's output above)"
-    );
-    assert!(summary.contains(r#""result":"ok""#), "{summary}");
+    assert_did_work(&history, 200, 50);
+    assert_linearizable(&checker, &history, "splits");
     drop(cluster);
 }
 

@@ -512,6 +512,32 @@ pub fn lincheck() -> PathBuf {
     out
 }
 
+/// Asserts that a run did real work: more than `ops_min` operations, more than `writes_min`
+/// of them successful writes.
+pub fn assert_did_work(history: &[Op], ops_min: usize, writes_min: usize) {
+    let writes = history
+        .iter()
+        .filter(|o| o.op != "get" && o.ok == Some(true))
+        .count();
+    assert!(
+        history.len() > ops_min && writes > writes_min,
+        "the run did real work: {} ops, {writes} successful writes",
+        history.len()
+    );
+}
+
+/// Asserts that the checker finds `history` linearizable (`name`: its file, and the run in the
+/// failure message).
+pub fn assert_linearizable(checker: &Path, history: &[Op], name: &str) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (code, summary) = check(checker, history, dir.path(), &format!("{name}.jsonl"));
+    assert_eq!(
+        code, 0,
+        "{name}: the history is not linearizable (see lincheck's output above)"
+    );
+    assert!(summary.contains(r#""result":"ok""#), "{summary}");
+}
+
 /// Runs the checker on `ops`: (exit code, its JSON summary line).
 pub fn check(checker: &Path, ops: &[Op], dir: &Path, name: &str) -> (i32, String) {
     let path = dir.join(name);
