@@ -5,12 +5,11 @@
 
 mod common;
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::cluster::{
-    assert_did_work, assert_linearizable, check, final_state_agrees, lincheck, worker, Cluster, Op,
-    SPACE,
+    assert_did_work, assert_linearizable, check, final_state_agrees, lincheck, spawn_workers,
+    Cluster, Op, SPACE,
 };
 use tessera_client::{Client, Value};
 
@@ -41,15 +40,14 @@ fn three_coordinators_four_servers_linearizable() {
             }
         }
         let started = Instant::now();
-        let mut tasks = Vec::new();
-        for id in 0..WORKERS {
-            let client = Arc::new(
-                Client::connect(&cluster.addresses())
-                    .await
-                    .expect("connecting"),
-            );
-            tasks.push(tokio::spawn(worker(client, id, started, RUN_FOR)));
-        }
+        let tasks = spawn_workers(
+            &cluster.addresses(),
+            tessera_client::ClientOptions::default(),
+            WORKERS,
+            started,
+            RUN_FOR,
+        )
+        .await;
         let mut history = Vec::new();
         for t in tasks {
             history.extend(t.await.expect("a worker panicked"));

@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 
 use common::cluster::{
     add_document_space, assert_did_work, assert_linearizable, document_worker,
-    final_documents_agree, final_state_agrees, lincheck, worker, Cluster, Op, KEYS, SPACE,
+    final_documents_agree, final_state_agrees, lincheck, spawn_workers, Cluster, Op, KEYS, SPACE,
 };
 use common::proxy::Network;
 use tessera_client::{
@@ -238,15 +238,14 @@ fn run(fault: Fault) {
             .child
             .id();
         let started = Instant::now();
-        let mut tasks = Vec::new();
-        for id in 0..WORKERS {
-            let client = Arc::new(
-                Client::connect_with(&cluster.addresses(), options.clone())
-                    .await
-                    .expect("connecting"),
-            );
-            tasks.push(tokio::spawn(worker(client, id, started, RUN_FOR)));
-        }
+        let mut tasks = spawn_workers(
+            &cluster.addresses(),
+            options.clone(),
+            WORKERS,
+            started,
+            RUN_FOR,
+        )
+        .await;
         for id in WORKERS..WORKERS + DOCUMENT_WORKERS {
             let client = Arc::new(
                 Client::connect_with(&cluster.addresses(), options.clone())

@@ -7,12 +7,11 @@
 
 mod common;
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::cluster::{
-    assert_did_work, assert_linearizable, final_state_agrees, lincheck, value_of, worker, Cluster,
-    KEYS,
+    assert_did_work, assert_linearizable, final_state_agrees, lincheck, spawn_workers, value_of,
+    Cluster, KEYS,
 };
 use tessera_client::{Client, ClientError, Status, Value};
 
@@ -52,15 +51,14 @@ fn key_regions_split_under_concurrent_writes_and_lose_nothing() {
             .expect("connecting to the coordinators");
         admin.add_space(ORDERED_SPACE).await.expect("add-space");
         let started = Instant::now();
-        let mut tasks = Vec::new();
-        for id in 0..WORKERS {
-            let client = Arc::new(
-                Client::connect(&cluster.addresses())
-                    .await
-                    .expect("connecting"),
-            );
-            tasks.push(tokio::spawn(worker(client, id, started, RUN_FOR)));
-        }
+        let tasks = spawn_workers(
+            &cluster.addresses(),
+            tessera_client::ClientOptions::default(),
+            WORKERS,
+            started,
+            RUN_FOR,
+        )
+        .await;
         // The splits, spread over the run; one refused because its region is still gaining
         // a replica (the coordinators' balancing moves regions after each split) is retried.
         for (n, (region, at)) in SPLITS.into_iter().enumerate() {

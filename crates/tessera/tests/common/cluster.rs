@@ -355,6 +355,25 @@ pub async fn worker(client: Arc<Client>, id: u64, started: Instant, run_for: Dur
     ops
 }
 
+/// `workers` [`worker`]s, each on its own client connected to `addresses` with `options`,
+/// numbered from 0.
+pub async fn spawn_workers(
+    addresses: &str,
+    options: tessera_client::ClientOptions,
+    workers: u64,
+    started: Instant,
+    run_for: Duration,
+) -> Vec<tokio::task::JoinHandle<Vec<Op>>> {
+    let mut tasks = Vec::new();
+    for id in 0..workers {
+        let client = Client::connect_with(addresses, options.clone())
+            .await
+            .expect("connecting");
+        tasks.push(tokio::spawn(worker(Arc::new(client), id, started, run_for)));
+    }
+    tasks
+}
+
 /// A dynamic space beside [`SPACE`]: documents `{"v": N}`, every region on two servers.
 pub const DOC_SPACE: &str =
     "space docs dynamic key k dimensions 2 create 8 partitions tolerate 1 failure";
