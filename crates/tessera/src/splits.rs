@@ -36,10 +36,11 @@ pub struct SplitOptions {
 /// The split driver's flags, shared by `tessera dev` and `tessera coordinator`.
 #[derive(clap::Args, Clone, Copy, Debug)]
 pub struct SplitArgs {
-    /// Seconds between two looks at the key regions of ordered spaces (`placement ordered`):
-    /// a region holding at least --split-min-objects and more than twice the mean of the
-    /// others is split at its middle key, and the cluster moves the new region by state
-    /// transfer. 0 turns automatic splits off (`tessera split-region` still works).
+    /// Seconds between two looks at the key regions of ordered spaces (`placement ordered`)
+    /// in a cluster: a region holding at least --split-min-objects and more than twice the
+    /// mean of the others is split at its middle key, and the cluster moves the new region by
+    /// state transfer. 0 turns automatic splits off (`tessera split-region` still works). A
+    /// standalone server (`tessera dev` without --servers) does not split by itself.
     #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(0..=86400))]
     pub split_period_s: u64,
     /// The fewest objects a key region holds before it is split automatically.
