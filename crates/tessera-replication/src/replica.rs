@@ -884,6 +884,20 @@ impl Replica {
                     }
                 }
             }
+            // Key regions split off since `before` that this server does not hold: storage
+            // moved into them the keys of a region it held then (and may have left since,
+            // in a configuration it skipped).
+            let key_regions = |rt: &SpaceRuntime| rt.config.replicas[SubspaceId::KEY.get()].len();
+            for r in key_regions(before)..key_regions(now) {
+                let region = RegionIndex(r as u32);
+                if !now.holds(self.me, (SubspaceId::KEY, region)) {
+                    self.outputs.writes.push(StoreWrite::ClearRegion {
+                        space: now.name().to_owned(),
+                        subspace: SubspaceId::KEY,
+                        region,
+                    });
+                }
+            }
         }
         // Writes to a dropped space fail; its chains stop here.
         let gone: Vec<(u64, Value)> = self
@@ -943,9 +957,9 @@ impl Replica {
     /// Storage moved their committed entries already (the shell alters storage before it
     /// installs); here their pending updates, last versions and tombstones follow. A chain
     /// message built before the split may name either region for keys now in the other, so
-    /// both regions count as held from this epoch: older messages for them are dropped, and
-    /// their senders send them again in this configuration (`resend_stalled`, or at once if
-    /// their next hop changed).
+    /// both regions count as held from the split's epoch: older messages for them are
+    /// dropped, and their senders send them again in a later configuration
+    /// (`resend_stalled`, or at once if their next hop changed).
     fn follow_key_splits(&mut self, id: u64, before: &SpaceRuntime, now: &SpaceRuntime) {
         let (old, new) = (
             &before.tessellations[SubspaceId::KEY.get()],
@@ -1004,9 +1018,23 @@ impl Replica {
                 *location = home(key, *location);
             }
         }
-        self.held_since.retain(|(space, (subspace, region)), _| {
-            *space != id || *subspace != SubspaceId::KEY || !changed(*region)
-        });
+        // Both regions of each split since `before` are held, for chain messages, from the
+        // split's epoch (a later start, by a transfer, stays); one built before it may name
+        // either region for keys now in the other.
+        let splits = &now.config.schema.key_splits;
+        let first_new = before.config.schema.key_splits.len().min(splits.len());
+        for (i, split) in splits.iter().enumerate().skip(first_new) {
+            // Split `i` made region `partitions + i`.
+            let new_region = RegionIndex(now.config.schema.partitions + i as u32);
+            for region in [RegionIndex(split.region), new_region] {
+                debug_assert!(changed(region));
+                let since = self
+                    .held_since
+                    .entry((id, (SubspaceId::KEY, region)))
+                    .or_insert(Epoch(split.epoch));
+                *since = (*since).max(Epoch(split.epoch));
+            }
+        }
     }
 
     /// Starts and forgets backfills as the configuration's builds and point leaders say: this
@@ -1818,9 +1846,16 @@ impl Replica {
             .tombstones
             .get(&(u.space, u.key().clone(), location))
             .is_some_and(|&v| v >= u.version);
+        // A region this step clears (a transfer's target starting over): what storage shows
+        // of it now is about to go, so it shows nothing applied.
+        let clearing = self.outputs.writes.iter().any(|w| {
+            matches!(w, StoreWrite::ClearRegion { space, subspace, region }
+                if space == rt.name() && (*subspace, *region) == location)
+        });
         let state = self.keys.get_mut(&key).expect("created above");
         let applied_here = match state.applied.get(&location) {
             Some(&applied) => applied >= u.version,
+            None if clearing => false,
             // The key left this region by a later update: this one is long committed here.
             None if removed_since => true,
             // In a subspace being built, an update ordered before the subspace was added can

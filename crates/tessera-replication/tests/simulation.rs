@@ -28,6 +28,8 @@
 //! - every replica converges: each subspace entry of each key is on exactly the live replicas
 //!   of the region its final object lies in (in the final configuration), with the final
 //!   version, and nowhere else;
+//! - every key-subspace entry of every running server is in the key region the final
+//!   configuration puts its key in (key regions split in ordered runs, see below);
 //! - every region is back to K replicas, all live, when K servers are live at the end;
 //! - a search equals brute-force filtering of the model for every key no write was in flight
 //!   for, never returns a key twice and never a value no write produced.
@@ -46,6 +48,17 @@
 //! the shape, marks it ready once every running server has that configuration, and the shell
 //! writes again, as the real ones do. The same checks apply, the model's objects read from the
 //! documents.
+//!
+//! A third of the typed runs use an ordered space instead (`placement ordered`, int keys a few
+//! to a key region), whose key regions the model coordinator splits now and then
+//! (`SpaceChange::SplitKeyRegion`, at a key of the run or next to one, while clients write and
+//! servers fail and regions move; skipped when the configuration refuses it). Each server's
+//! store follows the splits of the configuration it installs: before its replica steps with
+//! that configuration, the committed key-subspace entries of the keys that change region move
+//! to their new region in one go, as the shell has storage do (`Store::alter_space`). The same
+//! checks apply, and after the run every key-subspace entry is in the region the final
+//! configuration puts its key in. `TESSERA_SIM_ORDERED=0` or `=1` makes every typed run hashed
+//! or ordered.
 //!
 //! A failing run prints its seed; `TESSERA_SIM_SEED=<seed> cargo test -p tessera-replication
 //! --test simulation` replays exactly that run (`TESSERA_SIM_TRACE=1` prints it).
@@ -68,8 +81,8 @@ use tessera_replication::{
 };
 use tessera_types::{
     parse_space, CheckedFuncall, CheckedPredicate, DocValue, Document, Epoch, Funcall, FuncallOp,
-    NumOp, Object, Predicate, PredicateOp, ServerId, Shape, SpaceSchema, StoredObject, SubspaceId,
-    Value, Version, FORMULA_ATTRIBUTE,
+    KeySplit, NumOp, Object, Predicate, PredicateOp, ServerId, Shape, SpaceSchema, StoredObject,
+    SubspaceId, Value, Version, FORMULA_ATTRIBUTE,
 };
 
 /// Clients, each with at most one operation in flight.
@@ -79,6 +92,16 @@ const LEASE_TICKS: u64 = 60;
 
 const SPACE: &str =
     "space t key k attributes int a, int b, string c subspace a subspace b, c create 8 partitions tolerate 1 failure";
+/// The space of the ordered runs: [`SPACE`] with int keys kept in order on the key axis, whose
+/// 8 first key regions cut 0..=63 in slices of 8 (a key below 0 is in the first, one above 63
+/// in the last).
+const ORDERED_SPACE: &str =
+    "space t key int k attributes int a, int b, string c subspace a subspace b, c create 8 partitions tolerate 1 failure placement ordered from 0 to 63";
+/// The ordered runs' keys are distinct ints in 0..ORDERED_KEYS: a few to a key region, so a
+/// split may leave keys on both sides.
+const ORDERED_KEYS: i64 = 32;
+/// Most key-region splits in one run.
+const SPLITS_MAX: u64 = 6;
 /// The space of the dynamic runs: 3 axes onto which `a`, `b` and `c` hash.
 const DYNAMIC_SPACE: &str =
     "space t dynamic key k dimensions 3 create 8 partitions tolerate 1 failure";
@@ -325,15 +348,59 @@ struct ModelStore {
     entries: BTreeMap<(u16, u32, Vec<u64>, Value), StoredObject>,
 }
 
-/// The space's geometry (replica sets change with the configuration; this does not). Its
-/// schema has the subspace a run may add already (id 3, see [`ADDED`]), so that every
-/// subspace the space ever has has its tessellation here.
+impl ModelStore {
+    /// What storage does when key regions were split between the geometries `from` and `to`
+    /// (`Store::alter_space`, before the replica installs the configuration): in each key
+    /// region whose range changed, the entries whose key `to` puts in another region move
+    /// there, all at once. Returns how many moved.
+    fn follow_key_splits(&mut self, from: &Geometry, to: &Geometry) -> u64 {
+        let (before, after) = (&from.tessellations[0], &to.tessellations[0]);
+        let changed: BTreeSet<u32> = (0..before.regions_count())
+            .filter(|&r| {
+                before.region_bounds(RegionIndex(r)) != after.region_bounds(RegionIndex(r))
+            })
+            .collect();
+        let moving: Vec<(u16, u32, Vec<u64>, Value)> = self
+            .entries
+            .keys()
+            .filter(|(s, r, _, k)| *s == 0 && changed.contains(r) && to.key_region(k).0 != *r)
+            .cloned()
+            .collect();
+        for entry in &moving {
+            let object = self.entries.remove(entry).expect("listed above");
+            let (subspace, _, point, key) = entry.clone();
+            let region = to.key_region(&key).0;
+            let twice = self.entries.insert((subspace, region, point, key), object);
+            assert!(
+                twice.is_none(),
+                "a key moved by a split was in its new region already: {entry:?}"
+            );
+        }
+        moving.len() as u64
+    }
+}
+
+/// The space's geometry in a configuration: the tessellations, which change only where key
+/// regions split (replica sets change with every configuration; they are not here). Its schema
+/// has the subspace a run may add already (id 3, see [`ADDED`]), so that every subspace the
+/// space ever has has its tessellation here, and the configuration's key splits.
 struct Geometry {
     schema: SpaceSchema,
     tessellations: Vec<Tessellation>,
 }
 
 impl Geometry {
+    /// The geometry of the configurations whose space has `key_splits`; `full` is the space's
+    /// schema with every subspace it may have.
+    fn new(full: &SpaceSchema, key_splits: &[KeySplit]) -> Geometry {
+        let mut schema = full.clone();
+        schema.key_splits = key_splits.to_vec();
+        Geometry {
+            tessellations: tessera_geometry::tessellations(&schema),
+            schema,
+        }
+    }
+
     /// `None` where the object is not placed (a document outside its formula's subspaces).
     fn entry(&self, subspace: SubspaceId, o: &Object) -> Option<(u16, u32, Vec<u64>, Value)> {
         let p = point(&self.schema, subspace, o)?;
@@ -589,6 +656,8 @@ struct Node {
     store: ModelStore,
     /// The last configuration it installed (kept across a crash: it is on its disk).
     config: Arc<Configuration>,
+    /// That configuration's geometry, which places `store`'s entries.
+    geometry: Arc<Geometry>,
     /// Inputs that arrived while it was paused, to run when it wakes up.
     paused: Option<Vec<Input>>,
     /// Its lease with the coordinator lapsed (it was paused past it): it refuses client writes
@@ -633,7 +702,10 @@ impl Ord for EnvelopeBox {
 struct Sim {
     rng: StdRng,
     now: u64,
-    geometry: Geometry,
+    /// The space's geometry in each configuration, by the number of key splits it has (the
+    /// coordinator only adds splits, so their number names them): the first configuration's
+    /// first, the current one's last.
+    geometries: Vec<Arc<Geometry>>,
     nodes: BTreeMap<ServerId, Node>,
     /// (deliver at, tie-breaker, to, envelope).
     network: BinaryHeap<Reverse<(u64, u64, ServerId, EnvelopeBox)>>,
@@ -684,6 +756,10 @@ struct Sim {
     /// Whether sources send one transfer chunk per tick (`Replica::set_transfer_rate`), so
     /// transfers last many ticks and interleave with the chain traffic; half the seeds.
     paced: bool,
+    /// Whether the space is ordered and its key regions split (a third of the typed seeds).
+    ordered: bool,
+    /// Key regions split, and key-subspace entries the servers' stores moved for them.
+    splits: [u64; 2],
 }
 
 /// A replica as the server starts one; `paced`, it sends at most one transfer chunk a tick
@@ -713,6 +789,16 @@ fn transfers_wanted(rng: &mut StdRng) -> bool {
     }
 }
 
+/// `TESSERA_SIM_ORDERED=0` or `=1` makes every typed seed hashed or ordered; by default a
+/// third are ordered, by their number (so the rest run as they did before ordered runs).
+fn ordered_wanted(seed: u64) -> bool {
+    match std::env::var("TESSERA_SIM_ORDERED").as_deref() {
+        Ok("0") => false,
+        Ok(_) => true,
+        Err(_) => seed % 3 == 1,
+    }
+}
+
 impl Sim {
     fn new(seed: u64) -> Sim {
         let mut rng = StdRng::seed_from_u64(seed);
@@ -723,7 +809,13 @@ impl Sim {
         let paced = rng.random_bool(0.5);
         let dynamic = rng.random_bool(1.0 / 3.0);
         let alters = !dynamic && rng.random_bool(0.5);
-        let schema = parse_space(if dynamic { DYNAMIC_SPACE } else { SPACE }).expect("valid space");
+        let ordered = !dynamic && ordered_wanted(seed);
+        let space = match (dynamic, ordered) {
+            (true, _) => DYNAMIC_SPACE,
+            (false, true) => ORDERED_SPACE,
+            (false, false) => SPACE,
+        };
+        let schema = parse_space(space).expect("valid space");
         let config = Arc::new(first_configuration(servers, spare, k, &schema));
         let mut full = config.spaces[0].schema.clone();
         if !dynamic {
@@ -732,10 +824,7 @@ impl Sim {
             full.subspaces
                 .push(tessera_types::Subspace::serving(dimensions));
         }
-        let geometry = Geometry {
-            tessellations: tessera_geometry::tessellations(&full),
-            schema: full,
-        };
+        let geometry = Arc::new(Geometry::new(&full, &[]));
         let nodes = config
             .servers
             .iter()
@@ -751,6 +840,7 @@ impl Sim {
                     )),
                     store: ModelStore::default(),
                     config: config.clone(),
+                    geometry: geometry.clone(),
                     paused: None,
                     lease_lapsed_until_epoch: None,
                     partitioned_until: 0,
@@ -762,7 +852,7 @@ impl Sim {
         Sim {
             rng,
             now: 0,
-            geometry,
+            geometries: vec![geometry],
             nodes,
             network: BinaryHeap::new(),
             sent: 0,
@@ -788,6 +878,8 @@ impl Sim {
             shapes: [0; 2],
             transfers_on,
             paced,
+            ordered,
+            splits: [0; 2],
             trace: 0,
             tracing: std::env::var_os("TESSERA_SIM_TRACE").is_some(),
         }
@@ -797,8 +889,22 @@ impl Sim {
         self.configs.last().expect("at least one")
     }
 
+    /// The space's geometry in the coordinator's current configuration.
+    fn geometry(&self) -> &Arc<Geometry> {
+        self.geometries.last().expect("at least one")
+    }
+
+    /// The space's geometry in `config`.
+    fn geometry_of(&self, config: &Configuration) -> &Arc<Geometry> {
+        let splits = &config.spaces[0].schema.key_splits;
+        let geometry = &self.geometries[splits.len()];
+        debug_assert_eq!(&geometry.schema.key_splits, splits);
+        geometry
+    }
+
     fn leader(&self, config: &Configuration, key: &Value) -> ServerId {
-        config.spaces[0].replicas_of(SubspaceId::KEY, self.geometry.key_region(key))[0]
+        let region = self.geometry_of(config).key_region(key);
+        config.spaces[0].replicas_of(SubspaceId::KEY, region)[0]
     }
 
     /// Runs one input on `server` and carries out its outputs: writes, then messages, then
@@ -821,9 +927,6 @@ impl Sim {
             }
         }
         if let Input::Configuration(c) = &input {
-            if c.epoch > node.config.epoch {
-                node.config = c.clone();
-            }
             if node.lease_lapsed_until_epoch.is_some_and(|e| c.epoch >= e) {
                 node.lease_lapsed_until_epoch = None;
             }
@@ -836,9 +939,10 @@ impl Sim {
             return;
         }
         let installs = matches!(input, Input::Configuration(_));
-        if installs {
-            // The shell installs a configuration between two group commits.
+        if let Input::Configuration(c) = &input {
+            // The shell installs a configuration between two group commits, storage first.
             self.flush(server);
+            self.install_storage(server, c);
         }
         let node = self.nodes.get_mut(&server).expect("known server");
         let replica = node.replica.as_mut().expect("checked above");
@@ -846,7 +950,7 @@ impl Sim {
             input,
             &Reader {
                 store: &node.store,
-                geometry: &self.geometry,
+                geometry: &node.geometry,
             },
         );
         if installs {
@@ -858,6 +962,30 @@ impl Sim {
             return; // outputs wait for a later step's round
         }
         self.flush(server);
+    }
+
+    /// What the shell does before its replica steps with `config`, when that is newer than the
+    /// configuration it has: storage follows the space's alterations (`Store::alter_space`),
+    /// here its key splits, whose entries move to their new regions. (Dropped subspaces go
+    /// after the step: [`Sim::drop_dropped_subspaces`].)
+    fn install_storage(&mut self, server: ServerId, config: &Arc<Configuration>) {
+        let geometry = self.geometry_of(config).clone();
+        let node = self.nodes.get_mut(&server).expect("known server");
+        if config.epoch <= node.config.epoch {
+            return; // the replica ignores it
+        }
+        node.config = config.clone();
+        if !Arc::ptr_eq(&node.geometry, &geometry) {
+            let moved = node.store.follow_key_splits(&node.geometry, &geometry);
+            if self.tracing {
+                eprintln!(
+                    "t={} {server:?} moves {moved} entries to the key regions of configuration {}",
+                    self.now, config.epoch
+                );
+            }
+            self.splits[1] += moved;
+            node.geometry = geometry;
+        }
     }
 
     /// What the shell does once a configuration is installed: the storage of subspaces it
@@ -904,7 +1032,7 @@ impl Sim {
                     "every hop stores the same object for one version"
                 );
             }
-            apply(&mut node.store, &self.geometry, w);
+            apply(&mut node.store, &node.geometry, w);
             if let StoreWrite::Entry {
                 subspace,
                 insert: Some(n),
@@ -913,7 +1041,7 @@ impl Sim {
             {
                 // At no moment is a key twice in one region of a server: a write that moves
                 // it within the region removes the old entry in the same batch.
-                let (_, region, _, key) = self
+                let (_, region, _, key) = node
                     .geometry
                     .entry(*subspace, &n.object)
                     .expect("a hop stores an object only where it is placed");
@@ -1035,7 +1163,7 @@ impl Sim {
             }
             let found = Reader {
                 store: &node.store,
-                geometry: &self.geometry,
+                geometry: &node.geometry,
             }
             .get("t", &key)
             .expect("model");
@@ -1050,7 +1178,7 @@ impl Sim {
             return true;
         }
         let op = self.random_op();
-        let write = key_write(&self.geometry.schema, &key, &op);
+        let write = key_write(&self.geometry().schema, &key, &op);
         let client = ClientId(self.history.len() as u64);
         self.history.push(Event {
             key,
@@ -1097,26 +1225,27 @@ impl Sim {
         // A dynamic space's documents are in their formula's subspace only (the unispace or
         // the overlay): the search reads both, as a plan does, and a copy left behind by a
         // document that changed formula would show as a stale version.
-        let subspaces: Vec<SubspaceId> = if self.geometry.schema.is_dynamic() {
+        let geometry = self.geometry().clone();
+        let subspaces: Vec<SubspaceId> = if geometry.schema.is_dynamic() {
             searchable[1..].to_vec()
         } else {
             vec![subspace]
         };
         let target = Value::Int(self.rng.random_range(-3..4) * 1_000_000_000_000_000_000);
-        let attr = if subspace.0 == 2 && !self.geometry.schema.is_dynamic() {
+        let attr = if subspace.0 == 2 && !geometry.schema.is_dynamic() {
             "b"
         } else {
             "a"
         };
         let predicate = CheckedPredicate::check(
-            &self.geometry.schema,
+            &geometry.schema,
             &Predicate::new(attr, PredicateOp::GreaterEqual(target)),
         )
         .expect("valid");
         let config = self.config().clone();
         let mut merged: BTreeMap<Value, StoredObject> = BTreeMap::new();
         for (subspace, r) in subspaces.iter().flat_map(|&s| {
-            (0..self.geometry.tessellations[s.get()].regions_count()).map(move |r| (s, r))
+            (0..geometry.tessellations[s.get()].regions_count()).map(move |r| (s, r))
         }) {
             let set: Vec<ServerId> = config.spaces[0]
                 .complete_replicas(subspace, RegionIndex(r))
@@ -1363,13 +1492,16 @@ impl Sim {
             // (a restarted server lost its in-flight state), so it starts holding nothing.
             self.faults[3] += 1;
             let config = self.config().clone();
+            // Its storage follows the configuration it starts on before its replica does.
+            let previous = self.nodes[&server].config.clone();
+            self.install_storage(server, &config);
             let node = self.nodes.get_mut(&server).expect("known");
             node.incarnation += 1 + self.rng.random_range(0..1000);
             node.replica = Some(start_replica(
                 server,
                 node.incarnation,
                 config.clone(),
-                Some(&node.config),
+                Some(&previous),
                 self.paced,
             ));
             node.config = config;
@@ -1441,6 +1573,77 @@ impl Sim {
             eprintln!("t={} add subspace 3", self.now);
         }
         self.alterations[0] += 1;
+        self.publish(next);
+    }
+
+    /// `tessera split-region t R AT` of the ordered space: at a key of the run or just above
+    /// one (that key moves, or stays below the split), or anywhere about them, in the key
+    /// region holding that point. Skipped when the configuration refuses it: the region is
+    /// gaining a replica by state transfer, a subspace is being built, or the point is the
+    /// region's first key. At most [`SPLITS_MAX`] a run.
+    fn maybe_split(&mut self, keys: &[Value]) {
+        if self.splits[0] >= SPLITS_MAX {
+            return;
+        }
+        let at = if self.rng.random_bool(0.7) {
+            let Value::Int(k) = keys[self.rng.random_range(0..keys.len())] else {
+                unreachable!("an ordered run's keys are ints")
+            };
+            k + self.rng.random_range(0..2)
+        } else {
+            self.rng.random_range(-8..ORDERED_KEYS + 8)
+        };
+        let at = Value::Int(at);
+        let before = self.geometry().clone();
+        let region = before.key_region(&at);
+        let config = self.config().clone();
+        let change = SpaceChange::SplitKeyRegion {
+            region: region.0,
+            at: at.clone(),
+        };
+        if let Err(e) = config.spaces[0].check_change(&change) {
+            if self.tracing {
+                eprintln!(
+                    "t={} split of key region {} at {at} refused: {e}",
+                    self.now, region.0
+                );
+            }
+            return;
+        }
+        let next = next_configuration(&config, |c| {
+            let epoch = c.epoch.0;
+            c.spaces[0]
+                .alter(epoch, &change, |_| unreachable!("a split assigns nothing"))
+                .expect("checked above");
+        });
+        next.check().expect("a valid configuration");
+        let after = Geometry::new(
+            &self.geometries[0].schema,
+            &next.spaces[0].schema.key_splits,
+        );
+        // The new region is numbered after every other and has the split one's keys from `at`
+        // up; no other key moves.
+        let new = RegionIndex(before.tessellations[0].regions_count());
+        assert_eq!(
+            after.tessellations[0].regions_count() as usize,
+            next.spaces[0].replicas[SubspaceId::KEY.get()].len()
+        );
+        for key in keys.iter().chain([&at]) {
+            let (was, is) = (before.key_region(key), after.key_region(key));
+            if was == region && *key >= at {
+                assert_eq!(is, new, "{key} moves to the new region");
+            } else {
+                assert_eq!(is, was, "{key} stays");
+            }
+        }
+        if self.tracing {
+            eprintln!(
+                "t={} split key region {} at {at}: new region {}",
+                self.now, region.0, new.0
+            );
+        }
+        self.splits[0] += 1;
+        self.geometries.push(Arc::new(after));
         self.publish(next);
     }
 
@@ -1754,11 +1957,19 @@ const QUIESCE_LIMIT: u64 = 1_000_000;
 /// client, so a write that is never answered shows here).
 const ACTIVE_LIMIT: u64 = 200_000;
 
-fn run(seed: u64) -> (u64, [u64; 11]) {
+fn run(seed: u64) -> (u64, [u64; 13]) {
     let mut sim = Sim::new(seed);
-    let keys: Vec<Value> = (0..sim.rng.random_range(2..6))
+    let mut keys: Vec<Value> = (0..sim.rng.random_range(2..6))
         .map(|i| Value::from(format!("key{i}")))
         .collect();
+    if sim.ordered {
+        // As many distinct ints, a few to a key region.
+        let mut ints = BTreeSet::new();
+        while ints.len() < keys.len() {
+            ints.insert(sim.rng.random_range(0..ORDERED_KEYS));
+        }
+        keys = ints.into_iter().map(Value::Int).collect();
+    }
     let ops = keys.len() * 25;
     let mut issued = 0;
     let servers: Vec<ServerId> = sim.nodes.keys().copied().collect();
@@ -1795,6 +2006,8 @@ fn run(seed: u64) -> (u64, [u64; 11]) {
             sim.maybe_fault();
         } else if !quiet && choice < 29 && sim.transfers_on {
             sim.maybe_move();
+        } else if !quiet && choice < 30 && sim.ordered && sim.rng.random_bool(0.5) {
+            sim.maybe_split(&keys);
         } else if !quiet && choice < 30 && sim.alters && sim.rng.random_bool(0.1) {
             if sim.rng.random_bool(0.7) {
                 sim.add_subspace();
@@ -1883,7 +2096,7 @@ fn run(seed: u64) -> (u64, [u64; 11]) {
         );
         let found = Reader {
             store: &node.store,
-            geometry: &sim.geometry,
+            geometry: &node.geometry,
         }
         .get("t", key)
         .expect("model");
@@ -1921,6 +2134,22 @@ fn run(seed: u64) -> (u64, [u64; 11]) {
     }
     let settled = settled_keys(&sim, &keys, true);
     sim.search(&settled);
+    // Every key-subspace entry of every running server is in the key region the final
+    // configuration puts its key in (key splits moved them all, wherever they were).
+    let geometry = sim.geometry_of(&config).clone();
+    for (server, node) in sim.nodes.iter().filter(|(_, n)| n.replica.is_some()) {
+        assert_eq!(
+            node.config.epoch, config.epoch,
+            "seed {seed}: {server:?} ends on an older configuration"
+        );
+        for (subspace, region, _, key) in node.store.entries.keys() {
+            assert!(
+                *subspace != 0 || geometry.key_region(key).0 == *region,
+                "seed {seed}: {key} is in key region {region} of {server:?}, not in {}",
+                geometry.key_region(key).0
+            );
+        }
+    }
     // Healed: with K servers running, every region has K replicas again, all running.
     let running: BTreeSet<ServerId> = sim
         .nodes
@@ -1982,11 +2211,12 @@ fn run(seed: u64) -> (u64, [u64; 11]) {
     let [started, completed] = sim.transfers;
     let [added, built, dropped] = sim.alterations;
     let [shapes, held] = sim.shapes;
+    let [splits, moved] = sim.splits;
     (
         sim.trace,
         [
             crashes, pauses, partitions, restarts, started, completed, added, built, dropped,
-            shapes, held,
+            shapes, held, splits, moved,
         ],
     )
 }
@@ -1996,7 +2226,8 @@ fn run(seed: u64) -> (u64, [u64; 11]) {
 fn check_converged(sim: &Sim, key: &Value, final_object: Option<StoredObject>) {
     let config = sim.config();
     let space = &config.spaces[0];
-    for subspace in sim.geometry.schema.subspace_ids() {
+    let geometry = sim.geometry();
+    for subspace in geometry.schema.subspace_ids() {
         // A subspace never added, or dropped, is on no server.
         let written = space
             .schema
@@ -2006,7 +2237,7 @@ fn check_converged(sim: &Sim, key: &Value, final_object: Option<StoredObject>) {
         let expected: BTreeSet<ServerId> = final_object
             .as_ref()
             .filter(|_| written)
-            .and_then(|f| sim.geometry.entry(subspace, &f.object))
+            .and_then(|f| geometry.entry(subspace, &f.object))
             .map(|(_, r, _, _)| {
                 config.spaces[0]
                     .replicas_of(subspace, RegionIndex(r))
@@ -2063,7 +2294,7 @@ fn settled_keys(sim: &Sim, keys: &[Value], quiet: bool) -> BTreeMap<Value, Optio
             }
             let found = Reader {
                 store: &node.store,
-                geometry: &sim.geometry,
+                geometry: &node.geometry,
             }
             .get("t", k)
             .expect("model");
@@ -2085,7 +2316,7 @@ fn seeds() -> Vec<u64> {
 
 #[test]
 fn chains_under_a_hostile_network_and_failures() {
-    let (mut seeds_run, mut faults) = (0, [0u64; 11]);
+    let (mut seeds_run, mut faults) = (0, [0u64; 13]);
     for seed in seeds() {
         let started = std::time::Instant::now();
         let outcome = std::panic::catch_unwind(|| run(seed));
@@ -2101,9 +2332,9 @@ fn chains_under_a_hostile_network_and_failures() {
             eprintln!("seed {seed} took {:?}", started.elapsed());
         }
     }
-    let [crashes, pauses, partitions, restarts, started, completed, added, built, dropped, shapes, held] =
+    let [crashes, pauses, partitions, restarts, started, completed, added, built, dropped, shapes, held, splits, moved] =
         faults;
-    eprintln!("{seeds_run} seeds passed: {crashes} crashes, {pauses} pauses past a lease, {partitions} partitions, {restarts} restarts; {started} transfers started, {completed} completed; {added} subspaces added, {built} built, {dropped} dropped; {shapes} shapes of document registered, {held} writes held for theirs");
+    eprintln!("{seeds_run} seeds passed: {crashes} crashes, {pauses} pauses past a lease, {partitions} partitions, {restarts} restarts; {started} transfers started, {completed} completed; {added} subspaces added, {built} built, {dropped} dropped; {shapes} shapes of document registered, {held} writes held for theirs; {splits} key regions split, {moved} entries moved by splits");
     if seeds_run >= 100 {
         assert!(
             crashes > 0 && pauses > 0 && partitions > 0 && restarts > 0,
@@ -2120,6 +2351,12 @@ fn chains_under_a_hostile_network_and_failures() {
             shapes > 0 && held > shapes,
             "dynamic runs registered shapes and held writes for them"
         );
+        if std::env::var("TESSERA_SIM_ORDERED").as_deref() != Ok("0") {
+            assert!(
+                splits > 0 && moved > 0,
+                "ordered runs split key regions, moving keys"
+            );
+        }
     }
 }
 
