@@ -13,8 +13,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 
 use tessera_protocol::{Configuration, ErrorReply, ServerInfo, ServerState, Status};
-use tessera_storage::Store;
-use tessera_types::{Epoch, ServerId};
+use tessera_storage::{StorageError, Store};
+use tessera_types::{Epoch, ServerId, SpaceSchema};
 
 use crate::errors::ServerError;
 use crate::lease::Lease;
@@ -203,7 +203,10 @@ pub fn reconcile(
             (Some(n), None) => n.schema == stored,
             (None, _) => false,
         };
-        if !same {
+        if same && !follow_schema(store, &stored, &now.expect("same space").schema)? {
+            tracing::info!(space = %stored.name, "dropping storage the configuration's schema cannot be made from");
+            store.drop_space(&stored.name)?;
+        } else if !same {
             tracing::info!(space = %stored.name, "dropping storage of a space the configuration no longer has");
             store.drop_space(&stored.name)?;
         }
@@ -215,6 +218,29 @@ pub fn reconcile(
         }
     }
     save_config(dir, config)
+}
+
+/// Brings a space's storage, recorded with the schema `stored`, to the configuration's
+/// `schema`: a stop between altering storage and persisting the configuration that altered it
+/// leaves them apart (subspaces added or dropped, key regions split, while the server was
+/// down or just before it stopped). True when storage now follows `schema`; false when it
+/// cannot (the caller drops it).
+fn follow_schema(
+    store: &Store,
+    stored: &SpaceSchema,
+    schema: &SpaceSchema,
+) -> Result<bool, ServerError> {
+    if stored == schema {
+        return Ok(true);
+    }
+    match store.alter_space(schema) {
+        Ok(()) => {
+            tracing::info!(space = %schema.name, "storage brought to the configuration's schema");
+            Ok(true)
+        }
+        Err(StorageError::Invalid(_)) => Ok(false),
+        Err(e) => Err(e.into()),
+    }
 }
 
 /// A standalone server's start: loads the persisted configuration (or makes the first one),
@@ -232,11 +258,12 @@ pub fn recover(
         spaces: vec![],
     });
     for stored in store.spaces() {
-        if config
-            .space(&stored.name)
-            .is_none_or(|s| s.schema != stored)
-        {
-            tracing::warn!(space = %stored.name, "dropping a space the configuration does not list (an unacknowledged add-space)");
+        let kept = match config.space(&stored.name) {
+            Some(space) => follow_schema(store, &stored, &space.schema)?,
+            None => false,
+        };
+        if !kept {
+            tracing::warn!(space = %stored.name, "dropping a space the configuration does not list (an unacknowledged add-space), or whose storage cannot follow its schema");
             store.drop_space(&stored.name)?;
         }
     }
@@ -258,4 +285,77 @@ pub fn recover(
     config.epoch = Epoch(config.epoch.0 + 1);
     save_config(dir, &config)?;
     Ok(config)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tessera_protocol::SpaceConfig;
+    use tessera_storage::{ObjectWrite, StoreOptions};
+    use tessera_types::{parse_space, KeySplit, Object, StoredObject, Value, Version};
+
+    /// A standalone server stopped after storage took a split and before the configuration
+    /// that split was persisted: at its start storage follows the persisted configuration
+    /// back (keys moved back, nothing dropped), and a cluster server's storage follows a
+    /// configuration that split while it was down.
+    #[test]
+    fn storage_follows_the_configuration_at_a_start() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("data"), StoreOptions::default()).unwrap();
+        let ordered = parse_space(
+            "space u key int id attributes int v create 2 partitions placement ordered",
+        )
+        .unwrap();
+        let mut split = ordered.clone();
+        split.key_splits.push(KeySplit {
+            region: 1,
+            at: Value::Int(50),
+            epoch: 2,
+        });
+        store.create_space(&ordered).unwrap();
+        let puts: Vec<ObjectWrite> = (0..100)
+            .map(|k| ObjectWrite::Put {
+                space: "u".into(),
+                old: None,
+                new: StoredObject {
+                    version: Version(1),
+                    object: Object {
+                        values: vec![Value::Int(k), Value::Int(k * 10)],
+                    },
+                },
+            })
+            .collect();
+        store.commit(&puts).unwrap();
+        let all_there = |store: &Store| {
+            (0..100).all(|k| {
+                store
+                    .get("u", &Value::Int(k))
+                    .unwrap()
+                    .map(|s| s.object.values[1].clone())
+                    == Some(Value::Int(k * 10))
+            })
+        };
+        let config = |schema: &SpaceSchema| Configuration {
+            model: None,
+            epoch: Epoch(1),
+            servers: vec![],
+            spaces: vec![SpaceConfig::owned_by(
+                1,
+                schema.clone(),
+                &[SINGLE_SERVER_ID],
+            )],
+        };
+        // Standalone: storage split, the persisted configuration did not.
+        store.alter_space(&split).unwrap();
+        save_config(dir.path(), &config(&ordered)).unwrap();
+        recover(dir.path(), &store, "127.0.0.1:1".parse().unwrap()).unwrap();
+        assert_eq!(store.spaces(), vec![ordered.clone()]);
+        assert!(all_there(&store));
+        // Cluster: the coordinators' configuration split while the server was down.
+        let mut now = config(&split);
+        now.spaces[0].replicas[0].push(vec![SINGLE_SERVER_ID]);
+        reconcile(dir.path(), &store, Some(&config(&ordered)), &now).unwrap();
+        assert_eq!(store.spaces(), vec![split]);
+        assert!(all_there(&store));
+    }
 }

@@ -378,7 +378,8 @@ impl Store {
     /// (a new id) gets an empty keyspace, one it drops loses its keyspace and all its entries;
     /// the others are kept as they are. A split of an ordered space's key region
     /// (`SpaceSchema::key_splits`) moves the key subspace's entries of the keys that leave the
-    /// region to the new one, in the batch that records the schema. Durable before it returns.
+    /// region to the new one, in the batch that records the schema; splits taken back (the
+    /// last ones) move them back. Durable before it returns.
     /// Subspace ids are stable: the subspaces the space has keep their dimensions, and
     /// `schema` lists them all.
     pub fn alter_space(&self, schema: &SpaceSchema) -> Result<(), StorageError> {
@@ -398,7 +399,10 @@ impl Store {
             && old.schema.attributes == schema.attributes
             && old.schema.partitions == schema.partitions
             && old.schema.placement == schema.placement
-            && schema.key_splits.starts_with(&old.schema.key_splits);
+            // Splits added, or (a restart bringing storage back to the configuration it
+            // persisted before a split it did not finish installing) taken back.
+            && (schema.key_splits.starts_with(&old.schema.key_splits)
+                || old.schema.key_splits.starts_with(&schema.key_splits));
         let tessellations = tessera_geometry::tessellations(schema);
         // Every split applies (the geometry leaves out one that does not).
         let splits_apply = !schema.keys_ordered()
@@ -450,9 +454,9 @@ impl Store {
     }
 
     /// Adds to `batch` the moves of the key subspace's entries whose key region differs
-    /// under `keys` (the key subspace's tessellation after a split) from `old`'s: each
-    /// region whose range changed is read whole, and an entry that now belongs to another
-    /// region is removed and written under that region's prefix.
+    /// under `keys` (the key subspace's tessellation after splits added or taken back) from
+    /// `old`'s: each region whose range changed or that is gone is read whole, and an entry
+    /// that now belongs to another region is removed and written under that region's prefix.
     fn move_split_keys(
         &self,
         old: &Space,
@@ -464,7 +468,9 @@ impl Store {
         let snapshot = self.db.snapshot();
         for r in 0..before.regions_count() {
             let region = RegionIndex(r);
-            if before.region_bounds(region) == keys.region_bounds(region) {
+            if r < keys.regions_count()
+                && before.region_bounds(region) == keys.region_bounds(region)
+            {
                 continue;
             }
             let prefix = codec::region_prefix(region);
