@@ -1,4 +1,4 @@
-//! `tessera bench`: the YCSB core workloads A–F against Tessera or Redis, and three benchmarks
+//! `tessera bench`: the YCSB core workloads A–F against Tessera, Redis or PostgreSQL, and three benchmarks
 //! of Tessera's own: `s` (a search fixing a whole subspace, against a get), `subspaces` (write
 //! latency against the number of subspaces, i.e. chain length: [`subspaces`]) and
 //! `search-fixed` (searches fixing 0–3 attributes of a subspace: [`search_fixed`]); and
@@ -57,6 +57,7 @@ pub use workload::Workload;
 
 use driver::{run_phase, PhaseKind, PhasePlan};
 use target::memory::MemoryTarget;
+use target::postgres::PostgresTarget;
 use target::redis::RedisTarget;
 use target::tessera::TesseraTarget;
 use target::{Target, TargetError};
@@ -84,15 +85,18 @@ pub enum ProgressMode {
 /// `tessera bench` options (YCSB's property names in parentheses).
 #[derive(Clone, Debug, clap::Args)]
 pub struct BenchArgs {
-    /// What to benchmark: `tessera://HOST:PORT`, `redis://HOST:PORT`, or `memory://` (an
-    /// in-process map: measures the driver's own overhead).
+    /// What to benchmark: `tessera://HOST:PORT`, `redis://HOST:PORT`,
+    /// `postgres://USER@HOST:PORT/DB` (table `ycsb`, a B-tree index on `prefix, suffix`; YCSB
+    /// a-f, s, documents and dblp), or `memory://` (an in-process map: measures the driver's
+    /// own overhead). Before a run of e or s is timed, a sample of its queries is checked
+    /// against what the load wrote.
     #[arg(long, default_value = "tessera://127.0.0.1:1982")]
     pub target: String,
 
     /// YCSB core workload: a (50/50 read/update), b (95/5 read/update), c (read only),
     /// d (95/5 read/insert, latest), e (95/5 scan/insert), f (50/50 read/read-modify-write);
     /// s (not YCSB: 100% searches fixing both dimensions of the `prefix, suffix` subspace, zipfian
-    /// as c, to compare with c's gets; Tessera and memory targets only).
+    /// as c, to compare with c's gets; Tessera, PostgreSQL and memory targets).
     /// Not YCSB, Tessera only, each in a space of its own: subspaces (load --records objects of
     /// ten int attributes into space `subspacesS`, which has --subspaces one-attribute
     /// subspaces, then --operations puts rewriting all ten, each moving the object in every
@@ -224,7 +228,8 @@ pub enum BenchError {
     /// The target kind exists but cannot be driven by this build.
     #[error("target not supported: {0}")]
     TargetUnsupported(String),
-    /// A document benchmark's system returned counts that differ from the model's.
+    /// A system returned counts that differ from what was loaded (a document benchmark's
+    /// model, or the records a YCSB load wrote).
     #[error("{0}")]
     Disagreement(String),
 }
@@ -297,9 +302,9 @@ pub async fn run(args: BenchArgs) -> Result<Report, BenchError> {
     if args.workload == Workload::Twitter {
         return run_twitter(target, args, duration).await;
     }
-    if let TargetKind::Postgres(_) = target {
+    if matches!(target, TargetKind::Postgres(_)) && !args.workload.is_ycsb() {
         return Err(BenchError::TargetUnsupported(format!(
-            "workload {} does not run against PostgreSQL: only documents and dblp do",
+            "workload {} does not run against PostgreSQL: YCSB a-f, s, documents and dblp do",
             args.workload
         )));
     }
@@ -307,10 +312,15 @@ pub async fn run(args: BenchArgs) -> Result<Report, BenchError> {
         return run_sweep(target, args, duration).await;
     }
     let (load, run) = match target {
-        TargetKind::Postgres(_) => {
-            return Err(BenchError::TargetUnsupported(
-                "PostgreSQL runs the documents and dblp workloads only".into(),
-            ))
+        TargetKind::Postgres(url) => {
+            // One connection per task, as for Redis: PostgreSQL runs one connection's
+            // statements one at a time. Connected one after another (the first creates the
+            // table).
+            let mut targets = Vec::with_capacity(args.threads);
+            for _ in 0..args.threads {
+                targets.push(PostgresTarget::connect(&url).await.map_err(connect_error)?);
+            }
+            drive(targets, &args, duration).await?
         }
         TargetKind::Memory => {
             let shared = MemoryTarget::new();
@@ -713,10 +723,58 @@ async fn drive<T: Target>(
     }
     let mut run = None;
     if matches!(args.phase, Phase::Run | Phase::Both) {
+        // Only right after this invocation's load is what the target holds known exactly.
+        if let (Phase::Both, Some(first)) = (args.phase, targets.first_mut()) {
+            check_agreement(first, args).await?;
+        }
         let (_, report) = run_phase(targets, plan(PhaseKind::Run, duration)).await;
         run = Some(report);
     }
     Ok((load, run))
+}
+
+/// Queries checked before a run is timed ([`check_agreement`]).
+const AGREEMENT_SAMPLES: u64 = 32;
+
+/// Before a run of workload E or S is timed, a sample of its queries against what the load
+/// just wrote (records `0..records`): each scan must find exactly the loaded records in its
+/// bounds (`workload::scan_bounds`), each search its one record. So every target's timed
+/// queries are known to return the same results, whatever system answers them.
+async fn check_agreement<T: Target>(target: &mut T, args: &BenchArgs) -> Result<(), BenchError> {
+    use rand::{Rng, SeedableRng};
+    if !matches!(args.workload, Workload::E | Workload::S) {
+        return Ok(());
+    }
+    let mut rng = rand::rngs::StdRng::seed_from_u64(args.seed ^ 0xA9EE_0000_0000_0001);
+    let failed = |source| BenchError::Prepare {
+        target: args.target.clone(),
+        source,
+    };
+    for _ in 0..AGREEMENT_SAMPLES {
+        let n = rng.random_range(0..args.records);
+        let (query, found, expected) = if args.workload == Workload::S {
+            let found = target.search(n).await.map_err(failed)?;
+            (format!("search of record {n}"), found, 1)
+        } else {
+            let len = rng.random_range(1..=workload::MAX_SCAN_LENGTH);
+            let (prefix, _, hi) = workload::scan_bounds(n, len);
+            let last =
+                (prefix as u64 * workload::SCAN_GROUP_SIZE + hi as u64).min(args.records - 1);
+            let found = target.scan(n, len).await.map_err(failed)?;
+            (
+                format!("scan of {len} from record {n}"),
+                found,
+                last - n + 1,
+            )
+        };
+        if found != expected {
+            return Err(BenchError::Disagreement(format!(
+                "{}: the {query} found {found} records, the load wrote {expected} there",
+                args.target
+            )));
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -891,6 +949,53 @@ mod tests {
             let json = serde_json::to_value(&report).expect("serialises");
             assert!(json["run"]["ops"]["read"]["p999_us"].is_u64() || w == "e" || w == "s");
             assert!(json["run"]["overall_throughput"].is_f64());
+        }
+    }
+
+    /// A system that loses every odd record: its scans and searches disagree with the load,
+    /// and the run is refused before anything is timed.
+    #[tokio::test]
+    async fn queries_that_disagree_with_the_load_are_refused_before_timing() {
+        struct LosesOdd(MemoryTarget);
+        impl Target for LosesOdd {
+            async fn prepare(&mut self) -> Result<(), TargetError> {
+                Ok(())
+            }
+            async fn insert(&mut self, n: u64, r: &workload::Record) -> Result<(), TargetError> {
+                if n.is_multiple_of(2) {
+                    self.0.insert(n, r).await?;
+                }
+                Ok(())
+            }
+            async fn read(&mut self, n: u64) -> Result<bool, TargetError> {
+                self.0.read(n).await
+            }
+            async fn update(&mut self, n: u64, f: usize, v: &str) -> Result<(), TargetError> {
+                self.0.update(n, f, v).await
+            }
+            async fn scan(&mut self, n: u64, len: u64) -> Result<u64, TargetError> {
+                self.0.scan(n, len).await
+            }
+            async fn search(&mut self, n: u64) -> Result<u64, TargetError> {
+                self.0.search(n).await
+            }
+        }
+        for w in ["e", "s"] {
+            let args = args(&["--target", "memory://", "-w", w, "--records", "500"]);
+            let mut rng = <rand::rngs::StdRng as rand::SeedableRng>::seed_from_u64(1);
+            let (mut honest, mut lossy) = (MemoryTarget::new(), LosesOdd(MemoryTarget::new()));
+            for n in 0..500 {
+                let record = workload::Record::random(&mut rng);
+                honest.insert(n, &record).await.unwrap();
+                lossy.insert(n, &record).await.unwrap();
+            }
+            check_agreement(&mut honest, &args)
+                .await
+                .expect("the honest target agrees");
+            assert!(matches!(
+                check_agreement(&mut lossy, &args).await,
+                Err(BenchError::Disagreement(_))
+            ));
         }
     }
 

@@ -9,6 +9,7 @@ use std::future::Future;
 use crate::workload::Record;
 
 pub mod memory;
+pub mod postgres;
 pub mod redis;
 pub mod tessera;
 
