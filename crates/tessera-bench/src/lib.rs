@@ -45,6 +45,7 @@ pub mod hotels;
 pub mod report;
 pub mod resp;
 pub mod search_fixed;
+pub mod secondary;
 pub mod subspaces;
 pub mod sweep;
 pub mod target;
@@ -165,6 +166,11 @@ pub struct BenchArgs {
 
     #[command(flatten, next_help_heading = "Workload twitter")]
     pub twitter: twitter_bench::TwitterArgs,
+
+    /// Workload secondary: the query every operation runs — eq1 (`city = C`, ~100 matches),
+    /// eq2 (`city = C AND age = A`, ~1), range (`score` over 0.1 % of its values).
+    #[arg(long, value_enum, default_value_t = secondary::QueryKind::Eq1)]
+    pub query: secondary::QueryKind,
 }
 
 /// The whole run, as `tessera bench` prints it (JSON): its parameters, then one section per
@@ -201,6 +207,9 @@ pub struct Report {
     /// Workload `twitter`: per operation, throughput, latency, servers and requests.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub twitter: Option<twitter_bench::TwitterReport>,
+    /// Workload `secondary`: the query timed and the agreement check made before.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub secondary: Option<secondary::SecondaryReport>,
 }
 
 /// Why a benchmark could not run. Failures of single operations are not errors: they are
@@ -302,6 +311,9 @@ pub async fn run(args: BenchArgs) -> Result<Report, BenchError> {
     if args.workload == Workload::Twitter {
         return run_twitter(target, args, duration).await;
     }
+    if args.workload == Workload::Secondary {
+        return run_secondary(target, args, duration).await;
+    }
     if matches!(target, TargetKind::Postgres(_)) && !args.workload.is_ycsb() {
         return Err(BenchError::TargetUnsupported(format!(
             "workload {} does not run against PostgreSQL: YCSB a-f, s, documents and dblp do",
@@ -371,7 +383,70 @@ fn report_of(args: &BenchArgs) -> Report {
         advisor_shift: None,
         documents: None,
         twitter: None,
+        secondary: None,
     }
+}
+
+/// Workload `secondary` ([`secondary`]): against Tessera (one shared pipelined client) or
+/// PostgreSQL (a connection per task).
+async fn run_secondary(
+    target: TargetKind,
+    args: BenchArgs,
+    duration: Option<Duration>,
+) -> Result<Report, BenchError> {
+    let connect_error = |source| BenchError::Connect {
+        target: args.target.clone(),
+        source,
+    };
+    let systems = match &target {
+        TargetKind::Tessera(addr) => {
+            let first = secondary::System::tessera(addr).await.map_err(connect_error)?;
+            let secondary::System::Tessera(client) = &first else {
+                unreachable!("made above")
+            };
+            let client = client.clone();
+            let mut systems = vec![first];
+            systems.extend((1..args.threads).map(|_| secondary::System::Tessera(client.clone())));
+            systems
+        }
+        TargetKind::Postgres(url) => {
+            let mut systems = Vec::with_capacity(args.threads);
+            for _ in 0..args.threads {
+                systems.push(secondary::System::postgres(url).await.map_err(connect_error)?);
+            }
+            systems
+        }
+        TargetKind::Redis(_) | TargetKind::Memory => {
+            return Err(BenchError::TargetUnsupported(
+                "workload secondary searches secondary attributes: run it against tessera:// or postgres://".into(),
+            ))
+        }
+    };
+    let plan = secondary::Plan {
+        kind: args.query,
+        load: matches!(args.phase, Phase::Load | Phase::Both),
+        run: matches!(args.phase, Phase::Run | Phase::Both),
+        records: args.records,
+        operations: args.operations,
+        seed: args.seed,
+        duration,
+        progress: show_progress(args.progress),
+    };
+    let (load, run, extra) = secondary::run(systems, plan).await.map_err(|e| match e {
+        secondary::SecondaryError::Disagreement(why) => {
+            BenchError::Disagreement(format!("{}: {why}", args.target))
+        }
+        secondary::SecondaryError::Target(source) => BenchError::Prepare {
+            target: args.target.clone(),
+            source,
+        },
+    })?;
+    Ok(Report {
+        load,
+        run,
+        secondary: Some(extra),
+        ..report_of(&args)
+    })
 }
 
 /// Workload `twitter` ([`twitter_bench`]): against a Tessera server or cluster, or routed over

@@ -136,6 +136,9 @@ pub enum Workload {
     /// with the tweets placed at random, ordered or tagged (`--twitter-placement`), or routed
     /// over a computed cluster without running it (`--twitter-route-servers`). Tessera only.
     Twitter,
+    /// Searches on secondary attributes (`--query eq1|eq2|range`) of 100-byte people, against
+    /// Tessera or PostgreSQL (`crate::secondary`).
+    Secondary,
 }
 
 impl fmt::Display for Workload {
@@ -155,6 +158,7 @@ impl fmt::Display for Workload {
             Workload::Documents => "documents",
             Workload::Dblp => "dblp",
             Workload::Twitter => "twitter",
+            Workload::Secondary => "secondary",
         };
         f.write_str(s)
     }
@@ -270,7 +274,7 @@ impl Workload {
                 distribution: Distribution::Uniform,
                 ..base
             },
-            Workload::SearchFixed => WorkloadSpec {
+            Workload::SearchFixed | Workload::Secondary => WorkloadSpec {
                 search: 1.0,
                 distribution: Distribution::Uniform,
                 ..base
@@ -305,6 +309,7 @@ impl Workload {
                 | Workload::Documents
                 | Workload::Dblp
                 | Workload::Twitter
+                | Workload::Secondary
         )
     }
 }

@@ -195,6 +195,31 @@ async fn postgres_target_loads_runs_scans_and_searches() {
             );
         }
     }
+    // Searches on secondary attributes: every query kind agrees with the generator's counts
+    // before it is timed, and every search is answered.
+    for (query, phase) in [("eq1", "both"), ("eq2", "run"), ("range", "run")] {
+        let report = run(args(
+            &url,
+            &[
+                "-w",
+                "secondary",
+                "--query",
+                query,
+                "--phase",
+                phase,
+                "--records",
+                "3000",
+                "--operations",
+                "300",
+                "-t",
+                "4",
+            ],
+        ))
+        .await
+        .unwrap_or_else(|e| panic!("secondary {query} against PostgreSQL: {e}"));
+        let run = report.run.expect("run ran");
+        assert_eq!((run.operations, run.errors), (300, 0), "{query}: {run:?}");
+    }
     let mut target = PostgresTarget::connect(&url).await.expect("connect");
     for n in [0, 999, 1000, 1499] {
         assert!(target.read(n).await.expect("read"), "record {n} missing");

@@ -347,3 +347,48 @@ async fn advisor_eval_against_a_real_server() {
     ));
     server.shutdown().await;
 }
+
+/// Workload secondary against a real server: each query kind loads (once), passes the
+/// agreement check against the generator's own counts, and runs with every search answered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn secondary_searches_against_a_real_server() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let server = Server::start(ServerOptions::new(
+        dir.path(),
+        "127.0.0.1:0".parse().unwrap(),
+    ))
+    .await
+    .expect("server starts");
+    let url = format!("tessera://{}", server.local_addr());
+    for (query, phase) in [("eq1", "both"), ("eq2", "run"), ("range", "run")] {
+        let report = run(args(
+            &url,
+            &[
+                "-w",
+                "secondary",
+                "--query",
+                query,
+                "--phase",
+                phase,
+                "--records",
+                "3000",
+                "--operations",
+                "300",
+                "-t",
+                "4",
+            ],
+        ))
+        .await
+        .unwrap_or_else(|e| panic!("secondary {query}: {e}"));
+        if phase == "both" {
+            assert_eq!(report.load.expect("load ran").errors, 0);
+        }
+        let run = report.run.expect("run ran");
+        assert_eq!((run.operations, run.errors), (300, 0), "{query}: {run:?}");
+        let extra = report.secondary.expect("secondary section");
+        assert_eq!(extra.agreement_samples, 16);
+        let json = serde_json::to_value(&extra).unwrap();
+        assert_eq!(json["query"], query);
+    }
+    server.shutdown().await;
+}
