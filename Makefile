@@ -1,5 +1,5 @@
 # The two commands of the README's quick start, and a few conveniences.
-.PHONY: dev install test test-rust test-go test-python test-scripts test-long bench-build bench-failover bench-transfers bench-advisor bench-documents bench-twitter bench-splits
+.PHONY: dev install test test-rust test-go test-python test-scripts test-long bench-build bench-failover bench-transfers bench-advisor bench-documents bench-twitter bench-splits bench-peers
 
 CARGO ?= cargo
 PYTHON ?= python3
@@ -89,3 +89,9 @@ bench-twitter:
 # "Key regions that follow the data"); JSON on stdout. Knobs in scripts/bench-splits.sh.
 bench-splits:
 	scripts/bench-splits.sh
+
+# Tessera beside the stores users would pick instead (so far PostgreSQL): searches on secondary
+# attributes and YCSB a, c, e, every system started by the script and pinned; JSON on stdout.
+# Knobs in scripts/bench-peers.sh.
+bench-peers:
+	scripts/bench-peers.sh

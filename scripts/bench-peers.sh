@@ -1,0 +1,167 @@
+#!/usr/bin/env bash
+# Tessera against the stores users would pick instead (issue 12: "Faster than the stores users
+# would pick instead"), on this machine, with one driver (`tessera bench`) for every system:
+# the same generators, concurrency and JSON report. So far: PostgreSQL 15 (Debian's), beside
+# Tessera; Cassandra and etcd are still to come.
+#
+# Builds the release binary; starts each system itself, pinned to SERVER_CPU (the client to
+# CLIENT_CPU): a fresh `tessera dev` (fsync on every commit, its default) and a PostgreSQL
+# cluster of its own (initdb into a temporary directory; fsync and synchronous_commit on, its
+# defaults: both acknowledge a write once it is on disk). Then, for each system and part:
+#
+#  * secondary: loads RECORDS people (`tessera bench -w secondary`: city ~100 people a city,
+#    age, score, name; Tessera subspaces `city` and `age, score`, PostgreSQL B-tree indexes on
+#    city, age and score; ANALYZE after the load), then times each query kind (eq1: city = C,
+#    ~100 matches; eq2: city and age, ~1; range: score over 0.1 %) for DURATION_S, RUNS times;
+#  * ycsb: loads RECORDS YCSB records, then times workloads a, c and e.
+#
+# Every run checks a sample of its queries against what the load wrote before it is timed.
+# Prints a JSON summary on stdout: per part, query and system the medians of throughput, p50
+# and p99, and the server's CPU per operation (and per object returned, for searches), with
+# Tessera's ratio to PostgreSQL. Raw reports go to $OUT/raw.json; progress to stderr.
+#
+# Usage: scripts/bench-peers.sh [secondary] [ycsb]       (default: both)
+# Knobs (environment): RECORDS=100000 DURATION_S=10 RUNS=3 THREADS=16 SERVER_CPU=1
+#   CLIENT_CPU=0 SYSTEMS="tessera postgres" OUT=$(mktemp -d)
+# Needs: cargo, python3, taskset, PostgreSQL 15's initdb/pg_ctl/postgres (Debian: apt-get
+# install postgresql). Run as root, PostgreSQL runs as user postgres. Only 127.0.0.1 is used.
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+for tool in cargo python3 taskset; do
+    command -v "$tool" >/dev/null || { echo "bench-peers.sh: $tool not found" >&2; exit 2; }
+done
+
+echo "bench-peers.sh: cargo build --release --locked -p tessera" >&2
+cargo build --release --locked -p tessera >&2
+
+export BIN="$PWD/target/release/tessera"
+export OUT="${OUT:-$(mktemp -d /tmp/tessera-bench-peers.XXXXXX)}"
+mkdir -p "$OUT"
+echo "bench-peers.sh: working directory $OUT" >&2
+
+exec python3 - "$@" <<'PY'
+import json, os, shutil, signal, subprocess, sys, time
+
+sys.path.insert(0, os.path.join(os.getcwd(), "scripts"))
+import benchkit
+from benchkit import Postgres, Tessera, cpu_s, log, med, ratio, wait_quiet
+
+BIN, OUT = os.environ["BIN"], os.environ["OUT"]
+RECORDS = int(os.environ.get("RECORDS", 100_000))
+DURATION_S = float(os.environ.get("DURATION_S", 10))
+RUNS = int(os.environ.get("RUNS", 3))
+THREADS = int(os.environ.get("THREADS", 16))
+SERVER_CPU = os.environ.get("SERVER_CPU", "1")
+CLIENT_CPU = os.environ.get("CLIENT_CPU", "0")
+SYSTEMS = os.environ.get("SYSTEMS", "tessera postgres").split()
+benchkit.configure("bench-peers.sh", OUT, BIN, SERVER_CPU)
+PARTS = {"secondary": ["eq1", "eq2", "range"], "ycsb": ["a", "c", "e"]}
+parts = sys.argv[1:] or list(PARTS)
+for p in parts:
+    if p not in PARTS:
+        sys.exit(f"bench-peers.sh: unknown part {p!r} ({', '.join(PARTS)})")
+for s in SYSTEMS:
+    if s not in ("tessera", "postgres"):
+        sys.exit(f"bench-peers.sh: unknown system {s!r} (tessera, postgres)")
+
+def _raise(signum, frame):
+    raise KeyboardInterrupt(f"signal {signum}")
+signal.signal(signal.SIGTERM, _raise)
+signal.signal(signal.SIGHUP, _raise)
+
+def bench(url, pid, args):
+    """One `tessera bench` run on CLIENT_CPU; its report, with the server's CPU seconds."""
+    cmd = ["taskset", "-c", CLIENT_CPU, BIN, "bench", "--target", url, "--threads", str(THREADS),
+           "--records", str(RECORDS), "--progress", "never", *args]
+    s0, t0 = cpu_s(pid), time.time()
+    res = subprocess.run(cmd, capture_output=True, text=True)
+    if res.returncode != 0:
+        # A disagreement with the load (or any failure) stops everything, loudly.
+        raise SystemExit(f"bench-peers.sh: {' '.join(cmd)} failed ({res.returncode}): {res.stderr.strip()}")
+    report = json.loads(res.stdout)
+    report["env"] = {"server_cpu_s": round(cpu_s(pid) - s0, 2), "wall_s": round(time.time() - t0, 1)}
+    return report
+
+def load(system, url, pid, part):
+    args = ["-w", "secondary", "--query", "eq1"] if part == "secondary" else ["-w", "a"]
+    rep = bench(url, pid, args + ["--phase", "load"])
+    log(f"  {system} {part}: loaded {RECORDS} at {rep['load']['overall_throughput']:.0f}/s")
+    return rep
+
+def timed(system, url, pid, part, kind, run):
+    wait_quiet(pid)
+    args = (["-w", "secondary", "--query", kind] if part == "secondary" else ["-w", kind])
+    rep = bench(url, pid, args + ["--phase", "run", "--operations", "1000000000",
+                                  "--duration-s", str(DURATION_S), "--seed", str(run + 1)])
+    r = rep["run"]
+    log(f"  {system} {part} {kind}: {r['overall_throughput']:.0f} ops/s, errors {r['errors']}")
+    return rep
+
+raw = {"config": {"records": RECORDS, "duration_s": DURATION_S, "runs": RUNS, "threads": THREADS,
+                  "server_cpu": SERVER_CPU, "client_cpu": CLIENT_CPU, "systems": SYSTEMS,
+                  "nproc": os.cpu_count(),
+                  "git": subprocess.run(["git", "describe", "--always", "--dirty"], capture_output=True, text=True).stdout.strip(),
+                  "started": time.strftime("%Y-%m-%dT%H:%M:%S%z")},
+       "runs": {}}
+
+def save_raw():
+    with open(os.path.join(OUT, "raw.json"), "w") as f:
+        json.dump(raw, f, indent=1)
+
+for part in parts:
+    for system in SYSTEMS:
+        srv = None
+        try:
+            if system == "postgres":
+                srv = Postgres()
+                srv.start()
+                url, pid = srv.url, srv.pid
+                raw["config"]["postgres"] = srv.version()
+            else:
+                srv = Tessera(f"tessera-{part}")
+                url, pid = srv.url, srv.pid
+            raw["runs"].setdefault(part, {}).setdefault(system, {})["load"] = load(system, url, pid, part)
+            if system == "postgres":
+                subprocess.run(["psql", "-h", "127.0.0.1", "-p", str(srv.port), "-U", "postgres", "-d",
+                                "postgres", "-q", "-c", "ANALYZE"], capture_output=True)
+                srv.checkpoint()
+            for kind in PARTS[part]:
+                for run in range(RUNS):
+                    rep = timed(system, url, pid, part, kind, run)
+                    raw["runs"][part][system].setdefault(kind, []).append(rep)
+                    save_raw()
+        finally:
+            if srv is not None:
+                srv.stop()
+raw["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+save_raw()
+
+summary = {"config": raw["config"]}
+for part, by_system in raw["runs"].items():
+    out = {}
+    for system, reps in by_system.items():
+        s = {"load_per_s": round(reps["load"]["load"]["overall_throughput"])}
+        for kind in PARTS[part]:
+            runs = reps[kind]
+            ops = [r["run"]["operations"] for r in runs]
+            k = {"per_s": med([r["run"]["overall_throughput"] for r in runs]),
+                 "runs": [round(r["run"]["overall_throughput"]) for r in runs],
+                 "server_cpu_us_per_op": med([r["env"]["server_cpu_s"] * 1e6 / max(o, 1) for r, o in zip(runs, ops)])}
+            main = "search" if part == "secondary" else ("scan" if kind == "e" else "read")
+            op = [r["run"]["ops"][main] for r in runs]
+            k["p50_us"] = med([o["p50_us"] for o in op])
+            k["p99_us"] = med([o["p99_us"] for o in op])
+            returned = [o.get("records_returned") or o.get("records_scanned") for o in op]
+            if all(returned):
+                k["objects_per_op"] = round(sum(returned) / sum(o["count"] for o in op), 1)
+                k["server_cpu_us_per_object"] = round(k["server_cpu_us_per_op"] / max(k["objects_per_op"], 1e-9), 2)
+            s[kind] = k
+        out[system] = s
+    if "tessera" in out and "postgres" in out:
+        out["tessera_over_postgres"] = {kind: ratio(out["tessera"][kind]["per_s"], out["postgres"][kind]["per_s"])
+                                        for kind in PARTS[part]}
+    summary[part] = out
+summary["raw"] = os.path.join(OUT, "raw.json")
+print(json.dumps(summary, indent=1))
+PY

@@ -1,0 +1,195 @@
+"""What the benchmark scripts share (scripts/bench-documents.sh, scripts/bench-peers.sh): free
+ports, CPU accounting from /proc, waiting for a quiet machine, a PostgreSQL cluster of its own
+in a temporary directory, a fresh `tessera dev`, medians and ratios.
+
+A script calls `configure(...)` once, then uses the rest. Only 127.0.0.1 is ever used.
+"""
+import glob, os, pwd, shutil, signal, socket, statistics, subprocess, sys, tempfile, time
+
+NAME = "bench"
+OUT = BIN = None
+SERVER_CPU = "0"
+QUIET_CORES = 0.3
+QUIET_MAX_WAIT = 300.0
+CLK = os.sysconf("SC_CLK_TCK")
+
+
+def configure(name, out, bin_, server_cpu, quiet_cores=0.3, quiet_max_wait=300.0):
+    """The script's name (for messages), its working directory, the tessera binary, the CPU
+    list servers are pinned to, and what counts as a quiet machine."""
+    global NAME, OUT, BIN, SERVER_CPU, QUIET_CORES, QUIET_MAX_WAIT
+    NAME, OUT, BIN, SERVER_CPU = name, out, bin_, server_cpu
+    QUIET_CORES, QUIET_MAX_WAIT = quiet_cores, quiet_max_wait
+
+
+def log(*a):
+    print(f"{NAME}:", *a, file=sys.stderr, flush=True)
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+def machine_busy_jiffies():
+    with open("/proc/stat") as f:
+        v = [int(x) for x in f.readline().split()[1:]]
+    return sum(v[:8]) - v[3] - v[4]
+
+def children(pid):
+    out = []
+    for stat in glob.glob("/proc/[0-9]*/stat"):
+        try:
+            with open(stat) as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            if int(fields[1]) == pid:
+                out.append(int(stat.split("/")[2]))
+        except (OSError, ValueError, IndexError):
+            pass
+    return out
+
+def cpu_s(pid):
+    """user+system CPU seconds of a process and its children (PostgreSQL's backends)."""
+    total = 0.0
+    for p in [pid] + children(pid):
+        try:
+            with open(f"/proc/{p}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / CLK
+        except (OSError, ValueError, IndexError):
+            pass
+    return total
+
+def wait_quiet(server_pid):
+    start = time.time()
+    while True:
+        b0 = machine_busy_jiffies(); s0 = cpu_s(server_pid); t0 = time.time()
+        time.sleep(2)
+        b1 = machine_busy_jiffies(); s1 = cpu_s(server_pid); dt = time.time() - t0
+        other = max(0.0, (b1 - b0) / CLK - (s1 - s0)) / dt
+        if other < QUIET_CORES or time.time() - start > QUIET_MAX_WAIT:
+            if other >= QUIET_CORES:
+                log(f"machine still busy ({other:.2f} other cores); running anyway")
+            return other
+        log(f"machine busy ({other:.2f} other cores); waiting")
+        time.sleep(5)
+
+# --- PostgreSQL: its own cluster in a temporary directory ---------------------------------------
+def pg_bin(name):
+    found = shutil.which(name)
+    if found:
+        return found
+    for d in sorted(glob.glob("/usr/lib/postgresql/*/bin"), reverse=True):
+        if os.path.exists(os.path.join(d, name)):
+            return os.path.join(d, name)
+    sys.exit(f"{NAME}: {name} not found (Debian: apt-get install postgresql)")
+
+class Postgres:
+    def __init__(self):
+        self.root = tempfile.mkdtemp(prefix="tessera-pg.")
+        self.data = os.path.join(self.root, "data")
+        self.log = os.path.join(self.root, "postgres.log")
+        self.prefix = []
+        if os.geteuid() == 0:
+            # initdb and postgres refuse to run as root.
+            user = pwd.getpwnam("postgres")
+            os.chown(self.root, user.pw_uid, user.pw_gid)
+            self.prefix = ["runuser", "-u", "postgres", "--"]
+        os.chmod(self.root, 0o700)
+        self.port = None
+        self.pid = None
+
+    def run(self, args, **kw):
+        return subprocess.run(self.prefix + args, check=True, capture_output=True, text=True, **kw)
+
+    def start(self):
+        self.run([pg_bin("initdb"), "-D", self.data, "-U", "postgres", "--auth=trust",
+                  "-E", "UTF8", "--no-locale"])
+        for attempt in range(5):
+            self.port = free_port()
+            opts = (f"-p {self.port} -c listen_addresses=127.0.0.1 "
+                    f"-c unix_socket_directories={self.root}")
+            try:
+                # taskset on pg_ctl: the postmaster and every backend inherit the CPU list.
+                self.run(["taskset", "-c", SERVER_CPU, pg_bin("pg_ctl"), "-D", self.data,
+                          "-l", self.log, "-w", "-t", "60", "-o", opts, "start"])
+                with open(os.path.join(self.data, "postmaster.pid")) as f:
+                    self.pid = int(f.readline())
+                return
+            except subprocess.CalledProcessError as e:
+                log(f"pg_ctl start failed on port {self.port} (attempt {attempt + 1}): {e.stderr.strip()}")
+        sys.exit(f"{NAME}: cannot start PostgreSQL")
+
+    @property
+    def url(self):
+        return f"postgres://postgres@127.0.0.1:{self.port}/postgres"
+
+    def version(self):
+        return subprocess.run([pg_bin("postgres"), "--version"], capture_output=True, text=True).stdout.strip()
+
+    def checkpoint(self):
+        psql = shutil.which("psql")
+        if psql:
+            subprocess.run([psql, "-h", "127.0.0.1", "-p", str(self.port), "-U", "postgres",
+                            "-d", "postgres", "-q", "-c", "CHECKPOINT"], capture_output=True)
+
+    def stop(self):
+        if self.pid is not None:
+            try:
+                self.run([pg_bin("pg_ctl"), "-D", self.data, "-m", "fast", "-w", "stop"])
+            except subprocess.CalledProcessError as e:
+                log(f"pg_ctl stop: {e.stderr.strip()}")
+            self.pid = None
+        shutil.rmtree(self.root, ignore_errors=True)
+
+def dir_bytes(path):
+    total = 0
+    for root, _, files in os.walk(path):
+        for f in files:
+            try:
+                total += os.path.getsize(os.path.join(root, f))
+            except OSError:
+                pass
+    return total
+
+# --- Tessera: a fresh `tessera dev` per run and system ------------------------------------------
+class Tessera:
+    def __init__(self, name, args=()):
+        self.name = name
+        for attempt in range(5):
+            self.dir = os.path.join(OUT, name)
+            shutil.rmtree(self.dir, ignore_errors=True)
+            os.makedirs(self.dir)
+            port = free_port()
+            self.logf = open(os.path.join(OUT, name + ".log"), "w")
+            self.proc = subprocess.Popen(
+                ["taskset", "-c", SERVER_CPU, BIN, "dev", "--data-dir", os.path.join(self.dir, "data"),
+                 "--listen", f"127.0.0.1:{port}", *args],
+                stdout=subprocess.PIPE, stderr=self.logf, text=True)
+            line = self.proc.stdout.readline()
+            if f"ready on 127.0.0.1:{port}" in line and self.proc.poll() is None:
+                self.url = f"tessera://127.0.0.1:{port}"
+                self.pid = self.proc.pid
+                return
+            self.proc.wait()
+            log(f"tessera dev did not start on port {port} (attempt {attempt + 1})")
+        sys.exit(f"{NAME}: cannot start tessera dev")
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(60)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def med(xs):
+    return round(statistics.median(xs), 1)
+
+def ratio(a, b):
+    """a/b to 3 significant digits (ratios here span 0.001 to 10), None without b."""
+    return float(f"{a / b:.3g}") if b else None
