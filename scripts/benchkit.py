@@ -50,13 +50,17 @@ def children(pid):
     return out
 
 def cpu_s(pid):
-    """user+system CPU seconds of a process and its children (PostgreSQL's backends)."""
+    """user+system CPU seconds of a process and its children (PostgreSQL's backends), those
+    still running and those that ended and were waited for (the process's cutime and
+    cstime), so the total never goes down when a backend exits."""
     total = 0.0
     for p in [pid] + children(pid):
         try:
             with open(f"/proc/{p}/stat") as f:
                 fields = f.read().rsplit(")", 1)[1].split()
             total += (int(fields[11]) + int(fields[12])) / CLK
+            if p == pid:
+                total += (int(fields[13]) + int(fields[14])) / CLK
         except (OSError, ValueError, IndexError):
             pass
     return total
