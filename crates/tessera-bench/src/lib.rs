@@ -1,4 +1,5 @@
-//! `tessera bench`: the YCSB core workloads A–F against Tessera, Redis or PostgreSQL, and three benchmarks
+//! `tessera bench`: the YCSB core workloads A–F against Tessera, Redis or PostgreSQL, searches
+//! on secondary attributes against Tessera or PostgreSQL ([`secondary`]), and three benchmarks
 //! of Tessera's own: `s` (a search fixing a whole subspace, against a get), `subspaces` (write
 //! latency against the number of subspaces, i.e. chain length: [`subspaces`]) and
 //! `search-fixed` (searches fixing 0–3 attributes of a subspace: [`search_fixed`]); and

@@ -3,14 +3,16 @@
 //! Skipped, with a note, when PostgreSQL's programs are not installed: the rest of the crate
 //! does not need them (`.ci/run` installs Debian's postgresql where it can).
 
+mod common;
+
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use clap::Parser;
+use common::args;
 use tessera_bench::target::postgres::PostgresTarget;
 use tessera_bench::target::Target;
-use tessera_bench::{run, BenchArgs, BenchError};
+use tessera_bench::{run, BenchError};
 
 /// A PostgreSQL program: on PATH, or in Debian's versioned directory.
 fn pg_bin(name: &str) -> Option<PathBuf> {
@@ -135,18 +137,6 @@ impl Drop for PgServer {
     }
 }
 
-#[derive(Parser)]
-struct Cli {
-    #[command(flatten)]
-    bench: BenchArgs,
-}
-
-fn args(url: &str, extra: &[&str]) -> BenchArgs {
-    let mut argv = vec!["bench", "--progress", "never", "--target", url];
-    argv.extend_from_slice(extra);
-    Cli::parse_from(argv).bench
-}
-
 /// YCSB A, E and S against PostgreSQL: the load writes every record, the runs' queries agree
 /// with it (checked before timing), and scans and searches find what the load wrote.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -197,29 +187,7 @@ async fn postgres_target_loads_runs_scans_and_searches() {
     }
     // Searches on secondary attributes: every query kind agrees with the generator's counts
     // before it is timed, and every search is answered.
-    for (query, phase) in [("eq1", "both"), ("eq2", "run"), ("range", "run")] {
-        let report = run(args(
-            &url,
-            &[
-                "-w",
-                "secondary",
-                "--query",
-                query,
-                "--phase",
-                phase,
-                "--records",
-                "3000",
-                "--operations",
-                "300",
-                "-t",
-                "4",
-            ],
-        ))
-        .await
-        .unwrap_or_else(|e| panic!("secondary {query} against PostgreSQL: {e}"));
-        let run = report.run.expect("run ran");
-        assert_eq!((run.operations, run.errors), (300, 0), "{query}: {run:?}");
-    }
+    common::secondary_searches_agree_and_run(&url).await;
     let mut target = PostgresTarget::connect(&url).await.expect("connect");
     for n in [0, 999, 1000, 1499] {
         assert!(target.read(n).await.expect("read"), "record {n} missing");

@@ -2,15 +2,17 @@
 //! without persistence. Skipped, with a note, when `redis-server` is not installed: the rest of
 //! the crate does not need it, and CI machines without Redis should still pass.
 
+mod common;
+
 use std::net::TcpListener;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use clap::Parser;
+use common::args;
+use tessera_bench::run;
 use tessera_bench::target::redis::RedisTarget;
 use tessera_bench::target::Target;
 use tessera_bench::workload::Record;
-use tessera_bench::{run, BenchArgs};
 
 /// Kills the server when the test ends, pass or fail.
 struct RedisServer {
@@ -70,18 +72,6 @@ fn start_redis() -> RedisServer {
         std::thread::sleep(Duration::from_millis(20));
     }
     server
-}
-
-#[derive(Parser)]
-struct Cli {
-    #[command(flatten)]
-    bench: BenchArgs,
-}
-
-fn args(url: &str, extra: &[&str]) -> BenchArgs {
-    let mut argv = vec!["bench", "--progress", "never", "--target", url];
-    argv.extend_from_slice(extra);
-    Cli::parse_from(argv).bench
 }
 
 #[tokio::test]

@@ -4,24 +4,28 @@
 //! `scripts/bench.sh`, `scripts/bench-cluster.sh` and `make bench-advisor`, not from here: this
 //! is a correctness test.)
 
-use clap::Parser;
-use tessera_bench::{run, BenchArgs, Report};
+mod common;
+
+use common::args;
+use tessera_bench::{run, Report};
 use tessera_server::{Server, ServerOptions};
-
-#[derive(Parser)]
-struct Cli {
-    #[command(flatten)]
-    bench: BenchArgs,
-}
-
-fn args(url: &str, extra: &[&str]) -> BenchArgs {
-    let mut argv = vec!["bench", "--progress", "never", "--target", url];
-    argv.extend_from_slice(extra);
-    Cli::parse_from(argv).bench
-}
 
 const RECORDS: u64 = 1500; // two prefix groups, so scans and searches span more than one
 const OPERATIONS: u64 = 1000;
+
+/// A server on a loopback port with a fresh data directory (kept as long as the first value
+/// lives), and its `tessera://` URL.
+async fn start_server() -> (tempfile::TempDir, Server, String) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let server = Server::start(ServerOptions::new(
+        dir.path(),
+        "127.0.0.1:0".parse().unwrap(),
+    ))
+    .await
+    .expect("server starts");
+    let url = format!("tessera://{}", server.local_addr());
+    (dir, server, url)
+}
 
 async fn bench(url: &str, workload: &str, phase: &str) -> Report {
     let (records, operations) = (RECORDS.to_string(), OPERATIONS.to_string());
@@ -46,14 +50,7 @@ async fn bench(url: &str, workload: &str, phase: &str) -> Report {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn workloads_a_c_e_s_against_a_real_server() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let server = Server::start(ServerOptions::new(
-        dir.path(),
-        "127.0.0.1:0".parse().unwrap(),
-    ))
-    .await
-    .expect("server starts");
-    let url = format!("tessera://{}", server.local_addr());
+    let (_dir, server, url) = start_server().await;
 
     // Load once (workload A's load creates the space), then run each workload over the records.
     let loaded = bench(&url, "a", "load").await;
@@ -111,14 +108,7 @@ async fn workloads_a_c_e_s_against_a_real_server() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn subspaces_and_search_fixed_against_a_real_server() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let server = Server::start(ServerOptions::new(
-        dir.path(),
-        "127.0.0.1:0".parse().unwrap(),
-    ))
-    .await
-    .expect("server starts");
-    let url = format!("tessera://{}", server.local_addr());
+    let (_dir, server, url) = start_server().await;
 
     // Two values of S on one server: each gets its own space.
     for s in ["0", "3"] {
@@ -248,14 +238,7 @@ async fn subspaces_and_search_fixed_against_a_real_server() {
 async fn advisor_eval_against_a_real_server() {
     // One workload (B-WH: a search of one to four attributes, updates of price alone and of
     // three attributes together), two rounds of every configuration, briefly.
-    let dir = tempfile::tempdir().expect("temp dir");
-    let server = Server::start(ServerOptions::new(
-        dir.path(),
-        "127.0.0.1:0".parse().unwrap(),
-    ))
-    .await
-    .expect("server starts");
-    let url = format!("tessera://{}", server.local_addr());
+    let (_dir, server, url) = start_server().await;
     let eval_args = |workloads: &str| {
         args(
             &url,
@@ -352,43 +335,7 @@ async fn advisor_eval_against_a_real_server() {
 /// agreement check against the generator's own counts, and runs with every search answered.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn secondary_searches_against_a_real_server() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let server = Server::start(ServerOptions::new(
-        dir.path(),
-        "127.0.0.1:0".parse().unwrap(),
-    ))
-    .await
-    .expect("server starts");
-    let url = format!("tessera://{}", server.local_addr());
-    for (query, phase) in [("eq1", "both"), ("eq2", "run"), ("range", "run")] {
-        let report = run(args(
-            &url,
-            &[
-                "-w",
-                "secondary",
-                "--query",
-                query,
-                "--phase",
-                phase,
-                "--records",
-                "3000",
-                "--operations",
-                "300",
-                "-t",
-                "4",
-            ],
-        ))
-        .await
-        .unwrap_or_else(|e| panic!("secondary {query}: {e}"));
-        if phase == "both" {
-            assert_eq!(report.load.expect("load ran").errors, 0);
-        }
-        let run = report.run.expect("run ran");
-        assert_eq!((run.operations, run.errors), (300, 0), "{query}: {run:?}");
-        let extra = report.secondary.expect("secondary section");
-        assert_eq!(extra.agreement_samples, 16);
-        let json = serde_json::to_value(&extra).unwrap();
-        assert_eq!(json["query"], query);
-    }
+    let (_dir, server, url) = start_server().await;
+    common::secondary_searches_agree_and_run(&url).await;
     server.shutdown().await;
 }
