@@ -39,7 +39,8 @@ use crate::hotels::{
 };
 use crate::report::{Deployment, PhaseReport};
 use crate::subspaces::mix;
-use crate::sweep::{self, to_target_error};
+use crate::sweep;
+use crate::target::client_error;
 use crate::target::TargetError;
 use crate::workload::Operation;
 
@@ -427,7 +428,7 @@ async fn operation(
             let outcome = client
                 .search(SPACE_NAME, predicates)
                 .await
-                .map_err(to_target_error)
+                .map_err(client_error)
                 .and_then(|found| check_matches(&found, &query).map(|()| found.len() as u64));
             match outcome {
                 Ok(found) => {
@@ -455,7 +456,7 @@ async fn operation(
             let outcome = client
                 .put(SPACE_NAME, Hotels::key(n), values)
                 .await
-                .map_err(to_target_error);
+                .map_err(client_error);
             if outcome.is_ok() {
                 tally.count += 1;
                 tally.latency_us += started.elapsed().as_secs_f64() * 1e6;
@@ -570,11 +571,11 @@ pub(crate) async fn measure_once(
     // A client per space: nothing cached from the space of the same name measured before.
     let client = Client::connect(&settings.addr)
         .await
-        .map_err(to_target_error)?;
+        .map_err(client_error)?;
     client
         .add_space(&space_description(subspaces, partitions))
         .await
-        .map_err(to_target_error)?;
+        .map_err(client_error)?;
     let outcome = async {
         let load = load_hotels(&client, hotels, settings.threads, seed).await?;
         let deployment = sweep::deployment(&client, SPACE_NAME).await?;
@@ -636,7 +637,7 @@ pub(crate) async fn measure_once(
         ))
     }
     .await;
-    let dropped = client.rm_space(SPACE_NAME).await.map_err(to_target_error);
+    let dropped = client.rm_space(SPACE_NAME).await.map_err(client_error);
     let measured = outcome?;
     dropped?;
     Ok(measured)
@@ -645,13 +646,13 @@ pub(crate) async fn measure_once(
 /// Fails unless the target has no space named [`SPACE_NAME`]: the evaluation creates and drops
 /// it again and again, and would not drop someone's data.
 pub(crate) async fn check_absent(addr: &str) -> Result<(), TargetError> {
-    let client = Client::connect(addr).await.map_err(to_target_error)?;
+    let client = Client::connect(addr).await.map_err(client_error)?;
     match client.describe_space(SPACE_NAME).await {
         Ok(_) => Err(TargetError::Server(format!(
             "space {SPACE_NAME} exists: the evaluation creates and drops it for every configuration; remove it first (tessera rm-space {SPACE_NAME})"
         ))),
         Err(e) if e.status() == Some(Status::UnknownSpace) => Ok(()),
-        Err(e) => Err(to_target_error(e)),
+        Err(e) => Err(client_error(e)),
     }
 }
 

@@ -26,7 +26,7 @@ use crate::hotels::{
     base_schema, space_description, Attribute, Generations, HotelWorkload, Hotels, SPACE_NAME,
 };
 use crate::subspaces::mix;
-use crate::sweep::to_target_error;
+use crate::target::client_error;
 use crate::target::TargetError;
 
 /// `tessera bench -w advisor-shift` options besides the common ones (`--records`: hotels;
@@ -150,7 +150,7 @@ pub fn advised(
 async fn configuration_of(
     client: &Client,
 ) -> Result<(Vec<Vec<String>>, bool, Vec<AdaptationRecord>), TargetError> {
-    let config = client.refresh().await.map_err(to_target_error)?;
+    let config = client.refresh().await.map_err(client_error)?;
     let space = config
         .space(SPACE_NAME)
         .ok_or_else(|| TargetError::Server(format!("space {SPACE_NAME} vanished")))?;
@@ -169,7 +169,7 @@ async fn lost_writes(
         let record = client
             .get(SPACE_NAME, Hotels::key(n))
             .await
-            .map_err(to_target_error)?;
+            .map_err(client_error)?;
         let Some(record) = record else {
             lost += 1;
             continue;
@@ -210,15 +210,12 @@ pub(crate) async fn measure(
     let hotels = Hotels::new(options.hotels, options.seed);
     let client = Client::connect(&settings.addr)
         .await
-        .map_err(to_target_error)?;
+        .map_err(client_error)?;
     let description = format!(
         "{}\nadapt on\n",
         space_description(&start, options.partitions).trim_end()
     );
-    client
-        .add_space(&description)
-        .await
-        .map_err(to_target_error)?;
+    client.add_space(&description).await.map_err(client_error)?;
     if let Err(e) = load_hotels(&client, &hotels, settings.threads, options.seed).await {
         let _ = client.rm_space(SPACE_NAME).await;
         return Err(e);
@@ -306,7 +303,7 @@ pub(crate) async fn measure(
         .map_err(|e| TargetError::Protocol(format!("the sampler failed: {e}")))??;
     let (end, _, adaptations) = configuration_of(&client).await?;
     let writes_lost = lost_writes(&client, &hotels, &generations).await?;
-    client.rm_space(SPACE_NAME).await.map_err(to_target_error)?;
+    client.rm_space(SPACE_NAME).await.map_err(client_error)?;
 
     // When the space first had its end configuration, built, after the switch.
     let changed = canonical(&end) != canonical(&start);

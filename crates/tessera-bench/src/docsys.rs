@@ -27,15 +27,14 @@ use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
 use tessera_client::{
-    Client, ClientError, DocValue, Document, FormulaSpec, Predicate, PredicateOp, Status, Value,
+    Client, DocValue, Document, FormulaSpec, Predicate, PredicateOp, Status, Value,
 };
 use tessera_types::CheckedPredicate;
 use tokio_postgres::types::ToSql;
 use tokio_postgres::{NoTls, Statement};
 
 use crate::bibliography::{Bibliography, Cond, Entry, Kind, Query, Val, MICRO_NAMES, PROPERTIES};
-use crate::sweep::to_target_error;
-use crate::target::TargetError;
+use crate::target::{client_error, pg_error, TargetError};
 
 /// Which data set a space or table holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
@@ -216,15 +215,6 @@ pub struct Pg {
     client: tokio_postgres::Client,
     statements: HashMap<String, Statement>,
     dataset: Dataset,
-}
-
-/// Why a PostgreSQL call failed.
-fn pg_error(e: tokio_postgres::Error) -> TargetError {
-    if e.is_closed() {
-        TargetError::Io(std::io::ErrorKind::ConnectionAborted.into())
-    } else {
-        TargetError::Server(format!("postgres: {e}"))
-    }
 }
 
 /// A record as a document.
@@ -531,20 +521,17 @@ impl System {
                         client
                             .rm_space(dataset.name())
                             .await
-                            .map_err(to_target_error)?;
-                        client
-                            .add_space(&description)
-                            .await
-                            .map_err(to_target_error)?;
+                            .map_err(client_error)?;
+                        client.add_space(&description).await.map_err(client_error)?;
                     }
-                    Err(e) => return Err(to_target_error(e)),
+                    Err(e) => return Err(client_error(e)),
                 }
                 if kind.has_formula() {
                     let pointers = *kind == SpaceKind::Pointers;
                     client
                         .add_formula(dataset.name(), dataset.formula(*formula_dims, pointers))
                         .await
-                        .map_err(to_target_error)?;
+                        .map_err(client_error)?;
                 }
                 Ok(())
             }
@@ -570,7 +557,7 @@ impl System {
     pub async fn after_load(&self, dataset: Dataset) -> Result<(), TargetError> {
         match self {
             System::Tessera { client, .. } => {
-                client.refresh().await.map(|_| ()).map_err(to_target_error)
+                client.refresh().await.map(|_| ()).map_err(client_error)
             }
             System::Postgres(pg) => {
                 let pg = pg.lock().await;
@@ -613,7 +600,7 @@ impl System {
                         client.put(dataset.name(), e.key.as_str(), attrs).await
                     }
                 };
-                r.map_err(to_target_error)
+                r.map_err(client_error)
             }
             System::Postgres(pg) => {
                 let mut pg = pg.lock().await;
@@ -640,7 +627,7 @@ impl System {
             } => match client.get(dataset.name(), key).await {
                 Ok(found) => Ok(found.is_some()),
                 Err(e) if e.is_not_found() => Ok(false),
-                Err(e) => Err(to_target_error(e)),
+                Err(e) => Err(client_error(e)),
             },
             System::Postgres(pg) => {
                 let mut pg = pg.lock().await;
@@ -688,7 +675,7 @@ impl System {
                 .search(dataset.name(), dynamic_predicates(q))
                 .await
                 .map(|r| r.len() as u64)
-                .map_err(to_target_error),
+                .map_err(client_error),
             System::Tessera {
                 client,
                 kind: SpaceKind::Typed,
@@ -703,7 +690,7 @@ impl System {
                             searches.into_iter().next().unwrap_or_default(),
                         )
                         .await
-                        .map_err(to_target_error)?;
+                        .map_err(client_error)?;
                     return Ok(found.len() as u64);
                 }
                 let mut keys = BTreeSet::new();
@@ -711,7 +698,7 @@ impl System {
                     for r in client
                         .search(dataset.name(), s)
                         .await
-                        .map_err(to_target_error)?
+                        .map_err(client_error)?
                     {
                         keys.insert(r.key);
                     }
@@ -766,7 +753,7 @@ impl System {
             let e = client
                 .explain(dataset.name(), predicates.clone())
                 .await
-                .map_err(to_target_error)?;
+                .map_err(client_error)?;
             let checked = predicates
                 .iter()
                 .map(|p| CheckedPredicate::check(&space.schema, p))
@@ -796,11 +783,6 @@ impl System {
         }
         Ok(Some(sample))
     }
-}
-
-/// Connect errors as the CLI reports them.
-pub fn client_error(e: ClientError) -> TargetError {
-    to_target_error(e)
 }
 
 #[cfg(test)]

@@ -527,7 +527,7 @@ pub async fn systems(
         DocTarget::Tessera(addr) => {
             let client = Client::connect(addr)
                 .await
-                .map_err(crate::docsys::client_error)?;
+                .map_err(crate::target::client_error)?;
             Ok(vec![
                 System::tessera(client, kind, dataset, formula_dims);
                 threads

@@ -591,7 +591,7 @@ async fn run_sweep(
         .await
         .map_err(|e| BenchError::Connect {
             target: args.target.clone(),
-            source: sweep::to_target_error(e),
+            source: target::client_error(e),
         })?;
     let phases = sweep::Phases {
         load: matches!(args.phase, Phase::Load | Phase::Both),

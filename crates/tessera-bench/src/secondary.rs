@@ -25,7 +25,7 @@ use tokio_postgres::{NoTls, Statement};
 
 use crate::driver::{phase_name, run_closed_loop, task_rng, PhaseKind, TaskStats, Tickets};
 use crate::report::PhaseReport;
-use crate::target::TargetError;
+use crate::target::{client_error, pg_error, TargetError};
 use crate::workload::Operation;
 
 /// The space (Tessera) or table (PostgreSQL).
@@ -150,18 +150,6 @@ pub struct Pg {
     eq1: Statement,
     eq2: Statement,
     range: Statement,
-}
-
-fn pg_error(e: tokio_postgres::Error) -> TargetError {
-    if e.is_closed() {
-        TargetError::Io(std::io::ErrorKind::ConnectionAborted.into())
-    } else {
-        TargetError::Server(format!("postgres: {e}"))
-    }
-}
-
-fn client_error(e: tessera_client::ClientError) -> TargetError {
-    crate::sweep::to_target_error(e)
 }
 
 impl System {

@@ -11,13 +11,13 @@ use std::time::{Duration, Instant};
 
 use rand::rngs::SmallRng;
 use rand::SeedableRng;
-use tessera_client::{Client, ClientError, Predicate, Status, Value};
+use tessera_client::{Client, Predicate, Status, Value};
 
 use crate::driver::{phase_name, run_closed_loop, task_rng, PhaseKind, TaskStats, Tickets};
 use crate::report::{Deployment, ExplainSummary, PhaseReport, SearchFixedReport, SubspacesReport};
 use crate::search_fixed::{self, SearchFixedPlan};
 use crate::subspaces::{self, SubspacesPlan};
-use crate::target::TargetError;
+use crate::target::{client_error, TargetError};
 use crate::workload::Operation;
 
 /// How many queries `search-fixed` asks `explain` about (seeded, like the run's queries).
@@ -36,17 +36,6 @@ pub(crate) struct Phases {
     pub progress: bool,
 }
 
-pub(crate) fn to_target_error(e: ClientError) -> TargetError {
-    match e {
-        ClientError::Io(io) => TargetError::Io(io),
-        ClientError::ConnectionClosed => {
-            TargetError::Io(std::io::ErrorKind::ConnectionAborted.into())
-        }
-        ClientError::Protocol(p) => TargetError::Protocol(p),
-        other => TargetError::Server(other.to_string()),
-    }
-}
-
 /// Creates the space unless it exists; an existing one must have the same attributes,
 /// subspaces and partitions (its failures tolerated may differ).
 async fn prepare(client: &Client, description: &str) -> Result<(), TargetError> {
@@ -55,12 +44,12 @@ async fn prepare(client: &Client, description: &str) -> Result<(), TargetError> 
     match client.add_space(description).await {
         Ok(()) => return Ok(()),
         Err(e) if e.status() == Some(Status::SpaceExists) => {}
-        Err(e) => return Err(to_target_error(e)),
+        Err(e) => return Err(client_error(e)),
     }
     let have = client
         .describe_space(&wanted.name)
         .await
-        .map_err(to_target_error)?;
+        .map_err(client_error)?;
     if have.attributes != wanted.attributes
         || have.subspaces != wanted.subspaces
         || have.partitions != wanted.partitions
@@ -77,7 +66,7 @@ async fn prepare(client: &Client, description: &str) -> Result<(), TargetError> 
 pub(crate) async fn deployment(client: &Client, space: &str) -> Result<Deployment, TargetError> {
     let mut config = client.configuration();
     if config.space(space).is_none() {
-        config = client.refresh().await.map_err(to_target_error)?;
+        config = client.refresh().await.map_err(client_error)?;
     }
     let replicas = config
         .space(space)
@@ -103,7 +92,7 @@ async fn put(
         .put(space, key, attrs)
         .await
         .map(|()| true)
-        .map_err(to_target_error);
+        .map_err(client_error);
     stats.record(op, started, outcome);
 }
 
@@ -228,7 +217,7 @@ async fn search(client: &Client, query: &[(&'static str, i64)]) -> Result<u64, T
     let found = client
         .search(search_fixed::SPACE_NAME, predicates(query))
         .await
-        .map_err(to_target_error)?;
+        .map_err(client_error)?;
     for record in &found {
         let int = |a: &str| match record.attributes.get(a) {
             Some(Value::Int(i)) => Ok(*i),
@@ -311,7 +300,7 @@ pub(crate) async fn run_search_fixed(
         let e = client
             .explain(space, predicates(&plan.query(&mut rng)))
             .await
-            .map_err(to_target_error)?;
+            .map_err(client_error)?;
         if i == 0 {
             (dimensions, subspace_regions) = (e.dimensions.clone(), e.subspace_regions);
         }

@@ -32,6 +32,28 @@ pub enum TargetError {
     Unsupported(String),
 }
 
+/// A Tessera client's error as a target's.
+pub fn client_error(e: tessera_client::ClientError) -> TargetError {
+    use tessera_client::ClientError;
+    match e {
+        ClientError::Io(io) => TargetError::Io(io),
+        ClientError::ConnectionClosed => {
+            TargetError::Io(std::io::ErrorKind::ConnectionAborted.into())
+        }
+        ClientError::Protocol(p) => TargetError::Protocol(p),
+        other => TargetError::Server(other.to_string()),
+    }
+}
+
+/// A PostgreSQL driver's error as a target's: a closed connection is an I/O error.
+pub fn pg_error(e: tokio_postgres::Error) -> TargetError {
+    if e.is_closed() {
+        TargetError::Io(std::io::ErrorKind::ConnectionAborted.into())
+    } else {
+        TargetError::Server(format!("postgres: {e}"))
+    }
+}
+
 /// The operations of the YCSB core workloads, keyed by record number `n` (see
 /// `workload::record_key`, `workload::prefix_suffix`).
 ///

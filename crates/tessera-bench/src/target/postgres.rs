@@ -13,7 +13,7 @@
 
 use tokio_postgres::{NoTls, Statement};
 
-use super::{Target, TargetError};
+use super::{pg_error, Target, TargetError};
 use crate::workload::{
     field_name, prefix_suffix, record_key, scan_bounds, Record, FIELD_COUNT, SPACE_NAME,
 };
@@ -31,15 +31,6 @@ struct Statements {
     update: Vec<Statement>,
     scan: Statement,
     search: Statement,
-}
-
-/// Why a PostgreSQL call failed.
-fn pg_error(e: tokio_postgres::Error) -> TargetError {
-    if e.is_closed() {
-        TargetError::Io(std::io::ErrorKind::ConnectionAborted.into())
-    } else {
-        TargetError::Server(format!("postgres: {e}"))
-    }
 }
 
 /// The table's columns after `key`, in order.

@@ -10,9 +10,9 @@
 //! `prefix == p && suffix in [lo, hi]`, which the `prefix, suffix` subspace answers from one
 //! region (seed 002 §6.2).
 
-use tessera_client::{Client, ClientError, Predicate, PredicateOp, Status, Value};
+use tessera_client::{Client, Predicate, PredicateOp, Status, Value};
 
-use super::{Target, TargetError};
+use super::{client_error, Target, TargetError};
 use crate::workload::{
     field_name, prefix_suffix, record_key, scan_bounds, Record, SPACE_DESCRIPTION, SPACE_NAME,
 };
@@ -46,19 +46,8 @@ pub struct TesseraTarget {
 impl TesseraTarget {
     pub async fn connect(addr: &str) -> Result<TesseraTarget, TargetError> {
         Ok(TesseraTarget {
-            client: Client::connect(addr).await.map_err(to_target_error)?,
+            client: Client::connect(addr).await.map_err(client_error)?,
         })
-    }
-}
-
-fn to_target_error(e: ClientError) -> TargetError {
-    match e {
-        ClientError::Io(io) => TargetError::Io(io),
-        ClientError::ConnectionClosed => {
-            TargetError::Io(std::io::ErrorKind::ConnectionAborted.into())
-        }
-        ClientError::Protocol(p) => TargetError::Protocol(p),
-        other => TargetError::Server(other.to_string()),
     }
 }
 
@@ -72,13 +61,13 @@ impl Target for TesseraTarget {
         match self.client.add_space(SPACE_DESCRIPTION).await {
             Ok(()) => return Ok(()),
             Err(e) if e.status() == Some(Status::SpaceExists) => {}
-            Err(e) => return Err(to_target_error(e)),
+            Err(e) => return Err(client_error(e)),
         }
         let schema = self
             .client
             .describe_space(SPACE_NAME)
             .await
-            .map_err(to_target_error)?;
+            .map_err(client_error)?;
         for attr in SCAN_ATTRIBUTES {
             if !schema.attributes.iter().any(|a| a.name == attr) {
                 return Err(TargetError::Server(format!(
@@ -102,14 +91,14 @@ impl Target for TesseraTarget {
         self.client
             .put(SPACE_NAME, record_key(n), attrs)
             .await
-            .map_err(to_target_error)
+            .map_err(client_error)
     }
 
     async fn read(&mut self, n: u64) -> Result<bool, TargetError> {
         match self.client.get(SPACE_NAME, record_key(n)).await {
             Ok(found) => Ok(found.is_some()),
             Err(e) if e.is_not_found() => Ok(false),
-            Err(e) => Err(to_target_error(e)),
+            Err(e) => Err(client_error(e)),
         }
     }
 
@@ -118,7 +107,7 @@ impl Target for TesseraTarget {
         self.client
             .put(SPACE_NAME, record_key(n), attrs)
             .await
-            .map_err(to_target_error)
+            .map_err(client_error)
     }
 
     async fn scan(&mut self, n: u64, len: u64) -> Result<u64, TargetError> {
@@ -131,7 +120,7 @@ impl Target for TesseraTarget {
             .client
             .search(SPACE_NAME, predicates)
             .await
-            .map_err(to_target_error)?;
+            .map_err(client_error)?;
         Ok(found.len() as u64)
     }
 
@@ -147,7 +136,7 @@ impl Target for TesseraTarget {
             .client
             .search(SPACE_NAME, predicates)
             .await
-            .map_err(to_target_error)?;
+            .map_err(client_error)?;
         Ok(found.len() as u64)
     }
 }
