@@ -985,11 +985,8 @@ impl Replica {
             state.pending = std::mem::take(&mut state.pending)
                 .into_iter()
                 .map(|((location, version), mut p)| {
-                    let at = home(key, location);
-                    if p.update.subspace == SubspaceId::KEY {
-                        p.update.region = at.1;
-                    }
-                    ((at, version), p)
+                    p.update.region = home(key, (p.update.subspace, p.update.region)).1;
+                    ((home(key, location), version), p)
                 })
                 .collect();
             state.applied = std::mem::take(&mut state.applied)
@@ -997,9 +994,7 @@ impl Replica {
                 .map(|(location, version)| (home(key, location), version))
                 .collect();
             for (_, u) in state.delayed.iter_mut() {
-                if u.subspace == SubspaceId::KEY {
-                    u.region = now.key_location(key).1;
-                }
+                u.region = home(key, (u.subspace, u.region)).1;
             }
         }
         self.tombstones = std::mem::take(&mut self.tombstones)
