@@ -57,16 +57,25 @@ pub(crate) fn encode_value(stored: &StoredObject) -> Vec<u8> {
     out
 }
 
-pub(crate) fn decode_value(bytes: &[u8]) -> Result<StoredObject, StorageError> {
-    if bytes.len() < VERSION_BYTES {
-        return Err(StorageError::Corrupt(format!(
+/// The version of a stored value, read without decoding its object.
+pub(crate) fn value_version(bytes: &[u8]) -> Result<Version, StorageError> {
+    match bytes.first_chunk::<VERSION_BYTES>() {
+        Some(version) => Ok(Version(u64::from_be_bytes(*version))),
+        None => Err(StorageError::Corrupt(format!(
             "value of {} bytes has no version",
             bytes.len()
-        )));
+        ))),
     }
-    let (version, object) = bytes.split_at(VERSION_BYTES);
-    let version = Version(u64::from_be_bytes(version.try_into().expect("8 bytes")));
-    let object = postcard::from_bytes(object)
+}
+
+/// The `postcard(Object)` part of a stored value whose version [`value_version`] read.
+pub(crate) fn object_bytes(bytes: &[u8]) -> &[u8] {
+    &bytes[VERSION_BYTES..]
+}
+
+pub(crate) fn decode_value(bytes: &[u8]) -> Result<StoredObject, StorageError> {
+    let version = value_version(bytes)?;
+    let object = postcard::from_bytes(object_bytes(bytes))
         .map_err(|e| StorageError::Corrupt(format!("undecodable object: {e}")))?;
     Ok(StoredObject { version, object })
 }

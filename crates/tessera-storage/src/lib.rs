@@ -73,7 +73,8 @@ use fjall::{Database, Keyspace, KeyspaceCreateOptions, PersistMode, Readable};
 use tessera_geometry::{key_region, RegionIndex, SearchBox, Tessellation};
 use tessera_types::{Object, SpaceSchema, SubspaceId, Value, Version};
 
-pub use search::SearchIter;
+use search::RegionBox;
+pub use search::{EncodedObject, SearchIter, SEEK_BY_READING_MAX};
 
 /// Memtable size at which a keyspace's memtable is sealed and flushed.
 pub const MEMTABLE_BYTES_MAX: u64 = 8 * 1024 * 1024;
@@ -207,8 +208,15 @@ impl From<fjall::Error> for StorageError {
 /// Counters since `open`.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct StoreStats {
-    /// Storage entries read by searches (in range, out of box, and the one that ends a scan).
+    /// Storage entries searches placed against their boxes: in the box, out of it (each then
+    /// followed by a seek), and past its end (which ends the box).
     pub keys_scanned: u64,
+    /// Storage entries searches read past while seeking by reading on
+    /// (`search::SEEK_BY_READING_MAX`), not placed.
+    pub keys_passed: u64,
+    /// Scans of the LSM tree that searches opened: one per search, and one per seek that
+    /// reading on did not finish (`search::SEEK_BY_READING_MAX`).
+    pub scans_opened: u64,
     pub searches: u64,
     /// Non-empty `commit` calls that succeeded, and the object writes they held.
     pub commits: u64,
@@ -242,6 +250,8 @@ impl Space {
 #[derive(Default)]
 struct Counters {
     keys_scanned: AtomicU64,
+    keys_passed: AtomicU64,
+    scans_opened: AtomicU64,
     searches: AtomicU64,
     commits: AtomicU64,
     object_writes: AtomicU64,
@@ -900,7 +910,7 @@ impl Store {
                     lo.iter()
                         .zip(&hi)
                         .all(|(l, h)| l <= h)
-                        .then_some((region, lo, hi))
+                        .then_some(RegionBox { region, lo, hi })
                 })
             })
             .collect();
@@ -919,6 +929,8 @@ impl Store {
         let spaces = self.spaces.read().expect("lock");
         StoreStats {
             keys_scanned: c.keys_scanned.load(Ordering::Relaxed),
+            keys_passed: c.keys_passed.load(Ordering::Relaxed),
+            scans_opened: c.scans_opened.load(Ordering::Relaxed),
             searches: c.searches.load(Ordering::Relaxed),
             commits: c.commits.load(Ordering::Relaxed),
             object_writes: c.object_writes.load(Ordering::Relaxed),

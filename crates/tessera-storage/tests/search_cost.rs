@@ -4,7 +4,7 @@ mod common;
 
 use common::{people, person, put};
 use tessera_geometry::{coordinate, RegionIndex};
-use tessera_storage::{FsyncPolicy, Store, StoreOptions};
+use tessera_storage::{FsyncPolicy, Store, StoreOptions, SEEK_BY_READING_MAX};
 use tessera_types::{SubspaceId, Value};
 
 #[test]
@@ -58,6 +58,21 @@ fn fixed_point_search_reads_only_its_matches() {
         scanned <= 2 * 100 + 2,
         "read {scanned} entries for 100 matches"
     );
+
+    // Each seek reads on for at most SEEK_BY_READING_MAX entries, then opens a new scan.
+    let (opened, passed) = (store.stats().scans_opened, store.stats().keys_passed);
+    let (found, _) = search(&[c(37), 0], &[c(37), u64::MAX]);
+    assert_eq!(found.len(), 100);
+    let (opened, passed) = (
+        store.stats().scans_opened - opened,
+        store.stats().keys_passed - passed,
+    );
+    // At most one seek per match (and one for the end), each passing fewer than the limit.
+    assert!(
+        passed < (SEEK_BY_READING_MAX as u64) * 101,
+        "passed {passed} entries for 100 matches"
+    );
+    assert!(opened <= 101, "opened {opened} scans for 100 matches");
 
     // A small box: 3 × 4 matches.
     let (found, scanned) = search(&[c(10), c(20)], &[c(12), c(23)]);
@@ -156,4 +171,59 @@ fn a_partial_match_reads_about_m_to_the_open_over_d_entries_per_region() {
             "fixing {fixed} of 3: read {read} entries, estimated {estimate:.0}"
         );
     }
+}
+
+/// A box over several regions of one subspace is one pass over them: regions with nothing in
+/// the box, and short gaps between the regions' boxes, are read past, not scanned anew.
+#[test]
+fn a_search_over_several_regions_is_one_pass() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(
+        dir.path(),
+        StoreOptions {
+            fsync: FsyncPolicy::Never,
+            cache_bytes: 8 << 20,
+        },
+    )
+    .unwrap();
+    // 64 partitions of (a, b): 8 × 8 equal intervals of each axis. Small ints all lie in
+    // one interval of each, so every object is in one region; a box open in `a` and narrow in
+    // `b` crosses 8 regions, 7 of them empty.
+    store.create_space(&people("grid", 64)).unwrap();
+    let objects: Vec<_> = (1000..1004i64)
+        .map(|i| put("grid", None, 1, person(&format!("k{i}"), 0, i, "s")))
+        .collect();
+    store.commit(&objects).unwrap();
+    let tessellation = tessera_geometry::Tessellation::new(2, 64);
+    let c = |i: i64| coordinate(&Value::Int(i));
+    let search_box = tessera_geometry::SearchBox {
+        ranges: vec![(0, u64::MAX), (c(1000), c(1003))],
+    };
+    let regions = search_box.regions(&tessellation);
+    assert_eq!(regions.len(), 8);
+    let before = store.stats();
+    let found: Vec<i64> = store
+        .search(
+            "grid",
+            SubspaceId(1),
+            &regions,
+            &[0, c(1000)],
+            &[u64::MAX, c(1003)],
+        )
+        .unwrap()
+        .map(|o| match o.unwrap().object.values[2] {
+            Value::Int(b) => b,
+            _ => unreachable!("b is an int"),
+        })
+        .collect();
+    let mut found = found;
+    found.sort_unstable();
+    assert_eq!(found, vec![1000, 1001, 1002, 1003]);
+    let after = store.stats();
+    // A scan per region would be eight.
+    assert_eq!(
+        after.scans_opened - before.scans_opened,
+        1,
+        "one pass over the 8 regions"
+    );
 }
