@@ -1,8 +1,9 @@
-//! `tessera bench`: the YCSB core workloads A–F against Tessera, Redis or PostgreSQL, searches
-//! on secondary attributes against Tessera or PostgreSQL ([`secondary`]), and three benchmarks
-//! of Tessera's own: `s` (a search fixing a whole subspace, against a get), `subspaces` (write
-//! latency against the number of subspaces, i.e. chain length: [`subspaces`]) and
-//! `search-fixed` (searches fixing 0–3 attributes of a subspace: [`search_fixed`]); and
+//! `tessera bench`: the YCSB core workloads A–F against Tessera, Redis, PostgreSQL, etcd or
+//! Cassandra, searches on secondary attributes against Tessera, PostgreSQL or Cassandra
+//! ([`secondary`]), and three benchmarks of Tessera's own: `s` (a search fixing a whole
+//! subspace, against a get), `subspaces` (write latency against the number of subspaces, i.e.
+//! chain length: [`subspaces`]) and `search-fixed` (searches fixing 0–3 attributes of a
+//! subspace: [`search_fixed`]); and
 //! `advisor-eval`, the evaluation of the performance model and configurator on seed 000's hotel
 //! workloads ([`advisor_eval`], [`hotels`]; docs/advisor.md).
 //!
@@ -58,11 +59,13 @@ pub use report::{OpReport, PhaseReport};
 pub use workload::Workload;
 
 use driver::{run_phase, PhaseKind, PhasePlan};
+use target::cassandra::CqlTarget;
+use target::etcd::EtcdTarget;
 use target::memory::MemoryTarget;
 use target::postgres::PostgresTarget;
 use target::redis::RedisTarget;
 use target::tessera::TesseraTarget;
-use target::{Target, TargetError};
+use target::{Inexpressible, Target, TargetError};
 
 /// Which phases to run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -89,16 +92,20 @@ pub enum ProgressMode {
 pub struct BenchArgs {
     /// What to benchmark: `tessera://HOST:PORT`, `redis://HOST:PORT`,
     /// `postgres://USER@HOST:PORT/DB` (table `ycsb`, a B-tree index on `prefix, suffix`; YCSB
-    /// a-f, s, documents and dblp), or `memory://` (an in-process map: measures the driver's
-    /// own overhead). Before a run of e or s is timed, a sample of its queries is checked
-    /// against what the load wrote.
+    /// a-f, s, secondary, documents and dblp), `etcd://HOST:PORT` (etcd v3, a key per field;
+    /// YCSB a-f, e as a key-range read), `cql://HOST:PORT` (Cassandra: keyspace
+    /// `tessera_bench`, table `usertable` with SAI indexes on `prefix` and `suffix`; YCSB a-f,
+    /// s and secondary), or `memory://` (an in-process map: measures the driver's own
+    /// overhead). A workload a system cannot express is refused before anything connects.
+    /// Before a run of e or s is timed, a sample of its queries is checked against what the
+    /// load wrote.
     #[arg(long, default_value = "tessera://127.0.0.1:1982")]
     pub target: String,
 
     /// YCSB core workload: a (50/50 read/update), b (95/5 read/update), c (read only),
     /// d (95/5 read/insert, latest), e (95/5 scan/insert), f (50/50 read/read-modify-write);
     /// s (not YCSB: 100% searches fixing both dimensions of the `prefix, suffix` subspace, zipfian
-    /// as c, to compare with c's gets; Tessera, PostgreSQL and memory targets).
+    /// as c, to compare with c's gets; Tessera, PostgreSQL, Cassandra and memory targets).
     /// Not YCSB, Tessera only, each in a space of its own: subspaces (load --records objects of
     /// ten int attributes into space `subspacesS`, which has --subspaces one-attribute
     /// subspaces, then --operations puts rewriting all ten, each moving the object in every
@@ -238,6 +245,14 @@ pub enum BenchError {
     /// The target kind exists but cannot be driven by this build.
     #[error("target not supported: {0}")]
     TargetUnsupported(String),
+    /// The target's system cannot express the workload (etcd has no search on values):
+    /// refused before anything connects.
+    #[error("workload {workload} cannot run against {target}: {reason}")]
+    WorkloadInexpressible {
+        target: String,
+        workload: Workload,
+        reason: Inexpressible,
+    },
     /// A system returned counts that differ from what was loaded (a document benchmark's
     /// model, or the records a YCSB load wrote).
     #[error("{0}")]
@@ -252,6 +267,24 @@ enum TargetKind {
     Memory,
     /// A libpq connection URL (`postgres://USER@HOST:PORT/DB`), for `documents` and `dblp`.
     Postgres(String),
+    /// An etcd member's client address, `HOST:PORT`.
+    Etcd(String),
+    /// A Cassandra node's CQL address, `HOST:PORT`.
+    Cql(String),
+}
+
+/// Why `target` cannot express `workload`, if it cannot: decided before anything connects.
+fn inexpressible(target: &TargetKind, workload: Workload) -> Option<Inexpressible> {
+    match (target, workload) {
+        (
+            TargetKind::Etcd(_),
+            Workload::S | Workload::Secondary | Workload::Documents | Workload::Dblp,
+        ) => Some(Inexpressible::EtcdSearch),
+        (TargetKind::Cql(_), Workload::Documents | Workload::Dblp) => {
+            Some(Inexpressible::CqlDocuments)
+        }
+        _ => None,
+    }
 }
 
 fn parse_target(url: &str) -> Result<TargetKind, BenchError> {
@@ -263,6 +296,14 @@ fn parse_target(url: &str) -> Result<TargetKind, BenchError> {
         target::redis::parse_url(url)
             .map(TargetKind::Redis)
             .map_err(BenchError::InvalidArgs)
+    } else if url.starts_with("etcd://") {
+        target::etcd::parse_url(url)
+            .map(TargetKind::Etcd)
+            .map_err(BenchError::InvalidArgs)
+    } else if url.starts_with("cql://") {
+        target::cassandra::parse_url(url)
+            .map(TargetKind::Cql)
+            .map_err(BenchError::InvalidArgs)
     } else if url == "memory://" || url == "memory" {
         Ok(TargetKind::Memory)
     } else if url.starts_with("postgres://") || url.starts_with("postgresql://") {
@@ -272,7 +313,7 @@ fn parse_target(url: &str) -> Result<TargetKind, BenchError> {
             .map_err(|e| BenchError::InvalidArgs(format!("{url:?}: {e}")))
     } else {
         Err(BenchError::InvalidArgs(format!(
-            "unknown target {url:?}: expected tessera://HOST:PORT, redis://HOST:PORT, postgres://… or memory://"
+            "unknown target {url:?}: expected tessera://HOST:PORT, redis://HOST:PORT, postgres://…, etcd://HOST:PORT, cql://HOST:PORT or memory://"
         )))
     }
 }
@@ -306,6 +347,13 @@ pub async fn run(args: BenchArgs) -> Result<Report, BenchError> {
         },
     };
     let target = parse_target(&args.target)?;
+    if let Some(reason) = inexpressible(&target, args.workload) {
+        return Err(BenchError::WorkloadInexpressible {
+            target: args.target.clone(),
+            workload: args.workload,
+            reason,
+        });
+    }
     if matches!(args.workload, Workload::Documents | Workload::Dblp) {
         return run_documents(target, args).await;
     }
@@ -357,6 +405,20 @@ pub async fn run(args: BenchArgs) -> Result<Report, BenchError> {
             // One pipelined client shared by every task: concurrency comes from requests in
             // flight on one connection.
             let client = TesseraTarget::connect(&addr).await.map_err(connect_error)?;
+            drive(vec![client; args.threads], &args, duration).await?
+        }
+        TargetKind::Etcd(addr) => {
+            // One gRPC client shared by every task: its requests are multiplexed on one
+            // HTTP/2 connection.
+            let client = EtcdTarget::connect(&addr).await.map_err(connect_error)?;
+            drive(vec![client; args.threads], &args, duration).await?
+        }
+        TargetKind::Cql(addr) => {
+            // One session shared by every task: the driver multiplexes their requests.
+            let session = target::cassandra::connect(&addr)
+                .await
+                .map_err(connect_error)?;
+            let client = CqlTarget::connect(session).await.map_err(connect_error)?;
             drive(vec![client; args.threads], &args, duration).await?
         }
     };
@@ -417,9 +479,23 @@ async fn run_secondary(
             }
             systems
         }
-        TargetKind::Redis(_) | TargetKind::Memory => {
+        TargetKind::Cql(addr) => {
+            let session = target::cassandra::connect(addr)
+                .await
+                .map_err(connect_error)?;
+            let people = std::sync::Arc::new(
+                target::cassandra::People::connect(session)
+                    .await
+                    .map_err(connect_error)?,
+            );
+            (0..args.threads)
+                .map(|_| secondary::System::Cassandra(people.clone()))
+                .collect()
+        }
+        // etcd was refused before this (`inexpressible`), with its reason.
+        TargetKind::Redis(_) | TargetKind::Memory | TargetKind::Etcd(_) => {
             return Err(BenchError::TargetUnsupported(
-                "workload secondary searches secondary attributes: run it against tessera:// or postgres://".into(),
+                "workload secondary searches secondary attributes: run it against tessera://, postgres:// or cql://".into(),
             ))
         }
     };
@@ -503,7 +579,8 @@ async fn run_documents(target: TargetKind, args: BenchArgs) -> Result<Report, Be
     let doc_target = match target {
         TargetKind::Tessera(addr) => documents::DocTarget::Tessera(addr),
         TargetKind::Postgres(url) => documents::DocTarget::Postgres(url),
-        TargetKind::Redis(_) | TargetKind::Memory => {
+        // etcd and Cassandra were refused before this (`inexpressible`), with their reasons.
+        TargetKind::Redis(_) | TargetKind::Memory | TargetKind::Etcd(_) | TargetKind::Cql(_) => {
             return Err(BenchError::TargetUnsupported(format!(
                 "workload {} runs against tessera:// or postgres://",
                 args.workload
@@ -974,10 +1051,68 @@ mod tests {
             Some(TargetKind::Tessera("h:1982".into()))
         );
         assert_eq!(parse_target("memory://").ok(), Some(TargetKind::Memory));
+        assert_eq!(
+            parse_target("etcd://127.0.0.1:2379").ok(),
+            Some(TargetKind::Etcd("127.0.0.1:2379".into()))
+        );
+        assert_eq!(
+            parse_target("cql://h").ok(),
+            Some(TargetKind::Cql("h:9042".into()))
+        );
         assert!(matches!(
             parse_target("http://h"),
             Err(BenchError::InvalidArgs(_))
         ));
+        assert!(matches!(
+            parse_target("etcd://h:x"),
+            Err(BenchError::InvalidArgs(_))
+        ));
+    }
+
+    /// What etcd and Cassandra cannot express is refused with its reason before anything
+    /// connects (port 1: nothing listens, so reaching connect would be a Connect error).
+    #[tokio::test]
+    async fn inexpressible_workloads_are_refused_before_connecting() {
+        for (target, workload, reason) in [
+            ("etcd://127.0.0.1:1", "s", Inexpressible::EtcdSearch),
+            ("etcd://127.0.0.1:1", "secondary", Inexpressible::EtcdSearch),
+            ("etcd://127.0.0.1:1", "documents", Inexpressible::EtcdSearch),
+            ("etcd://127.0.0.1:1", "dblp", Inexpressible::EtcdSearch),
+            (
+                "cql://127.0.0.1:1",
+                "documents",
+                Inexpressible::CqlDocuments,
+            ),
+            ("cql://127.0.0.1:1", "dblp", Inexpressible::CqlDocuments),
+        ] {
+            let r = run(args(&["--target", target, "-w", workload])).await;
+            match &r {
+                Err(BenchError::WorkloadInexpressible {
+                    workload: w,
+                    reason: why,
+                    ..
+                }) => {
+                    assert_eq!((w.to_string().as_str(), *why), (workload, reason));
+                    let message = r.as_ref().unwrap_err().to_string();
+                    assert!(
+                        message.contains(&format!("workload {workload}")),
+                        "{message}"
+                    );
+                }
+                other => panic!("{target} -w {workload}: {other:?}"),
+            }
+        }
+        for target in ["etcd://127.0.0.1:1", "cql://127.0.0.1:1"] {
+            for w in ["subspaces", "twitter"] {
+                let r = run(args(&["--target", target, "-w", w])).await;
+                assert!(
+                    matches!(&r, Err(BenchError::TargetUnsupported(_))),
+                    "{target} -w {w}: {r:?}"
+                );
+            }
+            let r = run(args(&["--target", target, "-w", "c", "--records", "10"])).await;
+            assert!(matches!(r, Err(BenchError::Connect { .. })), "{r:?}");
+        }
     }
 
     #[tokio::test]

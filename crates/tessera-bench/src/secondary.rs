@@ -12,8 +12,10 @@
 //! * `range`: `score BETWEEN L AND L + 999` (0.1 % of the records, ~100 at 100 000).
 //!
 //! Tessera: space `people` with subspaces `city` and `age, score`. PostgreSQL: table `people`
-//! with B-tree indexes on `city`, `age` and `score`. Before a run is timed, a sample of its
-//! queries must return exactly the expected counts on the system under test.
+//! with B-tree indexes on `city`, `age` and `score`. Cassandra: table `people` with
+//! storage-attached indexes on the same three (`target::cassandra::People`). Before a run is
+//! timed, a sample of its queries must return exactly the expected counts on the system under
+//! test.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -141,6 +143,8 @@ pub enum System {
     Tessera(Client),
     /// One connection per task, statements prepared.
     Postgres(Box<Pg>),
+    /// One session and its prepared statements, shared by the tasks.
+    Cassandra(Arc<crate::target::cassandra::People>),
 }
 
 /// A PostgreSQL connection and its statements.
@@ -199,7 +203,8 @@ impl System {
         })))
     }
 
-    /// Tessera: creates the space unless it exists.
+    /// Tessera: creates the space unless it exists (PostgreSQL's and Cassandra's tables were
+    /// made when they connected).
     async fn prepare(&self) -> Result<(), TargetError> {
         if let System::Tessera(client) = self {
             match client.add_space(DESCRIPTION).await {
@@ -232,6 +237,7 @@ impl System {
                 .await
                 .map(|_| ())
                 .map_err(pg_error),
+            System::Cassandra(people) => people.insert(p).await,
         }
     }
 
@@ -265,6 +271,7 @@ impl System {
                 .map_err(pg_error)?;
                 Ok(rows.len() as u64)
             }
+            System::Cassandra(people) => people.query(q).await,
         }
     }
 }

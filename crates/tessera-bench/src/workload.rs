@@ -137,7 +137,7 @@ pub enum Workload {
     /// over a computed cluster without running it (`--twitter-route-servers`). Tessera only.
     Twitter,
     /// Searches on secondary attributes (`--query eq1|eq2|range`) of 100-byte people, against
-    /// Tessera or PostgreSQL (`crate::secondary`).
+    /// Tessera, PostgreSQL or Cassandra (`crate::secondary`).
     Secondary,
 }
 

@@ -8,6 +8,8 @@ use std::future::Future;
 
 use crate::workload::Record;
 
+pub mod cassandra;
+pub mod etcd;
 pub mod memory;
 pub mod postgres;
 pub mod redis;
@@ -30,6 +32,55 @@ pub enum TargetError {
     /// The target cannot perform this operation (not yet wired, or not supported).
     #[error("unsupported: {0}")]
     Unsupported(String),
+    /// The target's system has no way to express this operation faithfully.
+    #[error(transparent)]
+    Inexpressible(#[from] Inexpressible),
+}
+
+/// Why a system cannot run a workload: what the system lacks, not what this crate has not
+/// written. A benchmark refuses such a workload before it connects rather than run something
+/// else under its name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Inexpressible {
+    /// etcd finds keys by key (one, or a range in byte order) and nothing else: a search on a
+    /// value (workloads s, secondary, documents, dblp) would be a scan of every key.
+    #[error(
+        "etcd has no search on values (no secondary index): it reads keys by key or key range only"
+    )]
+    EtcdSearch,
+    /// Cassandra stores typed rows; it has no JSON document whose paths it could index, which
+    /// the documents and dblp workloads search by.
+    #[error("Cassandra has no documents to search by path: its rows are typed columns")]
+    CqlDocuments,
+}
+
+/// Parses `SCHEME://HOST[:PORT][/]` into `HOST:PORT`, with `default_port` when the URL has
+/// none. Paths, credentials and query strings are refused: every target drives a local server
+/// on a plain connection. IPv6 literals are written in brackets (`[::1]:2379`).
+pub fn parse_host_port(url: &str, scheme: &str, default_port: u16) -> Result<String, String> {
+    let rest = url
+        .strip_prefix(scheme)
+        .and_then(|r| r.strip_prefix("://"))
+        .ok_or_else(|| format!("{url:?} does not start with {scheme}://"))?;
+    let rest = rest.strip_suffix('/').unwrap_or(rest);
+    if rest.is_empty() || rest.contains(['/', '@', '?']) {
+        return Err(format!("{url:?}: expected {scheme}://HOST:PORT"));
+    }
+    let has_port = match rest.rsplit_once(':') {
+        // An IPv6 literal "[::1]" has colons but no port after the bracket.
+        Some((host, port)) if !host.is_empty() && !port.contains(']') => {
+            port.parse::<u16>()
+                .map_err(|_| format!("{url:?}: bad port {port:?}"))?;
+            true
+        }
+        _ => false,
+    };
+    Ok(if has_port {
+        rest.to_owned()
+    } else {
+        format!("{rest}:{default_port}")
+    })
 }
 
 /// A Tessera client's error as a target's.
@@ -51,6 +102,50 @@ pub fn pg_error(e: tokio_postgres::Error) -> TargetError {
         TargetError::Io(std::io::ErrorKind::ConnectionAborted.into())
     } else {
         TargetError::Server(format!("postgres: {e}"))
+    }
+}
+
+/// An etcd client's error as a target's: a broken channel or a deadline is an I/O error (the
+/// request may or may not have been applied), a status from the server is the server's refusal.
+pub fn etcd_error(e: etcd_client::Error) -> TargetError {
+    use std::io::{Error, ErrorKind};
+    match e {
+        etcd_client::Error::IoError(io) => TargetError::Io(io),
+        etcd_client::Error::TransportError(t) => {
+            TargetError::Io(Error::new(ErrorKind::ConnectionAborted, t))
+        }
+        etcd_client::Error::GRpcStatus(status) => match status.code() {
+            tonic::Code::Unavailable | tonic::Code::Cancelled | tonic::Code::Unknown => {
+                TargetError::Io(Error::new(ErrorKind::ConnectionAborted, status.to_string()))
+            }
+            tonic::Code::DeadlineExceeded => {
+                TargetError::Io(Error::new(ErrorKind::TimedOut, status.to_string()))
+            }
+            _ => TargetError::Server(format!("etcd: {status}")),
+        },
+        other => TargetError::Protocol(format!("etcd: {other}")),
+    }
+}
+
+/// A CQL driver's error as a target's: one that never reached a node or lost its connection
+/// is an I/O error; what a node answered with is the server's.
+pub fn cql_error(e: scylla::errors::ExecutionError) -> TargetError {
+    use scylla::errors::{ExecutionError, RequestAttemptError};
+    use std::io::{Error, ErrorKind};
+    match e {
+        ExecutionError::LastAttemptError(RequestAttemptError::DbError(db, message)) => {
+            TargetError::Server(format!("cassandra: {db}: {message}"))
+        }
+        ExecutionError::RequestTimeout(after) => TargetError::Io(Error::new(
+            ErrorKind::TimedOut,
+            format!("no answer within {after:?}"),
+        )),
+        ExecutionError::ConnectionPoolError(_)
+        | ExecutionError::EmptyPlan
+        | ExecutionError::LastAttemptError(RequestAttemptError::BrokenConnectionError(_)) => {
+            TargetError::Io(Error::new(ErrorKind::ConnectionAborted, e.to_string()))
+        }
+        other => TargetError::Protocol(format!("cql: {other}")),
     }
 }
 

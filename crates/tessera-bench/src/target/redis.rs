@@ -30,29 +30,7 @@ pub const OPERATION_TIMEOUT_MS: u64 = 30_000;
 /// Parses `redis://HOST[:PORT]` into `HOST:PORT` (port 6379 when absent). Database numbers,
 /// credentials and TLS are not supported: the benchmark drives a local, default-configured server.
 pub fn parse_url(url: &str) -> Result<String, String> {
-    let rest = url
-        .strip_prefix("redis://")
-        .ok_or_else(|| format!("{url:?} does not start with redis://"))?;
-    let rest = rest.strip_suffix('/').unwrap_or(rest);
-    if rest.is_empty() || rest.contains('/') || rest.contains('@') {
-        return Err(format!("{url:?}: expected redis://HOST:PORT"));
-    }
-    let has_port = match rest.rsplit_once(':') {
-        // An IPv6 literal "[::1]" has colons but no port after the bracket.
-        Some((host, port)) => {
-            !host.is_empty() && !port.contains(']') && {
-                port.parse::<u16>()
-                    .map_err(|_| format!("{url:?}: bad port {port:?}"))?;
-                true
-            }
-        }
-        None => false,
-    };
-    Ok(if has_port {
-        rest.to_owned()
-    } else {
-        format!("{rest}:6379")
-    })
+    super::parse_host_port(url, "redis", 6379)
 }
 
 /// One connection per driver task; reconnects on the next operation after an I/O error.

@@ -20,21 +20,7 @@ use crate::workload::{
 /// Parses `tessera://HOST:PORT` into `HOST:PORT` (port 1982, the `tessera dev` default, when
 /// absent).
 pub fn parse_url(url: &str) -> Result<String, String> {
-    let rest = url
-        .strip_prefix("tessera://")
-        .ok_or_else(|| format!("{url:?} does not start with tessera://"))?;
-    let rest = rest.strip_suffix('/').unwrap_or(rest);
-    if rest.is_empty() || rest.contains('/') {
-        return Err(format!("{url:?}: expected tessera://HOST:PORT"));
-    }
-    match rest.rsplit_once(':') {
-        Some((host, port)) if !host.is_empty() && !port.contains(']') => {
-            port.parse::<u16>()
-                .map_err(|_| format!("{url:?}: bad port {port:?}"))?;
-            Ok(rest.to_owned())
-        }
-        _ => Ok(format!("{rest}:1982")),
-    }
+    super::parse_host_port(url, "tessera", 1982)
 }
 
 /// One task's handle on the shared pipelined client.
