@@ -41,6 +41,14 @@ impl EncodedObject {
         Ok(EncodedObject { version, value })
     }
 
+    /// `stored`, encoded as storage would hold it.
+    pub fn from_stored(stored: &StoredObject) -> EncodedObject {
+        EncodedObject {
+            version: stored.version,
+            value: Slice::from(codec::encode_value(stored)),
+        }
+    }
+
     /// The object's values, encoded as `postcard(Object)` (a length, then each value).
     pub fn object_bytes(&self) -> &[u8] {
         codec::object_bytes(&self.value)
@@ -216,8 +224,15 @@ impl SearchIter {
                 self.open(start);
             }
             let Some(guard) = self.scan.as_mut().expect("open").next() else {
-                // The pass ends past the last box.
+                // Nothing more up to the end of the last box. The rest of this region's boxes
+                // may start behind the pass (a dynamic space's boxes overlap): read them from
+                // their starts. Later regions' boxes have nothing.
                 self.scan = None;
+                let region = self.boxes[self.at].region;
+                self.at += 1;
+                if self.boxes.get(self.at).is_some_and(|b| b.region == region) {
+                    continue;
+                }
                 self.at = self.boxes.len();
                 return Ok(None);
             };

@@ -142,6 +142,43 @@ proptest! {
         }).cloned().collect();
         prop_assert_eq!(sorted(got), expected);
     }
+
+    /// Several boxes at once (a dynamic space's search reads one per shape), overlapping or
+    /// not, over chosen regions: every object in some box comes, and at most once per box
+    /// holding it.
+    #[test]
+    fn several_boxes_find_what_each_would(commits in proptest::collection::vec(proptest::collection::vec(op(), 1..5), 1..25),
+                                          boxes in proptest::collection::vec(((-7i64..7, -7i64..7), (-7i64..7, -7i64..7)), 1..4),
+                                          region_mask in any::<u16>(), partitions in prop_oneof![Just(1u32), Just(4), Just(16)]) {
+        let dir = tempfile::tempdir().unwrap();
+        let store = open(dir.path());
+        let schema = people("people", partitions);
+        store.create_space(&schema).unwrap();
+        let model = run(&store, &schema, &commits);
+        let c = |i: i64| coordinate(&Value::Int(i));
+        let ranges: Vec<[(i64, i64); 2]> = boxes.iter().map(|(a, b)| [(a.0.min(a.1), a.0.max(a.1)), (b.0.min(b.1), b.0.max(b.1))]).collect();
+        let search_boxes: Vec<tessera_geometry::SearchBox> = ranges.iter().map(|r| tessera_geometry::SearchBox {
+            ranges: r.iter().map(|&(lo, hi)| (c(lo), c(hi))).collect(),
+        }).collect();
+        let tessellation = Tessellation::new(2, partitions);
+        let regions: Vec<RegionIndex> = all_regions(&schema, 1).into_iter().filter(|r| region_mask & (1 << (r.0 % 16)) != 0).collect();
+        let mut got: BTreeMap<Value, usize> = BTreeMap::new();
+        for o in store.search_boxes(&schema.name, SubspaceId(1), &regions, &search_boxes).unwrap() {
+            *got.entry(o.unwrap().object.key().clone()).or_default() += 1;
+        }
+        for o in model.values() {
+            let (Value::Int(x), Value::Int(y)) = (&o.object.values[1], &o.object.values[2]) else { unreachable!() };
+            let holding = ranges.iter().filter(|r| (r[0].0..=r[0].1).contains(x) && (r[1].0..=r[1].1).contains(y)).count();
+            let in_regions = regions.contains(&tessellation.region_of(&point(&schema, SubspaceId(1), &o.object).expect("typed")));
+            let n = got.remove(o.object.key()).unwrap_or(0);
+            if in_regions && holding > 0 {
+                prop_assert!((1..=holding).contains(&n), "{:?} came {} times, in {} boxes", o.object.key(), n, holding);
+            } else {
+                prop_assert_eq!(n, 0, "{:?} is in no box read", o.object.key());
+            }
+        }
+        prop_assert!(got.is_empty(), "found objects the model does not have: {:?}", got);
+    }
 }
 
 #[test]
