@@ -5,8 +5,9 @@ use bytes::{BufMut, Bytes, BytesMut};
 use tokio_util::codec::LengthDelimitedCodec;
 
 use crate::constants::FRAME_BYTES_MAX;
-use crate::message::{RequestFrame, ResponseFrame};
+use crate::message::{RequestFrame, Response, ResponseFrame};
 use crate::PROTOCOL_VERSION;
+use tessera_types::{Epoch, Version};
 
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -66,6 +67,78 @@ pub fn encode_response(frame: &ResponseFrame) -> Result<Bytes, FrameError> {
 
 pub fn decode_response(body: &[u8]) -> Result<ResponseFrame, FrameError> {
     decode(body)
+}
+
+/// A `SearchItems` response put together from objects in their stored encoding,
+/// `postcard(Object)`, so that a search streams its matches without decoding and re-encoding
+/// each. The frame is byte for byte the encoding of `Response::SearchItems` of the same
+/// objects: a `WireObject` encodes as its version (a varint), then its values as an `Object`
+/// encodes them (their count, then each value).
+#[derive(Debug, Default)]
+pub struct SearchItemsBuilder {
+    /// The items so far, each `varint(version) | postcard(Object)`.
+    items: Vec<u8>,
+    count: u64,
+}
+
+impl SearchItemsBuilder {
+    pub fn new() -> SearchItemsBuilder {
+        SearchItemsBuilder::default()
+    }
+
+    /// Adds an object: its version, and its values encoded as `postcard(Object)`.
+    pub fn push(&mut self, version: Version, object: &[u8]) {
+        put_varint(&mut self.items, version.0);
+        self.items.extend_from_slice(object);
+        self.count += 1;
+    }
+
+    pub fn count(&self) -> u64 {
+        self.count
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    /// Bytes of the items so far.
+    pub fn bytes(&self) -> usize {
+        self.items.len()
+    }
+
+    /// The frame body of `SearchItems` with the items so far, answering request `id`; the
+    /// builder is empty afterwards.
+    pub fn take_frame(&mut self, id: u64, epoch: Epoch) -> Result<Bytes, FrameError> {
+        // The frame of no items ends in their count, 0, a one-byte varint: replace it.
+        let head = encode(&ResponseFrame {
+            id,
+            epoch,
+            response: Response::SearchItems(Vec::new()),
+        })?;
+        debug_assert_eq!(head.last(), Some(&0));
+        let mut count = Vec::with_capacity(10);
+        put_varint(&mut count, self.count);
+        let len = head.len() - 1 + count.len() + self.items.len();
+        if len > FRAME_BYTES_MAX {
+            return Err(FrameError::TooLarge(len));
+        }
+        let mut frame = BytesMut::with_capacity(len);
+        frame.extend_from_slice(&head[..head.len() - 1]);
+        frame.extend_from_slice(&count);
+        frame.extend_from_slice(&self.items);
+        self.items.clear();
+        self.count = 0;
+        Ok(frame.freeze())
+    }
+}
+
+/// `value` as postcard encodes a `u64`: 7 bits a byte, least significant first.
+fn put_varint(out: &mut Vec<u8>, mut value: u64) {
+    while value >= 0x80 {
+        out.push(value as u8 | 0x80);
+        value >>= 7;
+    }
+    out.push(value as u8);
 }
 
 /// The request id of a frame that could not be fully decoded, when its header survived:
@@ -195,6 +268,34 @@ mod tests {
             decode_request(&[99, 0]),
             Err(FrameError::UnsupportedVersion(99))
         ));
+    }
+
+    proptest! {
+        /// A frame built from stored encodings is the frame of the decoded objects.
+        #[test]
+        fn search_items_from_encodings_are_the_encoded_response(
+            id in any::<u64>(), epoch in any::<u64>(),
+            objects in proptest::collection::vec((any::<u64>(), proptest::collection::vec(
+                prop_oneof![any::<i64>().prop_map(Value::Int), ".{0,8}".prop_map(Value::String)], 1..4)), 0..20),
+        ) {
+            let mut builder = SearchItemsBuilder::new();
+            for (version, values) in &objects {
+                let object = postcard::to_allocvec(&tessera_types::Object { values: values.clone() }).unwrap();
+                builder.push(tessera_types::Version(*version), &object);
+            }
+            prop_assert_eq!(builder.count(), objects.len() as u64);
+            let built = builder.take_frame(id, Epoch(epoch)).unwrap();
+            prop_assert!(builder.is_empty());
+            let expected = encode_response(&ResponseFrame {
+                id,
+                epoch: Epoch(epoch),
+                response: Response::SearchItems(objects.iter().map(|(v, values)| crate::WireObject {
+                    version: tessera_types::Version(*v),
+                    values: values.clone(),
+                }).collect()),
+            }).unwrap();
+            prop_assert_eq!(built, expected);
+        }
     }
 
     proptest! {

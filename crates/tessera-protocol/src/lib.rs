@@ -29,6 +29,7 @@ pub use config::{
 #[cfg(feature = "frame")]
 pub use frame::{
     codec, decode_request, decode_response, encode_request, encode_response, FrameError,
+    SearchItemsBuilder,
 };
 pub use message::{
     CoordinatorStatus, ExplainedPart, Explanation, HeartbeatReply, KeyRegionLoad, Request,

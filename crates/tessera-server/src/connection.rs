@@ -2,9 +2,8 @@
 //!
 //! Each connection has a reader (this module's [`serve`]) and a writer task
 //! ([`crate::outbox`]). The reader decodes each frame, validates it against the current view
-//! ([`crate::validate`]) and routes the job: reads are answered here; writes go to the chain
-//! loop; searches and group operations run on the blocking pool (a search naming a single point
-//! with few matches is answered here). A connection that begins with `PeerHello` carries a
+//! ([`crate::validate`]) and routes the job: gets are answered here; writes go to the chain
+//! loop; searches go to [`crate::search`], group operations to the blocking pool. A connection that begins with `PeerHello` carries a
 //! peer's envelopes from then on ([`crate::peers::serve_peer`]).
 //!
 //! A frame that decodes badly but arrived whole is answered with `Malformed` and the
@@ -17,18 +16,15 @@
 //! client that pipelines searches and reads nothing must not take every such thread from
 //! everyone else.
 
-use std::ops::ControlFlow;
 use std::sync::Arc;
 
 use futures::StreamExt;
-use tessera_protocol::constants::SEARCH_BATCH_BYTES;
 use tessera_protocol::frame::peek_request_id;
 use tessera_protocol::{
     codec, decode_request, ErrorReply, FrameError, Request, RequestFrame, RequestShape, Response,
     Status,
 };
-use tessera_storage::StoredObject;
-use tessera_types::{CheckedPredicate, Epoch};
+use tessera_types::CheckedPredicate;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_util::codec::FramedRead;
@@ -38,9 +34,10 @@ use crate::outbox::{Outbox, Replier};
 use crate::peers;
 use crate::queue::LoopInput;
 use crate::reads;
+use crate::search;
 use crate::state::Shared;
 use crate::trace;
-use crate::validate::{validate, Job, SearchKind};
+use crate::validate::{validate, Job};
 use crate::view::{Mode, ServedSpace};
 
 /// Requests of one connection in progress at once.
@@ -49,12 +46,6 @@ pub const IN_FLIGHT_MAX: usize = 1024;
 /// Searches and group operations of one connection in progress at once (each holds a
 /// blocking-pool thread, of which tokio has 512 by default).
 pub const SEARCHES_IN_FLIGHT_MAX: usize = 16;
-
-/// Most matches a search answered on the connection's task may have; past it the search starts
-/// again on the blocking pool, which streams with backpressure.
-const INLINE_MATCHES_MAX: usize = 256;
-/// A multi_get of at most this many keys is answered on the connection's task, as gets are.
-const INLINE_KEYS_MAX: usize = 16;
 
 /// Accepts connections until aborted; aborting it aborts every connection it accepted (they
 /// live in its `JoinSet`), so a stopped server lets go of its store.
@@ -214,22 +205,7 @@ async fn route(shared: &Arc<Shared>, frame: RequestFrame, replier: Replier) {
             space,
             predicates,
             kind,
-        } => {
-            let Some((kind, replier)) =
-                search_inline(shared, stamp, &space, &predicates, kind, replier)
-            else {
-                return;
-            };
-            // Waits (and so stops reading this connection) while its searches are all busy.
-            let slot = replier
-                .outbox
-                .searches
-                .clone()
-                .acquire_owned()
-                .await
-                .expect("never closed");
-            return search(shared, stamp, space, predicates, kind, replier, slot);
-        }
+        } => return search::run(shared, stamp, space, predicates, kind, replier).await,
         Job::Group {
             space,
             predicates,
@@ -265,250 +241,6 @@ async fn route(shared: &Arc<Shared>, frame: RequestFrame, replier: Replier) {
             ErrorReply::new(Status::Unavailable, "the server is shutting down"),
         );
     }
-}
-
-/// Answers a search or count that names a single point of a subspace right here, without the
-/// hand-off to the blocking pool (which cost a search four thread switches: docs/benchmarks.md).
-/// Gives the search back if it is not such a search or has too many matches.
-fn search_inline(
-    shared: &Shared,
-    stamp: u64,
-    space: &ServedSpace,
-    predicates: &[CheckedPredicate],
-    kind: SearchKind,
-    replier: Replier,
-) -> Option<(SearchKind, Replier)> {
-    let mut found = Vec::new();
-    let mut collect = |o| {
-        found.push(o);
-        if found.len() > INLINE_MATCHES_MAX {
-            ControlFlow::Break(())
-        } else {
-            ControlFlow::Continue(())
-        }
-    };
-    let scanned = match &kind {
-        SearchKind::All | SearchKind::Count => {
-            let plan = reads::plan(space, predicates);
-            if !reads::is_point_search(&plan) {
-                return Some((kind, replier));
-            }
-            reads::for_each_match_planned(&shared.store, space, &plan, predicates, &mut collect)
-        }
-        // A cluster client's share of a point search: one region, one cell.
-        SearchKind::Regions { subspace, regions } => {
-            let part = space
-                .config
-                .part_in(&space.tessellations, *subspace, predicates);
-            if !matches!(part.boxes.as_slice(), [b] if b.is_point()) {
-                return Some((kind, replier));
-            }
-            reads::for_each_match_in(
-                &shared.store,
-                space,
-                &part,
-                regions,
-                predicates,
-                reads::Pointers::Return,
-                &mut collect,
-            )
-        }
-        SearchKind::Sorted { .. } => return Some((kind, replier)),
-        // A few keys are as cheap as as many gets; more go to the pool, streamed.
-        SearchKind::Keys(keys) if keys.len() <= INLINE_KEYS_MAX => {
-            reads::for_each_of_keys(&shared.store, space, keys, &mut collect)
-        }
-        SearchKind::Keys(_) => return Some((kind, replier)),
-    };
-    if found.len() > INLINE_MATCHES_MAX {
-        return Some((kind, replier));
-    }
-    let epoch = shared.view().epoch();
-    if scanned.is_ok() {
-        trace_search(
-            shared,
-            space,
-            predicates,
-            kind.gets(),
-            search_share(space, predicates, &kind),
-            found.len() as u64,
-        );
-    }
-    match (scanned, kind) {
-        (Err(e), _) => replier.fail(epoch, e),
-        _ if !shared.read_still_valid(stamp) => {
-            replier.fail(epoch, shared.read_overlapped_install())
-        }
-        (Ok(()), SearchKind::Count) => replier.send(epoch, Response::Count(found.len() as u64)),
-        (Ok(()), _) => {
-            let mut frames = Vec::with_capacity(2);
-            if !found.is_empty() {
-                let items = Response::SearchItems(found.into_iter().map(reads::wire).collect());
-                frames.push(Outbox::frame(replier.id, epoch, items));
-            }
-            frames.push(Outbox::frame(replier.id, epoch, Response::SearchDone));
-            replier.outbox.send_all_nowait(frames, Some(replier.permit));
-        }
-    }
-    None
-}
-
-/// Counts a search this server answered in the trace: all of it, or for a cluster client's
-/// share, the fraction of its regions this server was sent. A multi_get (`gets`: how many
-/// keys) counts as that many gets.
-fn trace_search(
-    shared: &Shared,
-    space: &ServedSpace,
-    predicates: &[CheckedPredicate],
-    gets: Option<usize>,
-    share: f64,
-    matched: u64,
-) {
-    if let Some(keys) = gets {
-        let found = matched as f64 / keys.max(1) as f64;
-        for _ in 0..keys {
-            shared.trace.record(space, RequestShape::Get, 1.0, found);
-        }
-        return;
-    }
-    shared.trace.record(
-        space,
-        trace::search_shape(space, predicates),
-        share,
-        matched as f64,
-    );
-}
-
-/// The share of a search this server answers: all of it, or for a cluster client's share,
-/// the fraction of the regions its box crosses that this server was sent.
-fn search_share(space: &ServedSpace, predicates: &[CheckedPredicate], kind: &SearchKind) -> f64 {
-    match kind {
-        SearchKind::Regions { subspace, regions } => {
-            trace::share_of_search(space, *subspace, predicates, regions)
-        }
-        _ => 1.0,
-    }
-}
-
-/// Runs a search on the blocking pool: it may read many objects, and streams them to a client
-/// that may be slow to read.
-fn search(
-    shared: &Arc<Shared>,
-    stamp: u64,
-    space: Arc<ServedSpace>,
-    predicates: Vec<CheckedPredicate>,
-    kind: SearchKind,
-    replier: Replier,
-    slot: OwnedSemaphorePermit,
-) {
-    let shared = shared.clone();
-    tokio::task::spawn_blocking(move || {
-        let _slot = slot;
-        let epoch = shared.view().epoch();
-        let store = &shared.store;
-        let share = search_share(&space, &predicates, &kind);
-        let gets = kind.gets();
-        let mut matched = 0u64;
-        let outcome = (|| -> Result<Option<Response>, ErrorReply> {
-            match kind {
-                SearchKind::Count => {
-                    matched = reads::count(store, &space, &predicates)?;
-                    Ok(Some(Response::Count(matched)))
-                }
-                SearchKind::Sorted { by, limit, order } => {
-                    let found =
-                        reads::sorted_search(store, &space, &predicates, &by, limit, order)?;
-                    matched = found.len() as u64;
-                    for chunk in found.chunks(256) {
-                        if replier
-                            .outbox
-                            .send_blocking(replier.id, epoch, Response::SearchItems(chunk.to_vec()))
-                            .is_err()
-                        {
-                            return Ok(None);
-                        }
-                    }
-                    Ok(Some(Response::SearchDone))
-                }
-                SearchKind::All => stream(&replier, epoch, &mut matched, |f| {
-                    reads::for_each_match(store, &space, &predicates, f)
-                }),
-                SearchKind::Keys(ref keys) => stream(&replier, epoch, &mut matched, |f| {
-                    reads::for_each_of_keys(store, &space, keys, f)
-                }),
-                SearchKind::Regions { subspace, regions } => {
-                    let part = space
-                        .config
-                        .part_in(&space.tessellations, subspace, &predicates);
-                    stream(&replier, epoch, &mut matched, |f| {
-                        let pointers = reads::Pointers::Return;
-                        reads::for_each_match_in(
-                            store,
-                            &space,
-                            &part,
-                            &regions,
-                            &predicates,
-                            pointers,
-                            f,
-                        )
-                    })
-                }
-            }
-        })();
-        if matches!(outcome, Ok(Some(_))) {
-            trace_search(&shared, &space, &predicates, gets, share, matched);
-        }
-        match outcome {
-            // What was streamed already is dropped by the client, which makes the search again.
-            Ok(Some(_)) if !shared.read_still_valid(stamp) => {
-                replier.fail(epoch, shared.read_overlapped_install())
-            }
-            Ok(Some(last)) => replier.send(epoch, last),
-            Ok(None) => {} // the client went away mid-search
-            Err(e) => replier.fail(epoch, e),
-        }
-    });
-}
-
-/// Streams the objects `scan` finds in batches of about [`SEARCH_BATCH_BYTES`], waiting while
-/// the client is slow to read. `Ok(None)` when the client went away.
-fn stream(
-    replier: &Replier,
-    epoch: Epoch,
-    streamed: &mut u64,
-    scan: impl FnOnce(&mut dyn FnMut(StoredObject) -> ControlFlow<()>) -> Result<(), ErrorReply>,
-) -> Result<Option<Response>, ErrorReply> {
-    let (mut batch, mut bytes, mut gone) = (Vec::new(), 0usize, false);
-    scan(&mut |o: StoredObject| {
-        *streamed += 1;
-        bytes += postcard::experimental::serialized_size(&o.object.values).unwrap_or(0);
-        batch.push(reads::wire(o));
-        if bytes >= SEARCH_BATCH_BYTES {
-            bytes = 0;
-            let items = Response::SearchItems(std::mem::take(&mut batch));
-            if replier
-                .outbox
-                .send_blocking(replier.id, epoch, items)
-                .is_err()
-            {
-                gone = true;
-                return ControlFlow::Break(());
-            }
-        }
-        ControlFlow::Continue(())
-    })?;
-    if gone {
-        return Ok(None);
-    }
-    if !batch.is_empty()
-        && replier
-            .outbox
-            .send_blocking(replier.id, epoch, Response::SearchItems(batch))
-            .is_err()
-    {
-        return Ok(None);
-    }
-    Ok(Some(Response::SearchDone))
 }
 
 /// Runs a group operation on the blocking pool ([`crate::group`]).

@@ -39,6 +39,7 @@ mod outbox;
 mod peers;
 mod queue;
 mod reads;
+mod search;
 mod shapes;
 mod state;
 mod trace;

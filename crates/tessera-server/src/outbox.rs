@@ -8,7 +8,9 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use futures::SinkExt;
-use tessera_protocol::{codec, encode_response, ErrorReply, Response, ResponseFrame, Status};
+use tessera_protocol::{
+    codec, encode_response, ErrorReply, FrameError, Response, ResponseFrame, Status,
+};
 use tessera_types::Epoch;
 use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
 use tokio_util::codec::FramedWrite;
@@ -43,6 +45,11 @@ impl Outbox {
         (outbox, writer)
     }
 
+    /// The error a client gets for a response that could not be encoded.
+    pub fn encoding_error(e: FrameError) -> ErrorReply {
+        ErrorReply::new(Status::Internal, format!("encoding the response: {e}"))
+    }
+
     pub fn frame(id: u64, epoch: Epoch, response: Response) -> Bytes {
         let frame = ResponseFrame {
             id,
@@ -50,11 +57,10 @@ impl Outbox {
             response,
         };
         encode_response(&frame).unwrap_or_else(|e| {
-            let error = ErrorReply::new(Status::Internal, format!("encoding the response: {e}"));
             encode_response(&ResponseFrame {
                 id,
                 epoch,
-                response: Response::Error(error),
+                response: Response::Error(Outbox::encoding_error(e)),
             })
             .expect("an error response always encodes")
         })
@@ -102,9 +108,13 @@ impl Outbox {
     /// (searches stream this way, so a slow reader slows its own search, nobody else).
     /// Fails when the client is gone.
     pub fn send_blocking(&self, id: u64, epoch: Epoch, response: Response) -> Result<(), ()> {
-        self.tx
-            .blocking_send(Self::frame(id, epoch, response))
-            .map_err(|_| ())
+        self.send_frame_blocking(Self::frame(id, epoch, response))
+    }
+
+    /// Queues an encoded frame, waiting while the queue is full; `Err` once the connection is
+    /// gone. Only off the runtime's threads (a search on the blocking pool).
+    pub fn send_frame_blocking(&self, frame: Bytes) -> Result<(), ()> {
+        self.tx.blocking_send(frame).map_err(|_| ())
     }
 }
 

@@ -1,4 +1,5 @@
-//! Reads from committed state: get, search, count, sorted search, explain.
+//! Reads from committed state: get, the matches of a search (decoded, or in their stored
+//! encoding for a search that passes them on), sorted search, explain.
 //!
 //! A search runs on the subspace whose box crosses the fewest regions (DESIGN §4), reads only
 //! the regions this server owns among them, and filters what storage returns by every
@@ -16,7 +17,8 @@ use std::ops::ControlFlow;
 
 use tessera_geometry::{part_keeps, pointer_answers, RegionIndex, SearchPlan};
 use tessera_protocol::{ErrorReply, Explanation, KeyRegionLoad, SortOrder, WireObject};
-use tessera_storage::{Store, StoredObject};
+use tessera_storage::encoded::EncodedFilter;
+use tessera_storage::{EncodedObject, Store, StoredObject};
 use tessera_types::predicate::matches_all;
 use tessera_types::{CheckedPredicate, SortKey, SortValue, SubspaceId, Value};
 
@@ -103,27 +105,66 @@ pub fn for_each_match_planned(
     predicates: &[CheckedPredicate],
     mut f: impl FnMut(StoredObject) -> ControlFlow<()>,
 ) -> Result<(), ErrorReply> {
-    let mut stopped = false;
+    for_each_owned_part(space, plan, |part, regions| {
+        for_each_match_in(
+            store,
+            space,
+            part,
+            regions,
+            predicates,
+            Pointers::Follow,
+            &mut f,
+        )
+    })
+}
+
+/// Calls `f` with every committed object that matches all `predicates`, in its stored
+/// encoding, until it breaks: what a search streams to its client.
+pub fn for_each_encoded_match(
+    store: &Store,
+    space: &ServedSpace,
+    predicates: &[CheckedPredicate],
+    f: impl FnMut(EncodedObject) -> ControlFlow<()>,
+) -> Result<(), ErrorReply> {
+    for_each_encoded_match_planned(store, space, &plan(space, predicates), predicates, f)
+}
+
+/// [`for_each_encoded_match`] with the plan already made.
+pub fn for_each_encoded_match_planned(
+    store: &Store,
+    space: &ServedSpace,
+    plan: &[SearchPlan],
+    predicates: &[CheckedPredicate],
+    mut f: impl FnMut(EncodedObject) -> ControlFlow<()>,
+) -> Result<(), ErrorReply> {
+    for_each_owned_part(space, plan, |part, regions| {
+        for_each_encoded_match_in(
+            store,
+            space,
+            part,
+            regions,
+            predicates,
+            Pointers::Follow,
+            &mut f,
+        )
+    })
+}
+
+/// Runs `read` on each part of `plan` with the regions this server owns among those the
+/// part's boxes cross, until one breaks (`read` reports that by its `f` returning `Break`,
+/// which the wrapper below records).
+fn for_each_owned_part(
+    space: &ServedSpace,
+    plan: &[SearchPlan],
+    mut read: impl FnMut(&SearchPlan, &[RegionIndex]) -> Result<ControlFlow<()>, ErrorReply>,
+) -> Result<(), ErrorReply> {
     for part in plan {
         let regions: Vec<_> = part
             .regions(&space.tessellations[part.subspace.get()])
             .into_iter()
             .filter(|&r| space.owns(part.subspace, r))
             .collect();
-        for_each_match_in(
-            store,
-            space,
-            part,
-            &regions,
-            predicates,
-            Pointers::Follow,
-            |o| {
-                let flow = f(o);
-                stopped = flow.is_break();
-                flow
-            },
-        )?;
-        if stopped {
+        if read(part, &regions)?.is_break() {
             break;
         }
     }
@@ -138,14 +179,14 @@ pub fn for_each_match_in(
     store: &Store,
     space: &ServedSpace,
     part: &SearchPlan,
-    regions: &[tessera_geometry::RegionIndex],
+    regions: &[RegionIndex],
     predicates: &[CheckedPredicate],
     pointers: Pointers,
     mut f: impl FnMut(StoredObject) -> ControlFlow<()>,
-) -> Result<(), ErrorReply> {
+) -> Result<ControlFlow<()>, ErrorReply> {
     let boxes = &part.boxes;
     if boxes.is_empty() || regions.is_empty() {
-        return Ok(());
+        return Ok(ControlFlow::Continue(()));
     }
     let schema = &space.config.schema;
     let found = store
@@ -186,10 +227,52 @@ pub fn for_each_match_in(
             }
         };
         if f(object).is_break() {
-            break;
+            return Ok(ControlFlow::Break(()));
         }
     }
-    Ok(())
+    Ok(ControlFlow::Continue(()))
+}
+
+/// [`for_each_match_in`] for a search that passes its matches on: `f` gets each in its stored
+/// encoding. A part that needs nothing but the predicates (a typed space's, or any key
+/// subspace's; one box, so nothing comes twice) checks them on the encoded objects and decodes
+/// none ([`EncodedFilter`]); others decode, check and encode again.
+pub fn for_each_encoded_match_in(
+    store: &Store,
+    space: &ServedSpace,
+    part: &SearchPlan,
+    regions: &[RegionIndex],
+    predicates: &[CheckedPredicate],
+    pointers: Pointers,
+    mut f: impl FnMut(EncodedObject) -> ControlFlow<()>,
+) -> Result<ControlFlow<()>, ErrorReply> {
+    let schema = &space.config.schema;
+    let predicates_only = part.boxes.len() == 1
+        && schema.pointer_overlay(part.subspace).is_none()
+        && (!schema.is_dynamic() || part.subspace == SubspaceId::KEY);
+    if !predicates_only {
+        return for_each_match_in(store, space, part, regions, predicates, pointers, |o| {
+            f(EncodedObject::from_stored(&o))
+        });
+    }
+    if regions.is_empty() {
+        return Ok(ControlFlow::Continue(()));
+    }
+    let mut found = store
+        .search_boxes(&schema.name, part.subspace, regions, &part.boxes)
+        .map_err(storage_error)?;
+    let filter = EncodedFilter::new(predicates);
+    while let Some(object) = found.next_encoded() {
+        let object = object.map_err(storage_error)?;
+        if filter
+            .matches(object.object_bytes())
+            .map_err(storage_error)?
+            && f(object).is_break()
+        {
+            return Ok(ControlFlow::Break(()));
+        }
+    }
+    Ok(ControlFlow::Continue(()))
 }
 
 /// Calls `f` with the committed object of each of `keys` that has one, in the keys' order,
@@ -221,19 +304,6 @@ pub fn is_point_search(plan: &[SearchPlan]) -> bool {
         [only] => only.is_point(),
         parts => parts.iter().all(|p| p.boxes.is_empty()),
     }
-}
-
-pub fn count(
-    store: &Store,
-    space: &ServedSpace,
-    predicates: &[CheckedPredicate],
-) -> Result<u64, ErrorReply> {
-    let mut n = 0u64;
-    for_each_match(store, space, predicates, |_| {
-        n += 1;
-        ControlFlow::Continue(())
-    })?;
-    Ok(n)
 }
 
 /// At most `limit` matches ordered by `sort_by` (ties broken by key), keeping only about

@@ -58,6 +58,7 @@
 //! fsync thread under `Periodic`).
 
 pub mod codec;
+pub mod encoded;
 mod search;
 
 use std::collections::hash_map::Entry;

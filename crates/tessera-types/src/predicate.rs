@@ -319,9 +319,15 @@ impl CheckedPredicate {
     }
 
     pub fn matches(&self, object: &Object) -> bool {
-        match (&self.path, object.get(self.attr)) {
+        self.matches_attribute(object.get(self.attr))
+    }
+
+    /// Whether `value`, the value of this predicate's attribute, satisfies it: in a dynamic
+    /// space (the attribute is the document), by the property at its path.
+    pub fn matches_attribute(&self, value: &Value) -> bool {
+        match (&self.path, value) {
             (Some(path), Value::Document(d)) => self.matches_document(path, d),
-            _ => self.matches_value(object.get(self.attr)),
+            _ => self.matches_value(value),
         }
     }
 

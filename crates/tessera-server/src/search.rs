@@ -1,0 +1,312 @@
+//! A search, from the validated job to the frames it sends: where it runs (on the connection's
+//! task when it names a single point or a few keys, otherwise on the blocking pool, at most
+//! [`crate::connection::SEARCHES_IN_FLIGHT_MAX`] of a connection at once), what it reads
+//! ([`crate::reads`]), and how its matches travel: in their stored encoding, straight from
+//! storage into `SearchItems` frames of about [`SEARCH_BATCH_BYTES`], with backpressure from a
+//! slow client. The connection hands a search here and hears nothing more of it.
+//!
+//! Counts and sorted searches answer one frame; a search that returns its matches streams
+//! `SearchItems`* then `SearchDone`. Whatever answers, a read that an installed configuration
+//! overlapped is refused at the end (the client searches again).
+
+use std::ops::ControlFlow;
+use std::sync::Arc;
+
+use tessera_protocol::constants::SEARCH_BATCH_BYTES;
+use tessera_protocol::{ErrorReply, Response, SearchItemsBuilder};
+use tessera_storage::EncodedObject;
+use tessera_types::{CheckedPredicate, Epoch};
+
+use crate::outbox::{Outbox, Replier};
+use crate::reads::{self, Pointers};
+use crate::state::Shared;
+use crate::trace;
+use crate::validate::SearchKind;
+use crate::view::ServedSpace;
+
+/// Most matches a search answered on the connection's task may have; past it the search starts
+/// again on the blocking pool, which streams with backpressure.
+const INLINE_MATCHES_MAX: usize = 256;
+/// A multi_get of at most this many keys is answered on the connection's task, as gets are.
+const INLINE_KEYS_MAX: usize = 16;
+
+/// Runs a search: answered right here if it is cheap, else on the blocking pool once one of the
+/// connection's search slots is free (waiting for it stops the connection's reader, so a
+/// client that pipelines searches and reads nothing holds at most that many threads).
+pub async fn run(
+    shared: &Arc<Shared>,
+    stamp: u64,
+    space: Arc<ServedSpace>,
+    predicates: Vec<CheckedPredicate>,
+    kind: SearchKind,
+    replier: Replier,
+) {
+    let Some((kind, replier)) = inline(shared, stamp, &space, &predicates, kind, replier) else {
+        return;
+    };
+    let slot = replier
+        .outbox
+        .searches
+        .clone()
+        .acquire_owned()
+        .await
+        .expect("never closed");
+    let shared = shared.clone();
+    tokio::task::spawn_blocking(move || {
+        let _slot = slot;
+        on_pool(&shared, stamp, &space, &predicates, kind, replier);
+    });
+}
+
+/// Answers a search or count that names a single point of a subspace right here, without the
+/// hand-off to the blocking pool (which cost a search four thread switches: docs/benchmarks.md).
+/// Gives the search back if it is not such a search or has too many matches.
+fn inline(
+    shared: &Shared,
+    stamp: u64,
+    space: &ServedSpace,
+    predicates: &[CheckedPredicate],
+    kind: SearchKind,
+    replier: Replier,
+) -> Option<(SearchKind, Replier)> {
+    let mut found = Vec::new();
+    let mut collect = |o| {
+        found.push(o);
+        if found.len() > INLINE_MATCHES_MAX {
+            ControlFlow::Break(())
+        } else {
+            ControlFlow::Continue(())
+        }
+    };
+    let store = &shared.store;
+    let scanned = match &kind {
+        SearchKind::All | SearchKind::Count => {
+            let plan = reads::plan(space, predicates);
+            if !reads::is_point_search(&plan) {
+                return Some((kind, replier));
+            }
+            reads::for_each_encoded_match_planned(store, space, &plan, predicates, &mut collect)
+        }
+        // A cluster client's share of a point search: one region, one cell.
+        SearchKind::Regions { subspace, regions } => {
+            let part = space
+                .config
+                .part_in(&space.tessellations, *subspace, predicates);
+            if !matches!(part.boxes.as_slice(), [b] if b.is_point()) {
+                return Some((kind, replier));
+            }
+            reads::for_each_encoded_match_in(
+                store,
+                space,
+                &part,
+                regions,
+                predicates,
+                Pointers::Return,
+                &mut collect,
+            )
+            .map(drop)
+        }
+        SearchKind::Sorted { .. } => return Some((kind, replier)),
+        // A few keys are as cheap as as many gets; more go to the pool, streamed.
+        SearchKind::Keys(keys) if keys.len() <= INLINE_KEYS_MAX => {
+            reads::for_each_of_keys(store, space, keys, |o| {
+                collect(EncodedObject::from_stored(&o))
+            })
+        }
+        SearchKind::Keys(_) => return Some((kind, replier)),
+    };
+    if found.len() > INLINE_MATCHES_MAX {
+        return Some((kind, replier));
+    }
+    let epoch = shared.view().epoch();
+    if scanned.is_ok() {
+        record(
+            shared,
+            space,
+            predicates,
+            &kind,
+            share(space, predicates, &kind),
+            found.len() as u64,
+        );
+    }
+    match (scanned, kind) {
+        (Err(e), _) => replier.fail(epoch, e),
+        _ if !shared.read_still_valid(stamp) => {
+            replier.fail(epoch, shared.read_overlapped_install())
+        }
+        (Ok(()), SearchKind::Count) => replier.send(epoch, Response::Count(found.len() as u64)),
+        (Ok(()), _) => {
+            let mut frames = Vec::with_capacity(2);
+            if !found.is_empty() {
+                let mut items = SearchItemsBuilder::new();
+                for o in &found {
+                    items.push(o.version, o.object_bytes());
+                }
+                match items.take_frame(replier.id, epoch) {
+                    Ok(frame) => frames.push(frame),
+                    Err(e) => {
+                        replier.fail(epoch, Outbox::encoding_error(e));
+                        return None;
+                    }
+                }
+            }
+            frames.push(Outbox::frame(replier.id, epoch, Response::SearchDone));
+            replier.outbox.send_all_nowait(frames, Some(replier.permit));
+        }
+    }
+    None
+}
+
+/// Runs a search on a thread of the blocking pool: it may read many objects, and streams them
+/// to a client that may be slow to read.
+fn on_pool(
+    shared: &Shared,
+    stamp: u64,
+    space: &ServedSpace,
+    predicates: &[CheckedPredicate],
+    kind: SearchKind,
+    replier: Replier,
+) {
+    let epoch = shared.view().epoch();
+    let store = &shared.store;
+    let mut matched = 0u64;
+    let outcome = (|| -> Result<Option<Response>, ErrorReply> {
+        match &kind {
+            SearchKind::Count => {
+                reads::for_each_encoded_match(store, space, predicates, |_| {
+                    matched += 1;
+                    ControlFlow::Continue(())
+                })?;
+                Ok(Some(Response::Count(matched)))
+            }
+            SearchKind::Sorted { by, limit, order } => {
+                let found = reads::sorted_search(store, space, predicates, by, *limit, *order)?;
+                matched = found.len() as u64;
+                for chunk in found.chunks(256) {
+                    if replier
+                        .outbox
+                        .send_blocking(replier.id, epoch, Response::SearchItems(chunk.to_vec()))
+                        .is_err()
+                    {
+                        return Ok(None);
+                    }
+                }
+                Ok(Some(Response::SearchDone))
+            }
+            SearchKind::All => stream(&replier, epoch, &mut matched, |f| {
+                reads::for_each_encoded_match(store, space, predicates, f)
+            }),
+            SearchKind::Keys(keys) => stream(&replier, epoch, &mut matched, |f| {
+                reads::for_each_of_keys(store, space, keys, |o| f(EncodedObject::from_stored(&o)))
+            }),
+            SearchKind::Regions { subspace, regions } => {
+                let part = space
+                    .config
+                    .part_in(&space.tessellations, *subspace, predicates);
+                stream(&replier, epoch, &mut matched, |f| {
+                    reads::for_each_encoded_match_in(
+                        store,
+                        space,
+                        &part,
+                        regions,
+                        predicates,
+                        Pointers::Return,
+                        f,
+                    )
+                    .map(drop)
+                })
+            }
+        }
+    })();
+    if matches!(outcome, Ok(Some(_))) {
+        let share = share(space, predicates, &kind);
+        record(shared, space, predicates, &kind, share, matched);
+    }
+    match outcome {
+        // What was streamed already is dropped by the client, which makes the search again.
+        Ok(Some(_)) if !shared.read_still_valid(stamp) => {
+            replier.fail(epoch, shared.read_overlapped_install())
+        }
+        Ok(Some(last)) => replier.send(epoch, last),
+        Ok(None) => {} // the client went away mid-search
+        Err(e) => replier.fail(epoch, e),
+    }
+}
+
+/// Streams the objects `scan` finds in frames of about [`SEARCH_BATCH_BYTES`], waiting while
+/// the client is slow to read. `Ok(None)` when the client went away.
+fn stream(
+    replier: &Replier,
+    epoch: Epoch,
+    streamed: &mut u64,
+    scan: impl FnOnce(&mut dyn FnMut(EncodedObject) -> ControlFlow<()>) -> Result<(), ErrorReply>,
+) -> Result<Option<Response>, ErrorReply> {
+    let mut items = SearchItemsBuilder::new();
+    let mut failed = None;
+    let send = |items: &mut SearchItemsBuilder| -> Result<(), Option<ErrorReply>> {
+        let frame = items
+            .take_frame(replier.id, epoch)
+            .map_err(|e| Some(Outbox::encoding_error(e)))?;
+        replier.outbox.send_frame_blocking(frame).map_err(|()| None)
+    };
+    scan(&mut |o: EncodedObject| {
+        *streamed += 1;
+        items.push(o.version, o.object_bytes());
+        if items.bytes() >= SEARCH_BATCH_BYTES {
+            if let Err(e) = send(&mut items) {
+                failed = Some(e);
+                return ControlFlow::Break(());
+            }
+        }
+        ControlFlow::Continue(())
+    })?;
+    let sent = match failed {
+        Some(e) => Err(e),
+        None if items.is_empty() => Ok(()),
+        None => send(&mut items),
+    };
+    match sent {
+        Ok(()) => Ok(Some(Response::SearchDone)),
+        Err(Some(e)) => Err(e),
+        Err(None) => Ok(None), // the client went away
+    }
+}
+
+/// Counts a search this server answered in the trace: all of it, or for a cluster client's
+/// share, the fraction of its regions this server was sent. A multi_get counts as that many
+/// gets.
+fn record(
+    shared: &Shared,
+    space: &ServedSpace,
+    predicates: &[CheckedPredicate],
+    kind: &SearchKind,
+    share: f64,
+    matched: u64,
+) {
+    if let Some(keys) = kind.gets() {
+        let found = matched as f64 / keys.max(1) as f64;
+        for _ in 0..keys {
+            shared
+                .trace
+                .record(space, tessera_protocol::RequestShape::Get, 1.0, found);
+        }
+        return;
+    }
+    shared.trace.record(
+        space,
+        trace::search_shape(space, predicates),
+        share,
+        matched as f64,
+    );
+}
+
+/// The share of a search this server answers: all of it, or for a cluster client's share,
+/// the fraction of the regions its box crosses that this server was sent.
+fn share(space: &ServedSpace, predicates: &[CheckedPredicate], kind: &SearchKind) -> f64 {
+    match kind {
+        SearchKind::Regions { subspace, regions } => {
+            trace::share_of_search(space, *subspace, predicates, regions)
+        }
+        _ => 1.0,
+    }
+}
