@@ -554,6 +554,14 @@ impl From<String> for Failure {
     }
 }
 
+/// mimalloc, not the system's: a search allocates and frees hundreds of objects, and glibc's
+/// malloc and free were a fifth of the server's CPU and 40 % of the client's on one. Measured
+/// (workload secondary, 100 000 people, 16 tasks, server and client each on one core):
+/// `city = C` (~100 matches) went from 12.8 k to 24.7 k searches/s, the client no longer the
+/// bottleneck; `city = C AND age = A` from 26.8 k to 30.0 k.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     tracing_subscriber::fmt()
