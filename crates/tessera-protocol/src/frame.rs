@@ -86,6 +86,21 @@ impl SearchItemsBuilder {
         SearchItemsBuilder::default()
     }
 
+    /// A builder that writes its items into `buffer` (emptied first): a search reuses one
+    /// buffer from the last, rather than growing a new one into fresh memory every time.
+    pub fn with_buffer(mut buffer: Vec<u8>) -> SearchItemsBuilder {
+        buffer.clear();
+        SearchItemsBuilder {
+            items: buffer,
+            count: 0,
+        }
+    }
+
+    /// The buffer back, for the next builder.
+    pub fn into_buffer(self) -> Vec<u8> {
+        self.items
+    }
+
     /// Adds an object: its version, and its values encoded as `postcard(Object)`.
     pub fn push(&mut self, version: Version, object: &[u8]) {
         put_varint(&mut self.items, version.0);
