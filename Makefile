@@ -1,5 +1,5 @@
 # The two commands of the README's quick start, and a few conveniences.
-.PHONY: dev install test test-rust test-go test-python test-scripts test-long bench-build bench-failover bench-transfers bench-advisor bench-documents bench-twitter bench-splits bench-peers
+.PHONY: dev install test test-rust test-go test-python test-scripts test-long bench-build bench-failover bench-transfers bench-advisor bench-documents bench-twitter bench-splits bench-peers cassandra-fetch
 
 CARGO ?= cargo
 PYTHON ?= python3
@@ -90,8 +90,15 @@ bench-twitter:
 bench-splits:
 	scripts/bench-splits.sh
 
-# Tessera beside the stores users would pick instead (so far PostgreSQL): searches on secondary
-# attributes and YCSB a, c, e, every system started by the script and pinned; JSON on stdout.
-# Knobs in scripts/bench-peers.sh.
+# Tessera beside the stores users would pick instead (PostgreSQL, Redis, etcd, Cassandra):
+# searches on secondary attributes (where the system has them) and YCSB a, c, e, every system
+# started by the script, durable, and pinned; JSON on stdout. Needs Debian's postgresql,
+# redis-server and etcd-server, java 17 and maven; Cassandra's jars are downloaded on the first
+# run (or by cassandra-fetch). Knobs in scripts/bench-peers.sh (SYSTEMS, YCSB, RECORDS, ...).
 bench-peers:
 	scripts/bench-peers.sh
+
+# Apache Cassandra 5.0's jars from Maven Central into ~/.cache/tessera-bench (once; a second
+# run downloads nothing). The bench crate's Cassandra test runs once they are there.
+cassandra-fetch:
+	scripts/cassandra.sh fetch

@@ -1,30 +1,42 @@
 #!/usr/bin/env bash
 # Tessera against the stores users would pick instead (issue 12: "Faster than the stores users
 # would pick instead"), on this machine, with one driver (`tessera bench`) for every system:
-# the same generators, concurrency and JSON report. So far: PostgreSQL 15 (Debian's), beside
-# Tessera; Cassandra and etcd are still to come.
+# the same generators, concurrency and JSON report: PostgreSQL 15, Redis 7, etcd 3.4 (Debian's)
+# and Apache Cassandra 5.0 (jars from Maven Central), beside Tessera.
 #
 # Builds the release binary; starts each system itself, pinned to SERVER_CPU (the client to
-# CLIENT_CPU): a fresh `tessera dev` (fsync on every commit, its default) and a PostgreSQL
-# cluster of its own (initdb into a temporary directory; fsync and synchronous_commit on, its
-# defaults: both acknowledge a write once it is on disk). Then, for each system and part:
+# CLIENT_CPU), every one acknowledging a write only once it is on disk: a fresh `tessera dev`
+# (fsync on every commit, its default); a PostgreSQL cluster of its own (initdb into a temporary
+# directory; fsync and synchronous_commit on, its defaults); redis-server with `appendfsync
+# always`; an etcd member (its WAL fsynced before an answer, its default); a Cassandra node
+# (scripts/cassandra.sh: `commitlog_sync: batch`, 1 GiB heap; the first run downloads its jars
+# into ~/.cache/tessera-bench). Then, for each part and each system that can express it:
 #
-#  * secondary: loads RECORDS people (`tessera bench -w secondary`: city ~100 people a city,
-#    age, score, name; Tessera subspaces `city` and `age, score`, PostgreSQL B-tree indexes on
-#    city, age and score; ANALYZE after the load), then times each query kind (eq1: city = C,
-#    ~100 matches; eq2: city and age, ~1; range: score over 0.1 %) for DURATION_S, RUNS times;
-#  * ycsb: loads RECORDS YCSB records, then times workloads a, c and e.
+#  * secondary (Tessera, PostgreSQL, Cassandra): loads RECORDS people (`tessera bench -w
+#    secondary`: city ~100 people a city, age, score, name; Tessera subspaces `city` and `age,
+#    score`, PostgreSQL B-tree indexes on city, age and score with ANALYZE after the load,
+#    Cassandra storage-attached indexes on the same three), then times each query kind (eq1:
+#    city = C, ~100 matches; eq2: city and age, ~1; range: score over 0.1 %) for DURATION_S,
+#    RUNS times. Redis and etcd have no search on values: they sit this part out;
+#  * ycsb (every system): loads RECORDS YCSB records, then times workloads YCSB (a, c and e by
+#    default; any of a-f).
 #
-# Every run checks a sample of its queries against what the load wrote before it is timed.
+# Every secondary run checks a sample of its queries against what the load wrote before it is
+# timed; the YCSB load is checked by 32 scans of e right after it (a timed run of e, after
+# earlier runs inserted records, is not: what the system holds is no longer known exactly).
 # Prints a JSON summary on stdout: per part, query and system the medians of throughput, p50
 # and p99, and the server's CPU per operation (and per object returned, for searches), with
-# Tessera's ratio to PostgreSQL. Raw reports go to $OUT/raw.json; progress to stderr.
+# Tessera's ratio to each other system (`tessera_over_SYSTEM`). Raw reports go to
+# $OUT/raw.json; progress to stderr.
 #
 # Usage: scripts/bench-peers.sh [secondary] [ycsb]       (default: both)
 # Knobs (environment): RECORDS=100000 DURATION_S=10 RUNS=3 THREADS=16 SERVER_CPU=1
-#   CLIENT_CPU=0 SYSTEMS="tessera postgres" OUT=$(mktemp -d)
-# Needs: cargo, python3, taskset, PostgreSQL 15's initdb/pg_ctl/postgres (Debian: apt-get
-# install postgresql). Run as root, PostgreSQL runs as user postgres. Only 127.0.0.1 is used.
+#   CLIENT_CPU=0 SYSTEMS="tessera postgres redis etcd cassandra" YCSB="a c e" OUT=$(mktemp -d)
+#   TESSERA_BIN (a built `tessera` to use instead of building one; CARGO_TARGET_DIR is honoured)
+# Needs: cargo, python3, taskset, and for the systems asked: PostgreSQL 15's initdb/pg_ctl/
+# postgres (Debian: apt-get install postgresql), redis-server, etcd (etcd-server), java 17 and
+# mvn (openjdk-17-jre-headless, maven). Run as root, PostgreSQL runs as user postgres. Only
+# 127.0.0.1 is used.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -32,10 +44,13 @@ for tool in cargo python3 taskset; do
     command -v "$tool" >/dev/null || { echo "bench-peers.sh: $tool not found" >&2; exit 2; }
 done
 
-echo "bench-peers.sh: cargo build --release --locked -p tessera" >&2
-cargo build --release --locked -p tessera >&2
-
-export BIN="$PWD/target/release/tessera"
+if [ -n "${TESSERA_BIN:-}" ]; then
+    export BIN="$TESSERA_BIN"
+else
+    echo "bench-peers.sh: cargo build --release --locked -p tessera" >&2
+    cargo build --release --locked -p tessera >&2
+    export BIN="${CARGO_TARGET_DIR:-$PWD/target}/release/tessera"
+fi
 export OUT="${OUT:-$(mktemp -d /tmp/tessera-bench-peers.XXXXXX)}"
 mkdir -p "$OUT"
 echo "bench-peers.sh: working directory $OUT" >&2
@@ -45,7 +60,7 @@ import json, os, shutil, signal, subprocess, sys, time
 
 sys.path.insert(0, os.path.join(os.getcwd(), "scripts"))
 import benchkit
-from benchkit import Postgres, Tessera, cpu_s, log, med, ratio, wait_quiet
+from benchkit import Cassandra, Etcd, Postgres, Redis, Tessera, cpu_s, log, med, ratio, wait_quiet
 
 BIN, OUT = os.environ["BIN"], os.environ["OUT"]
 RECORDS = int(os.environ.get("RECORDS", 100_000))
@@ -54,16 +69,22 @@ RUNS = int(os.environ.get("RUNS", 3))
 THREADS = int(os.environ.get("THREADS", 16))
 SERVER_CPU = os.environ.get("SERVER_CPU", "1")
 CLIENT_CPU = os.environ.get("CLIENT_CPU", "0")
-SYSTEMS = os.environ.get("SYSTEMS", "tessera postgres").split()
+ALL_SYSTEMS = ["tessera", "postgres", "redis", "etcd", "cassandra"]
+SYSTEMS = os.environ.get("SYSTEMS", " ".join(ALL_SYSTEMS)).split()
 benchkit.configure("bench-peers.sh", OUT, BIN, SERVER_CPU)
-PARTS = {"secondary": ["eq1", "eq2", "range"], "ycsb": ["a", "c", "e"]}
+PARTS = {"secondary": ["eq1", "eq2", "range"], "ycsb": os.environ.get("YCSB", "a c e").split()}
+# The systems that can express each part: Redis and etcd have no search on values.
+CAN = {"secondary": {"tessera", "postgres", "cassandra"}, "ycsb": set(ALL_SYSTEMS)}
 parts = sys.argv[1:] or list(PARTS)
 for p in parts:
     if p not in PARTS:
         sys.exit(f"bench-peers.sh: unknown part {p!r} ({', '.join(PARTS)})")
 for s in SYSTEMS:
-    if s not in ("tessera", "postgres"):
-        sys.exit(f"bench-peers.sh: unknown system {s!r} (tessera, postgres)")
+    if s not in ALL_SYSTEMS:
+        sys.exit(f"bench-peers.sh: unknown system {s!r} ({', '.join(ALL_SYSTEMS)})")
+for w in PARTS["ycsb"]:
+    if w not in "abcdef" or len(w) != 1:
+        sys.exit(f"bench-peers.sh: YCSB={w!r}: a YCSB workload is one of a-f")
 
 def _raise(signum, frame):
     raise KeyboardInterrupt(f"signal {signum}")
@@ -83,9 +104,23 @@ def bench(url, pid, args):
     report["env"] = {"server_cpu_s": round(cpu_s(pid) - s0, 2), "wall_s": round(time.time() - t0, 1)}
     return report
 
+def start(system, part):
+    """The system, started fresh for one part."""
+    if system == "postgres":
+        srv = Postgres()
+        srv.start()
+        return srv
+    return {"tessera": Tessera, "redis": Redis, "etcd": Etcd,
+            "cassandra": Cassandra}[system](f"{system}-{part}")
+
 def load(system, url, pid, part):
-    args = ["-w", "secondary", "--query", "eq1"] if part == "secondary" else ["-w", "a"]
-    rep = bench(url, pid, args + ["--phase", "load"])
+    if part == "secondary":
+        args = ["-w", "secondary", "--query", "eq1", "--phase", "load"]
+    else:
+        # A load and run of e checks 32 scans against what the load wrote (only a run right
+        # after its own load knows what the system holds); its one timed operation is noise.
+        args = ["-w", "e", "--phase", "both", "--operations", "1"]
+    rep = bench(url, pid, args)
     log(f"  {system} {part}: loaded {RECORDS} at {rep['load']['overall_throughput']:.0f}/s")
     return rep
 
@@ -111,16 +146,15 @@ def save_raw():
 
 for part in parts:
     for system in SYSTEMS:
+        if system not in CAN[part]:
+            log(f"  {system} {part}: skipped ({system} has no search on values)")
+            continue
         srv = None
         try:
-            if system == "postgres":
-                srv = Postgres()
-                srv.start()
-                url, pid = srv.url, srv.pid
-                raw["config"]["postgres"] = srv.version()
-            else:
-                srv = Tessera(f"tessera-{part}")
-                url, pid = srv.url, srv.pid
+            srv = start(system, part)
+            url, pid = srv.url, srv.pid
+            if system != "tessera":
+                raw["config"][system] = srv.version()
             raw["runs"].setdefault(part, {}).setdefault(system, {})["load"] = load(system, url, pid, part)
             if system == "postgres":
                 subprocess.run(["psql", "-h", "127.0.0.1", "-p", str(srv.port), "-U", "postgres", "-d",
@@ -158,9 +192,10 @@ for part, by_system in raw["runs"].items():
                 k["server_cpu_us_per_object"] = round(k["server_cpu_us_per_op"] / max(k["objects_per_op"], 1e-9), 2)
             s[kind] = k
         out[system] = s
-    if "tessera" in out and "postgres" in out:
-        out["tessera_over_postgres"] = {kind: ratio(out["tessera"][kind]["per_s"], out["postgres"][kind]["per_s"])
-                                        for kind in PARTS[part]}
+    for peer in [s for s in ALL_SYSTEMS if s != "tessera"]:
+        if "tessera" in out and peer in out:
+            out[f"tessera_over_{peer}"] = {kind: ratio(out["tessera"][kind]["per_s"], out[peer][kind]["per_s"])
+                                           for kind in PARTS[part]}
     summary[part] = out
 summary["raw"] = os.path.join(OUT, "raw.json")
 print(json.dumps(summary, indent=1))

@@ -1,10 +1,12 @@
 """What the benchmark scripts share (scripts/bench-documents.sh, scripts/bench-peers.sh): free
 ports, CPU accounting from /proc, waiting for a quiet machine, a PostgreSQL cluster of its own
-in a temporary directory, a fresh `tessera dev`, medians and ratios.
+in a temporary directory, a fresh `tessera dev`, a Redis server, an etcd member and a Cassandra
+node of their own, medians and ratios.
 
 A script calls `configure(...)` once, then uses the rest. Only 127.0.0.1 is ever used.
 """
 import glob, os, pwd, shutil, signal, socket, statistics, subprocess, sys, tempfile, time
+import urllib.request
 
 NAME = "bench"
 OUT = BIN = None
@@ -189,6 +191,149 @@ class Tessera:
                 self.proc.kill()
                 self.proc.wait()
         shutil.rmtree(self.dir, ignore_errors=True)
+
+
+# --- Redis: a server of its own, every write fsynced -------------------------------------------
+class Redis:
+    """redis-server with its append-only file fsynced on every write (`appendfsync always`),
+    so it acknowledges a write once it is on disk, as the other systems here do."""
+    def __init__(self, name):
+        self.root = tempfile.mkdtemp(prefix="tessera-redis.")
+        self.proc = self.pid = self.port = None
+        for attempt in range(5):
+            self.port = free_port()
+            self.proc = subprocess.Popen(
+                ["taskset", "-c", SERVER_CPU, "redis-server", "--port", str(self.port),
+                 "--bind", "127.0.0.1", "--dir", self.root, "--save", "", "--appendonly", "yes",
+                 "--appendfsync", "always", "--daemonize", "no",
+                 "--logfile", os.path.join(OUT, name + ".log")],
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            deadline = time.time() + 10
+            while time.time() < deadline and self.proc.poll() is None:
+                try:
+                    with socket.create_connection(("127.0.0.1", self.port), timeout=1) as s:
+                        s.sendall(b"PING\r\n")
+                        if s.recv(16).startswith(b"+PONG"):
+                            self.pid = self.proc.pid
+                            return
+                except OSError:
+                    time.sleep(0.05)
+            self.proc.kill()
+            self.proc.wait()
+            log(f"redis-server did not start on port {self.port} (attempt {attempt + 1})")
+        sys.exit(f"{NAME}: cannot start redis-server (Debian: apt-get install redis-server)")
+
+    @property
+    def url(self):
+        return f"redis://127.0.0.1:{self.port}"
+
+    def version(self):
+        return subprocess.run(["redis-server", "--version"], capture_output=True, text=True).stdout.strip()
+
+    def stop(self):
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(60)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        shutil.rmtree(self.root, ignore_errors=True)
+
+# --- etcd: one member of its own in a temporary directory ---------------------------------------
+class Etcd:
+    """One etcd member (Debian's etcd-server) with its data in a temporary directory. Its
+    defaults make a write durable (the WAL is fsynced before a write is acknowledged); the
+    backend quota is raised to 8 GiB so a long load never meets `database space exceeded`.
+    No auto-compaction: the runs are short and keep every revision, as etcd's default does."""
+    def __init__(self, name):
+        if not shutil.which("etcd"):
+            sys.exit(f"{NAME}: etcd not found (Debian: apt-get install etcd-server)")
+        self.root = tempfile.mkdtemp(prefix="tessera-etcd.")
+        self.proc = self.pid = self.port = None
+        for attempt in range(5):
+            self.port, peer = free_port(), free_port()
+            client_url, peer_url = f"http://127.0.0.1:{self.port}", f"http://127.0.0.1:{peer}"
+            shutil.rmtree(os.path.join(self.root, "data"), ignore_errors=True)
+            self.logf = open(os.path.join(OUT, name + ".log"), "w")
+            self.proc = subprocess.Popen(
+                ["taskset", "-c", SERVER_CPU, "etcd", "--name", "bench",
+                 "--data-dir", os.path.join(self.root, "data"),
+                 "--listen-client-urls", client_url, "--advertise-client-urls", client_url,
+                 "--listen-peer-urls", peer_url, "--initial-advertise-peer-urls", peer_url,
+                 "--initial-cluster", f"bench={peer_url}",
+                 "--quota-backend-bytes", str(8 << 30)],
+                stdout=subprocess.DEVNULL, stderr=self.logf)
+            deadline = time.time() + 30
+            while time.time() < deadline and self.proc.poll() is None:
+                try:
+                    with urllib.request.urlopen(f"{client_url}/health", timeout=2) as r:
+                        if b'"health":"true"' in r.read():
+                            self.pid = self.proc.pid
+                            return
+                except OSError:
+                    pass
+                time.sleep(0.1)
+            self.proc.kill()
+            self.proc.wait()
+            log(f"etcd did not start on port {self.port} (attempt {attempt + 1})")
+        sys.exit(f"{NAME}: cannot start etcd")
+
+    @property
+    def url(self):
+        return f"etcd://127.0.0.1:{self.port}"
+
+    def version(self):
+        out = subprocess.run(["etcd", "--version"], capture_output=True, text=True).stdout
+        return out.splitlines()[0].strip() if out else "etcd"
+
+    def stop(self):
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(60)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        shutil.rmtree(self.root, ignore_errors=True)
+
+# --- Cassandra: one node of its own, through scripts/cassandra.sh -------------------------------
+CASSANDRA_SH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "cassandra.sh")
+
+class Cassandra:
+    """One Cassandra 5.0 node (jars from Maven Central, cached by `cassandra.sh fetch`, which
+    downloads them the first time only) with its data in a temporary directory, pinned to
+    SERVER_CPU, the commit log fsynced before a write is acknowledged (`commitlog_sync: batch`)."""
+    def __init__(self, name):
+        self.root = tempfile.mkdtemp(prefix="tessera-cassandra.")
+        self.pid = self.addr = None
+        subprocess.run(["bash", CASSANDRA_SH, "fetch"], check=True, stdout=subprocess.DEVNULL)
+        env = dict(os.environ, CASSANDRA_CPU=SERVER_CPU)
+        res = subprocess.run(["bash", CASSANDRA_SH, "start", self.root], env=env,
+                             capture_output=True, text=True)
+        if res.returncode != 0:
+            sys.exit(f"{NAME}: cannot start Cassandra: {res.stderr.strip()}")
+        self.addr = res.stdout.strip()
+        with open(os.path.join(self.root, "pid")) as f:
+            self.pid = int(f.read())
+        shutil.copy(os.path.join(self.root, "conf", "cassandra.yaml"), os.path.join(OUT, name + ".yaml"))
+
+    @property
+    def url(self):
+        return f"cql://{self.addr}"
+
+    def version(self):
+        cache = subprocess.run(["bash", CASSANDRA_SH, "dir"], capture_output=True, text=True).stdout.strip()
+        return "Apache Cassandra " + os.path.basename(cache).removeprefix("cassandra-")
+
+    def stop(self):
+        if self.pid is not None:
+            subprocess.run(["bash", CASSANDRA_SH, "stop", self.root])
+            log_src = os.path.join(self.root, "logs", "system.log")
+            if os.path.exists(log_src):
+                shutil.copy(log_src, os.path.join(OUT, f"cassandra-{self.pid}.log"))
+            self.pid = None
+        shutil.rmtree(self.root, ignore_errors=True)
 
 
 def med(xs):
