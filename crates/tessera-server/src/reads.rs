@@ -105,7 +105,8 @@ pub fn for_each_match_planned(
     predicates: &[CheckedPredicate],
     mut f: impl FnMut(StoredObject) -> ControlFlow<()>,
 ) -> Result<(), ErrorReply> {
-    for_each_owned_part(space, plan, |part, regions| {
+    // Whether `f` broke or not, the read is over.
+    let _ = for_each_owned_part(space, plan, |part, regions| {
         for_each_match_in(
             store,
             space,
@@ -115,7 +116,26 @@ pub fn for_each_match_planned(
             Pointers::Follow,
             &mut f,
         )
-    })
+    })?;
+    Ok(())
+}
+
+/// How many entries of the store a read of matches may go through: a search tried on the
+/// connection's task must not hold it for long. `Unlimited` on the blocking pool.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Budget {
+    Unlimited,
+    Entries(u64),
+}
+
+/// Why a read of matches ended early.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stop {
+    /// Its caller's `f` broke.
+    Caller,
+    /// It went past its [`Budget`], or would have to decode to go on with a limited one
+    /// (whose cost it does not bound).
+    OverBudget,
 }
 
 /// Calls `f` with every committed object that matches all `predicates`, in its stored
@@ -126,17 +146,21 @@ pub fn for_each_encoded_match(
     predicates: &[CheckedPredicate],
     f: impl FnMut(EncodedObject) -> ControlFlow<()>,
 ) -> Result<(), ErrorReply> {
-    for_each_encoded_match_planned(store, space, &plan(space, predicates), predicates, f)
+    let plan = plan(space, predicates);
+    // Without a budget, only `f` stops it: the read is over either way.
+    let _ = for_each_encoded_match_planned(store, space, &plan, predicates, Budget::Unlimited, f)?;
+    Ok(())
 }
 
-/// [`for_each_encoded_match`] with the plan already made.
+/// [`for_each_encoded_match`] with the plan already made, within `budget` over all its parts.
 pub fn for_each_encoded_match_planned(
     store: &Store,
     space: &ServedSpace,
     plan: &[SearchPlan],
     predicates: &[CheckedPredicate],
+    mut budget: Budget,
     mut f: impl FnMut(EncodedObject) -> ControlFlow<()>,
-) -> Result<(), ErrorReply> {
+) -> Result<ControlFlow<Stop>, ErrorReply> {
     for_each_owned_part(space, plan, |part, regions| {
         for_each_encoded_match_in(
             store,
@@ -145,30 +169,30 @@ pub fn for_each_encoded_match_planned(
             regions,
             predicates,
             Pointers::Follow,
+            &mut budget,
             &mut f,
         )
     })
 }
 
 /// Runs `read` on each part of `plan` with the regions this server owns among those the
-/// part's boxes cross, until one breaks (`read` reports that by its `f` returning `Break`,
-/// which the wrapper below records).
-fn for_each_owned_part(
+/// part's boxes cross, until one breaks.
+fn for_each_owned_part<B>(
     space: &ServedSpace,
     plan: &[SearchPlan],
-    mut read: impl FnMut(&SearchPlan, &[RegionIndex]) -> Result<ControlFlow<()>, ErrorReply>,
-) -> Result<(), ErrorReply> {
+    mut read: impl FnMut(&SearchPlan, &[RegionIndex]) -> Result<ControlFlow<B>, ErrorReply>,
+) -> Result<ControlFlow<B>, ErrorReply> {
     for part in plan {
         let regions: Vec<_> = part
             .regions(&space.tessellations[part.subspace.get()])
             .into_iter()
             .filter(|&r| space.owns(part.subspace, r))
             .collect();
-        if read(part, &regions)?.is_break() {
-            break;
+        if let ControlFlow::Break(b) = read(part, &regions)? {
+            return Ok(ControlFlow::Break(b));
         }
     }
-    Ok(())
+    Ok(ControlFlow::Continue(()))
 }
 
 /// Calls `f` with every committed object of `regions` of `part.subspace` that lies in one of
@@ -234,9 +258,11 @@ pub fn for_each_match_in(
 }
 
 /// [`for_each_match_in`] for a search that passes its matches on: `f` gets each in its stored
-/// encoding. A part that needs nothing but the predicates (a typed space's, or any key
-/// subspace's; one box, so nothing comes twice) checks them on the encoded objects and decodes
-/// none ([`EncodedFilter`]); others decode, check and encode again.
+/// encoding, and the read spends `budget` (what is left of it after, for the next part). A
+/// part that needs nothing but the predicates (a typed space's, or any key subspace's; one
+/// box, so nothing comes twice) checks them on the encoded objects and decodes none
+/// ([`EncodedFilter`]); others decode, check and encode again, and only without a limit.
+#[allow(clippy::too_many_arguments)]
 pub fn for_each_encoded_match_in(
     store: &Store,
     space: &ServedSpace,
@@ -244,16 +270,21 @@ pub fn for_each_encoded_match_in(
     regions: &[RegionIndex],
     predicates: &[CheckedPredicate],
     pointers: Pointers,
+    budget: &mut Budget,
     mut f: impl FnMut(EncodedObject) -> ControlFlow<()>,
-) -> Result<ControlFlow<()>, ErrorReply> {
+) -> Result<ControlFlow<Stop>, ErrorReply> {
     let schema = &space.config.schema;
     let predicates_only = part.boxes.len() == 1
         && schema.pointer_overlay(part.subspace).is_none()
         && (!schema.is_dynamic() || part.subspace == SubspaceId::KEY);
     if !predicates_only {
-        return for_each_match_in(store, space, part, regions, predicates, pointers, |o| {
+        if *budget != Budget::Unlimited {
+            return Ok(ControlFlow::Break(Stop::OverBudget));
+        }
+        let flow = for_each_match_in(store, space, part, regions, predicates, pointers, |o| {
             f(EncodedObject::from_stored(&o))
-        });
+        })?;
+        return Ok(flow.map_break(|()| Stop::Caller));
     }
     if regions.is_empty() {
         return Ok(ControlFlow::Continue(()));
@@ -262,6 +293,10 @@ pub fn for_each_encoded_match_in(
         .search_boxes(&schema.name, part.subspace, regions, &part.boxes)
         .map_err(storage_error)?;
     let filter = EncodedFilter::new(predicates);
+    if let Budget::Entries(n) = *budget {
+        found.limit_reads(n);
+    }
+    let mut flow = ControlFlow::Continue(());
     while let Some(object) = found.next_encoded() {
         let object = object.map_err(storage_error)?;
         if filter
@@ -269,10 +304,17 @@ pub fn for_each_encoded_match_in(
             .map_err(storage_error)?
             && f(object).is_break()
         {
-            return Ok(ControlFlow::Break(()));
+            flow = ControlFlow::Break(Stop::Caller);
+            break;
         }
     }
-    Ok(ControlFlow::Continue(()))
+    if found.over_limit() {
+        flow = ControlFlow::Break(Stop::OverBudget);
+    }
+    if let Budget::Entries(n) = budget {
+        *n = n.saturating_sub(found.entries_read());
+    }
+    Ok(flow)
 }
 
 /// Calls `f` with the committed object of each of `keys` that has one, in the keys' order,

@@ -1,6 +1,7 @@
 //! A search, from the validated job to the frames it sends: where it runs (on the connection's
-//! task when it names a single point or a few keys, otherwise on the blocking pool, at most
-//! [`crate::connection::SEARCHES_IN_FLIGHT_MAX`] of a connection at once), what it reads
+//! task when it names a single point, a few keys, or finds at most [`INLINE_MATCHES_MAX`]
+//! matches within [`INLINE_READS_MAX`] reads; otherwise on the blocking pool, from the start,
+//! at most [`crate::connection::SEARCHES_IN_FLIGHT_MAX`] of a connection at once), what it reads
 //! ([`crate::reads`]), and how its matches travel: in their stored encoding, straight from
 //! storage into `SearchItems` frames of about [`SEARCH_BATCH_BYTES`], with backpressure from a
 //! slow client. The connection hands a search here and hears nothing more of it.
@@ -18,7 +19,7 @@ use tessera_storage::EncodedObject;
 use tessera_types::{CheckedPredicate, Epoch};
 
 use crate::outbox::{Outbox, Replier};
-use crate::reads::{self, Pointers};
+use crate::reads::{self, Budget, Pointers};
 use crate::state::Shared;
 use crate::trace;
 use crate::validate::SearchKind;
@@ -27,6 +28,10 @@ use crate::view::ServedSpace;
 /// Most matches a search answered on the connection's task may have; past it the search starts
 /// again on the blocking pool, which streams with backpressure.
 const INLINE_MATCHES_MAX: usize = 256;
+/// Most entries of the store a search that is not a point may read on the connection's task
+/// (about 100 µs); past them it starts again on the pool. The hand-off to the pool and back
+/// costs thread switches that were a sixth of the server's CPU on searches of ~100 matches.
+const INLINE_READS_MAX: u64 = 512;
 /// A multi_get of at most this many keys is answered on the connection's task, as gets are.
 const INLINE_KEYS_MAX: usize = 16;
 
@@ -79,22 +84,33 @@ fn inline(
         }
     };
     let store = &shared.store;
+    // A point reads one cell; anything else is tried within a budget of reads.
+    let budget = |point: bool| {
+        if point {
+            Budget::Unlimited
+        } else {
+            Budget::Entries(INLINE_READS_MAX)
+        }
+    };
     let scanned = match &kind {
         SearchKind::All | SearchKind::Count => {
             let plan = reads::plan(space, predicates);
-            if !reads::is_point_search(&plan) {
-                return Some((kind, replier));
-            }
-            reads::for_each_encoded_match_planned(store, space, &plan, predicates, &mut collect)
+            let budget = budget(reads::is_point_search(&plan));
+            reads::for_each_encoded_match_planned(
+                store,
+                space,
+                &plan,
+                predicates,
+                budget,
+                &mut collect,
+            )
         }
-        // A cluster client's share of a point search: one region, one cell.
+        // A cluster client's share of a search.
         SearchKind::Regions { subspace, regions } => {
             let part = space
                 .config
                 .part_in(&space.tessellations, *subspace, predicates);
-            if !matches!(part.boxes.as_slice(), [b] if b.is_point()) {
-                return Some((kind, replier));
-            }
+            let mut budget = budget(matches!(part.boxes.as_slice(), [b] if b.is_point()));
             reads::for_each_encoded_match_in(
                 store,
                 space,
@@ -102,9 +118,9 @@ fn inline(
                 regions,
                 predicates,
                 Pointers::Return,
+                &mut budget,
                 &mut collect,
             )
-            .map(drop)
         }
         SearchKind::Sorted { .. } => return Some((kind, replier)),
         // A few keys are as cheap as as many gets; more go to the pool, streamed.
@@ -112,12 +128,15 @@ fn inline(
             reads::for_each_of_keys(store, space, keys, |o| {
                 collect(EncodedObject::from_stored(&o))
             })
+            .map(|()| ControlFlow::Continue(()))
         }
         SearchKind::Keys(_) => return Some((kind, replier)),
     };
-    if found.len() > INLINE_MATCHES_MAX {
+    // Too many matches or reads for here: again from the start, on the pool (nothing was sent).
+    if matches!(scanned, Ok(ControlFlow::Break(_))) {
         return Some((kind, replier));
     }
+    let scanned = scanned.map(drop);
     let epoch = shared.view().epoch();
     if scanned.is_ok() {
         record(
@@ -211,6 +230,7 @@ fn on_pool(
                         regions,
                         predicates,
                         Pointers::Return,
+                        &mut Budget::Unlimited,
                         f,
                     )
                     .map(drop)

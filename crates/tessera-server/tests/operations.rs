@@ -1775,3 +1775,73 @@ async fn multi_put_reports_each_item_and_is_not_a_transaction() {
     }
     server.shutdown().await;
 }
+
+/// A search is tried on the connection's task within a budget of matches and reads, and runs
+/// again on the blocking pool past it: both give the whole answer, counted the same.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn searches_past_the_inline_budget_answer_whole() {
+    let server = TestServer::start().await;
+    let client = server.client().await;
+    client
+        .add_space("space big key int id attributes int x, int y, string name subspace x")
+        .await
+        .unwrap();
+    let n = 1500i64;
+    let puts = (0..n).map(|i| {
+        client.put(
+            "big",
+            i,
+            [
+                ("x", Value::Int(i)),
+                ("y", Value::Int(i % 7)),
+                ("name", Value::from(format!("n{i}"))),
+            ],
+        )
+    });
+    for r in futures::future::join_all(puts).await {
+        r.unwrap();
+    }
+    let ids = |f: &dyn Fn(i64) -> bool| -> Vec<i64> { (0..n).filter(|&i| f(i)).collect() };
+    let cases: Vec<(&str, Vec<Predicate>, Vec<i64>)> = vec![
+        // 1500 matches: past the matches a search may answer inline.
+        ("everything", vec![], ids(&|_| true)),
+        // One match, but every object read: past the reads.
+        (
+            "name = n1234",
+            vec![Predicate::equals("name", "n1234")],
+            vec![1234],
+        ),
+        // ~214 matches of 1500 read.
+        (
+            "y = 3",
+            vec![Predicate::equals("y", 3i64)],
+            ids(&|i| i % 7 == 3),
+        ),
+        // A range of the subspace: 100 matches in few reads, inline.
+        (
+            "x in 200..=299",
+            vec![Predicate::new(
+                "x",
+                PredicateOp::Range(Value::Int(200), Value::Int(299)),
+            )],
+            ids(&|i| (200..=299).contains(&i)),
+        ),
+    ];
+    for (name, predicates, expected) in cases {
+        let found = client.search("big", predicates.clone()).await.unwrap();
+        let mut got: Vec<i64> = found
+            .iter()
+            .map(|r| match r.key {
+                Value::Int(k) => k,
+                ref other => panic!("key {other:?}"),
+            })
+            .collect();
+        got.sort_unstable();
+        assert_eq!(got, expected, "search {name}");
+        assert_eq!(
+            client.count("big", predicates).await.unwrap(),
+            expected.len() as u64,
+            "count {name}"
+        );
+    }
+}

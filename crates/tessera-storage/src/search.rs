@@ -96,6 +96,10 @@ pub struct SearchIter {
     seeking: Option<Vec<u8>>,
     /// Entries passed over by the seek under way.
     seek_reads: u32,
+    /// Entries this search has read, placed or passed.
+    entries_read: u64,
+    /// Most entries it may read ([`SearchIter::limit_reads`]); past them it ends early.
+    reads_max: u64,
     counters: Arc<Counters>,
     failed: bool,
 }
@@ -121,6 +125,8 @@ impl SearchIter {
             scan: None,
             seeking: None,
             seek_reads: 0,
+            entries_read: 0,
+            reads_max: u64::MAX,
             counters,
             failed: false,
         }
@@ -237,6 +243,12 @@ impl SearchIter {
                 return Ok(None);
             };
             let (key, value) = guard.into_inner()?;
+            self.entries_read += 1;
+            if self.entries_read > self.reads_max {
+                self.scan = None;
+                self.at = self.boxes.len();
+                return Ok(None);
+            }
             if key.len() <= self.head_bytes() {
                 return Err(StorageError::Corrupt(format!(
                     "entry key {key:?} too short for its subspace"
@@ -288,6 +300,22 @@ impl SearchIter {
                 }
             }
         }
+    }
+
+    /// Entries of the store this search has read so far: its cost, whatever it found.
+    pub fn entries_read(&self) -> u64 {
+        self.entries_read
+    }
+
+    /// Ends the search once it has read `n` entries (its cost bounded, not what it finds):
+    /// then [`SearchIter::over_limit`] says it ended early.
+    pub fn limit_reads(&mut self, n: u64) {
+        self.reads_max = n;
+    }
+
+    /// Whether the search ended at its [`SearchIter::limit_reads`], not at its last match.
+    pub fn over_limit(&self) -> bool {
+        self.entries_read > self.reads_max
     }
 
     /// The next object found, not decoded.

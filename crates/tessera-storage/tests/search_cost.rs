@@ -227,3 +227,43 @@ fn a_search_over_several_regions_is_one_pass() {
         "one pass over the 8 regions"
     );
 }
+
+/// A search with a limit of reads ends once it has read that many entries, and says so.
+#[test]
+fn a_search_ends_at_its_limit_of_reads() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(
+        dir.path(),
+        StoreOptions {
+            fsync: FsyncPolicy::Never,
+            cache_bytes: 8 << 20,
+        },
+    )
+    .unwrap();
+    store.create_space(&people("grid", 1)).unwrap();
+    let objects: Vec<_> = (0..100i64)
+        .map(|i| put("grid", None, 1, person(&format!("k{i}"), 0, i, "s")))
+        .collect();
+    store.commit(&objects).unwrap();
+    let search = |limit: u64| {
+        let mut found = store
+            .search(
+                "grid",
+                SubspaceId(1),
+                &[RegionIndex(0)],
+                &[0, 0],
+                &[u64::MAX, u64::MAX],
+            )
+            .unwrap();
+        found.limit_reads(limit);
+        let mut n = 0;
+        while let Some(o) = found.next_encoded() {
+            o.unwrap();
+            n += 1;
+        }
+        (n, found.entries_read(), found.over_limit())
+    };
+    assert_eq!(search(10), (10, 11, true));
+    assert_eq!(search(100), (100, 100, false));
+    assert_eq!(search(1000), (100, 100, false));
+}
