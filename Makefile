@@ -1,5 +1,5 @@
 # The two commands of the README's quick start, and a few conveniences.
-.PHONY: dev install test test-rust test-go test-python test-scripts test-long bench-build bench-failover bench-transfers bench-advisor bench-documents bench-twitter bench-splits bench-peers cassandra-fetch
+.PHONY: dev install prereqs test test-rust test-go test-python test-scripts test-long bench-build bench-failover bench-transfers bench-advisor bench-documents bench-twitter bench-splits bench-peers cassandra-fetch
 
 CARGO ?= cargo
 PYTHON ?= python3
@@ -13,13 +13,24 @@ VENV := .venv
 dev: install
 	tessera dev
 
-install:
+install: prereqs
 	$(CARGO) install --locked --path crates/tessera
+
+# protoc, which building needs (the bench crate's etcd client compiles etcd's .proto files):
+# installed with apt-get (as root, or through sudo) when it is missing, so that `make dev` and
+# `make test` work on a fresh Debian or Ubuntu machine; elsewhere, a message saying what to do.
+prereqs:
+	@command -v protoc >/dev/null 2>&1 || [ -n "$${PROTOC:-}" ] || { \
+	  echo "make: protoc is missing; installing Debian's protobuf-compiler" >&2; \
+	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
+	  { command -v apt-get >/dev/null 2>&1 && $$SUDO apt-get update -qq && \
+	    DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq protobuf-compiler >/dev/null; } || { \
+	    echo "make: could not install protoc: install the Protocol Buffers compiler (protoc) and run again" >&2; exit 2; }; }
 
 # Every test: the linearizability checker's own tests, the Rust workspace (unit, property,
 # simulation, model and multi-process tests, the cluster test among them), then the Python
 # client's tests against a real `tessera dev` and a local cluster.
-test: test-go test-rust test-python test-scripts
+test: prereqs test-go test-rust test-python test-scripts
 
 test-go:
 	$(GO) -C tools/lincheck vet ./...
