@@ -157,15 +157,20 @@ pub fn attribute_bytes(object: &[u8], attr: AttrIndex) -> Result<&[u8], StorageE
 
 /// A search's predicates, ready to check against encoded objects: an equality on a primitive
 /// compares encodings (a primitive's encoding is one-to-one: floats by their bits, as `Value`
-/// compares them); every other predicate decodes its attribute's value alone.
+/// compares them); a predicate on an int reads the int; every other predicate decodes its
+/// attribute's value alone. One walk over the object finds every attribute the predicates
+/// name.
 pub struct EncodedFilter<'p> {
-    predicates: &'p [CheckedPredicate],
-    /// For each predicate, its operand's encoding when it is an equality on a primitive.
+    /// The predicates, in the order of their attributes (a conjunction: any order answers).
+    predicates: Vec<&'p CheckedPredicate>,
+    /// For each, its operand's encoding when it is an equality on a primitive.
     operands: Vec<Option<Vec<u8>>>,
 }
 
 impl<'p> EncodedFilter<'p> {
     pub fn new(predicates: &'p [CheckedPredicate]) -> EncodedFilter<'p> {
+        let mut predicates: Vec<&CheckedPredicate> = predicates.iter().collect();
+        predicates.sort_by_key(|p| p.attr);
         let operands = predicates
             .iter()
             .map(|p| match (&p.path, &p.op) {
@@ -184,15 +189,43 @@ impl<'p> EncodedFilter<'p> {
 
     /// Whether the encoded `object` satisfies every predicate.
     pub fn matches(&self, object: &[u8]) -> Result<bool, StorageError> {
+        let mut r = Reader {
+            bytes: object,
+            at: 0,
+        };
+        let count = r.varint()?;
+        // The attribute `r` is at, and the span of the last one read whole.
+        let (mut next, mut last): (u64, Option<(u64, &[u8])>) = (0, None);
         for (p, operand) in self.predicates.iter().zip(&self.operands) {
-            let value = attribute_bytes(object, p.attr)?;
+            let attr = u64::from(p.attr.0);
+            let value = match last {
+                Some((a, span)) if a == attr => span,
+                _ => {
+                    if attr >= count {
+                        return Err(corrupt(&format!("no attribute {attr} among {count}")));
+                    }
+                    while next < attr {
+                        r.skip_value(0)?;
+                        next += 1;
+                    }
+                    let start = r.at;
+                    r.skip_value(0)?;
+                    next += 1;
+                    let span = &object[start..r.at];
+                    last = Some((attr, span));
+                    span
+                }
+            };
             let matched = match operand {
                 Some(operand) => value == operand.as_slice(),
-                None => {
-                    let value: Value = postcard::from_bytes(value)
-                        .map_err(|e| corrupt(&format!("undecodable value: {e}")))?;
-                    p.matches_attribute(&value)
-                }
+                None => match int_value(value) {
+                    Some(i) => p.matches_attribute(&Value::Int(i)),
+                    None => {
+                        let value: Value = postcard::from_bytes(value)
+                            .map_err(|e| corrupt(&format!("undecodable value: {e}")))?;
+                        p.matches_attribute(&value)
+                    }
+                },
             };
             if !matched {
                 return Ok(false);
@@ -200,6 +233,16 @@ impl<'p> EncodedFilter<'p> {
         }
         Ok(true)
     }
+}
+
+/// The int an encoded value holds, if it is an int (its variant, then a zigzag varint).
+fn int_value(span: &[u8]) -> Option<i64> {
+    let mut r = Reader { bytes: span, at: 0 };
+    if r.varint().ok()? != variant::VALUE_INT {
+        return None;
+    }
+    let zigzag = r.varint().ok()?;
+    Some((zigzag >> 1) as i64 ^ -((zigzag & 1) as i64))
 }
 
 #[cfg(test)]
@@ -247,6 +290,13 @@ mod tests {
     }
 
     proptest! {
+        /// An int read from its encoding is the int (postcard's zigzag is the oracle).
+        #[test]
+        fn ints_read_from_their_encoding(i in any::<i64>()) {
+            prop_assert_eq!(int_value(&postcard::to_allocvec(&Value::Int(i)).unwrap()), Some(i));
+            prop_assert_eq!(int_value(&postcard::to_allocvec(&Value::from("x")).unwrap()), None);
+        }
+
         /// Each attribute's bytes are exactly its value's own encoding (postcard is the oracle).
         #[test]
         fn attribute_bytes_are_each_values_encoding(values in prop::collection::vec(value(), 1..6)) {
