@@ -83,7 +83,7 @@ async fn cql_target_runs_ycsb_and_secondary_searches() {
     }
     let node = start_cassandra();
     let url = format!("cql://{}", node.addr);
-    for (workload, phase, ops) in [
+    let cases: &[(&str, &str, &[&str])] = &[
         ("a", "both", &["read", "update"][..]),
         ("b", "run", &["read", "update"]),
         ("c", "run", &["read"]),
@@ -92,48 +92,8 @@ async fn cql_target_runs_ycsb_and_secondary_searches() {
         ("s", "both", &["search"]),
         // Last: its inserts add records past the load, which e's check would find.
         ("d", "run", &["insert", "read"]),
-    ] {
-        let report = run(args(
-            &url,
-            &[
-                "-w",
-                workload,
-                "--phase",
-                phase,
-                "--records",
-                "1500",
-                "--operations",
-                "1000",
-                "-t",
-                "4",
-            ],
-        ))
-        .await
-        .unwrap_or_else(|e| panic!("workload {workload} against Cassandra: {e}"));
-        if phase == "both" {
-            let load = report.load.expect("load ran");
-            assert_eq!(
-                (load.operations, load.errors),
-                (1500, 0),
-                "workload {workload}"
-            );
-        }
-        let run = report.run.expect("run ran");
-        assert_eq!(
-            (run.operations, run.errors),
-            (1000, 0),
-            "workload {workload}: {run:?}"
-        );
-        let names: Vec<&str> = run.ops.keys().map(|s| s.as_str()).collect();
-        assert_eq!(names, ops, "workload {workload}");
-        if workload == "e" {
-            let scan = &run.ops["scan"];
-            assert!(
-                scan.records_scanned.unwrap_or(0) > scan.count * 10,
-                "{scan:?}"
-            );
-        }
-    }
+    ];
+    common::ycsb_workloads_run(&url, "Cassandra", cases).await;
 
     let session = cassandra::connect(&node.addr).await.expect("connect");
     let mut target = CqlTarget::connect(session).await.expect("statements");

@@ -95,7 +95,7 @@ async fn etcd_target_runs_every_key_workload_and_refuses_searches() {
     let url = format!("etcd://{}", server.addr);
     // a and e load (e checks its scans against the load before it is timed); the others run
     // over what a loaded.
-    for (workload, phase, ops) in [
+    let cases: &[(&str, &str, &[&str])] = &[
         ("a", "both", &["read", "update"][..]),
         ("b", "run", &["read", "update"]),
         ("c", "run", &["read"]),
@@ -103,49 +103,8 @@ async fn etcd_target_runs_every_key_workload_and_refuses_searches() {
         ("e", "both", &["insert", "scan"]),
         // Last: its inserts add records past the load, which e's check would find.
         ("d", "run", &["insert", "read"]),
-    ] {
-        let report = run(args(
-            &url,
-            &[
-                "-w",
-                workload,
-                "--phase",
-                phase,
-                "--records",
-                "1500",
-                "--operations",
-                "1000",
-                "-t",
-                "4",
-            ],
-        ))
-        .await
-        .unwrap_or_else(|e| panic!("workload {workload} against etcd: {e}"));
-        if phase == "both" {
-            let load = report.load.expect("load ran");
-            assert_eq!(
-                (load.operations, load.errors),
-                (1500, 0),
-                "workload {workload}"
-            );
-        }
-        let run = report.run.expect("run ran");
-        assert_eq!(
-            (run.operations, run.errors),
-            (1000, 0),
-            "workload {workload}: {run:?}"
-        );
-        let names: Vec<&str> = run.ops.keys().map(|s| s.as_str()).collect();
-        assert_eq!(names, ops, "workload {workload}");
-        if workload == "e" {
-            let scan = &run.ops["scan"];
-            // Scans of 1–100 records average ~50 where the prefix group has room.
-            assert!(
-                scan.records_scanned.unwrap_or(0) > scan.count * 10,
-                "{scan:?}"
-            );
-        }
-    }
+    ];
+    common::ycsb_workloads_run(&url, "etcd", cases).await;
 
     let mut target = EtcdTarget::connect(&server.addr).await.expect("connect");
     for n in [0, 999, 1000, 1499] {

@@ -211,13 +211,7 @@ async fn route(shared: &Arc<Shared>, frame: RequestFrame, replier: Replier) {
             predicates,
             write,
         } => {
-            let slot = replier
-                .outbox
-                .searches
-                .clone()
-                .acquire_owned()
-                .await
-                .expect("never closed");
+            let slot = replier.outbox.search_slot().await;
             return group(shared, space, predicates, write, replier, slot);
         }
         Job::Write { space, write } => {

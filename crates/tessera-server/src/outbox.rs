@@ -107,6 +107,16 @@ impl Outbox {
     /// Queues a response from a blocking thread, waiting while the client is slow to read
     /// (searches stream this way, so a slow reader slows its own search, nobody else).
     /// Fails when the client is gone.
+    /// One of the connection's slots for searches and group operations, waiting while all
+    /// are taken (which stops the connection's reader: see `connection::SEARCHES_IN_FLIGHT_MAX`).
+    pub async fn search_slot(&self) -> OwnedSemaphorePermit {
+        self.searches
+            .clone()
+            .acquire_owned()
+            .await
+            .expect("never closed")
+    }
+
     pub fn send_blocking(&self, id: u64, epoch: Epoch, response: Response) -> Result<(), ()> {
         self.send_frame_blocking(Self::frame(id, epoch, response))
     }

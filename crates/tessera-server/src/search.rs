@@ -49,13 +49,7 @@ pub async fn run(
     let Some((kind, replier)) = inline(shared, stamp, &space, &predicates, kind, replier) else {
         return;
     };
-    let slot = replier
-        .outbox
-        .searches
-        .clone()
-        .acquire_owned()
-        .await
-        .expect("never closed");
+    let slot = replier.outbox.search_slot().await;
     let shared = shared.clone();
     tokio::task::spawn_blocking(move || {
         let _slot = slot;

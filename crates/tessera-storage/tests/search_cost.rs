@@ -7,17 +7,21 @@ use tessera_geometry::{coordinate, RegionIndex};
 use tessera_storage::{FsyncPolicy, Store, StoreOptions, SEEK_BY_READING_MAX};
 use tessera_types::{SubspaceId, Value};
 
-#[test]
-fn fixed_point_search_reads_only_its_matches() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(
-        dir.path(),
+fn open(dir: &std::path::Path) -> Store {
+    Store::open(
+        dir,
         StoreOptions {
             fsync: FsyncPolicy::Never,
             cache_bytes: 8 << 20,
         },
     )
-    .unwrap();
+    .unwrap()
+}
+
+#[test]
+fn fixed_point_search_reads_only_its_matches() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path());
     // One partition: all 10 000 objects share region 0 of subspace (a, b).
     store.create_space(&people("grid", 1)).unwrap();
     let objects: Vec<_> = (0..10_000i64)
@@ -100,14 +104,7 @@ fn a_partial_match_reads_about_m_to_the_open_over_d_entries_per_region() {
     use tessera_types::{Attribute, AttributeType, Object, SpaceSchema};
 
     let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(
-        dir.path(),
-        StoreOptions {
-            fsync: FsyncPolicy::Never,
-            cache_bytes: 8 << 20,
-        },
-    )
-    .unwrap();
+    let store = open(dir.path());
     let attr = |name: &str| Attribute {
         name: name.to_owned(),
         ty: AttributeType::STRING,
@@ -178,14 +175,7 @@ fn a_partial_match_reads_about_m_to_the_open_over_d_entries_per_region() {
 #[test]
 fn a_search_over_several_regions_is_one_pass() {
     let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(
-        dir.path(),
-        StoreOptions {
-            fsync: FsyncPolicy::Never,
-            cache_bytes: 8 << 20,
-        },
-    )
-    .unwrap();
+    let store = open(dir.path());
     // 64 partitions of (a, b): 8 × 8 equal intervals of each axis. Small ints all lie in
     // one interval of each, so every object is in one region; a box open in `a` and narrow in
     // `b` crosses 8 regions, 7 of them empty.
@@ -232,14 +222,7 @@ fn a_search_over_several_regions_is_one_pass() {
 #[test]
 fn a_search_ends_at_its_limit_of_reads() {
     let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(
-        dir.path(),
-        StoreOptions {
-            fsync: FsyncPolicy::Never,
-            cache_bytes: 8 << 20,
-        },
-    )
-    .unwrap();
+    let store = open(dir.path());
     store.create_space(&people("grid", 1)).unwrap();
     let objects: Vec<_> = (0..100i64)
         .map(|i| put("grid", None, 1, person(&format!("k{i}"), 0, i, "s")))
