@@ -90,8 +90,10 @@ pub struct SearchIter {
     boxes: Vec<RegionBox>,
     /// The box being read: `boxes[at]`; done when `at == boxes.len()`.
     at: usize,
-    /// The pass, if open: from where it was opened up to the end of the last box.
+    /// The pass, if open: from where it was opened up to `end`.
     scan: Option<fjall::Iter>,
+    /// Where every pass ends: past the last entry of every box.
+    end: Bound<Vec<u8>>,
     /// A seek by reading under way: entries below this key are passed over.
     seeking: Option<Vec<u8>>,
     /// Entries passed over by the seek under way.
@@ -116,7 +118,25 @@ impl SearchIter {
             .iter()
             .all(|b| b.lo.iter().zip(&b.hi).all(|(l, h)| l <= h)));
         debug_assert!(boxes.windows(2).all(|w| w[0].region <= w[1].region));
+        // The head (region and Z-value) of each box's last entries: every key of the box
+        // starts with at most this, so every key of every box sorts below the successor of
+        // the greatest.
+        let last = boxes
+            .iter()
+            .map(|b| {
+                let mut end = codec::region_prefix(b.region).to_vec();
+                if key_axis.is_none() {
+                    end.extend_from_slice(&zorder::interleave(&b.hi));
+                }
+                end
+            })
+            .max();
+        let end = match last.and_then(successor) {
+            Some(end) => Bound::Excluded(end),
+            None => Bound::Unbounded,
+        };
         SearchIter {
+            end,
             snapshot,
             keyspace,
             key_axis,
@@ -150,32 +170,12 @@ impl SearchIter {
         start
     }
 
-    /// The head (region and Z-value) of `boxes[i]`'s last entries: every key of the box starts
-    /// with at most this.
-    fn end_of(&self, i: usize) -> Vec<u8> {
-        let b = &self.boxes[i];
-        let mut end = codec::region_prefix(b.region).to_vec();
-        if self.key_axis.is_none() {
-            end.extend_from_slice(&zorder::interleave(&b.hi));
-        }
-        end
-    }
-
     /// Opens the pass at `start`, up to the end of every box.
     fn open(&mut self, start: Vec<u8>) {
-        let last = (0..self.boxes.len())
-            .map(|i| self.end_of(i))
-            .max()
-            .expect("a box to read");
-        // Every key starting with `last` sorts below the successor of `last`.
-        let end = match successor(last) {
-            Some(end) => Bound::Excluded(end),
-            None => Bound::Unbounded,
-        };
         self.counters.scans_opened.fetch_add(1, Ordering::Relaxed);
         self.scan = Some(
             self.snapshot
-                .range(&self.keyspace, (Bound::Included(start), end)),
+                .range(&self.keyspace, (Bound::Included(start), self.end.clone())),
         );
         self.seeking = None;
     }
