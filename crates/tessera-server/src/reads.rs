@@ -81,32 +81,16 @@ pub enum Pointers {
     Return,
 }
 
-/// Calls `f` with every committed object that matches all `predicates`, until it breaks.
+/// Calls `f` with every committed object that matches all `predicates`, until it breaks:
+/// each part of the plan, in the regions this server owns.
 pub fn for_each_match(
     store: &Store,
     space: &ServedSpace,
     predicates: &[CheckedPredicate],
-    f: impl FnMut(StoredObject) -> ControlFlow<()>,
-) -> Result<(), ErrorReply> {
-    for_each_match_planned(store, space, &plan(space, predicates), predicates, f)
-}
-
-/// How a search of `space` by `predicates` runs: the subspaces it reads and their boxes.
-pub fn plan(space: &ServedSpace, predicates: &[CheckedPredicate]) -> Vec<SearchPlan> {
-    space.config.plan(&space.tessellations, predicates)
-}
-
-/// [`for_each_match`] with the plan already made (`plan` must come from `predicates`): each
-/// part's regions this server owns.
-pub fn for_each_match_planned(
-    store: &Store,
-    space: &ServedSpace,
-    plan: &[SearchPlan],
-    predicates: &[CheckedPredicate],
     mut f: impl FnMut(StoredObject) -> ControlFlow<()>,
 ) -> Result<(), ErrorReply> {
     // Whether `f` broke or not, the read is over.
-    let _ = for_each_owned_part(space, plan, |part, regions| {
+    let _ = for_each_owned_part(space, &plan(space, predicates), |part, regions| {
         for_each_match_in(
             store,
             space,
@@ -118,6 +102,11 @@ pub fn for_each_match_planned(
         )
     })?;
     Ok(())
+}
+
+/// How a search of `space` by `predicates` runs: the subspaces it reads and their boxes.
+pub fn plan(space: &ServedSpace, predicates: &[CheckedPredicate]) -> Vec<SearchPlan> {
+    space.config.plan(&space.tessellations, predicates)
 }
 
 /// How many entries of the store a read of matches may go through: a search tried on the
