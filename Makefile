@@ -1,5 +1,5 @@
 # The two commands of the README's quick start, and a few conveniences.
-.PHONY: dev install prereqs test test-rust test-go test-python test-scripts test-long bench-build bench-failover bench-transfers bench-advisor bench-documents bench-twitter bench-splits bench-peers cassandra-fetch
+.PHONY: dev install prereqs test test-rust test-go test-python test-scripts test-long bench-build bench-failover bench-transfers bench-advisor bench-documents bench-twitter bench-splits bench-peers plots cassandra-fetch
 
 CARGO ?= cargo
 PYTHON ?= python3
@@ -50,7 +50,8 @@ test-python: $(VENV)/bin/python
 	$(VENV)/bin/python -m pip install --quiet -r python/requirements-test.txt ./python
 	TESSERA_BIN=$(CURDIR)/target/debug/tessera $(VENV)/bin/python -m pytest -q python/tests
 
-# The statistics of scripts/advisor-report.py (Kendall's tau-b, errors, gains), standard library only.
+# The statistics of scripts/advisor-report.py (Kendall's tau-b, errors, gains) and the charts and
+# tables of scripts/plot-bench.py (every scripts/test_*.py), standard library only.
 test-scripts:
 	$(PYTHON) -m unittest discover -s scripts -p 'test_*.py'
 
@@ -108,6 +109,14 @@ bench-splits:
 # run (or by cassandra-fetch). Knobs in scripts/bench-peers.sh (SYSTEMS, YCSB, RECORDS, ...).
 bench-peers:
 	scripts/bench-peers.sh
+
+# docs/plots/peers-*.svg (throughput and p50/p99 charts) from the newest committed
+# docs/results/peers-*.json, or from PEERS_JSON=FILE; `scripts/plot-bench.py FILE --markdown`
+# prints docs/benchmarks.md's per-workload tables from the same file. Standard library only.
+PEERS_JSON ?= $(shell git log -1 --diff-filter=AM --format= --name-only -- 'docs/results/peers-*.json' 2>/dev/null | head -n 1)
+plots:
+	@test -n "$(PEERS_JSON)" || { echo "make plots: no docs/results/peers-*.json committed; give PEERS_JSON=FILE" >&2; exit 2; }
+	$(PYTHON) scripts/plot-bench.py $(PEERS_JSON) --out docs/plots
 
 # Apache Cassandra 5.0's jars from Maven Central into ~/.cache/tessera-bench (once; a second
 # run downloads nothing). The bench crate's Cassandra test runs once they are there.
