@@ -2,17 +2,19 @@
 //!
 //! Inputs: client writes for keys this server leads, envelopes from other servers, new
 //! configurations and clock ticks. Outputs ([`Outputs`]), in the order the shell must carry
-//! them out: storage writes to make durable, then envelopes to send, then replies to clients;
-//! then the shell reports how the writes went ([`Replica::advance`] or [`Replica::fail`]), as
-//! etcd-raft's `Advance`. Nothing here touches a socket, a clock or a file; the only reads are
+//! them out: updates to pass down their chains at once, storage writes to make durable, then
+//! acknowledgements and other envelopes to send, then replies to clients; then the shell
+//! reports how the writes went ([`Replica::advance`] or [`Replica::fail`]), as etcd-raft's
+//! `Advance`. Nothing here touches a socket, a clock or a file; the only reads are
 //! of committed state, through [`CommittedReader`].
 //!
 //! The protocol (DESIGN §5, seed 002 §4.1, §4.3):
 //! - The point leader (head of the key region's replica set) orders a key's writes: it
 //!   evaluates each against the key's latest object, pending writes included, gives it the next
 //!   version and sends it down the chain computed from the old and new objects.
-//! - Each hop applies the update as pending and forwards it; the tail commits and acknowledges;
-//!   each hop commits when the acknowledgement passes it (an old region's hop drops its entry)
+//! - Each hop applies the update as pending and forwards it (before its own write of it is
+//!   durable: the fsyncs of a chain's hops overlap); the tail commits and acknowledges once
+//!   that is durable; each hop commits when the acknowledgement passes it (an old region's hop drops its entry)
 //!   and the point leader answers the client last: an acknowledged write is on every replica.
 //! - Updates of one key reach each hop in version order: links are FIFO ([`crate::link`]) and
 //!   consecutive non-destructive updates share their chain; an update that arrives before the
@@ -154,10 +156,20 @@ pub enum StoreWrite {
 /// What one or more steps produced, in the order the shell must act on it.
 #[derive(Debug, Default)]
 pub struct Outputs {
+    /// 0. Send these at once, before the writes are durable (and while they are made so):
+    ///    updates passed down their chains and transfer chunks. They vouch for nothing about
+    ///    this server's storage: a hop acknowledges only in [`Outputs::messages`], after its
+    ///    own commit, and an update is answered only once every hop has acknowledged it. So a
+    ///    chain costs about one fsync and its network hops, not an fsync per hop. If this
+    ///    server then loses the writes (a crash, a failed commit), it leaves the chains and
+    ///    the hops around it carry on, as after any failure (DESIGN §5.7).
+    pub forwards: Vec<(ServerId, Envelope)>,
     /// 1. Make these durable (one atomic batch is fine), then report it with
     ///    [`Replica::advance`], or [`Replica::fail`] if that failed.
     pub writes: Vec<StoreWrite>,
-    /// 2. Only once the writes are durable, send these.
+    /// 2. Only once the writes are durable, send these: acknowledgements (each one says the
+    ///    writes behind it are on disk), retransmissions, and envelopes that only acknowledge
+    ///    delivery.
     pub messages: Vec<(ServerId, Envelope)>,
     /// 3. Then answer these clients.
     pub replies: Vec<(ClientId, Result<(), ErrorReply>)>,
@@ -184,7 +196,8 @@ pub struct UnknownShape {
 
 impl Outputs {
     pub fn is_empty(&self) -> bool {
-        self.writes.is_empty()
+        self.forwards.is_empty()
+            && self.writes.is_empty()
             && self.messages.is_empty()
             && self.replies.is_empty()
             && self.transfers_done.is_empty()
@@ -539,6 +552,10 @@ pub struct Replica {
     future: Vec<(ServerId, PeerMessage)>,
     /// Messages between two hops that are both this server.
     local: VecDeque<PeerMessage>,
+    /// Acknowledgements to peers made since the last [`Replica::take_outputs`], numbered on
+    /// their links only there: on every link a round's forwards go first (sent before the
+    /// round's writes are durable) and its acknowledgements after (sent once they are).
+    acks: Vec<(ServerId, PeerMessage)>,
     tick: u64,
     /// The highest version this server gave any key. A key's next version is above both its
     /// latest and this, so versions keep growing across a delete (whose key state is then
@@ -598,6 +615,7 @@ impl Replica {
             members: BTreeSet::new(),
             future: Vec::new(),
             local: VecDeque::new(),
+            acks: Vec::new(),
             tick: 0,
             clock: Version::NONE,
             outputs: Outputs::default(),
@@ -716,10 +734,11 @@ impl Replica {
         self.pump_transfers(store);
     }
 
-    /// Everything produced since the last call. The shell makes the writes durable, then
-    /// sends the messages, then answers the clients, then calls [`Replica::advance`] — or, if
-    /// the writes did not reach the disk, calls [`Replica::fail`] instead and sends nothing.
-    /// It must do so before the next step, which may read storage.
+    /// Everything produced since the last call. The shell sends the forwards, makes the
+    /// writes durable, then sends the messages, then answers the clients, then calls
+    /// [`Replica::advance`] — or, if the writes did not reach the disk, calls
+    /// [`Replica::fail`] instead and sends nothing more. It must do so before the next step,
+    /// which may read storage.
     pub fn take_outputs(&mut self) -> Outputs {
         let mut out = std::mem::take(&mut self.outputs);
         out.replies
@@ -728,12 +747,20 @@ impl Replica {
             return out;
         }
         self.awaiting_advance = !out.writes.is_empty();
+        let tick = self.tick;
+        for (to, ack) in std::mem::take(&mut self.acks) {
+            let link = self.links.entry(to).or_default();
+            let (seq, to_incarnation) = (link.send(ack.clone(), tick), link.peer_incarnation);
+            let envelope = self.envelope(seq, to_incarnation, Some(ack));
+            out.messages.push((to, envelope));
+        }
         for (&peer, link) in self.links.iter_mut() {
             if !link.ack_owed {
                 continue;
             }
             link.ack_owed = false;
-            if !out.messages.iter().any(|(to, _)| *to == peer) {
+            let sends = |list: &[(ServerId, Envelope)]| list.iter().any(|(to, _)| *to == peer);
+            if !sends(&out.messages) && !sends(&out.forwards) {
                 out.messages.push((
                     peer,
                     Envelope {
@@ -747,7 +774,7 @@ impl Replica {
                 ));
             }
         }
-        for (to, envelope) in out.messages.iter_mut() {
+        for (to, envelope) in out.forwards.iter_mut().chain(out.messages.iter_mut()) {
             envelope.ack = self.links.get(to).map_or(0, Link::delivered);
         }
         out
@@ -761,7 +788,8 @@ impl Replica {
     }
 
     /// The writes of `unpersisted` (the last [`Replica::take_outputs`]) did not reach the
-    /// disk, so nothing of that round may be sent or answered as a success — nor ever after,
+    /// disk, so nothing more of that round (its forwards are gone already) may be sent or
+    /// answered as a success — nor ever after,
     /// by a retransmission. The replica stops (fail-stop) and sends nothing more; the server
     /// must then leave the cluster's chains (the coordinators remove it) rather than stall them.
     /// Clients it owes an answer: a write that was ordered (in flight, or about to be answered
@@ -812,6 +840,7 @@ impl Replica {
         self.links.clear();
         self.future.clear();
         self.local.clear();
+        self.acks.clear();
         self.outgoing.clear();
         self.incoming.clear();
         self.outputs = Outputs::default();
@@ -1578,17 +1607,25 @@ impl Replica {
         }
     }
 
+    /// Sends `message` to `to`: an update or a chunk at once (a forward, see
+    /// [`Outputs::forwards`]), an acknowledgement once this round's writes are durable.
     fn send(&mut self, to: ServerId, message: PeerMessage) {
         if to == self.me {
             self.local.push_back(message);
             return;
         }
+        if matches!(message, PeerMessage::Ack(_)) {
+            self.acks.push((to, message));
+            return;
+        }
         let link = self.links.entry(to).or_default();
-        let seq = link.send(message.clone(), self.tick);
-        let to_incarnation = link.peer_incarnation;
-        self.push_envelope(to, seq, to_incarnation, Some(message));
+        let (seq, to_incarnation) = (link.send(message.clone(), self.tick), link.peer_incarnation);
+        let envelope = self.envelope(seq, to_incarnation, Some(message));
+        self.outputs.forwards.push((to, envelope));
     }
 
+    /// Sends again a message numbered `seq` (a retransmission): after this round's writes, as
+    /// it may be an acknowledgement.
     fn push_envelope(
         &mut self,
         to: ServerId,
@@ -1596,15 +1633,20 @@ impl Replica {
         to_incarnation: u64,
         body: Option<PeerMessage>,
     ) {
-        let envelope = Envelope {
+        let envelope = self.envelope(seq, to_incarnation, body);
+        self.outputs.messages.push((to, envelope));
+    }
+
+    /// An envelope from this server (its `ack` is filled in by [`Replica::take_outputs`]).
+    fn envelope(&self, seq: u64, to_incarnation: u64, body: Option<PeerMessage>) -> Envelope {
+        Envelope {
             from: self.me,
             incarnation: self.incarnation,
             to_incarnation,
             seq,
             ack: 0,
             body,
-        };
-        self.outputs.messages.push((to, envelope));
+        }
     }
 
     fn on_envelope(&mut self, e: Envelope, store: &impl CommittedReader) {

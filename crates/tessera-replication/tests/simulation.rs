@@ -4,7 +4,9 @@
 //! drops messages, while clients write and read a few hot keys and search. A model coordinator
 //! makes new configurations that reach the servers at different moments: spaces come and go,
 //! and, when regions have K ≥ 2 replicas, servers fail —
-//! - a crash: the process is gone with everything it had not made durable; after a lease the
+//! - a crash: the process is gone with everything it had not made durable — sometimes in the
+//!   middle of a group commit whose forwards (updates passed down their chains before the
+//!   writes are durable, `Outputs::forwards`) have gone; after a lease the
 //!   coordinator removes it from every replica set; it may restart later (a new incarnation,
 //!   its durable store), which the coordinator treats as a failure too;
 //! - a pause (SIGSTOP) longer than a lease: removed, then it wakes up on its old configuration
@@ -77,7 +79,8 @@ use tessera_protocol::{
 };
 use tessera_replication::replica::RegionChunk;
 use tessera_replication::{
-    ClientId, CommittedReader, Envelope, Input, KeyWrite, Replica, StoreWrite, UnknownShape,
+    ClientId, CommittedReader, Envelope, Input, KeyWrite, Outputs, Replica, StoreWrite,
+    UnknownShape,
 };
 use tessera_types::{
     parse_space, CheckedFuncall, CheckedPredicate, DocValue, Document, Epoch, Funcall, FuncallOp,
@@ -666,6 +669,9 @@ struct Node {
     /// Messages to and from it are lost until this time.
     partitioned_until: u64,
     incarnation: u64,
+    /// A group commit under way: its outputs' forwards were sent, its writes are not yet
+    /// durable (nor visible), and the rest waits for them. A crash loses it.
+    committing: Option<Outputs>,
 }
 
 #[derive(Clone, Debug)]
@@ -727,8 +733,9 @@ struct Sim {
     k: usize,
     trace: u64,
     tracing: bool,
-    /// Faults injected: crashes, pauses, partitions, restarts.
-    faults: [u64; 4],
+    /// Faults injected: crashes, pauses, partitions, restarts; and crashes that lost a group
+    /// commit whose forwards had gone.
+    faults: [u64; 5],
     /// Every server that ever failed (its unanswered writes may be lost with it).
     ever_failed: BTreeSet<ServerId>,
     /// Transfer reports on their way to the coordinator: (arrives at, from, transfer).
@@ -845,6 +852,7 @@ impl Sim {
                     lease_lapsed_until_epoch: None,
                     partitioned_until: 0,
                     incarnation,
+                    committing: None,
                 };
                 (s.id, node)
             })
@@ -865,7 +873,7 @@ impl Sim {
             history: Vec::new(),
             produced: BTreeMap::new(),
             k,
-            faults: [0; 4],
+            faults: [0; 5],
             ever_failed: BTreeSet::new(),
             reports: Vec::new(),
             transfers: [0; 2],
@@ -938,10 +946,13 @@ impl Sim {
             event.outcome = Some(Outcome::Failed(Status::Unavailable));
             return;
         }
+        // The shell steps again once its last group commit is done.
+        self.complete_commit(server);
         let installs = matches!(input, Input::Configuration(_));
         if let Input::Configuration(c) = &input {
             // The shell installs a configuration between two group commits, storage first.
             self.flush(server);
+            self.complete_commit(server);
             self.install_storage(server, c);
         }
         let node = self.nodes.get_mut(&server).expect("known server");
@@ -955,6 +966,7 @@ impl Sim {
         );
         if installs {
             self.flush(server);
+            self.complete_commit(server);
             self.drop_dropped_subspaces(server);
             return;
         }
@@ -1006,7 +1018,11 @@ impl Sim {
             .retain(|(s, _, _, _), _| !dropped.contains(s));
     }
 
+    /// Starts a group commit of what `server`'s replica produced, as the shell does: the
+    /// forwards go at once; the writes become durable, and the rest follows, now or later
+    /// ([`Sim::complete_commit`]), unless the server crashes first.
     fn flush(&mut self, server: ServerId) {
+        self.complete_commit(server);
         let node = self.nodes.get_mut(&server).expect("known");
         let Some(replica) = node.replica.as_mut() else {
             return;
@@ -1014,7 +1030,26 @@ impl Sim {
         if node.paused.is_some() {
             return;
         }
-        let out = replica.take_outputs();
+        let mut out = replica.take_outputs();
+        let forwards = std::mem::take(&mut out.forwards);
+        self.send(server, forwards);
+        self.nodes.get_mut(&server).expect("known").committing = Some(out);
+        if self.rng.random_bool(0.5) {
+            self.complete_commit(server);
+        }
+    }
+
+    /// `server`'s group commit under way, if any, is durable: its writes apply, then its
+    /// messages go and its replies are given.
+    fn complete_commit(&mut self, server: ServerId) {
+        let node = self.nodes.get_mut(&server).expect("known");
+        if node.paused.is_some() {
+            return; // stopped mid-commit: it completes when the process runs again
+        }
+        let Some(out) = node.committing.take() else {
+            return;
+        };
+        let replica = node.replica.as_mut().expect("a crash drops the commit");
         for w in &out.writes {
             if self.tracing {
                 eprintln!("t={} {server:?} writes {w:?}", self.now);
@@ -1085,8 +1120,22 @@ impl Sim {
             let at = self.now + self.rng.random_range(1..50);
             self.backfill_reports.push((at, server, done));
         }
-        let partitioned = node.partitioned_until > self.now;
-        for (to, envelope) in out.messages {
+        self.send(server, out.messages);
+        for (client, result) in out.replies {
+            let event = &mut self.history[client.0 as usize];
+            assert!(event.ret.is_none(), "a client is answered once: {event:?}");
+            event.ret = Some(self.now);
+            event.outcome = Some(match result {
+                Ok(()) => Outcome::Done,
+                Err(e) => Outcome::Failed(e.status),
+            });
+        }
+    }
+
+    /// Puts `envelopes` from `server` on the network, which may lose or duplicate each.
+    fn send(&mut self, server: ServerId, envelopes: Vec<(ServerId, Envelope)>) {
+        let partitioned = self.nodes[&server].partitioned_until > self.now;
+        for (to, envelope) in envelopes {
             let lost = partitioned || self.nodes[&to].partitioned_until > self.now;
             let copies = if lost || self.rng.random_bool(0.05) {
                 0
@@ -1101,15 +1150,6 @@ impl Sim {
                 self.network
                     .push(Reverse((at, self.sent, to, EnvelopeBox(envelope.clone()))));
             }
-        }
-        for (client, result) in out.replies {
-            let event = &mut self.history[client.0 as usize];
-            assert!(event.ret.is_none(), "a client is answered once: {event:?}");
-            event.ret = Some(self.now);
-            event.outcome = Some(match result {
-                Ok(()) => Outcome::Done,
-                Err(e) => Outcome::Failed(e.status),
-            });
         }
     }
 
@@ -1353,7 +1393,11 @@ impl Sim {
                     eprintln!("t={} crash {victim:?}", self.now);
                 }
                 self.faults[0] += 1;
-                self.nodes.get_mut(&victim).expect("live").replica = None;
+                let node = self.nodes.get_mut(&victim).expect("live");
+                node.replica = None;
+                if node.committing.take().is_some_and(|c| !c.writes.is_empty()) {
+                    self.faults[4] += 1;
+                }
                 self.failed.insert(victim);
                 self.ever_failed.insert(victim);
                 self.removals.push((self.now + LEASE_TICKS + 20, victim));
@@ -1957,7 +2001,7 @@ const QUIESCE_LIMIT: u64 = 1_000_000;
 /// client, so a write that is never answered shows here).
 const ACTIVE_LIMIT: u64 = 200_000;
 
-fn run(seed: u64) -> (u64, [u64; 13]) {
+fn run(seed: u64) -> (u64, [u64; 14]) {
     let mut sim = Sim::new(seed);
     let mut keys: Vec<Value> = (0..sim.rng.random_range(2..6))
         .map(|i| Value::from(format!("key{i}")))
@@ -2052,6 +2096,7 @@ fn run(seed: u64) -> (u64, [u64; 13]) {
         if quiet {
             for &s in &servers {
                 sim.flush(s);
+                sim.complete_commit(s);
             }
             let idle = sim.network.is_empty()
                 && sim.config_deliveries.is_empty()
@@ -2065,6 +2110,7 @@ fn run(seed: u64) -> (u64, [u64; 13]) {
                 && sim.removals.is_empty()
                 && sim.wake_at.is_empty()
                 && sim.restart_at.is_empty()
+                && sim.nodes.values().all(|n| n.committing.is_none())
                 && sim
                     .nodes
                     .values()
@@ -2207,7 +2253,7 @@ fn run(seed: u64) -> (u64, [u64; 13]) {
         }
         panic!("seed {seed}: only {done} of {taken} writes taken got an answer: {outcomes:?}");
     }
-    let [crashes, pauses, partitions, restarts] = sim.faults;
+    let [crashes, pauses, partitions, restarts, mid_commit] = sim.faults;
     let [started, completed] = sim.transfers;
     let [added, built, dropped] = sim.alterations;
     let [shapes, held] = sim.shapes;
@@ -2216,7 +2262,7 @@ fn run(seed: u64) -> (u64, [u64; 13]) {
         sim.trace,
         [
             crashes, pauses, partitions, restarts, started, completed, added, built, dropped,
-            shapes, held, splits, moved,
+            shapes, held, splits, moved, mid_commit,
         ],
     )
 }
@@ -2316,7 +2362,7 @@ fn seeds() -> Vec<u64> {
 
 #[test]
 fn chains_under_a_hostile_network_and_failures() {
-    let (mut seeds_run, mut faults) = (0, [0u64; 13]);
+    let (mut seeds_run, mut faults) = (0, [0u64; 14]);
     for seed in seeds() {
         let started = std::time::Instant::now();
         let outcome = std::panic::catch_unwind(|| run(seed));
@@ -2332,12 +2378,12 @@ fn chains_under_a_hostile_network_and_failures() {
             eprintln!("seed {seed} took {:?}", started.elapsed());
         }
     }
-    let [crashes, pauses, partitions, restarts, started, completed, added, built, dropped, shapes, held, splits, moved] =
+    let [crashes, pauses, partitions, restarts, started, completed, added, built, dropped, shapes, held, splits, moved, mid_commit] =
         faults;
-    eprintln!("{seeds_run} seeds passed: {crashes} crashes, {pauses} pauses past a lease, {partitions} partitions, {restarts} restarts; {started} transfers started, {completed} completed; {added} subspaces added, {built} built, {dropped} dropped; {shapes} shapes of document registered, {held} writes held for theirs; {splits} key regions split, {moved} entries moved by splits");
+    eprintln!("{seeds_run} seeds passed: {crashes} crashes, {pauses} pauses past a lease, {partitions} partitions, {restarts} restarts, {mid_commit} crashes with a group commit under way (its forwards sent, its writes lost); {started} transfers started, {completed} completed; {added} subspaces added, {built} built, {dropped} dropped; {shapes} shapes of document registered, {held} writes held for theirs; {splits} key regions split, {moved} entries moved by splits");
     if seeds_run >= 100 {
         assert!(
-            crashes > 0 && pauses > 0 && partitions > 0 && restarts > 0,
+            crashes > 0 && pauses > 0 && partitions > 0 && restarts > 0 && mid_commit > 0,
             "every kind of fault was injected"
         );
         if std::env::var("TESSERA_SIM_TRANSFERS").as_deref() != Ok("0") {

@@ -7,10 +7,12 @@
 //! - takes every input that has queued (client writes, a group operation's writes, envelopes
 //!   from peers, a new configuration, clock ticks; at most [`BATCH_MAX`]) and steps the state
 //!   machine with each;
+//! - sends the updates those steps pass down their chains (`Outputs::forwards`: they vouch for
+//!   nothing on this server's disk, so the next hop's fsync overlaps this one's);
 //! - makes the storage writes those steps produced durable as one atomic group commit;
-//! - only then sends their envelopes to the peers and answers their clients (the state
-//!   machine's output order: nothing leaves before what it depends on is on disk), and tells
-//!   the state machine the writes are durable ([`Replica::advance`]).
+//! - only then sends their acknowledgements to the peers and answers their clients (the state
+//!   machine's output order: nothing that vouches for a write leaves before it is on disk),
+//!   and tells the state machine the writes are durable ([`Replica::advance`]).
 //!
 //! If the commit fails, nothing of that round is sent or answered as a success: the state
 //! machine is told ([`Replica::fail`]) and stops (fail-stop). A write already sent down its
@@ -656,6 +658,10 @@ impl ChainLoop {
         if out.is_empty() {
             return;
         }
+        // Down the chains at once: the next hops' fsyncs overlap this one's.
+        for (to, envelope) in &out.forwards {
+            self.peers.send(*to, envelope);
+        }
         if !out.writes.is_empty() {
             let writes: Vec<ObjectWrite> = std::mem::take(&mut out.writes)
                 .into_iter()
@@ -718,7 +724,7 @@ impl ChainLoop {
         self.shared.set_storage_failed();
         let out = self.replica.take_outputs();
         debug_assert!(
-            out.writes.is_empty() && out.messages.is_empty(),
+            out.writes.is_empty() && out.messages.is_empty() && out.forwards.is_empty(),
             "a failed replica only answers"
         );
         for (client, result) in out.replies {
