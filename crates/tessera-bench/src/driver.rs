@@ -51,6 +51,9 @@ pub struct PhasePlan {
     pub seed: u64,
     /// Stop issuing operations after this long (the run phase's `--duration-s`).
     pub duration: Option<Duration>,
+    /// Run phase: operations per second in all (`--rate`), each issued at its turn and timed
+    /// from it; `None` issues them as fast as the tasks go (closed loop).
+    pub rate: Option<f64>,
     pub progress: bool,
 }
 
@@ -124,6 +127,7 @@ pub(crate) struct Tickets {
     issued: AtomicU64,
     /// Operations finished, for the progress bar.
     done: AtomicU64,
+    started: Instant,
     deadline: Option<Instant>,
 }
 
@@ -140,6 +144,19 @@ impl Tickets {
             return None;
         }
         Some(issued)
+    }
+
+    /// Waits until operation `issued` is due at `rate` operations per second from the phase's
+    /// start, and returns the instant the operation is timed from: its turn if the task came
+    /// to it late (busy with its previous operation: the target's delay, counted), or when the
+    /// task woke for it (the timer's lateness, up to a millisecond, is not the target's).
+    async fn turn(&self, issued: u64, rate: f64) -> Instant {
+        let due = self.started + Duration::from_secs_f64(issued as f64 / rate);
+        if Instant::now() >= due {
+            return due;
+        }
+        tokio::time::sleep_until(due.into()).await;
+        Instant::now()
     }
 
     /// Marks one operation finished (for the progress bar).
@@ -171,6 +188,7 @@ where
         total,
         issued: AtomicU64::new(0),
         done: AtomicU64::new(0),
+        started,
         deadline: duration.map(|d| started + d),
     });
 
@@ -328,6 +346,13 @@ async fn task<T: Target>(
     );
     let scan_length = Uniform::new(1, MAX_SCAN_LENGTH);
     while let Some(issued) = tickets.next() {
+        // Paced, an operation is timed from its turn, not from when a task got to it: a server
+        // that falls behind shows in the latencies (no coordinated omission).
+        let due = match (plan.kind, plan.rate) {
+            (PhaseKind::Run, Some(rate)) => Some(tickets.turn(issued, rate).await),
+            _ => None,
+        };
+        let start = || due.unwrap_or_else(Instant::now);
         match plan.kind {
             PhaseKind::Load => {
                 let record = Record::random(&mut rng);
@@ -340,7 +365,7 @@ async fn task<T: Target>(
                 match op {
                     Operation::Read => {
                         let n = chooser.next(&mut rng, &shared.insert_keys);
-                        let started = Instant::now();
+                        let started = start();
                         let outcome = target.read(n).await;
                         stats.record(op, started, outcome);
                     }
@@ -348,14 +373,14 @@ async fn task<T: Target>(
                         let n = chooser.next(&mut rng, &shared.insert_keys);
                         let field = rng.random_range(0..FIELD_COUNT);
                         let value = random_field(&mut rng);
-                        let started = Instant::now();
+                        let started = start();
                         let outcome = target.update(n, field, &value).await.map(|()| true);
                         stats.record(op, started, outcome);
                     }
                     Operation::Insert => {
                         let n = shared.insert_keys.next_key();
                         let record = Record::random(&mut rng);
-                        let started = Instant::now();
+                        let started = start();
                         let outcome = target.insert(n, &record).await.map(|()| true);
                         // Acknowledge even a failed insert (as YCSB does), or readers would never
                         // see keys past it.
@@ -365,7 +390,7 @@ async fn task<T: Target>(
                     Operation::Scan => {
                         let n = chooser.next(&mut rng, &shared.insert_keys);
                         let len = scan_length.next(&mut rng);
-                        let started = Instant::now();
+                        let started = start();
                         let outcome = target.scan(n, len).await;
                         if let Ok(found) = outcome {
                             stats.returned(op, found);
@@ -375,7 +400,7 @@ async fn task<T: Target>(
                     }
                     Operation::Search => {
                         let n = chooser.next(&mut rng, &shared.insert_keys);
-                        let started = Instant::now();
+                        let started = start();
                         let outcome = target.search(n).await.and_then(|found| match found {
                             0 => Ok(false),
                             1 => Ok(true),
@@ -392,7 +417,7 @@ async fn task<T: Target>(
                         let n = chooser.next(&mut rng, &shared.insert_keys);
                         let field = rng.random_range(0..FIELD_COUNT);
                         let value = random_field(&mut rng);
-                        let started = Instant::now();
+                        let started = start();
                         let outcome = target.read_modify_write(n, field, &value).await;
                         stats.record(op, started, outcome);
                     }

@@ -163,6 +163,13 @@ pub struct BenchArgs {
     #[arg(long)]
     pub duration_s: Option<f64>,
 
+    /// YCSB run phase: issue OPS operations per second in all, spread evenly over time (YCSB's
+    /// -target), instead of as fast as the tasks go. Each operation is timed from its turn, so
+    /// a target that falls behind shows in the latencies. Use it to measure latency at a given
+    /// load, e.g. half the throughput of an unpaced run.
+    #[arg(long, value_name = "OPS")]
+    pub rate: Option<f64>,
+
     #[command(flatten, next_help_heading = "Workload advisor-eval")]
     pub eval: advisor_eval::AdvisorEvalArgs,
 
@@ -339,6 +346,19 @@ pub async fn run(args: BenchArgs) -> Result<Report, BenchError> {
             )))
         }
     };
+    if let Some(rate) = args.rate {
+        if !(rate.is_finite() && rate > 0.0) {
+            return Err(BenchError::InvalidArgs(format!(
+                "--rate {rate} is not a positive number of operations per second"
+            )));
+        }
+        if !args.workload.is_ycsb() {
+            return Err(BenchError::InvalidArgs(format!(
+                "--rate paces the YCSB workloads (a-f, s) only, not {}",
+                args.workload
+            )));
+        }
+    }
     let connect_error = |source: TargetError| match source {
         TargetError::Unsupported(why) => BenchError::TargetUnsupported(why),
         source => BenchError::Connect {
@@ -857,6 +877,7 @@ async fn drive<T: Target>(
         operations: args.operations,
         seed: args.seed,
         duration,
+        rate: args.rate,
         progress,
     };
     let mut load = None;

@@ -106,6 +106,47 @@ async fn workloads_a_c_e_s_against_a_real_server() {
     server.shutdown().await;
 }
 
+/// `--rate` spreads a run's operations over time: 400 reads at 2000 a second take at least the
+/// 0.2 s their turns span (unpaced they take a few milliseconds), and a rate that is not a
+/// positive number is refused before anything runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_paced_run_issues_at_its_rate() {
+    let (_dir, server, url) = start_server().await;
+    bench(&url, "c", "load").await;
+    let paced = |rate: &'static str| {
+        run(args(
+            &url,
+            &[
+                "-w",
+                "c",
+                "--phase",
+                "run",
+                "--records",
+                "1500",
+                "--operations",
+                "400",
+                "-t",
+                "4",
+                "--rate",
+                rate,
+            ],
+        ))
+    };
+    let report = paced("2000").await.expect("a paced run");
+    let run_report = report.run.expect("run ran");
+    assert_eq!((run_report.operations, run_report.errors), (400, 0));
+    assert!(
+        run_report.elapsed_s >= 399.0 / 2000.0,
+        "400 operations at 2000/s span 0.2 s, not {} s",
+        run_report.elapsed_s
+    );
+    for bad in ["0", "NaN", "inf"] {
+        let refused = paced(bad).await.expect_err("a bad rate is refused");
+        assert!(refused.to_string().contains("--rate"), "{refused}");
+    }
+    server.shutdown().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn subspaces_and_search_fixed_against_a_real_server() {
     let (_dir, server, url) = start_server().await;
