@@ -1230,6 +1230,14 @@ impl Configuration {
     pub fn server(&self, id: ServerId) -> Option<&ServerInfo> {
         self.servers.iter().find(|s| s.id == id)
     }
+
+    /// Bytes of this configuration encoded (postcard), as it travels to every server and
+    /// client in a `Config` response (which adds a few bytes of frame around it), and as
+    /// [`crate::constants::CONFIGURATION_BYTES_MAX`] bounds it. `tessera status --json` shows
+    /// it; docs/scale.md follows how it grows with the servers.
+    pub fn encoded_bytes(&self) -> usize {
+        postcard::to_allocvec(self).map_or(usize::MAX, |v| v.len())
+    }
 }
 
 #[cfg(test)]
@@ -1502,6 +1510,53 @@ mod tests {
             .unwrap();
         let keys = &space.tessellations()[0];
         assert_eq!(tessera_geometry::key_region(keys, &Value::Int(7)).0, 3);
+    }
+
+    #[test]
+    fn the_encoded_size_is_the_bytes_a_config_response_carries() {
+        let empty = Configuration {
+            epoch: Epoch(0),
+            servers: vec![],
+            spaces: vec![],
+            model: None,
+        };
+        let one = Configuration {
+            epoch: Epoch(3),
+            servers: vec![ServerInfo {
+                id: ServerId(1),
+                address: "127.0.0.1:2000".into(),
+                state: ServerState::Available,
+            }],
+            spaces: vec![hotels("")],
+            model: None,
+        };
+        for config in [&empty, &one] {
+            let body = postcard::to_allocvec(config).unwrap();
+            assert_eq!(config.encoded_bytes(), body.len());
+            let back: Configuration = postcard::from_bytes(&body).unwrap();
+            assert_eq!(&back, config);
+        }
+        // Each region of each subspace carries its replica set: a space of 8 partitions (a
+        // key subspace of 8 regions, `city` of 8) costs at least 16 sets of one id.
+        assert!(one.encoded_bytes() >= empty.encoded_bytes() + 16 * 2);
+        // A second replica per region: one more byte per set (ids below 128 are one byte).
+        let mut two = one.clone();
+        two.servers.push(ServerInfo {
+            id: ServerId(2),
+            address: "127.0.0.1:2001".into(),
+            state: ServerState::Available,
+        });
+        for sets in &mut two.spaces[0].replicas {
+            for set in sets.iter_mut() {
+                set.push(ServerId(2));
+            }
+        }
+        let server_bytes = two.servers[1].address.len() + 3;
+        assert_eq!(
+            two.encoded_bytes(),
+            one.encoded_bytes() + server_bytes + 16,
+            "a server entry and one id in each of the 16 replica sets"
+        );
     }
 
     #[test]

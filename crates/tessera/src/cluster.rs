@@ -371,6 +371,8 @@ pub async fn status(client: &Client, json: bool) -> Result<(), Failure> {
         let value = serde_json::json!({
             "mode": if client.is_cluster() { "cluster" } else { "standalone" },
             "epoch": config.epoch.0,
+            // What every server and client fetches at each epoch (docs/scale.md).
+            "configuration_bytes": config.encoded_bytes(),
             "coordinators": coordinators.iter().map(|(address, s)| match s {
                 Ok(s) => serde_json::json!({
                     "address": address, "id": s.id, "leader": s.leader, "term": s.term,

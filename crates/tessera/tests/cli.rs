@@ -800,3 +800,38 @@ fn advise_apply_changes_the_subspaces() {
     );
     assert_eq!(code(&o), 2);
 }
+
+/// `tessera status --json` gives the configuration's encoded size (what every server and
+/// client fetches at each epoch): it grows by a replica set per region of a space added, and
+/// falls back when the space is removed.
+#[test]
+fn status_gives_the_configuration_size() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = DevServer::start(&dir.path().join("data"));
+    let a = server.addr.as_str();
+    let bytes = |a: &str| {
+        status_json(a)["configuration_bytes"]
+            .as_u64()
+            .expect("configuration_bytes")
+    };
+    let empty = bytes(a);
+    assert!(empty > 0);
+    let o = tessera_stdin(
+        a,
+        &["add-space"],
+        "space sized key id attributes string city subspace city create 16 partitions",
+    );
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let with = bytes(a);
+    // 32 regions (16 of the key subspace, 16 of `city`), each a replica set of one server
+    // (a length and an id), besides the schema.
+    assert!(with >= empty + 32 * 2 + 5, "{with} against {empty}");
+    let o = tessera(a, &["rm-space", "sized"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    // The same configuration but for its epoch, whose varint may have grown.
+    let after = bytes(a);
+    assert!(
+        (empty..empty + 4).contains(&after),
+        "{after} against {empty}"
+    );
+}
