@@ -106,7 +106,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 pub use error::ClientError;
-pub use routing::{key_leaders, search_contacts, Fanout};
+pub use routing::{key_leaders, plan_search, search_contacts, Fanout};
 pub use tessera_protocol::{
     Adaptation, AdaptationRecord, Build, Configuration, Constraint, CoordinatorStatus,
     ExplainedPart, Explanation, KeyRegionLoad, ModelConstants, RequestShape, ServerInfo,

@@ -332,8 +332,23 @@ pub fn search_contacts(
     fanout: Fanout,
     turn: u64,
 ) -> Result<Vec<(ServerId, SubspaceId, Vec<u32>)>, ClientError> {
+    plan_search(space, &space.tessellations(), predicates, fanout, turn)
+}
+
+/// [`search_contacts`] with the space's tessellations computed already (`space.tessellations()`,
+/// which a cluster client computes once per epoch): the planning a cluster client does for
+/// every search before it sends anything (the predicates checked, the subspace chosen, the
+/// regions its box crosses, a replica picked for each). Benchmarks time it over clusters of
+/// any size (`tessera bench -w plan`).
+pub fn plan_search(
+    space: &SpaceConfig,
+    tessellations: &[Tessellation],
+    predicates: &[Predicate],
+    fanout: Fanout,
+    turn: u64,
+) -> Result<Vec<(ServerId, SubspaceId, Vec<u32>)>, ClientError> {
     let checked = check_predicates(&space.schema, predicates)?;
-    let routes = route_search_by(space, &space.tessellations(), &checked, turn, fanout)?;
+    let routes = route_search_by(space, tessellations, &checked, turn, fanout)?;
     Ok(contacts(routes))
 }
 
@@ -523,6 +538,59 @@ mod tests {
         assert_eq!(
             assign_regions(&space, SubspaceId(1), &[], 0).unwrap(),
             BTreeMap::new()
+        );
+    }
+
+    /// `plan_search` over tessellations computed once is `search_contacts`: one region for
+    /// a city, a run for a price range, every region for a predicate on no dimension; and
+    /// refuses what the server would.
+    #[test]
+    fn planning_with_cached_tessellations_is_search_contacts() {
+        let space = space_with(|_, r| vec![ServerId(r as u64 % 4), ServerId(r as u64 % 4 + 4)]);
+        let t = space.tessellations();
+        let queries = [
+            vec![
+                Predicate::equals("city", "Ithaca"),
+                Predicate::equals("price", 40i64),
+            ],
+            vec![Predicate::new(
+                "price",
+                PredicateOp::Range(Value::Int(10), Value::Int(60)),
+            )],
+            vec![Predicate::new(
+                "tags",
+                PredicateOp::Contains(Value::from("pool")),
+            )],
+        ];
+        let mut regions_seen = vec![];
+        for predicates in &queries {
+            for fanout in [Fanout::EachRegion, Fanout::Fewest] {
+                for turn in 0..3 {
+                    let planned = plan_search(&space, &t, predicates, fanout, turn).unwrap();
+                    assert_eq!(
+                        planned,
+                        search_contacts(&space, predicates, fanout, turn).unwrap()
+                    );
+                    let regions: usize = planned.iter().map(|(_, _, r)| r.len()).sum();
+                    regions_seen.push(regions);
+                }
+            }
+        }
+        assert_eq!(regions_seen[0], 1, "city and price fixed: one region");
+        assert!(regions_seen[6] > 1, "a range crosses several regions");
+        assert!(
+            regions_seen[12] >= regions_seen[6],
+            "no dimension: every region"
+        );
+        assert_eq!(
+            status_of(plan_search(
+                &space,
+                &t,
+                &[Predicate::equals("nope", 1i64)],
+                Fanout::Fewest,
+                0
+            )),
+            Status::UnknownAttribute
         );
     }
 
