@@ -44,6 +44,7 @@ pub mod documents;
 pub mod driver;
 pub mod generator;
 pub mod hotels;
+pub mod plan;
 pub mod report;
 pub mod resp;
 pub mod search_fixed;
@@ -182,6 +183,9 @@ pub struct BenchArgs {
     #[command(flatten, next_help_heading = "Workload twitter")]
     pub twitter: twitter_bench::TwitterArgs,
 
+    #[command(flatten, next_help_heading = "Workload plan")]
+    pub plan: plan::PlanArgs,
+
     /// Workload secondary: the query every operation runs — eq1 (`city = C`, ~100 matches),
     /// eq2 (`city = C AND age = A`, ~1), range (`score` over 0.1 % of its values).
     #[arg(long, value_enum, default_value_t = secondary::QueryKind::Eq1)]
@@ -225,6 +229,10 @@ pub struct Report {
     /// Workload `secondary`: the query timed and the agreement check made before.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub secondary: Option<secondary::SecondaryReport>,
+    /// Workload `plan`: per computed cluster, the configuration's size and the client's
+    /// planning time per search.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub plan: Option<plan::PlanReport>,
 }
 
 /// Why a benchmark could not run. Failures of single operations are not errors: they are
@@ -366,6 +374,15 @@ pub async fn run(args: BenchArgs) -> Result<Report, BenchError> {
             source,
         },
     };
+    if args.workload == Workload::Plan {
+        // Computed clusters only: no target is contacted.
+        let report = plan::run(&args.plan, args.operations, args.seed)
+            .map_err(|plan::PlanError::InvalidArgs(why)| BenchError::InvalidArgs(why))?;
+        return Ok(Report {
+            plan: Some(report),
+            ..report_of(&args)
+        });
+    }
     let target = parse_target(&args.target)?;
     if let Some(reason) = inexpressible(&target, args.workload) {
         return Err(BenchError::WorkloadInexpressible {
@@ -467,6 +484,7 @@ fn report_of(args: &BenchArgs) -> Report {
         documents: None,
         twitter: None,
         secondary: None,
+        plan: None,
     }
 }
 

@@ -139,6 +139,10 @@ pub enum Workload {
     /// Searches on secondary attributes (`--query eq1|eq2|range`) of 100-byte people, against
     /// Tessera, PostgreSQL or Cassandra (`crate::secondary`).
     Secondary,
+    /// The client's planning of searches and the configuration's size over computed clusters
+    /// of `--plan-servers` servers (`crate::plan`, docs/scale.md); runs nothing, connects to
+    /// nothing.
+    Plan,
 }
 
 impl fmt::Display for Workload {
@@ -159,6 +163,7 @@ impl fmt::Display for Workload {
             Workload::Dblp => "dblp",
             Workload::Twitter => "twitter",
             Workload::Secondary => "secondary",
+            Workload::Plan => "plan",
         };
         f.write_str(s)
     }
@@ -280,12 +285,14 @@ impl Workload {
                 ..base
             },
             // Writes, then reads and searches, in `crate::documents`.
-            Workload::Documents | Workload::Dblp | Workload::Twitter => WorkloadSpec {
-                read: 0.5,
-                search: 0.5,
-                distribution: Distribution::Uniform,
-                ..base
-            },
+            Workload::Documents | Workload::Dblp | Workload::Twitter | Workload::Plan => {
+                WorkloadSpec {
+                    read: 0.5,
+                    search: 0.5,
+                    distribution: Distribution::Uniform,
+                    ..base
+                }
+            }
             // Mixes of searches and updates, all in `crate::hotels`.
             Workload::AdvisorEval | Workload::AdvisorShift => WorkloadSpec {
                 search: 0.5,
@@ -310,6 +317,7 @@ impl Workload {
                 | Workload::Dblp
                 | Workload::Twitter
                 | Workload::Secondary
+                | Workload::Plan
         )
     }
 }

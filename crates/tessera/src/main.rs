@@ -455,7 +455,8 @@ enum Command {
         no_store: bool,
     },
     /// Benchmark with the YCSB core workloads (against Tessera or, to compare, Redis).
-    Bench(tessera_bench::BenchArgs),
+    // Boxed: its options are most of the size of a `Command`.
+    Bench(Box<tessera_bench::BenchArgs>),
 }
 
 #[derive(Subcommand)]
@@ -710,7 +711,7 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             cluster::status(&connect(&cli.addr, cli.timeout).await?, json).await
         }
         Command::Bench(args) => {
-            let report = tessera_bench::run(args)
+            let report = tessera_bench::run(*args)
                 .await
                 .map_err(|e| Failure::Error(e.to_string()))?;
             let json = serde_json::to_value(&report).map_err(|e| Failure::Error(e.to_string()))?;
