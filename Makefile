@@ -1,5 +1,5 @@
 # The two commands of the README's quick start, and a few conveniences.
-.PHONY: dev install prereqs test test-rust test-go test-python test-scripts test-long bench-build bench-failover bench-transfers bench-advisor bench-documents bench-twitter bench-splits bench-peers plots cassandra-fetch
+.PHONY: dev install prereqs test test-rust test-go test-python test-scripts test-long bench-build bench-failover bench-transfers bench-advisor bench-documents bench-twitter bench-splits bench-peers plots bench-scale cassandra-fetch
 
 CARGO ?= cargo
 PYTHON ?= python3
@@ -117,6 +117,14 @@ PEERS_JSON ?= $(shell git log -1 --diff-filter=AM --format= --name-only -- 'docs
 plots:
 	@test -n "$(PEERS_JSON)" || { echo "make plots: no docs/results/peers-*.json committed; give PEERS_JSON=FILE" >&2; exit 2; }
 	$(PYTHON) scripts/plot-bench.py $(PEERS_JSON) --out docs/plots
+
+# What grows with the server count (docs/scale.md): clusters of 8, 16 and 32 `tessera server`
+# processes and a coordinator on this machine, small data: configuration size, time to install
+# an epoch, coordinator CPU, server CPU per operation, the client's planning time per search,
+# and a projection to 32 and 64 servers; JSON on stdout. About 6 minutes with the defaults;
+# knobs in scripts/bench-scale.sh (SERVERS, COORDINATORS, RECORDS, ...).
+bench-scale:
+	scripts/bench-scale.sh
 
 # Apache Cassandra 5.0's jars from Maven Central into ~/.cache/tessera-bench (once; a second
 # run downloads nothing). The bench crate's Cassandra test runs once they are there.
