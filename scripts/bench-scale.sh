@@ -7,7 +7,7 @@
 #  (a) the configuration's size in bytes (`tessera status --json`'s configuration_bytes):
 #      servers registered, then with the YCSB and `people` spaces loaded;
 #  (b) the time to install an epoch: EPOCHS changes (add-space, then rm-space, of a small
-#      space `probe`, GAP_S apart), from the moment the coordinators applied each (their
+#      space `probe`, GAP_S apart; once before the loads, once after), from the moment the coordinators applied each (their
 #      `applied ... epoch=E` log line, the earliest of them) until each server installed it
 #      (its `configuration installed epoch=E'` line, E' >= E), read from the processes' logs
 #      (one clock: they all run here); and the `tessera add-space` / `rm-space` command's own
@@ -16,20 +16,25 @@
 #      cluster running, over configurations of PLAN_SERVERS servers that the coordinators'
 #      state machine computes (one region, a few, all; both fan-outs);
 #  (d) the coordinators' CPU seconds (/proc/PID/stat): idle per second over IDLE_S seconds
-#      (heartbeats of N servers, 4 a second each), per epoch over the changes (less the idle
+#      (heartbeats of N servers, one every quarter lease each), per epoch over the changes (less the idle
 #      rate), and over the whole run;
 #  (e) per-operation server CPU (every server process's user + system time, less their idle
 #      rate, per operation) and throughput of gets (YCSB C), the 95/5 read/update mix of
 #      HyperDex's scaling run (YCSB B), YCSB A (so updates: 2 A - C), inserts (the loads), and
-#      searches (`secondary` eq1, eq2, range), the client pinned to CLIENT_CPU; from those
-#      costs, a projection for clusters of 32 and 64 servers (the model is printed with it).
+#      searches (`secondary` eq1, eq2, range), the client pinned to CLIENT_CPU with
+#      max(THREADS, THREADS_PER_SERVER x N) tasks (the same requests in flight per server at
+#      every N); from those costs, a projection for clusters of 32 and 64 servers (the model
+#      is printed with it). Servers the coordinators took offline (a lease that lapsed on the
+#      crowded core) are counted: a run with any is suspect.
 #
 # One JSON object on stdout; progress on stderr; logs, data and raw reports in $OUT.
 #
 # Knobs (environment):
 #   SERVERS="8 16 32"   server counts          COORDINATORS=1 (1, 3 or 5)   REPLICAS=2 (K)
 #   RECORDS=10000       records of each load (YCSB's ~1 KB objects, `people`'s ~100 B)
-#   DURATION_S=5        seconds of each timed run        THREADS=16 closed-loop client tasks
+#   DURATION_S=5        seconds of each timed run
+#   THREADS=16 THREADS_PER_SERVER=4   closed-loop client tasks: max(THREADS, THREADS_PER_SERVER x N)
+#   LEASE_MS=1000       the servers' lease (`tessera coordinator --lease-ms`)
 #   EPOCHS=6            configuration changes timed       GAP_S=1.0 seconds between them
 #   IDLE_S=10           seconds of the idle sample       CACHE_MB=8 each server's block cache
 #   SERVER_CPU=0 CLIENT_CPU=1   taskset CPU lists (coordinators and servers share SERVER_CPU)
@@ -87,6 +92,8 @@ REPLICAS = int(env("REPLICAS", 2))
 RECORDS = int(env("RECORDS", 10_000))
 DURATION_S = float(env("DURATION_S", 5))
 THREADS = int(env("THREADS", 16))
+THREADS_PER_SERVER = int(env("THREADS_PER_SERVER", 4))
+LEASE_MS = int(env("LEASE_MS", 1000))
 EPOCHS = int(env("EPOCHS", 6))
 GAP_S = float(env("GAP_S", 1.0))
 IDLE_S = float(env("IDLE_S", 10))
@@ -155,7 +162,8 @@ class Cluster:
         self.coordinators = []
         for i, port in enumerate(ports):
             p = self.spawn(f"c{i + 1}", ["coordinator", "--id", str(i + 1), "--listen", f"127.0.0.1:{port}",
-                                         "--peers", peers, "--default-tolerate", str(REPLICAS - 1)])
+                                         "--peers", peers, "--default-tolerate", str(REPLICAS - 1),
+                                         "--lease-ms", str(LEASE_MS)])
             self.coordinators.append(p)
         self.addrs = [f"127.0.0.1:{p}" for p in ports]
         for p in self.coordinators:
@@ -224,6 +232,10 @@ class Cluster:
                 sys.exit(f"bench-scale.sh: {self.n} servers did not settle: {json.dumps(st)[:500]}")
             time.sleep(0.25)
 
+def threads(n):
+    """Client tasks for n servers: as many requests in flight per server at every N."""
+    return max(THREADS, THREADS_PER_SERVER * n)
+
 def wait_quiet(own):
     """Other processes' cores, waiting (at most QUIET_MAX_WAIT) until below QUIET_CORES."""
     start = time.time()
@@ -239,7 +251,7 @@ def bench(cluster, args, label, idle_servers_per_s):
     """One `tessera bench` on CLIENT_CPU against the cluster: its report and what it cost."""
     quiet = wait_quiet(cluster.pids())
     cmd = ["taskset", "-c", CLIENT_CPU, BIN, "bench", "--target", f"tessera://{cluster.addr}",
-           "--progress", "never", "--threads", str(THREADS), "--records", str(RECORDS)] + [str(a) for a in args]
+           "--progress", "never", "--threads", str(threads(cluster.n)), "--records", str(RECORDS)] + [str(a) for a in args]
     ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     c0 = cluster.cpu(); b0 = machine_busy_s(); t0 = time.time()
     res = subprocess.run(cmd, capture_output=True, text=True)
@@ -317,6 +329,38 @@ def install_times(cluster, window):
                         "median_server_ms": med(known), "first_server_ms": min(known) if known else None})
     return changes
 
+def changes(cluster, idle_coord, idle_servers):
+    """EPOCHS configuration changes, GAP_S apart (a small space added, then removed, ...):
+    the commands' times, the window the coordinators applied them in, and CPU per change."""
+    c0 = cluster.cpu(); w0 = time.time(); commands = []
+    for i in range(EPOCHS):
+        time.sleep(GAP_S)
+        if i % 2 == 0:
+            _, took = cluster.cli("add-space", stdin=PROBE)
+            commands.append({"change": "add-space", "ms": round(took * 1000, 1)})
+        else:
+            _, took = cluster.cli("rm-space", "probe")
+            commands.append({"change": "rm-space", "ms": round(took * 1000, 1)})
+    time.sleep(GAP_S)
+    w1 = time.time(); c1 = cluster.cpu()
+    if EPOCHS % 2:
+        cluster.cli("rm-space", "probe")
+    coord = [(b - a) for a, b in zip(c0["coordinators"], c1["coordinators"])]
+    per_epoch = [max(0.0, d - rate * (w1 - w0)) / max(EPOCHS, 1) for d, rate in zip(coord, idle_coord)]
+    servers = max(0.0, (c1["servers"] - c0["servers"]) - idle_servers * (w1 - w0)) / max(EPOCHS, 1)
+    return {"commands": commands, "window": [w0, w1],
+            "coordinator_cpu_ms_per_epoch": [round(x * 1000, 2) for x in per_epoch],
+            "servers_cpu_ms_per_epoch": round(servers * 1000, 2),
+            "servers_cpu_ms_per_epoch_each": round(servers * 1000 / cluster.n, 3)}
+
+def summarize_changes(cluster, e):
+    """Reads the install times of the changes in `e`'s window from the logs."""
+    e["changes"] = install_times(cluster, e.pop("window"))
+    ch = e["changes"]
+    e["all_installed_ms_median"] = med([c["all_installed_ms"] for c in ch if c["all_installed_ms"] is not None])
+    e["first_server_ms_median"] = med([c["first_server_ms"] for c in ch if c["first_server_ms"] is not None])
+    e["command_ms_median"] = med([c["ms"] for c in e["commands"]])
+
 def run_cluster(n):
     log(f"N={n}: starting {COORDINATORS} coordinator(s) and {n} servers on CPU {SERVER_CPU}")
     t_start = time.time()
@@ -324,7 +368,8 @@ def run_cluster(n):
     try:
         st = cluster.settled()
         started_s = time.time() - t_start
-        r = {"servers": n, "coordinators": COORDINATORS, "replicas": REPLICAS, "start_s": round(started_s, 2)}
+        r = {"servers": n, "coordinators": COORDINATORS, "replicas": REPLICAS, "start_s": round(started_s, 2),
+             "client_threads": threads(n)}
         cpu_start = cluster.cpu()
         sizes = {"registered": st["configuration_bytes"]}
         log(f"  N={n}: up in {started_s:.1f} s, configuration {sizes['registered']} bytes")
@@ -340,10 +385,12 @@ def run_cluster(n):
         r["idle"] = {"seconds": round(idle_wall, 1),
                      "coordinator_cpu_per_s": [round(x, 4) for x in idle_coord],
                      "coordinator_leader": leader,
-                     "coordinator_cpu_us_per_server_heartbeat": round(max(idle_coord) * 1e6 / (4 * n), 1),
+                     "coordinator_cpu_us_per_server_heartbeat": round(max(idle_coord) * 1e6 / (4000 / LEASE_MS * n), 1),
                      "servers_cpu_per_s": round(idle_servers, 4),
                      "server_cpu_per_s_each": round(idle_servers / n, 5)}
         log(f"  N={n}: idle coordinator {max(idle_coord):.4f} CPU s/s, servers {idle_servers:.3f} CPU s/s in all")
+        # Configuration changes on the empty cluster (the spaces below not loaded yet).
+        r["epochs"] = {"empty": changes(cluster, idle_coord, idle_servers)}
 
         # Loads: inserts into `ycsb` (K replicas, 2 subspaces) and `people` (3).
         runs = {}
@@ -351,27 +398,8 @@ def run_cluster(n):
         runs["insert_people"] = bench(cluster, ["-w", "secondary", "--phase", "load"], "load-people", idle_servers)
         sizes["loaded"] = cluster.settled()["configuration_bytes"]
 
-        # Configuration changes: a small space added, then removed, EPOCHS times in all.
-        c0 = cluster.cpu(); w0 = time.time(); commands = []
-        for i in range(EPOCHS):
-            time.sleep(GAP_S)
-            if i % 2 == 0:
-                _, took = cluster.cli("add-space", stdin=PROBE)
-                commands.append({"change": "add-space", "ms": round(took * 1000, 1)})
-            else:
-                _, took = cluster.cli("rm-space", "probe")
-                commands.append({"change": "rm-space", "ms": round(took * 1000, 1)})
-        time.sleep(GAP_S)
-        w1 = time.time(); c1 = cluster.cpu()
-        coord_changes = [(b - a) for a, b in zip(c0["coordinators"], c1["coordinators"])]
-        per_epoch = [max(0.0, d - rate * (w1 - w0)) / max(EPOCHS, 1) for d, rate in zip(coord_changes, idle_coord)]
-        servers_per_epoch = max(0.0, (c1["servers"] - c0["servers"]) - idle_servers * (w1 - w0)) / max(EPOCHS, 1)
-        r["epochs"] = {"commands": commands, "window": [w0, w1],
-                       "coordinator_cpu_ms_per_epoch": [round(x * 1000, 2) for x in per_epoch],
-                       "servers_cpu_ms_per_epoch": round(servers_per_epoch * 1000, 2),
-                       "servers_cpu_ms_per_epoch_each": round(servers_per_epoch * 1000 / n, 3)}
-        if EPOCHS % 2:
-            cluster.cli("rm-space", "probe")
+        # The same changes again, with data on every server.
+        r["epochs"]["loaded"] = changes(cluster, idle_coord, idle_servers)
 
         # Timed runs.
         for label, args in [("get", ["-w", "c"]), ("mix_95_5", ["-w", "b"]), ("mix_50_50", ["-w", "a"]),
@@ -390,13 +418,17 @@ def run_cluster(n):
         r["wall_s"] = round(time.time() - t_start, 1)
     finally:
         cluster.stop()
-    r["epochs"]["changes"] = install_times(cluster, r["epochs"].pop("window"))
-    ch = r["epochs"]["changes"]
-    r["epochs"]["all_installed_ms_median"] = med([c["all_installed_ms"] for c in ch if c["all_installed_ms"] is not None])
-    r["epochs"]["median_server_ms_median"] = med([c["median_server_ms"] for c in ch if c["median_server_ms"] is not None])
-    r["epochs"]["command_ms_median"] = med([c["ms"] for c in r["epochs"]["commands"]])
-    log(f"  N={n}: epoch installed everywhere {r['epochs']['all_installed_ms_median']} ms after it was applied "
-        f"(median of {len(ch)}); coordinator {max(r['epochs']['coordinator_cpu_ms_per_epoch'] or [0])} CPU ms per epoch")
+    for when, e in r["epochs"].items():
+        summarize_changes(cluster, e)
+        log(f"  N={n} ({when}): an epoch installed on every server {e['all_installed_ms_median']} ms after the "
+            f"coordinators applied it (median of {len(e['changes'])}); coordinator "
+            f"{max(e['coordinator_cpu_ms_per_epoch'] or [0])} CPU ms per epoch")
+    # A server the coordinators took offline (its heartbeats late on a crowded core) skews
+    # everything after it: counted, so that a run can be judged.
+    r["servers_taken_offline"] = sum(len(stamped(p.log, "tessera_coordinator::detector", "taking server"))
+                                     for p in cluster.coordinators)
+    if r["servers_taken_offline"]:
+        log(f"  WARNING: N={n}: the coordinators took servers offline {r['servers_taken_offline']} times (leases lapsed)")
     shutil.rmtree(cluster.dir + "-data", ignore_errors=True)
     for p in cluster.procs:
         shutil.rmtree(os.path.join(cluster.dir, p.name), ignore_errors=True)
@@ -412,50 +444,51 @@ def plan_bench():
         sys.exit(f"bench-scale.sh: {' '.join(cmd)} failed: {res.stderr.strip()}")
     return json.loads(res.stdout)["plan"]
 
-def fit(xs, ys):
-    """Least squares y = a + b x: (a, b)."""
-    n = len(xs)
-    if n < 2 or len(set(xs)) < 2:
-        return (ys[0] if ys else 0.0), 0.0
-    mx, my = sum(xs) / n, sum(ys) / n
-    b = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sum((x - mx) ** 2 for x in xs)
-    return my - b * mx, b
+CLASSES = ["get", "mix_95_5", "mix_50_50", "insert_ycsb", "insert_people", "search_eq1", "search_eq2", "search_range"]
+HYPERDEX_OPS, HYPERDEX_NODES, HYPERDEX_CORES = 3.2e6, 32, 12  # seed 002 §6.3: 2 x 6-core Xeon X5650 a node
 
-def projection(clusters, plan):
-    """Throughput of clusters of 32 and 64 servers from the per-operation server CPU measured:
-    each server process has one core like those here and saturates it; an operation costs the
-    cluster the server CPU it cost here (all replicas and chain hops included); a cost is taken
-    at N = 32 when measured there, else from a least-squares line over the N measured."""
-    ns = [c["servers"] for c in clusters]
-    classes = ["get", "mix_95_5", "mix_50_50", "insert_ycsb", "insert_people", "search_eq1", "search_eq2", "search_range"]
-    cost = {k: [c["runs"][k]["server_cpu_us_per_op"] for c in clusters] for k in classes}
-    client = {k: [c["runs"][k]["client_cpu_us_per_op"] for c in clusters] for k in classes}
-    out = {"model": projection.__doc__.split("\n")[0] + " " + " ".join(l.strip() for l in projection.__doc__.split("\n")[1:]),
-           "measured_at": ns, "clusters": {}}
-    for m in (32, 64):
-        row = {}
-        for k in classes:
-            if m in ns:
-                c = cost[k][ns.index(m)]; cl = client[k][ns.index(m)]; how = "measured"
-            else:
-                a, b = fit(ns, cost[k]); c = max(a + b * m, min(cost[k]))
-                a2, b2 = fit(ns, client[k]); cl = max(a2 + b2 * m, min(client[k]))
-                how = "extrapolated"
-            tput = m * 1e6 / c if c else None
-            row[k] = {"server_cpu_us_per_op": round(c, 1), "cost": how,
-                      "ops_per_s": round(tput) if tput else None,
-                      "client_cores_needed": round(tput * cl / 1e6, 1) if tput else None}
-        # An update from A and C: A is half reads, half updates.
-        upd = 2 * row["mix_50_50"]["server_cpu_us_per_op"] - row["get"]["server_cpu_us_per_op"]
-        row["update_derived"] = {"server_cpu_us_per_op": round(upd, 1), "ops_per_s": round(m * 1e6 / upd) if upd > 0 else None}
-        mix = 0.95 * row["get"]["server_cpu_us_per_op"] + 0.05 * upd
-        row["mix_95_5_from_parts"] = {"server_cpu_us_per_op": round(mix, 1), "ops_per_s": round(m * 1e6 / mix)}
-        row["hyperdex_3_2M_on_32"] = {"ratio_of_mix_95_5": round(row["mix_95_5"]["ops_per_s"] / 3.2e6, 3) if row["mix_95_5"]["ops_per_s"] else None}
-        out["clusters"][str(m)] = row
+def projection(clusters):
+    """Throughput of M = 32 and 64 servers from the server CPU an operation cost here.
+    Model: each server process has one core like these and keeps it busy; an operation costs
+    the cluster the server CPU it cost here, summed over every process it touched (a put: both
+    replicas of every region on its chain; a search: every server asked), less the servers'
+    idle CPU; load spreads evenly over the servers; so M servers serve M x 1e6 / cost
+    operations a second. Clients are not the limit (the cores they need are given), nor the
+    coordinators (not on the data path; their CPU for M servers' heartbeats is given), nor the
+    network or the disks. Two bases: the costs measured with the fewest server processes
+    sharing SERVER_CPU (the smallest N) and with the most (the largest N)."""
+    out = {"model": " ".join(l.strip() for l in projection.__doc__.split("\n")), "bases": {}}
+    largest = clusters[-1]
+    us_per_heartbeat = largest["idle"]["coordinator_cpu_us_per_server_heartbeat"]
+    for basis, c in (("fewest_processes", clusters[0]), ("most_processes", largest)):
+        costs = {k: {"server_cpu_us_per_op": c["runs"][k]["server_cpu_us_per_op"],
+                     "client_cpu_us_per_op": c["runs"][k]["client_cpu_us_per_op"]} for k in CLASSES}
+        # YCSB A is half reads, half updates.
+        upd = 2 * costs["mix_50_50"]["server_cpu_us_per_op"] - costs["get"]["server_cpu_us_per_op"]
+        costs["update_derived"] = {"server_cpu_us_per_op": round(upd, 1), "client_cpu_us_per_op": None}
+        rows = {}
+        for m in (32, 64):
+            row = {}
+            for k, v in costs.items():
+                cost = v["server_cpu_us_per_op"]
+                tput = m * 1e6 / cost if cost and cost > 0 else None
+                row[k] = {"ops_per_s": round(tput) if tput else None,
+                          "client_cores": round(tput * v["client_cpu_us_per_op"] / 1e6, 1)
+                          if tput and v["client_cpu_us_per_op"] else None}
+            mix = row["mix_95_5"]["ops_per_s"]
+            row["against_hyperdex"] = {
+                "mix_95_5_over_3_2M": round(mix / HYPERDEX_OPS, 3) if mix else None,
+                "per_core_mix_95_5": round(mix / m) if mix else None,
+                "hyperdex_per_core": round(HYPERDEX_OPS / (HYPERDEX_NODES * HYPERDEX_CORES)),
+                "hyperdex_per_node": round(HYPERDEX_OPS / HYPERDEX_NODES)}
+            row["coordinator_cores_for_heartbeats"] = round(us_per_heartbeat * 4 * m / 1e6 * (1000 / LEASE_MS), 4)
+            rows[str(m)] = row
+        out["bases"][basis] = {"measured_with_servers": c["servers"], "costs": costs, "clusters": rows}
     return out
 
 raw = {"config": {"servers": SERVERS, "coordinators": COORDINATORS, "replicas": REPLICAS, "records": RECORDS,
-                  "duration_s": DURATION_S, "threads": THREADS, "epochs": EPOCHS, "gap_s": GAP_S, "idle_s": IDLE_S,
+                  "duration_s": DURATION_S, "threads": THREADS, "threads_per_server": THREADS_PER_SERVER,
+                  "lease_ms": LEASE_MS, "epochs": EPOCHS, "gap_s": GAP_S, "idle_s": IDLE_S,
                   "cache_mb": CACHE_MB, "server_cpu": SERVER_CPU, "client_cpu": CLIENT_CPU,
                   "plan_servers": PLAN_SERVERS, "plan_ops": PLAN_OPS, "nproc": os.cpu_count(),
                   "git": git("describe", "--always", "--dirty"), "commit": git("rev-parse", "HEAD"),
@@ -467,7 +500,7 @@ for n in SERVERS:
     with open(os.path.join(OUT, "raw.json"), "w") as f:
         json.dump(raw, f, indent=1)
 raw["plan"] = plan_bench()
-raw["projection"] = projection(raw["clusters"], raw["plan"])
+raw["projection"] = projection(raw["clusters"])
 raw["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
 with open(os.path.join(OUT, "raw.json"), "w") as f:
     json.dump(raw, f, indent=1)
