@@ -504,5 +504,56 @@ raw["projection"] = projection(raw["clusters"])
 raw["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
 with open(os.path.join(OUT, "raw.json"), "w") as f:
     json.dump(raw, f, indent=1)
+
+# --- the tables of docs/scale.md, into $OUT/tables.md ------------------------------------------
+def table(title, header, rows):
+    return [f"\n{title}\n", "| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"] + \
+        ["| " + " | ".join("—" if c is None else str(c) for c in r) + " |" for r in rows]
+
+def n0(x):
+    return "—" if x is None else f"{x:,.0f}".replace(",", " ")
+
+def r1(x):
+    return None if x is None else round(x, 1)
+
+md = [f"bench-scale.sh at {raw['config']['git']}, {raw['config']['started']} .. {raw['finished']}"]
+cl = raw["clusters"]
+md += table("Configuration (bytes, `tessera status --json`)", ["servers", "registered", "with ycsb and people", "at the end"],
+            [[c["servers"], c["configuration_bytes"]["registered"], c["configuration_bytes"]["loaded"], c["configuration_bytes"]["end"]] for c in cl])
+md += table("Computed configurations (`tessera bench -w plan`)", ["servers", "bytes", "regions", "tessellations µs"],
+            [[c["servers"], c["configuration_bytes"], c["regions"], round(c["tessellations_us"], 2)] for c in raw["plan"]["clusters"]])
+rows = []
+for c in cl:
+    for when in ("empty", "loaded"):
+        e = c["epochs"][when]
+        rows.append([c["servers"], when, r1(e["all_installed_ms_median"]), r1(e["first_server_ms_median"]),
+                     ", ".join(n0(ch["all_installed_ms"]) for ch in e["changes"]), r1(e["command_ms_median"]),
+                     e["servers_cpu_ms_per_epoch_each"], max(e["coordinator_cpu_ms_per_epoch"] or [0])])
+md += table("Installing an epoch (ms after the coordinators applied it; medians of the changes)",
+            ["servers", "cluster", "every server", "first server", "each change: every server", "command", "server CPU ms each", "coordinator CPU ms"], rows)
+md += table("Coordinator", ["servers", "idle CPU s/s", "µs per heartbeat", "servers idle CPU s/s (all)", "CPU s over the run", "run s", "servers taken offline"],
+            [[c["servers"], max(c["idle"]["coordinator_cpu_per_s"]), c["idle"]["coordinator_cpu_us_per_server_heartbeat"],
+              c["idle"]["servers_cpu_per_s"], max(c["coordinator_cpu_total_s"]), c["wall_s"], c["servers_taken_offline"]] for c in cl])
+rows = []
+for k in CLASSES:
+    rows.append([k] + [f"{n0(c['runs'][k]['ops_per_s'])} / {c['runs'][k]['server_cpu_us_per_op']} / {c['runs'][k]['client_cpu_us_per_op']}" for c in cl])
+md += table("Per operation: ops/s on this machine / server CPU µs / client CPU µs", ["operation"] + [f"{c['servers']} servers ({c['client_threads']} tasks)" for c in cl], rows)
+rows = []
+for pc in raw["plan"]["clusters"]:
+    for sr in pc["searches"]:
+        rows.append([pc["servers"], sr["class"], sr["fanout"], sr["regions"], round(sr["servers_mean"], 1), round(sr["ns_per_plan"])])
+md += table("Planning a search (ns per plan, one core)", ["servers", "class", "fan-out", "regions", "servers asked", "ns"], rows)
+rows = []
+for basis, b in raw["projection"]["bases"].items():
+    for m, row in b["clusters"].items():
+        rows.append([m, f"{basis} ({b['measured_with_servers']})", n0(row["get"]["ops_per_s"]), n0(row["mix_95_5"]["ops_per_s"]),
+                     n0(row["update_derived"]["ops_per_s"]), n0(row["insert_ycsb"]["ops_per_s"]), n0(row["search_eq1"]["ops_per_s"]),
+                     n0(row["search_range"]["ops_per_s"]), row["against_hyperdex"]["mix_95_5_over_3_2M"],
+                     row["mix_95_5"]["client_cores"], row["coordinator_cores_for_heartbeats"]])
+md += table("Projection (ops/s; not a measurement)", ["servers", "costs from", "get", "95/5 mix", "update", "insert", "eq1", "range",
+                                                     "95/5 over HyperDex's 3.2 M", "client cores for the mix", "coordinator cores"], rows)
+with open(os.path.join(OUT, "tables.md"), "w") as f:
+    f.write("\n".join(md) + "\n")
+log(f"tables in {os.path.join(OUT, 'tables.md')}")
 print(json.dumps(raw, indent=1))
 PY
