@@ -1,0 +1,71 @@
+//! Write buffers stay bounded under a long write load: the store seals every memtable at
+//! `MEMTABLE_ROTATE_BYTES` itself (see there for the fjall deadlock this avoids), and what was
+//! sealed is flushed and still read back after a restart.
+
+mod common;
+
+use common::{people, person, put};
+use tessera_storage::{
+    FsyncPolicy, Store, StoreOptions, MEMTABLE_BYTES_MAX, MEMTABLE_ROTATE_BYTES,
+};
+use tessera_types::Value;
+
+/// The people space has three keyspaces: the key subspace, `a, b` and `s`.
+const KEYSPACES: u64 = 3;
+
+#[test]
+fn memtables_are_sealed_before_fjalls_threshold_and_their_data_survives_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let options = StoreOptions {
+        fsync: FsyncPolicy::Never,
+        ..StoreOptions::default()
+    };
+    let schema = people("p", 4);
+    // ~40 MiB of entries over the three keyspaces, in commits of 64 objects of ~700 bytes: each
+    // keyspace's memtable crosses the rotation size about twice.
+    let filler = "x".repeat(600);
+    let objects = 320 * 64u64;
+    {
+        let store = Store::open(dir.path(), options.clone()).unwrap();
+        store.create_space(&schema).unwrap();
+        let mut most = 0;
+        for batch in 0..objects / 64 {
+            let writes: Vec<_> = (0..64)
+                .map(|i| {
+                    let n = batch * 64 + i;
+                    let s = format!("{n:08}{filler}");
+                    put(
+                        "p",
+                        None,
+                        1,
+                        person(&format!("k{n}"), n as i64, -(n as i64), &s),
+                    )
+                })
+                .collect();
+            store.commit(&writes).unwrap();
+            let stats = store.stats();
+            most = most.max(stats.memtable_bytes);
+            // Every keyspace's active memtable is below the rotation size after a commit (each
+            // commit adds far less than fjall's threshold minus it), so fjall never sees one
+            // past its own threshold.
+            assert!(
+                stats.memtable_bytes < KEYSPACES * MEMTABLE_ROTATE_BYTES,
+                "after commit {batch}: {} bytes in active memtables",
+                stats.memtable_bytes
+            );
+            assert!(MEMTABLE_ROTATE_BYTES < MEMTABLE_BYTES_MAX);
+        }
+        // The load did fill the memtables up to the rotation size (the bound was tested).
+        assert!(
+            most > 2 * MEMTABLE_ROTATE_BYTES,
+            "memtables never filled: at most {most} bytes"
+        );
+    }
+    // What was sealed was flushed (or is replayed from the journal): every object is there.
+    let store = Store::open(dir.path(), options).unwrap();
+    for n in (0..objects).step_by(997).chain([objects - 1]) {
+        let got = store.get("p", &Value::from(format!("k{n}"))).unwrap();
+        let got = got.unwrap_or_else(|| panic!("k{n} lost"));
+        assert_eq!(got.object.values[1], Value::Int(n as i64));
+    }
+}
