@@ -563,6 +563,9 @@ impl From<String> for Failure {
 /// (`no_thp`): mimalloc let go of freed memory and took fresh 2 MiB pages back, each zeroed on
 /// its first touch, a tenth of the server's CPU on YCSB E; without them E's scans went from
 /// 3.4 k to 5.0 k ops/s (p99 from 64 ms to 6 ms) and the range on `score` from 10.6 k to 12.5 k.
+/// The `system-allocator` feature leaves it out, so that heap profilers which hook malloc see
+/// every allocation.
+#[cfg(not(feature = "system-allocator"))]
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
