@@ -6,7 +6,8 @@
 # fit of put latency against chain length) on stdout. Progress goes to stderr; every run's raw
 # `tessera bench` JSON is kept in $OUT/raw.json (outside the repository).
 #
-# Usage: scripts/bench-cluster.sh [ycsb] [subspaces] [search]      (default: all three)
+# Usage: scripts/bench-cluster.sh [ycsb] [subspaces] [search] [paced]
+#        (default: ycsb, subspaces and search)
 #
 #   ycsb       YCSB A, B and E, each configuration of YCSB_CONFIGS: one load per run, then
 #              A, B, E on it (order rotated across runs), each run phase DURATION_S long.
@@ -15,6 +16,10 @@
 #              across runs); latency against chain length K(1+2S).
 #   search     workload `search-fixed` for F = 0..3 on each of SEARCH_CONFIGS: one load per
 #              run, then each F (order rotated) on the same data.
+#   paced      latency at a fraction of the peak (issue 12's "put p99 <= 2 ms at half of peak
+#              load, K = 2"): per run and configuration of PACED_CONFIGS, one load, YCSB A
+#              closed-loop for DURATION_S (the peak), then A paced at PACED_FRACTION of that
+#              peak (`tessera bench --rate`, no coordinated omission) for PACED_DURATION_S.
 #
 # Configurations (what `tessera dev` runs):
 #   standalone   tessera dev                                             1 server, K=1 (baseline)
@@ -29,6 +34,7 @@
 #   RECORDS=20000 THREADS=16 DURATION_S=12      YCSB: records, clients, run-phase seconds
 #   SUB_S="0 1 2 3 4 5 6 7 8 9 10" SUB_RECORDS=1000 SUB_THREADS=4 SUB_DURATION_S=6
 #   SEARCH_RECORDS=10000 SEARCH_THREADS=8 SEARCH_DURATION_S=8
+#   PACED_CONFIGS="cluster4k2" PACED_FRACTION=0.5 PACED_DURATION_S=20
 #   RUNS=3              runs per measurement; the summary quotes medians
 #   SERVER_CPU=0 CLIENT_CPU=1   taskset CPU lists of the server process and of the bench client
 #                       (on a 2-core machine: the whole cluster shares one core, as the
@@ -93,6 +99,9 @@ SUB_DURATION_S = float(env("SUB_DURATION_S", 6))
 SEARCH_RECORDS = int(env("SEARCH_RECORDS", 10_000))
 SEARCH_THREADS = int(env("SEARCH_THREADS", 8))
 SEARCH_DURATION_S = float(env("SEARCH_DURATION_S", 8))
+PACED_CONFIGS = env("PACED_CONFIGS", "cluster4k2").split()
+PACED_FRACTION = float(env("PACED_FRACTION", 0.5))
+PACED_DURATION_S = float(env("PACED_DURATION_S", 20))
 SERVER_CPU = env("SERVER_CPU", "0")
 CLIENT_CPU = env("CLIENT_CPU", "1")
 QUIET_CORES = float(env("QUIET_CORES", 0.3))
@@ -107,9 +116,11 @@ CONFIGS = {
 }
 parts = sys.argv[1:] or ["ycsb", "subspaces", "search"]
 for p in parts:
-    if p not in ("ycsb", "subspaces", "search"):
-        sys.exit(f"bench-cluster.sh: unknown part {p!r} (ycsb, subspaces, search)")
-for c in set(YCSB_CONFIGS + SUB_CONFIGS + SEARCH_CONFIGS):
+    if p not in ("ycsb", "subspaces", "search", "paced"):
+        sys.exit(f"bench-cluster.sh: unknown part {p!r} (ycsb, subspaces, search, paced)")
+if not 0 < PACED_FRACTION <= 1:
+    sys.exit(f"bench-cluster.sh: PACED_FRACTION={PACED_FRACTION}: a fraction of the peak, in (0, 1]")
+for c in set(YCSB_CONFIGS + SUB_CONFIGS + SEARCH_CONFIGS + PACED_CONFIGS):
     if c not in CONFIGS:
         sys.exit(f"bench-cluster.sh: unknown configuration {c!r} ({', '.join(CONFIGS)})")
 
@@ -265,12 +276,13 @@ raw = {"config": {"runs": RUNS, "records": RECORDS, "threads": THREADS, "duratio
                   "sub_s": SUB_S, "sub_records": SUB_RECORDS, "sub_threads": SUB_THREADS,
                   "sub_duration_s": SUB_DURATION_S, "search_records": SEARCH_RECORDS,
                   "search_threads": SEARCH_THREADS, "search_duration_s": SEARCH_DURATION_S,
+                  "paced_fraction": PACED_FRACTION, "paced_duration_s": PACED_DURATION_S,
                   "server_cpu": SERVER_CPU, "client_cpu": CLIENT_CPU, "nproc": os.cpu_count(),
                   "configs": {c: ["tessera", "dev"] + CONFIGS[c] for c in CONFIGS},
                   "git": git("describe", "--always", "--dirty"), "commit": git("rev-parse", "HEAD"),
                   "cpu": next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?"),
                   "started": time.strftime("%Y-%m-%dT%H:%M:%S%z")},
-       "ycsb": {}, "subspaces": {}, "search": {}}
+       "ycsb": {}, "subspaces": {}, "search": {}, "paced": {}}
 summary = {"config": raw["config"]}
 
 def save_raw():
@@ -411,6 +423,39 @@ try:
                     if r["F"] in base:
                         r["ratio_vs_standalone"] = round(r["searches_per_s"] / base[r["F"]]["searches_per_s"], 3)
         summary["search"] = se
+
+    # --- paced: YCSB A's latency at a fraction of its peak -----------------------------------
+    if "paced" in parts:
+        for run in range(RUNS):
+            for config in rotate(PACED_CONFIGS, run):
+                srv = start(config, f"paced-{config}-{run}")
+                try:
+                    bench(srv, ["-w", "a", "--phase", "load", "--records", RECORDS, "--threads", THREADS],
+                          f"{config} paced load")
+                    peak = bench(srv, ["-w", "a", "--phase", "run", "--records", RECORDS, "--operations", MANY_OPS,
+                                       "--duration-s", DURATION_S, "--threads", THREADS, "--seed", run + 1],
+                                 f"{config} A closed loop")
+                    rate = max(1, round(PACED_FRACTION * peak["run"]["overall_throughput"]))
+                    paced = bench(srv, ["-w", "a", "--phase", "run", "--records", RECORDS, "--operations", MANY_OPS,
+                                        "--duration-s", PACED_DURATION_S, "--threads", THREADS, "--rate", rate,
+                                        "--seed", run + 101], f"{config} A at {rate}/s")
+                    raw["paced"].setdefault(config, []).append({"peak": peak, "rate": rate, "paced": paced})
+                finally:
+                    srv.stop()
+                save_raw()
+        pa = {}
+        for config, runs in raw["paced"].items():
+            paced = [r["paced"] for r in runs]
+            pa[config] = {"peak_ops_per_s": med([r["peak"]["run"]["overall_throughput"] for r in runs]),
+                          "peak_runs": [round(r["peak"]["run"]["overall_throughput"]) for r in runs],
+                          "rates": [r["rate"] for r in runs],
+                          "achieved_runs": [round(p["run"]["overall_throughput"]) for p in paced],
+                          "errors": sum(p["run"]["errors"] for p in paced),
+                          "max_other_cores_during": max(p["env"]["other_cores_during"] for p in paced),
+                          "update": op_stats(paced, "update"), "read": op_stats(paced, "read"),
+                          "update_p99_runs": [p["run"]["ops"]["update"]["p99_us"] for p in paced]}
+            pa[config]["target_update_p99_le_2ms"] = pa[config]["update"]["p99_us"] <= 2000
+        summary["paced"] = pa
 finally:
     stop_all()
     raw["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
@@ -461,5 +506,17 @@ if "search" in summary:
                          f"{r['regions_contacted_mean']:.0f}", r.get("ratio_vs_standalone", "")])
     table("search-fixed (F attributes of x, y, z fixed)",
           ["F", "config", "searches/s", "runs", "p50 / p99 (µs)", "objects/search", "servers contacted", "regions", "× standalone"], rows)
+if "paced" in summary:
+    rows = []
+    for config, d in summary["paced"].items():
+        rows.append([config, f"{n0(d['peak_ops_per_s'])} ({', '.join(map(str, d['peak_runs']))})",
+                     ", ".join(map(str, d["rates"])), ", ".join(map(str, d["achieved_runs"])),
+                     f"{n0(d['update']['p50_us'])} / {n0(d['update']['p99_us'])}",
+                     ", ".join(map(str, d["update_p99_runs"])),
+                     f"{n0(d['read']['p50_us'])} / {n0(d['read']['p99_us'])}",
+                     "yes" if d["target_update_p99_le_2ms"] else "no"])
+    table(f"YCSB A paced at {PACED_FRACTION:g} of its closed-loop peak",
+          ["config", "peak ops/s (runs)", "rate", "achieved", "update p50 / p99 µs", "update p99 runs",
+           "read p50 / p99 µs", "update p99 <= 2 ms"], rows)
 print("\n" + json.dumps(summary, indent=1))
 PY

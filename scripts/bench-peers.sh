@@ -8,7 +8,8 @@
 # CLIENT_CPU), every one acknowledging a write only once it is on disk: a fresh `tessera dev`
 # (fsync on every commit, its default); a PostgreSQL cluster of its own (initdb into a temporary
 # directory; fsync and synchronous_commit on, its defaults); redis-server with `appendfsync
-# always`; an etcd member (its WAL fsynced before an answer, its default); a Cassandra node
+# always` (and, as `redis-everysec`, with `appendfsync everysec`: the issue's baseline for YCSB
+# E, which acknowledges before the disk); an etcd member (its WAL fsynced before an answer, its default); a Cassandra node
 # (scripts/cassandra.sh: `commitlog_sync: batch`, 1 GiB heap; the first run downloads its jars
 # into ~/.cache/tessera-bench). Then, for each part and each system that can express it:
 #
@@ -31,7 +32,8 @@
 #
 # Usage: scripts/bench-peers.sh [secondary] [ycsb]       (default: both)
 # Knobs (environment): RECORDS=100000 DURATION_S=10 RUNS=3 THREADS=16 SERVER_CPU=1
-#   CLIENT_CPU=0 SYSTEMS="tessera postgres redis etcd cassandra" YCSB="a c e" OUT=$(mktemp -d)
+#   CLIENT_CPU=0 SYSTEMS="tessera postgres redis redis-everysec etcd cassandra" YCSB="a c e"
+#   OUT=$(mktemp -d)
 #   TESSERA_BIN (a built `tessera` to use instead of building one; CARGO_TARGET_DIR is honoured)
 # Needs: cargo, python3, taskset, and for the systems asked: PostgreSQL 15's initdb/pg_ctl/
 # postgres (Debian: apt-get install postgresql), redis-server, etcd (etcd-server), java 17 and
@@ -69,7 +71,7 @@ RUNS = int(os.environ.get("RUNS", 3))
 THREADS = int(os.environ.get("THREADS", 16))
 SERVER_CPU = os.environ.get("SERVER_CPU", "1")
 CLIENT_CPU = os.environ.get("CLIENT_CPU", "0")
-ALL_SYSTEMS = ["tessera", "postgres", "redis", "etcd", "cassandra"]
+ALL_SYSTEMS = ["tessera", "postgres", "redis", "redis-everysec", "etcd", "cassandra"]
 SYSTEMS = os.environ.get("SYSTEMS", " ".join(ALL_SYSTEMS)).split()
 benchkit.configure("bench-peers.sh", OUT, BIN, SERVER_CPU)
 PARTS = {"secondary": ["eq1", "eq2", "range"], "ycsb": os.environ.get("YCSB", "a c e").split()}
@@ -110,6 +112,8 @@ def start(system, part):
         srv = Postgres()
         srv.start()
         return srv
+    if system == "redis-everysec":
+        return Redis(f"{system}-{part}", appendfsync="everysec")
     return {"tessera": Tessera, "redis": Redis, "etcd": Etcd,
             "cassandra": Cassandra}[system](f"{system}-{part}")
 

@@ -26,11 +26,11 @@ import re
 import sys
 
 # Display order and names; a system the summary has but this list lacks comes after, by name.
-SYSTEMS = ["tessera", "postgres", "redis", "etcd", "cassandra"]
-NAMES = {"tessera": "Tessera", "postgres": "PostgreSQL", "redis": "Redis", "etcd": "etcd",
-         "cassandra": "Cassandra"}
-COLOURS = {"tessera": "#f28e2b", "postgres": "#4e79a7", "redis": "#e15759", "etcd": "#76b7b2",
-           "cassandra": "#59a14f"}
+SYSTEMS = ["tessera", "postgres", "redis", "redis-everysec", "etcd", "cassandra"]
+NAMES = {"tessera": "Tessera", "postgres": "PostgreSQL", "redis": "Redis",
+         "redis-everysec": "Redis (everysec)", "etcd": "etcd", "cassandra": "Cassandra"}
+COLOURS = {"tessera": "#f28e2b", "postgres": "#4e79a7", "redis": "#e15759",
+           "redis-everysec": "#ff9d9a", "etcd": "#76b7b2", "cassandra": "#59a14f"}
 OTHER_COLOURS = ["#b07aa1", "#9c755f", "#bab0ac", "#edc948"]
 PARTS = {"secondary": "Searches on secondary attributes", "ycsb": "YCSB"}
 # Per query or workload: its label, a short description for the chart, and a longer one for the
