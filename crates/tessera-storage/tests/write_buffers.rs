@@ -12,6 +12,7 @@ use tessera_types::Value;
 
 /// The people space has three keyspaces: the key subspace, `a, b` and `s`.
 const KEYSPACES: u64 = 3;
+const _: () = assert!(MEMTABLE_ROTATE_BYTES < MEMTABLE_BYTES_MAX);
 
 #[test]
 fn memtables_are_sealed_before_fjalls_threshold_and_their_data_survives_a_restart() {
@@ -53,7 +54,6 @@ fn memtables_are_sealed_before_fjalls_threshold_and_their_data_survives_a_restar
                 "after commit {batch}: {} bytes in active memtables",
                 stats.memtable_bytes
             );
-            assert!(MEMTABLE_ROTATE_BYTES < MEMTABLE_BYTES_MAX);
         }
         // The load did fill the memtables up to the rotation size (the bound was tested).
         assert!(
