@@ -17,6 +17,7 @@
 //! everyone else.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use futures::StreamExt;
 use tessera_protocol::frame::peek_request_id;
@@ -39,6 +40,7 @@ use crate::state::Shared;
 use crate::trace;
 use crate::validate::{validate, Job};
 use crate::view::{Mode, ServedSpace};
+use crate::ConnectionLimits;
 
 /// Requests of one connection in progress at once.
 pub const IN_FLIGHT_MAX: usize = 1024;
@@ -47,33 +49,131 @@ pub const IN_FLIGHT_MAX: usize = 1024;
 /// blocking-pool thread, of which tokio has 512 by default).
 pub const SEARCHES_IN_FLIGHT_MAX: usize = 16;
 
+/// Waits after a failed `accept` (out of file descriptors, typically) start here and double up to
+/// [`ACCEPT_BACKOFF_MAX`], rather than spinning or logging every retry.
+const ACCEPT_BACKOFF_MIN: Duration = Duration::from_millis(10);
+const ACCEPT_BACKOFF_MAX: Duration = Duration::from_secs(1);
+
 /// Accepts connections until aborted; aborting it aborts every connection it accepted (they
-/// live in its `JoinSet`), so a stopped server lets go of its store.
-pub async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
+/// live in its `JoinSet`), so a stopped server lets go of its store. Past
+/// `limits.connections_max` open connections, a new one is told so and closed.
+pub async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, limits: ConnectionLimits) {
     let mut connections = tokio::task::JoinSet::new();
+    let mut backoff = ACCEPT_BACKOFF_MIN;
+    let mut failures = 0u64;
     loop {
         while connections.try_join_next().is_some() {}
         match listener.accept().await {
             Ok((stream, peer)) => {
+                if failures > 0 {
+                    tracing::warn!(failures, "accepting connections again");
+                    (failures, backoff) = (0, ACCEPT_BACKOFF_MIN);
+                }
+                if connections.len() >= limits.connections_max {
+                    tracing::debug!(%peer, "connection refused: too many open");
+                    tokio::spawn(refuse(
+                        stream,
+                        shared.view().epoch(),
+                        limits.connections_max,
+                    ));
+                    continue;
+                }
                 tracing::debug!(%peer, "connection");
-                connections.spawn(serve(shared.clone(), stream));
+                connections.spawn(serve(shared.clone(), stream, limits));
             }
             Err(e) => {
-                // Out of file descriptors, typically: wait instead of spinning.
-                tracing::warn!(error = %e, "accept failed");
-                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                // Said once per run of failures (and once when they end), not per retry.
+                if failures == 0 {
+                    tracing::warn!(error = %e, open = connections.len(), "accept failed; retrying with backoff");
+                }
+                failures += 1;
+                tokio::time::sleep(backoff).await;
+                backoff = (backoff * 2).min(ACCEPT_BACKOFF_MAX);
             }
         }
     }
 }
 
-pub async fn serve(shared: Arc<Shared>, stream: TcpStream) {
+/// Tells a connection over the limit why it is closed, within a second.
+async fn refuse(stream: TcpStream, epoch: tessera_types::Epoch, max: usize) {
+    use futures::SinkExt;
+    let error = ErrorReply::new(
+        Status::Unavailable,
+        format!("too many connections: this server serves at most {max} at once; retry later"),
+    );
+    let frame = Outbox::frame(0, epoch, Response::Error(error));
+    let mut sink = tokio_util::codec::FramedWrite::new(stream, codec());
+    let _ = tokio::time::timeout(Duration::from_secs(1), sink.send(frame)).await;
+}
+
+/// Why [`next_frame`] gave up on a connection.
+enum Stop {
+    /// The client closed the connection, or it failed.
+    Closed,
+    /// A frame begun did not arrive whole within the frame timeout.
+    HalfSentFrame,
+    /// Nothing in progress and nothing received for the idle timeout.
+    Idle,
+}
+
+/// The next frame, or why the connection is to be closed. `idle` says whether the connection
+/// has nothing in progress. A frame begun must be whole within `limits.frame_timeout` (checked
+/// every half of it: a frame still partial at two checks in a row has taken at least half of it
+/// and at most all of it); an idle connection is closed after `limits.idle_timeout`.
+async fn next_frame<S>(
+    frames: &mut FramedRead<S, tokio_util::codec::LengthDelimitedCodec>,
+    limits: &ConnectionLimits,
+    idle: impl Fn() -> bool,
+) -> Result<Result<bytes::BytesMut, std::io::Error>, Stop>
+where
+    S: tokio::io::AsyncRead + Unpin,
+{
+    let tick = (limits.frame_timeout / 2).max(Duration::from_millis(5));
+    let (mut partial_ticks, mut idle_for) = (0u32, Duration::ZERO);
+    loop {
+        // `next` on a FramedRead is cancel-safe: a partial frame stays in its buffer.
+        match tokio::time::timeout(tick, frames.next()).await {
+            Ok(Some(frame)) => return Ok(frame),
+            Ok(None) => return Err(Stop::Closed),
+            Err(_elapsed) => {
+                if !frames.read_buffer().is_empty() {
+                    partial_ticks += 1;
+                    if partial_ticks >= 2 {
+                        return Err(Stop::HalfSentFrame);
+                    }
+                } else if idle() {
+                    idle_for += tick;
+                    if limits.idle_timeout.is_some_and(|t| idle_for >= t) {
+                        return Err(Stop::Idle);
+                    }
+                } else {
+                    idle_for = Duration::ZERO;
+                }
+            }
+        }
+    }
+}
+
+pub async fn serve(shared: Arc<Shared>, stream: TcpStream, limits: ConnectionLimits) {
     let _ = stream.set_nodelay(true);
     let (read_half, write_half) = stream.into_split();
     let (outbox, writer) = Outbox::start(write_half, SEARCHES_IN_FLIGHT_MAX);
     let permits = Arc::new(Semaphore::new(IN_FLIGHT_MAX));
     let mut frames = FramedRead::new(read_half, codec());
-    while let Some(frame) = frames.next().await {
+    loop {
+        let idle = || permits.available_permits() == IN_FLIGHT_MAX;
+        let frame = match next_frame(&mut frames, &limits, idle).await {
+            Ok(frame) => frame,
+            Err(Stop::Closed) => break,
+            Err(Stop::HalfSentFrame) => {
+                tracing::debug!("closing a connection: a frame begun did not arrive in time");
+                break;
+            }
+            Err(Stop::Idle) => {
+                tracing::debug!("closing an idle connection");
+                break;
+            }
+        };
         let permit = permits.clone().acquire_owned().await.expect("never closed");
         let epoch = shared.view().epoch();
         let body = match frame {

@@ -12,7 +12,9 @@ use std::path::PathBuf;
 use tessera_client::Client;
 use tessera_coordinator::{Coordinator, CoordinatorOptions, LeaseTuning};
 use tessera_protocol::{Configuration, CoordinatorStatus, ServerLiveness};
-use tessera_server::{ClusterOptions, Server, ServerOptions, TRANSFER_BYTES_PER_SECOND_DEFAULT};
+use tessera_server::{
+    ClusterOptions, ConnectionLimits, Server, ServerOptions, TRANSFER_BYTES_PER_SECOND_DEFAULT,
+};
 use tessera_storage::FsyncPolicy;
 use tessera_types::{ServerId, SubspaceId};
 use tokio::net::TcpListener;
@@ -120,11 +122,12 @@ fn server_options(
     coordinators: Vec<String>,
     advertise: Option<String>,
     storage: (FsyncPolicy, u64),
-    transfer_bytes_per_second: u64,
+    (transfer_bytes_per_second, limits): (u64, ConnectionLimits),
 ) -> ServerOptions {
     let mut options = ServerOptions::new(data_dir, listen);
     (options.fsync, options.cache_bytes) = storage;
     options.transfer_bytes_per_second = transfer_bytes_per_second;
+    options.limits = limits;
     options.cluster = Some(ClusterOptions {
         coordinators,
         advertise,
@@ -138,7 +141,7 @@ pub async fn server(
     coordinators: &str,
     advertise: Option<String>,
     storage: (FsyncPolicy, u64),
-    transfer_bytes_per_second: u64,
+    (transfer_bytes_per_second, limits): (u64, ConnectionLimits),
 ) -> Result<(), Failure> {
     let coordinators = addresses(coordinators);
     if coordinators.is_empty() {
@@ -150,7 +153,7 @@ pub async fn server(
         coordinators,
         advertise,
         storage,
-        transfer_bytes_per_second,
+        (transfer_bytes_per_second, limits),
     );
     let s = Server::start(options)
         .await
@@ -177,6 +180,7 @@ pub struct DevCluster {
     pub lease_ms: u64,
     pub adapt: AdaptOptions,
     pub splits: SplitOptions,
+    pub limits: ConnectionLimits,
 }
 
 /// A whole cluster in this process, on loopback.
@@ -238,7 +242,7 @@ pub async fn dev(d: DevCluster) -> Result<(), Failure> {
             addresses.clone(),
             None,
             d.storage,
-            TRANSFER_BYTES_PER_SECOND_DEFAULT,
+            (TRANSFER_BYTES_PER_SECOND_DEFAULT, d.limits),
         );
         let s = Server::start(options)
             .await

@@ -6,6 +6,7 @@ mod alter;
 mod calibrate;
 mod cluster;
 mod json;
+mod limits;
 mod predicates;
 mod splits;
 
@@ -103,6 +104,8 @@ enum Command {
         adapt_period_s: u64,
         #[command(flatten)]
         splits: splits::SplitArgs,
+        #[command(flatten)]
+        limits: limits::LimitArgs,
     },
     /// Run one coordinator: a member of the Raft group that holds the cluster's configuration.
     ///
@@ -162,6 +165,8 @@ enum Command {
         /// the live throughput during a copy, unpaced copying 3-11 %).
         #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u64).range(1..))]
         transfer_mb_s: u64,
+        #[command(flatten)]
+        limits: limits::LimitArgs,
     },
     /// Show the cluster: coordinators (leader, term), servers (state, regions, when the leader
     /// last heard from each and the epoch each acts on), spaces (with the state transfers under
@@ -649,10 +654,11 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             lease_ms,
             adapt_period_s,
             splits,
+            limits,
         } => {
             let adapt = adapt_options(adapt_period_s);
             if servers <= 1 {
-                dev(data_dir, listen, fsync, cache_mb, adapt).await
+                dev(data_dir, listen, fsync, cache_mb, adapt, limits.options()).await
             } else {
                 let storage = storage_options(fsync, cache_mb);
                 cluster::dev(cluster::DevCluster {
@@ -665,6 +671,7 @@ async fn run(cli: Cli) -> Result<(), Failure> {
                     lease_ms,
                     adapt,
                     splits: splits.options(),
+                    limits: limits.options(),
                 })
                 .await
             }
@@ -698,6 +705,7 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             fsync,
             cache_mb,
             transfer_mb_s,
+            limits,
         } => {
             let storage = storage_options(fsync, cache_mb);
             cluster::server(
@@ -706,7 +714,7 @@ async fn run(cli: Cli) -> Result<(), Failure> {
                 &coordinators,
                 advertise,
                 storage,
-                transfer_mb_s * 1_000_000,
+                (transfer_mb_s * 1_000_000, limits.options()),
             )
             .await
         }
@@ -1234,9 +1242,11 @@ async fn dev(
     fsync: Fsync,
     cache_mb: u64,
     adapt: adapt::AdaptOptions,
+    limits: tessera_server::ConnectionLimits,
 ) -> Result<(), Failure> {
     let mut options = ServerOptions::new(&data_dir, listen);
     (options.fsync, options.cache_bytes) = storage_options(fsync, cache_mb);
+    options.limits = limits;
     let server = Server::start(options)
         .await
         .map_err(|e| Failure::Error(format!("cannot start: {e}")))?;
