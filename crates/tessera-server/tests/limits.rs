@@ -37,14 +37,18 @@ async fn ask(conn: &mut Raw, id: u64) -> Response {
     })
     .unwrap();
     conn.send(bytes).await.unwrap();
-    let body = tokio::time::timeout(Duration::from_secs(10), conn.next())
-        .await
-        .expect("an answer in time")
-        .expect("an answer before the connection closed")
-        .expect("a well-formed frame");
-    let frame = decode_response(&body).unwrap();
+    let frame = decode_response(&next_frame(conn).await).unwrap();
     assert_eq!(frame.id, id);
     frame.response
+}
+
+/// The next frame the server sends, within 10 s.
+async fn next_frame(conn: &mut Raw) -> bytes::BytesMut {
+    tokio::time::timeout(Duration::from_secs(10), conn.next())
+        .await
+        .expect("a frame in time")
+        .expect("a frame before the connection closed")
+        .expect("a well-formed frame")
 }
 
 /// Waits (at most 10 s) for the server to close the connection; how long it took.
@@ -137,12 +141,10 @@ async fn a_connection_past_the_cap_is_told_why_and_closed() {
     }
     // The fourth gets an answer it did not ask for, then the end of the stream.
     let mut fourth = raw(&server).await;
-    let body = tokio::time::timeout(Duration::from_secs(10), fourth.next())
-        .await
-        .expect("a refusal in time")
-        .expect("a refusal before the close")
-        .expect("a well-formed frame");
-    match decode_response(&body).unwrap().response {
+    match decode_response(&next_frame(&mut fourth).await)
+        .unwrap()
+        .response
+    {
         Response::Error(e) => {
             assert_eq!(e.status, Status::Unavailable, "{e}");
             assert!(e.message.contains("too many connections"), "{e}");
@@ -160,29 +162,13 @@ async fn a_connection_past_the_cap_is_told_why_and_closed() {
     drop(open.pop());
     let deadline = Instant::now() + Duration::from_secs(5);
     loop {
-        let mut conn = raw(&server).await;
-        let bytes = encode_request(&RequestFrame {
-            id: 99,
-            epoch: Epoch(0),
-            request: Request::GetConfig,
-        })
-        .unwrap();
-        conn.send(bytes).await.unwrap();
-        let body = tokio::time::timeout(Duration::from_secs(10), conn.next())
-            .await
-            .unwrap()
-            .unwrap()
-            .unwrap();
-        let frame = decode_response(&body).unwrap();
-        if matches!(frame.response, Response::Config(_)) {
+        // A refused connection gets its refusal (id 0) before any answer: ask with id 0.
+        let response = ask(&mut raw(&server).await, 0).await;
+        if matches!(response, Response::Config(_)) {
             break;
         }
         // The server may not have noticed the close yet.
-        assert!(
-            Instant::now() < deadline,
-            "still refused: {:?}",
-            frame.response
-        );
+        assert!(Instant::now() < deadline, "still refused: {response:?}");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     server.shutdown().await;
