@@ -40,7 +40,6 @@ use crate::state::Shared;
 use crate::trace;
 use crate::validate::{validate, Job};
 use crate::view::{Mode, ServedSpace};
-use crate::ConnectionLimits;
 
 /// Requests of one connection in progress at once.
 pub const IN_FLIGHT_MAX: usize = 1024;
@@ -48,6 +47,34 @@ pub const IN_FLIGHT_MAX: usize = 1024;
 /// Searches and group operations of one connection in progress at once (each holds a
 /// blocking-pool thread, of which tokio has 512 by default).
 pub const SEARCHES_IN_FLIGHT_MAX: usize = 16;
+
+/// Limits on client connections, so that no client holds the server's resources for ever.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ConnectionLimits {
+    /// A frame that has begun must arrive whole within this, or the connection is closed (a
+    /// half-sent frame holds its buffer; a peer that stops mid-frame is gone or hostile).
+    pub frame_timeout: Duration,
+    /// A connection with nothing in progress that sends nothing for this long is closed.
+    /// `None`: idle connections stay open (clients keep pooled connections between bursts).
+    pub idle_timeout: Option<Duration>,
+    /// Connections open at once (clients and peers). One more is answered with `Unavailable`
+    /// and closed, rather than left to hang once the process runs out of file descriptors.
+    pub connections_max: usize,
+}
+
+impl Default for ConnectionLimits {
+    fn default() -> Self {
+        ConnectionLimits {
+            frame_timeout: Duration::from_secs(30),
+            idle_timeout: None,
+            connections_max: CONNECTIONS_MAX_DEFAULT as usize,
+        }
+    }
+}
+
+/// The default of [`ConnectionLimits::connections_max`]: below the usual soft limit of 1 024
+/// file descriptors a process gets, leaving room for the store's files, peers and the listener.
+pub const CONNECTIONS_MAX_DEFAULT: u64 = 768;
 
 /// Waits after a failed `accept` (out of file descriptors, typically) start here and double up to
 /// [`ACCEPT_BACKOFF_MAX`], rather than spinning or logging every retry.

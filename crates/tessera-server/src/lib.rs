@@ -54,6 +54,7 @@ use std::sync::Arc;
 use tessera_storage::{FsyncPolicy, Store, StoreOptions};
 use tokio::net::TcpListener;
 
+pub use connection::{ConnectionLimits, CONNECTIONS_MAX_DEFAULT};
 pub use coordination::ClusterOptions;
 pub use errors::ServerError;
 use view::Mode;
@@ -80,34 +81,6 @@ pub struct ServerOptions {
     /// What one client connection may hold of the server.
     pub limits: ConnectionLimits,
 }
-
-/// Limits on client connections, so that no client holds the server's resources for ever.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ConnectionLimits {
-    /// A frame that has begun must arrive whole within this, or the connection is closed (a
-    /// half-sent frame holds its buffer; a peer that stops mid-frame is gone or hostile).
-    pub frame_timeout: std::time::Duration,
-    /// A connection with nothing in progress that sends nothing for this long is closed.
-    /// `None`: idle connections stay open (clients keep pooled connections between bursts).
-    pub idle_timeout: Option<std::time::Duration>,
-    /// Connections open at once (clients and peers). One more is answered with `Unavailable`
-    /// and closed, rather than left to hang once the process runs out of file descriptors.
-    pub connections_max: usize,
-}
-
-impl Default for ConnectionLimits {
-    fn default() -> Self {
-        ConnectionLimits {
-            frame_timeout: std::time::Duration::from_secs(30),
-            idle_timeout: None,
-            connections_max: CONNECTIONS_MAX_DEFAULT as usize,
-        }
-    }
-}
-
-/// The default of [`ConnectionLimits::connections_max`]: below the usual soft limit of 1 024
-/// file descriptors a process gets, leaving room for the store's files, peers and the listener.
-pub const CONNECTIONS_MAX_DEFAULT: u64 = 768;
 
 /// The default of [`ServerOptions::transfer_bytes_per_second`]: 8 MB/s. On the 2-core test
 /// machine, with five servers on it, it kept 52-74 % of the live throughput while regions were
