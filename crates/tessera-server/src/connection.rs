@@ -67,14 +67,12 @@ impl Default for ConnectionLimits {
         ConnectionLimits {
             frame_timeout: Duration::from_secs(30),
             idle_timeout: None,
-            connections_max: CONNECTIONS_MAX_DEFAULT as usize,
+            // Below the usual soft limit of 1 024 file descriptors a process gets, leaving room
+            // for the store's files, peers and the listener.
+            connections_max: 768,
         }
     }
 }
-
-/// The default of [`ConnectionLimits::connections_max`]: below the usual soft limit of 1 024
-/// file descriptors a process gets, leaving room for the store's files, peers and the listener.
-pub const CONNECTIONS_MAX_DEFAULT: u64 = 768;
 
 /// Waits after a failed `accept` (out of file descriptors, typically) start here and double up to
 /// [`ACCEPT_BACKOFF_MAX`], rather than spinning or logging every retry.

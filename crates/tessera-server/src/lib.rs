@@ -54,7 +54,7 @@ use std::sync::Arc;
 use tessera_storage::{FsyncPolicy, Store, StoreOptions};
 use tokio::net::TcpListener;
 
-pub use connection::{ConnectionLimits, CONNECTIONS_MAX_DEFAULT};
+pub use connection::ConnectionLimits;
 pub use coordination::ClusterOptions;
 pub use errors::ServerError;
 use view::Mode;

@@ -55,8 +55,8 @@
 //! `commit` itself: see there why), writers wait while a keyspace has 4 sealed memtables waiting
 //! for their flush, and the journal is capped at [`JOURNAL_BYTES_MAX`] (64 MiB, fjall's
 //! minimum): past it, fjall flushes the memtables that pin the oldest journal, so unflushed data
-//! stays around 64 MiB whatever the number of spaces. Background work runs on [`WORKER_THREADS`] fjall threads (plus one
-//! fsync thread under `Periodic`).
+//! stays around 64 MiB whatever the number of spaces. Background work runs on
+//! [`WORKER_THREADS`] fjall threads (plus one fsync thread under `Periodic`).
 
 pub mod codec;
 pub mod encoded;
@@ -240,10 +240,9 @@ pub struct StoreStats {
     pub object_writes: u64,
     /// Approximate number of stored objects, over all spaces.
     pub objects_count_estimate: u64,
-    /// Bytes in the keyspaces' active memtables (fjall's estimate), and the sealed memtables
-    /// waiting to be flushed: the write buffers (see "Memory" above).
+    /// Bytes in the keyspaces' active memtables (fjall's estimate): the write buffers not yet
+    /// sealed (see "Memory" above).
     pub memtable_bytes: u64,
-    pub sealed_memtables: u64,
 }
 
 /// A space's schema with its tessellations and keyspace handles, one per subspace (none for a
@@ -955,10 +954,12 @@ impl Store {
     pub fn stats(&self) -> StoreStats {
         let c = &self.counters;
         let spaces = self.spaces.read().expect("lock");
-        let keyspaces = || spaces.values().flat_map(|s| s.keyspaces.iter().flatten());
         StoreStats {
-            memtable_bytes: keyspaces().map(|k| k.tree.active_memtable().size()).sum(),
-            sealed_memtables: keyspaces().map(|k| k.sealed_memtable_count() as u64).sum(),
+            memtable_bytes: spaces
+                .values()
+                .flat_map(|s| s.keyspaces.iter().flatten())
+                .map(|k| k.tree.active_memtable().size())
+                .sum(),
             keys_scanned: c.keys_scanned.load(Ordering::Relaxed),
             keys_passed: c.keys_passed.load(Ordering::Relaxed),
             scans_opened: c.scans_opened.load(Ordering::Relaxed),

@@ -122,7 +122,8 @@ fn server_options(
     coordinators: Vec<String>,
     advertise: Option<String>,
     storage: (FsyncPolicy, u64),
-    (transfer_bytes_per_second, limits): (u64, ConnectionLimits),
+    transfer_bytes_per_second: u64,
+    limits: ConnectionLimits,
 ) -> ServerOptions {
     let mut options = ServerOptions::new(data_dir, listen);
     (options.fsync, options.cache_bytes) = storage;
@@ -141,7 +142,8 @@ pub async fn server(
     coordinators: &str,
     advertise: Option<String>,
     storage: (FsyncPolicy, u64),
-    (transfer_bytes_per_second, limits): (u64, ConnectionLimits),
+    transfer_bytes_per_second: u64,
+    limits: ConnectionLimits,
 ) -> Result<(), Failure> {
     let coordinators = addresses(coordinators);
     if coordinators.is_empty() {
@@ -153,7 +155,8 @@ pub async fn server(
         coordinators,
         advertise,
         storage,
-        (transfer_bytes_per_second, limits),
+        transfer_bytes_per_second,
+        limits,
     );
     let s = Server::start(options)
         .await
@@ -242,7 +245,8 @@ pub async fn dev(d: DevCluster) -> Result<(), Failure> {
             addresses.clone(),
             None,
             d.storage,
-            (TRANSFER_BYTES_PER_SECOND_DEFAULT, d.limits),
+            TRANSFER_BYTES_PER_SECOND_DEFAULT,
+            d.limits,
         );
         let s = Server::start(options)
             .await

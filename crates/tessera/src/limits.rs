@@ -3,18 +3,18 @@
 
 use std::time::Duration;
 
-use tessera_server::{ConnectionLimits, CONNECTIONS_MAX_DEFAULT};
+use tessera_server::ConnectionLimits;
 
 #[derive(clap::Args, Clone, Copy, Debug)]
 pub struct LimitArgs {
     /// Connections a server serves at once (clients and other servers). One more is answered
     /// `Unavailable: too many connections` and closed, instead of hanging once the process runs
     /// out of file descriptors. Keep it under the file-descriptor limit (`ulimit -n`).
-    #[arg(long, default_value_t = CONNECTIONS_MAX_DEFAULT, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, default_value_t = ConnectionLimits::default().connections_max as u64, value_parser = clap::value_parser!(u64).range(1..))]
     pub max_connections: u64,
     /// Seconds a request frame, once begun, may take to arrive whole; a connection that stops
     /// mid-frame is closed after at most this long.
-    #[arg(long, default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..=3600))]
+    #[arg(long, default_value_t = ConnectionLimits::default().frame_timeout.as_secs(), value_parser = clap::value_parser!(u64).range(1..=3600))]
     pub frame_timeout_s: u64,
     /// Seconds a connection with nothing in progress may send nothing before it is closed.
     /// 0 (the default): idle connections stay open, as pooled client connections expect.

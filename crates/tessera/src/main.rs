@@ -714,7 +714,8 @@ async fn run(cli: Cli) -> Result<(), Failure> {
                 &coordinators,
                 advertise,
                 storage,
-                (transfer_mb_s * 1_000_000, limits.options()),
+                transfer_mb_s * 1_000_000,
+                limits.options(),
             )
             .await
         }
