@@ -182,10 +182,16 @@ where
 pub async fn serve(shared: Arc<Shared>, stream: TcpStream, limits: ConnectionLimits) {
     let _ = stream.set_nodelay(true);
     let (read_half, write_half) = stream.into_split();
-    let (outbox, writer) = Outbox::start(write_half, SEARCHES_IN_FLIGHT_MAX);
+    let (outbox, writer) = Outbox::start(write_half, SEARCHES_IN_FLIGHT_MAX, limits.frame_timeout);
     let permits = Arc::new(Semaphore::new(IN_FLIGHT_MAX));
     let mut frames = FramedRead::new(read_half, codec());
     loop {
+        // A client that does not read its answers stops being read (`outbox`).
+        outbox.wait_for_room().await;
+        if outbox.is_closed() {
+            tracing::debug!("closing a connection: its client stopped taking responses");
+            break;
+        }
         let idle = || permits.available_permits() == IN_FLIGHT_MAX;
         let frame = match next_frame(&mut frames, &limits, idle).await {
             Ok(frame) => frame,
