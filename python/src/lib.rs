@@ -1103,18 +1103,25 @@ struct NativeClient {
 #[pymethods]
 impl NativeClient {
     /// `addresses`: `host:port`, or several comma-separated (a cluster's coordinators);
-    /// `timeout`: seconds a request may take, retries included.
+    /// `timeout`: seconds a request may take, retries included; `token`: presented on every
+    /// connection, for daemons started with `--auth`.
     #[new]
-    #[pyo3(signature = (addresses, timeout = 10.0))]
-    fn new(py: Python<'_>, addresses: String, timeout: f64) -> PyResult<NativeClient> {
+    #[pyo3(signature = (addresses, timeout = 10.0, token = None))]
+    fn new(
+        py: Python<'_>,
+        addresses: String,
+        timeout: f64,
+        token: Option<String>,
+    ) -> PyResult<NativeClient> {
         if !(timeout.is_finite() && timeout > 0.0) {
             return Err(pyo3::exceptions::PyValueError::new_err(format!(
                 "timeout must be a positive number of seconds, not {timeout}"
             )));
         }
-        let options = tessera_client::ClientOptions::with_timeout(
+        let mut options = tessera_client::ClientOptions::with_timeout(
             std::time::Duration::from_secs_f64(timeout),
         );
+        options.token = token;
         let client = py
             .detach(|| runtime().block_on(Client::connect_with(&addresses, options)))
             .map_err(|e| Failure::from(e).into_py())?;

@@ -18,6 +18,7 @@ from .admin import Admin
 from .client import DEFAULT_HOST, DEFAULT_PORT, Client, Deferred
 from .errors import (
     BadAlterationError,
+    UnauthorizedError,
     BadDescriptionError,
     BadPredicateError,
     BadProtocolError,
@@ -98,6 +99,7 @@ __all__ = [
     "TooFewServersError",
     "RequestTimeoutError",
     "BadAlterationError",
+    "UnauthorizedError",
     "ConnectionFailedError",
     "ProtocolError",
 ]

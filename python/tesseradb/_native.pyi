@@ -1,7 +1,7 @@
 # Type stub of the native module tesseradb._native (python/src/lib.rs, PyO3 over tessera-client).
 # Applications use tesseradb.Client, tesseradb.aio.Client and tesseradb.Admin instead.
 
-from typing import Any, Awaitable, Dict, Iterator, List, Tuple
+from typing import Any, Awaitable, Dict, Iterator, List, Optional, Tuple
 
 class NativeError(Exception):
     """args == (symbol, code, message), e.g. ("UNKNOWNSPACE", 8003, "no space named 'x'").
@@ -18,9 +18,10 @@ class NativeSearch:
     def __next__(self) -> Dict[str, Any]: ...
 
 class NativeClient:
-    def __init__(self, addresses: str, timeout: float = 10.0) -> None:
+    def __init__(self, addresses: str, timeout: float = 10.0, token: Optional[str] = None) -> None:
         """addresses: "host:port", or several comma-separated (a cluster's coordinators);
-        timeout: seconds a request may take, retries included."""
+        timeout: seconds a request may take, retries included; token: presented on every
+        connection, for daemons started with --auth."""
     def call(self, op: str, args: Tuple[Any, ...]) -> Any:
         """op "config" -> {"cluster", "epoch", "servers": [{"id", "address"}], "spaces":
         [{"name", "id", "regions", "tolerate", "replicas"}]}; op "coordinators" -> one dict

@@ -20,12 +20,20 @@ def _true(result: Any) -> bool:
 class Admin:
     """Administration of a Tessera server or cluster (``host`` and ``port`` as for
     ``tesseradb.Client``: with a cluster, any coordinator, or several comma-separated): add,
-    remove and alter spaces, read the configuration."""
+    remove and alter spaces, read the configuration. ``token``: as for ``tesseradb.Client``;
+    changing spaces needs one with the admin role."""
 
-    def __init__(self, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *, timeout: float = DEFAULT_TIMEOUT) -> None:
+    def __init__(
+        self,
+        host: str = DEFAULT_HOST,
+        port: int = DEFAULT_PORT,
+        *,
+        timeout: float = DEFAULT_TIMEOUT,
+        token: Optional[str] = None,
+    ) -> None:
         self.host = host
         self.port = port
-        self._native: Optional[NativeClient] = _connect(host, port, timeout)
+        self._native: Optional[NativeClient] = _connect(host, port, timeout, token)
 
     def __repr__(self) -> str:
         return f"tesseradb.Admin({self.host!r}, {self.port!r})"

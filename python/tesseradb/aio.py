@@ -24,9 +24,15 @@ __all__ = ["Client", "connect"]
 T = TypeVar("T")
 
 
-async def connect(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *, timeout: float = DEFAULT_TIMEOUT) -> Client:
+async def connect(
+    host: str = DEFAULT_HOST,
+    port: int = DEFAULT_PORT,
+    *,
+    timeout: float = DEFAULT_TIMEOUT,
+    token: Optional[str] = None,
+) -> Client:
     """Connect without blocking the event loop (``Client(...)`` connects synchronously)."""
-    native = await asyncio.get_running_loop().run_in_executor(None, _connect, host, port, timeout)
+    native = await asyncio.get_running_loop().run_in_executor(None, _connect, host, port, timeout, token)
     return Client(host, port, _native=native)
 
 
@@ -41,12 +47,13 @@ class Client:
         port: int = DEFAULT_PORT,
         *,
         timeout: float = DEFAULT_TIMEOUT,
+        token: Optional[str] = None,
         _native: Optional[NativeClient] = None,
     ) -> None:
         self.host = host
         self.port = port
         if _native is None:
-            _native = _connect(host, port, timeout)
+            _native = _connect(host, port, timeout, token)
         self._native: Optional[NativeClient] = _native
 
     def __repr__(self) -> str:

@@ -82,9 +82,9 @@ def _addresses(host: str, port: int) -> str:
 DEFAULT_TIMEOUT = 10.0
 
 
-def _connect(host: str, port: int, timeout: float = DEFAULT_TIMEOUT) -> NativeClient:
+def _connect(host: str, port: int, timeout: float = DEFAULT_TIMEOUT, token: Optional[str] = None) -> NativeClient:
     try:
-        return NativeClient(_addresses(host, port), timeout)
+        return NativeClient(_addresses(host, port), timeout, token)
     except NativeError as e:
         raise from_native(e) from None
 
@@ -101,12 +101,23 @@ class Client:
     ``timeout`` is how long a request may take, retries included (10 s): past it the request
     raises ``RequestTimeoutError``, whose message says whether a write may still have been
     applied. In a cluster a read waits at most 2 s for one server before trying another.
+
+    ``token`` is for daemons started with ``--auth``: one of the tokens of their token file,
+    whose role (read, write or admin) decides what this client may do. An operation its role
+    does not allow, or any operation without a token, raises ``UnauthorizedError``.
     """
 
-    def __init__(self, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *, timeout: float = DEFAULT_TIMEOUT) -> None:
+    def __init__(
+        self,
+        host: str = DEFAULT_HOST,
+        port: int = DEFAULT_PORT,
+        *,
+        timeout: float = DEFAULT_TIMEOUT,
+        token: Optional[str] = None,
+    ) -> None:
         self.host = host
         self.port = port
-        self._native: Optional[NativeClient] = _connect(host, port, timeout)
+        self._native: Optional[NativeClient] = _connect(host, port, timeout, token)
 
     def __repr__(self) -> str:
         return f"tesseradb.Client({self.host!r}, {self.port!r})"

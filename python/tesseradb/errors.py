@@ -1,6 +1,6 @@
 """The exceptions of tesseradb: one ``ClientError`` subclass per status.
 
-Every error carries the stable numeric ``status`` (8001..8019 from a server or coordinator,
+Every error carries the stable numeric ``status`` (8001..8020 from a server or coordinator,
 8100/8101 from the client), the ``symbol`` in HyperDex's style (``UNKNOWNSPACE``) and a ``message`` for people.
 ``NOTFOUND`` and ``CMPFAIL`` are normally not raised: the operations return ``None`` and
 ``False`` for them, as HyperDex's binding does; their classes exist for completeness.
@@ -31,6 +31,7 @@ __all__ = [
     "TooFewServersError",
     "RequestTimeoutError",
     "BadAlterationError",
+    "UnauthorizedError",
     "ConnectionFailedError",
     "ProtocolError",
     "error_class",
@@ -181,6 +182,14 @@ class BadAlterationError(ClientError):
     SYMBOL = "BADALTER"
 
 
+class UnauthorizedError(ClientError):
+    """UNAUTHORIZED (8020): the daemon was started with ``--auth`` and this client's token is
+    missing, unknown or revoked, or its role does not allow the operation (reads need
+    ``read``, writes ``write``, space changes ``admin``). Nothing changed."""
+
+    SYMBOL = "UNAUTHORIZED"
+
+
 class ConnectionFailedError(ClientError):
     """CONNECTION (8100): could not connect to the server, or the connection was lost; with a
     cluster, also when no coordinator answered before the client's retries ran out (about
@@ -217,6 +226,7 @@ _BY_SYMBOL: Dict[str, Type[ClientError]] = {
         TooFewServersError,
         RequestTimeoutError,
         BadAlterationError,
+        UnauthorizedError,
         ConnectionFailedError,
         ProtocolError,
     )

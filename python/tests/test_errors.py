@@ -47,6 +47,7 @@ def test_native_errors_map_to_classes() -> None:
         ("TOOFEWSERVERS", tesseradb.TooFewServersError),
         ("TIMEOUT", tesseradb.RequestTimeoutError),
         ("BADALTER", tesseradb.BadAlterationError),
+        ("UNAUTHORIZED", tesseradb.UnauthorizedError),
         ("CONNECTION", tesseradb.ConnectionFailedError),
         ("PROTOCOL", tesseradb.ProtocolError),
     ]:

@@ -135,6 +135,8 @@ pub(crate) struct Cluster {
     timeout: Duration,
     /// How reads over several regions pick replicas.
     fanout: Fanout,
+    /// How every connection authenticates.
+    dialer: tessera_protocol::handshake::Dialer,
 }
 
 impl Cluster {
@@ -144,8 +146,7 @@ impl Cluster {
         addresses: &[String],
         (address, connection): (String, Arc<Connection>),
         status: &CoordinatorStatus,
-        timeout: Duration,
-        fanout: Fanout,
+        options: &crate::ClientOptions,
     ) -> Result<Arc<Cluster>, ClientError> {
         let empty = Configuration {
             model: None,
@@ -161,8 +162,9 @@ impl Cluster {
             refreshes: AtomicU64::new(0),
             connections: Mutex::new(HashMap::from([(address.clone(), connection)])),
             turn: AtomicU64::new(0),
-            timeout,
-            fanout,
+            timeout: options.timeout,
+            fanout: options.fanout,
+            dialer: options.dialer(),
         });
         cluster.learn_coordinators(std::iter::once(&address).chain(addresses));
         cluster.learn_coordinators(status.members.iter().map(|(_, a)| a));
@@ -202,7 +204,7 @@ impl Cluster {
         if let Some(c) = pooled.filter(|c| !c.is_closed()) {
             return Ok(c);
         }
-        let fresh = Arc::new(Connection::open(address).await?);
+        let fresh = Arc::new(Connection::open(address, &self.dialer).await?);
         let mut pool = self.connections.lock().expect("connections lock");
         match pool.get(address) {
             // Another task opened one meanwhile: share it, drop ours.

@@ -14,11 +14,11 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use futures::{SinkExt, StreamExt};
+use tessera_protocol::handshake::{Dialer, HandshakeError};
 use tessera_protocol::{
     codec, decode_response, encode_request, FrameError, Request, RequestFrame, Response, Status,
 };
 use tessera_types::Epoch;
-use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::codec::{FramedRead, FramedWrite};
 
@@ -92,16 +92,26 @@ pub(crate) struct Connection {
 }
 
 impl Connection {
-    pub(crate) async fn open(address: &str) -> Result<Connection, ClientError> {
-        let stream = tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(address))
+    /// Connects to `address`, authenticating as `dialer` says (a token, or the cluster
+    /// secret) before the connection's reader and writer start.
+    pub(crate) async fn open(address: &str, dialer: &Dialer) -> Result<Connection, ClientError> {
+        let framed = dialer
+            .connect(address, codec(), CONNECT_TIMEOUT)
             .await
-            .map_err(|_| {
-                ClientError::Io(std::io::Error::new(
-                    std::io::ErrorKind::TimedOut,
-                    format!("connecting to {address} took over {CONNECT_TIMEOUT:?}"),
-                ))
-            })??;
-        stream.set_nodelay(true)?;
+            .map_err(|e| match e {
+                HandshakeError::Refused(e) => e.into(),
+                HandshakeError::Io(e) => ClientError::Io(e),
+                HandshakeError::Closed => ClientError::ConnectionClosed,
+                e => ClientError::Protocol(e.to_string()),
+            })?;
+        // The daemon answered the handshake and sends nothing more until asked.
+        let parts = framed.into_parts();
+        if !parts.read_buf.is_empty() {
+            return Err(ClientError::Protocol(
+                "the daemon sent more than its answers to the handshake".into(),
+            ));
+        }
+        let stream = parts.io;
         let (read_half, write_half) = stream.into_split();
         let waiters = Arc::new(Mutex::new(Waiters::default()));
         let (outbox, rx) = mpsc::channel(OUTBOX_FRAMES);

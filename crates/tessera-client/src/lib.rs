@@ -159,6 +159,12 @@ pub struct ClientOptions {
     /// `get_by_tags`) picks among each region's replicas: the fewest servers that hold them
     /// all (the default), or one replica per region.
     pub fanout: Fanout,
+    /// The token presented on every connection, for daemons started with `--auth`: its role
+    /// (read, write or admin) decides what this client may do. `None`: anonymous.
+    pub token: Option<String>,
+    /// The cluster secret, for a daemon's own drivers (adaptation, splits): the connection
+    /// proves it and may then do everything. Clients use tokens.
+    pub cluster_secret: Option<tessera_protocol::ClusterSecret>,
 }
 
 impl Default for ClientOptions {
@@ -166,6 +172,8 @@ impl Default for ClientOptions {
         ClientOptions {
             timeout: std::time::Duration::from_secs(10),
             fanout: Fanout::Fewest,
+            token: None,
+            cluster_secret: None,
         }
     }
 }
@@ -176,6 +184,20 @@ impl ClientOptions {
         ClientOptions {
             timeout,
             ..ClientOptions::default()
+        }
+    }
+
+    /// These options with a token (see [`ClientOptions::token`]).
+    pub fn with_token(mut self, token: impl Into<String>) -> ClientOptions {
+        self.token = Some(token.into());
+        self
+    }
+
+    /// How this client's connections authenticate.
+    pub(crate) fn dialer(&self) -> tessera_protocol::handshake::Dialer {
+        tessera_protocol::handshake::Dialer {
+            secret: self.cluster_secret.clone(),
+            token: self.token.clone(),
         }
     }
 
@@ -247,7 +269,7 @@ impl Client {
             format!("no address in {addresses:?}"),
         ));
         for address in &given {
-            let connection = match Connection::open(address).await {
+            let connection = match Connection::open(address, &options.dialer()).await {
                 Ok(c) => Arc::new(c),
                 Err(e) => {
                     last = e;
@@ -256,20 +278,17 @@ impl Client {
             };
             match connection.call(Request::CoordinatorStatus, Epoch(0)).await {
                 Ok(Response::CoordinatorStatus(status)) => {
-                    let cluster = Cluster::start(
-                        &given,
-                        (address.clone(), connection),
-                        &status,
-                        options.timeout,
-                        options.fanout,
-                    )
-                    .await?;
+                    let cluster =
+                        Cluster::start(&given, (address.clone(), connection), &status, &options)
+                            .await?;
                     return Ok(Client {
                         mode: Mode::Cluster(cluster),
                     });
                 }
                 // A coordinator without a leader, or a server shutting down: try another.
                 Ok(Response::Error(e)) if e.status == Status::Unavailable => last = e.into(),
+                // The daemon wants a token this client lacks, or one with more rights.
+                Ok(Response::Error(e)) if e.status == Status::Unauthorized => return Err(e.into()),
                 // A server: it answers that this request is for a coordinator.
                 Ok(Response::Error(_)) => {
                     let standalone = Standalone::start(connection, options.timeout).await?;

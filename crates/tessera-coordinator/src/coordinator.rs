@@ -7,7 +7,8 @@ use std::sync::Arc;
 
 use openraft::error::{InitializeError, RaftError};
 use openraft::{BasicNode, Config, SnapshotPolicy};
-use tessera_protocol::Configuration;
+use tessera_protocol::handshake::Dialer;
+use tessera_protocol::{Configuration, Gate};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
@@ -71,6 +72,9 @@ pub struct CoordinatorOptions {
     /// tests of what happens without it. Every coordinator of a group must be given the same
     /// value: it is a rule of their replicated state machine.
     pub plan_transfers: bool,
+    /// Who may send what: client tokens and the cluster secret (open by default). Shared with
+    /// whoever reloads the token file.
+    pub gate: Arc<Gate>,
 }
 
 impl CoordinatorOptions {
@@ -90,6 +94,7 @@ impl CoordinatorOptions {
             default_tolerate: None,
             lease: LeaseTuning::default(),
             plan_transfers: crate::state::PLAN_TRANSFERS,
+            gate: Arc::new(Gate::default()),
         }
     }
 }
@@ -178,9 +183,11 @@ impl Coordinator {
         .map_err(|e| CoordinatorError::Options(e.to_string()))?;
 
         let addresses = Arc::new(addresses);
+        let dialer = Dialer::member(options.gate.policy().secret.clone());
         let network = PeerNetworkFactory {
             me: options.id,
             addresses: addresses.clone(),
+            dialer: dialer.clone(),
         };
         let raft = Raft::new(
             options.id,
@@ -209,6 +216,8 @@ impl Coordinator {
             detector: Arc::new(detector),
             cancel: CancellationToken::new(),
             tracker,
+            gate: options.gate.clone(),
+            dialer,
         });
         shared
             .tracker

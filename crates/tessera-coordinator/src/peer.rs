@@ -21,8 +21,8 @@ use openraft::raft::{
 };
 use openraft::RPCTypes;
 use serde::{Deserialize, Serialize};
-use tokio::net::TcpStream;
-use tokio_util::codec::{Framed, LengthDelimitedCodec};
+use tessera_protocol::handshake::{Dialed, Dialer, HandshakeError};
+use tokio_util::codec::LengthDelimitedCodec;
 
 use crate::raft_types::{ApplyResult, Node, NodeId, TypeConfig};
 use crate::state::Command;
@@ -101,17 +101,28 @@ pub(crate) enum CallError {
     Codec(#[from] postcard::Error),
     #[error("connection closed by the peer")]
     Closed,
+    #[error("cannot connect to {addr}: {source}")]
+    Handshake {
+        addr: String,
+        source: HandshakeError,
+    },
 }
 
 /// One connection to a peer, opened on first use and again after any failure.
 pub(crate) struct PeerConnection {
     addr: String,
-    framed: Option<Framed<TcpStream, LengthDelimitedCodec>>,
+    /// Proves the cluster secret on connecting, when the cluster has one.
+    dialer: Dialer,
+    framed: Option<Dialed>,
 }
 
 impl PeerConnection {
-    pub(crate) fn new(addr: String) -> PeerConnection {
-        PeerConnection { addr, framed: None }
+    pub(crate) fn new(addr: String, dialer: Dialer) -> PeerConnection {
+        PeerConnection {
+            addr,
+            dialer,
+            framed: None,
+        }
     }
 
     /// Sends `request` and waits for its response, all within `timeout`. Any failure drops the
@@ -133,18 +144,21 @@ impl PeerConnection {
 
     async fn exchange(&mut self, body: Bytes) -> Result<PeerResponse, CallError> {
         if self.framed.is_none() {
-            let stream = tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(&self.addr))
+            let dialed = self
+                .dialer
+                .connect(&self.addr, codec(), CONNECT_TIMEOUT)
                 .await
-                .map_err(|_| CallError::Connect {
-                    addr: self.addr.clone(),
-                    source: std::io::Error::new(std::io::ErrorKind::TimedOut, "connect timed out"),
-                })?
-                .map_err(|source| CallError::Connect {
-                    addr: self.addr.clone(),
-                    source,
+                .map_err(|source| match source {
+                    HandshakeError::Io(source) => CallError::Connect {
+                        addr: self.addr.clone(),
+                        source,
+                    },
+                    source => CallError::Handshake {
+                        addr: self.addr.clone(),
+                        source,
+                    },
                 })?;
-            stream.set_nodelay(true)?;
-            self.framed = Some(Framed::new(stream, codec()));
+            self.framed = Some(dialed);
         }
         let framed = self.framed.as_mut().ok_or(CallError::Closed)?;
         framed.send(body).await?;
@@ -161,6 +175,7 @@ impl PeerConnection {
 pub(crate) struct PeerNetworkFactory {
     pub(crate) me: NodeId,
     pub(crate) addresses: Arc<BTreeMap<NodeId, String>>,
+    pub(crate) dialer: Dialer,
 }
 
 impl RaftNetworkFactory<TypeConfig> for PeerNetworkFactory {
@@ -175,7 +190,7 @@ impl RaftNetworkFactory<TypeConfig> for PeerNetworkFactory {
         PeerClient {
             me: self.me,
             target,
-            connection: PeerConnection::new(addr),
+            connection: PeerConnection::new(addr, self.dialer.clone()),
         }
     }
 }

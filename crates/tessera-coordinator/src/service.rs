@@ -9,10 +9,12 @@ use futures::{SinkExt, StreamExt};
 use openraft::error::{ClientWriteError, RaftError};
 use tessera_protocol::constants::{DESCRIPTION_BYTES_MAX, FRAME_BYTES_MAX};
 use tessera_protocol::frame::peek_request_id;
+use tessera_protocol::handshake::{fresh_nonce, Dialer};
 use tessera_protocol::{
     decode_request, encode_response, Configuration, CoordinatorStatus, ErrorReply, FrameError,
     Request, RequestFrame, Response, ResponseFrame, SpaceChange, Status,
 };
+use tessera_protocol::{Admission, Gate, Session};
 use tessera_types::{parse_space, parse_space_tolerating, Epoch};
 use tokio::net::tcp::OwnedWriteHalf;
 use tokio::net::{TcpListener, TcpStream};
@@ -55,6 +57,10 @@ pub(crate) struct Shared {
     pub(crate) detector: Arc<Detector>,
     pub(crate) cancel: CancellationToken,
     pub(crate) tracker: TaskTracker,
+    /// Who may send what (`tessera_protocol::auth`).
+    pub(crate) gate: Arc<Gate>,
+    /// How this coordinator connects to the others (proving the cluster secret, if any).
+    pub(crate) dialer: Dialer,
 }
 
 impl Shared {
@@ -94,6 +100,7 @@ async fn serve_connection(shared: Arc<Shared>, stream: TcpStream) {
         .tracker
         .spawn(write_loop(write, rx, shared.cancel.clone()));
     let permits = Arc::new(Semaphore::new(IN_FLIGHT_MAX));
+    let mut session = Session::default();
     loop {
         let frame = tokio::select! {
             _ = shared.cancel.cancelled() => break,
@@ -110,6 +117,11 @@ async fn serve_connection(shared: Arc<Shared>, stream: TcpStream) {
         // A heartbeat counts from here: no earlier than the server sent it.
         let received = Instant::now();
         if body.first() == Some(&PEER_TAG) {
+            // Raft and forwarded writes: only from a coordinator that proved the secret.
+            if !session.is_member() && shared.gate.policy().secret.is_some() {
+                tracing::warn!("closing a connection that sent a peer message without proving the cluster secret");
+                break;
+            }
             let Some(reply) = serve_peer(&shared, &body).await else {
                 break;
             };
@@ -133,7 +145,30 @@ async fn serve_connection(shared: Arc<Shared>, stream: TcpStream) {
             .await;
             break;
         }
-        match decode_request(&body) {
+        let decoded = decode_request(&body);
+        if let Ok(frame) = &decoded {
+            match session.admit(&shared.gate.policy(), &frame.request, fresh_nonce) {
+                Admission::Proceed => {}
+                Admission::Answer(response) => {
+                    if send(&tx, &shared, frame.id, response).await.is_err() {
+                        break;
+                    }
+                    continue;
+                }
+                Admission::Refuse { error, close } => {
+                    tracing::debug!(%error, close, "request refused");
+                    let _ = send(&tx, &shared, frame.id, Response::Error(error)).await;
+                    if close {
+                        tracing::info!(
+                            "closing a connection that failed to prove the cluster secret"
+                        );
+                        break;
+                    }
+                    continue;
+                }
+            }
+        }
+        match decoded {
             Ok(frame) => {
                 let permit = tokio::select! {
                     _ = shared.cancel.cancelled() => break,
@@ -660,7 +695,7 @@ async fn forward(
             "leader {leader} is not a known member"
         )));
     };
-    let mut connection = PeerConnection::new(addr.clone());
+    let mut connection = PeerConnection::new(addr.clone(), shared.dialer.clone());
     match connection
         .call(&PeerRequest::Forward(command.clone()), FORWARD_TIMEOUT)
         .await

@@ -274,6 +274,7 @@ mod tests {
         assert_eq!(Status::Timeout.code(), 8017);
         assert_eq!(Status::StaleServer.code(), 8018);
         assert_eq!(Status::BadAlteration.code(), 8019);
+        assert_eq!(Status::Unauthorized.code(), 8020);
     }
 
     #[test]

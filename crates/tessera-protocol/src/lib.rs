@@ -13,14 +13,18 @@
 //! Frames larger than [`constants::FRAME_BYTES_MAX`] are refused: the receiver closes the
 //! connection, because it can no longer find the next frame boundary safely.
 
+pub mod auth;
 pub mod config;
 pub mod constants;
 #[cfg(feature = "frame")]
 pub mod frame;
+#[cfg(feature = "frame")]
+pub mod handshake;
 pub mod message;
 pub mod status;
 pub mod trace;
 
+pub use auth::{Access, Admission, ClusterSecret, Gate, Policy, Role, Session, TokenTable};
 pub use config::{
     Adaptation, AdaptationRecord, AlterError, BackfillRef, Build, Configuration,
     ConfigurationError, Joined, ModelConstants, ServerInfo, ServerState, ShapeEntry, SpaceChange,

@@ -204,6 +204,22 @@ pub enum Request {
     KeyRegionLoads {
         space: String,
     },
+    /// Presents a client's token, one of the daemon's `--auth` file. Answered by
+    /// `Authenticated` with its role (an open daemon answers `Admin`); an unknown token gets
+    /// `Unauthorized` and leaves the connection with no token. See [`crate::auth`].
+    Authenticate {
+        token: String,
+    },
+    /// From a coordinator or server: the first step of proving the cluster secret, with a
+    /// fresh random nonce. Answered by `ClusterChallenge` ([`crate::auth`]).
+    ClusterChallenge {
+        nonce: crate::auth::Nonce,
+    },
+    /// The last step: the member's proof over both nonces. Answered by `Done`, or refused
+    /// with `Unauthorized` and the connection closed.
+    ClusterProof {
+        proof: crate::auth::Proof,
+    },
 }
 
 impl Request {
@@ -219,7 +235,10 @@ impl Request {
             | Request::WaitConfig { .. }
             | Request::CoordinatorStatus
             | Request::PeerHello { .. }
-            | Request::SetModel { .. } => None,
+            | Request::SetModel { .. }
+            | Request::Authenticate { .. }
+            | Request::ClusterChallenge { .. }
+            | Request::ClusterProof { .. } => None,
             Request::RmSpace { name } => Some(name),
             Request::Get { space, .. }
             | Request::Put { space, .. }
@@ -401,6 +420,15 @@ pub enum Response {
     Error(ErrorReply),
     Trace(crate::trace::SpaceTrace),
     KeyRegionLoads(Vec<KeyRegionLoad>),
+    /// `Authenticate`: the token's role.
+    Authenticated {
+        role: crate::auth::Role,
+    },
+    /// `ClusterChallenge`: the daemon's nonce, and its proof that it holds the secret.
+    ClusterChallenge {
+        nonce: crate::auth::Nonce,
+        proof: crate::auth::Proof,
+    },
 }
 
 /// One key region's load (see `Request::KeyRegionLoads`).

@@ -56,6 +56,10 @@ pub enum Status {
     /// An alter-space change that cannot apply to the space as it stands (a subspace that
     /// exists already, one still being built, a subspace id that names none). Nothing changed.
     BadAlteration,
+    /// The connection's token is missing, unknown or revoked, or its role does not allow the
+    /// request; or a connection that did not prove the cluster secret sent a cluster message.
+    /// Nothing changed.
+    Unauthorized,
 }
 
 impl Status {
@@ -81,6 +85,7 @@ impl Status {
             Status::Timeout => 8017,
             Status::StaleServer => 8018,
             Status::BadAlteration => 8019,
+            Status::Unauthorized => 8020,
         }
     }
 
@@ -106,6 +111,7 @@ impl Status {
             Status::Timeout => "TIMEOUT",
             Status::StaleServer => "STALESERVER",
             Status::BadAlteration => "BADALTER",
+            Status::Unauthorized => "UNAUTHORIZED",
         }
     }
 

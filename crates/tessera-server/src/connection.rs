@@ -21,10 +21,12 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use tessera_protocol::frame::peek_request_id;
+use tessera_protocol::handshake::fresh_nonce;
 use tessera_protocol::{
     codec, decode_request, ErrorReply, FrameError, Request, RequestFrame, RequestShape, Response,
     Status,
 };
+use tessera_protocol::{Admission, Session};
 use tessera_types::CheckedPredicate;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
@@ -72,6 +74,42 @@ impl Default for ConnectionLimits {
             connections_max: 768,
         }
     }
+}
+
+/// File descriptors kept for everything but client connections: the store's files, peer
+/// links, the listener, the runtime.
+const DESCRIPTORS_RESERVED: usize = 128;
+
+impl ConnectionLimits {
+    /// These limits, with the connection cap lowered to fit the process's soft limit on open
+    /// file descriptors (less [`DESCRIPTORS_RESERVED`]): past the cap a client is told so, but
+    /// past the descriptor limit `accept` fails and a client would wait unanswered.
+    pub fn fit_to_descriptors(self, descriptors: Option<usize>) -> ConnectionLimits {
+        let Some(fit) = descriptors.map(|d| d.saturating_sub(DESCRIPTORS_RESERVED).max(1)) else {
+            return self;
+        };
+        if fit >= self.connections_max {
+            return self;
+        }
+        tracing::warn!(
+            asked = self.connections_max,
+            serving = fit,
+            descriptors = descriptors.unwrap_or(0),
+            "fewer connections than asked: the process may open too few files (raise `ulimit -n`)"
+        );
+        ConnectionLimits {
+            connections_max: fit,
+            ..self
+        }
+    }
+}
+
+/// The soft limit on this process's open file descriptors, from `/proc/self/limits` (Linux);
+/// `None` where it cannot be read or is unlimited.
+pub fn descriptor_limit() -> Option<usize> {
+    let limits = std::fs::read_to_string("/proc/self/limits").ok()?;
+    let line = limits.lines().find(|l| l.starts_with("Max open files"))?;
+    line.split_whitespace().nth(3)?.parse().ok()
 }
 
 /// Waits after a failed `accept` (out of file descriptors, typically) start here and double up to
@@ -185,6 +223,7 @@ pub async fn serve(shared: Arc<Shared>, stream: TcpStream, limits: ConnectionLim
     let (outbox, writer) = Outbox::start(write_half, SEARCHES_IN_FLIGHT_MAX, limits.frame_timeout);
     let permits = Arc::new(Semaphore::new(IN_FLIGHT_MAX));
     let mut frames = FramedRead::new(read_half, codec());
+    let mut session = Session::default();
     loop {
         // A client that does not read its answers stops being read (`outbox`).
         outbox.wait_for_room().await;
@@ -218,7 +257,30 @@ pub async fn serve(shared: Arc<Shared>, stream: TcpStream, limits: ConnectionLim
                 break;
             }
         };
-        match decode_request(&body) {
+        let decoded = decode_request(&body);
+        if let Ok(frame) = &decoded {
+            // Who may send what: the steps of authenticating are answered here, and a request
+            // the connection may not make is refused before anything acts on it.
+            match session.admit(&shared.gate.policy(), &frame.request, fresh_nonce) {
+                Admission::Proceed => {}
+                Admission::Answer(response) => {
+                    outbox.send_nowait(frame.id, epoch, response, Some(permit));
+                    continue;
+                }
+                Admission::Refuse { error, close } => {
+                    tracing::debug!(%error, close, "request refused");
+                    outbox.send_nowait(frame.id, epoch, Response::Error(error), Some(permit));
+                    if close {
+                        tracing::info!(
+                            "closing a connection that failed to prove the cluster secret"
+                        );
+                        break;
+                    }
+                    continue;
+                }
+            }
+        }
+        match decoded {
             Ok(RequestFrame {
                 id,
                 request: Request::PeerHello { from },

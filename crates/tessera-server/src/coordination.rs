@@ -12,12 +12,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::{SinkExt, StreamExt};
+use tessera_protocol::handshake::Dialer;
 use tessera_protocol::{
     codec, decode_response, encode_request, Configuration, Request, RequestFrame, Response,
 };
 use tessera_types::{Epoch, ServerId};
-use tokio::net::TcpStream;
-use tokio_util::codec::Framed;
 
 use crate::errors::ServerError;
 use crate::queue::LoopInput;
@@ -35,6 +34,14 @@ pub struct ClusterOptions {
     /// The address other servers and clients reach this server at; defaults to the bound
     /// listen address (which must then not be 0.0.0.0).
     pub advertise: Option<String>,
+}
+
+/// The coordinators, and how this server connects to them (proving the cluster secret, when
+/// the cluster has one).
+#[derive(Clone, Debug)]
+pub struct Coordinators {
+    pub addresses: Vec<String>,
+    pub dialer: Dialer,
 }
 
 /// The address a server registers under.
@@ -72,12 +79,12 @@ pub fn load_or_make_token(dir: &Path) -> Result<u128, ServerError> {
 
 /// One request to the first coordinator that answers it (trying each in turn).
 pub async fn ask_coordinators(
-    coordinators: &[String],
+    coordinators: &Coordinators,
     request: Request,
 ) -> Result<Response, String> {
     let mut last = String::from("no coordinator address given");
-    for address in coordinators {
-        match ask(address, request.clone()).await {
+    for address in &coordinators.addresses {
+        match ask(&coordinators.dialer, address, request.clone()).await {
             Ok(Response::Error(e)) if e.status.is_retryable() => last = format!("{address}: {e}"),
             Ok(response) => return Ok(response),
             Err(e) => last = format!("{address}: {e}"),
@@ -86,12 +93,11 @@ pub async fn ask_coordinators(
     Err(last)
 }
 
-async fn ask(address: &str, request: Request) -> Result<Response, std::io::Error> {
-    let stream = tokio::time::timeout(Duration::from_secs(2), TcpStream::connect(address))
+async fn ask(dialer: &Dialer, address: &str, request: Request) -> Result<Response, std::io::Error> {
+    let mut framed = dialer
+        .connect(address, codec(), Duration::from_secs(2))
         .await
-        .map_err(|_| std::io::Error::new(std::io::ErrorKind::TimedOut, "connect timed out"))??;
-    let _ = stream.set_nodelay(true);
-    let mut framed = Framed::new(stream, codec());
+        .map_err(std::io::Error::other)?;
     let frame = RequestFrame {
         id: 1,
         epoch: Epoch(0),
@@ -116,7 +122,7 @@ async fn ask(address: &str, request: Request) -> Result<Response, std::io::Error
 /// `incarnation` grows with every start of the process: the coordinators take a server that
 /// comes back with a new one out of its replica sets (it lost its in-flight chain state).
 pub async fn register(
-    coordinators: &[String],
+    coordinators: &Coordinators,
     token: u128,
     address: String,
     incarnation: u64,
@@ -153,7 +159,7 @@ fn is_good(config: &Configuration) -> bool {
 
 /// The first good configuration that lists this server.
 pub async fn first_configuration(
-    coordinators: &[String],
+    coordinators: &Coordinators,
     me: ServerId,
 ) -> Result<Configuration, ServerError> {
     let mut refused = None;
@@ -175,7 +181,7 @@ pub async fn first_configuration(
 }
 
 /// Follows the coordinators' configuration and hands every newer good one to the chain loop.
-pub async fn follow_configuration(coordinators: Vec<String>, shared: Arc<Shared>) {
+pub async fn follow_configuration(coordinators: Coordinators, shared: Arc<Shared>) {
     let mut known = shared.view().epoch();
     while !shared.is_shutting_down() {
         let request = Request::WaitConfig {

@@ -17,13 +17,14 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures::{SinkExt, StreamExt};
+use tessera_protocol::handshake::{Dialed, Dialer};
 use tessera_protocol::{
     codec, decode_response, encode_request, ErrorReply, HeartbeatReply, Request, RequestFrame,
     Response, ServerState, Status,
 };
 use tessera_types::{Epoch, ServerId};
-use tokio::net::TcpStream;
-use tokio_util::codec::{Framed, LengthDelimitedCodec};
+
+use crate::coordination::Coordinators;
 
 /// `until` of a lease that never lapses.
 const ALWAYS: u64 = u64::MAX;
@@ -142,18 +143,30 @@ pub fn lapsed_error() -> ErrorReply {
 /// One kept-open connection to one coordinator (the heartbeats', and the transfer reports').
 pub(crate) struct Link {
     pub(crate) address: String,
-    framed: Option<Framed<TcpStream, LengthDelimitedCodec>>,
+    dialer: Dialer,
+    framed: Option<Dialed>,
     next_id: u64,
 }
 
 impl Link {
     /// A link to the coordinator at `address`, connected on its first call.
-    pub(crate) fn new(address: String) -> Link {
+    pub(crate) fn new(address: String, dialer: Dialer) -> Link {
         Link {
             address,
+            dialer,
             framed: None,
             next_id: 1,
         }
+    }
+
+    /// A link to each of the coordinators.
+    pub(crate) fn to_each(coordinators: Coordinators) -> Vec<Link> {
+        let dialer = coordinators.dialer;
+        coordinators
+            .addresses
+            .into_iter()
+            .map(|a| Link::new(a, dialer.clone()))
+            .collect()
     }
 
     /// One request, answered within `timeout`, or `None` (the connection is then dropped and
@@ -163,9 +176,8 @@ impl Link {
         self.next_id += 1;
         let attempt = async {
             if self.framed.is_none() {
-                let stream = TcpStream::connect(&self.address).await.ok()?;
-                let _ = stream.set_nodelay(true);
-                self.framed = Some(Framed::new(stream, codec()));
+                let dialed = self.dialer.connect(&self.address, codec(), timeout).await;
+                self.framed = Some(dialed.ok()?);
             }
             let framed = self.framed.as_mut()?;
             let body = encode_request(&RequestFrame {
@@ -203,7 +215,7 @@ impl Link {
 /// good too: this process is a previous life. Returns once `stop()` says so.
 #[allow(clippy::too_many_arguments)]
 pub async fn keep_lease(
-    coordinators: Vec<String>,
+    coordinators: Coordinators,
     server: ServerId,
     token: u128,
     incarnation: u64,
@@ -213,7 +225,7 @@ pub async fn keep_lease(
     epoch: impl Fn() -> Epoch,
     stop: impl Fn() -> bool,
 ) {
-    let mut links: Vec<Link> = coordinators.into_iter().map(Link::new).collect();
+    let mut links = Link::to_each(coordinators);
     let mut period = FIRST_PERIOD;
     let mut interval = tokio::time::interval(period);
     interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -445,11 +457,7 @@ mod tests {
     }
 
     async fn configuration(addr: SocketAddr) -> Configuration {
-        let mut link = Link {
-            address: addr.to_string(),
-            framed: None,
-            next_id: 1,
-        };
+        let mut link = Link::new(addr.to_string(), Dialer::default());
         match link.call(Request::GetConfig, Duration::from_secs(5)).await {
             Some(Response::Config(c)) => *c,
             other => panic!("{other:?}"),
@@ -485,14 +493,13 @@ mod tests {
         let coordinator = Coordinator::start_with_listener(options, listener)
             .await
             .unwrap();
-        let coordinators = vec![addr.to_string()];
+        let coordinators = Coordinators {
+            addresses: vec![addr.to_string()],
+            dialer: Dialer::default(),
+        };
 
         let (token, incarnation, address) = (77u128, 5u64, "127.0.0.1:9".to_string());
-        let mut link = Link {
-            address: addr.to_string(),
-            framed: None,
-            next_id: 1,
-        };
+        let mut link = Link::new(addr.to_string(), Dialer::default());
         let register = Request::RegisterServer {
             token,
             address: address.clone(),

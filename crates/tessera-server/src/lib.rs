@@ -51,6 +51,8 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use tessera_protocol::handshake::Dialer;
+pub use tessera_protocol::Gate;
 use tessera_storage::{FsyncPolicy, Store, StoreOptions};
 use tokio::net::TcpListener;
 
@@ -80,6 +82,9 @@ pub struct ServerOptions {
     pub transfer_bytes_per_second: u64,
     /// What one client connection may hold of the server.
     pub limits: ConnectionLimits,
+    /// Who may send what: client tokens and the cluster secret (open by default). Shared with
+    /// whoever reloads the token file.
+    pub gate: Arc<Gate>,
 }
 
 /// The default of [`ServerOptions::transfer_bytes_per_second`]: 8 MB/s. On the 2-core test
@@ -97,6 +102,7 @@ impl ServerOptions {
             cluster: None,
             transfer_bytes_per_second: TRANSFER_BYTES_PER_SECOND_DEFAULT,
             limits: ConnectionLimits::default(),
+            gate: Arc::new(Gate::default()),
         }
     }
 }
@@ -133,23 +139,31 @@ impl Server {
                 cache_bytes: options.cache_bytes,
             },
         )?;
-        let (me, mode, config, previous) = match &options.cluster {
-            None => {
-                let config = state::recover(&options.data_dir, &store, local_addr)?;
-                (state::SINGLE_SERVER_ID, Mode::Standalone, config, None)
-            }
-            Some(c) => {
+        // A cluster member proves the cluster secret on every connection it opens.
+        let dialer = Dialer::member(options.gate.policy().secret.clone());
+        let coordinators = options
+            .cluster
+            .as_ref()
+            .map(|c| coordination::Coordinators {
+                addresses: c.coordinators.clone(),
+                dialer: dialer.clone(),
+            });
+        let (me, mode, config, previous) = match (&options.cluster, &coordinators) {
+            (Some(c), Some(coordinators)) => {
                 let address = coordination::advertised(c, local_addr)?;
                 let token = coordination::load_or_make_token(&options.data_dir)?;
-                let me =
-                    coordination::register(&c.coordinators, token, address.clone(), incarnation)
-                        .await?;
-                let config = coordination::first_configuration(&c.coordinators, me).await?;
+                let me = coordination::register(coordinators, token, address.clone(), incarnation)
+                    .await?;
+                let config = coordination::first_configuration(coordinators, me).await?;
                 // What this server acted on before it stopped: regions it held then and does
                 // not hold now are cleared by the state machine.
                 let previous = state::load_config(&options.data_dir)?;
                 state::reconcile(&options.data_dir, &store, previous.as_ref(), &config)?;
                 (me, Mode::Cluster, config, previous)
+            }
+            _ => {
+                let config = state::recover(&options.data_dir, &store, local_addr)?;
+                (state::SINGLE_SERVER_ID, Mode::Standalone, config, None)
             }
         };
         let (chain_tx, chain_rx) = queue::channel();
@@ -164,7 +178,7 @@ impl Server {
             mode,
             config,
             chain_tx,
-            lease,
+            (lease, options.gate.clone(), dialer),
         ));
         let runtime = tokio::runtime::Handle::current();
         let (reports, reported) = match options.cluster {
@@ -174,13 +188,9 @@ impl Server {
                 (tx, Some(rx))
             }
         };
-        let registrar = options.cluster.as_ref().map(|c| {
-            shapes::ShapeRegistrar::new(
-                c.coordinators.clone(),
-                runtime.clone(),
-                shared.chain.clone(),
-            )
-        });
+        let registrar = coordinators
+            .as_ref()
+            .map(|c| shapes::ShapeRegistrar::new(c.clone(), runtime.clone(), shared.chain.clone()));
         let chain = chain::spawn(
             shared.clone(),
             incarnation,
@@ -192,9 +202,9 @@ impl Server {
         );
         let mut tasks = vec![tokio::spawn(chain::tick(shared.clone()))];
         let mut lease_keeper = None;
-        if let Some(c) = &options.cluster {
+        if let (Some(c), Some(coordinators)) = (&options.cluster, &coordinators) {
             tasks.push(tokio::spawn(coordination::follow_configuration(
-                c.coordinators.clone(),
+                coordinators.clone(),
                 shared.clone(),
             )));
             let address = coordination::advertised(c, local_addr)?;
@@ -202,7 +212,7 @@ impl Server {
             if let Some(reported) = reported {
                 let (viewing, stopping) = (shared.clone(), shared.clone());
                 tasks.push(tokio::spawn(transfers::report_transfers(
-                    c.coordinators.clone(),
+                    coordinators.clone(),
                     me,
                     token,
                     incarnation,
@@ -213,7 +223,7 @@ impl Server {
             }
             let (viewing, stopping) = (shared.clone(), shared.clone());
             let keeping = lease::keep_lease(
-                c.coordinators.clone(),
+                coordinators.clone(),
                 me,
                 token,
                 incarnation,
@@ -234,11 +244,10 @@ impl Server {
             }
             tracing::info!(server = %me, lease = shared.lease.is_valid(), "joined the cluster");
         }
-        let accept = tokio::spawn(connection::accept_loop(
-            listener,
-            shared.clone(),
-            options.limits,
-        ));
+        let limits = options
+            .limits
+            .fit_to_descriptors(connection::descriptor_limit());
+        let accept = tokio::spawn(connection::accept_loop(listener, shared.clone(), limits));
         tracing::info!(%local_addr, data_dir = %options.data_dir.display(), "serving");
         Ok(Server {
             local_addr,

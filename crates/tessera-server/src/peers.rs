@@ -18,11 +18,13 @@ use tessera_protocol::{codec, decode_response, encode_request, Request, RequestF
 use tessera_replication::{check_envelope, Envelope};
 use tessera_types::{Epoch, ServerId};
 use tokio::net::tcp::OwnedReadHalf;
-use tokio::net::TcpStream;
 use tokio::sync::mpsc;
-use tokio_util::codec::{Framed, FramedRead, LengthDelimitedCodec};
+use tokio_util::codec::{FramedRead, LengthDelimitedCodec};
 
 use crate::queue::LoopInput;
+
+/// How long connecting to a peer may take, the cluster handshake included.
+const PEER_CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 use crate::state::Shared;
 
 /// Reads the envelopes peer `from` sends after its `PeerHello`, checks each, and queues it for
@@ -113,9 +115,11 @@ async fn peer_link(
             continue;
         };
         let connected = async {
-            let stream = TcpStream::connect(&address).await?;
-            let _ = stream.set_nodelay(true);
-            let mut framed = Framed::new(stream, codec());
+            let mut framed = shared
+                .dialer
+                .connect(&address, codec(), PEER_CONNECT_TIMEOUT)
+                .await
+                .map_err(std::io::Error::other)?;
             let hello = RequestFrame {
                 id: 0,
                 epoch: Epoch(0),

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use tessera_protocol::{ErrorReply, Request, Response, SpaceChange, Status};
 use tessera_types::Shape;
 
-use crate::coordination::ask_coordinators;
+use crate::coordination::{ask_coordinators, Coordinators};
 use crate::queue::{ChainSender, LoopInput};
 
 /// How long a registration is retried while no coordinator accepts it (no leader, servers
@@ -24,14 +24,14 @@ const REGISTER_PATIENCE: Duration = Duration::from_secs(15);
 
 /// A cluster server's way to the coordinators for shapes.
 pub struct ShapeRegistrar {
-    coordinators: Vec<String>,
+    coordinators: Coordinators,
     runtime: tokio::runtime::Handle,
     chain: ChainSender,
 }
 
 impl ShapeRegistrar {
     pub fn new(
-        coordinators: Vec<String>,
+        coordinators: Coordinators,
         runtime: tokio::runtime::Handle,
         chain: ChainSender,
     ) -> ShapeRegistrar {
@@ -64,7 +64,11 @@ impl ShapeRegistrar {
 }
 
 /// Registers `shape`, then marks it ready (each answered once every live server acts on it).
-async fn register(coordinators: &[String], space: &str, shape: &Shape) -> Result<(), ErrorReply> {
+async fn register(
+    coordinators: &Coordinators,
+    space: &str,
+    shape: &Shape,
+) -> Result<(), ErrorReply> {
     let deadline = Instant::now() + REGISTER_PATIENCE;
     for change in [
         SpaceChange::AddShape(shape.clone()),

@@ -12,7 +12,8 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 
-use tessera_protocol::{Configuration, ErrorReply, ServerInfo, ServerState, Status};
+use tessera_protocol::handshake::Dialer;
+use tessera_protocol::{Configuration, ErrorReply, Gate, ServerInfo, ServerState, Status};
 use tessera_storage::{StorageError, Store};
 use tessera_types::{Epoch, ServerId, SpaceSchema};
 
@@ -46,6 +47,10 @@ pub struct Shared {
     pub lease: Arc<Lease>,
     /// The shapes of the requests served, for `tessera trace`.
     pub trace: Trace,
+    /// Who may send what (`tessera_protocol::auth`).
+    pub gate: Arc<Gate>,
+    /// How this server connects to its peers (proving the cluster secret, if there is one).
+    pub dialer: Dialer,
 }
 
 impl Shared {
@@ -56,7 +61,7 @@ impl Shared {
         mode: Mode,
         config: Configuration,
         chain: ChainSender,
-        lease: Arc<Lease>,
+        (lease, gate, dialer): (Arc<Lease>, Arc<Gate>, Dialer),
     ) -> Shared {
         Shared {
             data_dir,
@@ -69,6 +74,8 @@ impl Shared {
             storage_failed: Arc::new(AtomicBool::new(false)),
             lease,
             trace: Trace::default(),
+            gate,
+            dialer,
         }
     }
 

@@ -24,6 +24,7 @@ use tessera_protocol::{BackfillRef, Configuration, Request, Response, Status, Tr
 use tessera_types::ServerId;
 use tokio::sync::mpsc;
 
+use crate::coordination::Coordinators;
 use crate::lease::Link;
 
 /// First wait before trying the coordinators again after none accepted.
@@ -136,7 +137,7 @@ enum Outcome {
 /// transfer `r` names may still be under way in the configuration the server acts on (see
 /// [`may_be_under_way`]).
 pub async fn report_transfers(
-    coordinators: Vec<String>,
+    coordinators: Coordinators,
     server: ServerId,
     token: u128,
     incarnation: u64,
@@ -144,7 +145,7 @@ pub async fn report_transfers(
     listed: impl Fn(&Report) -> bool,
     stop: impl Fn() -> bool,
 ) {
-    let mut links: Vec<Link> = coordinators.into_iter().map(Link::new).collect();
+    let mut links = Link::to_each(coordinators);
     // The coordinator tried first: the last that accepted.
     let mut first = 0;
     let mut pending: Vec<Report> = Vec::new();
@@ -257,11 +258,12 @@ mod tests {
     use std::sync::atomic::{AtomicBool, Ordering};
     use std::sync::Arc;
     use tessera_coordinator::{Coordinator, CoordinatorOptions};
+    use tessera_protocol::handshake::Dialer;
     use tessera_types::Epoch;
     use tokio::time::Instant;
 
     async fn call(addr: SocketAddr, request: Request) -> Response {
-        Link::new(addr.to_string())
+        Link::new(addr.to_string(), Dialer::default())
             .call(request, Duration::from_secs(10))
             .await
             .expect("an answer")
@@ -474,7 +476,10 @@ mod tests {
             .local_addr()
             .unwrap();
         let task = tokio::spawn(report_transfers(
-            vec![dead.to_string(), addr.to_string()],
+            Coordinators {
+                addresses: vec![dead.to_string(), addr.to_string()],
+                dialer: Dialer::default(),
+            },
             new,
             4,
             1,
@@ -508,7 +513,7 @@ mod tests {
                     failed: false,
                     epoch: Epoch(0),
                 };
-                let _ = Link::new(addr.to_string())
+                let _ = Link::new(addr.to_string(), Dialer::default())
                     .call(beat, Duration::from_secs(1))
                     .await;
                 tokio::time::sleep(Duration::from_millis(100)).await;

@@ -261,6 +261,12 @@ pub fn validate(frame: RequestFrame, view: &View) -> Result<Job, ErrorReply> {
             Status::Malformed,
             "this is a server; that request is for a coordinator",
         )),
+        Request::Authenticate { .. }
+        | Request::ClusterChallenge { .. }
+        | Request::ClusterProof { .. } => Err(ErrorReply::new(
+            Status::Internal,
+            "the connection's session answers the steps of authenticating",
+        )),
         Request::PeerHello { .. } => Err(ErrorReply::new(
             Status::Malformed,
             "a peer's hello must be the first request of its connection",

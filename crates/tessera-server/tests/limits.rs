@@ -173,3 +173,15 @@ async fn a_connection_past_the_cap_is_told_why_and_closed() {
     }
     server.shutdown().await;
 }
+
+#[test]
+fn the_connection_cap_fits_under_the_descriptor_limit() {
+    let asked = ConnectionLimits::default();
+    assert_eq!(
+        asked.fit_to_descriptors(Some(300)).connections_max,
+        300 - 128
+    );
+    assert_eq!(asked.fit_to_descriptors(Some(20_000)), asked);
+    assert_eq!(asked.fit_to_descriptors(None), asked);
+    assert_eq!(asked.fit_to_descriptors(Some(10)).connections_max, 1);
+}

@@ -23,7 +23,9 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use tessera_advisor::{AdaptPolicy, Adapter, Calibration, Observation, Verdict};
-use tessera_client::{Adaptation, AdaptationRecord, Client, SpaceChange, SpaceConfig, SpaceTrace};
+use tessera_client::{
+    Adaptation, AdaptationRecord, Client, ClientOptions, SpaceChange, SpaceConfig, SpaceTrace,
+};
 
 use crate::{advise, alter, calibrate, json, Failure};
 
@@ -47,15 +49,23 @@ struct Watch {
 }
 
 /// Runs the driver until the process stops. `leads` says whether this process should act
-/// (the coordinator leads the Raft group; always, standalone); `addr` is where its client
-/// connects (this coordinator or server).
-pub fn spawn(addr: String, options: AdaptOptions, leads: impl Fn() -> bool + Send + 'static) {
+/// (the coordinator leads the Raft group; always, standalone); `to` is where its client
+/// connects (this coordinator or server), and how (the daemon's cluster secret).
+pub fn spawn(
+    to: (String, ClientOptions),
+    options: AdaptOptions,
+    leads: impl Fn() -> bool + Send + 'static,
+) {
     tokio::spawn(async move {
-        run(addr, options, leads).await;
+        run(to, options, leads).await;
     });
 }
 
-async fn run(addr: String, options: AdaptOptions, leads: impl Fn() -> bool) {
+async fn run(
+    (addr, connect): (String, ClientOptions),
+    options: AdaptOptions,
+    leads: impl Fn() -> bool,
+) {
     let mut ticks = tokio::time::interval(options.period);
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut client: Option<Client> = None;
@@ -67,7 +77,7 @@ async fn run(addr: String, options: AdaptOptions, leads: impl Fn() -> bool) {
             continue;
         }
         if client.is_none() {
-            match Client::connect(&addr).await {
+            match Client::connect_with(&addr, connect.clone()).await {
                 Ok(c) => client = Some(c),
                 Err(e) => {
                     tracing::info!(%addr, error = %e, "adaptation: cannot connect yet");

@@ -8,10 +8,11 @@ use std::collections::BTreeMap;
 use std::io::Write;
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use tessera_client::Client;
 use tessera_coordinator::{Coordinator, CoordinatorOptions, LeaseTuning};
-use tessera_protocol::{Configuration, CoordinatorStatus, ServerLiveness};
+use tessera_protocol::{Configuration, CoordinatorStatus, Gate, ServerLiveness};
 use tessera_server::{
     ClusterOptions, ConnectionLimits, Server, ServerOptions, TRANSFER_BYTES_PER_SECOND_DEFAULT,
 };
@@ -20,6 +21,7 @@ use tessera_types::{ServerId, SubspaceId};
 use tokio::net::TcpListener;
 
 use crate::adapt::AdaptOptions;
+use crate::security::{Daemon, SecurityArgs};
 use crate::splits::SplitOptions;
 use crate::{alter, wait_for_stop_signal, Failure};
 
@@ -68,6 +70,7 @@ pub struct CoordinatorArgs {
     pub lease_ms: u64,
     pub adapt: AdaptOptions,
     pub splits: SplitOptions,
+    pub security: SecurityArgs,
 }
 
 pub async fn coordinator(args: CoordinatorArgs, peers: &str) -> Result<(), Failure> {
@@ -79,6 +82,7 @@ pub async fn coordinator(args: CoordinatorArgs, peers: &str) -> Result<(), Failu
         lease_ms,
         adapt,
         splits,
+        security,
     } = args;
     let peers = parse_peers(peers)?;
     if !peers.iter().any(|(p, _)| *p == id) {
@@ -86,15 +90,18 @@ pub async fn coordinator(args: CoordinatorArgs, peers: &str) -> Result<(), Failu
             "--peers does not list this coordinator's --id {id}"
         )));
     }
+    let secured = security.secure(Daemon::ClusterMember, &[listen])?;
     let mut options = CoordinatorOptions::new(id, &data_dir, listen, peers.clone());
     options.default_tolerate = default_tolerate;
     options.lease = lease_tuning(lease_ms);
+    options.gate = secured.gate;
     let c = Coordinator::start(options)
         .await
         .map_err(|e| Failure::Error(format!("cannot start: {e}")))?;
     // Every coordinator runs the adaptation driver; only the leader's acts.
-    crate::adapt::spawn(c.local_addr().to_string(), adapt, c.leads());
-    crate::splits::spawn(c.local_addr().to_string(), splits, c.leads());
+    let me = (c.local_addr().to_string(), secured.drivers);
+    crate::adapt::spawn(me.clone(), adapt, c.leads());
+    crate::splits::spawn(me, splits, c.leads());
     ready(format!(
         "tessera coordinator {id}: ready on {}, {} members, data in {}",
         c.local_addr(),
@@ -119,20 +126,17 @@ fn lease_tuning(lease_ms: u64) -> LeaseTuning {
 fn server_options(
     data_dir: PathBuf,
     listen: SocketAddr,
-    coordinators: Vec<String>,
-    advertise: Option<String>,
+    cluster: ClusterOptions,
     storage: (FsyncPolicy, u64),
     transfer_bytes_per_second: u64,
-    limits: ConnectionLimits,
+    (limits, gate): (ConnectionLimits, Arc<Gate>),
 ) -> ServerOptions {
     let mut options = ServerOptions::new(data_dir, listen);
     (options.fsync, options.cache_bytes) = storage;
     options.transfer_bytes_per_second = transfer_bytes_per_second;
     options.limits = limits;
-    options.cluster = Some(ClusterOptions {
-        coordinators,
-        advertise,
-    });
+    options.gate = gate;
+    options.cluster = Some(cluster);
     options
 }
 
@@ -143,20 +147,23 @@ pub async fn server(
     advertise: Option<String>,
     storage: (FsyncPolicy, u64),
     transfer_bytes_per_second: u64,
-    limits: ConnectionLimits,
+    (limits, security): (ConnectionLimits, &SecurityArgs),
 ) -> Result<(), Failure> {
     let coordinators = addresses(coordinators);
     if coordinators.is_empty() {
         return Err(Failure::Error("--coordinators names no address".into()));
     }
+    let secured = security.secure(Daemon::ClusterMember, &[listen])?;
     let options = server_options(
         data_dir.clone(),
         listen,
-        coordinators,
-        advertise,
+        ClusterOptions {
+            coordinators,
+            advertise,
+        },
         storage,
         transfer_bytes_per_second,
-        limits,
+        (limits, secured.gate),
     );
     let s = Server::start(options)
         .await
@@ -184,6 +191,7 @@ pub struct DevCluster {
     pub adapt: AdaptOptions,
     pub splits: SplitOptions,
     pub limits: ConnectionLimits,
+    pub security: SecurityArgs,
 }
 
 /// A whole cluster in this process, on loopback.
@@ -197,6 +205,7 @@ pub async fn dev(d: DevCluster) -> Result<(), Failure> {
             d.servers
         )));
     }
+    let secured = d.security.secure(Daemon::Dev, &[d.listen])?;
     // Bind every coordinator first, so each can be told all the others' addresses.
     let mut listeners = Vec::new();
     for i in 0..d.coordinators {
@@ -227,11 +236,13 @@ pub async fn dev(d: DevCluster) -> Result<(), Failure> {
         );
         options.default_tolerate = Some(d.replicas - 1);
         options.lease = lease_tuning(d.lease_ms);
+        options.gate = secured.gate.clone();
         let c = Coordinator::start_with_listener(options, listener)
             .await
             .map_err(|e| Failure::Error(format!("cannot start coordinator {id}: {e}")))?;
-        crate::adapt::spawn(c.local_addr().to_string(), d.adapt, c.leads());
-        crate::splits::spawn(c.local_addr().to_string(), d.splits, c.leads());
+        let me = (c.local_addr().to_string(), secured.drivers.clone());
+        crate::adapt::spawn(me.clone(), d.adapt, c.leads());
+        crate::splits::spawn(me, d.splits, c.leads());
         coordinators.push(c);
     }
     let addresses: Vec<String> = peers.iter().map(|(_, a)| a.clone()).collect();
@@ -242,11 +253,13 @@ pub async fn dev(d: DevCluster) -> Result<(), Failure> {
         let options = server_options(
             dir,
             listen,
-            addresses.clone(),
-            None,
+            ClusterOptions {
+                coordinators: addresses.clone(),
+                advertise: None,
+            },
             d.storage,
             TRANSFER_BYTES_PER_SECOND_DEFAULT,
-            d.limits,
+            (d.limits, secured.gate.clone()),
         );
         let s = Server::start(options)
             .await

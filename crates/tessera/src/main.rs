@@ -8,6 +8,7 @@ mod cluster;
 mod json;
 mod limits;
 mod predicates;
+mod security;
 mod splits;
 
 use std::io::{Read, Write};
@@ -45,6 +46,11 @@ struct Cli {
     /// TIMEOUT, saying whether a write may still have been applied.
     #[arg(long, global = true, env = "TESSERA_TIMEOUT", default_value_t = 10.0)]
     timeout: f64,
+    /// Token for client commands, from the daemons' --auth file: its role (read, write or
+    /// admin) decides what the command may do. Prefer the environment variable: a flag shows
+    /// in the process list.
+    #[arg(long, global = true, env = "TESSERA_TOKEN", hide_env_values = true)]
+    token: Option<String>,
     #[command(subcommand)]
     command: Command,
 }
@@ -106,6 +112,8 @@ enum Command {
         splits: splits::SplitArgs,
         #[command(flatten)]
         limits: limits::LimitArgs,
+        #[command(flatten)]
+        security: security::SecurityArgs,
     },
     /// Run one coordinator: a member of the Raft group that holds the cluster's configuration.
     ///
@@ -139,6 +147,8 @@ enum Command {
         adapt_period_s: u64,
         #[command(flatten)]
         splits: splits::SplitArgs,
+        #[command(flatten)]
+        security: security::SecurityArgs,
     },
     /// Run one storage server of a cluster: it registers with the coordinators (and keeps
     /// its identity in --data-dir across restarts), then serves the regions they give it.
@@ -167,6 +177,8 @@ enum Command {
         transfer_mb_s: u64,
         #[command(flatten)]
         limits: limits::LimitArgs,
+        #[command(flatten)]
+        security: security::SecurityArgs,
     },
     /// Show the cluster: coordinators (leader, term), servers (state, regions, when the leader
     /// last heard from each and the epoch each acts on), spaces (with the state transfers under
@@ -600,19 +612,37 @@ fn main() -> ExitCode {
     }
 }
 
-async fn connect(addr: &str, timeout_s: f64) -> Result<Client, Failure> {
-    if !(timeout_s.is_finite() && timeout_s > 0.0) {
+/// Where client commands connect, and how.
+struct Target {
+    addr: String,
+    timeout_s: f64,
+    token: Option<String>,
+}
+
+async fn connect(to: &Target) -> Result<Client, Failure> {
+    let Target {
+        addr,
+        timeout_s,
+        token,
+    } = to;
+    if !(timeout_s.is_finite() && *timeout_s > 0.0) {
         return Err(Failure::Error(format!(
             "--timeout must be a positive number of seconds, not {timeout_s}"
         )));
     }
-    let options =
-        tessera_client::ClientOptions::with_timeout(std::time::Duration::from_secs_f64(timeout_s));
-    Client::connect_with(addr, options).await.map_err(|e| {
-        Failure::Error(format!(
-            "cannot reach Tessera at {addr}: {e} (is `tessera dev` or a coordinator running?)"
-        ))
-    })
+    let mut options =
+        tessera_client::ClientOptions::with_timeout(std::time::Duration::from_secs_f64(*timeout_s));
+    options.token = token.clone();
+    Client::connect_with(addr, options)
+        .await
+        .map_err(|e| match e.status() {
+            Some(tessera_client::Status::Unauthorized) => Failure::Error(format!(
+                "{addr} refused this client: {e} (give a token with --token or TESSERA_TOKEN)"
+            )),
+            _ => Failure::Error(format!(
+                "cannot reach Tessera at {addr}: {e} (is `tessera dev` or a coordinator running?)"
+            )),
+        })
 }
 
 /// The text of file `path`, or of stdin for `-`.
@@ -642,6 +672,11 @@ fn print_line(json: &serde_json::Value) -> Result<(), Failure> {
 }
 
 async fn run(cli: Cli) -> Result<(), Failure> {
+    let target = Target {
+        addr: cli.addr,
+        timeout_s: cli.timeout,
+        token: cli.token,
+    };
     match cli.command {
         Command::Dev {
             data_dir,
@@ -655,10 +690,19 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             adapt_period_s,
             splits,
             limits,
+            security,
         } => {
             let adapt = adapt_options(adapt_period_s);
             if servers <= 1 {
-                dev(data_dir, listen, fsync, cache_mb, adapt, limits.options()).await
+                let storage = storage_options(fsync, cache_mb);
+                dev(
+                    data_dir,
+                    listen,
+                    storage,
+                    adapt,
+                    (limits.options(), &security),
+                )
+                .await
             } else {
                 let storage = storage_options(fsync, cache_mb);
                 cluster::dev(cluster::DevCluster {
@@ -672,6 +716,7 @@ async fn run(cli: Cli) -> Result<(), Failure> {
                     adapt,
                     splits: splits.options(),
                     limits: limits.options(),
+                    security,
                 })
                 .await
             }
@@ -685,6 +730,7 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             lease_ms,
             adapt_period_s,
             splits,
+            security,
         } => {
             let coordinator = cluster::CoordinatorArgs {
                 id,
@@ -694,6 +740,7 @@ async fn run(cli: Cli) -> Result<(), Failure> {
                 lease_ms,
                 adapt: adapt_options(adapt_period_s),
                 splits: splits.options(),
+                security,
             };
             cluster::coordinator(coordinator, &peers).await
         }
@@ -706,6 +753,7 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             cache_mb,
             transfer_mb_s,
             limits,
+            security,
         } => {
             let storage = storage_options(fsync, cache_mb);
             cluster::server(
@@ -715,13 +763,11 @@ async fn run(cli: Cli) -> Result<(), Failure> {
                 advertise,
                 storage,
                 transfer_mb_s * 1_000_000,
-                limits.options(),
+                (limits.options(), &security),
             )
             .await
         }
-        Command::Status { json } => {
-            cluster::status(&connect(&cli.addr, cli.timeout).await?, json).await
-        }
+        Command::Status { json } => cluster::status(&connect(&target).await?, json).await,
         Command::Bench(args) => {
             let report = tessera_bench::run(*args)
                 .await
@@ -732,22 +778,16 @@ async fn run(cli: Cli) -> Result<(), Failure> {
         }
         Command::AddSpace { file } => {
             let description = read_text(file.as_deref().unwrap_or(Path::new("-")))?;
-            connect(&cli.addr, cli.timeout)
-                .await?
-                .add_space(&description)
-                .await?;
+            connect(&target).await?.add_space(&description).await?;
             Ok(())
         }
-        Command::RmSpace { space } => Ok(connect(&cli.addr, cli.timeout)
-            .await?
-            .rm_space(&space)
-            .await?),
+        Command::RmSpace { space } => Ok(connect(&target).await?.rm_space(&space).await?),
         Command::KeyRegions { space } => {
-            let client = connect(&cli.addr, cli.timeout).await?;
+            let client = connect(&target).await?;
             splits::print_key_regions(&client, &space).await
         }
         Command::SplitRegion { space, region, at } => {
-            let client = connect(&cli.addr, cli.timeout).await?;
+            let client = connect(&target).await?;
             let at = match at {
                 Some(at) => {
                     let schema = client.describe_space(&space).await?;
@@ -782,14 +822,14 @@ async fn run(cli: Cli) -> Result<(), Failure> {
                     (alter::Alteration::AddFormula { id, overlays }, json)
                 }
             };
-            let client = connect(&cli.addr, cli.timeout).await?;
+            let client = connect(&target).await?;
             alter::alter_space(&client, &space, alteration, json).await
         }
         Command::Decommission { server } => {
-            cluster::decommission(&connect(&cli.addr, cli.timeout).await?, ServerId(server)).await
+            cluster::decommission(&connect(&target).await?, ServerId(server)).await
         }
         Command::ListSpaces { describe } => {
-            let config = connect(&cli.addr, cli.timeout).await?.refresh().await?;
+            let config = connect(&target).await?.refresh().await?;
             for space in &config.spaces {
                 let schema = &space.schema;
                 if describe {
@@ -812,7 +852,7 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             json: text,
             formula,
         } => {
-            let client = connect(&cli.addr, cli.timeout).await?;
+            let client = connect(&target).await?;
             let schema = client.describe_space(&space).await?;
             let key = predicates::parse_key(&schema, &key)?;
             if schema.is_dynamic() {
@@ -837,7 +877,7 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             Ok(())
         }
         Command::PutMany { space, formula } => {
-            let client = connect(&cli.addr, cli.timeout).await?;
+            let client = connect(&target).await?;
             let schema = client.describe_space(&space).await?;
             if formula.is_some() && !schema.is_dynamic() {
                 return Err(Failure::Error(format!(
@@ -879,7 +919,7 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             Ok(())
         }
         Command::Get { space, key } => {
-            let client = connect(&cli.addr, cli.timeout).await?;
+            let client = connect(&target).await?;
             let schema = client.describe_space(&space).await?;
             let key = predicates::parse_key(&schema, &key)?;
             match client.get(&space, key.clone()).await? {
@@ -894,7 +934,7 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             }
         }
         Command::GetMany { space, keys } => {
-            let client = connect(&cli.addr, cli.timeout).await?;
+            let client = connect(&target).await?;
             let schema = client.describe_space(&space).await?;
             let keys = keys
                 .iter()
@@ -919,7 +959,7 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             limit,
             explain,
         } => {
-            let client = connect(&cli.addr, cli.timeout).await?;
+            let client = connect(&target).await?;
             let schema = client.describe_space(&space).await?;
             let (from, to) = (
                 predicates::parse_key(&schema, &from)?,
@@ -939,7 +979,7 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             tags,
             explain,
         } => {
-            let client = connect(&cli.addr, cli.timeout).await?;
+            let client = connect(&target).await?;
             let schema = client.describe_space(&space).await?;
             if explain {
                 let preds = tessera_client::tags_predicates(&schema, tags)?;
@@ -948,7 +988,7 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             print_records(&schema, &client.get_by_tags(&space, tags).await?)
         }
         Command::Del { space, key } => {
-            let client = connect(&cli.addr, cli.timeout).await?;
+            let client = connect(&target).await?;
             let schema = client.describe_space(&space).await?;
             client
                 .del(&space, predicates::parse_key(&schema, &key)?)
@@ -959,7 +999,7 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             space,
             predicates: texts,
         } => {
-            let client = connect(&cli.addr, cli.timeout).await?;
+            let client = connect(&target).await?;
             let schema = client.describe_space(&space).await?;
             let preds = texts
                 .iter()
@@ -979,7 +1019,7 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             space,
             predicates: texts,
         } => {
-            let client = connect(&cli.addr, cli.timeout).await?;
+            let client = connect(&target).await?;
             let schema = client.describe_space(&space).await?;
             let preds = texts
                 .iter()
@@ -989,7 +1029,7 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             Ok(())
         }
         Command::Trace { space, minutes } => {
-            let client = connect(&cli.addr, cli.timeout).await?;
+            let client = connect(&target).await?;
             let trace = client.trace(&space, minutes).await?;
             let total = trace.requests();
             let window = match trace.minutes {
@@ -1017,7 +1057,7 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             wait_timeout: seconds,
         } => {
             let wait = wait_timeout(seconds)?;
-            let client = connect(&cli.addr, cli.timeout).await?;
+            let client = connect(&target).await?;
             let calibration = match calibration {
                 None => client
                     .refresh()
@@ -1072,7 +1112,7 @@ async fn run(cli: Cli) -> Result<(), Failure> {
                     "--seconds must be in (0, 600], not {seconds}"
                 )));
             }
-            let client = std::sync::Arc::new(connect(&cli.addr, cli.timeout).await?);
+            let client = std::sync::Arc::new(connect(&target).await?);
             let options = calibrate::CalibrateOptions {
                 objects,
                 seconds,
@@ -1095,7 +1135,7 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             space,
             predicates: texts,
         } => {
-            let client = connect(&cli.addr, cli.timeout).await?;
+            let client = connect(&target).await?;
             let schema = client.describe_space(&space).await?;
             let preds = texts
                 .iter()
@@ -1240,19 +1280,24 @@ fn adapt_options(period_s: u64) -> adapt::AdaptOptions {
 async fn dev(
     data_dir: PathBuf,
     listen: SocketAddr,
-    fsync: Fsync,
-    cache_mb: u64,
+    storage: (FsyncPolicy, u64),
     adapt: adapt::AdaptOptions,
-    limits: tessera_server::ConnectionLimits,
+    (limits, security): (tessera_server::ConnectionLimits, &security::SecurityArgs),
 ) -> Result<(), Failure> {
+    let secured = security.secure(security::Daemon::Dev, &[listen])?;
     let mut options = ServerOptions::new(&data_dir, listen);
-    (options.fsync, options.cache_bytes) = storage_options(fsync, cache_mb);
+    (options.fsync, options.cache_bytes) = storage;
     options.limits = limits;
+    options.gate = secured.gate;
     let server = Server::start(options)
         .await
         .map_err(|e| Failure::Error(format!("cannot start: {e}")))?;
     // The server is every region's only replica: its own adaptation driver always acts.
-    adapt::spawn(server.local_addr().to_string(), adapt, || true);
+    adapt::spawn(
+        (server.local_addr().to_string(), secured.drivers),
+        adapt,
+        || true,
+    );
     println!(
         "tessera dev: ready on {}, data in {}",
         server.local_addr(),

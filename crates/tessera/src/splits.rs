@@ -18,7 +18,7 @@
 
 use std::time::Duration;
 
-use tessera_client::{Client, KeyRegionLoad, SpaceConfig};
+use tessera_client::{Client, ClientOptions, KeyRegionLoad, SpaceConfig};
 use tessera_geometry::ordered::region_to_split;
 use tessera_types::Value;
 
@@ -58,8 +58,12 @@ impl SplitArgs {
 }
 
 /// Runs the driver until the process stops (if it runs at all). `leads` says whether this
-/// process should act; `addr` is where its client connects.
-pub fn spawn(addr: String, options: SplitOptions, leads: impl Fn() -> bool + Send + 'static) {
+/// process should act; `addr` is where its client connects, and `connect` how.
+pub fn spawn(
+    (addr, connect): (String, ClientOptions),
+    options: SplitOptions,
+    leads: impl Fn() -> bool + Send + 'static,
+) {
     let Some(period) = options.period else {
         return;
     };
@@ -73,7 +77,7 @@ pub fn spawn(addr: String, options: SplitOptions, leads: impl Fn() -> bool + Sen
                 continue;
             }
             if client.is_none() {
-                match Client::connect(&addr).await {
+                match Client::connect_with(&addr, connect.clone()).await {
                     Ok(c) => client = Some(c),
                     Err(e) => {
                         tracing::info!(%addr, error = %e, "splits: cannot connect yet");

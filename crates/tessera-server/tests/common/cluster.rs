@@ -59,6 +59,16 @@ impl Cluster {
         plan_transfers: bool,
         adjust: impl Fn(&mut ServerOptions),
     ) -> Cluster {
+        Cluster::start_guarded(servers, plan_transfers, Default::default(), adjust).await
+    }
+
+    /// A cluster whose coordinator and servers all guard with `gate` (tokens, cluster secret).
+    pub async fn start_guarded(
+        servers: usize,
+        plan_transfers: bool,
+        gate: std::sync::Arc<tessera_protocol::Gate>,
+        adjust: impl Fn(&mut ServerOptions),
+    ) -> Cluster {
         let dir = tempfile::tempdir().unwrap();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let address = listener.local_addr().unwrap();
@@ -69,12 +79,17 @@ impl Cluster {
             vec![(1, address.to_string())],
         );
         options.plan_transfers = plan_transfers;
+        options.gate = gate.clone();
         let coordinator = Coordinator::start_with_listener(options, listener)
             .await
             .unwrap();
         let mut started = Vec::new();
         for n in 0..servers {
-            started.push(server_with(dir.path(), n, address, &adjust).await);
+            let guarded = |o: &mut ServerOptions| {
+                o.gate = gate.clone();
+                adjust(o);
+            };
+            started.push(server_with(dir.path(), n, address, guarded).await);
         }
         Cluster {
             dir,
