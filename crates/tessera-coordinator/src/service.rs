@@ -14,7 +14,7 @@ use tessera_protocol::{
     decode_request, encode_response, Configuration, CoordinatorStatus, ErrorReply, FrameError,
     Request, RequestFrame, Response, ResponseFrame, SpaceChange, Status,
 };
-use tessera_protocol::{Admission, Gate, Session};
+use tessera_protocol::{Gate, Session};
 use tessera_types::{parse_space, parse_space_tolerating, Epoch};
 use tokio::net::tcp::OwnedWriteHalf;
 use tokio::net::{TcpListener, TcpStream};
@@ -147,25 +147,20 @@ async fn serve_connection(shared: Arc<Shared>, stream: TcpStream) {
         }
         let decoded = decode_request(&body);
         if let Ok(frame) = &decoded {
-            match session.admit(&shared.gate.policy(), &frame.request, fresh_nonce) {
-                Admission::Proceed => {}
-                Admission::Answer(response) => {
-                    if send(&tx, &shared, frame.id, response).await.is_err() {
-                        break;
-                    }
-                    continue;
-                }
-                Admission::Refuse { error, close } => {
+            let admission = session.admit(&shared.gate.policy(), &frame.request, fresh_nonce);
+            if let Some((reply, close)) = admission.reply() {
+                if let Response::Error(error) = &reply {
                     tracing::debug!(%error, close, "request refused");
-                    let _ = send(&tx, &shared, frame.id, Response::Error(error)).await;
+                }
+                if send(&tx, &shared, frame.id, reply).await.is_err() || close {
                     if close {
                         tracing::info!(
                             "closing a connection that failed to prove the cluster secret"
                         );
-                        break;
                     }
-                    continue;
+                    break;
                 }
+                continue;
             }
         }
         match decoded {

@@ -302,6 +302,18 @@ pub enum Admission {
     Refuse { error: ErrorReply, close: bool },
 }
 
+impl Admission {
+    /// What to send instead of serving the request, and whether to close the connection once
+    /// it is sent; `None`: serve the request.
+    pub fn reply(self) -> Option<(Response, bool)> {
+        match self {
+            Admission::Proceed => None,
+            Admission::Answer(response) => Some((response, false)),
+            Admission::Refuse { error, close } => Some((Response::Error(error), close)),
+        }
+    }
+}
+
 /// A connection's standing: the token it presented, and whether it proved the cluster secret.
 #[derive(Clone, Debug, Default)]
 pub struct Session {

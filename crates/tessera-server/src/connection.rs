@@ -22,11 +22,11 @@ use std::time::Duration;
 use futures::StreamExt;
 use tessera_protocol::frame::peek_request_id;
 use tessera_protocol::handshake::fresh_nonce;
+use tessera_protocol::Session;
 use tessera_protocol::{
     codec, decode_request, ErrorReply, FrameError, Request, RequestFrame, RequestShape, Response,
     Status,
 };
-use tessera_protocol::{Admission, Session};
 use tessera_types::CheckedPredicate;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
@@ -261,23 +261,17 @@ pub async fn serve(shared: Arc<Shared>, stream: TcpStream, limits: ConnectionLim
         if let Ok(frame) = &decoded {
             // Who may send what: the steps of authenticating are answered here, and a request
             // the connection may not make is refused before anything acts on it.
-            match session.admit(&shared.gate.policy(), &frame.request, fresh_nonce) {
-                Admission::Proceed => {}
-                Admission::Answer(response) => {
-                    outbox.send_nowait(frame.id, epoch, response, Some(permit));
-                    continue;
-                }
-                Admission::Refuse { error, close } => {
+            let admission = session.admit(&shared.gate.policy(), &frame.request, fresh_nonce);
+            if let Some((reply, close)) = admission.reply() {
+                if let Response::Error(error) = &reply {
                     tracing::debug!(%error, close, "request refused");
-                    outbox.send_nowait(frame.id, epoch, Response::Error(error), Some(permit));
-                    if close {
-                        tracing::info!(
-                            "closing a connection that failed to prove the cluster secret"
-                        );
-                        break;
-                    }
-                    continue;
                 }
+                outbox.send_nowait(frame.id, epoch, reply, Some(permit));
+                if close {
+                    tracing::info!("closing a connection that failed to prove the cluster secret");
+                    break;
+                }
+                continue;
             }
         }
         match decoded {
