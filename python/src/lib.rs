@@ -70,7 +70,7 @@ impl From<ClientError> for Failure {
                 code: status.code(),
                 message: message.clone(),
             },
-            ClientError::Io(_) | ClientError::ConnectionClosed => Failure {
+            ClientError::Io(_) | ClientError::ConnectionClosed | ClientError::Tls(_) => Failure {
                 symbol: "CONNECTION".into(),
                 code: CODE_CONNECTION,
                 message: e.to_string(),
@@ -1104,14 +1104,16 @@ struct NativeClient {
 impl NativeClient {
     /// `addresses`: `host:port`, or several comma-separated (a cluster's coordinators);
     /// `timeout`: seconds a request may take, retries included; `token`: presented on every
-    /// connection, for daemons started with `--auth`.
+    /// connection, for daemons started with `--auth`; `tls_ca`: path of the PEM certificate
+    /// authority to trust, for daemons serving TLS.
     #[new]
-    #[pyo3(signature = (addresses, timeout = 10.0, token = None))]
+    #[pyo3(signature = (addresses, timeout = 10.0, token = None, tls_ca = None))]
     fn new(
         py: Python<'_>,
         addresses: String,
         timeout: f64,
         token: Option<String>,
+        tls_ca: Option<std::path::PathBuf>,
     ) -> PyResult<NativeClient> {
         if !(timeout.is_finite() && timeout > 0.0) {
             return Err(pyo3::exceptions::PyValueError::new_err(format!(
@@ -1122,6 +1124,11 @@ impl NativeClient {
             std::time::Duration::from_secs_f64(timeout),
         );
         options.token = token;
+        if let Some(ca) = tls_ca {
+            options = options
+                .with_tls_ca(&ca)
+                .map_err(|e| pyo3::exceptions::PyValueError::new_err(format!("tls_ca: {e}")))?;
+        }
         let client = py
             .detach(|| runtime().block_on(Client::connect_with(&addresses, options)))
             .map_err(|e| Failure::from(e).into_py())?;

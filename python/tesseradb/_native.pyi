@@ -18,10 +18,17 @@ class NativeSearch:
     def __next__(self) -> Dict[str, Any]: ...
 
 class NativeClient:
-    def __init__(self, addresses: str, timeout: float = 10.0, token: Optional[str] = None) -> None:
+    def __init__(
+        self,
+        addresses: str,
+        timeout: float = 10.0,
+        token: Optional[str] = None,
+        tls_ca: Optional[str] = None,
+    ) -> None:
         """addresses: "host:port", or several comma-separated (a cluster's coordinators);
         timeout: seconds a request may take, retries included; token: presented on every
-        connection, for daemons started with --auth."""
+        connection, for daemons started with --auth; tls_ca: path of the PEM certificate
+        authority to trust, for daemons serving TLS."""
     def call(self, op: str, args: Tuple[Any, ...]) -> Any:
         """op "config" -> {"cluster", "epoch", "servers": [{"id", "address"}], "spaces":
         [{"name", "id", "regions", "tolerate", "replicas"}]}; op "coordinators" -> one dict

@@ -20,8 +20,8 @@ def _true(result: Any) -> bool:
 class Admin:
     """Administration of a Tessera server or cluster (``host`` and ``port`` as for
     ``tesseradb.Client``: with a cluster, any coordinator, or several comma-separated): add,
-    remove and alter spaces, read the configuration. ``token``: as for ``tesseradb.Client``;
-    changing spaces needs one with the admin role."""
+    remove and alter spaces, read the configuration. ``token`` and ``tls_ca``: as for
+    ``tesseradb.Client``; changing spaces needs a token with the admin role."""
 
     def __init__(
         self,
@@ -30,10 +30,11 @@ class Admin:
         *,
         timeout: float = DEFAULT_TIMEOUT,
         token: Optional[str] = None,
+        tls_ca: Optional[str] = None,
     ) -> None:
         self.host = host
         self.port = port
-        self._native: Optional[NativeClient] = _connect(host, port, timeout, token)
+        self._native: Optional[NativeClient] = _connect(host, port, timeout, token, tls_ca)
 
     def __repr__(self) -> str:
         return f"tesseradb.Admin({self.host!r}, {self.port!r})"

@@ -30,9 +30,12 @@ async def connect(
     *,
     timeout: float = DEFAULT_TIMEOUT,
     token: Optional[str] = None,
+    tls_ca: Optional[str] = None,
 ) -> Client:
     """Connect without blocking the event loop (``Client(...)`` connects synchronously)."""
-    native = await asyncio.get_running_loop().run_in_executor(None, _connect, host, port, timeout, token)
+    native = await asyncio.get_running_loop().run_in_executor(
+        None, _connect, host, port, timeout, token, tls_ca
+    )
     return Client(host, port, _native=native)
 
 
@@ -48,12 +51,13 @@ class Client:
         *,
         timeout: float = DEFAULT_TIMEOUT,
         token: Optional[str] = None,
+        tls_ca: Optional[str] = None,
         _native: Optional[NativeClient] = None,
     ) -> None:
         self.host = host
         self.port = port
         if _native is None:
-            _native = _connect(host, port, timeout, token)
+            _native = _connect(host, port, timeout, token, tls_ca)
         self._native: Optional[NativeClient] = _native
 
     def __repr__(self) -> str:

@@ -82,9 +82,15 @@ def _addresses(host: str, port: int) -> str:
 DEFAULT_TIMEOUT = 10.0
 
 
-def _connect(host: str, port: int, timeout: float = DEFAULT_TIMEOUT, token: Optional[str] = None) -> NativeClient:
+def _connect(
+    host: str,
+    port: int,
+    timeout: float = DEFAULT_TIMEOUT,
+    token: Optional[str] = None,
+    tls_ca: Optional[str] = None,
+) -> NativeClient:
     try:
-        return NativeClient(_addresses(host, port), timeout, token)
+        return NativeClient(_addresses(host, port), timeout, token, tls_ca)
     except NativeError as e:
         raise from_native(e) from None
 
@@ -105,6 +111,11 @@ class Client:
     ``token`` is for daemons started with ``--auth``: one of the tokens of their token file,
     whose role (read, write or admin) decides what this client may do. An operation its role
     does not allow, or any operation without a token, raises ``UnauthorizedError``.
+
+    ``tls_ca`` is for daemons serving TLS (``--tls-cert``): the path of the PEM certificate
+    authority that signed their certificates (``tessera certs`` makes one). Without it, a TLS
+    daemon refuses the client; with it, a daemon whose certificate the authority did not sign,
+    or that does not name the host dialed, raises ``ConnectionFailedError``.
     """
 
     def __init__(
@@ -114,10 +125,11 @@ class Client:
         *,
         timeout: float = DEFAULT_TIMEOUT,
         token: Optional[str] = None,
+        tls_ca: Optional[str] = None,
     ) -> None:
         self.host = host
         self.port = port
-        self._native: Optional[NativeClient] = _connect(host, port, timeout, token)
+        self._native: Optional[NativeClient] = _connect(host, port, timeout, token, tls_ca)
 
     def __repr__(self) -> str:
         return f"tesseradb.Client({self.host!r}, {self.port!r})"

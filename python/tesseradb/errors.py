@@ -126,7 +126,8 @@ class MalformedError(ClientError):
 
 
 class BadProtocolError(ClientError):
-    """BADPROTOCOL (8011): the server does not speak this client's protocol version."""
+    """BADPROTOCOL (8011): the server does not speak this client's protocol version, or its port
+    speaks TLS and the client was not given ``tls_ca``."""
 
     SYMBOL = "BADPROTOCOL"
 

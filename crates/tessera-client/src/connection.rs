@@ -101,6 +101,7 @@ impl Connection {
             .map_err(|e| match e {
                 HandshakeError::Refused(e) => e.into(),
                 HandshakeError::Io(e) => ClientError::Io(e),
+                e @ HandshakeError::Tls { .. } => ClientError::Tls(e.to_string()),
                 HandshakeError::Closed => ClientError::ConnectionClosed,
                 e => ClientError::Protocol(e.to_string()),
             })?;
@@ -208,7 +209,7 @@ impl Connection {
 }
 
 async fn write_frames(
-    stream: tokio::net::tcp::OwnedWriteHalf,
+    stream: tessera_protocol::tls::WriteHalf,
     mut rx: mpsc::Receiver<Bytes>,
     waiters: Arc<Mutex<Waiters>>,
 ) {
@@ -231,7 +232,7 @@ async fn write_frames(
     }
 }
 
-async fn read_frames(stream: tokio::net::tcp::OwnedReadHalf, waiters: Arc<Mutex<Waiters>>) {
+async fn read_frames(stream: tessera_protocol::tls::ReadHalf, waiters: Arc<Mutex<Waiters>>) {
     let mut frames = FramedRead::new(stream, codec());
     while let Some(frame) = frames.next().await {
         let body = match frame {

@@ -22,6 +22,10 @@ pub enum ClientError {
     /// it may or may not have been applied.
     #[error("connection: {0}")]
     Io(#[from] std::io::Error),
+    /// TLS could not be set up with a daemon: it does not serve TLS, or its certificate is not
+    /// signed by the authority trusted, or does not name the host dialed.
+    #[error("{0}")]
+    Tls(String),
     /// The connection closed before the answer arrived: the request may or may not have been
     /// applied.
     #[error("the connection closed before the answer arrived")]

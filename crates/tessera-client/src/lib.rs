@@ -165,6 +165,9 @@ pub struct ClientOptions {
     /// The cluster secret, for a daemon's own drivers (adaptation, splits): the connection
     /// proves it and may then do everything. Clients use tokens.
     pub cluster_secret: Option<tessera_protocol::ClusterSecret>,
+    /// TLS, for daemons started with `--tls-cert`: the certificate authority trusted to have
+    /// signed their certificates (see [`ClientOptions::with_tls_ca`]). `None`: plain TCP.
+    pub tls: Option<tessera_protocol::tls::ClientTls>,
 }
 
 impl Default for ClientOptions {
@@ -174,6 +177,7 @@ impl Default for ClientOptions {
             fanout: Fanout::Fewest,
             token: None,
             cluster_secret: None,
+            tls: None,
         }
     }
 }
@@ -193,11 +197,22 @@ impl ClientOptions {
         self
     }
 
-    /// How this client's connections authenticate.
+    /// These options with TLS, trusting the certificate authority in the PEM file `ca` (a
+    /// daemon's certificate must be signed by it and name the host dialed).
+    pub fn with_tls_ca(
+        mut self,
+        ca: &std::path::Path,
+    ) -> Result<ClientOptions, tessera_protocol::tls::TlsError> {
+        self.tls = Some(tessera_protocol::tls::ClientTls::from_ca_file(ca)?);
+        Ok(self)
+    }
+
+    /// How this client's connections are opened and authenticated.
     pub(crate) fn dialer(&self) -> tessera_protocol::handshake::Dialer {
         tessera_protocol::handshake::Dialer {
             secret: self.cluster_secret.clone(),
             token: self.token.clone(),
+            tls: self.tls.clone(),
         }
     }
 

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use openraft::error::{InitializeError, RaftError};
 use openraft::{BasicNode, Config, SnapshotPolicy};
 use tessera_protocol::handshake::Dialer;
+use tessera_protocol::tls::MemberTls;
 use tessera_protocol::{Configuration, Gate};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
@@ -75,6 +76,8 @@ pub struct CoordinatorOptions {
     /// Who may send what: client tokens and the cluster secret (open by default). Shared with
     /// whoever reloads the token file.
     pub gate: Arc<Gate>,
+    /// TLS on the listener and on connections to the other coordinators; `None`: plain TCP.
+    pub tls: Option<MemberTls>,
 }
 
 impl CoordinatorOptions {
@@ -95,6 +98,7 @@ impl CoordinatorOptions {
             lease: LeaseTuning::default(),
             plan_transfers: crate::state::PLAN_TRANSFERS,
             gate: Arc::new(Gate::default()),
+            tls: None,
         }
     }
 }
@@ -183,7 +187,10 @@ impl Coordinator {
         .map_err(|e| CoordinatorError::Options(e.to_string()))?;
 
         let addresses = Arc::new(addresses);
-        let dialer = Dialer::member(options.gate.policy().secret.clone());
+        let dialer = Dialer::member(
+            options.gate.policy().secret.clone(),
+            options.tls.as_ref().map(|tls| tls.dial.clone()),
+        );
         let network = PeerNetworkFactory {
             me: options.id,
             addresses: addresses.clone(),
@@ -218,6 +225,7 @@ impl Coordinator {
             tracker,
             gate: options.gate.clone(),
             dialer,
+            tls: options.tls.as_ref().map(|tls| tls.serve.clone()),
         });
         shared
             .tracker

@@ -10,13 +10,13 @@ use openraft::error::{ClientWriteError, RaftError};
 use tessera_protocol::constants::{DESCRIPTION_BYTES_MAX, FRAME_BYTES_MAX};
 use tessera_protocol::frame::peek_request_id;
 use tessera_protocol::handshake::{fresh_nonce, Dialer};
+use tessera_protocol::tls::{ServerTls, Socket, WriteHalf};
 use tessera_protocol::{
     decode_request, encode_response, Configuration, CoordinatorStatus, ErrorReply, FrameError,
     Request, RequestFrame, Response, ResponseFrame, SpaceChange, Status,
 };
 use tessera_protocol::{Gate, Session};
 use tessera_types::{parse_space, parse_space_tolerating, Epoch};
-use tokio::net::tcp::OwnedWriteHalf;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, watch, Semaphore};
 use tokio::time::Instant;
@@ -42,6 +42,8 @@ const FORWARD_TIMEOUT: Duration = Duration::from_secs(5);
 const CATCH_UP_WAIT: Duration = Duration::from_secs(2);
 /// Client requests in flight per connection.
 const IN_FLIGHT_MAX: usize = 256;
+/// Longest a connection may take to set up TLS.
+const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long `AddSpace`, `RmSpace` and `AlterSpace` wait, once applied, for every live server to
 /// act on the new epoch (servers report it in their heartbeats, every quarter lease) before
 /// answering `Timeout`. Five default leases: a server that has not caught up by then is stuck or cut
@@ -61,6 +63,8 @@ pub(crate) struct Shared {
     pub(crate) gate: Arc<Gate>,
     /// How this coordinator connects to the others (proving the cluster secret, if any).
     pub(crate) dialer: Dialer,
+    /// Served on the listener when set.
+    pub(crate) tls: Option<ServerTls>,
 }
 
 impl Shared {
@@ -91,8 +95,18 @@ pub(crate) async fn accept_loop(shared: Arc<Shared>, listener: TcpListener) {
     }
 }
 
-async fn serve_connection(shared: Arc<Shared>, stream: TcpStream) {
-    let _ = stream.set_nodelay(true);
+async fn serve_connection(shared: Arc<Shared>, tcp: TcpStream) {
+    let _ = tcp.set_nodelay(true);
+    let stream = match &shared.tls {
+        None => Socket::Plain(tcp),
+        Some(tls) => match tls.accept(tcp, TLS_HANDSHAKE_TIMEOUT).await {
+            Ok(stream) => stream,
+            Err(e) => {
+                tracing::debug!(error = %e, "connection closed before TLS was set up");
+                return;
+            }
+        },
+    };
     let (read, write) = stream.into_split();
     let mut reader = FramedRead::new(read, peer::codec());
     let (tx, rx) = mpsc::channel::<Bytes>(64);
@@ -244,11 +258,7 @@ async fn send(
 }
 
 /// Writes whatever responses are ready, then flushes once.
-async fn write_loop(
-    write: OwnedWriteHalf,
-    mut rx: mpsc::Receiver<Bytes>,
-    cancel: CancellationToken,
-) {
+async fn write_loop(write: WriteHalf, mut rx: mpsc::Receiver<Bytes>, cancel: CancellationToken) {
     let mut out = FramedWrite::new(write, peer::codec());
     let work = async {
         while let Some(bytes) = rx.recv().await {

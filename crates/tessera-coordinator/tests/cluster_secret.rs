@@ -159,7 +159,7 @@ async fn only_a_member_that_proves_the_secret_registers_a_server() {
 
     // One that holds another secret cannot even finish the handshake.
     let wrong = ClusterSecret::parse(b"another-secret-0123456789").unwrap();
-    let refused = Dialer::member(Some(wrong))
+    let refused = Dialer::member(Some(wrong), None)
         .connect(&c.local_addr().to_string(), codec(), Duration::from_secs(5))
         .await;
     assert!(refused.is_err());
@@ -170,7 +170,7 @@ async fn only_a_member_that_proves_the_secret_registers_a_server() {
 
     // A member registers.
     let right = ClusterSecret::parse(SECRET.as_bytes()).unwrap();
-    let mut member = Dialer::member(Some(right))
+    let mut member = Dialer::member(Some(right), None)
         .connect(&c.local_addr().to_string(), codec(), Duration::from_secs(5))
         .await
         .expect("a member's handshake");

@@ -1,5 +1,6 @@
 //! The connecting side's steps of [`crate::auth`], on a framed connection before anything else
-//! is sent on it: presenting a client's token, and proving the cluster secret.
+//! is sent on it: TLS if the dialer trusts an authority, then presenting a client's token or
+//! proving the cluster secret.
 
 use bytes::{Bytes, BytesMut};
 use std::time::Duration;
@@ -12,6 +13,7 @@ use crate::auth::{ClusterSecret, Nonce, Role};
 use crate::frame::{decode_response, encode_request};
 use crate::message::{Request, RequestFrame, Response};
 use crate::status::ErrorReply;
+use crate::tls::{ClientTls, Socket};
 use tessera_types::Epoch;
 
 /// Why a connection could not be authenticated.
@@ -19,6 +21,14 @@ use tessera_types::Epoch;
 pub enum HandshakeError {
     #[error("{0}")]
     Io(#[from] std::io::Error),
+    #[error(
+        "TLS with {address} failed: {error} (does it serve TLS, with a certificate for that \
+         host signed by the authority given as --tls-ca?)"
+    )]
+    Tls {
+        address: String,
+        error: std::io::Error,
+    },
     #[error("the connection closed during the handshake")]
     Closed,
     #[error("undecodable answer during the handshake: {0}")]
@@ -31,25 +41,29 @@ pub enum HandshakeError {
     WrongServerProof,
 }
 
-/// How a daemon or client opens its connections: TCP, then the handshake its credentials
-/// call for — a cluster member proves the secret, a client presents its token.
+/// How a daemon or client opens its connections: TCP, TLS if it trusts an authority, then
+/// the handshake its credentials call for — a cluster member proves the secret, a client
+/// presents its token.
 #[derive(Clone, Debug, Default)]
 pub struct Dialer {
     /// Set on coordinators and servers of a cluster with a secret.
     pub secret: Option<ClusterSecret>,
     /// A client's token.
     pub token: Option<String>,
+    /// Set where the daemons serve TLS.
+    pub tls: Option<ClientTls>,
 }
 
 /// A connection opened by a [`Dialer`].
-pub type Dialed = Framed<TcpStream, LengthDelimitedCodec>;
+pub type Dialed = Framed<Socket, LengthDelimitedCodec>;
 
 impl Dialer {
-    /// A member's dialer (`secret`), or an anonymous one.
-    pub fn member(secret: Option<ClusterSecret>) -> Dialer {
+    /// A member's dialer (`secret`, `tls`), or an anonymous one.
+    pub fn member(secret: Option<ClusterSecret>, tls: Option<ClientTls>) -> Dialer {
         Dialer {
             secret,
             token: None,
+            tls,
         }
     }
 
@@ -61,8 +75,19 @@ impl Dialer {
         timeout: Duration,
     ) -> Result<Dialed, HandshakeError> {
         let work = async {
-            let stream = TcpStream::connect(address).await?;
-            stream.set_nodelay(true)?;
+            let tcp = TcpStream::connect(address).await?;
+            tcp.set_nodelay(true)?;
+            let stream = match &self.tls {
+                None => Socket::Plain(tcp),
+                Some(tls) => {
+                    tls.connect(address, tcp)
+                        .await
+                        .map_err(|error| HandshakeError::Tls {
+                            address: address.to_string(),
+                            error,
+                        })?
+                }
+            };
             let mut framed = Framed::new(stream, codec);
             if let Some(secret) = &self.secret {
                 prove_membership(&mut framed, secret).await?;

@@ -22,6 +22,8 @@ pub mod frame;
 pub mod handshake;
 pub mod message;
 pub mod status;
+#[cfg(feature = "frame")]
+pub mod tls;
 pub mod trace;
 
 pub use auth::{Access, Admission, ClusterSecret, Gate, Policy, Role, Session, TokenTable};

@@ -33,7 +33,8 @@ pub enum Status {
     TooLarge,
     /// A frame that could not be decoded.
     Malformed,
-    /// A frame of a protocol version this server does not speak.
+    /// A frame of a protocol version this server does not speak, or plain frames sent to a port
+    /// that speaks TLS.
     UnsupportedProtocol,
     /// The request was built on an older configuration; fetch the new one and retry.
     StaleEpoch,

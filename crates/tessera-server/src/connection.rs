@@ -22,6 +22,7 @@ use std::time::Duration;
 use futures::StreamExt;
 use tessera_protocol::frame::peek_request_id;
 use tessera_protocol::handshake::fresh_nonce;
+use tessera_protocol::tls::Socket;
 use tessera_protocol::Session;
 use tessera_protocol::{
     codec, decode_request, ErrorReply, FrameError, Request, RequestFrame, RequestShape, Response,
@@ -217,8 +218,18 @@ where
     }
 }
 
-pub async fn serve(shared: Arc<Shared>, stream: TcpStream, limits: ConnectionLimits) {
-    let _ = stream.set_nodelay(true);
+pub async fn serve(shared: Arc<Shared>, tcp: TcpStream, limits: ConnectionLimits) {
+    let _ = tcp.set_nodelay(true);
+    let stream = match &shared.tls {
+        None => Socket::Plain(tcp),
+        Some(tls) => match tls.accept(tcp, limits.frame_timeout).await {
+            Ok(stream) => stream,
+            Err(e) => {
+                tracing::debug!(error = %e, "connection closed before TLS was set up");
+                return;
+            }
+        },
+    };
     let (read_half, write_half) = stream.into_split();
     let (outbox, writer) = Outbox::start(write_half, SEARCHES_IN_FLIGHT_MAX, limits.frame_timeout);
     let permits = Arc::new(Semaphore::new(IN_FLIGHT_MAX));

@@ -52,6 +52,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use tessera_protocol::handshake::Dialer;
+pub use tessera_protocol::tls::MemberTls;
 pub use tessera_protocol::Gate;
 use tessera_storage::{FsyncPolicy, Store, StoreOptions};
 use tokio::net::TcpListener;
@@ -85,6 +86,8 @@ pub struct ServerOptions {
     /// Who may send what: client tokens and the cluster secret (open by default). Shared with
     /// whoever reloads the token file.
     pub gate: Arc<Gate>,
+    /// TLS on the listener and on connections to peers and coordinators; `None`: plain TCP.
+    pub tls: Option<MemberTls>,
 }
 
 /// The default of [`ServerOptions::transfer_bytes_per_second`]: 8 MB/s. On the 2-core test
@@ -103,6 +106,7 @@ impl ServerOptions {
             transfer_bytes_per_second: TRANSFER_BYTES_PER_SECOND_DEFAULT,
             limits: ConnectionLimits::default(),
             gate: Arc::new(Gate::default()),
+            tls: None,
         }
     }
 }
@@ -140,7 +144,10 @@ impl Server {
             },
         )?;
         // A cluster member proves the cluster secret on every connection it opens.
-        let dialer = Dialer::member(options.gate.policy().secret.clone());
+        let dialer = Dialer::member(
+            options.gate.policy().secret.clone(),
+            options.tls.as_ref().map(|tls| tls.dial.clone()),
+        );
         let coordinators = options
             .cluster
             .as_ref()
@@ -178,7 +185,12 @@ impl Server {
             mode,
             config,
             chain_tx,
-            (lease, options.gate.clone(), dialer),
+            (
+                lease,
+                options.gate.clone(),
+                dialer,
+                options.tls.as_ref().map(|tls| tls.serve.clone()),
+            ),
         ));
         let runtime = tokio::runtime::Handle::current();
         let (reports, reported) = match options.cluster {

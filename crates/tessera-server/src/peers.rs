@@ -14,10 +14,10 @@ use std::time::Duration;
 use bytes::Bytes;
 use futures::{SinkExt, StreamExt};
 use tessera_protocol::frame::{decode, encode};
+use tessera_protocol::tls::ReadHalf;
 use tessera_protocol::{codec, decode_response, encode_request, Request, RequestFrame, Response};
 use tessera_replication::{check_envelope, Envelope};
 use tessera_types::{Epoch, ServerId};
-use tokio::net::tcp::OwnedReadHalf;
 use tokio::sync::mpsc;
 use tokio_util::codec::{FramedRead, LengthDelimitedCodec};
 
@@ -31,7 +31,7 @@ use crate::state::Shared;
 /// the chain loop. Returns (closing the connection) at the first envelope that does not
 /// decode, does not come from `from`, or fails [`check_envelope`].
 pub async fn serve_peer(
-    mut frames: FramedRead<OwnedReadHalf, LengthDelimitedCodec>,
+    mut frames: FramedRead<ReadHalf, LengthDelimitedCodec>,
     shared: Arc<Shared>,
     from: ServerId,
 ) {

@@ -13,6 +13,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 
 use tessera_protocol::handshake::Dialer;
+use tessera_protocol::tls::ServerTls;
 use tessera_protocol::{Configuration, ErrorReply, Gate, ServerInfo, ServerState, Status};
 use tessera_storage::{StorageError, Store};
 use tessera_types::{Epoch, ServerId, SpaceSchema};
@@ -51,6 +52,8 @@ pub struct Shared {
     pub gate: Arc<Gate>,
     /// How this server connects to its peers (proving the cluster secret, if there is one).
     pub dialer: Dialer,
+    /// Served on the listener when set.
+    pub tls: Option<ServerTls>,
 }
 
 impl Shared {
@@ -61,7 +64,7 @@ impl Shared {
         mode: Mode,
         config: Configuration,
         chain: ChainSender,
-        (lease, gate, dialer): (Arc<Lease>, Arc<Gate>, Dialer),
+        (lease, gate, dialer, tls): (Arc<Lease>, Arc<Gate>, Dialer, Option<ServerTls>),
     ) -> Shared {
         Shared {
             data_dir,
@@ -76,6 +79,7 @@ impl Shared {
             trace: Trace::default(),
             gate,
             dialer,
+            tls,
         }
     }
 

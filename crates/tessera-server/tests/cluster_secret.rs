@@ -29,7 +29,7 @@ async fn a_secured_cluster_serves_and_refuses_a_socket_posing_as_a_peer() {
         tokens: Some(TokenTable::parse(&format!("{ADMIN} admin")).unwrap()),
         secret: Some(ClusterSecret::parse(b"the-cluster-secret-0123456789").unwrap()),
     }));
-    let cluster = Cluster::start_guarded(3, true, gate, |_| {}).await;
+    let cluster = Cluster::start_guarded(3, true, (gate, None), |_| {}).await;
     let address = cluster.coordinator.local_addr().to_string();
     assert_eq!(
         Client::connect(&address)

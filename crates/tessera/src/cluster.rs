@@ -8,11 +8,10 @@ use std::collections::BTreeMap;
 use std::io::Write;
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::Arc;
 
 use tessera_client::Client;
 use tessera_coordinator::{Coordinator, CoordinatorOptions, LeaseTuning};
-use tessera_protocol::{Configuration, CoordinatorStatus, Gate, ServerLiveness};
+use tessera_protocol::{Configuration, CoordinatorStatus, ServerLiveness};
 use tessera_server::{
     ClusterOptions, ConnectionLimits, Server, ServerOptions, TRANSFER_BYTES_PER_SECOND_DEFAULT,
 };
@@ -21,7 +20,7 @@ use tessera_types::{ServerId, SubspaceId};
 use tokio::net::TcpListener;
 
 use crate::adapt::AdaptOptions;
-use crate::security::{Daemon, SecurityArgs};
+use crate::security::{Daemon, Secured, SecurityArgs};
 use crate::splits::SplitOptions;
 use crate::{alter, wait_for_stop_signal, Failure};
 
@@ -95,6 +94,7 @@ pub async fn coordinator(args: CoordinatorArgs, peers: &str) -> Result<(), Failu
     options.default_tolerate = default_tolerate;
     options.lease = lease_tuning(lease_ms);
     options.gate = secured.gate;
+    options.tls = secured.tls;
     let c = Coordinator::start(options)
         .await
         .map_err(|e| Failure::Error(format!("cannot start: {e}")))?;
@@ -129,13 +129,14 @@ fn server_options(
     cluster: ClusterOptions,
     storage: (FsyncPolicy, u64),
     transfer_bytes_per_second: u64,
-    (limits, gate): (ConnectionLimits, Arc<Gate>),
+    (limits, secured): (ConnectionLimits, &Secured),
 ) -> ServerOptions {
     let mut options = ServerOptions::new(data_dir, listen);
     (options.fsync, options.cache_bytes) = storage;
     options.transfer_bytes_per_second = transfer_bytes_per_second;
     options.limits = limits;
-    options.gate = gate;
+    options.gate = secured.gate.clone();
+    options.tls = secured.tls.clone();
     options.cluster = Some(cluster);
     options
 }
@@ -163,7 +164,7 @@ pub async fn server(
         },
         storage,
         transfer_bytes_per_second,
-        (limits, secured.gate),
+        (limits, &secured),
     );
     let s = Server::start(options)
         .await
@@ -237,6 +238,7 @@ pub async fn dev(d: DevCluster) -> Result<(), Failure> {
         options.default_tolerate = Some(d.replicas - 1);
         options.lease = lease_tuning(d.lease_ms);
         options.gate = secured.gate.clone();
+        options.tls = secured.tls.clone();
         let c = Coordinator::start_with_listener(options, listener)
             .await
             .map_err(|e| Failure::Error(format!("cannot start coordinator {id}: {e}")))?;
@@ -259,7 +261,7 @@ pub async fn dev(d: DevCluster) -> Result<(), Failure> {
             },
             d.storage,
             TRANSFER_BYTES_PER_SECOND_DEFAULT,
-            (d.limits, secured.gate.clone()),
+            (d.limits, &secured),
         );
         let s = Server::start(options)
             .await

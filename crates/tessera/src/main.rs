@@ -4,6 +4,7 @@ mod adapt;
 mod advise;
 mod alter;
 mod calibrate;
+mod certs;
 mod cluster;
 mod json;
 mod limits;
@@ -51,6 +52,12 @@ struct Cli {
     /// in the process list.
     #[arg(long, global = true, env = "TESSERA_TOKEN", hide_env_values = true)]
     token: Option<String>,
+    /// Connect over TLS, trusting the certificate authority in this PEM file: the one that
+    /// signed the daemons' certificates (`--tls-cert`; `tessera certs` makes both). A
+    /// daemon's certificate must name the host dialed. Daemons serving TLS use it to connect
+    /// to each other.
+    #[arg(long, global = true, env = "TESSERA_TLS_CA", value_name = "FILE")]
+    tls_ca: Option<PathBuf>,
     #[command(subcommand)]
     command: Command,
 }
@@ -179,6 +186,28 @@ enum Command {
         limits: limits::LimitArgs,
         #[command(flatten)]
         security: security::SecurityArgs,
+    },
+    /// Make a certificate authority and certificates for daemons serving TLS.
+    ///
+    /// Creates DIR/ca.pem and DIR/ca.key on first use (the authority: give ca.pem to clients
+    /// and daemons as --tls-ca, and keep ca.key away from them); later runs sign with the same
+    /// authority. Each run writes one daemon certificate, DIR/NAME.pem with its key
+    /// DIR/NAME.key (readable by its owner only), valid for every --host given: the names and
+    /// IP addresses clients and members dial the daemon by. For example, on a laptop:
+    ///
+    ///   tessera certs ./tls --host 127.0.0.1 --host localhost
+    ///   tessera dev --tls-cert tls/127.0.0.1.pem --tls-key tls/127.0.0.1.key --tls-ca tls/ca.pem
+    ///   tessera --tls-ca tls/ca.pem status
+    Certs {
+        /// Directory for the authority and the certificates (created if absent).
+        dir: PathBuf,
+        /// A host name or IP address the daemon is reached by (repeat for each).
+        #[arg(long = "host", required = true, value_name = "HOST")]
+        hosts: Vec<String>,
+        /// File name (without extension) of the certificate and key (default: the first
+        /// --host).
+        #[arg(long)]
+        name: Option<String>,
     },
     /// Show the cluster: coordinators (leader, term), servers (state, regions, when the leader
     /// last heard from each and the epoch each acts on), spaces (with the state transfers under
@@ -476,6 +505,18 @@ enum Command {
     Bench(Box<tessera_bench::BenchArgs>),
 }
 
+impl Command {
+    /// A daemon's security flags.
+    fn security_mut(&mut self) -> Option<&mut security::SecurityArgs> {
+        match self {
+            Command::Dev { security, .. }
+            | Command::Coordinator { security, .. }
+            | Command::Server { security, .. } => Some(security),
+            _ => None,
+        }
+    }
+}
+
 #[derive(Subcommand)]
 enum AlterChange {
     /// Add a subspace over these attributes (comma-separated), built from the existing objects;
@@ -617,6 +658,7 @@ struct Target {
     addr: String,
     timeout_s: f64,
     token: Option<String>,
+    tls_ca: Option<PathBuf>,
 }
 
 async fn connect(to: &Target) -> Result<Client, Failure> {
@@ -624,6 +666,7 @@ async fn connect(to: &Target) -> Result<Client, Failure> {
         addr,
         timeout_s,
         token,
+        tls_ca,
     } = to;
     if !(timeout_s.is_finite() && *timeout_s > 0.0) {
         return Err(Failure::Error(format!(
@@ -633,12 +676,24 @@ async fn connect(to: &Target) -> Result<Client, Failure> {
     let mut options =
         tessera_client::ClientOptions::with_timeout(std::time::Duration::from_secs_f64(*timeout_s));
     options.token = token.clone();
+    if let Some(ca) = tls_ca {
+        options = options
+            .with_tls_ca(ca)
+            .map_err(|e| Failure::Error(format!("--tls-ca: {e}")))?;
+    }
     Client::connect_with(addr, options)
         .await
         .map_err(|e| match e.status() {
             Some(tessera_client::Status::Unauthorized) => Failure::Error(format!(
                 "{addr} refused this client: {e} (give a token with --token or TESSERA_TOKEN)"
             )),
+            // TLS on one side only, or a certificate not trusted: the daemon is there.
+            Some(tessera_client::Status::UnsupportedProtocol) => {
+                Failure::Error(format!("{addr} refused this client: {e}"))
+            }
+            None if matches!(e, tessera_client::ClientError::Tls(_)) => {
+                Failure::Error(format!("cannot connect to {addr}: {e}"))
+            }
             _ => Failure::Error(format!(
                 "cannot reach Tessera at {addr}: {e} (is `tessera dev` or a coordinator running?)"
             )),
@@ -676,8 +731,14 @@ async fn run(cli: Cli) -> Result<(), Failure> {
         addr: cli.addr,
         timeout_s: cli.timeout,
         token: cli.token,
+        tls_ca: cli.tls_ca,
     };
-    match cli.command {
+    let mut command = cli.command;
+    if let Some(security) = command.security_mut() {
+        // A daemon serving TLS trusts the same authority when it connects to members.
+        security.tls_ca = target.tls_ca.clone();
+    }
+    match command {
         Command::Dev {
             data_dir,
             listen,
@@ -767,6 +828,7 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             )
             .await
         }
+        Command::Certs { dir, hosts, name } => certs::make(&dir, &hosts, name.as_deref()),
         Command::Status { json } => cluster::status(&connect(&target).await?, json).await,
         Command::Bench(args) => {
             let report = tessera_bench::run(*args)
@@ -1289,6 +1351,7 @@ async fn dev(
     (options.fsync, options.cache_bytes) = storage;
     options.limits = limits;
     options.gate = secured.gate;
+    options.tls = secured.tls;
     let server = Server::start(options)
         .await
         .map_err(|e| Failure::Error(format!("cannot start: {e}")))?;

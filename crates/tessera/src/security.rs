@@ -1,13 +1,15 @@
 //! The flags that secure a daemon, shared by `tessera dev`, `coordinator` and `server`: client
-//! tokens (`--auth`), the cluster secret (`--cluster-secret-file`), and the refusal to listen
-//! beyond loopback unprotected unless told (`--insecure`). The rules themselves are
-//! `tessera_protocol::auth`'s.
+//! tokens (`--auth`), the cluster secret (`--cluster-secret-file`), TLS (`--tls-cert`,
+//! `--tls-key`, and the global `--tls-ca`), and the refusal to listen beyond loopback
+//! unprotected unless told (`--insecure`). The rules themselves are `tessera_protocol::auth`'s
+//! and `tessera_protocol::tls`'s.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use tessera_client::ClientOptions;
+use tessera_protocol::tls::{ClientTls, MemberTls, ServerTls};
 use tessera_protocol::{ClusterSecret, Gate, Policy, TokenTable};
 
 use crate::Failure;
@@ -34,6 +36,19 @@ pub struct SecurityArgs {
     /// or join the cluster. Only on a network you trust.
     #[arg(long)]
     pub insecure: bool,
+    /// TLS: the PEM certificate this daemon serves on its port (its own first, then any
+    /// intermediates), naming every host or IP address clients and members dial it by. Clients
+    /// and the other members must then connect over TLS, trusting the authority that signed it
+    /// (`--tls-ca`, which this daemon needs too: it connects to the other members, and its
+    /// drivers to itself, over TLS). `tessera certs` makes an authority and certificates.
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// TLS: the PEM private key of --tls-cert.
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+    /// The global --tls-ca, which the daemon trusts when it connects to members.
+    #[arg(skip)]
+    pub tls_ca: Option<PathBuf>,
 }
 
 /// Which kind of daemon the flags are for.
@@ -46,9 +61,10 @@ pub enum Daemon {
     ClusterMember,
 }
 
-/// A daemon's gate, and the options its own drivers (adaptation, splits) connect with.
+/// A daemon's gate and TLS, and the options its own drivers (adaptation, splits) connect with.
 pub struct Secured {
     pub gate: Arc<Gate>,
+    pub tls: Option<MemberTls>,
     pub drivers: ClientOptions,
 }
 
@@ -121,9 +137,39 @@ impl SecurityArgs {
         if let Some(path) = self.auth.clone() {
             reload_on_hangup(gate.clone(), path);
         }
+        let tls = self.tls()?;
+        if tls.is_none() && !exposed.is_empty() {
+            tracing::warn!(
+                "listening on {} without TLS (--tls-cert): tokens and data cross the network \
+                 in clear text",
+                exposed.join(", ")
+            );
+        }
         let mut drivers = ClientOptions::default();
         drivers.cluster_secret = secret;
-        Ok(Secured { gate, drivers })
+        drivers.tls = tls.as_ref().map(|t| t.dial.clone());
+        Ok(Secured { gate, tls, drivers })
+    }
+
+    /// The daemon's TLS, from --tls-cert, --tls-key and --tls-ca.
+    fn tls(&self) -> Result<Option<MemberTls>, Failure> {
+        let (Some(cert), Some(key)) = (&self.tls_cert, &self.tls_key) else {
+            return Ok(None);
+        };
+        let Some(ca) = &self.tls_ca else {
+            return Err(Failure::Error(
+                "--tls-cert needs --tls-ca (or TESSERA_TLS_CA): the authority that signed the \
+                 members' certificates, trusted when this daemon connects to the other members \
+                 and its drivers to itself"
+                    .into(),
+            ));
+        };
+        let serve = ServerTls::from_pem_files(cert, key)
+            .map_err(|e| Failure::Error(format!("--tls-cert/--tls-key: {e}")))?;
+        let dial =
+            ClientTls::from_ca_file(ca).map_err(|e| Failure::Error(format!("--tls-ca: {e}")))?;
+        tracing::info!(certificate = %cert.display(), "serving TLS");
+        Ok(Some(MemberTls { serve, dial }))
     }
 }
 

@@ -1,7 +1,7 @@
 //! Security from the command line (issue "Security and limits"): the safe default (no
 //! unprotected listening beyond loopback), client tokens with `--token` / `TESSERA_TOKEN`
 //! against `tessera dev --auth` and a reload on SIGHUP, and a two-process cluster whose
-//! coordinator and server share a secret.
+//! coordinator and server share a secret and serve TLS with certificates from `tessera certs`.
 
 mod common;
 
@@ -18,13 +18,22 @@ const SPACE: &str = "space kv key k attributes int n subspace n";
 
 /// `tessera ARGS` as a client of `addr`, with `token` in TESSERA_TOKEN.
 fn tessera(addr: &str, token: Option<&str>, args: &[&str]) -> Output {
+    tessera_tls(addr, token, None, args)
+}
+
+/// [`tessera`], trusting the authority `ca` (TESSERA_TLS_CA) if given.
+fn tessera_tls(addr: &str, token: Option<&str>, ca: Option<&str>, args: &[&str]) -> Output {
     let mut command = Command::new(TESSERA);
     command
         .args(args)
         .env("TESSERA_ADDR", addr)
-        .env_remove("TESSERA_TOKEN");
+        .env_remove("TESSERA_TOKEN")
+        .env_remove("TESSERA_TLS_CA");
     if let Some(t) = token {
         command.env("TESSERA_TOKEN", t);
+    }
+    if let Some(ca) = ca {
+        command.env("TESSERA_TLS_CA", ca);
     }
     command.output().expect("running tessera")
 }
@@ -199,17 +208,44 @@ fn tokens_decide_what_each_client_command_may_do_and_a_hangup_reloads_them() {
 }
 
 #[test]
-fn a_two_process_cluster_with_a_secret_and_tokens() {
+fn a_two_process_cluster_with_a_secret_tokens_and_tls() {
     let dir = tempfile::tempdir().unwrap();
     let tokens = dir.path().join("tokens");
     write_tokens(&tokens, &[(ADMIN, "admin")]);
     let secret = dir.path().join("secret");
     std::fs::write(&secret, "a-cluster-secret-0123456789\n").unwrap();
     let (tokens, secret) = (tokens.display().to_string(), secret.display().to_string());
+    // One certificate for both daemons, which both listen on 127.0.0.1.
+    let tls = dir.path().join("tls").display().to_string();
+    let out = Command::new(TESSERA)
+        .args(["certs", &tls, "--host", "127.0.0.1"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let (cert, key, ca) = (
+        format!("{tls}/127.0.0.1.pem"),
+        format!("{tls}/127.0.0.1.key"),
+        format!("{tls}/ca.pem"),
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        format!("--tls-cert {cert} --tls-key {key} --tls-ca {ca}")
+    );
     let port = common::cluster::free_port();
     let peers = format!("1=127.0.0.1:{port}");
     let listen = format!("127.0.0.1:{port}");
-    let security = ["--auth", &tokens, "--cluster-secret-file", &secret];
+    let security = [
+        "--auth",
+        &tokens,
+        "--cluster-secret-file",
+        &secret,
+        "--tls-cert",
+        &cert,
+        "--tls-key",
+        &key,
+        "--tls-ca",
+        &ca,
+    ];
     let mut args = vec![
         "coordinator",
         "--id",
@@ -235,20 +271,36 @@ fn a_two_process_cluster_with_a_secret_and_tokens() {
 
     let space = dir.path().join("space");
     std::fs::write(&space, format!("{SPACE} tolerate 0 failures")).unwrap();
-    let out = tessera(
-        &listen,
-        Some(ADMIN),
-        &["add-space", &space.display().to_string()],
-    );
+    let admin = |args: &[&str]| tessera_tls(&listen, Some(ADMIN), Some(&ca), args);
+    let out = admin(&["add-space", &space.display().to_string()]);
     assert!(out.status.success(), "{}", stderr(&out));
-    let out = tessera(&listen, Some(ADMIN), &["put", "kv", "a", r#"{"n": 7}"#]);
+    let out = admin(&["put", "kv", "a", r#"{"n": 7}"#]);
     assert!(out.status.success(), "{}", stderr(&out));
-    let out = tessera(&listen, Some(ADMIN), &["get", "kv", "a"]);
+    let out = admin(&["get", "kv", "a"]);
     assert!(
         String::from_utf8_lossy(&out.stdout).contains("7"),
         "{}",
         stderr(&out)
     );
-    let out = tessera(&listen, None, &["rm-space", "kv"]);
+    let out = tessera_tls(&listen, None, Some(&ca), &["rm-space", "kv"]);
     assert!(stderr(&out).contains("UNAUTHORIZED"), "{}", stderr(&out));
+    // Without --tls-ca, the admin's own token does not get it in either.
+    let out = tessera(&listen, Some(ADMIN), &["rm-space", "kv"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("speaks TLS"), "{}", stderr(&out));
+    let out = admin(&["get", "kv", "a"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+
+    // A daemon given a certificate but no authority to trust refuses to start.
+    let (code, said) = refused_start(&[
+        "dev",
+        "--tls-cert",
+        &cert,
+        "--tls-key",
+        &key,
+        "--data-dir",
+        &dir.path().join("d").display().to_string(),
+    ]);
+    assert_eq!(code, 2);
+    assert!(said.contains("--tls-cert needs --tls-ca"), "{said}");
 }

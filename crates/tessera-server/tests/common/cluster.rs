@@ -62,11 +62,15 @@ impl Cluster {
         Cluster::start_guarded(servers, plan_transfers, Default::default(), adjust).await
     }
 
-    /// A cluster whose coordinator and servers all guard with `gate` (tokens, cluster secret).
+    /// A cluster whose coordinator and servers all guard with `gate` (tokens, cluster secret)
+    /// and serve `tls`, if given.
     pub async fn start_guarded(
         servers: usize,
         plan_transfers: bool,
-        gate: std::sync::Arc<tessera_protocol::Gate>,
+        (gate, tls): (
+            std::sync::Arc<tessera_protocol::Gate>,
+            Option<tessera_protocol::tls::MemberTls>,
+        ),
         adjust: impl Fn(&mut ServerOptions),
     ) -> Cluster {
         let dir = tempfile::tempdir().unwrap();
@@ -80,6 +84,7 @@ impl Cluster {
         );
         options.plan_transfers = plan_transfers;
         options.gate = gate.clone();
+        options.tls = tls.clone();
         let coordinator = Coordinator::start_with_listener(options, listener)
             .await
             .unwrap();
@@ -87,6 +92,7 @@ impl Cluster {
         for n in 0..servers {
             let guarded = |o: &mut ServerOptions| {
                 o.gate = gate.clone();
+                o.tls = tls.clone();
                 adjust(o);
             };
             started.push(server_with(dir.path(), n, address, guarded).await);

@@ -1,0 +1,56 @@
+//! `tessera certs`: a certificate authority for a cluster, and certificates for its daemons.
+
+use std::path::Path;
+
+use tessera_protocol::tls::{write_pem, Authority};
+
+use crate::Failure;
+
+pub fn make(dir: &Path, hosts: &[String], name: Option<&str>) -> Result<(), Failure> {
+    let fail = |e: &dyn std::fmt::Display| Failure::Error(e.to_string());
+    let name = name.unwrap_or(&hosts[0]);
+    if name.is_empty() || name.contains(['/', '\\']) || name.starts_with('.') || name == "ca" {
+        return Err(Failure::Error(format!(
+            "{name:?} cannot name a certificate file: give --name (no slashes, not \"ca\")"
+        )));
+    }
+    std::fs::create_dir_all(dir).map_err(|e| fail(&format!("{}: {e}", dir.display())))?;
+    let (ca_cert, ca_key) = (dir.join("ca.pem"), dir.join("ca.key"));
+    let authority = match (ca_cert.exists(), ca_key.exists()) {
+        (true, true) => Authority::load(&ca_cert, &ca_key).map_err(|e| fail(&e))?,
+        (false, false) => {
+            let authority = Authority::create().map_err(|e| fail(&e))?;
+            write_pem(&ca_key, &authority.key_pem(), true).map_err(|e| fail(&e))?;
+            write_pem(&ca_cert, authority.certificate_pem(), false).map_err(|e| fail(&e))?;
+            eprintln!(
+                "made a certificate authority: {} (trusted with --tls-ca) and {} (keep it \
+                 private: it signs certificates)",
+                ca_cert.display(),
+                ca_key.display()
+            );
+            authority
+        }
+        _ => {
+            return Err(Failure::Error(format!(
+                "{} has only one of ca.pem and ca.key: restore the other, or start afresh in \
+                 an empty directory",
+                dir.display()
+            )))
+        }
+    };
+    let issued = authority.issue(hosts).map_err(|e| fail(&e))?;
+    let (cert, key) = (
+        dir.join(format!("{name}.pem")),
+        dir.join(format!("{name}.key")),
+    );
+    write_pem(&key, &issued.key_pem, true).map_err(|e| fail(&e))?;
+    write_pem(&cert, &issued.certificate_pem, false).map_err(|e| fail(&e))?;
+    println!(
+        "--tls-cert {} --tls-key {} --tls-ca {}",
+        cert.display(),
+        key.display(),
+        ca_cert.display()
+    );
+    eprintln!("certificate for {} signed", hosts.join(", "));
+    Ok(())
+}
