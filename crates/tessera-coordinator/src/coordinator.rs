@@ -8,6 +8,7 @@ use std::sync::Arc;
 use openraft::error::{InitializeError, RaftError};
 use openraft::{BasicNode, Config, SnapshotPolicy};
 use tessera_protocol::handshake::Dialer;
+use tessera_protocol::listener::{descriptor_limit, ConnectionLimits};
 use tessera_protocol::tls::MemberTls;
 use tessera_protocol::{Configuration, Gate};
 use tokio::net::TcpListener;
@@ -78,6 +79,9 @@ pub struct CoordinatorOptions {
     pub gate: Arc<Gate>,
     /// TLS on the listener and on connections to the other coordinators; `None`: plain TCP.
     pub tls: Option<MemberTls>,
+    /// The listener's connection cap and timeouts (the cap is lowered to fit the process's
+    /// file-descriptor limit).
+    pub limits: ConnectionLimits,
 }
 
 impl CoordinatorOptions {
@@ -99,6 +103,7 @@ impl CoordinatorOptions {
             plan_transfers: crate::state::PLAN_TRANSFERS,
             gate: Arc::new(Gate::default()),
             tls: None,
+            limits: ConnectionLimits::default(),
         }
     }
 }
@@ -226,6 +231,7 @@ impl Coordinator {
             gate: options.gate.clone(),
             dialer,
             tls: options.tls.as_ref().map(|tls| tls.serve.clone()),
+            limits: options.limits.fit_to_descriptors(descriptor_limit()),
         });
         shared
             .tracker

@@ -124,6 +124,7 @@ pub mod state;
 pub use coordinator::{Coordinator, CoordinatorError, CoordinatorOptions, LeaseTuning, RaftTuning};
 pub use peer::{PEER_FRAME_BYTES_MAX, PEER_TAG};
 pub use state::{ClusterState, Command, CommandError, CommandOutcome};
+pub use tessera_protocol::listener::ConnectionLimits;
 
 // The CLI and tests hold a coordinator across tasks and threads.
 const _: fn() = || {

@@ -5,11 +5,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use futures::{SinkExt, StreamExt};
+use futures::SinkExt;
 use openraft::error::{ClientWriteError, RaftError};
 use tessera_protocol::constants::{DESCRIPTION_BYTES_MAX, FRAME_BYTES_MAX};
 use tessera_protocol::frame::peek_request_id;
 use tessera_protocol::handshake::{fresh_nonce, Dialer};
+use tessera_protocol::listener::{next_frame, ConnectionLimits, Listener, Slot, Stop};
 use tessera_protocol::tls::{ServerTls, Socket, WriteHalf};
 use tessera_protocol::{
     decode_request, encode_response, Configuration, CoordinatorStatus, ErrorReply, FrameError,
@@ -42,8 +43,6 @@ const FORWARD_TIMEOUT: Duration = Duration::from_secs(5);
 const CATCH_UP_WAIT: Duration = Duration::from_secs(2);
 /// Client requests in flight per connection.
 const IN_FLIGHT_MAX: usize = 256;
-/// Longest a connection may take to set up TLS.
-const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long `AddSpace`, `RmSpace` and `AlterSpace` wait, once applied, for every live server to
 /// act on the new epoch (servers report it in their heartbeats, every quarter lease) before
 /// answering `Timeout`. Five default leases: a server that has not caught up by then is stuck or cut
@@ -65,6 +64,8 @@ pub(crate) struct Shared {
     pub(crate) dialer: Dialer,
     /// Served on the listener when set.
     pub(crate) tls: Option<ServerTls>,
+    /// The listener's limits: connection cap, frame and idle timeouts.
+    pub(crate) limits: ConnectionLimits,
 }
 
 impl Shared {
@@ -73,33 +74,31 @@ impl Shared {
     }
 }
 
+/// Accepts connections until cancelled: at most `limits.connections_max` at once (counted until
+/// a connection proves the cluster secret), one more told so and closed.
 pub(crate) async fn accept_loop(shared: Arc<Shared>, listener: TcpListener) {
+    let mut listener = Listener::new(listener, &shared.limits);
     loop {
-        let accepted = tokio::select! {
+        let (tcp, peer, slot) = tokio::select! {
             _ = shared.cancel.cancelled() => return,
             accepted = listener.accept() => accepted,
         };
-        match accepted {
-            Ok((stream, peer)) => {
-                tracing::trace!(%peer, "connection");
-                shared
-                    .tracker
-                    .spawn(serve_connection(shared.clone(), stream));
-            }
-            Err(e) => {
-                // Out of file descriptors and the like: do not spin.
-                tracing::warn!(error = %e, "accept failed");
-                tokio::time::sleep(Duration::from_millis(50)).await;
-            }
-        }
+        tracing::trace!(%peer, "connection");
+        shared
+            .tracker
+            .spawn(serve_connection(shared.clone(), tcp, slot));
     }
 }
 
-async fn serve_connection(shared: Arc<Shared>, tcp: TcpStream) {
+/// Serves one connection; `slot` is its place under the connection cap, let go once it proves
+/// the cluster secret.
+async fn serve_connection(shared: Arc<Shared>, tcp: TcpStream, slot: Slot) {
+    let mut slot = Some(slot);
+    let limits = shared.limits;
     let _ = tcp.set_nodelay(true);
     let stream = match &shared.tls {
         None => Socket::Plain(tcp),
-        Some(tls) => match tls.accept(tcp, TLS_HANDSHAKE_TIMEOUT).await {
+        Some(tls) => match tls.accept(tcp, limits.frame_timeout).await {
             Ok(stream) => stream,
             Err(e) => {
                 tracing::debug!(error = %e, "connection closed before TLS was set up");
@@ -110,23 +109,37 @@ async fn serve_connection(shared: Arc<Shared>, tcp: TcpStream) {
     let (read, write) = stream.into_split();
     let mut reader = FramedRead::new(read, peer::codec());
     let (tx, rx) = mpsc::channel::<Bytes>(64);
-    shared
-        .tracker
-        .spawn(write_loop(write, rx, shared.cancel.clone()));
+    shared.tracker.spawn(write_loop(
+        write,
+        rx,
+        shared.cancel.clone(),
+        limits.frame_timeout,
+    ));
     let permits = Arc::new(Semaphore::new(IN_FLIGHT_MAX));
     let mut session = Session::default();
     loop {
+        let idle = || permits.available_permits() == IN_FLIGHT_MAX;
         let frame = tokio::select! {
             _ = shared.cancel.cancelled() => break,
-            frame = reader.next() => frame,
+            // The writer gave up (its client took nothing for the frame timeout).
+            _ = tx.closed() => break,
+            frame = next_frame(&mut reader, &limits, idle) => frame,
         };
         let body = match frame {
-            None => break,
-            Some(Err(e)) => {
+            Err(Stop::Closed) => break,
+            Err(Stop::HalfSentFrame) => {
+                tracing::debug!("closing a connection: a frame begun did not arrive in time");
+                break;
+            }
+            Err(Stop::Idle) => {
+                tracing::debug!("closing an idle connection");
+                break;
+            }
+            Ok(Err(e)) => {
                 tracing::debug!(error = %e, "closing a connection after a framing error");
                 break;
             }
-            Some(Ok(body)) => body.freeze(),
+            Ok(Ok(body)) => body.freeze(),
         };
         // A heartbeat counts from here: no earlier than the server sent it.
         let received = Instant::now();
@@ -162,6 +175,10 @@ async fn serve_connection(shared: Arc<Shared>, tcp: TcpStream) {
         let decoded = decode_request(&body);
         if let Ok(frame) = &decoded {
             let admission = session.admit(&shared.gate.policy(), &frame.request, fresh_nonce);
+            if session.is_member() {
+                // A member's connection does not count against the cap.
+                drop(slot.take());
+            }
             if let Some((reply, close)) = admission.reply() {
                 if let Response::Error(error) = &reply {
                     tracing::debug!(%error, close, "request refused");
@@ -257,16 +274,33 @@ async fn send(
     tx.send(bytes).await.map_err(|_| ())
 }
 
-/// Writes whatever responses are ready, then flushes once.
-async fn write_loop(write: WriteHalf, mut rx: mpsc::Receiver<Bytes>, cancel: CancellationToken) {
+/// Writes whatever responses are ready, then flushes once. A client that takes nothing for
+/// `write_timeout` is given up on (the reader then closes the connection), so that it cannot
+/// hold its queued responses for ever.
+async fn write_loop(
+    write: WriteHalf,
+    mut rx: mpsc::Receiver<Bytes>,
+    cancel: CancellationToken,
+    write_timeout: Duration,
+) {
     let mut out = FramedWrite::new(write, peer::codec());
     let work = async {
         while let Some(bytes) = rx.recv().await {
-            out.feed(bytes).await?;
-            while let Ok(bytes) = rx.try_recv() {
+            let batch = async {
                 out.feed(bytes).await?;
-            }
-            SinkExt::<Bytes>::flush(&mut out).await?;
+                while let Ok(bytes) = rx.try_recv() {
+                    out.feed(bytes).await?;
+                }
+                SinkExt::<Bytes>::flush(&mut out).await
+            };
+            tokio::time::timeout(write_timeout, batch)
+                .await
+                .map_err(|_| {
+                    std::io::Error::new(
+                        std::io::ErrorKind::TimedOut,
+                        "the client took nothing for the frame timeout",
+                    )
+                })??;
         }
         Ok::<(), std::io::Error>(())
     };

@@ -12,7 +12,7 @@ use bytes::{BufMut, Bytes, BytesMut};
 use common::*;
 use futures::{SinkExt, StreamExt};
 use openraft::{LogId, Vote};
-use tessera_coordinator::{Coordinator, CoordinatorOptions, PEER_TAG};
+use tessera_coordinator::{Coordinator, PEER_TAG};
 use tessera_protocol::handshake::Dialer;
 use tessera_protocol::{
     codec, decode_response, encode_request, ClusterSecret, Gate, Policy, Request, RequestFrame,
@@ -25,30 +25,13 @@ use tokio_util::codec::Framed;
 const SECRET: &str = "the-cluster-secret-0123456789";
 
 async fn coordinator(secret: Option<&str>) -> (Coordinator, tempfile::TempDir) {
-    let dir = tempfile::tempdir().unwrap();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let address = listener.local_addr().unwrap();
-    let mut options = CoordinatorOptions::new(
-        1,
-        dir.path().join("c1"),
-        address,
-        vec![(1, address.to_string())],
-    );
-    options.gate = Arc::new(Gate::new(Policy {
-        tokens: None,
-        secret: secret.map(|s| ClusterSecret::parse(s.as_bytes()).unwrap()),
-    }));
-    let c = Coordinator::start_with_listener(options, listener)
-        .await
-        .unwrap();
-    for _ in 0..100 {
-        if c.leader() == Some(1) {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    assert_eq!(c.leader(), Some(1), "a one-member group elects itself");
-    (c, dir)
+    one_coordinator(|options| {
+        options.gate = Arc::new(Gate::new(Policy {
+            tokens: None,
+            secret: secret.map(|s| ClusterSecret::parse(s.as_bytes()).unwrap()),
+        }));
+    })
+    .await
 }
 
 /// A Raft vote request as a coordinator's peer frame: the tag, then postcard of the peer

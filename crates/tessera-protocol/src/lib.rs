@@ -20,6 +20,8 @@ pub mod constants;
 pub mod frame;
 #[cfg(feature = "frame")]
 pub mod handshake;
+#[cfg(feature = "frame")]
+pub mod listener;
 pub mod message;
 pub mod status;
 #[cfg(feature = "frame")]

@@ -14,16 +14,14 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 use tokio_rustls::rustls;
 use tokio_rustls::rustls::pki_types::pem::PemObject;
 use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
 use tokio_rustls::{TlsAcceptor, TlsConnector};
 
-use crate::message::{Response, ResponseFrame};
 use crate::status::{ErrorReply, Status};
-use tessera_types::Epoch;
 
 /// Why certificates, keys or an authority could not be loaded or made.
 #[derive(Debug, thiserror::Error)]
@@ -142,34 +140,14 @@ impl ServerTls {
     }
 }
 
-/// Tells a plain client on a TLS port what is wrong, as a frame about the connection (id 0).
+/// Tells a plain client on a TLS port what is wrong, in plain frames, which it understands.
 async fn tell_plain_client(tcp: TcpStream) {
-    use futures::SinkExt;
     let error = ErrorReply::new(
         Status::UnsupportedProtocol,
         "this port speaks TLS: connect with TLS, trusting the certificate authority that signed \
          the daemon's certificate (--tls-ca, TESSERA_TLS_CA, tls_ca=)",
     );
-    let frame = ResponseFrame {
-        id: 0,
-        epoch: Epoch(0),
-        response: Response::Error(error),
-    };
-    let Ok(body) = crate::frame::encode_response(&frame) else {
-        return;
-    };
-    let mut sink = tokio_util::codec::FramedWrite::new(tcp, crate::frame::codec());
-    let told = async {
-        sink.send(body).await?;
-        // Close gracefully: closing with the client's request unread would reset the
-        // connection, and a reset can make the client lose the answer before reading it.
-        let mut tcp = sink.into_inner();
-        tcp.shutdown().await?;
-        let mut discard = [0u8; 4096];
-        while tcp.read(&mut discard).await? > 0 {}
-        io::Result::Ok(())
-    };
-    let _ = tokio::time::timeout(Duration::from_secs(1), told).await;
+    crate::listener::tell_and_close(tcp, error).await;
 }
 
 /// A connecting side's TLS: the certificate authorities it trusts.
@@ -418,7 +396,9 @@ pub fn write_pem(path: &Path, text: &str, private: bool) -> Result<(), TlsError>
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::message::Response;
     use futures::{SinkExt, StreamExt};
+    use tessera_types::Epoch;
     use tokio::net::TcpListener;
     use tokio_util::codec::Framed;
 

@@ -17,11 +17,11 @@
 //! everyone else.
 
 use std::sync::Arc;
-use std::time::Duration;
 
-use futures::StreamExt;
 use tessera_protocol::frame::peek_request_id;
 use tessera_protocol::handshake::fresh_nonce;
+pub use tessera_protocol::listener::{descriptor_limit, ConnectionLimits};
+use tessera_protocol::listener::{next_frame, Listener, Slot, Stop};
 use tessera_protocol::tls::Socket;
 use tessera_protocol::Session;
 use tessera_protocol::{
@@ -51,174 +51,24 @@ pub const IN_FLIGHT_MAX: usize = 1024;
 /// blocking-pool thread, of which tokio has 512 by default).
 pub const SEARCHES_IN_FLIGHT_MAX: usize = 16;
 
-/// Limits on client connections, so that no client holds the server's resources for ever.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ConnectionLimits {
-    /// A frame that has begun must arrive whole within this, or the connection is closed (a
-    /// half-sent frame holds its buffer; a peer that stops mid-frame is gone or hostile).
-    pub frame_timeout: Duration,
-    /// A connection with nothing in progress that sends nothing for this long is closed.
-    /// `None`: idle connections stay open (clients keep pooled connections between bursts).
-    pub idle_timeout: Option<Duration>,
-    /// Connections open at once (clients and peers). One more is answered with `Unavailable`
-    /// and closed, rather than left to hang once the process runs out of file descriptors.
-    pub connections_max: usize,
-}
-
-impl Default for ConnectionLimits {
-    fn default() -> Self {
-        ConnectionLimits {
-            frame_timeout: Duration::from_secs(30),
-            idle_timeout: None,
-            // Below the usual soft limit of 1 024 file descriptors a process gets, leaving room
-            // for the store's files, peers and the listener.
-            connections_max: 768,
-        }
-    }
-}
-
-/// File descriptors kept for everything but client connections: the store's files, peer
-/// links, the listener, the runtime.
-const DESCRIPTORS_RESERVED: usize = 128;
-
-impl ConnectionLimits {
-    /// These limits, with the connection cap lowered to fit the process's soft limit on open
-    /// file descriptors (less [`DESCRIPTORS_RESERVED`]): past the cap a client is told so, but
-    /// past the descriptor limit `accept` fails and a client would wait unanswered.
-    pub fn fit_to_descriptors(self, descriptors: Option<usize>) -> ConnectionLimits {
-        let Some(fit) = descriptors.map(|d| d.saturating_sub(DESCRIPTORS_RESERVED).max(1)) else {
-            return self;
-        };
-        if fit >= self.connections_max {
-            return self;
-        }
-        tracing::warn!(
-            asked = self.connections_max,
-            serving = fit,
-            descriptors = descriptors.unwrap_or(0),
-            "fewer connections than asked: the process may open too few files (raise `ulimit -n`)"
-        );
-        ConnectionLimits {
-            connections_max: fit,
-            ..self
-        }
-    }
-}
-
-/// The soft limit on this process's open file descriptors, from `/proc/self/limits` (Linux);
-/// `None` where it cannot be read or is unlimited.
-pub fn descriptor_limit() -> Option<usize> {
-    let limits = std::fs::read_to_string("/proc/self/limits").ok()?;
-    let line = limits.lines().find(|l| l.starts_with("Max open files"))?;
-    line.split_whitespace().nth(3)?.parse().ok()
-}
-
-/// Waits after a failed `accept` (out of file descriptors, typically) start here and double up to
-/// [`ACCEPT_BACKOFF_MAX`], rather than spinning or logging every retry.
-const ACCEPT_BACKOFF_MIN: Duration = Duration::from_millis(10);
-const ACCEPT_BACKOFF_MAX: Duration = Duration::from_secs(1);
-
 /// Accepts connections until aborted; aborting it aborts every connection it accepted (they
 /// live in its `JoinSet`), so a stopped server lets go of its store. Past
 /// `limits.connections_max` open connections, a new one is told so and closed.
 pub async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, limits: ConnectionLimits) {
     let mut connections = tokio::task::JoinSet::new();
-    let mut backoff = ACCEPT_BACKOFF_MIN;
-    let mut failures = 0u64;
+    let mut listener = Listener::new(listener, &limits);
     loop {
         while connections.try_join_next().is_some() {}
-        match listener.accept().await {
-            Ok((stream, peer)) => {
-                if failures > 0 {
-                    tracing::warn!(failures, "accepting connections again");
-                    (failures, backoff) = (0, ACCEPT_BACKOFF_MIN);
-                }
-                if connections.len() >= limits.connections_max {
-                    tracing::debug!(%peer, "connection refused: too many open");
-                    tokio::spawn(refuse(
-                        stream,
-                        shared.view().epoch(),
-                        limits.connections_max,
-                    ));
-                    continue;
-                }
-                tracing::debug!(%peer, "connection");
-                connections.spawn(serve(shared.clone(), stream, limits));
-            }
-            Err(e) => {
-                // Said once per run of failures (and once when they end), not per retry.
-                if failures == 0 {
-                    tracing::warn!(error = %e, open = connections.len(), "accept failed; retrying with backoff");
-                }
-                failures += 1;
-                tokio::time::sleep(backoff).await;
-                backoff = (backoff * 2).min(ACCEPT_BACKOFF_MAX);
-            }
-        }
+        let (tcp, peer, slot) = listener.accept().await;
+        tracing::debug!(%peer, "connection");
+        connections.spawn(serve(shared.clone(), tcp, (limits, slot)));
     }
 }
 
-/// Tells a connection over the limit why it is closed, within a second.
-async fn refuse(stream: TcpStream, epoch: tessera_types::Epoch, max: usize) {
-    use futures::SinkExt;
-    let error = ErrorReply::new(
-        Status::Unavailable,
-        format!("too many connections: this server serves at most {max} at once; retry later"),
-    );
-    let frame = Outbox::frame(0, epoch, Response::Error(error));
-    let mut sink = tokio_util::codec::FramedWrite::new(stream, codec());
-    let _ = tokio::time::timeout(Duration::from_secs(1), sink.send(frame)).await;
-}
-
-/// Why [`next_frame`] gave up on a connection.
-enum Stop {
-    /// The client closed the connection, or it failed.
-    Closed,
-    /// A frame begun did not arrive whole within the frame timeout.
-    HalfSentFrame,
-    /// Nothing in progress and nothing received for the idle timeout.
-    Idle,
-}
-
-/// The next frame, or why the connection is to be closed. `idle` says whether the connection
-/// has nothing in progress. A frame begun must be whole within `limits.frame_timeout` (checked
-/// every half of it: a frame still partial at two checks in a row has taken at least half of it
-/// and at most all of it); an idle connection is closed after `limits.idle_timeout`.
-async fn next_frame<S>(
-    frames: &mut FramedRead<S, tokio_util::codec::LengthDelimitedCodec>,
-    limits: &ConnectionLimits,
-    idle: impl Fn() -> bool,
-) -> Result<Result<bytes::BytesMut, std::io::Error>, Stop>
-where
-    S: tokio::io::AsyncRead + Unpin,
-{
-    let tick = (limits.frame_timeout / 2).max(Duration::from_millis(5));
-    let (mut partial_ticks, mut idle_for) = (0u32, Duration::ZERO);
-    loop {
-        // `next` on a FramedRead is cancel-safe: a partial frame stays in its buffer.
-        match tokio::time::timeout(tick, frames.next()).await {
-            Ok(Some(frame)) => return Ok(frame),
-            Ok(None) => return Err(Stop::Closed),
-            Err(_elapsed) => {
-                if !frames.read_buffer().is_empty() {
-                    partial_ticks += 1;
-                    if partial_ticks >= 2 {
-                        return Err(Stop::HalfSentFrame);
-                    }
-                } else if idle() {
-                    idle_for += tick;
-                    if limits.idle_timeout.is_some_and(|t| idle_for >= t) {
-                        return Err(Stop::Idle);
-                    }
-                } else {
-                    idle_for = Duration::ZERO;
-                }
-            }
-        }
-    }
-}
-
-pub async fn serve(shared: Arc<Shared>, tcp: TcpStream, limits: ConnectionLimits) {
+/// Serves one connection; `slot` is its place under the connection cap, let go once it proves
+/// the cluster secret.
+pub async fn serve(shared: Arc<Shared>, tcp: TcpStream, (limits, slot): (ConnectionLimits, Slot)) {
+    let mut slot = Some(slot);
     let _ = tcp.set_nodelay(true);
     let stream = match &shared.tls {
         None => Socket::Plain(tcp),
@@ -273,6 +123,10 @@ pub async fn serve(shared: Arc<Shared>, tcp: TcpStream, limits: ConnectionLimits
             // Who may send what: the steps of authenticating are answered here, and a request
             // the connection may not make is refused before anything acts on it.
             let admission = session.admit(&shared.gate.policy(), &frame.request, fresh_nonce);
+            if session.is_member() {
+                // A member's connection does not count against the cap.
+                drop(slot.take());
+            }
             if let Some((reply, close)) = admission.reply() {
                 if let Response::Error(error) = &reply {
                     tracing::debug!(%error, close, "request refused");

@@ -69,6 +69,7 @@ pub struct CoordinatorArgs {
     pub lease_ms: u64,
     pub adapt: AdaptOptions,
     pub splits: SplitOptions,
+    pub limits: ConnectionLimits,
     pub security: SecurityArgs,
 }
 
@@ -81,6 +82,7 @@ pub async fn coordinator(args: CoordinatorArgs, peers: &str) -> Result<(), Failu
         lease_ms,
         adapt,
         splits,
+        limits,
         security,
     } = args;
     let peers = parse_peers(peers)?;
@@ -95,6 +97,7 @@ pub async fn coordinator(args: CoordinatorArgs, peers: &str) -> Result<(), Failu
     options.lease = lease_tuning(lease_ms);
     options.gate = secured.gate;
     options.tls = secured.tls;
+    options.limits = limits;
     let c = Coordinator::start(options)
         .await
         .map_err(|e| Failure::Error(format!("cannot start: {e}")))?;
@@ -239,6 +242,7 @@ pub async fn dev(d: DevCluster) -> Result<(), Failure> {
         options.lease = lease_tuning(d.lease_ms);
         options.gate = secured.gate.clone();
         options.tls = secured.tls.clone();
+        options.limits = d.limits;
         let c = Coordinator::start_with_listener(options, listener)
             .await
             .map_err(|e| Failure::Error(format!("cannot start coordinator {id}: {e}")))?;

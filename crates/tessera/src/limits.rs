@@ -1,5 +1,5 @@
-//! The flags that bound what clients may hold of a server, shared by `tessera dev` and
-//! `tessera server`.
+//! The flags that bound what clients may hold of a daemon, shared by `tessera dev`,
+//! `tessera coordinator` and `tessera server`.
 
 use std::time::Duration;
 
@@ -7,9 +7,10 @@ use tessera_server::ConnectionLimits;
 
 #[derive(clap::Args, Clone, Copy, Debug)]
 pub struct LimitArgs {
-    /// Connections a server serves at once (clients and other servers). One more is answered
-    /// `Unavailable: too many connections` and closed, instead of hanging once the process runs
-    /// out of file descriptors. Keep it under the file-descriptor limit (`ulimit -n`).
+    /// Connections a daemon serves at once, not counting those of other members once they have
+    /// proved the cluster secret. One more is answered `Unavailable: too many connections` and
+    /// closed, instead of hanging once the process runs out of file descriptors. Lowered, with a
+    /// warning, to fit under the file-descriptor limit (`ulimit -n`) less 128.
     #[arg(long, default_value_t = ConnectionLimits::default().connections_max as u64, value_parser = clap::value_parser!(u64).range(1..))]
     pub max_connections: u64,
     /// Seconds a request frame, once begun, may take to arrive whole; a connection that stops

@@ -155,6 +155,8 @@ enum Command {
         #[command(flatten)]
         splits: splits::SplitArgs,
         #[command(flatten)]
+        limits: limits::LimitArgs,
+        #[command(flatten)]
         security: security::SecurityArgs,
     },
     /// Run one storage server of a cluster: it registers with the coordinators (and keeps
@@ -791,6 +793,7 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             lease_ms,
             adapt_period_s,
             splits,
+            limits,
             security,
         } => {
             let coordinator = cluster::CoordinatorArgs {
@@ -801,6 +804,7 @@ async fn run(cli: Cli) -> Result<(), Failure> {
                 lease_ms,
                 adapt: adapt_options(adapt_period_s),
                 splits: splits.options(),
+                limits: limits.options(),
                 security,
             };
             cluster::coordinator(coordinator, &peers).await

@@ -296,3 +296,31 @@ impl Cluster {
         }
     }
 }
+
+/// A one-member coordinator group on a fresh port, its options adjusted by `adjust`, once it
+/// leads itself.
+pub async fn one_coordinator(
+    adjust: impl FnOnce(&mut CoordinatorOptions),
+) -> (Coordinator, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    let mut options = CoordinatorOptions::new(
+        1,
+        dir.path().join("c1"),
+        address,
+        vec![(1, address.to_string())],
+    );
+    adjust(&mut options);
+    let c = Coordinator::start_with_listener(options, listener)
+        .await
+        .unwrap();
+    for _ in 0..100 {
+        if c.leader() == Some(1) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(c.leader(), Some(1), "a one-member group elects itself");
+    (c, dir)
+}
