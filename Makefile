@@ -1,5 +1,5 @@
 # The two commands of the README's quick start, and a few conveniences.
-.PHONY: dev install prereqs test test-rust test-go test-python test-scripts test-long bench-build bench-failover bench-transfers bench-advisor bench-documents bench-twitter bench-splits bench-peers plots bench-scale bench-memory cassandra-fetch
+.PHONY: dev install prereqs test test-rust test-go test-python test-scripts test-long bench-build bench-failover bench-transfers bench-advisor bench-documents bench-twitter bench-splits bench-peers bench-security plots bench-scale bench-memory cassandra-fetch
 
 CARGO ?= cargo
 PYTHON ?= python3
@@ -109,6 +109,11 @@ bench-splits:
 # run (or by cassandra-fetch). Knobs in scripts/bench-peers.sh (SYSTEMS, YCSB, RECORDS, ...).
 bench-peers:
 	scripts/bench-peers.sh
+
+# What client tokens and TLS cost: YCSB c and a against tessera dev open, with --auth, over TLS
+# and both, interleaved, RUNS each; JSON on stdout (docs/benchmarks.md "What security costs").
+bench-security:
+	scripts/bench-security.sh
 
 # docs/plots/peers-*.svg (throughput and p50/p99 charts) from the newest committed
 # docs/results/peers-*.json, or from PEERS_JSON=FILE; `scripts/plot-bench.py FILE --markdown`

@@ -190,6 +190,10 @@ pub struct BenchArgs {
     /// eq2 (`city = C AND age = A`, ~1), range (`score` over 0.1 % of its values).
     #[arg(long, value_enum, default_value_t = secondary::QueryKind::Eq1)]
     pub query: secondary::QueryKind,
+
+    /// How YCSB's Tessera client connects: the global `--token` and `--tls-ca`.
+    #[arg(skip)]
+    pub client: tessera_client::ClientOptions,
 }
 
 /// The whole run, as `tessera bench` prints it (JSON): its parameters, then one section per
@@ -441,7 +445,9 @@ pub async fn run(args: BenchArgs) -> Result<Report, BenchError> {
         TargetKind::Tessera(addr) => {
             // One pipelined client shared by every task: concurrency comes from requests in
             // flight on one connection.
-            let client = TesseraTarget::connect(&addr).await.map_err(connect_error)?;
+            let client = TesseraTarget::connect(&addr, args.client.clone())
+                .await
+                .map_err(connect_error)?;
             drive(vec![client; args.threads], &args, duration).await?
         }
         TargetKind::Etcd(addr) => {

@@ -834,7 +834,14 @@ async fn run(cli: Cli) -> Result<(), Failure> {
         }
         Command::Certs { dir, hosts, name } => certs::make(&dir, &hosts, name.as_deref()),
         Command::Status { json } => cluster::status(&connect(&target).await?, json).await,
-        Command::Bench(args) => {
+        Command::Bench(mut args) => {
+            args.client.token = target.token.clone();
+            if let Some(ca) = &target.tls_ca {
+                args.client = args
+                    .client
+                    .with_tls_ca(ca)
+                    .map_err(|e| Failure::Error(format!("--tls-ca: {e}")))?;
+            }
             let report = tessera_bench::run(*args)
                 .await
                 .map_err(|e| Failure::Error(e.to_string()))?;

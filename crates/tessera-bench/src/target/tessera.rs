@@ -30,9 +30,15 @@ pub struct TesseraTarget {
 }
 
 impl TesseraTarget {
-    pub async fn connect(addr: &str) -> Result<TesseraTarget, TargetError> {
+    /// Connects with `options` (a token, TLS: the global `--token` and `--tls-ca`).
+    pub async fn connect(
+        addr: &str,
+        options: tessera_client::ClientOptions,
+    ) -> Result<TesseraTarget, TargetError> {
         Ok(TesseraTarget {
-            client: Client::connect(addr).await.map_err(client_error)?,
+            client: Client::connect_with(addr, options)
+                .await
+                .map_err(client_error)?,
         })
     }
 }
