@@ -10,8 +10,8 @@ use openraft::error::{ClientWriteError, RaftError};
 use tessera_protocol::constants::{DESCRIPTION_BYTES_MAX, FRAME_BYTES_MAX};
 use tessera_protocol::frame::peek_request_id;
 use tessera_protocol::handshake::{fresh_nonce, Dialer};
-use tessera_protocol::listener::{next_frame, ConnectionLimits, Listener, Slot, Stop};
-use tessera_protocol::tls::{ServerTls, Socket, WriteHalf};
+use tessera_protocol::listener::{next_frame, open_socket, ConnectionLimits, Listener, Slot, Stop};
+use tessera_protocol::tls::{ServerTls, WriteHalf};
 use tessera_protocol::{
     decode_request, encode_response, Configuration, CoordinatorStatus, ErrorReply, FrameError,
     Request, RequestFrame, Response, ResponseFrame, SpaceChange, Status,
@@ -95,16 +95,8 @@ pub(crate) async fn accept_loop(shared: Arc<Shared>, listener: TcpListener) {
 async fn serve_connection(shared: Arc<Shared>, tcp: TcpStream, slot: Slot) {
     let mut slot = Some(slot);
     let limits = shared.limits;
-    let _ = tcp.set_nodelay(true);
-    let stream = match &shared.tls {
-        None => Socket::Plain(tcp),
-        Some(tls) => match tls.accept(tcp, limits.frame_timeout).await {
-            Ok(stream) => stream,
-            Err(e) => {
-                tracing::debug!(error = %e, "connection closed before TLS was set up");
-                return;
-            }
-        },
+    let Some(stream) = open_socket(tcp, shared.tls.as_ref(), limits.frame_timeout).await else {
+        return;
     };
     let (read, write) = stream.into_split();
     let mut reader = FramedRead::new(read, peer::codec());
@@ -126,15 +118,7 @@ async fn serve_connection(shared: Arc<Shared>, tcp: TcpStream, slot: Slot) {
             frame = next_frame(&mut reader, &limits, idle) => frame,
         };
         let body = match frame {
-            Err(Stop::Closed) => break,
-            Err(Stop::HalfSentFrame) => {
-                tracing::debug!("closing a connection: a frame begun did not arrive in time");
-                break;
-            }
-            Err(Stop::Idle) => {
-                tracing::debug!("closing an idle connection");
-                break;
-            }
+            Err(Stop::Closed | Stop::HalfSentFrame | Stop::Idle) => break,
             Ok(Err(e)) => {
                 tracing::debug!(error = %e, "closing a connection after a framing error");
                 break;

@@ -179,7 +179,27 @@ pub async fn tell_and_close(tcp: TcpStream, error: ErrorReply) {
     let _ = tokio::time::timeout(Duration::from_secs(1), told).await;
 }
 
-/// Why [`next_frame`] gave up on a connection.
+/// Sets up an accepted connection: no Nagle delay, then TLS if the listener serves it (within
+/// `timeout`). `None`: the connection is gone (a plain client on a TLS port was told why).
+pub async fn open_socket(
+    tcp: TcpStream,
+    tls: Option<&crate::tls::ServerTls>,
+    timeout: Duration,
+) -> Option<crate::tls::Socket> {
+    let _ = tcp.set_nodelay(true);
+    let Some(tls) = tls else {
+        return Some(crate::tls::Socket::Plain(tcp));
+    };
+    match tls.accept(tcp, timeout).await {
+        Ok(socket) => Some(socket),
+        Err(e) => {
+            tracing::debug!(error = %e, "connection closed before TLS was set up");
+            None
+        }
+    }
+}
+
+/// Why [`next_frame`] gave up on a connection (it logs the timeouts).
 pub enum Stop {
     /// The client closed the connection, or it failed.
     Closed,
@@ -212,11 +232,15 @@ where
                 if !frames.read_buffer().is_empty() {
                     partial_ticks += 1;
                     if partial_ticks >= 2 {
+                        tracing::debug!(
+                            "closing a connection: a frame begun did not arrive in time"
+                        );
                         return Err(Stop::HalfSentFrame);
                     }
                 } else if idle() {
                     idle_for += tick;
                     if limits.idle_timeout.is_some_and(|t| idle_for >= t) {
+                        tracing::debug!("closing an idle connection");
                         return Err(Stop::Idle);
                     }
                 } else {

@@ -21,8 +21,7 @@ use std::sync::Arc;
 use tessera_protocol::frame::peek_request_id;
 use tessera_protocol::handshake::fresh_nonce;
 pub use tessera_protocol::listener::{descriptor_limit, ConnectionLimits};
-use tessera_protocol::listener::{next_frame, Listener, Slot, Stop};
-use tessera_protocol::tls::Socket;
+use tessera_protocol::listener::{next_frame, open_socket, Listener, Slot, Stop};
 use tessera_protocol::Session;
 use tessera_protocol::{
     codec, decode_request, ErrorReply, FrameError, Request, RequestFrame, RequestShape, Response,
@@ -69,16 +68,8 @@ pub async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, limits: Con
 /// the cluster secret.
 pub async fn serve(shared: Arc<Shared>, tcp: TcpStream, (limits, slot): (ConnectionLimits, Slot)) {
     let mut slot = Some(slot);
-    let _ = tcp.set_nodelay(true);
-    let stream = match &shared.tls {
-        None => Socket::Plain(tcp),
-        Some(tls) => match tls.accept(tcp, limits.frame_timeout).await {
-            Ok(stream) => stream,
-            Err(e) => {
-                tracing::debug!(error = %e, "connection closed before TLS was set up");
-                return;
-            }
-        },
+    let Some(stream) = open_socket(tcp, shared.tls.as_ref(), limits.frame_timeout).await else {
+        return;
     };
     let (read_half, write_half) = stream.into_split();
     let (outbox, writer) = Outbox::start(write_half, SEARCHES_IN_FLIGHT_MAX, limits.frame_timeout);
@@ -95,15 +86,7 @@ pub async fn serve(shared: Arc<Shared>, tcp: TcpStream, (limits, slot): (Connect
         let idle = || permits.available_permits() == IN_FLIGHT_MAX;
         let frame = match next_frame(&mut frames, &limits, idle).await {
             Ok(frame) => frame,
-            Err(Stop::Closed) => break,
-            Err(Stop::HalfSentFrame) => {
-                tracing::debug!("closing a connection: a frame begun did not arrive in time");
-                break;
-            }
-            Err(Stop::Idle) => {
-                tracing::debug!("closing an idle connection");
-                break;
-            }
+            Err(Stop::Closed | Stop::HalfSentFrame | Stop::Idle) => break,
         };
         let permit = permits.clone().acquire_owned().await.expect("never closed");
         let epoch = shared.view().epoch();

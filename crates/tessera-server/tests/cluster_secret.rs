@@ -9,7 +9,7 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::cluster::{Cluster, Raw};
+use common::cluster::{replicated_kv, Cluster, Raw};
 use common::*;
 use futures::{SinkExt, StreamExt};
 use tessera_client::{Client, ClientOptions, Status};
@@ -42,17 +42,7 @@ async fn a_secured_cluster_serves_and_refuses_a_socket_posing_as_a_peer() {
         .await
         .unwrap();
     // Two replicas: every write goes along a chain of two servers, over their peer links.
-    client
-        .add_space("space kv key k attributes int n subspace n tolerate 1 failures")
-        .await
-        .unwrap();
-    for n in 0..50i64 {
-        client
-            .put("kv", format!("k{n}").as_str(), [("n", i(n))])
-            .await
-            .unwrap();
-    }
-    assert_eq!(client.count("kv", vec![]).await.unwrap(), 50);
+    replicated_kv(&client, 50).await;
     let before = snapshot(&client, "kv").await;
 
     // A socket posing as server 1 to each server, then sending what a peer would.

@@ -10,7 +10,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::cluster::{Cluster, Raw};
+use common::cluster::{replicated_kv, Cluster, Raw};
 use common::*;
 use futures::{SinkExt, StreamExt};
 use tessera_client::{Client, ClientError, ClientOptions, Predicate, Status};
@@ -57,17 +57,7 @@ async fn a_cluster_over_tls_serves_trusting_clients_and_tells_plain_ones() {
         .unwrap();
     let client = Client::connect_with(&address, trusting).await.unwrap();
     // Two replicas: every write goes along a chain of two servers, over TLS peer links.
-    client
-        .add_space("space kv key k attributes int n subspace n tolerate 1 failures")
-        .await
-        .unwrap();
-    for n in 0..50i64 {
-        client
-            .put("kv", format!("k{n}").as_str(), [("n", i(n))])
-            .await
-            .unwrap();
-    }
-    assert_eq!(client.count("kv", vec![]).await.unwrap(), 50);
+    replicated_kv(&client, 50).await;
     let found = client
         .search("kv", vec![Predicate::equals("n", 7i64)])
         .await

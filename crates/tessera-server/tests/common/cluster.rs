@@ -182,3 +182,20 @@ pub async fn peer_connection(addr: SocketAddr, from: ServerId) -> Raw {
     assert_eq!(decode_response(&body).unwrap().response, Response::Done);
     conn
 }
+
+/// Space `kv` (key `k`, int `n` with a subspace of its own, two replicas of every region) with
+/// `count` objects `k0`, `k1`, ... whose `n` is their number.
+#[allow(dead_code)]
+pub async fn replicated_kv(client: &Client, count: i64) {
+    client
+        .add_space("space kv key k attributes int n subspace n tolerate 1 failures")
+        .await
+        .unwrap();
+    for n in 0..count {
+        client
+            .put("kv", format!("k{n}").as_str(), [("n", Value::Int(n))])
+            .await
+            .unwrap();
+    }
+    assert_eq!(client.count("kv", vec![]).await.unwrap(), count as u64);
+}
