@@ -114,6 +114,8 @@
 //! configuration for each period's traced workload is predicted at least 20 % faster than the
 //! current one for several periods running (see the [`adapt`] module).
 
+#![forbid(unsafe_code)]
+
 pub mod adapt;
 pub mod advisor;
 pub mod baselines;

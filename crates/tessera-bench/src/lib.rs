@@ -33,6 +33,8 @@
 //! # }
 //! ```
 
+#![forbid(unsafe_code)]
+
 use std::io::IsTerminal;
 use std::time::Duration;
 

@@ -95,6 +95,8 @@
 //! Errors are [`ClientError`]s; a server's refusal carries a [`Status`] (`NotFound`,
 //! `CmpFail`, `UnknownSpace`, `WrongType`, ...) and a message.
 
+#![forbid(unsafe_code)]
+
 mod cluster;
 mod connection;
 mod error;

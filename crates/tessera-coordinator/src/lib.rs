@@ -111,6 +111,8 @@
 //! Within a subspace no server holds more than `ceil(regions * K / servers)` regions, and heads
 //! spread likewise. See [`state::assign_replicas`].
 
+#![forbid(unsafe_code)]
+
 mod coordinator;
 mod detector;
 mod fsutil;

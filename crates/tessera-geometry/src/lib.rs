@@ -22,6 +22,8 @@
 //! * [`zorder`]: Z-order interleaving of a point, and the BIGMIN step that lets storage skip
 //!   from a Z-value outside a box to the next one inside it.
 
+#![forbid(unsafe_code)]
+
 pub mod chain;
 pub mod coordinate;
 pub mod cover;

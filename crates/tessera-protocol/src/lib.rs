@@ -13,6 +13,8 @@
 //! Frames larger than [`constants::FRAME_BYTES_MAX`] are refused: the receiver closes the
 //! connection, because it can no longer find the next frame boundary safely.
 
+#![forbid(unsafe_code)]
+
 pub mod auth;
 pub mod config;
 pub mod constants;

@@ -8,6 +8,8 @@
 //! - [`replica`]: one server's part in every chain;
 //! - [`check`]: what a peer sends is checked before anything acts on it.
 
+#![forbid(unsafe_code)]
+
 pub mod check;
 pub mod link;
 pub mod message;
