@@ -1,5 +1,5 @@
 # The two commands of the README's quick start, and a few conveniences.
-.PHONY: dev install prereqs test test-rust test-go test-python test-scripts test-long bench-build bench-failover bench-transfers bench-advisor bench-documents bench-twitter bench-splits bench-peers bench-security plots bench-scale bench-memory cassandra-fetch
+.PHONY: dev install prereqs test test-tools test-rust test-go test-python test-scripts test-long bench-build bench-failover bench-transfers bench-advisor bench-documents bench-twitter bench-splits bench-peers bench-security plots bench-scale bench-memory cassandra-fetch
 
 CARGO ?= cargo
 PYTHON ?= python3
@@ -30,16 +30,27 @@ prereqs:
 # Every test: the linearizability checker's own tests, the Rust workspace (unit, property,
 # simulation, model and multi-process tests, the cluster test among them), then the Python
 # client's tests against a real `tessera dev` and a local cluster.
-test: prereqs test-go test-rust test-python test-scripts
+test: prereqs test-tools test-go test-rust test-python test-scripts
+
+# What `make test` needs beyond building: Go (tools/lincheck, go.mod's version) and Python 3
+# with venv, checked first so that a missing one is named at once, not after the Rust tests.
+test-tools:
+	@[ -x "$(GO)" ] || command -v "$(GO)" >/dev/null 2>&1 || { \
+	  echo "make test: Go is missing: install Go 1.26 or later (https://go.dev/dl), or give GO=/path/to/go; the cluster test checks linearizability with tools/lincheck" >&2; exit 2; }
+	@$(PYTHON) -c 'import venv, ensurepip' 2>/dev/null || { \
+	  echo "make test: $(PYTHON) lacks venv/ensurepip, which the Python client's tests need: install Python 3 with venv (Debian: apt-get install python3-venv)" >&2; exit 2; }
 
 test-go:
 	$(GO) -C tools/lincheck vet ./...
 	$(GO) -C tools/lincheck test ./...
 
-# Formatting first: an unformatted file fails the suite (run `cargo fmt --all` to mend it).
+# Formatting and lints first: an unformatted file (run `cargo fmt --all` to mend it) or a clippy
+# warning fails the suite.
 test-rust:
 	$(CARGO) fmt --version >/dev/null 2>&1 || rustup component add rustfmt
 	$(CARGO) fmt --all -- --check
+	$(CARGO) clippy --version >/dev/null 2>&1 || rustup component add clippy
+	$(CARGO) clippy --workspace --all-targets --locked -- -D warnings
 	PATH="$(dir $(GO)):$$PATH" $(CARGO) test --workspace --locked
 
 $(VENV)/bin/python:

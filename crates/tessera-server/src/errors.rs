@@ -11,6 +11,12 @@ use tessera_storage::StorageError;
 pub enum ServerError {
     #[error("I/O: {0}")]
     Io(#[from] std::io::Error),
+    /// The listening address could not be bound.
+    #[error("cannot listen on {address}: {error}{hint}", hint = if error.kind() == std::io::ErrorKind::AddrInUse { " (another tessera running there? stop it, or give another --listen)" } else { "" })]
+    Listen {
+        address: std::net::SocketAddr,
+        error: std::io::Error,
+    },
     #[error("storage: {0}")]
     Storage(#[from] StorageError),
     #[error("configuration file {path} is corrupt: {reason}")]

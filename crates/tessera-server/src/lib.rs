@@ -29,6 +29,8 @@
 //! * `validate`: a request checked against the view into a typed job, or an error. Pure.
 //! * `connection`: accepting, framing, routing each job to what runs it; searches.
 
+#![forbid(unsafe_code)]
+
 mod chain;
 mod connection;
 mod coordination;
@@ -127,9 +129,13 @@ impl Server {
     /// Opens (or recovers) the data directory, binds the listener and starts serving.
     pub async fn start(options: ServerOptions) -> Result<Server, ServerError> {
         std::fs::create_dir_all(&options.data_dir).map_err(ServerError::Io)?;
-        let listener = TcpListener::bind(options.listen)
-            .await
-            .map_err(ServerError::Io)?;
+        let listener =
+            TcpListener::bind(options.listen)
+                .await
+                .map_err(|error| ServerError::Listen {
+                    address: options.listen,
+                    error,
+                })?;
         let local_addr = listener.local_addr().map_err(ServerError::Io)?;
         // Grows with every start of the process: peers number their links to this one afresh.
         let incarnation = std::time::SystemTime::now()

@@ -58,6 +58,8 @@
 //! stays around 64 MiB whatever the number of spaces. Background work runs on
 //! [`WORKER_THREADS`] fjall threads (plus one fsync thread under `Periodic`).
 
+#![forbid(unsafe_code)]
+
 pub mod codec;
 pub mod encoded;
 mod search;
@@ -191,9 +193,14 @@ pub enum StorageError {
     /// The file system failed.
     #[error("I/O error: {0}")]
     Io(#[from] std::io::Error),
-    /// The engine failed for another reason (bad journal, locked directory, ...).
+    /// The engine failed for another reason (bad journal, ...).
     #[error("storage engine error: {0}")]
     Engine(fjall::Error),
+    /// Another process has the data directory open.
+    #[error(
+        "{0} is in use by another process (another tessera dev or server on the same --data-dir?)"
+    )]
+    InUse(std::path::PathBuf),
     /// Stored bytes do not decode: the disk or a bug corrupted them.
     #[error("corrupt storage: {0}")]
     Corrupt(String),
@@ -317,7 +324,11 @@ impl Store {
             .cache_size(options.cache_bytes)
             .worker_threads(WORKER_THREADS)
             .max_journaling_size(JOURNAL_BYTES_MAX)
-            .open()?;
+            .open()
+            .map_err(|e| match e {
+                fjall::Error::Locked => StorageError::InUse(dir.to_owned()),
+                e => e.into(),
+            })?;
         let catalog = db.keyspace(CATALOG, KeyspaceCreateOptions::default)?;
         let mut spaces = BTreeMap::new();
         for guard in catalog.iter() {

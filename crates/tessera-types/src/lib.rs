@@ -5,6 +5,8 @@
 //! speak in these types, so a request is validated once, against the schema, into a *checked*
 //! form (`CheckedPredicate`, `CheckedFuncall`) that cannot fail on a type mismatch later.
 
+#![forbid(unsafe_code)]
+
 pub mod constants;
 pub mod document;
 pub mod formula;

@@ -4,6 +4,7 @@
 //! space hotels                      # comments run to the end of the line
 //! key id                            # untyped means string
 //! attributes string city, int stars, int price, set(string) tags, map(string, int) rooms
+//!                                   # (`attribute` too, as HyperDex accepts)
 //! subspace city, price
 //! subspace stars
 //! create 64 partitions              # optional, default 64
@@ -358,6 +359,15 @@ impl Parser {
                 Token::Word(w) if !is_keyword(w) => Some(AttributeType::Primitive(p)),
                 _ => None,
             }
+        } else if matches!(self.peek(), Token::Word(w) if !is_keyword(w)) {
+            // `strng city`: a word then a name can only be a type and a name.
+            return Err(self.error_at(
+                first_pos,
+                format!(
+                    "unknown type {first:?} (the types are string, int, float, list(T), set(T) \
+                     and map(K, V))"
+                ),
+            ));
         } else {
             None
         };
@@ -389,7 +399,16 @@ fn primitive_named(word: &str) -> Option<PrimitiveType> {
 fn is_keyword(word: &str) -> bool {
     matches!(
         word,
-        "space" | "key" | "attributes" | "subspace" | "create" | "tolerate" | "placement" | "adapt"
+        "space"
+            | "key"
+            | "attributes"
+            | "attribute"
+            | "subspace"
+            | "create"
+            | "tolerate"
+            | "placement"
+            | "adapt"
+            | "dimensions"
     )
 }
 
@@ -421,7 +440,8 @@ pub fn parse_space_tolerating(
     }
 
     let mut attributes: Vec<(Attribute, Pos)> = Vec::new();
-    if p.at_keyword("attributes") {
+    // HyperDex accepts the singular too.
+    if p.at_keyword("attributes") || p.at_keyword("attribute") {
         p.next();
         loop {
             attributes.push(p.typed_name("an attribute name")?);
@@ -572,7 +592,10 @@ fn parse_dynamic_rest(
             }
         };
     }
-    if p.at_keyword("attributes") || p.at_keyword("subspace") || p.at_keyword("adapt") {
+    if ["attributes", "attribute", "subspace", "adapt"]
+        .iter()
+        .any(|k| p.at_keyword(k))
+    {
         return Err(p.error_at(
             p.pos(),
             format!(
@@ -784,6 +807,29 @@ tolerate 1 failure
     fn err(text: &str) -> (u32, u32, String) {
         let e = parse_space(text).unwrap_err();
         (e.line, e.column, e.message)
+    }
+
+    #[test]
+    fn the_singular_attribute_reads_as_hyperdex_reads_it() {
+        let plural = parse_space("space t key k attributes int a, b subspace a").unwrap();
+        let singular = parse_space("space t key k attribute int a, b subspace a").unwrap();
+        assert_eq!(singular, plural);
+        let (_, _, m) = err("space d dynamic key k attribute a");
+        assert!(m.contains("declares no attribute"), "{m}");
+    }
+
+    #[test]
+    fn a_misspelt_type_is_named() {
+        let (l, c, m) = err("space t key k\nattributes strng city, int price");
+        assert_eq!((l, c), (2, 12), "{m}");
+        assert!(m.contains("unknown type \"strng\""), "{m}");
+        let (_, _, m) = err("space t key integer k");
+        assert!(m.contains("unknown type \"integer\""), "{m}");
+        // An untyped name before a keyword or a comma is still a string attribute.
+        let s = parse_space("space t key k attributes city subspace city").unwrap();
+        assert_eq!(s.attributes.len(), 2);
+        let d = parse_space("space d dynamic key k dimensions 4").unwrap();
+        assert!(d.is_dynamic());
     }
 
     #[test]

@@ -136,7 +136,8 @@ fn primitive_from_json(ty: PrimitiveType, json: &Json) -> Result<Value, String> 
     }
 }
 
-fn with_article(noun: &str) -> String {
+/// "an int", "a set(string)".
+pub fn with_article(noun: &str) -> String {
     let article = if noun.starts_with(['a', 'e', 'i', 'o', 'u']) {
         "an"
     } else {

@@ -1,5 +1,7 @@
 //! `tessera`: run the local database, talk to it, benchmark it.
 
+#![forbid(unsafe_code)]
+
 mod adapt;
 mod advise;
 mod alter;
@@ -317,8 +319,12 @@ enum Command {
     /// one as JSON Merge Patch does: a property given replaces the stored one, nested
     /// objects merge, and `null` removes a property.
     Put {
+        /// The space's name.
         space: String,
+        /// The object's key, read as the space's key type.
         key: String,
+        /// The attributes, as one JSON object; `-` reads it from stdin and `@FILE` from a file
+        /// (for objects too large for a command line, up to the 1 MiB limit).
         json: String,
         /// A dynamic space's document: place it by this registered compression formula
         /// (`alter-space SPACE add-formula`); `''` for the default, the unispace. Without it
@@ -327,7 +333,12 @@ enum Command {
         formula: Option<String>,
     },
     /// Print an object as one line of JSON (exit 1 if there is none).
-    Get { space: String, key: String },
+    Get {
+        /// The space's name.
+        space: String,
+        /// The object's key, read as the space's key type.
+        key: String,
+    },
     /// Print the objects of several keys, one line of JSON each in the keys' order, `null`
     /// for a key with none. Each key is read as `get` reads it (in a cluster, each point
     /// leader is asked once for all its keys); the keys are not read as one snapshot.
@@ -392,12 +403,22 @@ enum Command {
     /// In a dynamic space predicates name dotted property paths ('venue.name=SOSP'), and
     /// structure: 'exists(doi)', 'exists(author|editor)' (either), 'missing(editor)'.
     Search {
+        /// The space's name.
         space: String,
+        /// Predicates that must all hold: attr=value, attr<value, attr<=value, attr>value,
+        /// attr>=value, attr~regex (values read as the attribute's type; quote them for the
+        /// shell). In a dynamic space, dotted paths and exists(path), missing(path). None: every
+        /// object.
         predicates: Vec<String>,
     },
     /// Print how many objects match all predicates.
     Count {
+        /// The space's name.
         space: String,
+        /// Predicates that must all hold: attr=value, attr<value, attr<=value, attr>value,
+        /// attr>=value, attr~regex (values read as the attribute's type; quote them for the
+        /// shell). In a dynamic space, dotted paths and exists(path), missing(path). None: every
+        /// object.
         predicates: Vec<String>,
     },
     /// Show how a search would run: the subspace chosen and the regions it contacts (JSON).
@@ -406,7 +427,12 @@ enum Command {
     /// onto, and the shapes of document the search reads (those that can match, of all the
     /// shapes the space has registered), one box each.
     Explain {
+        /// The space's name.
         space: String,
+        /// Predicates that must all hold: attr=value, attr<value, attr<=value, attr>value,
+        /// attr>=value, attr~regex (values read as the attribute's type; quote them for the
+        /// shell). In a dynamic space, dotted paths and exists(path), missing(path). None: every
+        /// object.
         predicates: Vec<String>,
     },
     /// Show the workload a space served: the shapes of its requests over the last minutes, as
@@ -630,6 +656,7 @@ impl From<String> for Failure {
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
+    end_quietly_on_a_closed_stdout();
     let cli = Cli::parse();
     tracing_subscriber::fmt()
         .with_env_filter(
@@ -675,6 +702,17 @@ async fn connect(to: &Target) -> Result<Client, Failure> {
             "--timeout must be a positive number of seconds, not {timeout_s}"
         )));
     }
+    for entry in addr.split(',').map(str::trim).filter(|a| !a.is_empty()) {
+        let has_port = entry
+            .rsplit_once(':')
+            .is_some_and(|(host, port)| !host.is_empty() && port.parse::<u16>().is_ok());
+        if !has_port {
+            return Err(Failure::Error(format!(
+                "--addr {entry:?} has no port: give HOST:PORT (tessera dev listens on \
+                 127.0.0.1:1982 unless told otherwise)"
+            )));
+        }
+    }
     let mut options =
         tessera_client::ClientOptions::with_timeout(std::time::Duration::from_secs_f64(*timeout_s));
     options.token = token.clone();
@@ -702,6 +740,31 @@ async fn connect(to: &Target) -> Result<Client, Failure> {
         })
 }
 
+/// `tessera status | head`: once the reader of stdout has gone, the command ends quietly (exit
+/// 0), as other tools do, rather than with a panic's backtrace (`println!` panics on EPIPE).
+fn end_quietly_on_a_closed_stdout() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let message = info
+            .payload()
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .unwrap_or_default();
+        if message.starts_with("failed printing to stdout") && message.contains("Broken pipe") {
+            std::process::exit(0);
+        }
+        default(info)
+    }));
+}
+
+/// Why writing to stdout failed; a reader that went away ends the command quietly, as above.
+fn output_failed(e: std::io::Error) -> Failure {
+    if e.kind() == std::io::ErrorKind::BrokenPipe {
+        std::process::exit(0);
+    }
+    Failure::Error(format!("writing output: {e}"))
+}
+
 /// The text of file `path`, or of stdin for `-`.
 fn read_text(path: &Path) -> Result<String, Failure> {
     if path.as_os_str() != "-" {
@@ -720,12 +783,12 @@ pub(crate) fn print_text(text: &str) -> Result<(), Failure> {
     std::io::stdout()
         .lock()
         .write_all(text.as_bytes())
-        .map_err(|e| Failure::Error(format!("writing output: {e}")))
+        .map_err(output_failed)
 }
 
 fn print_line(json: &serde_json::Value) -> Result<(), Failure> {
     let mut out = std::io::stdout().lock();
-    writeln!(out, "{json}").map_err(|e| Failure::Error(format!("writing output: {e}")))
+    writeln!(out, "{json}").map_err(output_failed)
 }
 
 async fn run(cli: Cli) -> Result<(), Failure> {
@@ -925,6 +988,11 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             json: text,
             formula,
         } => {
+            let text = match text.strip_prefix('@') {
+                Some(file) => read_text(Path::new(file))?,
+                None if text == "-" => read_text(Path::new("-"))?,
+                None => text,
+            };
             let client = connect(&target).await?;
             let schema = client.describe_space(&space).await?;
             let key = predicates::parse_key(&schema, &key)?;

@@ -4,7 +4,7 @@
 
 use tessera_types::{AttributeType, Predicate, PredicateOp, SpaceSchema, Value};
 
-use crate::json::{from_json, primitive_from_text};
+use crate::json::{from_json, primitive_from_text, with_article};
 
 pub fn parse_predicate(schema: &SpaceSchema, text: &str) -> Result<Predicate, String> {
     if schema.is_dynamic() {
@@ -27,7 +27,12 @@ pub fn parse_predicate(schema: &SpaceSchema, text: &str) -> Result<Predicate, St
         return Ok(Predicate::new(attr, PredicateOp::Regex(operand.to_owned())));
     }
     let value = match ty {
-        AttributeType::Primitive(p) => primitive_from_text(p, operand)?,
+        AttributeType::Primitive(p) => primitive_from_text(p, operand).map_err(|e| {
+            format!(
+                "{text:?}: {e} (attribute {attr:?} is {})",
+                with_article(&ty.to_string())
+            )
+        })?,
         container => {
             if op != "=" {
                 return Err(format!(

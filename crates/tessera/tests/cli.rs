@@ -835,3 +835,115 @@ fn status_gives_the_configuration_size() {
         "{after} against {empty}"
     );
 }
+
+/// What a newcomer trips on (issue "Operating and using Tessera", item 7), each answered with
+/// an error that says what is wrong, or made to work.
+#[test]
+fn what_a_newcomer_trips_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let server = DevServer::start(&data);
+    let a = server.addr.as_str();
+
+    // A misspelt type is named, with the types there are.
+    let o = tessera_stdin(a, &["add-space"], "space t key k attributes strng city");
+    assert_eq!(code(&o), 2);
+    assert!(
+        stderr(&o).contains("unknown type \"strng\""),
+        "{}",
+        stderr(&o)
+    );
+    // HyperDex's singular `attribute`.
+    let o = tessera_stdin(
+        a,
+        &["add-space"],
+        "space h key id attribute string city, int price subspace city, price",
+    );
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+
+    // A value of the wrong type names its attribute.
+    let o = tessera(a, &["search", "h", "price=cheap"]);
+    assert_eq!(code(&o), 2);
+    assert!(
+        stderr(&o).contains("attribute \"price\" is an int"),
+        "{}",
+        stderr(&o)
+    );
+
+    // An address without a port says so, instead of suggesting a server is not running.
+    let o = tessera("localhost", &["get", "h", "x"]);
+    assert_eq!(code(&o), 2);
+    assert!(stderr(&o).contains("has no port"), "{}", stderr(&o));
+
+    // A second daemon on the same address, or on the same data directory, says which.
+    let o = Command::new(TESSERA)
+        .args(["dev", "--listen", a, "--data-dir"])
+        .arg(dir.path().join("other"))
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 2);
+    assert!(
+        stderr(&o).contains(&format!("cannot listen on {a}")),
+        "{}",
+        stderr(&o)
+    );
+    let o = Command::new(TESSERA)
+        .args(["dev", "--listen", "127.0.0.1:0", "--data-dir"])
+        .arg(&data)
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 2);
+    assert!(
+        stderr(&o).contains("in use by another process"),
+        "{}",
+        stderr(&o)
+    );
+
+    // `put` reads its JSON from stdin (`-`) or a file (`@FILE`): objects near the 1 MiB limit
+    // do not fit a command line.
+    let o = tessera_stdin(
+        a,
+        &["put", "h", "k1", "-"],
+        r#"{"city": "Ithaca", "price": 3}"#,
+    );
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let big = "x".repeat(900 * 1024);
+    let file = dir.path().join("big.json");
+    std::fs::write(&file, format!(r#"{{"city": "{big}", "price": 4}}"#)).unwrap();
+    let o = tessera(a, &["put", "h", "k2", &format!("@{}", file.display())]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let o = tessera(a, &["get", "h", "k1"]);
+    assert_eq!(
+        stdout(&o).trim(),
+        r#"{"id":"k1","city":"Ithaca","price":3}"#
+    );
+    let o = tessera(a, &["count", "h", "price=4"]);
+    assert_eq!(stdout(&o).trim(), "1");
+
+    // A reader that goes away (`| head`) ends the command quietly.
+    let mut child = Command::new(TESSERA)
+        .args(["search", "h"])
+        .env("TESSERA_ADDR", a)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let o = child.wait_with_output().unwrap();
+    assert!(!stderr(&o).contains("panicked"), "{}", stderr(&o));
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+
+    // The arguments of put and search are described in --help.
+    let o = tessera(a, &["put", "--help"]);
+    assert!(
+        stdout(&o).contains("`-` reads it from stdin"),
+        "{}",
+        stdout(&o)
+    );
+    let o = tessera(a, &["search", "--help"]);
+    assert!(
+        stdout(&o).contains("Predicates that must all hold"),
+        "{}",
+        stdout(&o)
+    );
+}
