@@ -306,6 +306,14 @@ impl Coordinator {
         service::status(&self.shared)
     }
 
+    /// Sets this coordinator's gauges for a scrape of the metrics: Raft's term, last log index
+    /// and last applied index, whether it leads, the configuration's epoch, the servers by
+    /// state, and (on the leader) how long since it heard each server.
+    pub fn metrics_publisher(&self) -> impl Fn() + Send + Sync + 'static {
+        let shared = self.shared.clone();
+        move || publish_metrics(&shared)
+    }
+
     /// Index of the last log entry purged from this coordinator's log (after a snapshot), if
     /// any. For tests and diagnostics.
     pub fn log_purged_upto(&self) -> Option<u64> {
@@ -397,6 +405,41 @@ fn check_node_id(dir: &Path, id: u64) -> std::io::Result<()> {
         None => {
             let body = postcard::to_allocvec(&id).map_err(crate::fsutil::invalid)?;
             write_atomic(dir, NODE_ID_FILE, &body, true)
+        }
+    }
+}
+
+/// Sets a coordinator's gauges (see [`Coordinator::metrics_publisher`]).
+fn publish_metrics(shared: &Shared) {
+    use metrics::gauge;
+    let id = shared.id.to_string();
+    let (term, last_log) = {
+        let raft = shared.raft.metrics();
+        let m = raft.borrow();
+        (m.current_term, m.last_log_index.unwrap_or(0))
+    };
+    let status = service::status(shared);
+    gauge!("tessera_raft_term", "coordinator" => id.clone()).set(term as f64);
+    gauge!("tessera_raft_last_log_index", "coordinator" => id.clone()).set(last_log as f64);
+    gauge!("tessera_raft_last_applied", "coordinator" => id.clone())
+        .set(status.last_applied as f64);
+    let leads = status.leader == Some(shared.id);
+    gauge!("tessera_raft_leader", "coordinator" => id.clone()).set(f64::from(u8::from(leads)));
+    gauge!("tessera_coordinator_epoch", "coordinator" => id.clone()).set(status.epoch.0 as f64);
+    let mut by_state = std::collections::BTreeMap::<String, u64>::new();
+    for server in &shared.config.borrow().servers {
+        *by_state
+            .entry(format!("{:?}", server.state).to_lowercase())
+            .or_default() += 1;
+    }
+    for (state, count) in by_state {
+        gauge!("tessera_servers", "coordinator" => id.clone(), "state" => state).set(count as f64);
+    }
+    // The leader's failure detector: how long since it heard each server.
+    for server in &status.servers {
+        if let Some(ms) = server.heard_ms_ago {
+            gauge!("tessera_server_heard_seconds", "coordinator" => id.clone(), "server" => server.id.0.to_string())
+                .set(ms as f64 / 1000.0);
         }
     }
 }

@@ -164,9 +164,7 @@ async fn serve_connection(shared: Arc<Shared>, tcp: TcpStream, slot: Slot) {
                 drop(slot.take());
             }
             if let Some((reply, close)) = admission.reply() {
-                if let Response::Error(error) = &reply {
-                    tracing::debug!(%error, close, "request refused");
-                }
+                count_request(&shared, frame.request.operation(), &reply, received);
                 if send(&tx, &shared, frame.id, reply).await.is_err() || close {
                     if close {
                         tracing::info!(
@@ -187,7 +185,9 @@ async fn serve_connection(shared: Arc<Shared>, tcp: TcpStream, slot: Slot) {
                 let (shared2, tx2) = (shared.clone(), tx.clone());
                 shared.tracker.spawn(async move {
                     let RequestFrame { id, request, .. } = frame;
+                    let operation = request.operation();
                     let response = handle(&shared2, request, received).await;
+                    count_request(&shared2, operation, &response, received);
                     let _ = send(&tx2, &shared2, id, response).await;
                     drop(permit);
                 });
@@ -222,6 +222,24 @@ async fn serve_connection(shared: Arc<Shared>, tcp: TcpStream, slot: Slot) {
             }
         }
     }
+}
+
+/// A request answered, for the metrics: by operation and status, and how long it took.
+fn count_request(shared: &Shared, operation: &'static str, response: &Response, received: Instant) {
+    let status = match response {
+        Response::Error(e) => {
+            if !matches!(e.status, Status::NotFound | Status::CmpFail) {
+                tracing::info!(coordinator = shared.id, op = operation, status = e.status.symbol(), cause = %e.message, "request refused");
+            }
+            e.status.symbol()
+        }
+        _ => "OK",
+    };
+    let id = shared.id.to_string();
+    metrics::counter!("tessera_coordinator_requests_total", "coordinator" => id.clone(), "op" => operation, "status" => status)
+        .increment(1);
+    metrics::histogram!("tessera_coordinator_request_seconds", "coordinator" => id, "op" => operation)
+        .record(received.elapsed().as_secs_f64());
 }
 
 async fn send(

@@ -223,6 +223,42 @@ pub enum Request {
 }
 
 impl Request {
+    /// The operation's name, as metrics and logs label it.
+    pub fn operation(&self) -> &'static str {
+        match self {
+            Request::GetConfig => "get_config",
+            Request::WaitConfig { .. } => "wait_config",
+            Request::CoordinatorStatus => "coordinator_status",
+            Request::AddSpace { .. } => "add_space",
+            Request::RmSpace { .. } => "rm_space",
+            Request::AlterSpace { .. } => "alter_space",
+            Request::SetModel { .. } => "set_model",
+            Request::Decommission { .. } => "decommission",
+            Request::Get { .. } => "get",
+            Request::GetMany { .. } => "get_many",
+            Request::Put { .. } => "put",
+            Request::Del { .. } => "del",
+            Request::Search { .. } => "search",
+            Request::SearchRegions { .. } => "search_regions",
+            Request::Count { .. } => "count",
+            Request::SortedSearch { .. } => "sorted_search",
+            Request::GroupDel { .. } => "group_del",
+            Request::GroupUpdate { .. } => "group_update",
+            Request::Explain { .. } => "explain",
+            Request::Trace { .. } => "trace",
+            Request::KeyRegionLoads { .. } => "key_region_loads",
+            Request::RegisterServer { .. } => "register_server",
+            Request::Heartbeat { .. } => "heartbeat",
+            Request::TransfersDone { .. } => "transfers_done",
+            Request::PeerHello { .. } => "peer_hello",
+            Request::Authenticate { .. } => "authenticate",
+            Request::ClusterChallenge { .. } => "cluster_challenge",
+            Request::ClusterProof { .. } => "cluster_proof",
+        }
+    }
+}
+
+impl Request {
     /// The space a request names, if any (for error messages and routing).
     pub fn space(&self) -> Option<&str> {
         match self {

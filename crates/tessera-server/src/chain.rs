@@ -667,10 +667,14 @@ impl ChainLoop {
                 .into_iter()
                 .map(object_write)
                 .collect();
+            let started = std::time::Instant::now();
             if let Err(e) = self.shared.store.commit(&writes) {
                 self.fail(out, format!("a commit failed: {e}"));
                 return;
             }
+            self.shared
+                .meter
+                .group_commit(writes.len(), started.elapsed());
         }
         for (to, envelope) in &out.messages {
             self.peers.send(*to, envelope);

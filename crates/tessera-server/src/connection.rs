@@ -64,6 +64,22 @@ pub async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, limits: Con
     }
 }
 
+/// Counts a connection in the `tessera_connections` gauge while it lives.
+struct Open(crate::observe::Meter);
+
+impl Open {
+    fn count(meter: &crate::observe::Meter) -> Open {
+        meter.connections(1.0);
+        Open(meter.clone())
+    }
+}
+
+impl Drop for Open {
+    fn drop(&mut self) {
+        self.0.connections(-1.0);
+    }
+}
+
 /// Serves one connection; `slot` is its place under the connection cap, let go once it proves
 /// the cluster secret.
 pub async fn serve(shared: Arc<Shared>, tcp: TcpStream, (limits, slot): (ConnectionLimits, Slot)) {
@@ -71,6 +87,7 @@ pub async fn serve(shared: Arc<Shared>, tcp: TcpStream, (limits, slot): (Connect
     let Some(stream) = open_socket(tcp, shared.tls.as_ref(), limits.frame_timeout).await else {
         return;
     };
+    let _open = Open::count(&shared.meter);
     let (read_half, write_half) = stream.into_split();
     let (outbox, writer) = Outbox::start(write_half, SEARCHES_IN_FLIGHT_MAX, limits.frame_timeout);
     let permits = Arc::new(Semaphore::new(IN_FLIGHT_MAX));
@@ -88,6 +105,7 @@ pub async fn serve(shared: Arc<Shared>, tcp: TcpStream, (limits, slot): (Connect
             Ok(frame) => frame,
             Err(Stop::Closed | Stop::HalfSentFrame | Stop::Idle) => break,
         };
+        let arrived = std::time::Instant::now();
         let permit = permits.clone().acquire_owned().await.expect("never closed");
         let epoch = shared.view().epoch();
         let body = match frame {
@@ -111,9 +129,9 @@ pub async fn serve(shared: Arc<Shared>, tcp: TcpStream, (limits, slot): (Connect
                 drop(slot.take());
             }
             if let Some((reply, close)) = admission.reply() {
-                if let Response::Error(error) = &reply {
-                    tracing::debug!(%error, close, "request refused");
-                }
+                shared
+                    .meter
+                    .request(frame.request.operation(), &reply, arrived);
                 outbox.send_nowait(frame.id, epoch, reply, Some(permit));
                 if close {
                     tracing::info!("closing a connection that failed to prove the cluster secret");
@@ -150,6 +168,7 @@ pub async fn serve(shared: Arc<Shared>, tcp: TcpStream, (limits, slot): (Connect
                     id: frame.id,
                     outbox: outbox.clone(),
                     permit,
+                    metered: (frame.request.operation(), arrived, shared.meter.clone()),
                 };
                 route(&shared, frame, replier).await;
             }

@@ -37,6 +37,7 @@ mod coordination;
 mod errors;
 mod group;
 pub mod lease;
+mod observe;
 mod outbox;
 mod peers;
 mod queue;
@@ -280,6 +281,17 @@ impl Server {
     /// This server's id (1 for a standalone server; the coordinator's choice in a cluster).
     pub fn id(&self) -> tessera_types::ServerId {
         self.shared.me
+    }
+
+    /// What sets this server's gauges (regions and stored entries per space and subspace, the
+    /// epoch) for a scrape of the metrics; it may outlive the server (it then sets the last
+    /// values again).
+    pub fn metrics_publisher(&self) -> impl Fn() + Send + Sync + 'static {
+        let shared = self.shared.clone();
+        move || {
+            let view = shared.view();
+            shared.meter.publish(&view.config, &shared.store);
+        }
     }
 
     /// The epoch of the configuration this server acts on.

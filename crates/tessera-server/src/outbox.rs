@@ -11,7 +11,7 @@
 //! slow reader instead of buffering for it.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use futures::SinkExt;
@@ -22,6 +22,8 @@ use tessera_types::Epoch;
 use tokio::io::AsyncWrite;
 use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
 use tokio_util::codec::FramedWrite;
+
+use crate::observe::Meter;
 
 /// Bytes of encoded responses queued for one connection and not yet written to its socket.
 /// Enough to keep a fast client's socket busy (a search frame is about 256 KiB); small
@@ -192,10 +194,14 @@ pub struct Replier {
     pub id: u64,
     pub outbox: Outbox,
     pub permit: OwnedSemaphorePermit,
+    /// What the request was and when its frame arrived, for the metrics.
+    pub metered: (&'static str, Instant, Meter),
 }
 
 impl Replier {
     pub fn send(self, epoch: Epoch, response: Response) {
+        let (operation, started, meter) = &self.metered;
+        meter.request(operation, &response, *started);
         self.outbox
             .send_nowait(self.id, epoch, response, Some(self.permit));
     }

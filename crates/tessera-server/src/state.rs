@@ -14,6 +14,8 @@ use std::sync::{Arc, RwLock};
 
 use tessera_protocol::handshake::Dialer;
 use tessera_protocol::tls::ServerTls;
+
+use crate::observe::Meter;
 use tessera_protocol::{Configuration, ErrorReply, Gate, ServerInfo, ServerState, Status};
 use tessera_storage::{StorageError, Store};
 use tessera_types::{Epoch, ServerId, SpaceSchema};
@@ -54,6 +56,8 @@ pub struct Shared {
     pub dialer: Dialer,
     /// Served on the listener when set.
     pub tls: Option<ServerTls>,
+    /// This server's metrics.
+    pub meter: Meter,
 }
 
 impl Shared {
@@ -80,6 +84,7 @@ impl Shared {
             gate,
             dialer,
             tls,
+            meter: Meter::new(me),
         }
     }
 

@@ -962,6 +962,27 @@ impl Store {
         ))
     }
 
+    /// Approximate number of entries each space holds in each subspace it stores (a subspace's
+    /// entries are its copies of the objects of the regions this store holds), by space name.
+    pub fn entries_estimate(&self) -> Vec<(String, Vec<(SubspaceId, u64)>)> {
+        let spaces = self.spaces.read().expect("lock");
+        spaces
+            .values()
+            .map(|s| {
+                let per_subspace = s
+                    .keyspaces
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(n, k)| {
+                        let k = k.as_ref()?;
+                        Some((SubspaceId(n as u16), k.approximate_len() as u64))
+                    })
+                    .collect();
+                (s.schema.name.clone(), per_subspace)
+            })
+            .collect()
+    }
+
     pub fn stats(&self) -> StoreStats {
         let c = &self.counters;
         let spaces = self.spaces.read().expect("lock");

@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use std::io::Write;
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use tessera_client::Client;
 use tessera_coordinator::{Coordinator, CoordinatorOptions, LeaseTuning};
@@ -20,6 +21,7 @@ use tessera_types::{ServerId, SubspaceId};
 use tokio::net::TcpListener;
 
 use crate::adapt::AdaptOptions;
+use crate::http::{say_served, Daemons, HttpArgs, DEV_DEFAULT};
 use crate::security::{Daemon, Secured, SecurityArgs};
 use crate::splits::SplitOptions;
 use crate::{alter, wait_for_stop_signal, Failure};
@@ -71,6 +73,7 @@ pub struct CoordinatorArgs {
     pub splits: SplitOptions,
     pub limits: ConnectionLimits,
     pub security: SecurityArgs,
+    pub http: HttpArgs,
 }
 
 pub async fn coordinator(args: CoordinatorArgs, peers: &str) -> Result<(), Failure> {
@@ -84,6 +87,7 @@ pub async fn coordinator(args: CoordinatorArgs, peers: &str) -> Result<(), Failu
         splits,
         limits,
         security,
+        http,
     } = args;
     let peers = parse_peers(peers)?;
     if !peers.iter().any(|(p, _)| *p == id) {
@@ -92,6 +96,8 @@ pub async fn coordinator(args: CoordinatorArgs, peers: &str) -> Result<(), Failu
         )));
     }
     let secured = security.secure(Daemon::ClusterMember, &[listen])?;
+    let daemons = Daemons::default();
+    let metrics = http.start(None, daemons.clone()).await?;
     let mut options = CoordinatorOptions::new(id, &data_dir, listen, peers.clone());
     options.default_tolerate = default_tolerate;
     options.lease = lease_tuning(lease_ms);
@@ -101,6 +107,8 @@ pub async fn coordinator(args: CoordinatorArgs, peers: &str) -> Result<(), Failu
     let c = Coordinator::start(options)
         .await
         .map_err(|e| Failure::Error(format!("cannot start: {e}")))?;
+    daemons.add(Arc::new(c.metrics_publisher()));
+    say_served(&format!("tessera coordinator {id}"), metrics);
     // Every coordinator runs the adaptation driver; only the leader's acts.
     let me = (c.local_addr().to_string(), secured.drivers);
     crate::adapt::spawn(me.clone(), adapt, c.leads());
@@ -151,13 +159,15 @@ pub async fn server(
     advertise: Option<String>,
     storage: (FsyncPolicy, u64),
     transfer_bytes_per_second: u64,
-    (limits, security): (ConnectionLimits, &SecurityArgs),
+    (limits, security, http): (ConnectionLimits, &SecurityArgs, &HttpArgs),
 ) -> Result<(), Failure> {
     let coordinators = addresses(coordinators);
     if coordinators.is_empty() {
         return Err(Failure::Error("--coordinators names no address".into()));
     }
     let secured = security.secure(Daemon::ClusterMember, &[listen])?;
+    let daemons = Daemons::default();
+    let metrics = http.start(None, daemons.clone()).await?;
     let options = server_options(
         data_dir.clone(),
         listen,
@@ -172,6 +182,8 @@ pub async fn server(
     let s = Server::start(options)
         .await
         .map_err(|e| Failure::Error(format!("cannot start: {e}")))?;
+    daemons.add(Arc::new(s.metrics_publisher()));
+    say_served(&format!("tessera server {}", s.id()), metrics);
     ready(format!(
         "tessera server {}: ready on {}, data in {}",
         s.id(),
@@ -196,6 +208,7 @@ pub struct DevCluster {
     pub splits: SplitOptions,
     pub limits: ConnectionLimits,
     pub security: SecurityArgs,
+    pub http: HttpArgs,
 }
 
 /// A whole cluster in this process, on loopback.
@@ -210,6 +223,8 @@ pub async fn dev(d: DevCluster) -> Result<(), Failure> {
         )));
     }
     let secured = d.security.secure(Daemon::Dev, &[d.listen])?;
+    let daemons = Daemons::default();
+    let metrics = d.http.start(Some(DEV_DEFAULT), daemons.clone()).await?;
     // Bind every coordinator first, so each can be told all the others' addresses.
     let mut listeners = Vec::new();
     for i in 0..d.coordinators {
@@ -246,6 +261,7 @@ pub async fn dev(d: DevCluster) -> Result<(), Failure> {
         let c = Coordinator::start_with_listener(options, listener)
             .await
             .map_err(|e| Failure::Error(format!("cannot start coordinator {id}: {e}")))?;
+        daemons.add(Arc::new(c.metrics_publisher()));
         let me = (c.local_addr().to_string(), secured.drivers.clone());
         crate::adapt::spawn(me.clone(), d.adapt, c.leads());
         crate::splits::spawn(me, d.splits, c.leads());
@@ -270,8 +286,10 @@ pub async fn dev(d: DevCluster) -> Result<(), Failure> {
         let s = Server::start(options)
             .await
             .map_err(|e| Failure::Error(format!("cannot start server {n}: {e}")))?;
+        daemons.add(Arc::new(s.metrics_publisher()));
         servers.push(s);
     }
+    say_served("tessera dev", metrics);
     ready(format!(
         "tessera dev: ready on {} ({} coordinators, {} servers, {} replicas), data in {}",
         peers[0].1,

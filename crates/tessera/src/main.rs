@@ -8,6 +8,7 @@ mod alter;
 mod calibrate;
 mod certs;
 mod cluster;
+mod http;
 mod json;
 mod limits;
 mod predicates;
@@ -60,8 +61,23 @@ struct Cli {
     /// to each other.
     #[arg(long, global = true, env = "TESSERA_TLS_CA", value_name = "FILE")]
     tls_ca: Option<PathBuf>,
+    /// What to log on stderr: a level (error, warn, info, debug, trace) or per-module
+    /// directives (`info,tessera_server=debug`). Default: info for daemons (every start, stop,
+    /// configuration change, refused request and failure, once each), warn for client
+    /// commands; RUST_LOG is read when this is not given.
+    #[arg(long, global = true, env = "TESSERA_LOG", value_name = "FILTER")]
+    log: Option<String>,
+    /// How log lines look: human (the default) or json (one object a line, for collectors).
+    #[arg(long, global = true, value_enum, default_value = "human")]
+    log_format: LogFormat,
     #[command(subcommand)]
     command: Command,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum LogFormat {
+    Human,
+    Json,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -123,6 +139,8 @@ enum Command {
         limits: limits::LimitArgs,
         #[command(flatten)]
         security: security::SecurityArgs,
+        #[command(flatten)]
+        http: http::HttpArgs,
     },
     /// Run one coordinator: a member of the Raft group that holds the cluster's configuration.
     ///
@@ -160,6 +178,8 @@ enum Command {
         limits: limits::LimitArgs,
         #[command(flatten)]
         security: security::SecurityArgs,
+        #[command(flatten)]
+        http: http::HttpArgs,
     },
     /// Run one storage server of a cluster: it registers with the coordinators (and keeps
     /// its identity in --data-dir across restarts), then serves the regions they give it.
@@ -190,6 +210,8 @@ enum Command {
         limits: limits::LimitArgs,
         #[command(flatten)]
         security: security::SecurityArgs,
+        #[command(flatten)]
+        http: http::HttpArgs,
     },
     /// Make a certificate authority and certificates for daemons serving TLS.
     ///
@@ -658,13 +680,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 fn main() -> ExitCode {
     end_quietly_on_a_closed_stdout();
     let cli = Cli::parse();
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| "warn,openraft=error".into()),
-        )
-        .with_writer(std::io::stderr)
-        .init();
+    init_logging(&cli);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -679,6 +695,34 @@ fn main() -> ExitCode {
             eprintln!("error: {m}");
             ExitCode::from(2)
         }
+    }
+}
+
+/// Logs to stderr as `--log` and `--log-format` say.
+fn init_logging(cli: &Cli) {
+    let daemon = matches!(
+        cli.command,
+        Command::Dev { .. } | Command::Coordinator { .. } | Command::Server { .. }
+    );
+    let default = if daemon {
+        "info,openraft=warn,fjall=warn,lsm_tree=warn"
+    } else {
+        "warn,openraft=error"
+    };
+    let filter = match &cli.log {
+        Some(directives) => tracing_subscriber::EnvFilter::new(directives),
+        None => {
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| default.into())
+        }
+    };
+    use std::io::IsTerminal;
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_ansi(std::io::stderr().is_terminal())
+        .with_writer(std::io::stderr);
+    match cli.log_format {
+        LogFormat::Human => builder.init(),
+        LogFormat::Json => builder.json().init(),
     }
 }
 
@@ -817,6 +861,7 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             splits,
             limits,
             security,
+            http,
         } => {
             let adapt = adapt_options(adapt_period_s);
             if servers <= 1 {
@@ -826,7 +871,7 @@ async fn run(cli: Cli) -> Result<(), Failure> {
                     listen,
                     storage,
                     adapt,
-                    (limits.options(), &security),
+                    (limits.options(), &security, &http),
                 )
                 .await
             } else {
@@ -843,6 +888,7 @@ async fn run(cli: Cli) -> Result<(), Failure> {
                     splits: splits.options(),
                     limits: limits.options(),
                     security,
+                    http,
                 })
                 .await
             }
@@ -858,6 +904,7 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             splits,
             limits,
             security,
+            http,
         } => {
             let coordinator = cluster::CoordinatorArgs {
                 id,
@@ -869,6 +916,7 @@ async fn run(cli: Cli) -> Result<(), Failure> {
                 splits: splits.options(),
                 limits: limits.options(),
                 security,
+                http,
             };
             cluster::coordinator(coordinator, &peers).await
         }
@@ -882,6 +930,7 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             transfer_mb_s,
             limits,
             security,
+            http,
         } => {
             let storage = storage_options(fsync, cache_mb);
             cluster::server(
@@ -891,7 +940,7 @@ async fn run(cli: Cli) -> Result<(), Failure> {
                 advertise,
                 storage,
                 transfer_mb_s * 1_000_000,
-                (limits.options(), &security),
+                (limits.options(), &security, &http),
             )
             .await
         }
@@ -1423,9 +1472,15 @@ async fn dev(
     listen: SocketAddr,
     storage: (FsyncPolicy, u64),
     adapt: adapt::AdaptOptions,
-    (limits, security): (tessera_server::ConnectionLimits, &security::SecurityArgs),
+    (limits, security, http): (
+        tessera_server::ConnectionLimits,
+        &security::SecurityArgs,
+        &http::HttpArgs,
+    ),
 ) -> Result<(), Failure> {
     let secured = security.secure(security::Daemon::Dev, &[listen])?;
+    let daemons = http::Daemons::default();
+    let metrics = http.start(Some(http::DEV_DEFAULT), daemons.clone()).await?;
     let mut options = ServerOptions::new(&data_dir, listen);
     (options.fsync, options.cache_bytes) = storage;
     options.limits = limits;
@@ -1434,6 +1489,8 @@ async fn dev(
     let server = Server::start(options)
         .await
         .map_err(|e| Failure::Error(format!("cannot start: {e}")))?;
+    daemons.add(std::sync::Arc::new(server.metrics_publisher()));
+    http::say_served("tessera dev", metrics);
     // The server is every region's only replica: its own adaptation driver always acts.
     adapt::spawn(
         (server.local_addr().to_string(), secured.drivers),

@@ -1,0 +1,202 @@
+//! A daemon's HTTP port (`--http ADDR`): Prometheus text at `/metrics`.
+//!
+//! The daemons' crates record through the `metrics` facade (counters and histograms as requests
+//! and commits happen); this module installs the Prometheus recorder once per process, and on
+//! each scrape first asks every daemon of the process to publish its gauges (regions, objects,
+//! Raft progress), then renders. Hostile HTTP clients are bounded like Tessera's own: at most
+//! [`HTTP_CONNECTIONS_MAX`] at once, and a request's head must arrive within
+//! [`HTTP_HEADER_TIMEOUT`].
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use http_body_util::Full;
+use hyper::body::{Bytes, Incoming};
+use hyper::{Method, Request, Response, StatusCode};
+use hyper_util::rt::{TokioIo, TokioTimer};
+use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
+use tokio::net::TcpListener;
+use tokio::sync::Semaphore;
+
+use crate::Failure;
+
+const HTTP_CONNECTIONS_MAX: usize = 64;
+const HTTP_HEADER_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Seconds: 50 µs to 10 s, for request latencies and fsyncs.
+const SECONDS_BUCKETS: &[f64] = &[
+    0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0,
+    2.5, 10.0,
+];
+/// Counts (writes per group commit, regions per search, servers per chain): powers of two.
+const COUNT_BUCKETS: &[f64] = &[
+    1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0, 512.0, 1024.0,
+];
+
+/// The process's recorder, installed on first use.
+fn recorder() -> &'static PrometheusHandle {
+    static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
+    HANDLE.get_or_init(|| {
+        // Histograms named *_seconds time things; the others count things.
+        PrometheusBuilder::new()
+            .set_buckets(COUNT_BUCKETS)
+            .and_then(|b| {
+                b.set_buckets_for_metric(Matcher::Suffix("_seconds".into()), SECONDS_BUCKETS)
+            })
+            .expect("bucket lists are not empty")
+            .install_recorder()
+            .expect("the metrics recorder is installed once")
+    })
+}
+
+/// What publishes a daemon's gauges just before a scrape.
+pub type Publish = Arc<dyn Fn() + Send + Sync>;
+
+/// The daemons of this process, whose gauges a scrape publishes.
+#[derive(Clone, Default)]
+pub struct Daemons {
+    publishers: Arc<std::sync::Mutex<Vec<Publish>>>,
+}
+
+impl Daemons {
+    pub fn add(&self, publish: Publish) {
+        self.publishers.lock().expect("publishers").push(publish);
+    }
+
+    fn publish(&self) {
+        let publishers = self.publishers.lock().expect("publishers").clone();
+        for publish in publishers {
+            publish();
+        }
+    }
+}
+
+/// Where `tessera dev` serves its metrics unless told.
+pub const DEV_DEFAULT: SocketAddr = SocketAddr::V4(std::net::SocketAddrV4::new(
+    std::net::Ipv4Addr::LOCALHOST,
+    1980,
+));
+
+/// Says on stderr where a daemon's metrics are served, if they are.
+pub fn say_served(daemon: &str, served: Option<SocketAddr>) {
+    if let Some(address) = served {
+        eprintln!("{daemon}: metrics at http://{address}/metrics");
+    }
+}
+
+/// `--http`, shared by the daemons.
+#[derive(clap::Args, Clone, Debug)]
+pub struct HttpArgs {
+    /// Serve Prometheus metrics at http://ADDR/metrics: requests by operation and status,
+    /// latency histograms, group commits and their fsync times, regions and stored entries per
+    /// space and subspace, connections, Raft term and progress on coordinators. `off`: serve
+    /// none. Default: 127.0.0.1:1980 for `tessera dev` (skipped with a warning when that port
+    /// is taken and --http was not given), none for coordinators and servers.
+    #[arg(long, value_name = "ADDR")]
+    pub http: Option<String>,
+}
+
+impl HttpArgs {
+    /// Starts serving what `--http` asks, `default` when it was not given; the address served.
+    pub async fn start(
+        &self,
+        default: Option<SocketAddr>,
+        daemons: Daemons,
+    ) -> Result<Option<SocketAddr>, Failure> {
+        let address = match self.http.as_deref() {
+            Some("off") => return Ok(None),
+            Some(text) => text.parse::<SocketAddr>().map_err(|e| {
+                Failure::Error(format!("--http {text:?}: {e} (give HOST:PORT, or off)"))
+            })?,
+            None => match default {
+                None => return Ok(None),
+                Some(address) => {
+                    return match start(address, daemons).await {
+                        Ok(bound) => Ok(Some(bound)),
+                        Err(Failure::Error(e)) => {
+                            tracing::warn!("metrics not served: {e}");
+                            Ok(None)
+                        }
+                        Err(other) => Err(other),
+                    };
+                }
+            },
+        };
+        start(address, daemons).await.map(Some)
+    }
+}
+
+/// Installs the recorder (so that what the daemons record from their start is counted) and
+/// binds `address`; serves from then on in the background. Returns the bound address.
+pub async fn start(address: SocketAddr, daemons: Daemons) -> Result<SocketAddr, Failure> {
+    recorder();
+    let listener = TcpListener::bind(address).await.map_err(|e| {
+        Failure::Error(format!(
+            "cannot serve --http on {address}: {e} (give another --http ADDR, or --http off)"
+        ))
+    })?;
+    let bound = listener
+        .local_addr()
+        .map_err(|e| Failure::Error(e.to_string()))?;
+    tokio::spawn(serve(listener, daemons));
+    Ok(bound)
+}
+
+async fn serve(listener: TcpListener, daemons: Daemons) {
+    let slots = Arc::new(Semaphore::new(HTTP_CONNECTIONS_MAX));
+    loop {
+        let Ok((tcp, _)) = listener.accept().await else {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            continue;
+        };
+        // Past the cap a connection is closed at once: HTTP clients retry.
+        let Ok(slot) = slots.clone().try_acquire_owned() else {
+            continue;
+        };
+        let daemons = daemons.clone();
+        tokio::spawn(async move {
+            let service = hyper::service::service_fn(move |request| {
+                let daemons = daemons.clone();
+                async move { Ok::<_, Infallible>(answer(&request, &daemons)) }
+            });
+            let _ = hyper::server::conn::http1::Builder::new()
+                .timer(TokioTimer::new())
+                .header_read_timeout(HTTP_HEADER_TIMEOUT)
+                .serve_connection(TokioIo::new(tcp), service)
+                .await;
+            drop(slot);
+        });
+    }
+}
+
+fn answer(request: &Request<Incoming>, daemons: &Daemons) -> Response<Full<Bytes>> {
+    let reply = |status: StatusCode, content_type: &str, body: String| {
+        Response::builder()
+            .status(status)
+            .header("content-type", content_type)
+            .body(Full::new(Bytes::from(body)))
+            .expect("a valid response")
+    };
+    if request.method() != Method::GET {
+        return reply(
+            StatusCode::METHOD_NOT_ALLOWED,
+            "text/plain",
+            "only GET is served\n".into(),
+        );
+    }
+    match request.uri().path() {
+        "/metrics" => {
+            daemons.publish();
+            let handle = recorder();
+            handle.run_upkeep();
+            reply(StatusCode::OK, "text/plain; version=0.0.4", handle.render())
+        }
+        other => reply(
+            StatusCode::NOT_FOUND,
+            "text/plain",
+            format!("nothing at {other}: /metrics serves Prometheus text\n"),
+        ),
+    }
+}
