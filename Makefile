@@ -121,8 +121,9 @@ bench-splits:
 bench-peers:
 	scripts/bench-peers.sh
 
-# What client tokens and TLS cost: YCSB c and a against tessera dev open, with --auth, over TLS
-# and both, interleaved, RUNS each; JSON on stdout (docs/benchmarks.md "What security costs").
+# What metrics, client tokens and TLS cost: YCSB c and a against tessera dev with and without
+# metrics, with --auth, over TLS and both, interleaved, RUNS each; JSON on stdout
+# (docs/benchmarks.md "What security costs").
 bench-security:
 	scripts/bench-security.sh
 

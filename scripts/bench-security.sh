@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# What security costs: YCSB c (reads) and a (50/50 reads and updates) against one `tessera dev`
-# run four ways — open, with client tokens (--auth: one admission per request), over TLS, and
-# with both — each run RUNS times, the configurations interleaved so drift in the machine hits
+# What security and metrics cost: YCSB c (reads) and a (50/50 reads and updates) against one
+# `tessera dev` run five ways — open (metrics served, as by default), without metrics
+# (--http off), with client tokens (--auth: one admission per request), over TLS, and with
+# tokens and TLS — each run RUNS times, the configurations interleaved so drift in the machine hits
 # them alike. Prints JSON on stdout: every run's throughput and p50, each configuration's median,
 # and its ratio to the open daemon's median. Progress goes to stderr.
 #
@@ -29,15 +30,16 @@ run_once() {
     local config=$1 workload=$2 n=$3
     local dir="$OUT/$config-$workload-$n" daemon=() client=()
     case $config in
-        open) ;;
-        tokens) daemon=(--auth "$OUT/tokens"); client=(--token "$TOKEN") ;;
-        tls) daemon=("${TLS_FLAGS[@]}"); client=(--tls-ca "$OUT/tls/ca.pem") ;;
+        open) daemon=(--http 127.0.0.1:0) ;;
+        no-metrics) daemon=(--http off) ;;
+        tokens) daemon=(--http 127.0.0.1:0 --auth "$OUT/tokens"); client=(--token "$TOKEN") ;;
+        tls) daemon=(--http 127.0.0.1:0 "${TLS_FLAGS[@]}"); client=(--tls-ca "$OUT/tls/ca.pem") ;;
         tls+tokens)
-            daemon=(--auth "$OUT/tokens" "${TLS_FLAGS[@]}")
+            daemon=(--http 127.0.0.1:0 --auth "$OUT/tokens" "${TLS_FLAGS[@]}")
             client=(--token "$TOKEN" --tls-ca "$OUT/tls/ca.pem") ;;
     esac
     mkdir -p "$dir"
-    taskset -c "$SERVER_CPU" "$BIN" dev --listen 127.0.0.1:0 --data-dir "$dir/data" --fsync never \
+    taskset -c "$SERVER_CPU" "$BIN" --log warn dev --listen 127.0.0.1:0 --data-dir "$dir/data" --fsync never \
         "${daemon[@]}" >"$dir/ready" 2>"$dir/log" &
     local pid=$!
     for _ in $(seq 100); do grep -q "ready on" "$dir/ready" 2>/dev/null && break; sleep 0.1; done
@@ -54,7 +56,7 @@ run_once() {
 exec 3>"$OUT/runs.jsonl"
 for workload in c a; do
     for n in $(seq "$RUNS"); do
-        for config in open tokens tls tls+tokens; do
+        for config in open no-metrics tokens tls tls+tokens; do
             echo "bench-security.sh: $workload run $n: $config" >&2
             run_once "$config" "$workload" "$n" |
                 python3 -c 'import json,sys; r=json.load(sys.stdin)["run"]; print(json.dumps({"config": sys.argv[1], "workload": sys.argv[2], "throughput": r["overall_throughput"], "errors": r["errors"], "p50_us": {k: v["p50_us"] for k, v in r["ops"].items()}}))' \
@@ -71,7 +73,7 @@ summary = {}
 for workload in sorted({r["workload"] for r in runs}):
     of = [r for r in runs if r["workload"] == workload]
     medians = {c: statistics.median(r["throughput"] for r in of if r["config"] == c)
-               for c in ["open", "tokens", "tls", "tls+tokens"]}
+               for c in ["open", "no-metrics", "tokens", "tls", "tls+tokens"]}
     summary[workload] = {
         "median_ops_per_s": {c: round(m) for c, m in medians.items()},
         "ratio_to_open": {c: round(m / medians["open"], 3) for c, m in medians.items()},
