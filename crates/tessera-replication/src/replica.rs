@@ -183,6 +183,8 @@ pub struct Outputs {
     ///    not registered: register it (`SpaceChange::AddShape`), then write again (the write
     ///    is evaluated afresh), or answer the client why not.
     pub unknown_shapes: Vec<UnknownShape>,
+    /// For the metrics only: the hops of each chain this server started as a point leader.
+    pub chains_started: Vec<usize>,
 }
 
 /// A write held back for its document's shape (see [`Outputs::unknown_shapes`]).
@@ -1855,6 +1857,9 @@ impl Replica {
         } else {
             chain[hop - 1].server
         };
+        if hop == 0 && from == self.me && !u.resent {
+            self.outputs.chains_started.push(chain.len());
+        }
         if from != predecessor {
             tracing::debug!(version = %u.version, %from, "dropped an update from a server that is not the hop before");
             return;

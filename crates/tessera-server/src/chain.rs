@@ -655,6 +655,9 @@ impl ChainLoop {
     /// then answers its clients, then tells the state machine. Fail-stops if the commit fails.
     fn flush(&mut self) {
         let mut out = self.replica.take_outputs();
+        for hops in std::mem::take(&mut out.chains_started) {
+            self.shared.meter.chain(hops);
+        }
         if out.is_empty() {
             return;
         }

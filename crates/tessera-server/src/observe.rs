@@ -2,7 +2,8 @@
 //! them as Prometheus text on its `--http` port. Every series carries the server's id, so that
 //! the servers of one process (`tessera dev --servers N`) stay apart.
 //!
-//! Counters and histograms are recorded as things happen (requests, group commits);
+//! Counters and histograms are recorded as things happen (requests, group commits, chains,
+//! searches);
 //! gauges of what the server holds (regions, entries, connections) are set by
 //! [`Meter::publish`], which the binary calls just before each scrape.
 
@@ -72,6 +73,25 @@ impl Meter {
             .record(writes as f64);
         histogram!("tessera_group_commit_seconds", "server" => self.server.clone())
             .record(took.as_secs_f64());
+    }
+
+    /// A chain this server started as a point leader, by its hops (one per region a write
+    /// visits, over every subspace: DESIGN §5).
+    pub fn chain(&self, hops: usize) {
+        histogram!("tessera_chain_hops", "server" => self.server.clone()).record(hops as f64);
+    }
+
+    /// A search this server ran: the regions it reads (a cluster client's share, or every region
+    /// the search crosses on a standalone server).
+    pub fn search(&self, regions: usize) {
+        histogram!("tessera_search_regions", "server" => self.server.clone())
+            .record(regions as f64);
+    }
+
+    /// Envelopes waiting to be sent to peer `to`.
+    pub fn link_backlog(&self, to: ServerId, envelopes: usize) {
+        gauge!("tessera_link_backlog", "server" => self.server.clone(), "peer" => to.0.to_string())
+            .set(envelopes as f64);
     }
 
     /// A client connection opened (+1) or closed (-1).

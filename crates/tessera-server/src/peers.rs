@@ -148,6 +148,8 @@ async fn peer_link(
         };
         loop {
             let Some(frame) = rx.recv().await else { return };
+            // Envelopes waiting for this link, this one included.
+            shared.meter.link_backlog(to, rx.len() + 1);
             if framed.feed(frame).await.is_err() {
                 break;
             }
@@ -159,6 +161,7 @@ async fn peer_link(
             if SinkExt::<Bytes>::flush(&mut framed).await.is_err() {
                 break;
             }
+            shared.meter.link_backlog(to, rx.len());
         }
     }
 }

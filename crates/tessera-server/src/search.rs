@@ -46,6 +46,19 @@ pub async fn run(
     kind: SearchKind,
     replier: Replier,
 ) {
+    let regions = match &kind {
+        SearchKind::Regions { regions, .. } => Some(regions.len() as u64),
+        SearchKind::All | SearchKind::Count | SearchKind::Sorted { .. } => Some(
+            reads::plan(&space, &predicates)
+                .iter()
+                .map(|p| p.regions_count)
+                .sum(),
+        ),
+        SearchKind::Keys(_) => None,
+    };
+    if let Some(regions) = regions {
+        shared.meter.search(regions as usize);
+    }
     let Some((kind, replier)) = inline(shared, stamp, &space, &predicates, kind, replier) else {
         return;
     };

@@ -86,6 +86,9 @@ fn a_standalone_daemon_counts_what_it_served() {
         );
         assert!(o.status.success());
     }
+    // `city` fixed: 8 of the 64 regions of `city, price`.
+    let o = tessera(a, &["search", "h", "city=a"], None);
+    assert_eq!(String::from_utf8_lossy(&o.stdout).lines().count(), 3);
     // Refused by the server: a space that does not exist.
     let o = tessera(a, &["rm-space", "nosuch"], None);
     assert_eq!(o.status.code(), Some(2));
