@@ -1168,6 +1168,27 @@ impl NativeClient {
         })
     }
 
+    /// Starts `op(*args)`; when it ends, its outcome is queued in `completions` under
+    /// `ticket` (see `NativeCompletions`). The asyncio client's path: one wake-up of the event
+    /// loop per batch of completions, not one per operation.
+    fn call_batched(
+        &self,
+        py: Python<'_>,
+        op: &str,
+        args: &Bound<'_, PyTuple>,
+        ticket: u64,
+        completions: Py<NativeCompletions>,
+    ) -> PyResult<()> {
+        let operation = operation(&self.client, op, args)?;
+        py.detach(|| {
+            runtime().spawn(async move {
+                let result = operation.await;
+                completions.get().complete(ticket, result);
+            })
+        });
+        Ok(())
+    }
+
     /// A search whose results are read as they stream in.
     fn search_iter(
         &self,
@@ -1189,6 +1210,58 @@ impl NativeClient {
             key_name,
             stream: Mutex::new(Some(stream)),
         })
+    }
+}
+
+/// Outcomes of `NativeClient.call_batched` operations, waiting for Python to take them. The
+/// completion that finds the queue empty calls `wake` (the asyncio client's
+/// `loop.call_soon_threadsafe` of a drain); later ones only queue, and the drain takes all of
+/// them, so a burst of completions costs the event loop one wake-up.
+#[pyclass(module = "tesseradb._native", frozen)]
+struct NativeCompletions {
+    queue: Mutex<Vec<(u64, Result<Outcome, Failure>)>>,
+    wake: Py<PyAny>,
+}
+
+impl NativeCompletions {
+    fn complete(&self, ticket: u64, result: Result<Outcome, Failure>) {
+        let first = {
+            let mut queue = self.queue.lock().expect("completions lock");
+            queue.push((ticket, result));
+            queue.len() == 1
+        };
+        if first {
+            Python::attach(|py| {
+                if let Err(e) = self.wake.call0(py) {
+                    // A wake that cannot be delivered (the loop closed): nobody waits.
+                    e.print(py);
+                }
+            });
+        }
+    }
+}
+
+#[pymethods]
+impl NativeCompletions {
+    #[new]
+    fn new(wake: Py<PyAny>) -> NativeCompletions {
+        NativeCompletions {
+            queue: Mutex::new(Vec::new()),
+            wake,
+        }
+    }
+
+    /// Every outcome queued since the last call: `(ticket, True, value)` or
+    /// `(ticket, False, exception)`.
+    fn take(&self, py: Python<'_>) -> Vec<(u64, bool, Py<PyAny>)> {
+        let taken = std::mem::take(&mut *self.queue.lock().expect("completions lock"));
+        taken
+            .into_iter()
+            .map(|(ticket, result)| match finish(py, result) {
+                Ok(value) => (ticket, true, value),
+                Err(error) => (ticket, false, error.value(py).clone().into_any().unbind()),
+            })
+            .collect()
     }
 }
 
@@ -1270,6 +1343,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("NativeError", m.py().get_type::<NativeError>())?;
     m.add_class::<NativeClient>()?;
     m.add_class::<NativeDeferred>()?;
+    m.add_class::<NativeCompletions>()?;
     m.add_class::<NativeSearch>()?;
     Ok(())
 }

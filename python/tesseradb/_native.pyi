@@ -1,7 +1,7 @@
 # Type stub of the native module tesseradb._native (python/src/lib.rs, PyO3 over tessera-client).
 # Applications use tesseradb.Client, tesseradb.aio.Client and tesseradb.Admin instead.
 
-from typing import Any, Awaitable, Dict, Iterator, List, Optional, Tuple
+from typing import Any, Awaitable, Callable, Dict, Iterator, List, Optional, Tuple
 
 class NativeError(Exception):
     """args == (symbol, code, message), e.g. ("UNKNOWNSPACE", 8003, "no space named 'x'").
@@ -16,6 +16,13 @@ class NativeDeferred:
 class NativeSearch:
     def __iter__(self) -> Iterator[Dict[str, Any]]: ...
     def __next__(self) -> Dict[str, Any]: ...
+
+class NativeCompletions:
+    def __init__(self, wake: Callable[[], None]) -> None:
+        """wake is called (from a native thread) when an outcome arrives to an empty queue."""
+    def take(self) -> List[Tuple[int, bool, Any]]:
+        """Every outcome queued since the last call: (ticket, True, value) or
+        (ticket, False, exception)."""
 
 class NativeClient:
     def __init__(
@@ -41,5 +48,9 @@ class NativeClient:
         None) -> the formula's id once puts can name it; op "put" (space, key, mode,
         conditions, changes, formula id or None) -> True."""
     def call_async(self, op: str, args: Tuple[Any, ...]) -> Awaitable[Any]: ...
+    def call_batched(
+        self, op: str, args: Tuple[Any, ...], ticket: int, completions: NativeCompletions
+    ) -> None:
+        """Starts op(*args); its outcome is queued in completions under ticket."""
     def submit(self, op: str, args: Tuple[Any, ...]) -> NativeDeferred: ...
     def search_iter(self, space: str, predicates: List[Tuple[str, str, Any]]) -> NativeSearch: ...

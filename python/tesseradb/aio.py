@@ -1,7 +1,9 @@
 """``tesseradb.aio.Client``: the same operations as ``tesseradb.Client``, as coroutines.
 
 Each operation is awaited on the running event loop; the native module does the network work
-on its own threads and wakes the loop when the answer arrives. ``search`` returns a ``list``
+on its own threads and queues each answer, waking the loop once per batch of answers (not once
+per answer): many operations in flight cost the loop one wake-up for all that completed
+together. ``search`` returns a ``list``
 (all matches, gathered before the coroutine returns); use ``count`` first or narrow the
 predicates when a search could match very many objects. There are no ``async_<op>`` methods
 here: ``asyncio.create_task`` or ``asyncio.gather`` do that job.
@@ -13,7 +15,7 @@ import asyncio
 from typing import Any, Dict, List, Mapping, Optional, Sequence, TypeVar
 
 from . import _requests as R
-from ._native import NativeClient, NativeError
+from ._native import NativeClient, NativeCompletions, NativeError
 from ._requests import Attributes, Key, Object
 from .client import DEFAULT_HOST, DEFAULT_PORT, DEFAULT_TIMEOUT, _connect
 from .errors import ClientError, ConnectionFailedError
@@ -22,6 +24,45 @@ from .predicates import Predicates
 __all__ = ["Client", "connect"]
 
 T = TypeVar("T")
+
+
+class _Completions:
+    """The futures of one event loop's operations, resolved in batches (see the module)."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self._futures: Dict[int, "asyncio.Future[Any]"] = {}
+        self._next = 0
+        self.native = NativeCompletions(self._wake)
+
+    def _wake(self) -> None:
+        # On a native thread: hand the drain to the loop's own thread.
+        try:
+            self.loop.call_soon_threadsafe(self._drain)
+        except RuntimeError:
+            pass  # the loop is closed: nobody waits for these any more
+
+    def _drain(self) -> None:
+        for ticket, ok, value in self.native.take():
+            future = self._futures.pop(ticket, None)
+            if future is None or future.done():
+                continue  # cancelled meanwhile
+            if ok:
+                future.set_result(value)
+            else:
+                future.set_exception(value)
+
+    def start(self, native: NativeClient, op: str, args: Any) -> "asyncio.Future[Any]":
+        ticket = self._next
+        self._next += 1
+        future = self.loop.create_future()
+        self._futures[ticket] = future
+        try:
+            native.call_batched(op, args, ticket, self.native)
+        except BaseException:
+            del self._futures[ticket]
+            raise
+        return future
 
 
 async def connect(
@@ -59,6 +100,7 @@ class Client:
         if _native is None:
             _native = _connect(host, port, timeout, token, tls_ca)
         self._native: Optional[NativeClient] = _native
+        self._completions: Optional[_Completions] = None
 
     def __repr__(self) -> str:
         return f"tesseradb.aio.Client({self.host!r}, {self.port!r})"
@@ -77,8 +119,12 @@ class Client:
         native = self._native
         if native is None:
             raise ConnectionFailedError(8100, "CONNECTION", "the client is closed")
+        completions = self._completions
+        loop = asyncio.get_running_loop()
+        if completions is None or completions.loop is not loop:
+            completions = self._completions = _Completions(loop)
         try:
-            result = await native.call_async(request.op, request.args)
+            result = await completions.start(native, request.op, request.args)
         except NativeError as e:
             return request.failed(e)
         return request.done(result)
