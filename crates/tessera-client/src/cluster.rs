@@ -21,8 +21,8 @@ use std::time::Duration;
 use futures::StreamExt;
 use tessera_protocol::constants::KEYS_PER_REQUEST_MAX;
 use tessera_protocol::{
-    Configuration, CoordinatorStatus, KeyRegionLoad, Request, Response, ServerState, SortOrder,
-    SpaceTrace, WireObject,
+    Configuration, CoordinatorStatus, KeyRegionLoad, RegionCount, Request, Response, ServerState,
+    SortOrder, SpaceTrace, WireObject,
 };
 use tessera_types::{Epoch, Funcall, Object, Predicate, ServerId, SpaceSchema, SubspaceId, Value};
 use tokio::time::Instant;
@@ -606,46 +606,99 @@ impl Cluster {
         &self,
         space: &str,
     ) -> Result<Vec<KeyRegionLoad>, ClientError> {
+        let request = Request::KeyRegionLoads {
+            space: space.to_owned(),
+        };
+        let loads = self
+            .ask_leaders(space, SubspaceId::KEY, request, |response| match response {
+                Response::KeyRegionLoads(loads) => Ok(loads),
+                other => Err(other),
+            })
+            .await?;
+        Ok(loads
+            .into_iter()
+            .map(|l| (l.region, l))
+            .collect::<BTreeMap<_, _>>()
+            .into_values()
+            .collect())
+    }
+
+    /// How many objects each region of `subspace` of `space` holds, from the servers that
+    /// lead them, in region order; like `key_region_loads`, a region whose leader does not
+    /// answer is left out.
+    pub(crate) async fn region_counts(
+        &self,
+        space: &str,
+        subspace: SubspaceId,
+    ) -> Result<Vec<RegionCount>, ClientError> {
+        let request = Request::RegionCounts {
+            space: space.to_owned(),
+            subspace,
+        };
+        let counts = self
+            .ask_leaders(space, subspace, request, |response| match response {
+                Response::RegionCounts(counts) => Ok(counts),
+                other => Err(other),
+            })
+            .await?;
+        Ok(counts
+            .into_iter()
+            .map(|c| (c.region, c))
+            .collect::<BTreeMap<_, _>>()
+            .into_values()
+            .collect())
+    }
+
+    /// Sends `request` to every server leading a region of `subspace` of `space` and gathers
+    /// their answers (`answer` takes the list out of a response, or gives the response back as
+    /// unexpected). Servers that fail are left out; all failing is an error.
+    async fn ask_leaders<T>(
+        &self,
+        space: &str,
+        subspace: SubspaceId,
+        request: Request,
+        answer: fn(Response) -> Result<Vec<T>, Response>,
+    ) -> Result<Vec<T>, ClientError> {
         let routes = self.routes_with(space).await?;
         let epoch = routes.config.epoch;
         let Some(config) = routes.config.space(space) else {
             return Err(routing::unknown_space(space));
         };
-        let leaders: BTreeSet<ServerId> = config.replicas[SubspaceId::KEY.get()]
-            .iter()
-            .filter_map(|set| set.first().copied())
-            .collect();
+        let Some(sets) = config.replicas.get(subspace.get()) else {
+            return Err(ClientError::Server {
+                status: Status::Malformed,
+                message: format!("space {space:?} has no subspace {}", subspace.get()),
+            });
+        };
+        let leaders: BTreeSet<ServerId> =
+            sets.iter().filter_map(|set| set.first().copied()).collect();
         let addresses: Vec<String> = leaders
             .iter()
             .filter_map(|id| routes.config.server(*id))
             .map(|s| s.address.clone())
             .collect();
-        let request = Request::KeyRegionLoads {
-            space: space.to_owned(),
-        };
         let answers = futures::future::join_all(addresses.iter().map(|address| {
             let request = request.clone();
             async move {
                 let connection = self.connection(address).await?;
                 match connection.call(request, epoch).await? {
-                    Response::KeyRegionLoads(loads) => Ok(loads),
                     Response::Error(e) => Err(ClientError::from(e)),
-                    other => Err(unexpected(other)),
+                    response => answer(response).map_err(unexpected),
                 }
             }
         }))
         .await;
-        let mut loads: BTreeMap<u32, KeyRegionLoad> = BTreeMap::new();
+        let mut gathered = Vec::new();
         let mut last_error = None;
-        for answer in answers {
-            match answer {
-                Ok(answer) => loads.extend(answer.into_iter().map(|l| (l.region, l))),
+        for result in answers {
+            match result {
+                Ok(part) => gathered.extend(part),
                 Err(e) => last_error = Some(e),
             }
         }
-        match (loads.is_empty(), last_error) {
+        match (gathered.is_empty(), last_error) {
             (true, Some(e)) => Err(e),
-            _ => Ok(loads.into_values().collect()),
+            _ => Ok(gathered),
         }
     }
 

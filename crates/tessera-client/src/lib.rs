@@ -111,8 +111,9 @@ pub use error::ClientError;
 pub use routing::{key_leaders, plan_search, search_contacts, Fanout};
 pub use tessera_protocol::{
     Adaptation, AdaptationRecord, Build, Configuration, Constraint, CoordinatorStatus,
-    ExplainedPart, Explanation, KeyRegionLoad, ModelConstants, RequestShape, ServerInfo,
-    ServerState, ShapeCount, SortOrder, SpaceChange, SpaceConfig, SpaceTrace, Status, WriteMode,
+    ExplainedPart, Explanation, KeyRegionLoad, ModelConstants, RegionCount, RequestShape,
+    ServerInfo, ServerState, ShapeCount, SortOrder, SpaceChange, SpaceConfig, SpaceTrace, Status,
+    WriteMode,
 };
 pub use tessera_types::{
     DocValue, Document, FormulaSpec, Funcall, FuncallOp, NumOp, Predicate, PredicateOp, ServerId,
@@ -1105,6 +1106,29 @@ impl Client {
                 other => Err(unexpected(other)),
             },
             Mode::Cluster(c) => c.key_region_loads(space).await,
+        }
+    }
+
+    /// How many objects each region of subspace `subspace` of `space` holds, in region order,
+    /// as the servers leading the regions count them in committed state (each scans the
+    /// subspace). In a cluster a region whose leader does not answer is missing from the list.
+    pub async fn region_counts(
+        &self,
+        space: &str,
+        subspace: SubspaceId,
+    ) -> Result<Vec<RegionCount>, ClientError> {
+        match &self.mode {
+            Mode::Standalone(s) => match s
+                .call(Request::RegionCounts {
+                    space: space.to_owned(),
+                    subspace,
+                })
+                .await?
+            {
+                Response::RegionCounts(counts) => Ok(counts),
+                other => Err(unexpected(other)),
+            },
+            Mode::Cluster(c) => c.region_counts(space, subspace).await,
         }
     }
 

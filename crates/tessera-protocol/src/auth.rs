@@ -78,7 +78,8 @@ impl Request {
             | Request::SortedSearch { .. }
             | Request::Explain { .. }
             | Request::Trace { .. }
-            | Request::KeyRegionLoads { .. } => Access::Role(Role::Read),
+            | Request::KeyRegionLoads { .. }
+            | Request::RegionCounts { .. } => Access::Role(Role::Read),
             Request::Put { .. }
             | Request::Del { .. }
             | Request::GroupDel { .. }
@@ -536,6 +537,13 @@ mod tests {
                 Some(Role::Read),
             ),
             (Request::KeyRegionLoads { space: space() }, Some(Role::Read)),
+            (
+                Request::RegionCounts {
+                    space: space(),
+                    subspace: tessera_types::SubspaceId(1),
+                },
+                Some(Role::Read),
+            ),
             (
                 Request::Put {
                     space: space(),

@@ -42,8 +42,9 @@ pub use frame::{
     SearchItemsBuilder,
 };
 pub use message::{
-    CoordinatorStatus, ExplainedPart, Explanation, HeartbeatReply, KeyRegionLoad, Request,
-    RequestFrame, Response, ResponseFrame, ServerLiveness, SortOrder, WireObject, WriteMode,
+    CoordinatorStatus, ExplainedPart, Explanation, HeartbeatReply, KeyRegionLoad, RegionCount,
+    Request, RequestFrame, Response, ResponseFrame, ServerLiveness, SortOrder, WireObject,
+    WriteMode,
 };
 pub use status::{funcall_status, predicate_status, sort_status, ErrorReply, Status};
 pub use trace::{Constraint, RequestShape, ShapeCount, SpaceTrace};

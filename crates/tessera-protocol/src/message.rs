@@ -220,6 +220,14 @@ pub enum Request {
     ClusterProof {
         proof: crate::auth::Proof,
     },
+    /// How many objects each region of `subspace` of `space` holds that this server leads (is
+    /// the first replica of), counted in its committed state: the console's shading of a
+    /// subspace's regions. Answered by `RegionCounts`, in region order. (Last, so that the
+    /// earlier variants keep their wire numbers.)
+    RegionCounts {
+        space: String,
+        subspace: SubspaceId,
+    },
 }
 
 impl Request {
@@ -254,6 +262,7 @@ impl Request {
             Request::Authenticate { .. } => "authenticate",
             Request::ClusterChallenge { .. } => "cluster_challenge",
             Request::ClusterProof { .. } => "cluster_proof",
+            Request::RegionCounts { .. } => "region_counts",
         }
     }
 }
@@ -289,7 +298,8 @@ impl Request {
             | Request::Trace { space, .. }
             | Request::AlterSpace { space, .. }
             | Request::GetMany { space, .. }
-            | Request::KeyRegionLoads { space } => Some(space),
+            | Request::KeyRegionLoads { space }
+            | Request::RegionCounts { space, .. } => Some(space),
         }
     }
 }
@@ -465,6 +475,15 @@ pub enum Response {
         nonce: crate::auth::Nonce,
         proof: crate::auth::Proof,
     },
+    /// `RegionCounts`: the regions this server leads, in region order.
+    RegionCounts(Vec<RegionCount>),
+}
+
+/// How many objects one region holds (see `Request::RegionCounts`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RegionCount {
+    pub region: u32,
+    pub objects: u64,
 }
 
 /// One key region's load (see `Request::KeyRegionLoads`).

@@ -249,6 +249,18 @@ async fn route(shared: &Arc<Shared>, frame: RequestFrame, replier: Replier) {
             });
             return;
         }
+        Job::RegionCounts { space, subspace } => {
+            let shared = shared.clone();
+            tokio::task::spawn_blocking(move || {
+                let counts = reads::region_counts(&shared.store, &space, subspace);
+                let epoch = shared.view().epoch();
+                match counts {
+                    Ok(counts) => replier.send(epoch, Response::RegionCounts(counts)),
+                    Err(e) => replier.fail(epoch, e),
+                }
+            });
+            return;
+        }
         Job::Explain { space, predicates } => {
             return replier.send(
                 epoch,

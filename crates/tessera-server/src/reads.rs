@@ -16,7 +16,9 @@
 use std::ops::ControlFlow;
 
 use tessera_geometry::{part_keeps, pointer_answers, RegionIndex, SearchPlan};
-use tessera_protocol::{ErrorReply, Explanation, KeyRegionLoad, SortOrder, WireObject};
+use tessera_protocol::{
+    ErrorReply, Explanation, KeyRegionLoad, RegionCount, SortOrder, WireObject,
+};
 use tessera_storage::encoded::EncodedFilter;
 use tessera_storage::{EncodedObject, Store, StoredObject};
 use tessera_types::predicate::matches_all;
@@ -61,6 +63,29 @@ pub fn key_region_loads(
         });
     }
     Ok(loads)
+}
+
+/// How many objects each region of `subspace` that this server leads holds
+/// (`Request::RegionCounts`), in region order. One scan of the subspace: run it off the
+/// connection's task.
+pub fn region_counts(
+    store: &Store,
+    space: &ServedSpace,
+    subspace: SubspaceId,
+) -> Result<Vec<RegionCount>, ErrorReply> {
+    let counts = store
+        .region_counts(&space.config.schema.name, subspace)
+        .map_err(storage_error)?;
+    let led = space.config.replicas[subspace.get()]
+        .iter()
+        .enumerate()
+        .filter(|(_, set)| set.first() == Some(&space.me));
+    Ok(led
+        .map(|(r, _)| RegionCount {
+            region: r as u32,
+            objects: counts.get(r).copied().unwrap_or(0),
+        })
+        .collect())
 }
 
 pub fn wire(o: StoredObject) -> WireObject {

@@ -7,7 +7,7 @@
 
 use std::sync::Arc;
 
-use tessera_geometry::RegionIndex;
+use tessera_geometry::{RegionIndex, Tessellation};
 use tessera_protocol::constants::{DESCRIPTION_BYTES_MAX, KEYS_PER_REQUEST_MAX};
 use tessera_protocol::{
     funcall_status, predicate_status, sort_status, ErrorReply, Request, RequestFrame, Response,
@@ -60,6 +60,11 @@ pub enum Job {
     },
     /// The load of the key regions this server leads.
     KeyRegionLoads { space: Arc<ServedSpace> },
+    /// The objects in each region of a subspace that this server leads.
+    RegionCounts {
+        space: Arc<ServedSpace>,
+        subspace: SubspaceId,
+    },
     /// Standalone: a configuration change.
     Change(LocalChange),
 }
@@ -245,6 +250,14 @@ pub fn validate(frame: RequestFrame, view: &View) -> Result<Job, ErrorReply> {
         Request::KeyRegionLoads { space: name } => Ok(Job::KeyRegionLoads {
             space: space(&name)?,
         }),
+        Request::RegionCounts {
+            space: name,
+            subspace,
+        } => {
+            let space = space(&name)?;
+            check_subspace(&space, subspace)?;
+            Ok(Job::RegionCounts { space, subspace })
+        }
         Request::Trace {
             space: name,
             minutes,
@@ -471,6 +484,22 @@ fn check_predicates(
     CheckedPredicate::check_all(&space.config.schema, predicates).map_err(predicate_error)
 }
 
+/// The tessellation of `subspace`, which must be one of the space's.
+fn check_subspace(space: &ServedSpace, subspace: SubspaceId) -> Result<&Tessellation, ErrorReply> {
+    space.tessellations.get(subspace.get()).ok_or_else(|| {
+        let schema = &space.config.schema;
+        ErrorReply::new(
+            Status::Malformed,
+            format!(
+                "space {:?} has {} subspaces, not {}",
+                schema.name,
+                schema.subspaces.len(),
+                subspace.get() + 1
+            ),
+        )
+    })
+}
+
 /// The regions a `SearchRegions` names: they exist, and this server serves reads of every one
 /// of them (a member of its replica set, not a state transfer's target still catching up).
 fn check_regions(
@@ -479,17 +508,7 @@ fn check_regions(
     regions: &[u32],
 ) -> Result<Vec<RegionIndex>, ErrorReply> {
     let schema = &space.config.schema;
-    let Some(t) = space.tessellations.get(subspace.get()) else {
-        return Err(ErrorReply::new(
-            Status::Malformed,
-            format!(
-                "space {:?} has {} subspaces, not {}",
-                schema.name,
-                schema.subspaces.len(),
-                subspace.get() + 1
-            ),
-        ));
-    };
+    let t = check_subspace(space, subspace)?;
     if !schema.subspace(subspace).is_searchable() {
         // Being built (not every object is in it yet) or dropped, in this server's view: a
         // client that asks acts on another configuration.

@@ -18,7 +18,7 @@ use tessera_protocol::{
     WriteMode,
 };
 use tessera_types::constants::{KEY_BYTES_MAX, OBJECT_BYTES_MAX};
-use tessera_types::{Epoch, SpaceSchema};
+use tessera_types::{Epoch, SpaceSchema, SubspaceId};
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 use tokio_util::codec::{Framed, LengthDelimitedCodec};
@@ -125,9 +125,47 @@ async fn unknown_space() {
         );
         assert_eq!(status(c.rm_space("nope").await), Status::UnknownSpace);
         assert_eq!(
+            status(c.region_counts("nope", SubspaceId(0)).await),
+            Status::UnknownSpace
+        );
+        assert_eq!(
             status(c.multi_get("nope", vec![s("k")]).await),
             Status::UnknownSpace
         );
+    })
+    .await;
+    server.shutdown().await;
+}
+
+/// Region counts (the console's shading) of every subspace add up to the objects stored; a
+/// subspace the space does not have is refused as malformed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn region_counts_and_a_subspace_the_space_lacks() {
+    let (server, client) = setup().await;
+    let subspaces = client
+        .describe_space("hotels")
+        .await
+        .unwrap()
+        .subspaces
+        .len();
+    for n in 0..subspaces {
+        let counts = client
+            .region_counts("hotels", SubspaceId(n as u16))
+            .await
+            .unwrap();
+        let regions: Vec<u32> = counts.iter().map(|c| c.region).collect();
+        assert_eq!(regions, (0..regions.len() as u32).collect::<Vec<_>>());
+        assert_eq!(
+            counts.iter().map(|c| c.objects).sum::<u64>(),
+            20,
+            "subspace {n}"
+        );
+    }
+    unchanged(&server, &client, async {
+        let refused = client
+            .region_counts("hotels", SubspaceId(subspaces as u16))
+            .await;
+        assert_eq!(status(refused), Status::Malformed);
     })
     .await;
     server.shutdown().await;

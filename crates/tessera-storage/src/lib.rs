@@ -685,6 +685,35 @@ impl Store {
         Ok((objects, split_at))
     }
 
+    /// How many entries each region of `subspace` holds in committed state, indexed by region:
+    /// one scan of the subspace's keys (an entry's key starts with its region). A region this
+    /// store does not hold counts 0.
+    pub fn region_counts(
+        &self,
+        space: &str,
+        subspace: SubspaceId,
+    ) -> Result<Vec<u64>, StorageError> {
+        let space = self.space(space)?;
+        let (keyspace, tessellation) = space.subspace(subspace)?;
+        let mut counts = vec![0u64; tessellation.regions_count() as usize];
+        let snapshot = self.db.snapshot();
+        for guard in snapshot.iter(keyspace) {
+            let key = guard.key()?;
+            let region = key
+                .first_chunk::<{ codec::REGION_BYTES }>()
+                .map(|prefix| u32::from_be_bytes(*prefix) as usize)
+                .filter(|&r| r < counts.len())
+                .ok_or_else(|| {
+                    StorageError::Corrupt(format!(
+                        "entry {key:?} of subspace {} names no region of it",
+                        subspace.get()
+                    ))
+                })?;
+            counts[region] += 1;
+        }
+        Ok(counts)
+    }
+
     /// One chunk of the committed entries of `region` of `subspace`, in storage-key order, for a
     /// state transfer streaming the region to a new replica while writes go on between calls.
     ///

@@ -534,3 +534,48 @@ fn a_pointer_overlay_stores_stubs_where_copies_would_lie() {
         .unwrap();
     assert!(entries_of(pointer).is_empty() && entries_of(copy).is_empty());
 }
+
+/// `Store::region_counts` (the console's shading): each region's count is the number of objects
+/// whose point lies in it, for every subspace, other spaces apart; a delete lowers it.
+#[test]
+fn region_counts_are_the_objects_whose_points_lie_in_each_region() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path());
+    let schema = people("people", 8);
+    store.create_space(&schema).unwrap();
+    let mut objects = populate(&store, &schema);
+    store.create_space(&people("other", 8)).unwrap();
+    store
+        .commit(&[put("other", None, 1, person("k1", 1, 2, "s1"))])
+        .unwrap();
+    let expected = |objects: &[StoredObject], subspace: usize| -> Vec<u64> {
+        all_regions(&schema, subspace)
+            .into_iter()
+            .map(|r| expected_region(&schema, subspace, r, objects).len() as u64)
+            .collect()
+    };
+    for subspace in 0..schema.subspaces.len() {
+        let counts = store
+            .region_counts("people", SubspaceId(subspace as u16))
+            .unwrap();
+        assert_eq!(counts, expected(&objects, subspace), "subspace {subspace}");
+        assert_eq!(counts.iter().sum::<u64>(), objects.len() as u64);
+    }
+    let gone = objects.remove(17);
+    store
+        .commit(&[ObjectWrite::Delete {
+            space: "people".into(),
+            old: gone.object,
+        }])
+        .unwrap();
+    for subspace in 0..schema.subspaces.len() {
+        let counts = store
+            .region_counts("people", SubspaceId(subspace as u16))
+            .unwrap();
+        assert_eq!(counts, expected(&objects, subspace), "subspace {subspace}");
+    }
+    assert!(matches!(
+        store.region_counts("nobody", SubspaceId(0)),
+        Err(StorageError::UnknownSpace(_))
+    ));
+}
