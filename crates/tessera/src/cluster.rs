@@ -108,6 +108,8 @@ pub async fn coordinator(args: CoordinatorArgs, peers: &str) -> Result<(), Failu
         .await
         .map_err(|e| Failure::Error(format!("cannot start: {e}")))?;
     daemons.add(Arc::new(c.metrics_publisher()));
+    let members: Vec<&str> = peers.iter().map(|(_, a)| a.as_str()).collect();
+    daemons.serve_console(members.join(","), secured.drivers.clone());
     say_served(&format!("tessera coordinator {id}"), metrics);
     // Every coordinator runs the adaptation driver; only the leader's acts.
     let me = (c.local_addr().to_string(), secured.drivers);
@@ -165,6 +167,7 @@ pub async fn server(
     if coordinators.is_empty() {
         return Err(Failure::Error("--coordinators names no address".into()));
     }
+    let console_addresses = coordinators.join(",");
     let secured = security.secure(Daemon::ClusterMember, &[listen])?;
     let daemons = Daemons::default();
     let metrics = http.start(None, daemons.clone()).await?;
@@ -183,6 +186,7 @@ pub async fn server(
         .await
         .map_err(|e| Failure::Error(format!("cannot start: {e}")))?;
     daemons.add(Arc::new(s.metrics_publisher()));
+    daemons.serve_console(console_addresses, secured.drivers.clone());
     say_served(&format!("tessera server {}", s.id()), metrics);
     ready(format!(
         "tessera server {}: ready on {}, data in {}",
@@ -289,6 +293,7 @@ pub async fn dev(d: DevCluster) -> Result<(), Failure> {
         daemons.add(Arc::new(s.metrics_publisher()));
         servers.push(s);
     }
+    daemons.serve_console(addresses.join(","), secured.drivers.clone());
     say_served("tessera dev", metrics);
     ready(format!(
         "tessera dev: ready on {} ({} coordinators, {} servers, {} replicas), data in {}",
@@ -403,7 +408,10 @@ fn heard_text(heard_ms_ago: Option<u64>) -> String {
     }
 }
 
-pub async fn status(client: &Client, json: bool) -> Result<(), Failure> {
+/// The cluster's state as `tessera status --json` prints it and the web console shows it:
+/// coordinators (asked now), servers with the regions they hold and when the leader last heard
+/// them, spaces with their subspaces.
+pub async fn status_json(client: &Client) -> serde_json::Value {
     let config = client.configuration();
     let coordinators = if client.is_cluster() {
         client.coordinator_statuses().await
@@ -412,46 +420,57 @@ pub async fn status(client: &Client, json: bool) -> Result<(), Failure> {
     };
     let regions = regions_per_server(&config);
     let heard = last_heard(&coordinators);
-    if json {
-        let value = serde_json::json!({
-            "mode": if client.is_cluster() { "cluster" } else { "standalone" },
-            "epoch": config.epoch.0,
-            // What every server and client fetches at each epoch (docs/scale.md).
-            "configuration_bytes": config.encoded_bytes(),
-            "coordinators": coordinators.iter().map(|(address, s)| match s {
-                Ok(s) => serde_json::json!({
-                    "address": address, "id": s.id, "leader": s.leader, "term": s.term,
-                    "last_applied": s.last_applied, "epoch": s.epoch.0,
-                }),
-                Err(e) => serde_json::json!({ "address": address, "error": e.to_string() }),
-            }).collect::<Vec<_>>(),
-            "servers": config.servers.iter().map(|s| {
-                let (held, led) = regions.get(&s.id).copied().unwrap_or_default();
-                let liveness = heard.get(&s.id);
-                serde_json::json!({
-                    "id": s.id.0, "address": s.address, "state": format!("{:?}", s.state).to_lowercase(),
-                    "regions": held, "key_regions_led": led,
-                    "heard_ms_ago": liveness.and_then(|l| l.heard_ms_ago),
-                    "epoch": liveness.and_then(|l| l.epoch).map(|e| e.0),
-                })
-            }).collect::<Vec<_>>(),
-            "spaces": config.spaces.iter().map(|s| serde_json::json!({
-                "name": s.schema.name, "id": s.id, "replicas": s.schema.tolerate + 1,
-                // Those writes go through (serving and building); `subspace_list` has them all.
-                "subspaces": alter::written_count(s),
-                "regions": s.replicas.iter().map(Vec::len).sum::<usize>(),
-                "transfers": s.transfers.len(),
-                "subspace_list": alter::subspaces_json(s),
-                "build": alter::build_json(s),
-                "adapt": s.schema.adapt,
-                "adaptations": &s.adaptations,
-            })).collect::<Vec<_>>(),
-            // What `tessera calibrate` kept, if it ran; `tessera advise` uses it.
+    serde_json::json!({
+        "mode": if client.is_cluster() { "cluster" } else { "standalone" },
+        "epoch": config.epoch.0,
+        // What every server and client fetches at each epoch (docs/scale.md).
+        "configuration_bytes": config.encoded_bytes(),
+        "coordinators": coordinators.iter().map(|(address, s)| match s {
+            Ok(s) => serde_json::json!({
+                "address": address, "id": s.id, "leader": s.leader, "term": s.term,
+                "last_applied": s.last_applied, "epoch": s.epoch.0,
+            }),
+            Err(e) => serde_json::json!({ "address": address, "error": e.to_string() }),
+        }).collect::<Vec<_>>(),
+        "servers": config.servers.iter().map(|s| {
+            let (held, led) = regions.get(&s.id).copied().unwrap_or_default();
+            let liveness = heard.get(&s.id);
+            serde_json::json!({
+                "id": s.id.0, "address": s.address, "state": format!("{:?}", s.state).to_lowercase(),
+                "regions": held, "key_regions_led": led,
+                "heard_ms_ago": liveness.and_then(|l| l.heard_ms_ago),
+                "epoch": liveness.and_then(|l| l.epoch).map(|e| e.0),
+            })
+        }).collect::<Vec<_>>(),
+        "spaces": config.spaces.iter().map(|s| serde_json::json!({
+            "name": s.schema.name, "id": s.id, "replicas": s.schema.tolerate + 1,
+            // Those writes go through (serving and building); `subspace_list` has them all.
+            "subspaces": alter::written_count(s),
+            "regions": s.replicas.iter().map(Vec::len).sum::<usize>(),
+            "transfers": s.transfers.len(),
+            "subspace_list": alter::subspaces_json(s),
+            "build": alter::build_json(s),
+            "adapt": s.schema.adapt,
+            "adaptations": &s.adaptations,
+        })).collect::<Vec<_>>(),
+        // What `tessera calibrate` kept, if it ran; `tessera advise` uses it.
             "model": config.model,
-        });
-        println!("{value}");
+    })
+}
+
+pub async fn status(client: &Client, json: bool) -> Result<(), Failure> {
+    if json {
+        println!("{}", status_json(client).await);
         return Ok(());
     }
+    let config = client.configuration();
+    let coordinators = if client.is_cluster() {
+        client.coordinator_statuses().await
+    } else {
+        Vec::new()
+    };
+    let regions = regions_per_server(&config);
+    let heard = last_heard(&coordinators);
     let mode = if client.is_cluster() {
         "cluster"
     } else {

@@ -1,4 +1,5 @@
-//! A daemon's HTTP port (`--http ADDR`): Prometheus text at `/metrics`.
+//! A daemon's HTTP port (`--http ADDR`): the web console at `/` (its data at `/api/...`, see
+//! console.rs) and Prometheus text at `/metrics`.
 //!
 //! The daemons' crates record through the `metrics` facade (counters and histograms as requests
 //! and commits happen); this module installs the Prometheus recorder once per process, and on
@@ -20,6 +21,7 @@ use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 
+use crate::console::{Console, ConsoleError, Query};
 use crate::Failure;
 
 const HTTP_CONNECTIONS_MAX: usize = 64;
@@ -54,15 +56,24 @@ fn recorder() -> &'static PrometheusHandle {
 /// What publishes a daemon's gauges just before a scrape.
 pub type Publish = Arc<dyn Fn() + Send + Sync>;
 
-/// The daemons of this process, whose gauges a scrape publishes.
+/// The daemons of this process, whose gauges a scrape publishes, and how the console reaches
+/// their cluster.
 #[derive(Clone, Default)]
 pub struct Daemons {
     publishers: Arc<std::sync::Mutex<Vec<Publish>>>,
+    console: Arc<OnceLock<Console>>,
 }
 
 impl Daemons {
     pub fn add(&self, publish: Publish) {
         self.publishers.lock().expect("publishers").push(publish);
+    }
+
+    /// Where the console connects (`addresses`, as a client's `--addr`) and how (the daemon's
+    /// drivers' options: its TLS authority and cluster secret). Once, when the daemon is up;
+    /// until then the console's data answers 503.
+    pub fn serve_console(&self, addresses: String, options: tessera_client::ClientOptions) {
+        let _ = self.console.set(Console::new(addresses, options));
     }
 
     fn publish(&self) {
@@ -79,20 +90,22 @@ pub const DEV_DEFAULT: SocketAddr = SocketAddr::V4(std::net::SocketAddrV4::new(
     1980,
 ));
 
-/// Says on stderr where a daemon's metrics are served, if they are.
+/// Says on stderr where a daemon's console and metrics are served, if they are.
 pub fn say_served(daemon: &str, served: Option<SocketAddr>) {
     if let Some(address) = served {
-        eprintln!("{daemon}: metrics at http://{address}/metrics");
+        eprintln!("{daemon}: console at http://{address}/, metrics at http://{address}/metrics");
     }
 }
 
 /// `--http`, shared by the daemons.
 #[derive(clap::Args, Clone, Debug)]
 pub struct HttpArgs {
-    /// Serve Prometheus metrics at http://ADDR/metrics: requests by operation and status,
-    /// latency histograms, group commits and their fsync times, regions and stored entries per
-    /// space and subspace, connections, Raft term and progress on coordinators. `off`: serve
-    /// none. Default: 127.0.0.1:1980 for `tessera dev` (skipped with a warning when that port
+    /// Serve the web console at http://ADDR/ (cluster health, spaces, each subspace's regions,
+    /// a search's box, an update's chain, live throughput) and Prometheus metrics at
+    /// http://ADDR/metrics: requests by operation and status, latency histograms, group commits
+    /// and their fsync times, regions and stored entries per space and subspace, connections,
+    /// Raft term and progress on coordinators. Neither asks for a token: bind it to a private
+    /// address. `off`: serve none. Default: 127.0.0.1:1980 for `tessera dev` (skipped with a warning when that port
     /// is taken and --http was not given), none for coordinators and servers.
     #[arg(long, value_name = "ADDR")]
     pub http: Option<String>,
@@ -159,7 +172,7 @@ async fn serve(listener: TcpListener, daemons: Daemons) {
         tokio::spawn(async move {
             let service = hyper::service::service_fn(move |request| {
                 let daemons = daemons.clone();
-                async move { Ok::<_, Infallible>(answer(&request, &daemons)) }
+                async move { Ok::<_, Infallible>(answer(&request, &daemons).await) }
             });
             let _ = hyper::server::conn::http1::Builder::new()
                 .timer(TokioTimer::new())
@@ -171,14 +184,19 @@ async fn serve(listener: TcpListener, daemons: Daemons) {
     }
 }
 
-fn answer(request: &Request<Incoming>, daemons: &Daemons) -> Response<Full<Bytes>> {
-    let reply = |status: StatusCode, content_type: &str, body: String| {
-        Response::builder()
-            .status(status)
-            .header("content-type", content_type)
-            .body(Full::new(Bytes::from(body)))
-            .expect("a valid response")
-    };
+/// The console's page: one file, its script and styles inline, nothing fetched from elsewhere.
+const CONSOLE_PAGE: &str = include_str!("console.html");
+
+fn reply(status: StatusCode, content_type: &str, body: String) -> Response<Full<Bytes>> {
+    Response::builder()
+        .status(status)
+        .header("content-type", content_type)
+        .header("cache-control", "no-store")
+        .body(Full::new(Bytes::from(body)))
+        .expect("a valid response")
+}
+
+async fn answer(request: &Request<Incoming>, daemons: &Daemons) -> Response<Full<Bytes>> {
     if request.method() != Method::GET {
         return reply(
             StatusCode::METHOD_NOT_ALLOWED,
@@ -193,10 +211,87 @@ fn answer(request: &Request<Incoming>, daemons: &Daemons) -> Response<Full<Bytes
             handle.run_upkeep();
             reply(StatusCode::OK, "text/plain; version=0.0.4", handle.render())
         }
+        "/" | "/index.html" => reply(
+            StatusCode::OK,
+            "text/html; charset=utf-8",
+            CONSOLE_PAGE.into(),
+        ),
+        path if path.starts_with("/api/") => {
+            let (status, body) = api(&path["/api/".len()..], request.uri().query(), daemons).await;
+            reply(status, "application/json", body.to_string())
+        }
         other => reply(
             StatusCode::NOT_FOUND,
             "text/plain",
-            format!("nothing at {other}: /metrics serves Prometheus text\n"),
+            format!("nothing at {other}: / serves the console, /metrics Prometheus text\n"),
         ),
+    }
+}
+
+/// The console's data: JSON, and `{"error": ...}` with a status saying whose fault it is.
+async fn api(
+    path: &str,
+    query: Option<&str>,
+    daemons: &Daemons,
+) -> (StatusCode, serde_json::Value) {
+    let Some(console) = daemons.console.get() else {
+        let error = "the daemon is still starting";
+        return (
+            StatusCode::SERVICE_UNAVAILABLE,
+            serde_json::json!({ "error": error }),
+        );
+    };
+    let query = match parse_query(query.unwrap_or("")) {
+        Ok(query) => query,
+        Err(e) => return (StatusCode::BAD_REQUEST, serde_json::json!({ "error": e })),
+    };
+    match console.answer(path, &query).await {
+        Ok(json) => (StatusCode::OK, json),
+        Err(e) => {
+            let status = match e {
+                ConsoleError::BadRequest(_) => StatusCode::BAD_REQUEST,
+                ConsoleError::NotFound(_) => StatusCode::NOT_FOUND,
+                ConsoleError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+            };
+            (status, serde_json::json!({ "error": e.to_string() }))
+        }
+    }
+}
+
+/// `a=1&b=x%20y` as `[("a", "1"), ("b", "x y")]` (`+` is a space, as forms send it).
+fn parse_query(query: &str) -> Result<Query, String> {
+    let decode = |text: &str| {
+        percent_encoding::percent_decode_str(&text.replace('+', " "))
+            .decode_utf8()
+            .map(|t| t.into_owned())
+            .map_err(|_| format!("the query {query:?} is not UTF-8 once decoded"))
+    };
+    query
+        .split('&')
+        .filter(|pair| !pair.is_empty())
+        .map(|pair| {
+            let (name, value) = pair.split_once('=').unwrap_or((pair, ""));
+            Ok((decode(name)?, decode(value)?))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn queries_are_split_and_decoded() {
+        let pairs = |q: &str| parse_query(q).unwrap();
+        assert_eq!(pairs(""), Query::new());
+        assert_eq!(
+            pairs("space=hotels&q=price%3C100+city%3D%22New%20York%22&flag"),
+            [
+                ("space".to_string(), "hotels".to_string()),
+                ("q".to_string(), "price<100 city=\"New York\"".to_string()),
+                ("flag".to_string(), String::new()),
+            ]
+        );
+        assert!(parse_query("q=%FF").is_err());
     }
 }

@@ -9,6 +9,7 @@ mod backup;
 mod calibrate;
 mod certs;
 mod cluster;
+mod console;
 mod http;
 mod json;
 mod limits;
@@ -1441,7 +1442,7 @@ async fn explain_read(
 /// `get-by-tags --explain` print it: the subspace, the regions, the servers contacted (as
 /// this client asks them, one replica per region, and the fewest that hold every region),
 /// the subspaces weighed and, with `contacted`, whom is asked for which regions.
-fn typed_explanation(
+pub(crate) fn typed_explanation(
     schema: &tessera_types::SpaceSchema,
     e: &tessera_client::Explanation,
     contacted: bool,
@@ -1519,6 +1520,7 @@ async fn dev(
         .await
         .map_err(|e| Failure::Error(format!("cannot start: {e}")))?;
     daemons.add(std::sync::Arc::new(server.metrics_publisher()));
+    daemons.serve_console(server.local_addr().to_string(), secured.drivers.clone());
     http::say_served("tessera dev", metrics);
     // The server is every region's only replica: its own adaptation driver always acts.
     adapt::spawn(

@@ -7,32 +7,13 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::io::Write;
-use std::process::{Command, Output, Stdio};
+use std::process::Output;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use common::DevServer;
+use common::{tessera_with_input as tessera, DevServer};
 
 const KEYS: i64 = 400;
-
-fn tessera(addr: &str, args: &[&str], stdin: &str) -> Output {
-    let mut child = Command::new(common::TESSERA)
-        .args(args)
-        .env("TESSERA_ADDR", addr)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(stdin.as_bytes())
-        .unwrap();
-    child.wait_with_output().unwrap()
-}
 
 fn ok(o: &Output) -> String {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));

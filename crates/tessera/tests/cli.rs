@@ -3,10 +3,9 @@
 
 mod common;
 
-use std::io::Write;
 use std::process::{Command, Output, Stdio};
 
-use common::{DevServer, TESSERA};
+use common::{tessera_with_input as tessera_stdin, DevServer, TESSERA};
 
 fn tessera(addr: &str, args: &[&str]) -> Output {
     Command::new(TESSERA)
@@ -14,24 +13,6 @@ fn tessera(addr: &str, args: &[&str]) -> Output {
         .env("TESSERA_ADDR", addr)
         .output()
         .expect("running tessera")
-}
-
-fn tessera_stdin(addr: &str, args: &[&str], stdin: &str) -> Output {
-    let mut child = Command::new(TESSERA)
-        .args(args)
-        .env("TESSERA_ADDR", addr)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(stdin.as_bytes())
-        .unwrap();
-    child.wait_with_output().unwrap()
 }
 
 fn code(o: &Output) -> i32 {

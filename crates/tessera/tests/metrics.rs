@@ -8,27 +8,12 @@ mod common;
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::Daemon;
+use common::{tessera_with_input as tessera, Daemon};
 
 /// `tessera ARGS` against `addr`.
-fn tessera(addr: &str, args: &[&str], stdin: Option<&str>) -> Output {
-    let mut child = Command::new(common::TESSERA)
-        .args(args)
-        .env("TESSERA_ADDR", addr)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut input = child.stdin.take().unwrap();
-    input.write_all(stdin.unwrap_or("").as_bytes()).unwrap();
-    drop(input);
-    child.wait_with_output().unwrap()
-}
-
 /// The status line and body of `METHOD PATH` at `http`.
 fn http(http: &str, method: &str, path: &str) -> (String, String) {
     let mut tcp = TcpStream::connect(http).unwrap();
@@ -70,7 +55,7 @@ fn a_standalone_daemon_counts_what_it_served() {
     let o = tessera(
         a,
         &["add-space"],
-        Some("space h key id attributes string city, int price subspace city, price"),
+        "space h key id attributes string city, int price subspace city, price",
     );
     assert!(o.status.success());
     for n in 0..3 {
@@ -82,15 +67,15 @@ fn a_standalone_daemon_counts_what_it_served() {
                 &format!("k{n}"),
                 &format!(r#"{{"city": "a", "price": {n}}}"#),
             ],
-            None,
+            "",
         );
         assert!(o.status.success());
     }
     // `city` fixed: 8 of the 64 regions of `city, price`.
-    let o = tessera(a, &["search", "h", "city=a"], None);
+    let o = tessera(a, &["search", "h", "city=a"], "");
     assert_eq!(String::from_utf8_lossy(&o.stdout).lines().count(), 3);
     // Refused by the server: a space that does not exist.
-    let o = tessera(a, &["rm-space", "nosuch"], None);
+    let o = tessera(a, &["rm-space", "nosuch"], "");
     assert_eq!(o.status.code(), Some(2));
 
     let (status, metrics) = http(&http_addr, "GET", "/metrics");
@@ -161,7 +146,7 @@ fn a_local_cluster_reports_raft_and_its_servers() {
         ],
         &dir.path().join("d"),
     );
-    let o = tessera(&dev.addr, &["status"], None);
+    let o = tessera(&dev.addr, &["status"], "");
     assert!(o.status.success());
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
@@ -224,7 +209,7 @@ fn a_refused_request_is_logged_once_as_json() {
         .split(',')
         .next()
         .unwrap();
-    let o = tessera(addr, &["rm-space", "nosuch"], None);
+    let o = tessera(addr, &["rm-space", "nosuch"], "");
     assert_eq!(o.status.code(), Some(2));
     std::thread::sleep(Duration::from_millis(300));
     let _ = child.kill();

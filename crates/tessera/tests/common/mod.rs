@@ -10,6 +10,24 @@ use std::process::{Child, Command, Stdio};
 
 pub const TESSERA: &str = env!("CARGO_BIN_EXE_tessera");
 
+/// Runs one `tessera` command against `addr` (as `TESSERA_ADDR`) with `stdin` as its input,
+/// and waits for it.
+pub fn tessera_with_input(addr: &str, args: &[&str], stdin: &str) -> std::process::Output {
+    use std::io::Write;
+    let mut child = Command::new(TESSERA)
+        .args(args)
+        .env("TESSERA_ADDR", addr)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("running tessera");
+    let mut input = child.stdin.take().expect("piped");
+    input.write_all(stdin.as_bytes()).expect("writing stdin");
+    drop(input);
+    child.wait_with_output().expect("tessera exits")
+}
+
 /// A `tessera dev` process. Killed (SIGKILL) when dropped.
 pub struct DevServer {
     pub child: Child,

@@ -1,0 +1,217 @@
+"""The web console, in a real headless browser (Debian's chromium driven by Playwright), against a
+local cluster of 3 servers holding a space of hotels: the page shows the servers, the space's
+regions with the objects they hold, a search's box and the regions it reads, an update's chain
+and the live throughput. The expectations come from the data the test wrote, not from the
+console's own code. Also the console's data API refusing bad requests, without a browser.
+
+Skips, saying why, where no browser can be started (no chromium, or Playwright not installed).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import threading
+import urllib.error
+import urllib.request
+from typing import Any, Dict, Iterator, List, Tuple
+
+import pytest
+
+import tesseradb
+from conftest import Server, fresh_name
+
+REPLICAS = 2
+OBJECTS = 120
+CITIES = ["Paris", "Rome", "Oslo", "Lisbon", "Porto", "Bergen"]
+BROWSER_FLAGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+
+def hotel(i: int) -> Dict[str, Any]:
+    return {"city": CITIES[i % len(CITIES)], "price": (37 * i) % 1000}
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[Tuple[Server, str]]:
+    s = Server("--servers", "3", "--replicas", str(REPLICAS), "--http", "127.0.0.1:0")
+    try:
+        with open(s.stderr_path, encoding="utf-8") as f:
+            found = re.search(r"console at (http://[0-9.:]+/)", f.read())
+        assert found, "tessera dev did not say where its console is"
+        yield s, found.group(1)
+    finally:
+        s.stop()
+
+
+@pytest.fixture(scope="module")
+def hotels(cluster: Tuple[Server, str]) -> str:
+    server, _ = cluster
+    name = fresh_name("console")
+    admin = tesseradb.Admin(server.host, server.port)
+    assert admin.add_space(
+        f"space {name}\nkey id\nattributes string city, int price\n"
+        "subspace city, price\ncreate 16 partitions\n"
+    )
+    client = tesseradb.Client(server.host, server.port)
+    for i in range(OBJECTS):
+        assert client.put(name, f"h{i}", hotel(i)) is True
+    return name
+
+
+def get_json(url: str) -> Tuple[int, Any]:
+    try:
+        with urllib.request.urlopen(url, timeout=30) as response:
+            return response.status, json.load(response)
+    except urllib.error.HTTPError as e:
+        return e.code, json.load(e)
+
+
+def test_the_api_refuses_bad_requests_clearly(cluster: Tuple[Server, str], hotels: str) -> None:
+    _, base = cluster
+    cases: List[Tuple[str, int, str]] = [
+        ("api/regions", 400, "give the parameter space"),
+        ("api/regions?space=nosuchspace", 404, "no space named"),
+        (f"api/regions?space={hotels}&subspace=7", 400, "subspaces 0 to 1"),
+        (f"api/regions?space={hotels}&subspace=x", 400, "subspace"),
+        (f"api/search?space={hotels}&q=price%3Ccheap", 400, "price"),
+        (f"api/search?space={hotels}&q=nosuch%3D1", 400, "nosuch"),
+        (f"api/search?space={hotels}&q=city%3D%22Paris", 400, "quote"),
+        (f"api/chain?space={hotels}", 400, "give the parameter key"),
+        (f"api/chain?space={hotels}&key=h1&set=%7Bnot+json", 400, "JSON"),
+        (f"api/chain?space={hotels}&key=h1&set=%7B%22price%22%3A%22x%22%7D", 400, "price"),
+        (f"api/chain?space={hotels}&key=nobody&delete=1", 400, "nothing to delete"),
+        ("api/nothing", 404, "no /api/nothing"),
+        ("api/regions?space=%FF", 400, "UTF-8"),
+    ]
+    for path, status, words in cases:
+        got, body = get_json(base + path)
+        assert (got, words in body.get("error", "")) == (status, True), (path, got, body)
+    # Only GET is served; a POST changes nothing and says so.
+    request = urllib.request.Request(base + "api/cluster", data=b"{}", method="POST")
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(request, timeout=30)
+    assert refused.value.code == 405
+
+
+def browser_or_skip() -> str:
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        pytest.skip("the console's browser test needs Playwright: pip install -r python/requirements-test.txt")
+    chromium = os.environ.get("TESSERA_CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
+    if not chromium:
+        pytest.skip(
+            "the console's browser test needs chromium: apt-get install chromium (Debian), "
+            "or give its path in TESSERA_CHROMIUM"
+        )
+    return chromium
+
+
+def cells(page: Any) -> List[Dict[str, str]]:
+    return page.eval_on_selector_all(
+        "#grid rect.cell",
+        "rects => rects.map(r => ({objects: r.dataset.objects, regions: r.dataset.regions,"
+        " replicas: r.dataset.replicas, marked: r.dataset.marked}))",
+    )
+
+
+def test_the_console_in_a_browser(cluster: Tuple[Server, str], hotels: str) -> None:
+    chromium = browser_or_skip()
+    from playwright.sync_api import sync_playwright
+
+    server, base = cluster
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium, args=BROWSER_FLAGS)
+        try:
+            page = browser.new_page()
+            page.goto(base)
+
+            # Cluster health: the three servers, available, and the coordinator.
+            page.wait_for_function("document.querySelectorAll('#servers tr').length === 4")
+            states = page.eval_on_selector_all("#servers td.state-available", "tds => tds.length")
+            assert states == 3
+            assert page.inner_text("#mode") == "cluster"
+
+            # The space's key subspace: every object once, in regions held by REPLICAS servers each.
+            page.click(f"#spaces button:text-is('{hotels}')")
+            page.wait_for_function(
+                f"document.getElementById('grid-title').textContent.startsWith('{hotels}, subspace 0')"
+            )
+            page.wait_for_function(
+                "[...document.querySelectorAll('#grid rect.cell')].every(r => r.dataset.objects !== '')"
+            )
+            key_cells = cells(page)
+            assert sum(int(c["objects"]) for c in key_cells) == OBJECTS
+            for c in key_cells:
+                for replica_set in c["replicas"].split():
+                    assert len(set(replica_set.split(">"))) == REPLICAS
+
+            # A search for cheap hotels: drawn as a box over the city-price subspace; the regions
+            # marked as read hold every match, and fewer than all regions are read.
+            page.fill("#search-input", "price<200")
+            page.click("#search-button")
+            page.wait_for_selector("#search-result")
+            page.wait_for_selector("#box")
+            assert page.eval_on_selector("#subspace", "s => s.value") == "1"
+            page.select_option("#axis-x", "0")
+            page.select_option("#axis-y", "1")
+            page.wait_for_function(
+                "[...document.querySelectorAll('#grid rect.cell')].every(r => r.dataset.objects !== '')"
+            )
+            grid = cells(page)
+            assert sum(int(c["objects"]) for c in grid) == OBJECTS
+            matches = sum(1 for i in range(OBJECTS) if hotel(i)["price"] < 200)
+            marked = [c for c in grid if c["marked"] == "1"]
+            assert 0 < len(marked) < len(grid)
+            assert sum(int(c["objects"]) for c in marked) >= matches
+            summary = page.inner_text("#search-result")
+            regions_read = sum(len(c["regions"].split(",")) for c in marked)
+            assert f"{regions_read} of " in summary, summary
+
+            # An update's chain, nothing written: an unchanged object's chain is its key region's
+            # replicas then its city-price region's, REPLICAS each; a new key's the same.
+            for key, change, operation in (("h3", "{}", "update"), ("nobody", '{"price": 5}', "insert")):
+                page.fill("#chain-key", key)
+                page.fill("#chain-set", change)
+                page.click("#chain-button")
+                page.wait_for_function(
+                    f"document.getElementById('chain-summary').textContent.startsWith('{operation}')"
+                )
+                hops = page.eval_on_selector_all("#chain-hops li", "lis => lis.map(l => l.textContent)")
+                assert len(hops) == 2 * REPLICAS, hops
+                assert all("subspace 0" in h for h in hops[:REPLICAS]), hops
+                assert all("subspace 1" in h for h in hops[REPLICAS:]), hops
+            assert tesseradb.Client(server.host, server.port).get(hotels, "nobody") is None
+
+            # Live throughput: writes while the page watches show as operations per second, more
+            # than the page's own few requests a second could make.
+            client = tesseradb.Client(server.host, server.port)
+            stop = threading.Event()
+
+            def write() -> None:
+                i = 0
+                while not stop.is_set():
+                    client.put(hotels, f"live{i % 50}", hotel(i))
+                    i += 1
+
+            writer = threading.Thread(target=write, daemon=True)
+            writer.start()
+            try:
+                page.wait_for_function(
+                    "Number(document.getElementById('throughput').dataset.last || 0) > 100", timeout=15000
+                )
+            finally:
+                stop.set()
+                writer.join(timeout=30)
+        finally:
+            browser.close()
