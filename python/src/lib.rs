@@ -135,12 +135,11 @@ fn to_value(obj: &Bound<'_, PyAny>) -> PyResult<Value> {
         return Err(Failure::wrong_type("a bool is not a Tessera value: use an int").into_py());
     }
     if let Ok(s) = obj.cast::<PyString>() {
-        return Ok(Value::String(s.to_cow()?.into_owned()));
+        return Ok(Value::from(s.to_cow()?.into_owned()));
     }
+    // Strings are byte strings, as in HyperDex: any bytes are stored as given.
     if let Ok(b) = obj.cast::<PyBytes>() {
-        return std::str::from_utf8(b.as_bytes())
-            .map(|s| Value::String(s.to_owned()))
-            .map_err(|_| Failure::wrong_type("bytes must be UTF-8 to be a string").into_py());
+        return Ok(Value::from(b.as_bytes()));
     }
     if obj.is_instance_of::<PyInt>() {
         return obj.extract::<i64>().map(Value::Int).map_err(|_| {
@@ -236,7 +235,12 @@ fn to_doc_value(obj: &Bound<'_, PyAny>, depth: usize) -> Result<DocValue, Failur
         ));
     }
     match to_value(obj) {
-        Ok(Value::String(s)) => Ok(DocValue::String(s)),
+        Ok(Value::String(s)) => match s.as_str() {
+            Some(text) => Ok(DocValue::String(text.to_owned())),
+            None => Err(Failure::wrong_type(
+                "a document's strings are text (JSON): these bytes are not UTF-8",
+            )),
+        },
         Ok(Value::Int(i)) => Ok(DocValue::Int(i)),
         Ok(Value::Float(f)) => Ok(DocValue::Float(f)),
         Ok(other) => Err(Failure::wrong_type(format!(
@@ -766,7 +770,11 @@ fn state_name(state: SubspaceState) -> &'static str {
 
 fn value_to_py<'py>(py: Python<'py>, value: &Value) -> PyResult<Bound<'py, PyAny>> {
     Ok(match value {
-        Value::String(s) => PyString::new(py, s).into_any(),
+        // Text comes back as str; other bytes as bytes, exactly as they were written.
+        Value::String(s) => match s.as_str() {
+            Some(text) => PyString::new(py, text).into_any(),
+            None => PyBytes::new(py, s.as_bytes()).into_any(),
+        },
         Value::Int(i) => i.into_pyobject(py)?.into_any(),
         Value::Float(f) => PyFloat::new(py, *f).into_any(),
         Value::List(items) => PyList::new(

@@ -26,7 +26,8 @@ from .predicates import Predicates, to_native
 
 T = TypeVar("T")
 
-#: A key: ``str`` (``bytes`` are sent as UTF-8 strings) or ``int`` for ``key int`` spaces.
+#: A key: ``str`` or ``bytes`` (any bytes: a string is a byte string) or ``int`` for
+#: ``key int`` spaces.
 Key = Union[str, bytes, int]
 #: Attribute values by name, as given to ``put`` and the atomic operations.
 Attributes = Mapping[str, Any]

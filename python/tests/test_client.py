@@ -45,6 +45,27 @@ def test_put_get_every_type(client: tesseradb.Client, space: str) -> None:
     assert isinstance(got["st"], set) and isinstance(got["l"], list) and isinstance(got["m"], dict)
 
 
+def test_strings_are_bytes_in_and_bytes_back(client: tesseradb.Client, space: str) -> None:
+    """A string is any bytes, as in HyperDex: bytes that are not UTF-8 come back as the same
+    bytes, in keys, values, lists, sets and maps; found by equality (the subspace on s hashes
+    them) and by length; text comes back as str."""
+    raw = bytes(range(256))
+    key = b"\xff\x00key"
+    attrs = {"s": raw, "l": [b"\x80", "t"], "st": {b"\xc3"}, "ms": {b"\xfe": b"\xed\xa0\x80"}}
+    assert client.put(space, key, attrs) is True
+    got = client.get(space, key)
+    assert got is not None
+    assert (got["s"], got["l"], got["st"], got["ms"]) == (raw, [b"\x80", "t"], {b"\xc3"}, {b"\xfe": b"\xed\xa0\x80"})
+    assert isinstance(got["s"], bytes)
+    found = client.search(space, {"s": raw})
+    assert [(o["k"], o["s"]) for o in found] == [(key, raw)]
+    assert client.count(space, {"s": LengthEquals(256)}) == 1
+    # Bytes that are text are the same string as the str.
+    assert client.put(space, b"text", {"s": "caf\u00e9".encode()}) is True
+    text = client.get(space, "text")
+    assert text is not None and text["s"] == "caf\u00e9"
+
+
 def test_get_absent_is_none(client: tesseradb.Client, space: str) -> None:
     assert client.get(space, "nobody") is None
 

@@ -238,15 +238,15 @@ pub fn to_document(e: &Entry) -> Document {
 
 fn to_value(v: &Val) -> Value {
     match v {
-        Val::Str(s) => Value::String(s.clone()),
+        Val::Str(s) => Value::from(s.clone()),
         Val::Int(i) => Value::Int(*i),
-        Val::List(l) => Value::List(l.iter().cloned().map(Value::String).collect()),
+        Val::List(l) => Value::List(l.iter().cloned().map(Value::from).collect()),
     }
 }
 
 fn to_json(v: &Val) -> serde_json::Value {
     match v {
-        Val::Str(s) => serde_json::Value::String(s.clone()),
+        Val::Str(s) => serde_json::Value::from(s.clone()),
         Val::Int(i) => serde_json::Value::from(*i),
         Val::List(l) => {
             serde_json::Value::Array(l.iter().cloned().map(serde_json::Value::String).collect())
@@ -271,7 +271,7 @@ pub fn dynamic_predicates(q: &Query) -> Vec<Predicate> {
         .map(|c| match c {
             Cond::Eq(p, v) => Predicate::equals(*p, to_value(v)),
             Cond::Contains(p, s) => {
-                Predicate::new(*p, PredicateOp::Contains(Value::String(s.clone())))
+                Predicate::new(*p, PredicateOp::Contains(Value::from(s.clone())))
             }
             Cond::Range(p, lo, hi) => {
                 Predicate::new(*p, PredicateOp::Range(Value::Int(*lo), Value::Int(*hi)))
@@ -315,7 +315,7 @@ pub fn typed_searches(
             Cond::Eq(p, v) => common.push(Predicate::equals(*p, to_value(v))),
             Cond::Contains(p, s) => common.push(Predicate::new(
                 *p,
-                PredicateOp::Contains(Value::String(s.clone())),
+                PredicateOp::Contains(Value::from(s.clone())),
             )),
             Cond::Range(p, lo, hi) => common.push(Predicate::new(
                 *p,
@@ -340,7 +340,7 @@ pub fn typed_searches(
             }
             Cond::Missing(p) => {
                 let pred = match kind(p)? {
-                    Kind::Str => Predicate::equals(*p, Value::String(String::new())),
+                    Kind::Str => Predicate::equals(*p, Value::from(String::new())),
                     Kind::List => Predicate::new(*p, PredicateOp::LengthEquals(0)),
                     Kind::Int => {
                         return Err(TargetError::Unsupported(format!(

@@ -303,7 +303,7 @@ impl Hotels {
     pub fn value(&self, n: u64, attr: Attribute, generation: u32) -> Value {
         let h = self.hash(n, attr, generation);
         match attr {
-            Attribute::City => Value::String(Hotels::city_name(self.city_index(n))),
+            Attribute::City => Value::from(Hotels::city_name(self.city_index(n))),
             Attribute::Stars => Value::Int(self.stars(n)),
             Attribute::Price => {
                 let base = PRICE_BASE[(self.stars(n) - 1) as usize];
@@ -314,7 +314,7 @@ impl Hotels {
             Attribute::Address => {
                 let house = 1 + h % HOUSE_NUMBERS;
                 let h2 = mix(h);
-                Value::String(format!(
+                Value::from(format!(
                     "{house} {}{} {}",
                     STREET_QUALIFIERS[(h2 % 16) as usize],
                     STREET_NAMES[((h2 >> 8) % 32) as usize],
@@ -323,14 +323,14 @@ impl Hotels {
             }
             Attribute::Postcode => {
                 let k = h % POSTCODES_PER_CITY;
-                Value::String(format!(
+                Value::from(format!(
                     "{:05}",
                     self.city_index(n) * POSTCODES_PER_CITY + k
                 ))
             }
             Attribute::Tel => {
                 let digits = h % 1_000_000_000;
-                Value::String(format!(
+                Value::from(format!(
                     "+33 {} {:02} {:02} {:02} {:02}",
                     1 + digits / 100_000_000,
                     digits / 1_000_000 % 100,
@@ -742,7 +742,7 @@ mod tests {
 
     fn string(v: Value) -> String {
         match v {
-            Value::String(s) => s,
+            Value::String(s) => s.as_str().expect("text").to_owned(),
             other => panic!("not a string: {other:?}"),
         }
     }

@@ -116,8 +116,8 @@ pub use tessera_protocol::{
     WriteMode,
 };
 pub use tessera_types::{
-    DocValue, Document, FormulaSpec, Funcall, FuncallOp, NumOp, Predicate, PredicateOp, ServerId,
-    Shape, SpaceSchema, SubspaceId, SubspaceState, Value, Version, FORMULA_ATTRIBUTE,
+    ByteString, DocValue, Document, FormulaSpec, Funcall, FuncallOp, NumOp, Predicate, PredicateOp,
+    ServerId, Shape, SpaceSchema, SubspaceId, SubspaceState, Value, Version, FORMULA_ATTRIBUTE,
 };
 
 use tessera_protocol::constants::KEYS_PER_REQUEST_MAX;

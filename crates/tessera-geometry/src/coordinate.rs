@@ -107,7 +107,7 @@ pub fn unispace_point(dimensions: u16, document: &Document) -> Vec<u64> {
 /// floats only.
 fn coordinate_value(value: &DocValue) -> Option<Value> {
     match value {
-        DocValue::String(s) => Some(Value::String(s.clone())),
+        DocValue::String(s) => Some(Value::from(s.as_str())),
         DocValue::Int(i) => Some(Value::Int(*i)),
         DocValue::Float(f) => Some(Value::Float(*f)),
         _ => None,
@@ -146,7 +146,11 @@ pub fn point(schema: &SpaceSchema, subspace: SubspaceId, object: &Object) -> Opt
     else {
         panic!("a dynamic space's object holds a document and a formula id");
     };
-    if !schema.formula_subspaces(formula)?.contains(&subspace) {
+    // A formula id that is not text names no formula: the object is placed by none.
+    if !schema
+        .formula_subspaces(formula.as_str()?)?
+        .contains(&subspace)
+    {
         return None;
     }
     match &schema.subspace(subspace).overlay {

@@ -361,7 +361,7 @@ mod tests {
         let operand = prop_oneof![
             (-3i64..3).prop_map(Value::Int),
             (-3i64..3).prop_map(|i| Value::Float(i as f64 / 2.0)),
-            prop::sample::select(vec!["x", "y"]).prop_map(|s| Value::String(s.into())),
+            prop::sample::select(vec!["x", "y"]).prop_map(Value::from),
         ];
         (path.clone(), path, operand.clone(), operand, 0..9u8).prop_map(
             |(p, other, v, w, which)| {
@@ -508,7 +508,7 @@ mod tests {
             for (doc, f) in &docs {
                 let formula = formula_of(*f);
                 let object = Object { values: vec![
-                    Value::from("k"), Value::Document(doc.clone()), Value::String(formula.clone()),
+                    Value::from("k"), Value::Document(doc.clone()), Value::from(formula.as_str()),
                 ] };
                 // A pointer overlay's stub lies where its document does, is kept by the same
                 // parts, and answers every predicate the overlay claims to decide as the

@@ -44,7 +44,7 @@ mod tests {
                 .into_iter()
                 .map(|(f, k)| {
                     let family = ["ann", "bob", "zed"][f];
-                    Value::String(format!("{family}{k:04}"))
+                    Value::from(format!("{family}{k:04}"))
                 })
                 .collect()),
         ]

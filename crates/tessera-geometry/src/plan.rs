@@ -128,7 +128,7 @@ pub fn part_keeps(schema: &SpaceSchema, plan: &SearchPlan, object: &tessera_type
         return true;
     }
     match object.get(tessera_types::FORMULA_INDEX) {
-        tessera_types::Value::String(f) => plan.formulas.iter().any(|k| k == f),
+        tessera_types::Value::String(f) => plan.formulas.iter().any(|k| f == k.as_str()),
         _ => false,
     }
 }

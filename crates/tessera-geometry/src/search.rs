@@ -316,7 +316,7 @@ fn typed_boxes(
     };
     let required = predicates.iter().filter_map(|p| match &p.op {
         PredicateOp::Contains(Value::String(tag)) if p.attr == subspace.dimensions[0] => {
-            Some(tag.as_str())
+            Some(tag.as_bytes())
         }
         _ => None,
     });

@@ -34,8 +34,8 @@ fn bits_per_axis(curve: TagCurve) -> u32 {
 }
 
 /// The cell of `tag` along a tag axis of `bits` bits.
-fn tag_cell(tag: &str, bits: u32) -> u64 {
-    xxh3_64(tag.as_bytes()) >> (64 - bits)
+fn tag_cell(tag: &[u8], bits: u32) -> u64 {
+    xxh3_64(tag) >> (64 - bits)
 }
 
 /// The curve position of the grid cell `cells` (sorted, `axes` of them).
@@ -45,8 +45,13 @@ fn position_of(cells: &[u64], bits: u32) -> u64 {
 }
 
 /// The distinct cells of `tags`, ascending.
-fn cells_of<'a>(tags: impl IntoIterator<Item = &'a str>, bits: u32) -> BTreeSet<u64> {
-    tags.into_iter().map(|t| tag_cell(t, bits)).collect()
+fn cells_of<'a, T: AsRef<[u8]> + ?Sized + 'a>(
+    tags: impl IntoIterator<Item = &'a T>,
+    bits: u32,
+) -> BTreeSet<u64> {
+    tags.into_iter()
+        .map(|t| tag_cell(t.as_ref(), bits))
+        .collect()
 }
 
 /// The grid cell of a set of distinct tag cells: sorted, the last repeated to fill `axes`
@@ -61,8 +66,11 @@ fn grid_cell(cells: &BTreeSet<u64>, axes: usize) -> Option<Vec<u64>> {
     Some(cell)
 }
 
-/// Where the tags `tags` put an object on the curve.
-pub fn tag_position<'a>(curve: TagCurve, tags: impl IntoIterator<Item = &'a str>) -> u64 {
+/// Where the tags `tags` (text or any bytes) put an object on the curve.
+pub fn tag_position<'a, T: AsRef<[u8]> + ?Sized + 'a>(
+    curve: TagCurve,
+    tags: impl IntoIterator<Item = &'a T>,
+) -> u64 {
     let bits = bits_per_axis(curve);
     match grid_cell(&cells_of(tags, bits), usize::from(curve.axes)) {
         Some(cell) => position_of(&cell, bits),
@@ -74,11 +82,11 @@ pub fn tag_position<'a>(curve: TagCurve, tags: impl IntoIterator<Item = &'a str>
 /// (`key_hash`, the key's coordinate on a hashed axis). `tags` is the object's set(string)
 /// tags value.
 pub fn tag_point(curve: TagCurve, tags: &Value, key_hash: u64) -> Vec<u64> {
-    let strings: Vec<&str> = match tags {
+    let strings: Vec<&[u8]> = match tags {
         Value::Set(items) => items
             .iter()
             .filter_map(|v| match v {
-                Value::String(s) => Some(s.as_str()),
+                Value::String(s) => Some(s.as_bytes()),
                 _ => None,
             })
             .collect(),
@@ -90,9 +98,9 @@ pub fn tag_point(curve: TagCurve, tags: &Value, key_hash: u64) -> Vec<u64> {
 /// The curve positions of the tag subspace holding every object whose tags include all of
 /// `required`: one per grid cell whose tag cells include the required ones, and the
 /// overflow. `None` when no tag is required: every position.
-pub fn tag_positions<'a>(
+pub fn tag_positions<'a, T: AsRef<[u8]> + ?Sized + 'a>(
     curve: TagCurve,
-    required: impl IntoIterator<Item = &'a str>,
+    required: impl IntoIterator<Item = &'a T>,
 ) -> Option<Vec<u64>> {
     let bits = bits_per_axis(curve);
     let axes = usize::from(curve.axes);

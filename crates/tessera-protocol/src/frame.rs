@@ -292,7 +292,7 @@ mod tests {
         fn search_items_from_encodings_are_the_encoded_response(
             id in any::<u64>(), epoch in any::<u64>(),
             objects in proptest::collection::vec((any::<u64>(), proptest::collection::vec(
-                prop_oneof![any::<i64>().prop_map(Value::Int), ".{0,8}".prop_map(Value::String)], 1..4)), 0..20),
+                prop_oneof![any::<i64>().prop_map(Value::Int), ".{0,8}".prop_map(Value::from), proptest::collection::vec(any::<u8>(), 0..8).prop_map(Value::from)], 1..4)), 0..20),
         ) {
             let mut builder = SearchItemsBuilder::new();
             for (version, values) in &objects {

@@ -293,7 +293,8 @@ impl SpaceRuntime {
         else {
             return None;
         };
-        let shape = d.shape_in(formula);
+        // Formula ids are text (validated when written); other bytes name no formula.
+        let shape = d.shape_in(formula.as_str()?);
         (!self.shapes.contains(&shape)).then_some(shape)
     }
 

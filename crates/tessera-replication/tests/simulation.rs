@@ -164,14 +164,16 @@ fn object(key: &Value, a: i64, b: i64, c: &str) -> Object {
             key.clone(),
             Value::Int(a),
             Value::Int(b),
-            Value::String(c.to_owned()),
+            Value::from(c.to_owned()),
         ],
     }
 }
 
 fn fields(o: &Object) -> (i64, i64, String) {
     match &o.values[..] {
-        [_, Value::Int(a), Value::Int(b), Value::String(c)] => (*a, *b, c.clone()),
+        [_, Value::Int(a), Value::Int(b), Value::String(c)] => {
+            (*a, *b, c.as_str().expect("text").to_owned())
+        }
         // A dynamic space's document: `b` absent is 0, `c` absent is "".
         [_, Value::Document(d), Value::String(_formula)] => {
             let int = |p: &str| match d.get(p) {

@@ -360,6 +360,14 @@ pub fn validate(frame: RequestFrame, view: &View) -> Result<Job, ErrorReply> {
     }
 }
 
+/// A formula id: text.
+fn formula_id(value: &Value) -> Option<&str> {
+    match value {
+        Value::String(id) => id.as_str(),
+        _ => None,
+    }
+}
+
 fn writes_formula(space: &ServedSpace, f: &CheckedFuncall) -> bool {
     space.config.schema.is_dynamic() && f.attr == FORMULA_INDEX
 }
@@ -369,7 +377,7 @@ fn writes_formula(space: &ServedSpace, f: &CheckedFuncall) -> bool {
 /// `Unavailable` (retry) for one still being registered.
 fn check_formula(space: &ServedSpace, funcalls: &[CheckedFuncall]) -> Result<(), ErrorReply> {
     for f in funcalls.iter().filter(|f| writes_formula(space, f)) {
-        let (FuncallOp::Set, Value::String(id)) = (&f.op, &f.arg) else {
+        let (FuncallOp::Set, Some(id)) = (&f.op, formula_id(&f.arg)) else {
             return Err(ErrorReply::new(
                 Status::WrongType,
                 "a document's formula is set by a put, to a formula id",

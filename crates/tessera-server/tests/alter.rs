@@ -112,7 +112,7 @@ async fn check_searches(client: &Client, model: &Model, rng: &mut StdRng) {
                     Value::Int(n) => n,
                     ref other => panic!("{other:?}"),
                 };
-                (k, int("a"), int("b"))
+                (k.as_str().expect("text").to_owned(), int("a"), int("b"))
             })
             .collect();
         found.sort();

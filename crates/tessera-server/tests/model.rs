@@ -91,7 +91,7 @@ impl Obj {
         match (attr, value) {
             ("a", Value::Int(v)) => self.a = *v,
             ("c", Value::Int(v)) => self.c = *v,
-            ("b", Value::String(v)) => self.b = v.clone(),
+            ("b", Value::String(v)) => self.b = v.as_str().expect("text").to_owned(),
             other => panic!("not a valid assignment: {other:?}"),
         }
     }

@@ -254,7 +254,9 @@ mod tests {
 
     fn primitive() -> impl Strategy<Value = Value> {
         prop_oneof![
-            ".{0,12}".prop_map(Value::String),
+            ".{0,12}".prop_map(Value::from),
+            // Strings are any bytes, not only text.
+            prop::collection::vec(any::<u8>(), 0..12).prop_map(Value::from),
             any::<i64>().prop_map(Value::Int),
             any::<f64>()
                 .prop_filter("not NaN", |f| !f.is_nan())

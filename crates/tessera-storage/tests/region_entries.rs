@@ -31,7 +31,7 @@ fn tessellation(schema: &SpaceSchema, subspace: usize) -> Tessellation {
 
 fn key_of(object: &Object) -> &str {
     match object.key() {
-        Value::String(s) => s,
+        Value::String(s) => s.as_str().expect("text keys"),
         other => panic!("people keys are strings, not {other:?}"),
     }
 }

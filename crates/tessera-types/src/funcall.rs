@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::bytestring::ByteString;
 use crate::constants::{DOCUMENT_PROPERTIES_MAX, FUNCALLS_MAX, SHAPE_BYTES_MAX};
 use crate::document::DocumentError;
 use crate::object::Object;
@@ -362,10 +363,10 @@ impl CheckedFuncall {
             (FuncallOp::Set, _, arg) => arg.clone(),
             (FuncallOp::Num(op), current, arg) => op.apply(current, arg)?,
             (FuncallOp::StringPrepend, Value::String(s), Value::String(a)) => {
-                Value::String(format!("{a}{s}"))
+                Value::String(ByteString::concat(a, s))
             }
             (FuncallOp::StringAppend, Value::String(s), Value::String(a)) => {
-                Value::String(format!("{s}{a}"))
+                Value::String(ByteString::concat(s, a))
             }
             (FuncallOp::ListLPush, Value::List(l), a) => {
                 let mut l2 = Vec::with_capacity(l.len() + 1);
@@ -425,7 +426,9 @@ impl CheckedFuncall {
                 for (k, v) in a {
                     let (Value::String(add), current) = (
                         v,
-                        m2.get(k).cloned().unwrap_or(Value::String(String::new())),
+                        m2.get(k)
+                            .cloned()
+                            .unwrap_or(Value::String(ByteString::default())),
                     ) else {
                         unreachable!("checked: map of strings")
                     };
@@ -433,9 +436,9 @@ impl CheckedFuncall {
                         unreachable!("stored map of strings")
                     };
                     let joined = if self.op == FuncallOp::MapStringPrepend {
-                        format!("{add}{cur}")
+                        ByteString::concat(add, &cur)
                     } else {
-                        format!("{cur}{add}")
+                        ByteString::concat(&cur, add)
                     };
                     m2.insert(k.clone(), Value::String(joined));
                 }

@@ -7,6 +7,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod bytestring;
 pub mod constants;
 pub mod document;
 pub mod formula;
@@ -19,6 +20,7 @@ pub mod schema;
 pub mod sort;
 pub mod value;
 
+pub use bytestring::ByteString;
 pub use document::{DocValue, Document, DocumentError, PropertyKind, Shape};
 pub use formula::{Formula, FormulaError, FormulaSpec, Overlay, OverlayAxis, DEFAULT_FORMULA};
 pub use funcall::{

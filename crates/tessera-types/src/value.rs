@@ -6,12 +6,14 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
+use crate::bytestring::ByteString;
 use crate::document::Document;
 
 /// The type of a single value that can be a dimension, a container element, or a map key.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum PrimitiveType {
-    /// UTF-8 text. Compared bytewise; hashed (not ordered) when it is a dimension.
+    /// A byte string (usually UTF-8 text, but any bytes). Compared bytewise; hashed (not
+    /// ordered) when it is a dimension.
     String,
     /// Signed 64-bit integer.
     Int,
@@ -42,7 +44,7 @@ impl PrimitiveType {
     /// The value an attribute of this type has when a put does not name it.
     pub fn default_value(self) -> Value {
         match self {
-            PrimitiveType::String => Value::String(String::new()),
+            PrimitiveType::String => Value::String(ByteString::default()),
             PrimitiveType::Int => Value::Int(0),
             PrimitiveType::Float => Value::Float(0.0),
         }
@@ -168,7 +170,7 @@ impl fmt::Display for AttributeType {
 /// type) so that they can live in sets and map keys. Set and map elements are primitives.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub enum Value {
-    String(String),
+    String(ByteString),
     Int(i64),
     Float(f64),
     List(Vec<Value>),
@@ -310,11 +312,26 @@ impl fmt::Display for Value {
 
 impl From<&str> for Value {
     fn from(s: &str) -> Self {
-        Value::String(s.to_owned())
+        Value::String(ByteString::from(s))
     }
 }
 impl From<String> for Value {
     fn from(s: String) -> Self {
+        Value::String(ByteString::from(s))
+    }
+}
+impl From<&[u8]> for Value {
+    fn from(bytes: &[u8]) -> Self {
+        Value::String(ByteString::from(bytes))
+    }
+}
+impl From<Vec<u8>> for Value {
+    fn from(bytes: Vec<u8>) -> Self {
+        Value::String(ByteString::from(bytes))
+    }
+}
+impl From<ByteString> for Value {
+    fn from(s: ByteString) -> Self {
         Value::String(s)
     }
 }

@@ -1,18 +1,22 @@
 //! Values to and from JSON, directed by the attribute's type (JSON has no sets, no int/float
 //! distinction worth trusting, and only string object keys).
 
+use base64::engine::general_purpose::STANDARD as BASE64;
+use base64::Engine;
 use serde_json::{Map, Number, Value as Json};
 use std::collections::BTreeMap;
 
 use tessera_types::{
-    AttributeType, DocValue, Document, PrimitiveType, SpaceSchema, Value, DOCUMENT_ATTRIBUTE,
+    AttributeType, ByteString, DocValue, Document, PrimitiveType, SpaceSchema, Value,
+    DOCUMENT_ATTRIBUTE,
 };
 
 /// A value as JSON: sets become arrays, map keys become strings, non-finite floats become
-/// the strings "inf", "-inf".
+/// the strings "inf", "-inf", and a string that is not UTF-8 text becomes
+/// `{"base64": "..."}` (its bytes in standard base64), which [`from_json`] reads back.
 pub fn to_json(value: &Value) -> Json {
     match value {
-        Value::String(s) => Json::String(s.clone()),
+        Value::String(s) => string_to_json(s),
         Value::Int(i) => Json::Number((*i).into()),
         Value::Float(f) => Number::from_f64(*f).map(Json::Number).unwrap_or_else(|| {
             Json::String(if *f > 0.0 {
@@ -27,8 +31,11 @@ pub fn to_json(value: &Value) -> Json {
             entries
                 .iter()
                 .map(|(k, v)| {
+                    // JSON keys are text: a key of other bytes is shown as `b"\xff"`.
                     let key = match k {
-                        Value::String(s) => s.clone(),
+                        Value::String(s) => {
+                            s.as_str().map_or_else(|| format!("{s:?}"), str::to_owned)
+                        }
                         other => other.to_string(),
                     };
                     (key, to_json(v))
@@ -36,6 +43,39 @@ pub fn to_json(value: &Value) -> Json {
                 .collect(),
         ),
         Value::Document(d) => Json::Object(properties_to_json(&d.properties)),
+    }
+}
+
+/// The key of the JSON object standing for a string of bytes that are not UTF-8.
+const BYTES_KEY: &str = "base64";
+
+fn string_to_json(s: &ByteString) -> Json {
+    match s.as_str() {
+        Some(text) => Json::String(text.to_owned()),
+        None => {
+            let mut bytes = Map::new();
+            bytes.insert(BYTES_KEY.into(), Json::String(BASE64.encode(s.as_bytes())));
+            Json::Object(bytes)
+        }
+    }
+}
+
+/// A string from JSON: text, or `{"base64": "..."}` for any bytes.
+fn string_from_json(json: &Json) -> Option<Result<Value, String>> {
+    match json {
+        Json::String(s) => Some(Ok(Value::from(s.as_str()))),
+        Json::Object(o) if o.len() == 1 => {
+            let Json::String(encoded) = o.get(BYTES_KEY)? else {
+                return Some(Err(format!("{BYTES_KEY:?} takes a string of base64")));
+            };
+            Some(
+                BASE64
+                    .decode(encoded)
+                    .map(Value::from)
+                    .map_err(|e| format!("{BYTES_KEY:?}: {e}")),
+            )
+        }
+        _ => None,
     }
 }
 
@@ -120,7 +160,9 @@ pub fn object_to_json(
 
 fn primitive_from_json(ty: PrimitiveType, json: &Json) -> Result<Value, String> {
     match (ty, json) {
-        (PrimitiveType::String, Json::String(s)) => Ok(Value::String(s.clone())),
+        (PrimitiveType::String, j) if string_from_json(j).is_some() => {
+            string_from_json(j).expect("checked")
+        }
         (PrimitiveType::Int, Json::Number(n)) => n
             .as_i64()
             .map(Value::Int)
@@ -149,7 +191,7 @@ pub fn with_article(noun: &str) -> String {
 /// Parses text as a primitive of type `ty` (used for keys, map keys and predicate operands).
 pub fn primitive_from_text(ty: PrimitiveType, text: &str) -> Result<Value, String> {
     match ty {
-        PrimitiveType::String => Ok(Value::String(text.to_owned())),
+        PrimitiveType::String => Ok(Value::from(text.to_owned())),
         PrimitiveType::Int => text
             .trim()
             .parse::<i64>()
@@ -313,6 +355,25 @@ pub fn workload_lines(trace: &tessera_client::SpaceTrace) -> Vec<Json> {
 mod tests {
     use super::*;
     use tessera_types::parse_space;
+
+    /// Strings that are not text travel as `{"base64": ...}` and come back byte for byte;
+    /// text stays a JSON string; a bad encoding is refused with the reason.
+    #[test]
+    fn bytes_that_are_not_text_round_trip_as_base64() {
+        let ty = AttributeType::Primitive(PrimitiveType::String);
+        let raw = Value::from(vec![0xff, 0x00, b'a']);
+        let json = to_json(&raw);
+        assert_eq!(json, serde_json::json!({"base64": "/wBh"}));
+        assert_eq!(from_json(ty, &json).unwrap(), raw);
+        assert_eq!(to_json(&Value::from("é")), serde_json::json!("é"));
+        let set = Value::Set([raw.clone(), Value::from("t")].into_iter().collect());
+        let set_ty = AttributeType::Set(PrimitiveType::String);
+        assert_eq!(from_json(set_ty, &to_json(&set)).unwrap(), set);
+        assert!(from_json(ty, &serde_json::json!({"base64": "***"}))
+            .unwrap_err()
+            .contains("base64"));
+        assert!(from_json(ty, &serde_json::json!({"other": "AA=="})).is_err());
+    }
 
     #[test]
     fn round_trip_through_json() {

@@ -99,7 +99,7 @@ pub fn parse_document_predicate(text: &str) -> Result<Predicate, String> {
                 .map_err(|e| format!("{operand} is not a JSON string: {e}"))?,
         )
     } else {
-        Value::String(operand.to_owned())
+        Value::from(operand.to_owned())
     };
     Ok(Predicate::new(path, comparison(op, value)))
 }

@@ -84,7 +84,7 @@ async fn round(client: &Client, space: &str, model: &mut Model, rng: &mut StdRng
 
 fn string(value: &Value) -> String {
     match value {
-        Value::String(s) => s.clone(),
+        Value::String(s) => s.as_str().expect("text").to_owned(),
         other => panic!("a string, not {other:?}"),
     }
 }

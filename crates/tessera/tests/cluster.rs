@@ -110,10 +110,7 @@ async fn a_space_change_is_usable_at_once(admin: &Client, addresses: &str) {
         .await
         .expect("get")
         .expect("the new object");
-    assert_eq!(
-        record.attributes.get("v"),
-        Some(&Value::String("text".into()))
-    );
+    assert_eq!(record.attributes.get("v"), Some(&Value::from("text")));
     stale
         .put("fresh", 2i64, [("n", 3i64)])
         .await

@@ -76,7 +76,7 @@ impl Target for TesseraTarget {
             .fields
             .iter()
             .enumerate()
-            .map(|(i, f)| (field_name(i), Value::String(f.clone())))
+            .map(|(i, f)| (field_name(i), Value::from(f.clone())))
             .collect();
         attrs.push(("prefix", Value::Int(prefix)));
         attrs.push(("suffix", Value::Int(suffix)));
@@ -95,7 +95,7 @@ impl Target for TesseraTarget {
     }
 
     async fn update(&mut self, n: u64, field: usize, value: &str) -> Result<(), TargetError> {
-        let attrs = [(field_name(field), Value::String(value.to_owned()))];
+        let attrs = [(field_name(field), Value::from(value.to_owned()))];
         self.client
             .put(SPACE_NAME, record_key(n), attrs)
             .await

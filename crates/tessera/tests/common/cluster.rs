@@ -478,7 +478,7 @@ pub async fn final_documents_agree(admin: &Client) -> BTreeMap<String, i64> {
         admin,
         "docs",
         |k| match k {
-            Value::String(k) => k.clone(),
+            Value::String(k) => k.as_str().expect("text keys").to_owned(),
             other => panic!("string keys, got {other:?}"),
         },
         document_value,
@@ -494,7 +494,7 @@ pub async fn final_documents_agree(admin: &Client) -> BTreeMap<String, i64> {
             .await
             .expect("search by v");
         let keys: Vec<&Value> = by_value.iter().map(|r| &r.key).collect();
-        assert_eq!(keys, vec![&Value::String(key.clone())], "v = {v}");
+        assert_eq!(keys, vec![&Value::from(key.clone())], "v = {v}");
     }
     gets
 }
