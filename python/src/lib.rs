@@ -360,47 +360,50 @@ fn to_predicates(list: &Bound<'_, PyAny>) -> PyResult<Vec<Predicate>> {
     Ok(out)
 }
 
-fn num_op(name: &str) -> Option<NumOp> {
-    Some(match name {
-        "add" => NumOp::Add,
-        "sub" => NumOp::Sub,
-        "mul" => NumOp::Mul,
-        "div" => NumOp::Div,
-        "mod" => NumOp::Mod,
-        "and" => NumOp::And,
-        "or" => NumOp::Or,
-        "xor" => NumOp::Xor,
-        "min" => NumOp::Min,
-        "max" => NumOp::Max,
-        _ => return None,
-    })
-}
+/// Every atomic operation the module takes, by the name `tesseradb/_operations.py` gives it
+/// (exported as `FUNCALL_OPS`; the Python tests check the table against it).
+const FUNCALL_OPS: &[(&str, FuncallOp)] = &[
+    ("set", FuncallOp::Set),
+    ("num_add", FuncallOp::Num(NumOp::Add)),
+    ("num_sub", FuncallOp::Num(NumOp::Sub)),
+    ("num_mul", FuncallOp::Num(NumOp::Mul)),
+    ("num_div", FuncallOp::Num(NumOp::Div)),
+    ("num_mod", FuncallOp::Num(NumOp::Mod)),
+    ("num_and", FuncallOp::Num(NumOp::And)),
+    ("num_or", FuncallOp::Num(NumOp::Or)),
+    ("num_xor", FuncallOp::Num(NumOp::Xor)),
+    ("num_min", FuncallOp::Num(NumOp::Min)),
+    ("num_max", FuncallOp::Num(NumOp::Max)),
+    ("string_prepend", FuncallOp::StringPrepend),
+    ("string_append", FuncallOp::StringAppend),
+    ("list_lpush", FuncallOp::ListLPush),
+    ("list_rpush", FuncallOp::ListRPush),
+    ("set_add", FuncallOp::SetAdd),
+    ("set_remove", FuncallOp::SetRemove),
+    ("set_union", FuncallOp::SetUnion),
+    ("set_intersect", FuncallOp::SetIntersect),
+    ("map_add", FuncallOp::MapAdd),
+    ("map_remove", FuncallOp::MapRemove),
+    ("map_num_add", FuncallOp::MapNum(NumOp::Add)),
+    ("map_num_sub", FuncallOp::MapNum(NumOp::Sub)),
+    ("map_num_mul", FuncallOp::MapNum(NumOp::Mul)),
+    ("map_num_div", FuncallOp::MapNum(NumOp::Div)),
+    ("map_num_mod", FuncallOp::MapNum(NumOp::Mod)),
+    ("map_num_and", FuncallOp::MapNum(NumOp::And)),
+    ("map_num_or", FuncallOp::MapNum(NumOp::Or)),
+    ("map_num_xor", FuncallOp::MapNum(NumOp::Xor)),
+    ("map_num_min", FuncallOp::MapNum(NumOp::Min)),
+    ("map_num_max", FuncallOp::MapNum(NumOp::Max)),
+    ("map_string_prepend", FuncallOp::MapStringPrepend),
+    ("map_string_append", FuncallOp::MapStringAppend),
+];
 
 fn to_funcalls(list: &Bound<'_, PyAny>) -> PyResult<Vec<Funcall>> {
     let mut out = Vec::new();
     for item in list.try_iter()? {
         let (attr, op, arg): (String, String, Bound<'_, PyAny>) = item?.extract()?;
-        let op = match op.as_str() {
-            "set" => FuncallOp::Set,
-            "string_prepend" => FuncallOp::StringPrepend,
-            "string_append" => FuncallOp::StringAppend,
-            "list_lpush" => FuncallOp::ListLPush,
-            "list_rpush" => FuncallOp::ListRPush,
-            "set_add" => FuncallOp::SetAdd,
-            "set_remove" => FuncallOp::SetRemove,
-            "set_union" => FuncallOp::SetUnion,
-            "set_intersect" => FuncallOp::SetIntersect,
-            "map_add" => FuncallOp::MapAdd,
-            "map_remove" => FuncallOp::MapRemove,
-            "map_string_prepend" => FuncallOp::MapStringPrepend,
-            "map_string_append" => FuncallOp::MapStringAppend,
-            other => match (other.strip_prefix("num_"), other.strip_prefix("map_num_")) {
-                (Some(n), _) if num_op(n).is_some() => FuncallOp::Num(num_op(n).expect("checked")),
-                (_, Some(n)) if num_op(n).is_some() => {
-                    FuncallOp::MapNum(num_op(n).expect("checked"))
-                }
-                _ => return Err(bad_argument(format!("unknown operation {other:?}"))),
-            },
+        let Some(&(_, op)) = FUNCALL_OPS.iter().find(|(name, _)| *name == op) else {
+            return Err(bad_argument(format!("unknown operation {op:?}")));
         };
         out.push(Funcall {
             attr,
@@ -1349,6 +1352,8 @@ impl NativeSearch {
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("NativeError", m.py().get_type::<NativeError>())?;
+    let names: Vec<&str> = FUNCALL_OPS.iter().map(|(name, _)| *name).collect();
+    m.add("FUNCALL_OPS", names)?;
     m.add_class::<NativeClient>()?;
     m.add_class::<NativeDeferred>()?;
     m.add_class::<NativeCompletions>()?;

@@ -3,6 +3,9 @@
 
 from typing import Any, Awaitable, Callable, Dict, Iterator, List, Optional, Tuple
 
+#: The atomic operations the module takes, by name (see _operations.py).
+FUNCALL_OPS: List[str]
+
 class NativeError(Exception):
     """args == (symbol, code, message), e.g. ("UNKNOWNSPACE", 8003, "no space named 'x'").
     symbol is a server status ("NOTFOUND" 8001 ... "BADALTER" 8019) or a client failure

@@ -139,6 +139,9 @@ pub(crate) struct Cluster {
     dialer: tessera_protocol::handshake::Dialer,
 }
 
+/// What one server answers about the regions it leads: (region, item) pairs.
+type RegionItems<T> = Vec<(u32, T)>;
+
 impl Cluster {
     /// Starts from a coordinator that answered `status` on `connection`, knowing the
     /// coordinators at `addresses` too, and fetches the configuration.
@@ -609,18 +612,13 @@ impl Cluster {
         let request = Request::KeyRegionLoads {
             space: space.to_owned(),
         };
-        let loads = self
-            .ask_leaders(space, SubspaceId::KEY, request, |response| match response {
-                Response::KeyRegionLoads(loads) => Ok(loads),
-                other => Err(other),
-            })
-            .await?;
-        Ok(loads
-            .into_iter()
-            .map(|l| (l.region, l))
-            .collect::<BTreeMap<_, _>>()
-            .into_values()
-            .collect())
+        self.ask_leaders(space, SubspaceId::KEY, request, |response| match response {
+            Response::KeyRegionLoads(loads) => {
+                Ok(loads.into_iter().map(|l| (l.region, l)).collect())
+            }
+            other => Err(other),
+        })
+        .await
     }
 
     /// How many objects each region of `subspace` of `space` holds, from the servers that
@@ -635,29 +633,25 @@ impl Cluster {
             space: space.to_owned(),
             subspace,
         };
-        let counts = self
-            .ask_leaders(space, subspace, request, |response| match response {
-                Response::RegionCounts(counts) => Ok(counts),
-                other => Err(other),
-            })
-            .await?;
-        Ok(counts
-            .into_iter()
-            .map(|c| (c.region, c))
-            .collect::<BTreeMap<_, _>>()
-            .into_values()
-            .collect())
+        self.ask_leaders(space, subspace, request, |response| match response {
+            Response::RegionCounts(counts) => {
+                Ok(counts.into_iter().map(|c| (c.region, c)).collect())
+            }
+            other => Err(other),
+        })
+        .await
     }
 
     /// Sends `request` to every server leading a region of `subspace` of `space` and gathers
-    /// their answers (`answer` takes the list out of a response, or gives the response back as
-    /// unexpected). Servers that fail are left out; all failing is an error.
+    /// their answers in region order (`answer` takes the (region, item) list out of a
+    /// response, or gives the response back as unexpected). Servers that fail are left out;
+    /// all failing is an error.
     async fn ask_leaders<T>(
         &self,
         space: &str,
         subspace: SubspaceId,
         request: Request,
-        answer: fn(Response) -> Result<Vec<T>, Response>,
+        answer: fn(Response) -> Result<RegionItems<T>, Response>,
     ) -> Result<Vec<T>, ClientError> {
         let routes = self.routes_with(space).await?;
         let epoch = routes.config.epoch;
@@ -688,7 +682,7 @@ impl Cluster {
             }
         }))
         .await;
-        let mut gathered = Vec::new();
+        let mut gathered: BTreeMap<u32, T> = BTreeMap::new();
         let mut last_error = None;
         for result in answers {
             match result {
@@ -698,7 +692,7 @@ impl Cluster {
         }
         match (gathered.is_empty(), last_error) {
             (true, Some(e)) => Err(e),
-            _ => Ok(gathered),
+            _ => Ok(gathered.into_values().collect()),
         }
     }
 

@@ -408,10 +408,21 @@ fn heard_text(heard_ms_ago: Option<u64>) -> String {
     }
 }
 
-/// The cluster's state as `tessera status --json` prints it and the web console shows it:
-/// coordinators (asked now), servers with the regions they hold and when the leader last heard
-/// them, spaces with their subspaces.
-pub async fn status_json(client: &Client) -> serde_json::Value {
+/// The configuration, the coordinators' answers, regions (held, led) per server, liveness.
+type StatusInputs = (
+    Arc<Configuration>,
+    Vec<(
+        String,
+        Result<CoordinatorStatus, tessera_client::ClientError>,
+    )>,
+    BTreeMap<ServerId, (u64, u64)>,
+    BTreeMap<ServerId, ServerLiveness>,
+);
+
+/// What `status` shows: the configuration, every coordinator's answer (asked now; none for a
+/// standalone server), the regions each server holds and leads, and when the leader last
+/// heard each server.
+async fn gather_status(client: &Client) -> StatusInputs {
     let config = client.configuration();
     let coordinators = if client.is_cluster() {
         client.coordinator_statuses().await
@@ -420,6 +431,14 @@ pub async fn status_json(client: &Client) -> serde_json::Value {
     };
     let regions = regions_per_server(&config);
     let heard = last_heard(&coordinators);
+    (config, coordinators, regions, heard)
+}
+
+/// The cluster's state as `tessera status --json` prints it and the web console shows it:
+/// coordinators (asked now), servers with the regions they hold and when the leader last heard
+/// them, spaces with their subspaces.
+pub async fn status_json(client: &Client) -> serde_json::Value {
+    let (config, coordinators, regions, heard) = gather_status(client).await;
     serde_json::json!({
         "mode": if client.is_cluster() { "cluster" } else { "standalone" },
         "epoch": config.epoch.0,
@@ -463,14 +482,7 @@ pub async fn status(client: &Client, json: bool) -> Result<(), Failure> {
         println!("{}", status_json(client).await);
         return Ok(());
     }
-    let config = client.configuration();
-    let coordinators = if client.is_cluster() {
-        client.coordinator_statuses().await
-    } else {
-        Vec::new()
-    };
-    let regions = regions_per_server(&config);
-    let heard = last_heard(&coordinators);
+    let (config, coordinators, regions, heard) = gather_status(client).await;
     let mode = if client.is_cluster() {
         "cluster"
     } else {

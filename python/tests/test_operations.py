@@ -1,0 +1,54 @@
+"""The one table of atomic operations (tesseradb/_operations.py) against what is built from it:
+the native module takes exactly the table's operations (besides ``set``), and every generated
+method exists on every surface with HyperDex's signature. What each operation does to an object
+is checked by test_client.py against a model; this file checks the plumbing of the table.
+"""
+
+from __future__ import annotations
+
+import inspect
+import subprocess
+import sys
+from pathlib import Path
+
+import tesseradb
+import tesseradb.aio
+from tesseradb import _native
+from tesseradb._operations import OPERATIONS
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_the_native_module_takes_exactly_the_tables_operations() -> None:
+    natives = [op.native for op in OPERATIONS]
+    assert len(set(natives)) == len(natives) == 32
+    assert set(_native.FUNCALL_OPS) == set(natives) | {"set"}
+
+
+def test_every_form_of_every_operation_is_on_every_client() -> None:
+    surfaces = (
+        (tesseradb.Client, "", False),
+        (tesseradb.Client, "async_", False),
+        (tesseradb.aio.Client, "", True),
+    )
+    for op in OPERATIONS:
+        for cls, prefix, coroutine in surfaces:
+            for form, params in (
+                (op.name, ["space", "key", "attrs"]),
+                (f"cond_{op.name}", ["space", "key", "predicates", "attrs"]),
+                (f"group_{op.name}", ["space", "predicates", "attrs"]),
+            ):
+                method = getattr(cls, prefix + form)
+                assert list(inspect.signature(method).parameters)[1:] == params, (cls, form)
+                assert inspect.iscoroutinefunction(method) == coroutine, (cls, form)
+                doc = " ".join((method.__doc__ or "").split())
+                assert op.effect in doc or op.name in doc, (cls, form)
+
+
+def test_the_generated_sections_are_what_the_table_gives() -> None:
+    run = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "gen-python-ops.py"), "--check"],
+        capture_output=True,
+        text=True,
+    )
+    assert run.returncode == 0, run.stderr
