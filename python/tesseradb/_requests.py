@@ -21,6 +21,7 @@ from typing import (
     Union,
 )
 
+from ._operations import OPERATIONS
 from .errors import ClientError, error_class, from_native
 from .predicates import Predicates, to_native
 
@@ -81,41 +82,8 @@ class Request(Generic[T]):
         raise error from None
 
 
-# Atomic families: the HyperDex method name -> the native funcall op.
-ATOMICS: Dict[str, str] = {
-    "atomic_add": "num_add",
-    "atomic_sub": "num_sub",
-    "atomic_mul": "num_mul",
-    "atomic_div": "num_div",
-    "atomic_mod": "num_mod",
-    "atomic_and": "num_and",
-    "atomic_or": "num_or",
-    "atomic_xor": "num_xor",
-    "atomic_min": "num_min",
-    "atomic_max": "num_max",
-    "string_prepend": "string_prepend",
-    "string_append": "string_append",
-    "list_lpush": "list_lpush",
-    "list_rpush": "list_rpush",
-    "set_add": "set_add",
-    "set_remove": "set_remove",
-    "set_union": "set_union",
-    "set_intersect": "set_intersect",
-    "map_add": "map_add",
-    "map_remove": "map_remove",
-    "map_atomic_add": "map_num_add",
-    "map_atomic_sub": "map_num_sub",
-    "map_atomic_mul": "map_num_mul",
-    "map_atomic_div": "map_num_div",
-    "map_atomic_mod": "map_num_mod",
-    "map_atomic_and": "map_num_and",
-    "map_atomic_or": "map_num_or",
-    "map_atomic_xor": "map_num_xor",
-    "map_atomic_min": "map_num_min",
-    "map_atomic_max": "map_num_max",
-    "map_string_prepend": "map_string_prepend",
-    "map_string_append": "map_string_append",
-}
+# Atomic families: the HyperDex method name -> the native funcall op (from the one table).
+ATOMICS: Dict[str, str] = {op.name: op.native for op in OPERATIONS}
 
 
 def funcalls(op: str, attrs: Attributes) -> List[NativeFuncall]:

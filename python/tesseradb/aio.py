@@ -12,7 +12,7 @@ here: ``asyncio.create_task`` or ``asyncio.gather`` do that job.
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Dict, List, Mapping, Optional, Sequence, TypeVar
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, TypeVar
 
 from . import _requests as R
 from ._native import NativeClient, NativeCompletions, NativeError
@@ -27,11 +27,13 @@ T = TypeVar("T")
 
 
 class _Completions:
-    """The futures of one event loop's operations, resolved in batches (see the module)."""
+    """The futures of one event loop's operations, resolved in batches (see the module). Each
+    future gets the operation's final answer (HyperDex's conventions applied in the drain), so
+    the coroutine awaiting it has nothing left to do."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self.loop = loop
-        self._futures: Dict[int, "asyncio.Future[Any]"] = {}
+        self._pending: Dict[int, Tuple["asyncio.Future[Any]", R.Request[Any]]] = {}
         self._next = 0
         self.native = NativeCompletions(self._wake)
 
@@ -44,25 +46,39 @@ class _Completions:
 
     def _drain(self) -> None:
         for ticket, ok, value in self.native.take():
-            future = self._futures.pop(ticket, None)
-            if future is None or future.done():
-                continue  # cancelled meanwhile
-            if ok:
-                future.set_result(value)
-            else:
-                future.set_exception(value)
+            entry = self._pending.pop(ticket, None)
+            if entry is None:
+                continue
+            future, request = entry
+            if not future.done():  # else cancelled meanwhile
+                _settle(future, request, ok, value)
 
-    def start(self, native: NativeClient, op: str, args: Any) -> "asyncio.Future[Any]":
+    def start(self, native: NativeClient, request: R.Request[T]) -> "asyncio.Future[T]":
         ticket = self._next
         self._next += 1
-        future = self.loop.create_future()
-        self._futures[ticket] = future
+        future: "asyncio.Future[T]" = self.loop.create_future()
+        self._pending[ticket] = (future, request)
         try:
-            native.call_batched(op, args, ticket, self.native)
+            native.call_batched(request.op, request.args, ticket, self.native)
+        except NativeError as e:
+            # Refused before it was sent (a value of the wrong type...): answered at once.
+            del self._pending[ticket]
+            _settle(future, request, False, e)
         except BaseException:
-            del self._futures[ticket]
+            del self._pending[ticket]
             raise
         return future
+
+
+def _settle(future: "asyncio.Future[T]", request: R.Request[T], ok: bool, value: Any) -> None:
+    """Resolves ``future`` with the request's answer to the native outcome (HyperDex's
+    conventions: NOTFOUND and CMPFAIL may be answers), or with the error it raises."""
+    try:
+        answer = request.done(value) if ok else request.failed(value)
+    except BaseException as error:
+        future.set_exception(error)
+    else:
+        future.set_result(answer)
 
 
 async def connect(
@@ -115,7 +131,9 @@ class Client:
     async def __aexit__(self, *exc: Any) -> None:
         self.close()
 
-    async def _run(self, request: R.Request[T]) -> T:
+    def _run(self, request: R.Request[T]) -> "asyncio.Future[T]":
+        """The future of ``request``'s answer, started now; each operation's coroutine awaits it
+        (one coroutine an operation, nothing to do once the answer arrives)."""
         native = self._native
         if native is None:
             raise ConnectionFailedError(8100, "CONNECTION", "the client is closed")
@@ -123,11 +141,7 @@ class Client:
         loop = asyncio.get_running_loop()
         if completions is None or completions.loop is not loop:
             completions = self._completions = _Completions(loop)
-        try:
-            result = await completions.start(native, request.op, request.args)
-        except NativeError as e:
-            return request.failed(e)
-        return request.done(result)
+        return completions.start(native, request)
 
     async def search(self, space: str, predicates: Predicates) -> List[Object]:
         """Every object matching predicates, key included, as a list."""

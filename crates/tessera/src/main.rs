@@ -359,7 +359,8 @@ enum Command {
     /// Store an object: `tessera put hotels h1 '{"city": "Ithaca", "stars": 4}'`.
     ///
     /// Attributes not given keep their value, or take their type's default ("", 0, 0.0,
-    /// empty) when the object is new. Sets and lists are JSON arrays, maps JSON objects.
+    /// empty) when the object is new. Sets and lists are JSON arrays, maps JSON objects. A
+    /// string of bytes that are not UTF-8 text is `{"base64": "..."}`, as `get` prints it.
     ///
     /// In a dynamic space the JSON is a document of any properties, merged into the stored
     /// one as JSON Merge Patch does: a property given replaces the stored one, nested
