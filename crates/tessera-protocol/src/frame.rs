@@ -1,11 +1,17 @@
 //! Frame encoding: a length prefix (by `tokio_util`'s `LengthDelimitedCodec`), then the
 //! protocol version byte, then postcard.
 
+use std::time::Duration;
+
 use bytes::{BufMut, Bytes, BytesMut};
-use tokio_util::codec::LengthDelimitedCodec;
+use futures::SinkExt;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio_util::codec::{FramedWrite, LengthDelimitedCodec};
 
 use crate::constants::FRAME_BYTES_MAX;
 use crate::message::{RequestFrame, Response, ResponseFrame};
+use crate::status::ErrorReply;
 use crate::PROTOCOL_VERSION;
 use tessera_types::{Epoch, Version};
 
@@ -165,6 +171,31 @@ pub fn peek_request_id(body: &[u8]) -> Option<u64> {
             .map(|(id, _)| id),
         _ => None,
     }
+}
+
+/// Tells a connection why it is closed — one frame about the connection (id 0), which a
+/// client fails its requests with — and closes it, all within a second. The close is graceful:
+/// closing with the client's request unread would reset the connection, and a reset can make
+/// the client lose the answer before reading it.
+pub async fn tell_and_close(tcp: TcpStream, error: ErrorReply) {
+    let frame = ResponseFrame {
+        id: 0,
+        epoch: Epoch(0),
+        response: Response::Error(error),
+    };
+    let Ok(body) = encode_response(&frame) else {
+        return;
+    };
+    let mut sink = FramedWrite::new(tcp, codec());
+    let told = async {
+        sink.send(body).await?;
+        let mut tcp = sink.into_inner();
+        tcp.shutdown().await?;
+        let mut discard = [0u8; 4096];
+        while tcp.read(&mut discard).await? > 0 {}
+        std::io::Result::Ok(())
+    };
+    let _ = tokio::time::timeout(Duration::from_secs(1), told).await;
 }
 
 #[cfg(test)]

@@ -8,15 +8,13 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::{SinkExt, StreamExt};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use futures::StreamExt;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
-use tokio_util::codec::{FramedRead, FramedWrite};
+use tokio_util::codec::FramedRead;
 
-use crate::message::{Response, ResponseFrame};
+use crate::frame::tell_and_close;
 use crate::status::{ErrorReply, Status};
-use tessera_types::Epoch;
 
 /// Limits on client connections, so that no client holds the server's resources for ever.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -152,31 +150,6 @@ impl Listener {
             }
         }
     }
-}
-
-/// Tells a connection why it is closed — one frame about the connection (id 0), which a
-/// client fails its requests with — and closes it, all within a second. The close is graceful:
-/// closing with the client's request unread would reset the connection, and a reset can make
-/// the client lose the answer before reading it.
-pub async fn tell_and_close(tcp: TcpStream, error: ErrorReply) {
-    let frame = ResponseFrame {
-        id: 0,
-        epoch: Epoch(0),
-        response: Response::Error(error),
-    };
-    let Ok(body) = crate::frame::encode_response(&frame) else {
-        return;
-    };
-    let mut sink = FramedWrite::new(tcp, crate::frame::codec());
-    let told = async {
-        sink.send(body).await?;
-        let mut tcp = sink.into_inner();
-        tcp.shutdown().await?;
-        let mut discard = [0u8; 4096];
-        while tcp.read(&mut discard).await? > 0 {}
-        std::io::Result::Ok(())
-    };
-    let _ = tokio::time::timeout(Duration::from_secs(1), told).await;
 }
 
 /// Sets up an accepted connection: no Nagle delay, then TLS if the listener serves it (within

@@ -147,7 +147,7 @@ async fn tell_plain_client(tcp: TcpStream) {
         "this port speaks TLS: connect with TLS, trusting the certificate authority that signed \
          the daemon's certificate (--tls-ca, TESSERA_TLS_CA, tls_ca=)",
     );
-    crate::listener::tell_and_close(tcp, error).await;
+    crate::frame::tell_and_close(tcp, error).await;
 }
 
 /// A connecting side's TLS: the certificate authorities it trusts.

@@ -204,6 +204,11 @@ pub fn primitive_from_text(ty: PrimitiveType, text: &str) -> Result<Value, Strin
     }
 }
 
+/// Parses a key given on the command line as the space's key type.
+pub fn parse_key(schema: &SpaceSchema, text: &str) -> Result<Value, String> {
+    primitive_from_text(schema.key_type(), text).map_err(|e| format!("key: {e}"))
+}
+
 /// Converts JSON to a value of type `ty`.
 pub fn from_json(ty: AttributeType, json: &Json) -> Result<Value, String> {
     match (ty, json) {
@@ -254,7 +259,7 @@ pub fn put_from_json_line(
         Json::String(s) => s.clone(),
         other => other.to_string(),
     };
-    let key = crate::predicates::parse_key(schema, &key_text)?;
+    let key = parse_key(schema, &key_text)?;
     let funcalls = if schema.is_dynamic() {
         let document = document_from_json_value(&Json::Object(entries))?;
         let mut funcalls = vec![tessera_types::Funcall::merge(document)];

@@ -10,12 +10,14 @@ mod calibrate;
 mod certs;
 mod cluster;
 mod console;
+mod explain;
 mod http;
 mod json;
 mod limits;
 mod predicates;
 mod security;
 mod splits;
+mod status;
 
 use std::io::{Read, Write};
 use std::net::SocketAddr;
@@ -976,7 +978,7 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             backup::restore(&connect(&target).await?, &dir, name.as_deref()).await
         }
         Command::Certs { dir, hosts, name } => certs::make(&dir, &hosts, name.as_deref()),
-        Command::Status { json } => cluster::status(&connect(&target).await?, json).await,
+        Command::Status { json } => status::status(&connect(&target).await?, json).await,
         Command::Bench(mut args) => {
             args.client.token = target.token.clone();
             if let Some(ca) = &target.tls_ca {
@@ -1042,7 +1044,7 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             alter::alter_space(&client, &space, alteration, json).await
         }
         Command::Decommission { server } => {
-            cluster::decommission(&connect(&target).await?, ServerId(server)).await
+            status::decommission(&connect(&target).await?, ServerId(server)).await
         }
         Command::ListSpaces { describe } => {
             let config = connect(&target).await?.refresh().await?;
@@ -1408,7 +1410,7 @@ async fn run(cli: Cli) -> Result<(), Failure> {
                     "shapes_read": shapes,
                 }));
             }
-            print_line(&typed_explanation(&schema, &e, false))
+            print_line(&explain::typed_explanation(&schema, &e, false))
         }
     }
 }
@@ -1436,48 +1438,7 @@ async fn explain_read(
     predicates: Vec<tessera_client::Predicate>,
 ) -> Result<(), Failure> {
     let e = client.explain(space, predicates).await?;
-    print_line(&typed_explanation(schema, &e, true))
-}
-
-/// A typed space's search explained, as `explain`, `get-range --explain` and
-/// `get-by-tags --explain` print it: the subspace, the regions, the servers contacted (as
-/// this client asks them, one replica per region, and the fewest that hold every region),
-/// the subspaces weighed and, with `contacted`, whom is asked for which regions.
-pub(crate) fn typed_explanation(
-    schema: &tessera_types::SpaceSchema,
-    e: &tessera_client::Explanation,
-    contacted: bool,
-) -> serde_json::Value {
-    let name = |s: tessera_types::SubspaceId| {
-        schema
-            .subspace(s)
-            .dimensions
-            .iter()
-            .map(|&a| schema.attribute(a).name.clone())
-            .collect::<Vec<_>>()
-    };
-    let mut out = serde_json::json!({
-        "subspace": e.subspace.0,
-        "dimensions": e.dimensions,
-        "subspace_regions": e.subspace_regions,
-        "regions_contacted": e.regions_contacted,
-        "servers_contacted": e.servers_contacted,
-        "servers_each_region": e.servers_each_region,
-        "servers_fewest": e.servers_fewest,
-        "candidates": e.candidates.iter().map(|(s, n)| serde_json::json!({
-            "subspace": s.0, "dimensions": name(*s), "regions": n
-        })).collect::<Vec<_>>(),
-    });
-    if contacted {
-        out["contacted"] = e
-            .contacted
-            .iter()
-            .map(|(server, s, regions)| {
-                serde_json::json!({"server": server.0, "subspace": s.0, "regions": regions})
-            })
-            .collect();
-    }
-    out
+    print_line(&explain::typed_explanation(schema, &e, true))
 }
 
 /// Storage settings of a server: (fsync policy, cache bytes).

@@ -123,9 +123,7 @@ fn split_operator(rest: &str) -> Option<(&'static str, &str)> {
 }
 
 /// Parses a key given on the command line as the space's key type.
-pub fn parse_key(schema: &SpaceSchema, text: &str) -> Result<Value, String> {
-    primitive_from_text(schema.key_type(), text).map_err(|e| format!("key: {e}"))
-}
+pub use crate::json::parse_key;
 
 #[cfg(test)]
 mod tests {
