@@ -27,15 +27,20 @@ pub fn to_json(value: &Value) -> Json {
         }),
         Value::List(items) => Json::Array(items.iter().map(to_json).collect()),
         Value::Set(items) => Json::Array(items.iter().map(to_json).collect()),
+        // JSON object keys are text: a map with a string key of other bytes is written as
+        // an array of [key, value] pairs instead, each key in to_json's form.
+        Value::Map(entries) if entries.keys().any(is_bytes) => Json::Array(
+            entries
+                .iter()
+                .map(|(k, v)| Json::Array(vec![to_json(k), to_json(v)]))
+                .collect(),
+        ),
         Value::Map(entries) => Json::Object(
             entries
                 .iter()
                 .map(|(k, v)| {
-                    // JSON keys are text: a key of other bytes is shown as `b"\xff"`.
                     let key = match k {
-                        Value::String(s) => {
-                            s.as_str().map_or_else(|| format!("{s:?}"), str::to_owned)
-                        }
+                        Value::String(s) => s.as_str().expect("text keys here").to_owned(),
                         other => other.to_string(),
                     };
                     (key, to_json(v))
@@ -44,6 +49,11 @@ pub fn to_json(value: &Value) -> Json {
         ),
         Value::Document(d) => Json::Object(properties_to_json(&d.properties)),
     }
+}
+
+/// Whether `value` is a string of bytes that are not UTF-8 text.
+fn is_bytes(value: &Value) -> bool {
+    matches!(value, Value::String(s) if s.as_str().is_none())
 }
 
 /// The key of the JSON object standing for a string of bytes that are not UTF-8.
@@ -231,6 +241,20 @@ pub fn from_json(ty: AttributeType, json: &Json) -> Result<Value, String> {
                 .map(|(key, val)| Ok((primitive_from_text(k, key)?, primitive_from_json(v, val)?)))
                 .collect::<Result<_, String>>()?,
         )),
+        // [[key, value], ...]: how a map with keys that are not text is written.
+        (AttributeType::Map(k, v), Json::Array(pairs)) => Ok(Value::Map(
+            pairs
+                .iter()
+                .map(|pair| match pair.as_array().map(Vec::as_slice) {
+                    Some([key, val]) => {
+                        Ok((primitive_from_json(k, key)?, primitive_from_json(v, val)?))
+                    }
+                    _ => Err(format!(
+                        "a map as an array holds [key, value] pairs, not {pair}"
+                    )),
+                })
+                .collect::<Result<_, String>>()?,
+        )),
         (ty, other) => Err(format!(
             "expected {}, got {other}",
             with_article(&ty.to_string())
@@ -378,6 +402,24 @@ mod tests {
             .unwrap_err()
             .contains("base64"));
         assert!(from_json(ty, &serde_json::json!({"other": "AA=="})).is_err());
+        // A map whose keys are not all text is an array of pairs, and reads back.
+        let map_ty = AttributeType::Map(PrimitiveType::String, PrimitiveType::Int);
+        let map = Value::Map(
+            [
+                (raw.clone(), Value::Int(1)),
+                (Value::from("t"), Value::Int(2)),
+            ]
+            .into_iter()
+            .collect(),
+        );
+        assert_eq!(
+            to_json(&map),
+            serde_json::json!([["t", 2], [{"base64": "/wBh"}, 1]])
+        );
+        assert_eq!(from_json(map_ty, &to_json(&map)).unwrap(), map);
+        assert!(from_json(map_ty, &serde_json::json!([["t"]])).is_err());
+        let text = Value::Map([(Value::from("t"), Value::Int(2))].into_iter().collect());
+        assert_eq!(to_json(&text), serde_json::json!({"t": 2}));
     }
 
     #[test]
