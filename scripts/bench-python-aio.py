@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
 """The Python client's three ways of waiting, against one `tessera dev` (issue 14, item 6):
 plain sync `get`/`put` one at a time, the native handles (`async_get(...)` then `.wait()`, N in
-flight), asyncio (`tesseradb.aio` with `asyncio.gather`, N in flight: completions handed to
-the loop in batches) and, as the baseline, asyncio with one loop wake-up per operation (the
-native `call_async` the aio client used before), RUNS runs each, interleaved. Prints JSON: every
-run's operations per second, each way's median, asyncio's ratio to the handles and to the
-baseline at the same N.
+flight), asyncio (`tesseradb.aio` with `asyncio.gather` of the methods' Answers, N in flight:
+completions handed to the loop in batches), the same with each operation wrapped in a coroutine
+of its own (`aio-coro`: what gather costs when it must make a task of each) and, as the
+baseline, asyncio with one loop wake-up per operation (the native `call_async` the aio client
+used before), RUNS runs each, interleaved. Prints JSON: every run's operations per second, each
+way's median, asyncio's ratio to the handles and to the baseline at the same N.
 
 Usage: TESSERA_BIN=target/release/tessera .venv/bin/python scripts/bench-python-aio.py
 Knobs (environment): OPS=20000 RUNS=3 KEYS=1000 INFLIGHT=1,16,256,1024
@@ -97,6 +98,22 @@ def aio_way(port: int, op: str, inflight: int) -> Callable[[], None]:
     return lambda: asyncio.run(main())
 
 
+def aio_coroutine_way(port: int, op: str, inflight: int) -> Callable[[], None]:
+    async def one(client: tesseradb.aio.Client, i: int) -> None:
+        key = f"k{i % KEYS}"
+        if op == "get":
+            await client.get("b", key)
+        else:
+            await client.put("b", key, {"n": i})
+
+    async def main() -> None:
+        client = await tesseradb.aio.connect("127.0.0.1", port)
+        for start in range(0, OPS, inflight):
+            await asyncio.gather(*(one(client, i) for i in range(start, min(start + inflight, OPS))))
+
+    return lambda: asyncio.run(main())
+
+
 def aio_per_operation_way(port: int, op: str, inflight: int) -> Callable[[], None]:
     """The baseline: asyncio as it was, one event-loop wake-up per operation (the native
     module's call_async, through pyo3-async-runtimes)."""
@@ -131,6 +148,7 @@ def main() -> None:
             for n in INFLIGHT:
                 ways[f"{op} handles x{n}"] = handle_way(client, op, n)
                 ways[f"{op} aio x{n}"] = aio_way(port, op, n)
+                ways[f"{op} aio-coro x{n}"] = aio_coroutine_way(port, op, n)
                 ways[f"{op} aio-per-op x{n}"] = aio_per_operation_way(port, op, n)
         runs: Dict[str, List[float]] = {name: [] for name in ways}
         for r in range(RUNS):
@@ -143,13 +161,19 @@ def main() -> None:
             for op in ["get", "put"]
             for n in INFLIGHT
         }
+        coroutine_ratios = {
+            f"{op} x{n}": round(medians[f"{op} aio-coro x{n}"] / medians[f"{op} handles x{n}"], 3)
+            for op in ["get", "put"]
+            for n in INFLIGHT
+        }
         gains = {
             f"{op} x{n}": round(medians[f"{op} aio x{n}"] / medians[f"{op} aio-per-op x{n}"], 3)
             for op in ["get", "put"]
             for n in INFLIGHT
         }
         print(json.dumps({"ops": OPS, "runs": runs, "median_ops_per_s": medians,
-                          "aio_to_handles": ratios, "aio_to_aio_per_op": gains}, indent=1))
+                          "aio_to_handles": ratios,
+                          "aio_coro_to_handles": coroutine_ratios, "aio_to_aio_per_op": gains}, indent=1))
     finally:
         process.terminate()
         process.wait()

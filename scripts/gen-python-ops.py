@@ -4,8 +4,8 @@
 python/tesseradb/_operations.py lists HyperDex's 32 atomic operations once. From it this script
 writes, between the GENERATED markers of python/tesseradb/client.py and aio.py, each
 operation's three forms (``op``, ``cond_op``, ``group_op``) on the blocking ``Client``, their
-``async_`` forms (HyperDex's Deferred) and their coroutines on ``tesseradb.aio.Client``: 288
-typed, documented methods that are never edited by hand.
+``async_`` forms (HyperDex's Deferred) and their forms on ``tesseradb.aio.Client`` (each
+answering an ``Answer``): 288 typed, documented methods that are never edited by hand.
 
     scripts/gen-python-ops.py          rewrite the generated sections
     scripts/gen-python-ops.py --check  exit 1, naming the file, if a section is not what the
@@ -110,11 +110,11 @@ def deferred(op) -> str:
     )
 
 
-def coroutine(op) -> str:
+def answer(op) -> str:
     return "\n".join(
-        signature("async ", f["name"], f["params"], f["result"])
+        signature("", f["name"], f["params"], f"Answer[{f['result']}]")
         + docstring(f["doc"])
-        + f"        return await self._run({f['request']})\n"
+        + f"        return self._run({f['request']})\n"
         for f in forms(op)
     )
 
@@ -123,7 +123,7 @@ def coroutine(op) -> str:
 SECTIONS: List[tuple] = [
     ("client.py", "Client's atomic operations", blocking),
     ("client.py", "Client's async_ atomic operations", deferred),
-    ("aio.py", "aio.Client's atomic operations", coroutine),
+    ("aio.py", "aio.Client's atomic operations", answer),
 ]
 
 

@@ -1225,13 +1225,17 @@ impl NativeClient {
 }
 
 /// Outcomes of `NativeClient.call_batched` operations, waiting for Python to take them. The
-/// completion that finds the queue empty calls `wake` (the asyncio client's
-/// `loop.call_soon_threadsafe` of a drain); later ones only queue, and the drain takes all of
-/// them, so a burst of completions costs the event loop one wake-up.
+/// completion that finds the queue empty writes one byte to a pipe the event loop watches
+/// (`loop.add_reader`); later ones only queue, and the drain takes all of them, so a burst of
+/// completions costs the event loop one wake-up. The byte is written without the GIL: a native
+/// thread never waits for the interpreter (nor builds a thread state) to wake the loop.
+///
+/// The drain must read the pipe before it takes the queue: an outcome queued after a take
+/// found the queue empty, so its byte comes after that take's read and wakes the next drain.
 #[pyclass(module = "tesseradb._native", frozen)]
 struct NativeCompletions {
     queue: Mutex<Vec<(u64, Result<Outcome, Failure>)>>,
-    wake: Py<PyAny>,
+    wake: Mutex<std::fs::File>,
 }
 
 impl NativeCompletions {
@@ -1242,24 +1246,31 @@ impl NativeCompletions {
             queue.len() == 1
         };
         if first {
-            Python::attach(|py| {
-                if let Err(e) = self.wake.call0(py) {
-                    // A wake that cannot be delivered (the loop closed): nobody waits.
-                    e.print(py);
-                }
-            });
+            use std::io::Write;
+            // A pipe whose reader is gone (the loop closed its end): nobody waits any more.
+            let _ = self.wake.lock().expect("wake lock").write_all(&[1]);
         }
     }
 }
 
 #[pymethods]
 impl NativeCompletions {
+    /// `wake_fd`: the write end of a pipe whose read end the event loop watches. It is opened
+    /// again here (through /dev/fd), so the caller may close its own descriptor at once.
     #[new]
-    fn new(wake: Py<PyAny>) -> NativeCompletions {
-        NativeCompletions {
+    fn new(wake_fd: i32) -> PyResult<NativeCompletions> {
+        let wake = std::fs::OpenOptions::new()
+            .write(true)
+            .open(format!("/dev/fd/{wake_fd}"))
+            .map_err(|e| {
+                pyo3::exceptions::PyOSError::new_err(format!(
+                    "cannot open the wake-up pipe (fd {wake_fd}): {e}"
+                ))
+            })?;
+        Ok(NativeCompletions {
             queue: Mutex::new(Vec::new()),
-            wake,
-        }
+            wake: Mutex::new(wake),
+        })
     }
 
     /// Every outcome queued since the last call: `(ticket, True, value)` or

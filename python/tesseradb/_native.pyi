@@ -1,7 +1,7 @@
 # Type stub of the native module tesseradb._native (python/src/lib.rs, PyO3 over tessera-client).
 # Applications use tesseradb.Client, tesseradb.aio.Client and tesseradb.Admin instead.
 
-from typing import Any, Awaitable, Callable, Dict, Iterator, List, Optional, Tuple
+from typing import Any, Awaitable, Dict, Iterator, List, Optional, Tuple
 
 #: The atomic operations the module takes, by name (see _operations.py).
 FUNCALL_OPS: List[str]
@@ -21,8 +21,10 @@ class NativeSearch:
     def __next__(self) -> Dict[str, Any]: ...
 
 class NativeCompletions:
-    def __init__(self, wake: Callable[[], None]) -> None:
-        """wake is called (from a native thread) when an outcome arrives to an empty queue."""
+    def __init__(self, wake_fd: int) -> None:
+        """wake_fd: the write end of a pipe (reopened here, so it may be closed after); one
+        byte is written to it, without the GIL, when an outcome arrives to an empty queue.
+        Read the pipe before take()."""
     def take(self) -> List[Tuple[int, bool, Any]]:
         """Every outcome queued since the last call: (ticket, True, value) or
         (ticket, False, exception)."""

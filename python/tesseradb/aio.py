@@ -1,18 +1,23 @@
-"""``tesseradb.aio.Client``: the same operations as ``tesseradb.Client``, as coroutines.
+"""``tesseradb.aio.Client``: the same operations as ``tesseradb.Client``, for asyncio.
 
-Each operation is awaited on the running event loop; the native module does the network work
-on its own threads and queues each answer, waking the loop once per batch of answers (not once
-per answer): many operations in flight cost the loop one wake-up for all that completed
-together. ``search`` returns a ``list``
-(all matches, gathered before the coroutine returns); use ``count`` first or narrow the
+Each method starts its operation at once and returns an ``Answer``: an ``asyncio.Future`` of
+the operation's result, so ``await client.get(...)`` waits for it and ``asyncio.gather`` takes
+many without wrapping each in a task. asyncio also accepts an ``Answer`` as a coroutine
+(``asyncio.create_task`` works). The native module does the network work on its own threads
+and queues each answer, waking the loop once per batch of answers (not once per answer): many
+operations in flight cost the loop one wake-up for all that completed together. ``search``
+answers a ``list`` (all matches, gathered first); use ``count`` first or narrow the
 predicates when a search could match very many objects. There are no ``async_<op>`` methods
-here: ``asyncio.create_task`` or ``asyncio.gather`` do that job.
+here: every method is already one.
 """
 
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, TypeVar
+import collections.abc
+import os
+import weakref
+from typing import Any, Dict, Generator, List, Mapping, Optional, Sequence, Tuple, TypeVar
 
 from . import _requests as R
 from ._native import NativeClient, NativeCompletions, NativeError
@@ -21,30 +26,76 @@ from .client import DEFAULT_HOST, DEFAULT_PORT, DEFAULT_TIMEOUT, _connect
 from .errors import ClientError, ConnectionFailedError
 from .predicates import Predicates
 
-__all__ = ["Client", "connect"]
+__all__ = ["Answer", "Client", "connect"]
 
 T = TypeVar("T")
 
 
+class Answer(asyncio.Future[T]):  # type: ignore[misc]
+    """The answer to one operation, started when the method was called: an ``asyncio.Future``
+    (await it, gather it, ``asyncio.wait_for`` it, cancel it) that also passes for a coroutine,
+    so ``asyncio.create_task(client.get(...))`` works as it does with ``async def`` methods (and
+    ``asyncio.wait``, which refuses coroutines, wants such tasks).
+
+    A future, not a coroutine, because ``asyncio.gather`` wraps every coroutine in a task: a
+    few microseconds an operation, as much as the rest of the path (see docs/python.md)."""
+
+    __slots__ = ("_steps",)
+
+    # The coroutine protocol, for asyncio.create_task: the steps of awaiting this future.
+    def _awaiting(self) -> Generator[Any, None, T]:
+        steps = getattr(self, "_steps", None)
+        if steps is None:
+            steps = self._steps = self.__await__()
+        return steps
+
+    def send(self, value: None) -> Any:
+        return self._awaiting().send(value)
+
+    def throw(self, *error: Any) -> Any:
+        return self._awaiting().throw(*error)
+
+    def close(self) -> None:
+        pass  # nothing to release: the operation finishes either way
+
+
+collections.abc.Coroutine.register(Answer)
+
+
 class _Completions:
-    """The futures of one event loop's operations, resolved in batches (see the module). Each
-    future gets the operation's final answer (HyperDex's conventions applied in the drain), so
-    the coroutine awaiting it has nothing left to do."""
+    """The futures of one event loop's operations, resolved in batches (see the module). The
+    native side writes a byte to a pipe the loop watches when answers arrive to an empty queue
+    (no GIL needed on its thread); the drain reads the pipe, then takes every queued answer.
+    Each future gets the operation's final answer (HyperDex's conventions applied in the
+    drain), so whoever awaits it has nothing left to do."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self.loop = loop
-        self._pending: Dict[int, Tuple["asyncio.Future[Any]", R.Request[Any]]] = {}
+        self._pending: Dict[int, Tuple[Answer[Any], R.Request[Any]]] = {}
         self._next = 0
-        self.native = NativeCompletions(self._wake)
-
-    def _wake(self) -> None:
-        # On a native thread: hand the drain to the loop's own thread.
+        self._closing = False
+        read, write = os.pipe()
         try:
-            self.loop.call_soon_threadsafe(self._drain)
-        except RuntimeError:
-            pass  # the loop is closed: nobody waits for these any more
+            self.native = NativeCompletions(write)  # opens its own descriptor of the pipe
+        except BaseException:
+            os.close(read)
+            raise
+        finally:
+            os.close(write)
+        os.set_blocking(read, False)
+        self._wake_fd: Optional[int] = read
+        loop.add_reader(read, self._drain)
+        # The loop holds the drain while it is registered, so this runs only once the reader
+        # is removed or the loop's selector closed: the descriptor is no longer watched.
+        weakref.finalize(self, _close_quietly, read)
 
     def _drain(self) -> None:
+        fd = self._wake_fd
+        if fd is not None:
+            try:
+                os.read(fd, 4096)  # before take(): see NativeCompletions
+            except BlockingIOError:
+                pass  # woken by a byte an earlier drain already read
         for ticket, ok, value in self.native.take():
             entry = self._pending.pop(ticket, None)
             if entry is None:
@@ -52,11 +103,24 @@ class _Completions:
             future, request = entry
             if not future.done():  # else cancelled meanwhile
                 _settle(future, request, ok, value)
+        if self._closing and not self._pending:
+            self._stop_watching()
 
-    def start(self, native: NativeClient, request: R.Request[T]) -> "asyncio.Future[T]":
+    def close(self) -> None:
+        """Stop watching the pipe once the operations in flight are answered."""
+        self._closing = True
+        if not self._pending:
+            self._stop_watching()
+
+    def _stop_watching(self) -> None:
+        fd, self._wake_fd = self._wake_fd, None
+        if fd is not None and not self.loop.is_closed():
+            self.loop.remove_reader(fd)
+
+    def start(self, native: NativeClient, request: R.Request[T]) -> Answer[T]:
         ticket = self._next
         self._next += 1
-        future: "asyncio.Future[T]" = self.loop.create_future()
+        future: Answer[T] = Answer(loop=self.loop)
         self._pending[ticket] = (future, request)
         try:
             native.call_batched(request.op, request.args, ticket, self.native)
@@ -70,7 +134,14 @@ class _Completions:
         return future
 
 
-def _settle(future: "asyncio.Future[T]", request: R.Request[T], ok: bool, value: Any) -> None:
+def _close_quietly(fd: int) -> None:
+    try:
+        os.close(fd)
+    except OSError:
+        pass
+
+
+def _settle(future: Answer[T], request: R.Request[T], ok: bool, value: Any) -> None:
     """Resolves ``future`` with the request's answer to the native outcome (HyperDex's
     conventions: NOTFOUND and CMPFAIL may be answers), or with the error it raises."""
     try:
@@ -98,8 +169,10 @@ async def connect(
 
 class Client:
     """An asyncio connection to a Tessera server or cluster (``host`` and ``port`` as for
-    ``tesseradb.Client``). Methods must be awaited inside a running event loop. ``Client(host, port)`` connects at once, blocking for the connection's round
-    trip; ``await tesseradb.aio.connect(host, port)`` does not block the loop."""
+    ``tesseradb.Client``). Call its methods inside a running event loop: each starts its
+    operation at once and returns its ``Answer`` to await. ``Client(host, port)`` connects at
+    once, blocking for the connection's round trip; ``await tesseradb.aio.connect(host,
+    port)`` does not block the loop."""
 
     def __init__(
         self,
@@ -122,8 +195,11 @@ class Client:
         return f"tesseradb.aio.Client({self.host!r}, {self.port!r})"
 
     def close(self) -> None:
-        """Drop the connection (operations still in flight finish). Idempotent."""
+        """Drop the connection (operations still in flight finish). Idempotent. Call it on
+        the event loop's thread (``async with`` does)."""
         self._native = None
+        if self._completions is not None:
+            self._completions.close()
 
     async def __aenter__(self) -> Client:
         return self
@@ -131,62 +207,63 @@ class Client:
     async def __aexit__(self, *exc: Any) -> None:
         self.close()
 
-    def _run(self, request: R.Request[T]) -> "asyncio.Future[T]":
-        """The future of ``request``'s answer, started now; each operation's coroutine awaits it
-        (one coroutine an operation, nothing to do once the answer arrives)."""
+    def _run(self, request: R.Request[T]) -> Answer[T]:
+        """``request`` started now, its answer to come (see ``Answer``)."""
+        loop = asyncio.get_running_loop()
         native = self._native
         if native is None:
-            raise ConnectionFailedError(8100, "CONNECTION", "the client is closed")
+            closed: Answer[T] = Answer(loop=loop)
+            closed.set_exception(ConnectionFailedError(8100, "CONNECTION", "the client is closed"))
+            return closed
         completions = self._completions
-        loop = asyncio.get_running_loop()
         if completions is None or completions.loop is not loop:
             completions = self._completions = _Completions(loop)
         return completions.start(native, request)
 
-    async def search(self, space: str, predicates: Predicates) -> List[Object]:
+    def search(self, space: str, predicates: Predicates) -> Answer[List[Object]]:
         """Every object matching predicates, key included, as a list."""
-        return await self._run(R.search(space, predicates))
+        return self._run(R.search(space, predicates))
 
-    # One coroutine per HyperDex operation, same names and argument order as tesseradb.Client.
+    # One method per HyperDex operation, same names and argument order as tesseradb.Client.
 
-    async def get(self, space: str, key: Key) -> Optional[Object]:
+    def get(self, space: str, key: Key) -> Answer[Optional[Object]]:
         """The object's attributes (without the key), or None if the key has no object."""
-        return await self._run(R.get(space, key))
+        return self._run(R.get(space, key))
 
-    async def multi_put(
+    def multi_put(
         self, space: str, items: Mapping[Key, Attributes]
-    ) -> Dict[Key, Optional[ClientError]]:
+    ) -> Answer[Dict[Key, Optional[ClientError]]]:
         """Put each key's attributes as ``put`` would; not a transaction: None per stored key,
         else the ``ClientError`` that refused it."""
-        return await self._run(R.multi_put(space, items))
+        return self._run(R.multi_put(space, items))
 
-    async def multi_get(self, space: str, keys: Sequence[Key]) -> List[Optional[Object]]:
+    def multi_get(self, space: str, keys: Sequence[Key]) -> Answer[List[Optional[Object]]]:
         """The objects of ``keys``, in their order, None for a key with no object (each read
         as ``get`` reads it; not one snapshot)."""
-        return await self._run(R.multi_get(space, keys))
+        return self._run(R.multi_get(space, keys))
 
-    async def get_partial(self, space: str, key: Key, attrs: Sequence[str]) -> Optional[Object]:
+    def get_partial(self, space: str, key: Key, attrs: Sequence[str]) -> Answer[Optional[Object]]:
         """Only the named attributes of the object, or None if the key has no object."""
-        return await self._run(R.get_partial(space, key, attrs))
+        return self._run(R.get_partial(space, key, attrs))
 
-    async def put(
+    def put(
         self, space: str, key: Key, attrs: Attributes, *, formula: Optional[str] = None
-    ) -> Optional[bool]:
+    ) -> Answer[Optional[bool]]:
         """Create the object, or update the attributes given (others keep their values). True.
 
         ``formula`` (a dynamic space only) places the document by that compression formula
         (an id ``Admin.add_formula`` returned; ``""`` for the default, the unispace); the
         document keeps it until a put names another."""
-        return await self._run(R.put(space, key, attrs, formula))
+        return self._run(R.put(space, key, attrs, formula))
 
-    async def put_if_not_exist(
+    def put_if_not_exist(
         self, space: str, key: Key, attrs: Attributes, *, formula: Optional[str] = None
-    ) -> Optional[bool]:
+    ) -> Answer[Optional[bool]]:
         """Create the object: True, or False if the key already has one (``formula`` as for
         ``put``)."""
-        return await self._run(R.put_if_not_exist(space, key, attrs, formula))
+        return self._run(R.put_if_not_exist(space, key, attrs, formula))
 
-    async def cond_put(
+    def cond_put(
         self,
         space: str,
         key: Key,
@@ -194,12 +271,12 @@ class Client:
         attrs: Attributes,
         *,
         formula: Optional[str] = None,
-    ) -> Optional[bool]:
+    ) -> Answer[Optional[bool]]:
         """Update an existing object if it matches predicates: True, False if it does not, None
         if absent. ``formula`` as for ``put``."""
-        return await self._run(R.cond_put(space, key, predicates, attrs, formula))
+        return self._run(R.cond_put(space, key, predicates, attrs, formula))
 
-    async def cond_put_or_create(
+    def cond_put_or_create(
         self,
         space: str,
         key: Key,
@@ -207,806 +284,871 @@ class Client:
         attrs: Attributes,
         *,
         formula: Optional[str] = None,
-    ) -> Optional[bool]:
+    ) -> Answer[Optional[bool]]:
         """Create the object, or update it if it matches predicates: True, or False if it does
         not. ``formula`` as for ``put``."""
-        return await self._run(R.cond_put_or_create(space, key, predicates, attrs, formula))
+        return self._run(R.cond_put_or_create(space, key, predicates, attrs, formula))
 
-    async def delete(self, space: str, key: Key) -> Optional[bool]:
+    def delete(self, space: str, key: Key) -> Answer[Optional[bool]]:
         """Delete the object: True, or None if the key had none."""
-        return await self._run(R.delete(space, key))
+        return self._run(R.delete(space, key))
 
-    async def cond_del(self, space: str, key: Key, predicates: Predicates) -> Optional[bool]:
+    def cond_del(self, space: str, key: Key, predicates: Predicates) -> Answer[Optional[bool]]:
         """Delete the object if it matches predicates: True, False if it does not, None if
         absent."""
-        return await self._run(R.delete(space, key, predicates))
+        return self._run(R.delete(space, key, predicates))
 
-    async def group_del(self, space: str, predicates: Predicates) -> int:
+    def group_del(self, space: str, predicates: Predicates) -> Answer[int]:
         """Delete every object matching predicates; the number deleted."""
-        return await self._run(R.group_del(space, predicates))
+        return self._run(R.group_del(space, predicates))
 
-    async def count(self, space: str, predicates: Predicates) -> int:
+    def count(self, space: str, predicates: Predicates) -> Answer[int]:
         """The number of objects matching predicates."""
-        return await self._run(R.count(space, predicates))
+        return self._run(R.count(space, predicates))
 
-    async def sorted_search(
+    def sorted_search(
         self,
         space: str,
         predicates: Predicates,
         sort_by: str,
         limit: int,
         maxmin: str,
-    ) -> List[Object]:
+    ) -> Answer[List[Object]]:
         """At most limit matching objects (key included), by sort_by: largest first for "max",
         smallest first for "min"."""
-        return await self._run(R.sorted_search(space, predicates, sort_by, limit, maxmin))
+        return self._run(R.sorted_search(space, predicates, sort_by, limit, maxmin))
 
-    async def get_by_range(
+    def get_by_range(
         self, space: str, start: Key, end: Key, limit: Optional[int] = None
-    ) -> List[Object]:
+    ) -> Answer[List[Object]]:
         """The objects whose keys lie in [start, end), key included, smallest key first, at
         most ``limit`` of them. A space with ``placement ordered`` reads only the regions the
         range overlaps; any other reads every region. Like a search, each object is a version
         it had; the range is not one snapshot."""
-        return await self._run(R.get_by_range(space, start, end, limit))
+        return self._run(R.get_by_range(space, start, end, limit))
 
-    async def get_by_tags(self, space: str, tags: Sequence[str]) -> List[Object]:
+    def get_by_tags(self, space: str, tags: Sequence[str]) -> Answer[List[Object]]:
         """The objects (key included, in key order) whose tags include every one of ``tags``:
         the set(string) attribute of the space's ``placement tagged``, or its only set(string)
         attribute. A tagged space reads only the regions of the tags' cells."""
-        return await self._run(R.get_by_tags(space, tags))
+        return self._run(R.get_by_tags(space, tags))
 
-    async def search_describe(self, space: str, predicates: Predicates) -> str:
+    def search_describe(self, space: str, predicates: Predicates) -> Answer[str]:
         """How a search for predicates would run: the subspace chosen, the regions and servers
         it contacts."""
-        return await self._run(R.search_describe(space, predicates))
+        return self._run(R.search_describe(space, predicates))
 
     # BEGIN GENERATED by scripts/gen-python-ops.py from _operations.py: aio.Client's atomic operations. Do not edit.
-    async def atomic_add(self, space: str, key: Key, attrs: Attributes) -> Optional[bool]:
+    def atomic_add(self, space: str, key: Key, attrs: Attributes) -> Answer[Optional[bool]]:
         """Atomically, on an existing object: attr += value (int or float). True; None if absent;
         False if it cannot apply (overflow, division by zero)."""
-        return await self._run(R.atomic(space, key, "num_add", attrs))
+        return self._run(R.atomic(space, key, "num_add", attrs))
 
-    async def cond_atomic_add(
+    def cond_atomic_add(
         self,
         space: str,
         key: Key,
         predicates: Predicates,
         attrs: Attributes,
-    ) -> Optional[bool]:
+    ) -> Answer[Optional[bool]]:
         """atomic_add, only if the object matches predicates: True; False if not (or it cannot
         apply); None if absent."""
-        return await self._run(R.atomic(space, key, "num_add", attrs, predicates))
+        return self._run(R.atomic(space, key, "num_add", attrs, predicates))
 
-    async def group_atomic_add(self, space: str, predicates: Predicates, attrs: Attributes) -> int:
+    def group_atomic_add(
+        self,
+        space: str,
+        predicates: Predicates,
+        attrs: Attributes,
+    ) -> Answer[int]:
         """atomic_add on every object matching predicates; the number changed (objects where it
         cannot apply are skipped)."""
-        return await self._run(R.group_atomic(space, predicates, "num_add", attrs))
+        return self._run(R.group_atomic(space, predicates, "num_add", attrs))
 
-    async def atomic_sub(self, space: str, key: Key, attrs: Attributes) -> Optional[bool]:
+    def atomic_sub(self, space: str, key: Key, attrs: Attributes) -> Answer[Optional[bool]]:
         """Atomically, on an existing object: attr -= value. True; None if absent; False if it
         cannot apply (overflow, division by zero)."""
-        return await self._run(R.atomic(space, key, "num_sub", attrs))
+        return self._run(R.atomic(space, key, "num_sub", attrs))
 
-    async def cond_atomic_sub(
+    def cond_atomic_sub(
         self,
         space: str,
         key: Key,
         predicates: Predicates,
         attrs: Attributes,
-    ) -> Optional[bool]:
+    ) -> Answer[Optional[bool]]:
         """atomic_sub, only if the object matches predicates: True; False if not (or it cannot
         apply); None if absent."""
-        return await self._run(R.atomic(space, key, "num_sub", attrs, predicates))
+        return self._run(R.atomic(space, key, "num_sub", attrs, predicates))
 
-    async def group_atomic_sub(self, space: str, predicates: Predicates, attrs: Attributes) -> int:
+    def group_atomic_sub(
+        self,
+        space: str,
+        predicates: Predicates,
+        attrs: Attributes,
+    ) -> Answer[int]:
         """atomic_sub on every object matching predicates; the number changed (objects where it
         cannot apply are skipped)."""
-        return await self._run(R.group_atomic(space, predicates, "num_sub", attrs))
+        return self._run(R.group_atomic(space, predicates, "num_sub", attrs))
 
-    async def atomic_mul(self, space: str, key: Key, attrs: Attributes) -> Optional[bool]:
+    def atomic_mul(self, space: str, key: Key, attrs: Attributes) -> Answer[Optional[bool]]:
         """Atomically, on an existing object: attr *= value. True; None if absent; False if it
         cannot apply (overflow, division by zero)."""
-        return await self._run(R.atomic(space, key, "num_mul", attrs))
+        return self._run(R.atomic(space, key, "num_mul", attrs))
 
-    async def cond_atomic_mul(
+    def cond_atomic_mul(
         self,
         space: str,
         key: Key,
         predicates: Predicates,
         attrs: Attributes,
-    ) -> Optional[bool]:
+    ) -> Answer[Optional[bool]]:
         """atomic_mul, only if the object matches predicates: True; False if not (or it cannot
         apply); None if absent."""
-        return await self._run(R.atomic(space, key, "num_mul", attrs, predicates))
+        return self._run(R.atomic(space, key, "num_mul", attrs, predicates))
 
-    async def group_atomic_mul(self, space: str, predicates: Predicates, attrs: Attributes) -> int:
+    def group_atomic_mul(
+        self,
+        space: str,
+        predicates: Predicates,
+        attrs: Attributes,
+    ) -> Answer[int]:
         """atomic_mul on every object matching predicates; the number changed (objects where it
         cannot apply are skipped)."""
-        return await self._run(R.group_atomic(space, predicates, "num_mul", attrs))
+        return self._run(R.group_atomic(space, predicates, "num_mul", attrs))
 
-    async def atomic_div(self, space: str, key: Key, attrs: Attributes) -> Optional[bool]:
+    def atomic_div(self, space: str, key: Key, attrs: Attributes) -> Answer[Optional[bool]]:
         """Atomically, on an existing object: attr /= value (ints truncate toward zero). True; None
         if absent; False if it cannot apply (overflow, division by zero)."""
-        return await self._run(R.atomic(space, key, "num_div", attrs))
+        return self._run(R.atomic(space, key, "num_div", attrs))
 
-    async def cond_atomic_div(
+    def cond_atomic_div(
         self,
         space: str,
         key: Key,
         predicates: Predicates,
         attrs: Attributes,
-    ) -> Optional[bool]:
+    ) -> Answer[Optional[bool]]:
         """atomic_div, only if the object matches predicates: True; False if not (or it cannot
         apply); None if absent."""
-        return await self._run(R.atomic(space, key, "num_div", attrs, predicates))
+        return self._run(R.atomic(space, key, "num_div", attrs, predicates))
 
-    async def group_atomic_div(self, space: str, predicates: Predicates, attrs: Attributes) -> int:
+    def group_atomic_div(
+        self,
+        space: str,
+        predicates: Predicates,
+        attrs: Attributes,
+    ) -> Answer[int]:
         """atomic_div on every object matching predicates; the number changed (objects where it
         cannot apply are skipped)."""
-        return await self._run(R.group_atomic(space, predicates, "num_div", attrs))
+        return self._run(R.group_atomic(space, predicates, "num_div", attrs))
 
-    async def atomic_mod(self, space: str, key: Key, attrs: Attributes) -> Optional[bool]:
+    def atomic_mod(self, space: str, key: Key, attrs: Attributes) -> Answer[Optional[bool]]:
         """Atomically, on an existing object: attr %= value (ints: sign of the dividend, as in C).
         True; None if absent; False if it cannot apply (overflow, division by zero)."""
-        return await self._run(R.atomic(space, key, "num_mod", attrs))
+        return self._run(R.atomic(space, key, "num_mod", attrs))
 
-    async def cond_atomic_mod(
+    def cond_atomic_mod(
         self,
         space: str,
         key: Key,
         predicates: Predicates,
         attrs: Attributes,
-    ) -> Optional[bool]:
+    ) -> Answer[Optional[bool]]:
         """atomic_mod, only if the object matches predicates: True; False if not (or it cannot
         apply); None if absent."""
-        return await self._run(R.atomic(space, key, "num_mod", attrs, predicates))
+        return self._run(R.atomic(space, key, "num_mod", attrs, predicates))
 
-    async def group_atomic_mod(self, space: str, predicates: Predicates, attrs: Attributes) -> int:
+    def group_atomic_mod(
+        self,
+        space: str,
+        predicates: Predicates,
+        attrs: Attributes,
+    ) -> Answer[int]:
         """atomic_mod on every object matching predicates; the number changed (objects where it
         cannot apply are skipped)."""
-        return await self._run(R.group_atomic(space, predicates, "num_mod", attrs))
+        return self._run(R.group_atomic(space, predicates, "num_mod", attrs))
 
-    async def atomic_and(self, space: str, key: Key, attrs: Attributes) -> Optional[bool]:
+    def atomic_and(self, space: str, key: Key, attrs: Attributes) -> Answer[Optional[bool]]:
         """Atomically, on an existing object: attr &= value (ints). True; None if absent; False if
         it cannot apply (overflow, division by zero)."""
-        return await self._run(R.atomic(space, key, "num_and", attrs))
+        return self._run(R.atomic(space, key, "num_and", attrs))
 
-    async def cond_atomic_and(
+    def cond_atomic_and(
         self,
         space: str,
         key: Key,
         predicates: Predicates,
         attrs: Attributes,
-    ) -> Optional[bool]:
+    ) -> Answer[Optional[bool]]:
         """atomic_and, only if the object matches predicates: True; False if not (or it cannot
         apply); None if absent."""
-        return await self._run(R.atomic(space, key, "num_and", attrs, predicates))
+        return self._run(R.atomic(space, key, "num_and", attrs, predicates))
 
-    async def group_atomic_and(self, space: str, predicates: Predicates, attrs: Attributes) -> int:
+    def group_atomic_and(
+        self,
+        space: str,
+        predicates: Predicates,
+        attrs: Attributes,
+    ) -> Answer[int]:
         """atomic_and on every object matching predicates; the number changed (objects where it
         cannot apply are skipped)."""
-        return await self._run(R.group_atomic(space, predicates, "num_and", attrs))
+        return self._run(R.group_atomic(space, predicates, "num_and", attrs))
 
-    async def atomic_or(self, space: str, key: Key, attrs: Attributes) -> Optional[bool]:
+    def atomic_or(self, space: str, key: Key, attrs: Attributes) -> Answer[Optional[bool]]:
         """Atomically, on an existing object: attr |= value (ints). True; None if absent; False if
         it cannot apply (overflow, division by zero)."""
-        return await self._run(R.atomic(space, key, "num_or", attrs))
+        return self._run(R.atomic(space, key, "num_or", attrs))
 
-    async def cond_atomic_or(
+    def cond_atomic_or(
         self,
         space: str,
         key: Key,
         predicates: Predicates,
         attrs: Attributes,
-    ) -> Optional[bool]:
+    ) -> Answer[Optional[bool]]:
         """atomic_or, only if the object matches predicates: True; False if not (or it cannot
         apply); None if absent."""
-        return await self._run(R.atomic(space, key, "num_or", attrs, predicates))
+        return self._run(R.atomic(space, key, "num_or", attrs, predicates))
 
-    async def group_atomic_or(self, space: str, predicates: Predicates, attrs: Attributes) -> int:
+    def group_atomic_or(self, space: str, predicates: Predicates, attrs: Attributes) -> Answer[int]:
         """atomic_or on every object matching predicates; the number changed (objects where it
         cannot apply are skipped)."""
-        return await self._run(R.group_atomic(space, predicates, "num_or", attrs))
+        return self._run(R.group_atomic(space, predicates, "num_or", attrs))
 
-    async def atomic_xor(self, space: str, key: Key, attrs: Attributes) -> Optional[bool]:
+    def atomic_xor(self, space: str, key: Key, attrs: Attributes) -> Answer[Optional[bool]]:
         """Atomically, on an existing object: attr ^= value (ints). True; None if absent; False if
         it cannot apply (overflow, division by zero)."""
-        return await self._run(R.atomic(space, key, "num_xor", attrs))
+        return self._run(R.atomic(space, key, "num_xor", attrs))
 
-    async def cond_atomic_xor(
+    def cond_atomic_xor(
         self,
         space: str,
         key: Key,
         predicates: Predicates,
         attrs: Attributes,
-    ) -> Optional[bool]:
+    ) -> Answer[Optional[bool]]:
         """atomic_xor, only if the object matches predicates: True; False if not (or it cannot
         apply); None if absent."""
-        return await self._run(R.atomic(space, key, "num_xor", attrs, predicates))
+        return self._run(R.atomic(space, key, "num_xor", attrs, predicates))
 
-    async def group_atomic_xor(self, space: str, predicates: Predicates, attrs: Attributes) -> int:
+    def group_atomic_xor(
+        self,
+        space: str,
+        predicates: Predicates,
+        attrs: Attributes,
+    ) -> Answer[int]:
         """atomic_xor on every object matching predicates; the number changed (objects where it
         cannot apply are skipped)."""
-        return await self._run(R.group_atomic(space, predicates, "num_xor", attrs))
+        return self._run(R.group_atomic(space, predicates, "num_xor", attrs))
 
-    async def atomic_min(self, space: str, key: Key, attrs: Attributes) -> Optional[bool]:
+    def atomic_min(self, space: str, key: Key, attrs: Attributes) -> Answer[Optional[bool]]:
         """Atomically, on an existing object: attr = min(attr, value). True; None if absent; False
         if it cannot apply (overflow, division by zero)."""
-        return await self._run(R.atomic(space, key, "num_min", attrs))
+        return self._run(R.atomic(space, key, "num_min", attrs))
 
-    async def cond_atomic_min(
+    def cond_atomic_min(
         self,
         space: str,
         key: Key,
         predicates: Predicates,
         attrs: Attributes,
-    ) -> Optional[bool]:
+    ) -> Answer[Optional[bool]]:
         """atomic_min, only if the object matches predicates: True; False if not (or it cannot
         apply); None if absent."""
-        return await self._run(R.atomic(space, key, "num_min", attrs, predicates))
+        return self._run(R.atomic(space, key, "num_min", attrs, predicates))
 
-    async def group_atomic_min(self, space: str, predicates: Predicates, attrs: Attributes) -> int:
+    def group_atomic_min(
+        self,
+        space: str,
+        predicates: Predicates,
+        attrs: Attributes,
+    ) -> Answer[int]:
         """atomic_min on every object matching predicates; the number changed (objects where it
         cannot apply are skipped)."""
-        return await self._run(R.group_atomic(space, predicates, "num_min", attrs))
+        return self._run(R.group_atomic(space, predicates, "num_min", attrs))
 
-    async def atomic_max(self, space: str, key: Key, attrs: Attributes) -> Optional[bool]:
+    def atomic_max(self, space: str, key: Key, attrs: Attributes) -> Answer[Optional[bool]]:
         """Atomically, on an existing object: attr = max(attr, value). True; None if absent; False
         if it cannot apply (overflow, division by zero)."""
-        return await self._run(R.atomic(space, key, "num_max", attrs))
+        return self._run(R.atomic(space, key, "num_max", attrs))
 
-    async def cond_atomic_max(
+    def cond_atomic_max(
         self,
         space: str,
         key: Key,
         predicates: Predicates,
         attrs: Attributes,
-    ) -> Optional[bool]:
+    ) -> Answer[Optional[bool]]:
         """atomic_max, only if the object matches predicates: True; False if not (or it cannot
         apply); None if absent."""
-        return await self._run(R.atomic(space, key, "num_max", attrs, predicates))
+        return self._run(R.atomic(space, key, "num_max", attrs, predicates))
 
-    async def group_atomic_max(self, space: str, predicates: Predicates, attrs: Attributes) -> int:
+    def group_atomic_max(
+        self,
+        space: str,
+        predicates: Predicates,
+        attrs: Attributes,
+    ) -> Answer[int]:
         """atomic_max on every object matching predicates; the number changed (objects where it
         cannot apply are skipped)."""
-        return await self._run(R.group_atomic(space, predicates, "num_max", attrs))
+        return self._run(R.group_atomic(space, predicates, "num_max", attrs))
 
-    async def string_prepend(self, space: str, key: Key, attrs: Attributes) -> Optional[bool]:
+    def string_prepend(self, space: str, key: Key, attrs: Attributes) -> Answer[Optional[bool]]:
         """Atomically, on an existing object: attr = value + attr (strings). True; None if absent;
         False if it cannot apply (overflow, division by zero)."""
-        return await self._run(R.atomic(space, key, "string_prepend", attrs))
+        return self._run(R.atomic(space, key, "string_prepend", attrs))
 
-    async def cond_string_prepend(
+    def cond_string_prepend(
         self,
         space: str,
         key: Key,
         predicates: Predicates,
         attrs: Attributes,
-    ) -> Optional[bool]:
+    ) -> Answer[Optional[bool]]:
         """string_prepend, only if the object matches predicates: True; False if not (or it cannot
         apply); None if absent."""
-        return await self._run(R.atomic(space, key, "string_prepend", attrs, predicates))
+        return self._run(R.atomic(space, key, "string_prepend", attrs, predicates))
 
-    async def group_string_prepend(
+    def group_string_prepend(
         self,
         space: str,
         predicates: Predicates,
         attrs: Attributes,
-    ) -> int:
+    ) -> Answer[int]:
         """string_prepend on every object matching predicates; the number changed (objects where it
         cannot apply are skipped)."""
-        return await self._run(R.group_atomic(space, predicates, "string_prepend", attrs))
+        return self._run(R.group_atomic(space, predicates, "string_prepend", attrs))
 
-    async def string_append(self, space: str, key: Key, attrs: Attributes) -> Optional[bool]:
+    def string_append(self, space: str, key: Key, attrs: Attributes) -> Answer[Optional[bool]]:
         """Atomically, on an existing object: attr = attr + value (strings). True; None if absent;
         False if it cannot apply (overflow, division by zero)."""
-        return await self._run(R.atomic(space, key, "string_append", attrs))
+        return self._run(R.atomic(space, key, "string_append", attrs))
 
-    async def cond_string_append(
+    def cond_string_append(
         self,
         space: str,
         key: Key,
         predicates: Predicates,
         attrs: Attributes,
-    ) -> Optional[bool]:
+    ) -> Answer[Optional[bool]]:
         """string_append, only if the object matches predicates: True; False if not (or it cannot
         apply); None if absent."""
-        return await self._run(R.atomic(space, key, "string_append", attrs, predicates))
+        return self._run(R.atomic(space, key, "string_append", attrs, predicates))
 
-    async def group_string_append(
+    def group_string_append(
         self,
         space: str,
         predicates: Predicates,
         attrs: Attributes,
-    ) -> int:
+    ) -> Answer[int]:
         """string_append on every object matching predicates; the number changed (objects where it
         cannot apply are skipped)."""
-        return await self._run(R.group_atomic(space, predicates, "string_append", attrs))
+        return self._run(R.group_atomic(space, predicates, "string_append", attrs))
 
-    async def list_lpush(self, space: str, key: Key, attrs: Attributes) -> Optional[bool]:
+    def list_lpush(self, space: str, key: Key, attrs: Attributes) -> Answer[Optional[bool]]:
         """Atomically, on an existing object: insert value at the front of the list. True; None if
         absent; False if it cannot apply (overflow, division by zero)."""
-        return await self._run(R.atomic(space, key, "list_lpush", attrs))
+        return self._run(R.atomic(space, key, "list_lpush", attrs))
 
-    async def cond_list_lpush(
+    def cond_list_lpush(
         self,
         space: str,
         key: Key,
         predicates: Predicates,
         attrs: Attributes,
-    ) -> Optional[bool]:
+    ) -> Answer[Optional[bool]]:
         """list_lpush, only if the object matches predicates: True; False if not (or it cannot
         apply); None if absent."""
-        return await self._run(R.atomic(space, key, "list_lpush", attrs, predicates))
+        return self._run(R.atomic(space, key, "list_lpush", attrs, predicates))
 
-    async def group_list_lpush(self, space: str, predicates: Predicates, attrs: Attributes) -> int:
+    def group_list_lpush(
+        self,
+        space: str,
+        predicates: Predicates,
+        attrs: Attributes,
+    ) -> Answer[int]:
         """list_lpush on every object matching predicates; the number changed (objects where it
         cannot apply are skipped)."""
-        return await self._run(R.group_atomic(space, predicates, "list_lpush", attrs))
+        return self._run(R.group_atomic(space, predicates, "list_lpush", attrs))
 
-    async def list_rpush(self, space: str, key: Key, attrs: Attributes) -> Optional[bool]:
+    def list_rpush(self, space: str, key: Key, attrs: Attributes) -> Answer[Optional[bool]]:
         """Atomically, on an existing object: append value to the list. True; None if absent; False
         if it cannot apply (overflow, division by zero)."""
-        return await self._run(R.atomic(space, key, "list_rpush", attrs))
+        return self._run(R.atomic(space, key, "list_rpush", attrs))
 
-    async def cond_list_rpush(
+    def cond_list_rpush(
         self,
         space: str,
         key: Key,
         predicates: Predicates,
         attrs: Attributes,
-    ) -> Optional[bool]:
+    ) -> Answer[Optional[bool]]:
         """list_rpush, only if the object matches predicates: True; False if not (or it cannot
         apply); None if absent."""
-        return await self._run(R.atomic(space, key, "list_rpush", attrs, predicates))
+        return self._run(R.atomic(space, key, "list_rpush", attrs, predicates))
 
-    async def group_list_rpush(self, space: str, predicates: Predicates, attrs: Attributes) -> int:
+    def group_list_rpush(
+        self,
+        space: str,
+        predicates: Predicates,
+        attrs: Attributes,
+    ) -> Answer[int]:
         """list_rpush on every object matching predicates; the number changed (objects where it
         cannot apply are skipped)."""
-        return await self._run(R.group_atomic(space, predicates, "list_rpush", attrs))
+        return self._run(R.group_atomic(space, predicates, "list_rpush", attrs))
 
-    async def set_add(self, space: str, key: Key, attrs: Attributes) -> Optional[bool]:
+    def set_add(self, space: str, key: Key, attrs: Attributes) -> Answer[Optional[bool]]:
         """Atomically, on an existing object: add the element value to the set. True; None if
         absent; False if it cannot apply (overflow, division by zero)."""
-        return await self._run(R.atomic(space, key, "set_add", attrs))
+        return self._run(R.atomic(space, key, "set_add", attrs))
 
-    async def cond_set_add(
+    def cond_set_add(
         self,
         space: str,
         key: Key,
         predicates: Predicates,
         attrs: Attributes,
-    ) -> Optional[bool]:
+    ) -> Answer[Optional[bool]]:
         """set_add, only if the object matches predicates: True; False if not (or it cannot apply);
         None if absent."""
-        return await self._run(R.atomic(space, key, "set_add", attrs, predicates))
+        return self._run(R.atomic(space, key, "set_add", attrs, predicates))
 
-    async def group_set_add(self, space: str, predicates: Predicates, attrs: Attributes) -> int:
+    def group_set_add(self, space: str, predicates: Predicates, attrs: Attributes) -> Answer[int]:
         """set_add on every object matching predicates; the number changed (objects where it cannot
         apply are skipped)."""
-        return await self._run(R.group_atomic(space, predicates, "set_add", attrs))
+        return self._run(R.group_atomic(space, predicates, "set_add", attrs))
 
-    async def set_remove(self, space: str, key: Key, attrs: Attributes) -> Optional[bool]:
+    def set_remove(self, space: str, key: Key, attrs: Attributes) -> Answer[Optional[bool]]:
         """Atomically, on an existing object: remove the element value from the set. True; None if
         absent; False if it cannot apply (overflow, division by zero)."""
-        return await self._run(R.atomic(space, key, "set_remove", attrs))
+        return self._run(R.atomic(space, key, "set_remove", attrs))
 
-    async def cond_set_remove(
+    def cond_set_remove(
         self,
         space: str,
         key: Key,
         predicates: Predicates,
         attrs: Attributes,
-    ) -> Optional[bool]:
+    ) -> Answer[Optional[bool]]:
         """set_remove, only if the object matches predicates: True; False if not (or it cannot
         apply); None if absent."""
-        return await self._run(R.atomic(space, key, "set_remove", attrs, predicates))
+        return self._run(R.atomic(space, key, "set_remove", attrs, predicates))
 
-    async def group_set_remove(self, space: str, predicates: Predicates, attrs: Attributes) -> int:
+    def group_set_remove(
+        self,
+        space: str,
+        predicates: Predicates,
+        attrs: Attributes,
+    ) -> Answer[int]:
         """set_remove on every object matching predicates; the number changed (objects where it
         cannot apply are skipped)."""
-        return await self._run(R.group_atomic(space, predicates, "set_remove", attrs))
+        return self._run(R.group_atomic(space, predicates, "set_remove", attrs))
 
-    async def set_union(self, space: str, key: Key, attrs: Attributes) -> Optional[bool]:
+    def set_union(self, space: str, key: Key, attrs: Attributes) -> Answer[Optional[bool]]:
         """Atomically, on an existing object: add every element of the set value. True; None if
         absent; False if it cannot apply (overflow, division by zero)."""
-        return await self._run(R.atomic(space, key, "set_union", attrs))
+        return self._run(R.atomic(space, key, "set_union", attrs))
 
-    async def cond_set_union(
+    def cond_set_union(
         self,
         space: str,
         key: Key,
         predicates: Predicates,
         attrs: Attributes,
-    ) -> Optional[bool]:
+    ) -> Answer[Optional[bool]]:
         """set_union, only if the object matches predicates: True; False if not (or it cannot
         apply); None if absent."""
-        return await self._run(R.atomic(space, key, "set_union", attrs, predicates))
+        return self._run(R.atomic(space, key, "set_union", attrs, predicates))
 
-    async def group_set_union(self, space: str, predicates: Predicates, attrs: Attributes) -> int:
+    def group_set_union(self, space: str, predicates: Predicates, attrs: Attributes) -> Answer[int]:
         """set_union on every object matching predicates; the number changed (objects where it
         cannot apply are skipped)."""
-        return await self._run(R.group_atomic(space, predicates, "set_union", attrs))
+        return self._run(R.group_atomic(space, predicates, "set_union", attrs))
 
-    async def set_intersect(self, space: str, key: Key, attrs: Attributes) -> Optional[bool]:
+    def set_intersect(self, space: str, key: Key, attrs: Attributes) -> Answer[Optional[bool]]:
         """Atomically, on an existing object: keep only the elements also in the set value. True;
         None if absent; False if it cannot apply (overflow, division by zero)."""
-        return await self._run(R.atomic(space, key, "set_intersect", attrs))
+        return self._run(R.atomic(space, key, "set_intersect", attrs))
 
-    async def cond_set_intersect(
+    def cond_set_intersect(
         self,
         space: str,
         key: Key,
         predicates: Predicates,
         attrs: Attributes,
-    ) -> Optional[bool]:
+    ) -> Answer[Optional[bool]]:
         """set_intersect, only if the object matches predicates: True; False if not (or it cannot
         apply); None if absent."""
-        return await self._run(R.atomic(space, key, "set_intersect", attrs, predicates))
+        return self._run(R.atomic(space, key, "set_intersect", attrs, predicates))
 
-    async def group_set_intersect(
+    def group_set_intersect(
         self,
         space: str,
         predicates: Predicates,
         attrs: Attributes,
-    ) -> int:
+    ) -> Answer[int]:
         """set_intersect on every object matching predicates; the number changed (objects where it
         cannot apply are skipped)."""
-        return await self._run(R.group_atomic(space, predicates, "set_intersect", attrs))
+        return self._run(R.group_atomic(space, predicates, "set_intersect", attrs))
 
-    async def map_add(self, space: str, key: Key, attrs: Attributes) -> Optional[bool]:
+    def map_add(self, space: str, key: Key, attrs: Attributes) -> Answer[Optional[bool]]:
         """Atomically, on an existing object: insert or overwrite every entry of the dict value.
         True; None if absent; False if it cannot apply (overflow, division by zero)."""
-        return await self._run(R.atomic(space, key, "map_add", attrs))
+        return self._run(R.atomic(space, key, "map_add", attrs))
 
-    async def cond_map_add(
+    def cond_map_add(
         self,
         space: str,
         key: Key,
         predicates: Predicates,
         attrs: Attributes,
-    ) -> Optional[bool]:
+    ) -> Answer[Optional[bool]]:
         """map_add, only if the object matches predicates: True; False if not (or it cannot apply);
         None if absent."""
-        return await self._run(R.atomic(space, key, "map_add", attrs, predicates))
+        return self._run(R.atomic(space, key, "map_add", attrs, predicates))
 
-    async def group_map_add(self, space: str, predicates: Predicates, attrs: Attributes) -> int:
+    def group_map_add(self, space: str, predicates: Predicates, attrs: Attributes) -> Answer[int]:
         """map_add on every object matching predicates; the number changed (objects where it cannot
         apply are skipped)."""
-        return await self._run(R.group_atomic(space, predicates, "map_add", attrs))
+        return self._run(R.group_atomic(space, predicates, "map_add", attrs))
 
-    async def map_remove(self, space: str, key: Key, attrs: Attributes) -> Optional[bool]:
+    def map_remove(self, space: str, key: Key, attrs: Attributes) -> Answer[Optional[bool]]:
         """Atomically, on an existing object: remove the entry whose key is value (absent is fine).
         True; None if absent; False if it cannot apply (overflow, division by zero)."""
-        return await self._run(R.atomic(space, key, "map_remove", attrs))
+        return self._run(R.atomic(space, key, "map_remove", attrs))
 
-    async def cond_map_remove(
+    def cond_map_remove(
         self,
         space: str,
         key: Key,
         predicates: Predicates,
         attrs: Attributes,
-    ) -> Optional[bool]:
+    ) -> Answer[Optional[bool]]:
         """map_remove, only if the object matches predicates: True; False if not (or it cannot
         apply); None if absent."""
-        return await self._run(R.atomic(space, key, "map_remove", attrs, predicates))
+        return self._run(R.atomic(space, key, "map_remove", attrs, predicates))
 
-    async def group_map_remove(self, space: str, predicates: Predicates, attrs: Attributes) -> int:
+    def group_map_remove(
+        self,
+        space: str,
+        predicates: Predicates,
+        attrs: Attributes,
+    ) -> Answer[int]:
         """map_remove on every object matching predicates; the number changed (objects where it
         cannot apply are skipped)."""
-        return await self._run(R.group_atomic(space, predicates, "map_remove", attrs))
+        return self._run(R.group_atomic(space, predicates, "map_remove", attrs))
 
-    async def map_atomic_add(self, space: str, key: Key, attrs: Attributes) -> Optional[bool]:
+    def map_atomic_add(self, space: str, key: Key, attrs: Attributes) -> Answer[Optional[bool]]:
         """Atomically, on an existing object: map[k] += v for every k: v of the dict value (absent
         counts as 0). True; None if absent; False if it cannot apply (overflow, division by
         zero)."""
-        return await self._run(R.atomic(space, key, "map_num_add", attrs))
+        return self._run(R.atomic(space, key, "map_num_add", attrs))
 
-    async def cond_map_atomic_add(
+    def cond_map_atomic_add(
         self,
         space: str,
         key: Key,
         predicates: Predicates,
         attrs: Attributes,
-    ) -> Optional[bool]:
+    ) -> Answer[Optional[bool]]:
         """map_atomic_add, only if the object matches predicates: True; False if not (or it cannot
         apply); None if absent."""
-        return await self._run(R.atomic(space, key, "map_num_add", attrs, predicates))
+        return self._run(R.atomic(space, key, "map_num_add", attrs, predicates))
 
-    async def group_map_atomic_add(
+    def group_map_atomic_add(
         self,
         space: str,
         predicates: Predicates,
         attrs: Attributes,
-    ) -> int:
+    ) -> Answer[int]:
         """map_atomic_add on every object matching predicates; the number changed (objects where it
         cannot apply are skipped)."""
-        return await self._run(R.group_atomic(space, predicates, "map_num_add", attrs))
+        return self._run(R.group_atomic(space, predicates, "map_num_add", attrs))
 
-    async def map_atomic_sub(self, space: str, key: Key, attrs: Attributes) -> Optional[bool]:
+    def map_atomic_sub(self, space: str, key: Key, attrs: Attributes) -> Answer[Optional[bool]]:
         """Atomically, on an existing object: map[k] -= v for every k: v. True; None if absent;
         False if it cannot apply (overflow, division by zero)."""
-        return await self._run(R.atomic(space, key, "map_num_sub", attrs))
+        return self._run(R.atomic(space, key, "map_num_sub", attrs))
 
-    async def cond_map_atomic_sub(
+    def cond_map_atomic_sub(
         self,
         space: str,
         key: Key,
         predicates: Predicates,
         attrs: Attributes,
-    ) -> Optional[bool]:
+    ) -> Answer[Optional[bool]]:
         """map_atomic_sub, only if the object matches predicates: True; False if not (or it cannot
         apply); None if absent."""
-        return await self._run(R.atomic(space, key, "map_num_sub", attrs, predicates))
+        return self._run(R.atomic(space, key, "map_num_sub", attrs, predicates))
 
-    async def group_map_atomic_sub(
+    def group_map_atomic_sub(
         self,
         space: str,
         predicates: Predicates,
         attrs: Attributes,
-    ) -> int:
+    ) -> Answer[int]:
         """map_atomic_sub on every object matching predicates; the number changed (objects where it
         cannot apply are skipped)."""
-        return await self._run(R.group_atomic(space, predicates, "map_num_sub", attrs))
+        return self._run(R.group_atomic(space, predicates, "map_num_sub", attrs))
 
-    async def map_atomic_mul(self, space: str, key: Key, attrs: Attributes) -> Optional[bool]:
+    def map_atomic_mul(self, space: str, key: Key, attrs: Attributes) -> Answer[Optional[bool]]:
         """Atomically, on an existing object: map[k] *= v for every k: v. True; None if absent;
         False if it cannot apply (overflow, division by zero)."""
-        return await self._run(R.atomic(space, key, "map_num_mul", attrs))
+        return self._run(R.atomic(space, key, "map_num_mul", attrs))
 
-    async def cond_map_atomic_mul(
+    def cond_map_atomic_mul(
         self,
         space: str,
         key: Key,
         predicates: Predicates,
         attrs: Attributes,
-    ) -> Optional[bool]:
+    ) -> Answer[Optional[bool]]:
         """map_atomic_mul, only if the object matches predicates: True; False if not (or it cannot
         apply); None if absent."""
-        return await self._run(R.atomic(space, key, "map_num_mul", attrs, predicates))
+        return self._run(R.atomic(space, key, "map_num_mul", attrs, predicates))
 
-    async def group_map_atomic_mul(
+    def group_map_atomic_mul(
         self,
         space: str,
         predicates: Predicates,
         attrs: Attributes,
-    ) -> int:
+    ) -> Answer[int]:
         """map_atomic_mul on every object matching predicates; the number changed (objects where it
         cannot apply are skipped)."""
-        return await self._run(R.group_atomic(space, predicates, "map_num_mul", attrs))
+        return self._run(R.group_atomic(space, predicates, "map_num_mul", attrs))
 
-    async def map_atomic_div(self, space: str, key: Key, attrs: Attributes) -> Optional[bool]:
+    def map_atomic_div(self, space: str, key: Key, attrs: Attributes) -> Answer[Optional[bool]]:
         """Atomically, on an existing object: map[k] /= v for every k: v. True; None if absent;
         False if it cannot apply (overflow, division by zero)."""
-        return await self._run(R.atomic(space, key, "map_num_div", attrs))
+        return self._run(R.atomic(space, key, "map_num_div", attrs))
 
-    async def cond_map_atomic_div(
+    def cond_map_atomic_div(
         self,
         space: str,
         key: Key,
         predicates: Predicates,
         attrs: Attributes,
-    ) -> Optional[bool]:
+    ) -> Answer[Optional[bool]]:
         """map_atomic_div, only if the object matches predicates: True; False if not (or it cannot
         apply); None if absent."""
-        return await self._run(R.atomic(space, key, "map_num_div", attrs, predicates))
+        return self._run(R.atomic(space, key, "map_num_div", attrs, predicates))
 
-    async def group_map_atomic_div(
+    def group_map_atomic_div(
         self,
         space: str,
         predicates: Predicates,
         attrs: Attributes,
-    ) -> int:
+    ) -> Answer[int]:
         """map_atomic_div on every object matching predicates; the number changed (objects where it
         cannot apply are skipped)."""
-        return await self._run(R.group_atomic(space, predicates, "map_num_div", attrs))
+        return self._run(R.group_atomic(space, predicates, "map_num_div", attrs))
 
-    async def map_atomic_mod(self, space: str, key: Key, attrs: Attributes) -> Optional[bool]:
+    def map_atomic_mod(self, space: str, key: Key, attrs: Attributes) -> Answer[Optional[bool]]:
         """Atomically, on an existing object: map[k] %= v for every k: v. True; None if absent;
         False if it cannot apply (overflow, division by zero)."""
-        return await self._run(R.atomic(space, key, "map_num_mod", attrs))
+        return self._run(R.atomic(space, key, "map_num_mod", attrs))
 
-    async def cond_map_atomic_mod(
+    def cond_map_atomic_mod(
         self,
         space: str,
         key: Key,
         predicates: Predicates,
         attrs: Attributes,
-    ) -> Optional[bool]:
+    ) -> Answer[Optional[bool]]:
         """map_atomic_mod, only if the object matches predicates: True; False if not (or it cannot
         apply); None if absent."""
-        return await self._run(R.atomic(space, key, "map_num_mod", attrs, predicates))
+        return self._run(R.atomic(space, key, "map_num_mod", attrs, predicates))
 
-    async def group_map_atomic_mod(
+    def group_map_atomic_mod(
         self,
         space: str,
         predicates: Predicates,
         attrs: Attributes,
-    ) -> int:
+    ) -> Answer[int]:
         """map_atomic_mod on every object matching predicates; the number changed (objects where it
         cannot apply are skipped)."""
-        return await self._run(R.group_atomic(space, predicates, "map_num_mod", attrs))
+        return self._run(R.group_atomic(space, predicates, "map_num_mod", attrs))
 
-    async def map_atomic_and(self, space: str, key: Key, attrs: Attributes) -> Optional[bool]:
+    def map_atomic_and(self, space: str, key: Key, attrs: Attributes) -> Answer[Optional[bool]]:
         """Atomically, on an existing object: map[k] &= v for every k: v. True; None if absent;
         False if it cannot apply (overflow, division by zero)."""
-        return await self._run(R.atomic(space, key, "map_num_and", attrs))
+        return self._run(R.atomic(space, key, "map_num_and", attrs))
 
-    async def cond_map_atomic_and(
+    def cond_map_atomic_and(
         self,
         space: str,
         key: Key,
         predicates: Predicates,
         attrs: Attributes,
-    ) -> Optional[bool]:
+    ) -> Answer[Optional[bool]]:
         """map_atomic_and, only if the object matches predicates: True; False if not (or it cannot
         apply); None if absent."""
-        return await self._run(R.atomic(space, key, "map_num_and", attrs, predicates))
+        return self._run(R.atomic(space, key, "map_num_and", attrs, predicates))
 
-    async def group_map_atomic_and(
+    def group_map_atomic_and(
         self,
         space: str,
         predicates: Predicates,
         attrs: Attributes,
-    ) -> int:
+    ) -> Answer[int]:
         """map_atomic_and on every object matching predicates; the number changed (objects where it
         cannot apply are skipped)."""
-        return await self._run(R.group_atomic(space, predicates, "map_num_and", attrs))
+        return self._run(R.group_atomic(space, predicates, "map_num_and", attrs))
 
-    async def map_atomic_or(self, space: str, key: Key, attrs: Attributes) -> Optional[bool]:
+    def map_atomic_or(self, space: str, key: Key, attrs: Attributes) -> Answer[Optional[bool]]:
         """Atomically, on an existing object: map[k] |= v for every k: v. True; None if absent;
         False if it cannot apply (overflow, division by zero)."""
-        return await self._run(R.atomic(space, key, "map_num_or", attrs))
+        return self._run(R.atomic(space, key, "map_num_or", attrs))
 
-    async def cond_map_atomic_or(
+    def cond_map_atomic_or(
         self,
         space: str,
         key: Key,
         predicates: Predicates,
         attrs: Attributes,
-    ) -> Optional[bool]:
+    ) -> Answer[Optional[bool]]:
         """map_atomic_or, only if the object matches predicates: True; False if not (or it cannot
         apply); None if absent."""
-        return await self._run(R.atomic(space, key, "map_num_or", attrs, predicates))
+        return self._run(R.atomic(space, key, "map_num_or", attrs, predicates))
 
-    async def group_map_atomic_or(
+    def group_map_atomic_or(
         self,
         space: str,
         predicates: Predicates,
         attrs: Attributes,
-    ) -> int:
+    ) -> Answer[int]:
         """map_atomic_or on every object matching predicates; the number changed (objects where it
         cannot apply are skipped)."""
-        return await self._run(R.group_atomic(space, predicates, "map_num_or", attrs))
+        return self._run(R.group_atomic(space, predicates, "map_num_or", attrs))
 
-    async def map_atomic_xor(self, space: str, key: Key, attrs: Attributes) -> Optional[bool]:
+    def map_atomic_xor(self, space: str, key: Key, attrs: Attributes) -> Answer[Optional[bool]]:
         """Atomically, on an existing object: map[k] ^= v for every k: v. True; None if absent;
         False if it cannot apply (overflow, division by zero)."""
-        return await self._run(R.atomic(space, key, "map_num_xor", attrs))
+        return self._run(R.atomic(space, key, "map_num_xor", attrs))
 
-    async def cond_map_atomic_xor(
+    def cond_map_atomic_xor(
         self,
         space: str,
         key: Key,
         predicates: Predicates,
         attrs: Attributes,
-    ) -> Optional[bool]:
+    ) -> Answer[Optional[bool]]:
         """map_atomic_xor, only if the object matches predicates: True; False if not (or it cannot
         apply); None if absent."""
-        return await self._run(R.atomic(space, key, "map_num_xor", attrs, predicates))
+        return self._run(R.atomic(space, key, "map_num_xor", attrs, predicates))
 
-    async def group_map_atomic_xor(
+    def group_map_atomic_xor(
         self,
         space: str,
         predicates: Predicates,
         attrs: Attributes,
-    ) -> int:
+    ) -> Answer[int]:
         """map_atomic_xor on every object matching predicates; the number changed (objects where it
         cannot apply are skipped)."""
-        return await self._run(R.group_atomic(space, predicates, "map_num_xor", attrs))
+        return self._run(R.group_atomic(space, predicates, "map_num_xor", attrs))
 
-    async def map_atomic_min(self, space: str, key: Key, attrs: Attributes) -> Optional[bool]:
+    def map_atomic_min(self, space: str, key: Key, attrs: Attributes) -> Answer[Optional[bool]]:
         """Atomically, on an existing object: map[k] = min(map[k], v) for every k: v. True; None if
         absent; False if it cannot apply (overflow, division by zero)."""
-        return await self._run(R.atomic(space, key, "map_num_min", attrs))
+        return self._run(R.atomic(space, key, "map_num_min", attrs))
 
-    async def cond_map_atomic_min(
+    def cond_map_atomic_min(
         self,
         space: str,
         key: Key,
         predicates: Predicates,
         attrs: Attributes,
-    ) -> Optional[bool]:
+    ) -> Answer[Optional[bool]]:
         """map_atomic_min, only if the object matches predicates: True; False if not (or it cannot
         apply); None if absent."""
-        return await self._run(R.atomic(space, key, "map_num_min", attrs, predicates))
+        return self._run(R.atomic(space, key, "map_num_min", attrs, predicates))
 
-    async def group_map_atomic_min(
+    def group_map_atomic_min(
         self,
         space: str,
         predicates: Predicates,
         attrs: Attributes,
-    ) -> int:
+    ) -> Answer[int]:
         """map_atomic_min on every object matching predicates; the number changed (objects where it
         cannot apply are skipped)."""
-        return await self._run(R.group_atomic(space, predicates, "map_num_min", attrs))
+        return self._run(R.group_atomic(space, predicates, "map_num_min", attrs))
 
-    async def map_atomic_max(self, space: str, key: Key, attrs: Attributes) -> Optional[bool]:
+    def map_atomic_max(self, space: str, key: Key, attrs: Attributes) -> Answer[Optional[bool]]:
         """Atomically, on an existing object: map[k] = max(map[k], v) for every k: v. True; None if
         absent; False if it cannot apply (overflow, division by zero)."""
-        return await self._run(R.atomic(space, key, "map_num_max", attrs))
+        return self._run(R.atomic(space, key, "map_num_max", attrs))
 
-    async def cond_map_atomic_max(
+    def cond_map_atomic_max(
         self,
         space: str,
         key: Key,
         predicates: Predicates,
         attrs: Attributes,
-    ) -> Optional[bool]:
+    ) -> Answer[Optional[bool]]:
         """map_atomic_max, only if the object matches predicates: True; False if not (or it cannot
         apply); None if absent."""
-        return await self._run(R.atomic(space, key, "map_num_max", attrs, predicates))
+        return self._run(R.atomic(space, key, "map_num_max", attrs, predicates))
 
-    async def group_map_atomic_max(
+    def group_map_atomic_max(
         self,
         space: str,
         predicates: Predicates,
         attrs: Attributes,
-    ) -> int:
+    ) -> Answer[int]:
         """map_atomic_max on every object matching predicates; the number changed (objects where it
         cannot apply are skipped)."""
-        return await self._run(R.group_atomic(space, predicates, "map_num_max", attrs))
+        return self._run(R.group_atomic(space, predicates, "map_num_max", attrs))
 
-    async def map_string_prepend(self, space: str, key: Key, attrs: Attributes) -> Optional[bool]:
+    def map_string_prepend(self, space: str, key: Key, attrs: Attributes) -> Answer[Optional[bool]]:
         """Atomically, on an existing object: map[k] = s + map[k] for every k: s. True; None if
         absent; False if it cannot apply (overflow, division by zero)."""
-        return await self._run(R.atomic(space, key, "map_string_prepend", attrs))
+        return self._run(R.atomic(space, key, "map_string_prepend", attrs))
 
-    async def cond_map_string_prepend(
+    def cond_map_string_prepend(
         self,
         space: str,
         key: Key,
         predicates: Predicates,
         attrs: Attributes,
-    ) -> Optional[bool]:
+    ) -> Answer[Optional[bool]]:
         """map_string_prepend, only if the object matches predicates: True; False if not (or it
         cannot apply); None if absent."""
-        return await self._run(R.atomic(space, key, "map_string_prepend", attrs, predicates))
+        return self._run(R.atomic(space, key, "map_string_prepend", attrs, predicates))
 
-    async def group_map_string_prepend(
+    def group_map_string_prepend(
         self,
         space: str,
         predicates: Predicates,
         attrs: Attributes,
-    ) -> int:
+    ) -> Answer[int]:
         """map_string_prepend on every object matching predicates; the number changed (objects where
         it cannot apply are skipped)."""
-        return await self._run(R.group_atomic(space, predicates, "map_string_prepend", attrs))
+        return self._run(R.group_atomic(space, predicates, "map_string_prepend", attrs))
 
-    async def map_string_append(self, space: str, key: Key, attrs: Attributes) -> Optional[bool]:
+    def map_string_append(self, space: str, key: Key, attrs: Attributes) -> Answer[Optional[bool]]:
         """Atomically, on an existing object: map[k] = map[k] + s for every k: s. True; None if
         absent; False if it cannot apply (overflow, division by zero)."""
-        return await self._run(R.atomic(space, key, "map_string_append", attrs))
+        return self._run(R.atomic(space, key, "map_string_append", attrs))
 
-    async def cond_map_string_append(
+    def cond_map_string_append(
         self,
         space: str,
         key: Key,
         predicates: Predicates,
         attrs: Attributes,
-    ) -> Optional[bool]:
+    ) -> Answer[Optional[bool]]:
         """map_string_append, only if the object matches predicates: True; False if not (or it
         cannot apply); None if absent."""
-        return await self._run(R.atomic(space, key, "map_string_append", attrs, predicates))
+        return self._run(R.atomic(space, key, "map_string_append", attrs, predicates))
 
-    async def group_map_string_append(
+    def group_map_string_append(
         self,
         space: str,
         predicates: Predicates,
         attrs: Attributes,
-    ) -> int:
+    ) -> Answer[int]:
         """map_string_append on every object matching predicates; the number changed (objects where
         it cannot apply are skipped)."""
-        return await self._run(R.group_atomic(space, predicates, "map_string_append", attrs))
+        return self._run(R.group_atomic(space, predicates, "map_string_append", attrs))
     # END GENERATED: aio.Client's atomic operations

@@ -122,3 +122,69 @@ def test_aio_connect_refused() -> None:
 
     with pytest.raises(tesseradb.ConnectionFailedError):
         asyncio.run(main())
+
+
+def test_aio_answers_are_futures_started_at_once(
+    server: Any, client: tesseradb.Client, space: str
+) -> None:
+    async def main() -> None:
+        c = tesseradb.aio.Client(server.host, server.port)
+        answer = c.put(space, "eager", {"n": 1})
+        assert isinstance(answer, asyncio.Future) and isinstance(answer, tesseradb.aio.Answer)
+        # Started by the call, not by an await: another client sees the object while this
+        # coroutine has awaited nothing of it (sleeping between looks lets the drain run).
+        for _ in range(500):
+            if client.get(space, "eager") is not None:
+                break
+            await asyncio.sleep(0.01)
+        assert client.get(space, "eager")["n"] == 1  # type: ignore[index]
+        assert await answer is True and answer.result() is True
+        # asyncio takes an Answer wherever it takes a coroutine (asyncio.wait wants tasks, as
+        # it does of coroutines).
+        assert asyncio.iscoroutine(answer)
+        assert (await asyncio.create_task(c.get(space, "eager")))["n"] == 1  # type: ignore[index]
+        assert await asyncio.wait_for(c.atomic_add(space, "eager", {"n": 1}), 10) is True
+        tasks = {asyncio.create_task(c.get(space, k)) for k in ["eager", "absent"]}
+        done, _ = await asyncio.wait(tasks)
+        assert sorted(repr(d.result() and d.result()["n"]) for d in done) == ["2", "None"]  # type: ignore[index]
+        # Cancelling the task (or the answer) leaves the client working.
+        task = asyncio.create_task(c.get(space, "eager"))
+        await asyncio.sleep(0)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        cancelled = c.get(space, "eager")
+        cancelled.cancel()
+        assert cancelled.cancelled()
+        assert (await c.get(space, "eager"))["n"] == 2  # type: ignore[index]
+        # An error the native module finds before sending is in the answer, not raised by the call.
+        refused = c.put(space, "eager", {"n": "not a number"})
+        with pytest.raises(tesseradb.WrongTypeError):
+            await refused
+
+    asyncio.run(main())
+
+
+def test_aio_clients_release_their_wake_up_pipes(server: Any, space: str) -> None:
+    """Each event loop a client is used on gets a pipe the native side writes to; closing the
+    client (or the loop) gives it back, so a process that opens many loops leaks nothing."""
+    import gc
+    import os
+
+    def open_descriptors() -> int:
+        return len(os.listdir("/proc/self/fd"))
+
+    async def use(close: bool) -> None:
+        c = tesseradb.aio.Client(server.host, server.port)
+        pending = [c.put(space, f"w{i}", {"n": i}) for i in range(20)]
+        if close:
+            c.close()  # with answers still in flight: they finish
+        assert await asyncio.gather(*pending) == [True] * 20
+
+    asyncio.run(use(True))  # the first client's connections and threads settle
+    gc.collect()
+    before = open_descriptors()
+    for i in range(40):
+        asyncio.run(use(close=i % 2 == 0))
+    gc.collect()
+    assert open_descriptors() <= before + 4, (before, open_descriptors())
