@@ -18,6 +18,7 @@
 pub mod auth;
 pub mod config;
 pub mod constants;
+pub mod credentials;
 #[cfg(feature = "frame")]
 pub mod frame;
 #[cfg(feature = "frame")]

@@ -213,12 +213,12 @@ pub enum Request {
     /// From a coordinator or server: the first step of proving the cluster secret, with a
     /// fresh random nonce. Answered by `ClusterChallenge` ([`crate::auth`]).
     ClusterChallenge {
-        nonce: crate::auth::Nonce,
+        nonce: crate::credentials::Nonce,
     },
     /// The last step: the member's proof over both nonces. Answered by `Done`, or refused
     /// with `Unauthorized` and the connection closed.
     ClusterProof {
-        proof: crate::auth::Proof,
+        proof: crate::credentials::Proof,
     },
     /// How many objects each region of `subspace` of `space` holds that this server leads (is
     /// the first replica of), counted in its committed state: the console's shading of a
@@ -468,12 +468,12 @@ pub enum Response {
     KeyRegionLoads(Vec<KeyRegionLoad>),
     /// `Authenticate`: the token's role.
     Authenticated {
-        role: crate::auth::Role,
+        role: crate::credentials::Role,
     },
     /// `ClusterChallenge`: the daemon's nonce, and its proof that it holds the secret.
     ClusterChallenge {
-        nonce: crate::auth::Nonce,
-        proof: crate::auth::Proof,
+        nonce: crate::credentials::Nonce,
+        proof: crate::credentials::Proof,
     },
     /// `RegionCounts`: the regions this server leads, in region order.
     RegionCounts(Vec<RegionCount>),
