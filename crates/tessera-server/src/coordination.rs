@@ -19,8 +19,7 @@ use tessera_protocol::{
 use tessera_types::{Epoch, ServerId};
 
 use crate::errors::ServerError;
-use crate::queue::LoopInput;
-use crate::state::Shared;
+use crate::queue::{ChainSender, LoopInput};
 
 /// How long one configuration long-poll waits at a coordinator.
 const WAIT_CONFIG_MS: u32 = 20_000;
@@ -180,10 +179,15 @@ pub async fn first_configuration(
     ))
 }
 
-/// Follows the coordinators' configuration and hands every newer good one to the chain loop.
-pub async fn follow_configuration(coordinators: Coordinators, shared: Arc<Shared>) {
-    let mut known = shared.view().epoch();
-    while !shared.is_shutting_down() {
+/// Follows the coordinators' configuration after epoch `known` and hands every newer good one
+/// to the chain loop, until `stopping` says so or the loop is gone.
+pub async fn follow_configuration(
+    coordinators: Coordinators,
+    mut known: Epoch,
+    chain: ChainSender,
+    stopping: impl Fn() -> bool,
+) {
+    while !stopping() {
         let request = Request::WaitConfig {
             after: known,
             timeout_ms: WAIT_CONFIG_MS,
@@ -192,13 +196,7 @@ pub async fn follow_configuration(coordinators: Coordinators, shared: Arc<Shared
             Ok(Response::Config(c)) if c.epoch > known => {
                 // A bad one is skipped: the wait goes on from its epoch, for the next.
                 known = c.epoch;
-                if is_good(&c)
-                    && shared
-                        .chain
-                        .send(LoopInput::Config(Arc::new(*c)))
-                        .await
-                        .is_err()
-                {
+                if is_good(&c) && chain.send(LoopInput::Config(Arc::new(*c))).await.is_err() {
                     return;
                 }
             }

@@ -222,9 +222,12 @@ impl Server {
         let mut tasks = vec![tokio::spawn(chain::tick(shared.clone()))];
         let mut lease_keeper = None;
         if let (Some(c), Some(coordinators)) = (&options.cluster, &coordinators) {
+            let stopping = shared.clone();
             tasks.push(tokio::spawn(coordination::follow_configuration(
                 coordinators.clone(),
-                shared.clone(),
+                shared.view().epoch(),
+                shared.chain.clone(),
+                move || stopping.is_shutting_down(),
             )));
             let address = coordination::advertised(c, local_addr)?;
             let token = coordination::load_or_make_token(&options.data_dir)?;
