@@ -527,7 +527,7 @@ mod tests {
                             crate::part_keeps(&schema, part, &object)
                         );
                     }
-                    for p in checked.iter().filter(|p| overlay.decides(p)) {
+                    for p in checked.iter().filter(|p| p.is_decided_by(overlay)) {
                         prop_assert_eq!(p.matches(&stub), p.matches(&object), "{:?} on {}", p, doc);
                     }
                 }

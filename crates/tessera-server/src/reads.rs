@@ -246,7 +246,7 @@ pub fn for_each_match_in(
             None if matches_all(predicates, &object.object) => object,
             None => continue,
             Some(overlay) => {
-                let mut decided = predicates.iter().filter(|p| overlay.decides(p));
+                let mut decided = predicates.iter().filter(|p| p.is_decided_by(overlay));
                 if !decided.all(|p| p.matches(&object.object)) {
                     continue;
                 }

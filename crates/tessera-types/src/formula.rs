@@ -26,7 +26,6 @@ use serde::{Deserialize, Serialize};
 use crate::constants::*;
 use crate::document::{check_path, Document, DocumentError};
 use crate::ids::SubspaceId;
-use crate::predicate::{CheckedPredicate, PredicateOp};
 
 /// The formula a document uses when its writer names none: the unispace. Stored in the
 /// document's formula attribute as the empty string.
@@ -67,17 +66,9 @@ impl Overlay {
         document.project(self.axes.iter().map(|a| a.path.as_str()))
     }
 
-    /// Whether `p` gives the same answer on a stub of this overlay as on its whole document:
-    /// whether every property it names is an axis of the overlay.
-    pub fn decides(&self, p: &CheckedPredicate) -> bool {
-        let is_axis = |path: &str| self.axes.iter().any(|a| a.path == path);
-        match (&p.path, &p.op) {
-            (None, _) => false,
-            (Some(path), PredicateOp::Exists { or }) => {
-                is_axis(path) && or.iter().all(|o| is_axis(o))
-            }
-            (Some(path), _) => is_axis(path),
-        }
+    /// Whether `path` is one of this overlay's axes.
+    pub fn has_axis(&self, path: &str) -> bool {
+        self.axes.iter().any(|a| a.path == path)
     }
 }
 
@@ -266,34 +257,5 @@ mod tests {
             FormulaSpec::parse(None, &["&"]),
             Err(FormulaError::BadOverlay(_))
         ));
-    }
-
-    #[test]
-    fn a_pointer_decides_the_predicates_on_its_axes_only() {
-        use crate::{parse_space, Predicate, Value};
-        let schema = parse_space("space p dynamic key id").unwrap();
-        let overlay = &FormulaSpec::parse(None, &["&year,venue.name"])
-            .unwrap()
-            .overlays[0];
-        let decides = |path: &str, op: PredicateOp| {
-            let p = CheckedPredicate::check(&schema, &Predicate::new(path, op)).unwrap();
-            overlay.decides(&p)
-        };
-        assert!(decides("year", PredicateOp::GreaterEqual(Value::Int(2000))));
-        assert!(decides("venue.name", PredicateOp::Missing));
-        assert!(decides(
-            "year",
-            PredicateOp::Exists {
-                or: vec!["venue.name".into()]
-            }
-        ));
-        assert!(!decides(
-            "year",
-            PredicateOp::Exists {
-                or: vec!["title".into()]
-            }
-        ));
-        assert!(!decides("venue", PredicateOp::Missing));
-        assert!(!decides("title", PredicateOp::Equals(Value::from("x"))));
     }
 }

@@ -12,6 +12,7 @@ use crate::constants::{PREDICATES_MAX, REGEX_BYTES_MAX};
 use std::cmp::Ordering;
 
 use crate::document::{check_path, int_float_cmp, DocValue, Document, DocumentError};
+use crate::formula::Overlay;
 use crate::object::Object;
 use crate::schema::{AttrIndex, SpaceSchema, DOCUMENT_INDEX};
 use crate::value::{coerce_primitive, AttributeType, PrimitiveType, Value};
@@ -134,6 +135,18 @@ pub enum PredicateError {
 }
 
 impl CheckedPredicate {
+    /// Whether this predicate gives the same answer on a stub of `overlay` as on the whole
+    /// document: whether every property it names is an axis of the overlay.
+    pub fn is_decided_by(&self, overlay: &Overlay) -> bool {
+        match (&self.path, &self.op) {
+            (None, _) => false,
+            (Some(path), PredicateOp::Exists { or }) => {
+                overlay.has_axis(path) && or.iter().all(|o| overlay.has_axis(o))
+            }
+            (Some(path), _) => overlay.has_axis(path),
+        }
+    }
+
     pub fn check(schema: &SpaceSchema, p: &Predicate) -> Result<CheckedPredicate, PredicateError> {
         if schema.is_dynamic() {
             return CheckedPredicate::check_path(p);
@@ -624,5 +637,34 @@ mod tests {
             compare_operand(&DocValue::String("3".into()), &Value::Int(3)),
             None
         );
+    }
+
+    #[test]
+    fn a_pointer_decides_the_predicates_on_its_axes_only() {
+        use crate::{parse_space, FormulaSpec};
+        let schema = parse_space("space p dynamic key id").unwrap();
+        let overlay = &FormulaSpec::parse(None, &["&year,venue.name"])
+            .unwrap()
+            .overlays[0];
+        let decides = |path: &str, op: PredicateOp| {
+            let p = CheckedPredicate::check(&schema, &Predicate::new(path, op)).unwrap();
+            p.is_decided_by(overlay)
+        };
+        assert!(decides("year", PredicateOp::GreaterEqual(Value::Int(2000))));
+        assert!(decides("venue.name", PredicateOp::Missing));
+        assert!(decides(
+            "year",
+            PredicateOp::Exists {
+                or: vec!["venue.name".into()]
+            }
+        ));
+        assert!(!decides(
+            "year",
+            PredicateOp::Exists {
+                or: vec!["title".into()]
+            }
+        ));
+        assert!(!decides("venue", PredicateOp::Missing));
+        assert!(!decides("title", PredicateOp::Equals(Value::from("x"))));
     }
 }
