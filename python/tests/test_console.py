@@ -141,6 +141,7 @@ def test_the_console_in_a_browser(cluster: Tuple[Server, str], hotels: str) -> N
             states = page.eval_on_selector_all("#servers td.state-available", "tds => tds.length")
             assert states == 3
             assert page.inner_text("#mode") == "cluster"
+            assert not page.is_visible("#login")  # no --auth: no token asked for
 
             # The space's key subspace: every object once, in regions held by REPLICAS servers each.
             page.click(f"#spaces button:text-is('{hotels}')")
@@ -215,3 +216,51 @@ def test_the_console_in_a_browser(cluster: Tuple[Server, str], hotels: str) -> N
                 writer.join(timeout=30)
         finally:
             browser.close()
+
+
+def test_the_console_asks_for_a_token(tmp_path: Any) -> None:
+    """A daemon started with --auth serves the page to anyone, but its data only with a token
+    of the file: the page asks for one, refuses a wrong one, and shows the cluster once given
+    a read token."""
+    chromium = browser_or_skip()
+    from playwright.sync_api import sync_playwright
+
+    reader, writer = "console-reader-0123456789", "console-writer-0123456789"
+    tokens = tmp_path / "tokens"
+    tokens.write_text(f"{reader} read\n{writer} admin\n")
+    server = Server("--auth", str(tokens), "--http", "127.0.0.1:0")
+    try:
+        with open(server.stderr_path, encoding="utf-8") as f:
+            base = re.search(r"console at (http://[0-9.:]+/)", f.read()).group(1)  # type: ignore[union-attr]
+        name = fresh_name("guarded")
+        admin = tesseradb.Admin(server.host, server.port, token=writer)
+        assert admin.add_space(f"space {name} key id attributes int n")
+        with urllib.request.urlopen(base, timeout=30) as response:
+            assert response.status == 200  # the page, without a token
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(base + "api/cluster", timeout=30)
+        assert refused.value.code == 401
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=chromium, args=BROWSER_FLAGS)
+            try:
+                page = browser.new_page()
+                page.goto(base)
+                page.wait_for_selector("#login", state="visible")
+                page.wait_for_function("document.getElementById('error').textContent.includes('token')")
+                assert page.eval_on_selector_all("#servers td", "tds => tds.length") == 0
+                page.fill("#token", "console-reader-0123456780")  # one character off
+                page.click("#token-button")
+                page.wait_for_function(
+                    "document.getElementById('error').textContent.includes('unknown token')"
+                )
+                assert page.is_visible("#login")
+                page.fill("#token", reader)
+                page.click("#token-button")
+                page.wait_for_selector(f"#spaces button:text-is('{name}')")
+                assert not page.is_visible("#login")
+                assert page.eval_on_selector_all("#servers td.state-available", "tds => tds.length") == 1
+                assert page.inner_text("#error") == ""
+            finally:
+                browser.close()
+    finally:
+        server.stop()

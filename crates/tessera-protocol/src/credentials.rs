@@ -114,6 +114,12 @@ impl TokenTable {
     pub(crate) fn role(&self, digest: &TokenDigest) -> Option<Role> {
         self.roles.get(digest).copied()
     }
+
+    /// The role of `token`, if the file lists it (for callers outside the protocol, such as
+    /// the HTTP port, which have a token but no session).
+    pub fn role_of(&self, token: &str) -> Option<Role> {
+        self.role(&digest(token))
+    }
 }
 
 /// The secret a cluster's coordinators and servers share.

@@ -89,7 +89,7 @@ pub async fn coordinator(args: CoordinatorArgs, peers: &str) -> Result<(), Failu
         )));
     }
     let secured = security.secure(Daemon::ClusterMember, &[listen])?;
-    let daemons = Daemons::default();
+    let daemons = Daemons::guarded_by(secured.gate.clone());
     let metrics = http.start(None, daemons.clone()).await?;
     let mut options = CoordinatorOptions::new(id, &data_dir, listen, peers.clone());
     options.default_tolerate = default_tolerate;
@@ -162,7 +162,7 @@ pub async fn server(
     }
     let console_addresses = coordinators.join(",");
     let secured = security.secure(Daemon::ClusterMember, &[listen])?;
-    let daemons = Daemons::default();
+    let daemons = Daemons::guarded_by(secured.gate.clone());
     let metrics = http.start(None, daemons.clone()).await?;
     let options = server_options(
         data_dir.clone(),
@@ -220,7 +220,7 @@ pub async fn dev(d: DevCluster) -> Result<(), Failure> {
         )));
     }
     let secured = d.security.secure(Daemon::Dev, &[d.listen])?;
-    let daemons = Daemons::default();
+    let daemons = Daemons::guarded_by(secured.gate.clone());
     let metrics = d.http.start(Some(DEV_DEFAULT), daemons.clone()).await?;
     // Bind every coordinator first, so each can be told all the others' addresses.
     let mut listeners = Vec::new();

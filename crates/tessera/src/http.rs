@@ -7,6 +7,10 @@
 //! Raft progress), then renders. Hostile HTTP clients are bounded like Tessera's own: at most
 //! [`HTTP_CONNECTIONS_MAX`] at once, and a request's head must arrive within
 //! [`HTTP_HEADER_TIMEOUT`].
+//!
+//! A daemon that requires client tokens (`--auth`) requires one here too, for `/metrics` and
+//! `/api/...`: `Authorization: Bearer TOKEN`, any role of the token file (these only read).
+//! The page at `/` holds no data and asks for the token when the API refuses it.
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -20,6 +24,8 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
+
+use tessera_protocol::Gate;
 
 use crate::console::{Console, ConsoleError, Query};
 use crate::Failure;
@@ -56,15 +62,52 @@ fn recorder() -> &'static PrometheusHandle {
 /// What publishes a daemon's gauges just before a scrape.
 pub type Publish = Arc<dyn Fn() + Send + Sync>;
 
-/// The daemons of this process, whose gauges a scrape publishes, and how the console reaches
-/// their cluster.
-#[derive(Clone, Default)]
+/// The daemons of this process, whose gauges a scrape publishes, how the console reaches
+/// their cluster, and the gate their clients pass (whose tokens this port asks for too).
+#[derive(Clone)]
 pub struct Daemons {
     publishers: Arc<std::sync::Mutex<Vec<Publish>>>,
     console: Arc<OnceLock<Console>>,
+    gate: Arc<Gate>,
+}
+
+/// Why the HTTP port refused a request for want of a token.
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+pub enum Refusal {
+    #[error("this daemon requires a token (--auth): send it as `Authorization: Bearer TOKEN`")]
+    NoToken,
+    #[error("unknown token")]
+    UnknownToken,
 }
 
 impl Daemons {
+    /// The daemons of a process whose client connections pass `gate`.
+    pub fn guarded_by(gate: Arc<Gate>) -> Daemons {
+        Daemons {
+            publishers: Arc::default(),
+            console: Arc::default(),
+            gate,
+        }
+    }
+
+    /// Whether a request with this `Authorization` header may read metrics and the console's
+    /// data: always without client tokens; else when it brings a token of the file, as the
+    /// file reads now (a token removed and the file reloaded stops working here too).
+    fn admit(&self, authorization: Option<&[u8]>) -> Result<(), Refusal> {
+        let policy = self.gate.policy();
+        let Some(tokens) = &policy.tokens else {
+            return Ok(());
+        };
+        let token = authorization
+            .and_then(|h| h.strip_prefix(b"Bearer "))
+            .ok_or(Refusal::NoToken)?;
+        std::str::from_utf8(token)
+            .ok()
+            .and_then(|t| tokens.role_of(t.trim()))
+            .map(|_| ())
+            .ok_or(Refusal::UnknownToken)
+    }
+
     pub fn add(&self, publish: Publish) {
         self.publishers.lock().expect("publishers").push(publish);
     }
@@ -104,8 +147,9 @@ pub struct HttpArgs {
     /// a search's box, an update's chain, live throughput) and Prometheus metrics at
     /// http://ADDR/metrics: requests by operation and status, latency histograms, group commits
     /// and their fsync times, regions and stored entries per space and subspace, connections,
-    /// Raft term and progress on coordinators. Neither asks for a token: bind it to a private
-    /// address. `off`: serve none. Default: 127.0.0.1:1980 for `tessera dev` (skipped with a warning when that port
+    /// Raft term and progress on coordinators. With --auth, /metrics and the console's data
+    /// need a token of the file (any role) as `Authorization: Bearer TOKEN` (the page asks for
+    /// it); the port is plain HTTP: bind it to a private address. `off`: serve none. Default: 127.0.0.1:1980 for `tessera dev` (skipped with a warning when that port
     /// is taken and --http was not given), none for coordinators and servers.
     #[arg(long, value_name = "ADDR")]
     pub http: Option<String>,
@@ -204,7 +248,24 @@ async fn answer(request: &Request<Incoming>, daemons: &Daemons) -> Response<Full
             "only GET is served\n".into(),
         );
     }
-    match request.uri().path() {
+    let path = request.uri().path();
+    if path == "/metrics" || path.starts_with("/api/") {
+        let authorization = request.headers().get(hyper::header::AUTHORIZATION);
+        if let Err(refusal) = daemons.admit(authorization.map(|h| h.as_bytes())) {
+            tracing::info!(path, cause = %refusal, "HTTP request refused");
+            let mut refused = reply(
+                StatusCode::UNAUTHORIZED,
+                "application/json",
+                serde_json::json!({ "error": refusal.to_string() }).to_string(),
+            );
+            refused.headers_mut().insert(
+                hyper::header::WWW_AUTHENTICATE,
+                hyper::header::HeaderValue::from_static("Bearer realm=\"tessera\""),
+            );
+            return refused;
+        }
+    }
+    match path {
         "/metrics" => {
             daemons.publish();
             let handle = recorder();
@@ -279,6 +340,43 @@ fn parse_query(query: &str) -> Result<Query, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tessera_protocol::{Policy, TokenTable};
+
+    #[test]
+    fn a_daemon_with_tokens_asks_for_one_of_them() {
+        const READER: &str = "reader-token-0123456789";
+        let open = Daemons::guarded_by(Arc::new(Gate::new(Policy::default())));
+        assert_eq!(open.admit(None), Ok(()));
+        let tokens = TokenTable::parse(&format!("{READER} read\n")).unwrap();
+        let gate = Arc::new(Gate::new(Policy {
+            tokens: Some(tokens),
+            secret: None,
+        }));
+        let guarded = Daemons::guarded_by(gate.clone());
+        assert_eq!(guarded.admit(None), Err(Refusal::NoToken));
+        assert_eq!(
+            guarded.admit(Some(format!("Basic {READER}").as_bytes())),
+            Err(Refusal::NoToken)
+        );
+        assert_eq!(
+            guarded.admit(Some(b"Bearer \xff")),
+            Err(Refusal::UnknownToken)
+        );
+        assert_eq!(
+            guarded.admit(Some(b"Bearer reader-token-0123456780")),
+            Err(Refusal::UnknownToken)
+        );
+        assert_eq!(
+            guarded.admit(Some(format!("Bearer {READER}").as_bytes())),
+            Ok(())
+        );
+        // The file reloaded without the token: refused from then on.
+        gate.set_tokens(Some(TokenTable::parse("").unwrap()));
+        assert_eq!(
+            guarded.admit(Some(format!("Bearer {READER}").as_bytes())),
+            Err(Refusal::UnknownToken)
+        );
+    }
 
     #[test]
     fn queries_are_split_and_decoded() {

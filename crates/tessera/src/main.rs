@@ -1471,7 +1471,7 @@ async fn dev(
     ),
 ) -> Result<(), Failure> {
     let secured = security.secure(security::Daemon::Dev, &[listen])?;
-    let daemons = http::Daemons::default();
+    let daemons = http::Daemons::guarded_by(secured.gate.clone());
     let metrics = http.start(Some(http::DEV_DEFAULT), daemons.clone()).await?;
     let mut options = ServerOptions::new(&data_dir, listen);
     (options.fsync, options.cache_bytes) = storage;

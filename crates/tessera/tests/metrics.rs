@@ -1,7 +1,8 @@
 //! Metrics and logs (issue "Operating and using Tessera", item 1): a daemon started with
 //! `--http ADDR` serves Prometheus text at /metrics whose counts match what the test did, to a
 //! standalone `tessera dev` and to a local cluster (Raft's gauges); `--log-format json` logs a
-//! refused request once, as JSON, with its cause.
+//! refused request once, as JSON, with its cause. A daemon started with `--auth` asks the HTTP
+//! port's callers for a token of its file too.
 
 mod common;
 
@@ -13,20 +14,26 @@ use std::time::{Duration, Instant};
 
 use common::{tessera_with_input as tessera, Daemon};
 
-/// `tessera ARGS` against `addr`.
 /// The status line and body of `METHOD PATH` at `http`.
 fn http(http: &str, method: &str, path: &str) -> (String, String) {
+    let (head, body) = http_with(http, method, path, "");
+    (head.lines().next().unwrap().to_owned(), body)
+}
+
+/// The head and body of `METHOD PATH` at `http`, sending the header lines `headers` (each
+/// ending in CRLF).
+fn http_with(http: &str, method: &str, path: &str, headers: &str) -> (String, String) {
     let mut tcp = TcpStream::connect(http).unwrap();
     tcp.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
     write!(
         tcp,
-        "{method} {path} HTTP/1.1\r\nHost: test\r\nConnection: close\r\n\r\n"
+        "{method} {path} HTTP/1.1\r\nHost: test\r\n{headers}Connection: close\r\n\r\n"
     )
     .unwrap();
     let mut text = String::new();
     tcp.read_to_string(&mut text).unwrap();
     let (head, body) = text.split_once("\r\n\r\n").expect("a whole response");
-    (head.lines().next().unwrap().to_owned(), body.to_owned())
+    (head.to_owned(), body.to_owned())
 }
 
 /// The value of the series `name{labels}` exactly as written (labels in the exporter's order).
@@ -239,4 +246,54 @@ fn a_refused_request_is_logged_once_as_json() {
         text.lines().any(|l| l.contains(r#""message":"serving""#)),
         "{text}"
     );
+}
+
+#[test]
+fn with_tokens_the_http_port_wants_one() {
+    const READER: &str = "reader-token-0123456789";
+    let dir = tempfile::tempdir().unwrap();
+    let tokens = dir.path().join("tokens");
+    std::fs::write(&tokens, format!("{READER} read\n")).unwrap();
+    let (_dev, http_addr) = start(
+        &[
+            "dev",
+            "--listen",
+            "127.0.0.1:0",
+            "--auth",
+            tokens.to_str().unwrap(),
+        ],
+        &dir.path().join("d"),
+    );
+    let bearer = format!("Authorization: Bearer {READER}\r\n");
+    for path in ["/metrics", "/api/cluster"] {
+        let (head, body) = http_with(&http_addr, "GET", path, "");
+        assert!(head.starts_with("HTTP/1.1 401"), "{path}: {head}");
+        assert!(
+            head.to_ascii_lowercase()
+                .contains("www-authenticate: bearer realm=\"tessera\""),
+            "{head}"
+        );
+        let error: serde_json::Value = serde_json::from_str(&body).unwrap();
+        assert!(
+            error["error"]
+                .as_str()
+                .unwrap()
+                .contains("Authorization: Bearer"),
+            "{body}"
+        );
+        let wrong = "Authorization: Bearer reader-token-0123456780\r\n";
+        let (head, body) = http_with(&http_addr, "GET", path, wrong);
+        assert!(head.starts_with("HTTP/1.1 401"), "{path}: {head}");
+        assert!(body.contains("unknown token"), "{body}");
+        let (head, body) = http_with(&http_addr, "GET", path, &bearer);
+        assert!(head.starts_with("HTTP/1.1 200"), "{path}: {head}");
+        assert!(
+            body.contains("tessera_epoch") || body.contains("\"servers\""),
+            "{path}: {body}"
+        );
+    }
+    // The page itself holds no data: served to anyone, it asks for the token.
+    let (status, page) = http(&http_addr, "GET", "/");
+    assert!(status.starts_with("HTTP/1.1 200"), "{status}");
+    assert!(page.contains("id=\"token\""));
 }
