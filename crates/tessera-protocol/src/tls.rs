@@ -127,16 +127,28 @@ impl ServerTls {
                 tell_plain_client(tcp).await;
                 return Err(AcceptError::PlainClient);
             }
-            let tls = self
-                .acceptor
-                .accept(tcp)
-                .await
-                .map_err(AcceptError::Handshake)?;
-            Ok(Socket::Tls(Box::new(tls.into())))
+            self.handshake(tcp).await
         };
         tokio::time::timeout(timeout, work)
             .await
             .map_err(|_| AcceptError::TimedOut(timeout))?
+    }
+
+    /// Whether the first byte a client sent opens a TLS handshake (for a port that tells plain
+    /// clients off in a protocol of its own, such as the HTTP port).
+    pub fn opens_handshake(first: u8) -> bool {
+        first == TLS_HANDSHAKE_RECORD
+    }
+
+    /// Runs the daemon's side of the handshake, with no check of what the client sent first
+    /// and no deadline: the caller's.
+    pub async fn handshake(&self, tcp: TcpStream) -> Result<Socket, AcceptError> {
+        let tls = self
+            .acceptor
+            .accept(tcp)
+            .await
+            .map_err(AcceptError::Handshake)?;
+        Ok(Socket::Tls(Box::new(tls.into())))
     }
 }
 

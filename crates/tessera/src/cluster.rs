@@ -89,7 +89,10 @@ pub async fn coordinator(args: CoordinatorArgs, peers: &str) -> Result<(), Failu
         )));
     }
     let secured = security.secure(Daemon::ClusterMember, &[listen])?;
-    let daemons = Daemons::guarded_by(secured.gate.clone());
+    let daemons = Daemons::guarded_by(
+        secured.gate.clone(),
+        secured.tls.as_ref().map(|t| t.serve.clone()),
+    );
     let metrics = http.start(None, daemons.clone()).await?;
     let mut options = CoordinatorOptions::new(id, &data_dir, listen, peers.clone());
     options.default_tolerate = default_tolerate;
@@ -103,7 +106,7 @@ pub async fn coordinator(args: CoordinatorArgs, peers: &str) -> Result<(), Failu
     daemons.add(Arc::new(c.metrics_publisher()));
     let members: Vec<&str> = peers.iter().map(|(_, a)| a.as_str()).collect();
     daemons.serve_console(members.join(","), secured.drivers.clone());
-    say_served(&format!("tessera coordinator {id}"), metrics);
+    say_served(&format!("tessera coordinator {id}"), metrics, &daemons);
     // Every coordinator runs the adaptation driver; only the leader's acts.
     let me = (c.local_addr().to_string(), secured.drivers);
     crate::adapt::spawn(me.clone(), adapt, c.leads());
@@ -162,7 +165,10 @@ pub async fn server(
     }
     let console_addresses = coordinators.join(",");
     let secured = security.secure(Daemon::ClusterMember, &[listen])?;
-    let daemons = Daemons::guarded_by(secured.gate.clone());
+    let daemons = Daemons::guarded_by(
+        secured.gate.clone(),
+        secured.tls.as_ref().map(|t| t.serve.clone()),
+    );
     let metrics = http.start(None, daemons.clone()).await?;
     let options = server_options(
         data_dir.clone(),
@@ -180,7 +186,7 @@ pub async fn server(
         .map_err(|e| Failure::Error(format!("cannot start: {e}")))?;
     daemons.add(Arc::new(s.metrics_publisher()));
     daemons.serve_console(console_addresses, secured.drivers.clone());
-    say_served(&format!("tessera server {}", s.id()), metrics);
+    say_served(&format!("tessera server {}", s.id()), metrics, &daemons);
     ready(format!(
         "tessera server {}: ready on {}, data in {}",
         s.id(),
@@ -220,7 +226,10 @@ pub async fn dev(d: DevCluster) -> Result<(), Failure> {
         )));
     }
     let secured = d.security.secure(Daemon::Dev, &[d.listen])?;
-    let daemons = Daemons::guarded_by(secured.gate.clone());
+    let daemons = Daemons::guarded_by(
+        secured.gate.clone(),
+        secured.tls.as_ref().map(|t| t.serve.clone()),
+    );
     let metrics = d.http.start(Some(DEV_DEFAULT), daemons.clone()).await?;
     // Bind every coordinator first, so each can be told all the others' addresses.
     let mut listeners = Vec::new();
@@ -287,7 +296,7 @@ pub async fn dev(d: DevCluster) -> Result<(), Failure> {
         servers.push(s);
     }
     daemons.serve_console(addresses.join(","), secured.drivers.clone());
-    say_served("tessera dev", metrics);
+    say_served("tessera dev", metrics, &daemons);
     ready(format!(
         "tessera dev: ready on {} ({} coordinators, {} servers, {} replicas), data in {}",
         peers[0].1,

@@ -10,7 +10,9 @@
 //!
 //! A daemon that requires client tokens (`--auth`) requires one here too, for `/metrics` and
 //! `/api/...`: `Authorization: Bearer TOKEN`, any role of the token file (these only read).
-//! The page at `/` holds no data and asks for the token when the API refuses it.
+//! The page at `/` holds no data and asks for the token when the API refuses it. A daemon with
+//! TLS (`--tls-cert`) serves this port as HTTPS with the same certificate, so tokens and data
+//! never cross in clear; a plain HTTP request to it is answered in plain HTTP saying so.
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -25,7 +27,9 @@ use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 
+use tessera_protocol::tls::{ServerTls, Socket};
 use tessera_protocol::Gate;
+use tokio::io::AsyncWriteExt;
 
 use crate::console::{Console, ConsoleError, Query};
 use crate::Failure;
@@ -69,6 +73,7 @@ pub struct Daemons {
     publishers: Arc<std::sync::Mutex<Vec<Publish>>>,
     console: Arc<OnceLock<Console>>,
     gate: Arc<Gate>,
+    tls: Option<ServerTls>,
 }
 
 /// Why the HTTP port refused a request for want of a token.
@@ -81,12 +86,23 @@ pub enum Refusal {
 }
 
 impl Daemons {
-    /// The daemons of a process whose client connections pass `gate`.
-    pub fn guarded_by(gate: Arc<Gate>) -> Daemons {
+    /// The daemons of a process whose client connections pass `gate` and, with `tls`, speak
+    /// TLS (so does this port then).
+    pub fn guarded_by(gate: Arc<Gate>, tls: Option<ServerTls>) -> Daemons {
         Daemons {
             publishers: Arc::default(),
             console: Arc::default(),
             gate,
+            tls,
+        }
+    }
+
+    /// `http` or `https`: what this port speaks.
+    pub fn scheme(&self) -> &'static str {
+        if self.tls.is_some() {
+            "https"
+        } else {
+            "http"
         }
     }
 
@@ -134,9 +150,12 @@ pub const DEV_DEFAULT: SocketAddr = SocketAddr::V4(std::net::SocketAddrV4::new(
 ));
 
 /// Says on stderr where a daemon's console and metrics are served, if they are.
-pub fn say_served(daemon: &str, served: Option<SocketAddr>) {
+pub fn say_served(daemon: &str, served: Option<SocketAddr>, daemons: &Daemons) {
     if let Some(address) = served {
-        eprintln!("{daemon}: console at http://{address}/, metrics at http://{address}/metrics");
+        let scheme = daemons.scheme();
+        eprintln!(
+            "{daemon}: console at {scheme}://{address}/, metrics at {scheme}://{address}/metrics"
+        );
     }
 }
 
@@ -149,7 +168,8 @@ pub struct HttpArgs {
     /// and their fsync times, regions and stored entries per space and subspace, connections,
     /// Raft term and progress on coordinators. With --auth, /metrics and the console's data
     /// need a token of the file (any role) as `Authorization: Bearer TOKEN` (the page asks for
-    /// it); the port is plain HTTP: bind it to a private address. `off`: serve none. Default: 127.0.0.1:1980 for `tessera dev` (skipped with a warning when that port
+    /// it); with --tls-cert, the port speaks HTTPS with the daemon's certificate. `off`: serve
+    /// none. Default: 127.0.0.1:1980 for `tessera dev` (skipped with a warning when that port
     /// is taken and --http was not given), none for coordinators and servers.
     #[arg(long, value_name = "ADDR")]
     pub http: Option<String>,
@@ -214,17 +234,59 @@ async fn serve(listener: TcpListener, daemons: Daemons) {
         };
         let daemons = daemons.clone();
         tokio::spawn(async move {
+            let tls = daemons.tls.clone();
             let service = hyper::service::service_fn(move |request| {
                 let daemons = daemons.clone();
                 async move { Ok::<_, Infallible>(answer(&request, &daemons).await) }
             });
-            let _ = hyper::server::conn::http1::Builder::new()
+            let http = hyper::server::conn::http1::Builder::new()
                 .timer(TokioTimer::new())
                 .header_read_timeout(HTTP_HEADER_TIMEOUT)
-                .serve_connection(TokioIo::new(tcp), service)
-                .await;
+                .clone();
+            match tls {
+                None => {
+                    let _ = http.serve_connection(TokioIo::new(tcp), service).await;
+                }
+                Some(tls) => {
+                    let secured = tokio::time::timeout(HTTP_HEADER_TIMEOUT, secure(&tls, tcp));
+                    if let Ok(Some(socket)) = secured.await {
+                        let _ = http.serve_connection(TokioIo::new(socket), service).await;
+                    }
+                }
+            }
             drop(slot);
         });
+    }
+}
+
+/// The TLS side of an HTTPS connection; `None` for a client that sent plain HTTP (told to use
+/// https, in plain HTTP) or whose handshake failed.
+async fn secure(tls: &ServerTls, mut tcp: tokio::net::TcpStream) -> Option<Socket> {
+    let mut first = [0u8; 1];
+    if tcp.peek(&mut first).await.ok()? == 0 {
+        return None;
+    }
+    if !ServerTls::opens_handshake(first[0]) {
+        let body = "this port speaks HTTPS (the daemon has --tls-cert): use https://\n";
+        let _ = tcp
+            .write_all(
+                format!(
+                    "HTTP/1.1 400 Bad Request\r\ncontent-type: text/plain\r\n\
+                     content-length: {}\r\nconnection: close\r\n\r\n{body}",
+                    body.len()
+                )
+                .as_bytes(),
+            )
+            .await;
+        let _ = tcp.shutdown().await;
+        return None;
+    }
+    match tls.handshake(tcp).await {
+        Ok(socket) => Some(socket),
+        Err(e) => {
+            tracing::info!(error = %e, "HTTPS handshake failed");
+            None
+        }
     }
 }
 
@@ -345,14 +407,14 @@ mod tests {
     #[test]
     fn a_daemon_with_tokens_asks_for_one_of_them() {
         const READER: &str = "reader-token-0123456789";
-        let open = Daemons::guarded_by(Arc::new(Gate::new(Policy::default())));
+        let open = Daemons::guarded_by(Arc::new(Gate::new(Policy::default())), None);
         assert_eq!(open.admit(None), Ok(()));
         let tokens = TokenTable::parse(&format!("{READER} read\n")).unwrap();
         let gate = Arc::new(Gate::new(Policy {
             tokens: Some(tokens),
             secret: None,
         }));
-        let guarded = Daemons::guarded_by(gate.clone());
+        let guarded = Daemons::guarded_by(gate.clone(), None);
         assert_eq!(guarded.admit(None), Err(Refusal::NoToken));
         assert_eq!(
             guarded.admit(Some(format!("Basic {READER}").as_bytes())),

@@ -1471,7 +1471,10 @@ async fn dev(
     ),
 ) -> Result<(), Failure> {
     let secured = security.secure(security::Daemon::Dev, &[listen])?;
-    let daemons = http::Daemons::guarded_by(secured.gate.clone());
+    let daemons = http::Daemons::guarded_by(
+        secured.gate.clone(),
+        secured.tls.as_ref().map(|t| t.serve.clone()),
+    );
     let metrics = http.start(Some(http::DEV_DEFAULT), daemons.clone()).await?;
     let mut options = ServerOptions::new(&data_dir, listen);
     (options.fsync, options.cache_bytes) = storage;
@@ -1483,7 +1486,7 @@ async fn dev(
         .map_err(|e| Failure::Error(format!("cannot start: {e}")))?;
     daemons.add(std::sync::Arc::new(server.metrics_publisher()));
     daemons.serve_console(server.local_addr().to_string(), secured.drivers.clone());
-    http::say_served("tessera dev", metrics);
+    http::say_served("tessera dev", metrics, &daemons);
     // The server is every region's only replica: its own adaptation driver always acts.
     adapt::spawn(
         (server.local_addr().to_string(), secured.drivers),
