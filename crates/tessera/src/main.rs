@@ -149,8 +149,15 @@ enum Command {
     /// Run one coordinator: a member of the Raft group that holds the cluster's configuration.
     ///
     /// Start every member with the same --peers list. Example, three on one machine:
-    ///   tessera coordinator --id 1 --data-dir c1 --listen 127.0.0.1:1982 --peers 1=127.0.0.1:1982,2=127.0.0.1:1983,3=127.0.0.1:1984
+    ///
+    ///   tessera coordinator --id 1 --data-dir c1 --listen 127.0.0.1:1982 \
+    ///       --peers 1=127.0.0.1:1982,2=127.0.0.1:1983,3=127.0.0.1:1984
+    ///
     /// and the same with --id 2 / --listen 127.0.0.1:1983, and --id 3 / 127.0.0.1:1984.
+    #[command(
+        verbatim_doc_comment,
+        about = "Run one coordinator: a member of the Raft group that holds the cluster's configuration"
+    )]
     Coordinator {
         /// This member's id, one of --peers. Keep it with its data directory.
         #[arg(long)]
@@ -250,6 +257,10 @@ enum Command {
     ///   tessera certs ./tls --host 127.0.0.1 --host localhost
     ///   tessera dev --tls-cert tls/127.0.0.1.pem --tls-key tls/127.0.0.1.key --tls-ca tls/ca.pem
     ///   tessera --tls-ca tls/ca.pem status
+    #[command(
+        verbatim_doc_comment,
+        about = "Make a certificate authority and certificates for daemons serving TLS"
+    )]
     Certs {
         /// Directory for the authority and the certificates (created if absent).
         dir: PathBuf,
@@ -278,6 +289,10 @@ enum Command {
     ///   subspace city, price
     ///   create 64 partitions
     ///   tolerate 0 failures
+    #[command(
+        verbatim_doc_comment,
+        about = "Create a space from its description, read from FILE or, without one, from stdin"
+    )]
     AddSpace {
         /// File holding the description; `-` or nothing for stdin.
         file: Option<PathBuf>,

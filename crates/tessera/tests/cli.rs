@@ -927,4 +927,13 @@ fn what_a_newcomer_trips_on() {
         "{}",
         stdout(&o)
     );
+    // Examples in --help keep their lines (clap joins a paragraph's lines unless told not to).
+    for (command, line) in [
+        ("add-space", "\n  key id\n"),
+        ("certs", "\n  tessera --tls-ca tls/ca.pem status\n"),
+        ("coordinator", "\n      --peers 1=127.0.0.1:1982,"),
+    ] {
+        let o = tessera(a, &[command, "--help"]);
+        assert!(stdout(&o).contains(line), "{command}: {}", stdout(&o));
+    }
 }
