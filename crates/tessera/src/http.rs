@@ -12,7 +12,8 @@
 //! `/api/...`: `Authorization: Bearer TOKEN`, any role of the token file (these only read).
 //! The page at `/` holds no data and asks for the token when the API refuses it. A daemon with
 //! TLS (`--tls-cert`) serves this port as HTTPS with the same certificate, so tokens and data
-//! never cross in clear; a plain HTTP request to it is answered in plain HTTP saying so.
+//! never cross in clear; a plain HTTP request to it is answered, in plain HTTP, with 400 saying
+//! so.
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -24,12 +25,11 @@ use hyper::body::{Bytes, Incoming};
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Semaphore;
 
-use tessera_protocol::tls::{ServerTls, Socket};
+use tessera_protocol::tls::ServerTls;
 use tessera_protocol::Gate;
-use tokio::io::AsyncWriteExt;
 
 use crate::console::{Console, ConsoleError, Query};
 use crate::Failure;
@@ -234,60 +234,68 @@ async fn serve(listener: TcpListener, daemons: Daemons) {
         };
         let daemons = daemons.clone();
         tokio::spawn(async move {
-            let tls = daemons.tls.clone();
-            let service = hyper::service::service_fn(move |request| {
-                let daemons = daemons.clone();
-                async move { Ok::<_, Infallible>(answer(&request, &daemons).await) }
-            });
-            let http = hyper::server::conn::http1::Builder::new()
-                .timer(TokioTimer::new())
-                .header_read_timeout(HTTP_HEADER_TIMEOUT)
-                .clone();
-            match tls {
-                None => {
-                    let _ = http.serve_connection(TokioIo::new(tcp), service).await;
-                }
-                Some(tls) => {
-                    let secured = tokio::time::timeout(HTTP_HEADER_TIMEOUT, secure(&tls, tcp));
-                    if let Ok(Some(socket)) = secured.await {
-                        let _ = http.serve_connection(TokioIo::new(socket), service).await;
-                    }
-                }
-            }
+            serve_one(tcp, daemons).await;
             drop(slot);
         });
     }
 }
 
-/// The TLS side of an HTTPS connection; `None` for a client that sent plain HTTP (told to use
-/// https, in plain HTTP) or whose handshake failed.
-async fn secure(tls: &ServerTls, mut tcp: tokio::net::TcpStream) -> Option<Socket> {
+/// What a plain HTTP request to a port serving HTTPS is told.
+const USE_HTTPS: &str = "this port speaks HTTPS (the daemon has --tls-cert): use https://\n";
+
+/// Serves one accepted connection: HTTP, or HTTPS when the daemon has TLS. A plain HTTP
+/// request to an HTTPS port is read and answered by hyper like any other, with 400 and
+/// [`USE_HTTPS`], in plain HTTP.
+async fn serve_one(tcp: TcpStream, daemons: Daemons) {
+    let mut http = hyper::server::conn::http1::Builder::new();
+    http.timer(TokioTimer::new())
+        .header_read_timeout(HTTP_HEADER_TIMEOUT);
+    let Some(tls) = daemons.tls.clone() else {
+        let _ = http
+            .serve_connection(TokioIo::new(tcp), answering(daemons))
+            .await;
+        return;
+    };
     let mut first = [0u8; 1];
-    if tcp.peek(&mut first).await.ok()? == 0 {
-        return None;
+    match tokio::time::timeout(HTTP_HEADER_TIMEOUT, tcp.peek(&mut first)).await {
+        Ok(Ok(1..)) => {}
+        _ => return, // closed, failed, or silent past the deadline
     }
     if !ServerTls::opens_handshake(first[0]) {
-        let body = "this port speaks HTTPS (the daemon has --tls-cert): use https://\n";
-        let _ = tcp
-            .write_all(
-                format!(
-                    "HTTP/1.1 400 Bad Request\r\ncontent-type: text/plain\r\n\
-                     content-length: {}\r\nconnection: close\r\n\r\n{body}",
-                    body.len()
-                )
-                .as_bytes(),
-            )
-            .await;
-        let _ = tcp.shutdown().await;
-        return None;
+        let told = hyper::service::service_fn(|_| async {
+            Ok::<_, Infallible>(reply(
+                StatusCode::BAD_REQUEST,
+                "text/plain",
+                USE_HTTPS.into(),
+            ))
+        });
+        let _ = http.serve_connection(TokioIo::new(tcp), told).await;
+        return;
     }
-    match tls.handshake(tcp).await {
-        Ok(socket) => Some(socket),
-        Err(e) => {
-            tracing::info!(error = %e, "HTTPS handshake failed");
-            None
+    match tokio::time::timeout(HTTP_HEADER_TIMEOUT, tls.handshake(tcp)).await {
+        Ok(Ok(socket)) => {
+            let _ = http
+                .serve_connection(TokioIo::new(socket), answering(daemons))
+                .await;
         }
+        Ok(Err(e)) => tracing::info!(error = %e, "HTTPS handshake failed"),
+        Err(_) => {} // no handshake within the deadline
     }
+}
+
+/// The service answering a connection's requests from `daemons`.
+fn answering(
+    daemons: Daemons,
+) -> impl hyper::service::Service<
+    Request<Incoming>,
+    Response = Response<Full<Bytes>>,
+    Error = Infallible,
+    Future: Send,
+> {
+    hyper::service::service_fn(move |request| {
+        let daemons = daemons.clone();
+        async move { Ok::<_, Infallible>(answer(&request, &daemons).await) }
+    })
 }
 
 /// The console's page: one file, its script and styles inline, nothing fetched from elsewhere.
