@@ -21,7 +21,7 @@ import importlib.util
 import sys
 import textwrap
 from pathlib import Path
-from typing import Callable, Dict, List
+from typing import Callable, Dict, List, Optional
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "python" / "tesseradb"
@@ -47,13 +47,13 @@ def docstring(text: str) -> str:
     return f'        """{body}"""\n'
 
 
-def signature(prefix: str, name: str, params: List[str], returns: str) -> str:
+def signature(name: str, params: List[str], returns: str) -> str:
     """`def name(self, params) -> returns:` on one line if it fits, else one parameter a line."""
-    one = f"    {prefix}def {name}(self, {', '.join(params)}) -> {returns}:\n"
+    one = f"    def {name}(self, {', '.join(params)}) -> {returns}:\n"
     if len(one) - 1 <= WIDTH:
         return one
     inner = "".join(f"        {p},\n" for p in ["self", *params])
-    return f"    {prefix}def {name}(\n{inner}    ) -> {returns}:\n"
+    return f"    def {name}(\n{inner}    ) -> {returns}:\n"
 
 
 KEYED = ["space: str", "key: Key", "attrs: Attributes"]
@@ -92,38 +92,34 @@ def forms(op) -> List[Dict[str, str]]:
     ]
 
 
-def blocking(op) -> str:
+def methods(
+    op, prefix: str, answers: str, call: str, doc: Optional[Callable[[str], str]] = None
+) -> str:
+    """One operation's three forms as methods named ``prefix`` + the form, each answering
+    ``answers`` formatted with the form's result type and returning ``self.<call>(request)``;
+    documented as the form is, or by ``doc`` of the form's name."""
     return "\n".join(
-        signature("", f["name"], f["params"], f["result"])
-        + docstring(f["doc"])
-        + f"        return self._run({f['request']})\n"
+        signature(prefix + f["name"], f["params"], answers.format(f["result"]))
+        + docstring(doc(f["name"]) if doc else f["doc"])
+        + f"        return self.{call}({f['request']})\n"
         for f in forms(op)
     )
 
 
-def deferred(op) -> str:
-    return "\n".join(
-        signature("", f"async_{f['name']}", f["params"], f"Deferred[{f['result']}]")
-        + docstring(f"{f['name']}, started now; ``.wait()`` gives its result.")
-        + f"        return self._submit({f['request']})\n"
-        for f in forms(op)
-    )
+def started(name: str) -> str:
+    return f"{name}, started now; ``.wait()`` gives its result."
 
 
-def answer(op) -> str:
-    return "\n".join(
-        signature("", f["name"], f["params"], f"Answer[{f['result']}]")
-        + docstring(f["doc"])
-        + f"        return self._run({f['request']})\n"
-        for f in forms(op)
-    )
-
-
-# (file, section, what writes one operation's methods)
+# (file, section, what writes one operation's methods): the blocking Client's, its async_
+# handles (HyperDex's Deferred), and tesseradb.aio's, which answer an Answer to await.
 SECTIONS: List[tuple] = [
-    ("client.py", "Client's atomic operations", blocking),
-    ("client.py", "Client's async_ atomic operations", deferred),
-    ("aio.py", "aio.Client's atomic operations", answer),
+    ("client.py", "Client's atomic operations", lambda op: methods(op, "", "{}", "_run")),
+    (
+        "client.py",
+        "Client's async_ atomic operations",
+        lambda op: methods(op, "async_", "Deferred[{}]", "_submit", started),
+    ),
+    ("aio.py", "aio.Client's atomic operations", lambda op: methods(op, "", "Answer[{}]", "_run")),
 ]
 
 
