@@ -1235,7 +1235,8 @@ impl NativeClient {
 #[pyclass(module = "tesseradb._native", frozen)]
 struct NativeCompletions {
     queue: Mutex<Vec<(u64, Result<Outcome, Failure>)>>,
-    wake: Mutex<std::fs::File>,
+    /// Written through `&File` from any thread: a one-byte pipe write is atomic.
+    wake: std::fs::File,
 }
 
 impl NativeCompletions {
@@ -1248,7 +1249,7 @@ impl NativeCompletions {
         if first {
             use std::io::Write;
             // A pipe whose reader is gone (the loop closed its end): nobody waits any more.
-            let _ = self.wake.lock().expect("wake lock").write_all(&[1]);
+            let _ = (&self.wake).write_all(&[1]);
         }
     }
 }
@@ -1269,7 +1270,7 @@ impl NativeCompletions {
             })?;
         Ok(NativeCompletions {
             queue: Mutex::new(Vec::new()),
-            wake: Mutex::new(wake),
+            wake,
         })
     }
 
