@@ -106,8 +106,8 @@ pub const TRANSFER_CHUNK_BYTES: usize = 256 * 1024;
 /// nothing of the key in storage and would otherwise put the superseded object back. A link
 /// delivers within a lease or the sender leaves the chain; this is many leases.
 pub const TOMBSTONE_TICKS: u64 = 400;
-/// Rewrites of a backfill a point leader keeps under way at a time, per key region: enough to
-/// keep chains busy, few enough that client writes are not queued behind a flood.
+/// Rewrites of backfills a point leader keeps under way at a time, over all its key regions:
+/// enough to keep chains busy, few enough that client writes are not queued behind a flood.
 pub const BACKFILL_WINDOW: usize = 128;
 /// About how many bytes of a key region a backfill reads from storage at a time.
 const BACKFILL_CHUNK_BYTES: usize = 64 * 1024;
@@ -1110,34 +1110,39 @@ impl Replica {
     }
 
     /// Moves the backfills of the key regions this server leads along, once a tick: keeps at
-    /// most [`BACKFILL_WINDOW`] rewrites under way per region, taking keys from the queue and,
+    /// most [`BACKFILL_WINDOW`] rewrites under way in all, taking keys from the queue and,
     /// when it is empty, from the region's next chunk in storage (paced with the transfers);
     /// reports a region once it has read all of it and every rewrite has committed.
     fn pump_backfills(&mut self, store: &impl CommittedReader) {
+        let keys = &self.keys;
+        for ((space, _), b) in self.backfills.iter_mut() {
+            b.outstanding.retain(|k| {
+                keys.get(&(*space, k.clone()))
+                    .is_some_and(KeyState::rewrite_under_way)
+            });
+        }
+        // The window is the server's, not each region's: every rewrite of every region goes
+        // through the same few chains when the data is skewed (all of a subspace in one
+        // region), and a window per region flooded them until resends piled up without end.
+        let mut under_way: usize = self.backfills.values().map(|b| b.outstanding.len()).sum();
         let regions: Vec<(u64, RegionIndex)> = self.backfills.keys().copied().collect();
         for (space, region) in regions {
             let Some(rt) = self.spaces.get(&space).cloned() else {
                 continue;
             };
-            let keys = &self.keys;
-            let b = self
-                .backfills
-                .get_mut(&(space, region))
-                .expect("listed above");
-            b.outstanding.retain(|k| {
-                keys.get(&(space, k.clone()))
-                    .is_some_and(KeyState::rewrite_under_way)
-            });
             loop {
                 let b = self
                     .backfills
                     .get_mut(&(space, region))
                     .expect("listed above");
-                if b.outstanding.len() >= BACKFILL_WINDOW {
+                if under_way >= BACKFILL_WINDOW {
                     break;
                 }
                 if let Some(key) = b.queue.pop_front() {
+                    let before = b.outstanding.len();
                     self.rewrite(&rt, region, key, store);
+                    let b = self.backfills.get(&(space, region)).expect("listed above");
+                    under_way += b.outstanding.len() - before;
                     continue;
                 }
                 // A backfill copies the space's objects, as a transfer copies a region's: it
