@@ -155,11 +155,13 @@ fn inline(
             found.len() as u64,
         );
     }
+    // A configuration installed meanwhile may have dropped what the search read (a subspace
+    // gone from storage is an error then): the client plans again on the new one.
     match (scanned, kind) {
-        (Err(e), _) => replier.fail(epoch, e),
         _ if !shared.read_still_valid(stamp) => {
             replier.fail(epoch, shared.read_overlapped_install())
         }
+        (Err(e), _) => replier.fail(epoch, e),
         (Ok(()), SearchKind::Count) => replier.send(epoch, Response::Count(found.len() as u64)),
         (Ok(()), _) => {
             let mut frames = Vec::with_capacity(2);
@@ -250,8 +252,9 @@ fn on_pool(
         record(shared, space, predicates, &kind, share, matched);
     }
     match outcome {
-        // What was streamed already is dropped by the client, which makes the search again.
-        Ok(Some(_)) if !shared.read_still_valid(stamp) => {
+        // What was streamed already is dropped by the client, which makes the search again
+        // (an error too may come of an install: a subspace dropped from storage).
+        Ok(Some(_)) | Err(_) if !shared.read_still_valid(stamp) => {
             replier.fail(epoch, shared.read_overlapped_install())
         }
         Ok(Some(last)) => replier.send(epoch, last),
