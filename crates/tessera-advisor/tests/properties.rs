@@ -16,10 +16,7 @@ use tessera_types::{AttrIndex, Attribute, AttributeType, PrimitiveType, SpaceSch
 fn schema() -> impl Strategy<Value = SpaceSchema> {
     (prop::collection::vec(primitive(), 4), 1u32..1000, 0u32..3).prop_map(
         |(types, partitions, tolerate)| {
-            let tags = Attribute {
-                name: "tags".into(),
-                ty: AttributeType::Set(PrimitiveType::String),
-            };
+            let tags = Attribute::new("tags", AttributeType::Set(PrimitiveType::String));
             common::space(AttributeType::INT, &types, vec![tags], partitions, tolerate)
         },
     )
@@ -309,15 +306,9 @@ proptest! {
 fn with_several_subspaces_a_predicate_more_can_make_a_search_dearer() {
     let schema = SpaceSchema::new(
         "t",
-        Attribute {
-            name: "k".into(),
-            ty: AttributeType::INT,
-        },
+        Attribute::new("k", AttributeType::INT),
         (1..=3)
-            .map(|i| Attribute {
-                name: format!("a{i}"),
-                ty: AttributeType::STRING,
-            })
+            .map(|i| Attribute::new(format!("a{i}"), AttributeType::STRING))
             .collect(),
         vec![],
         64,

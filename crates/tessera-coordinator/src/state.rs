@@ -613,7 +613,7 @@ impl ClusterState {
             .subspaces
             .iter()
             .filter(|s| s.is_written())
-            .map(|s| tessellation_of(s, schema.partitions).regions_count() as usize)
+            .map(|s| tessellation_of(s, &schema).regions_count() as usize)
             .sum();
         let lower_bound = regions.saturating_mul(k as usize + 1);
         if lower_bound > CONFIGURATION_BYTES_MAX {
@@ -688,7 +688,7 @@ impl ClusterState {
                 });
             }
             // As for a new space: every replica set takes at least K + 1 bytes.
-            let regions = tessellation_of(added, space.schema.partitions).regions_count() as usize;
+            let regions = tessellation_of(added, &space.schema).regions_count() as usize;
             let lower_bound = regions.saturating_mul(k as usize + 1);
             if lower_bound > CONFIGURATION_BYTES_MAX {
                 return Err(CommandError::ConfigurationTooLarge {
@@ -1137,7 +1137,7 @@ pub fn assign_replicas(
             if !subspace.is_written() {
                 return Vec::new();
             }
-            let regions = tessellation_of(subspace, schema.partitions).regions_count() as usize;
+            let regions = tessellation_of(subspace, schema).regions_count() as usize;
             assigner.subspace(regions)
         })
         .collect()
@@ -2558,6 +2558,7 @@ mod tests {
                 state: SubspaceState::Building,
                 overlay: None,
                 tags: None,
+                cuts: None,
             }
         );
         assert_eq!(
@@ -2565,7 +2566,8 @@ mod tests {
             Some(tessera_protocol::Build {
                 subspace: SubspaceId(2),
                 since: st.epoch.0,
-                done: vec![]
+                done: vec![],
+                replaces: None,
             })
         );
         // The others are as they were; the new one has a set per region of its tessellation
@@ -3945,7 +3947,8 @@ mod tests {
                     &Some(tessera_protocol::Build {
                         subspace: id,
                         since: st.epoch.0,
-                        done: vec![]
+                        done: vec![],
+                        replaces: None,
                     })
                 );
                 // K distinct Available members per region, holdings within one of each other.

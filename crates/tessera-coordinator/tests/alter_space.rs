@@ -76,7 +76,8 @@ async fn alter_space_adds_builds_and_drops_subspaces() {
         Some(Build {
             subspace: SubspaceId(2),
             since: cfg.epoch.0,
-            done: vec![]
+            done: vec![],
+            replaces: None,
         })
     );
     assert_eq!(space.replicas[..2], users(&created).replicas[..]);

@@ -366,7 +366,7 @@ mod tests {
     use crate::coordinate::point;
     use crate::tessellations;
     use proptest::prelude::*;
-    use tessera_types::{parse_space, Attribute, AttributeType, Object, Predicate};
+    use tessera_types::{parse_space, Attribute, AttributeType, AxisCuts, Object, Predicate};
 
     fn check(schema: &SpaceSchema, attr: &str, op: PredicateOp) -> CheckedPredicate {
         CheckedPredicate::check(schema, &Predicate::new(attr, op)).expect("test predicate is valid")
@@ -550,16 +550,19 @@ mod tests {
             subspaces,
             1u32..200,
             0u8..3,
+            any::<u64>(),
         )
-            .prop_map(|(key, attrs, subspaces, partitions, placement)| {
-                let attribute = |name: String, ty| Attribute {
-                    name,
-                    ty: AttributeType::Primitive(ty),
-                };
+            .prop_map(|(key, attrs, subspaces, partitions, placement, cutting)| {
+                let attribute =
+                    |name: String, ty| Attribute::new(name, AttributeType::Primitive(ty));
                 let attributes = attrs
                     .iter()
                     .enumerate()
-                    .map(|(i, &ty)| attribute(format!("a{}", i + 1), ty))
+                    .map(|(i, &ty)| {
+                        let mut a = attribute(format!("a{}", i + 1), ty);
+                        a.domain = declared_domain(ty, cutting >> (60 + i) & 1 == 1);
+                        a
+                    })
                     .collect();
                 let subspaces = subspaces
                     .iter()
@@ -583,8 +586,70 @@ mod tests {
                     1 => tessera_types::Placement::Ordered { domain: None },
                     _ => tessera_types::Placement::Ordered { domain },
                 };
-                schema.with_placement(placement).expect("valid placement")
+                let mut schema = schema.with_placement(placement).expect("valid placement");
+                cut_some_subspaces(&mut schema, cutting);
+                schema
             })
+    }
+
+    /// A domain for some int and float attributes (`in LOW to HIGH`), narrower than the
+    /// values drawn, so that some fall below and above it.
+    fn declared_domain(ty: PrimitiveType, declare: bool) -> Option<(Value, Value)> {
+        match (ty, declare) {
+            (PrimitiveType::Int, true) => Some((Value::Int(-1), Value::Int(1))),
+            (PrimitiveType::Float, true) => Some((Value::Float(-1.5), Value::Float(2.5))),
+            _ => None,
+        }
+    }
+
+    /// Gives some subspaces explicit cuts, as a re-cut would: an ordered axis cut at
+    /// coordinates of the values drawn (and next to them) or anywhere, a hashed one in equal
+    /// slices or at random points.
+    fn cut_some_subspaces(schema: &mut SpaceSchema, mut seed: u64) {
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        let near_values: Vec<u64> = INTS
+            .iter()
+            .map(|&i| Value::Int(i))
+            .chain(FLOATS.iter().map(|&f| Value::Float(f)))
+            .map(|v| crate::coordinate(&v))
+            .flat_map(|c| [c.saturating_sub(1), c, c.saturating_add(1)])
+            .collect();
+        for s in 1..schema.subspaces.len() {
+            if next() % 3 == 0 || schema.subspaces[s].tags.is_some() {
+                continue;
+            }
+            let dims = schema.subspaces[s].dimensions.len();
+            let cuts = (0..dims)
+                .map(|_| match next() % 3 {
+                    0 => AxisCuts::Equal(1 + (next() % 4) as u32),
+                    1 => {
+                        let mut at: Vec<u64> = (0..next() % 6)
+                            .map(|_| near_values[next() as usize % near_values.len()])
+                            .collect();
+                        at.sort();
+                        at.dedup();
+                        at.retain(|&c| c > 0);
+                        AxisCuts::At(at)
+                    }
+                    _ => {
+                        let mut at: Vec<u64> = (0..next() % 6).map(|_| next()).collect();
+                        at.sort();
+                        at.dedup();
+                        at.retain(|&c| c > 0);
+                        AxisCuts::At(at)
+                    }
+                })
+                .collect();
+            schema.subspaces[s].cuts = Some(cuts);
+            schema.subspaces[s]
+                .check_cuts()
+                .expect("generated cuts are valid");
+        }
     }
 
     fn object(schema: &SpaceSchema) -> BoxedStrategy<Object> {
@@ -693,8 +758,8 @@ mod tests {
                                              values in prop::collection::vec(prop::sample::select(&STRINGS[..]), 3)) {
             let r = n.pow(d as u32);
             let names: Vec<String> = (1..=d).map(|i| format!("a{i}")).collect();
-            let attributes = names.iter().map(|n| Attribute { name: n.clone(), ty: AttributeType::STRING }).collect();
-            let s = SpaceSchema::new("t", Attribute { name: "k".into(), ty: AttributeType::STRING }, attributes, vec![names.clone()], r, 0)
+            let attributes = names.iter().map(|n| Attribute::new(n.clone(), AttributeType::STRING)).collect();
+            let s = SpaceSchema::new("t", Attribute::new("k", AttributeType::STRING), attributes, vec![names.clone()], r, 0)
                 .expect("valid schema");
             let t = Tessellation::new(d, r);
             prop_assert_eq!(t.regions_count(), r);

@@ -1,13 +1,20 @@
 //! Cutting a subspace into regions.
 //!
 //! A subspace of `d` dimensions asked for `R` partitions is cut, dimension by dimension, into
-//! ⌊R^(1/d)⌋ or ⌈R^(1/d)⌉ equal intervals of the `u64` axis, choosing how many dimensions get the
-//! larger count so that the product is as close to `R` as possible (seed 000 §3.2: 2 dimensions,
-//! R = 8 gives 3 × 3 = 9). Regions are numbered in mixed radix, the first dimension most
-//! significant, so region numbers follow the first dimension's order.
+//! ⌊R^(1/d)⌋ or ⌈R^(1/d)⌉ intervals, choosing how many dimensions get the larger count so that
+//! the product is as close to `R` as possible (seed 000 §3.2: 2 dimensions, R = 8 gives 3 × 3 =
+//! 9). Regions are numbered in mixed radix, the first dimension most significant, so region
+//! numbers follow the first dimension's order.
+//!
+//! Where an axis is cut: a hashed (string) axis into equal slices of the `u64` axis, since
+//! hashes are uniform. An ordered (int, float) axis at explicit cut points when it has them
+//! (`Subspace::cuts`: chosen from the data's quantiles, see [`crate::cuts`]), else into equal
+//! slices of its attribute's declared domain, else — before anything is known of the data —
+//! into equal slices of the whole axis, where real values (prices, timestamps, ages) all fall
+//! into one or two slices until the subspace is re-cut.
 
 use serde::{Deserialize, Serialize};
-use tessera_types::{Placement, SpaceSchema, Subspace, TagCurve};
+use tessera_types::{AxisCuts, Placement, SpaceSchema, Subspace, TagCurve, Value};
 
 /// A region's number within its subspace: `0..Tessellation::regions_count()`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -18,6 +25,9 @@ pub struct RegionIndex(pub u32);
 pub struct Tessellation {
     /// Intervals along each dimension, in subspace order. Every entry is at least 1.
     intervals: Vec<u32>,
+    /// Where each dimension is cut, if not into equal slices: the first coordinate of every
+    /// interval after the first, strictly increasing (`intervals[d] - 1` of them).
+    cuts: Vec<Option<Vec<u64>>>,
     /// Where the first dimension's equal intervals lie: the whole axis (`None`), or the
     /// inclusive range `[lo, hi]`, the first interval stretching down to 0 and the last up to
     /// `u64::MAX` (an ordered key axis over a declared domain of keys).
@@ -94,6 +104,7 @@ impl Tessellation {
             "every dimension has an interval"
         );
         let t = Tessellation {
+            cuts: vec![None; intervals.len()],
             intervals,
             domain: None,
             ordered_keys: false,
@@ -101,6 +112,38 @@ impl Tessellation {
         };
         assert!(t.regions_count() >= 1);
         t
+    }
+
+    /// A tessellation cut as `axes` say, one entry per dimension (checked already:
+    /// `Subspace::check_cuts`).
+    pub fn with_cuts(axes: &[AxisCuts]) -> Tessellation {
+        let mut t = Tessellation::grid(axes.iter().map(|a| a.intervals() as u32).collect());
+        for (d, axis) in axes.iter().enumerate() {
+            if let AxisCuts::At(at) = axis {
+                t.cut_at(d, at.clone());
+            }
+        }
+        t
+    }
+
+    /// Cuts dimension `dim` at `at` (strictly increasing, above 0): `at.len() + 1` intervals.
+    fn cut_at(&mut self, dim: usize, at: Vec<u64>) {
+        assert!(
+            at.first() != Some(&0) && at.windows(2).all(|w| w[0] < w[1]),
+            "cut points are strictly increasing and above 0"
+        );
+        self.intervals[dim] = at.len() as u32 + 1;
+        self.cuts[dim] = Some(at);
+    }
+
+    /// How each axis is cut, as a subspace's configuration keeps it (`Subspace::cuts`).
+    pub fn axis_cuts(&self) -> Vec<AxisCuts> {
+        (0..self.dimensions())
+            .map(|d| match &self.cuts[d] {
+                Some(at) => AxisCuts::At(at.clone()),
+                None => AxisCuts::Equal(self.intervals[d]),
+            })
+            .collect()
     }
 
     /// An ordered key subspace of `partitions` regions: equal slices of `domain` (key
@@ -112,6 +155,7 @@ impl Tessellation {
         }
         Tessellation {
             intervals: vec![partitions],
+            cuts: vec![None],
             domain,
             ordered_keys: true,
             ranges: None,
@@ -237,6 +281,9 @@ impl Tessellation {
         if let (Some(r), 0) = (&self.ranges, dim) {
             return r.starts.partition_point(|&s| s <= coordinate) as u32;
         }
+        if let Some(at) = &self.cuts[dim] {
+            return at.partition_point(|&s| s <= coordinate) as u32;
+        }
         match self.domain {
             Some((lo, hi)) if dim == 0 => {
                 let Some(c) = coordinate.checked_sub(lo) else {
@@ -259,6 +306,11 @@ impl Tessellation {
             let lo = if i == 0 { 0 } else { r.starts[i - 1] };
             let hi = r.starts.get(i).map_or(u64::MAX, |s| s - 1);
             return (lo, hi);
+        }
+        if let Some(at) = &self.cuts[dim] {
+            let i = i as usize;
+            let lo = if i == 0 { 0 } else { at[i - 1] };
+            return (lo, at.get(i).map_or(u64::MAX, |s| s - 1));
         }
         let (offset, span) = self.span(dim);
         let start = |i: u128| -> u128 { offset as u128 + (i * span).div_ceil(n) };
@@ -335,15 +387,47 @@ pub fn key_region(key_tessellation: &Tessellation, key: &tessera_types::Value) -
     key_tessellation.region_of(&[key_tessellation.key_coordinate(key)])
 }
 
-/// The tessellation of `subspace` of a space of `partitions`: equal cuts, an overlay's
-/// weighted ones, or a tag subspace's stretches of the tag curve times its spread. (An
-/// ordered key subspace has as many regions as a hashed one; [`tessellations`] places them.)
-pub fn tessellation_of(subspace: &Subspace, partitions: u32) -> Tessellation {
-    match (&subspace.overlay, subspace.tags) {
-        (Some(overlay), _) => Tessellation::weighted(&overlay.weights(), partitions),
-        (None, Some(curve)) => Tessellation::tags(curve, partitions),
-        (None, None) => Tessellation::new(subspace.dimensions.len(), partitions),
+/// The tessellation of `subspace` of `schema`: its own cuts if it has them; otherwise equal
+/// cuts (slices of a declared domain along its attribute's axes), an overlay's weighted ones,
+/// or a tag subspace's stretches of the tag curve times its spread. (An ordered key subspace
+/// has as many regions as a hashed one; [`tessellations`] places them.)
+pub fn tessellation_of(subspace: &Subspace, schema: &SpaceSchema) -> Tessellation {
+    let partitions = schema.partitions;
+    match (&subspace.overlay, subspace.tags, &subspace.cuts) {
+        (_, Some(curve), _) => Tessellation::tags(curve, partitions),
+        (_, None, Some(cuts)) => Tessellation::with_cuts(cuts),
+        (Some(overlay), None, None) => Tessellation::weighted(&overlay.weights(), partitions),
+        (None, None, None) => {
+            let mut t = Tessellation::new(subspace.dimensions.len(), partitions);
+            for (d, &a) in subspace.dimensions.iter().enumerate() {
+                if let Some((low, high)) = &schema.attribute(a).domain {
+                    t.cut_at(d, domain_cuts(low, high, t.intervals[d]));
+                }
+            }
+            t
+        }
     }
+}
+
+/// Where to cut an axis into `n` equal slices of the values from `low` to `high` (a declared
+/// domain; ints or floats): the coordinates of the values that start slices 2..=n, equal
+/// ones merged (an int domain narrower than `n` values has fewer slices).
+pub fn domain_cuts(low: &Value, high: &Value, n: u32) -> Vec<u64> {
+    let n = i128::from(n.max(1));
+    let starts = (1..n).map(|i| match (low, high) {
+        (Value::Int(lo), Value::Int(hi)) => {
+            let (lo, hi) = (i128::from(*lo), i128::from(*hi));
+            Value::Int((lo + i * (hi - lo + 1) / n) as i64)
+        }
+        (Value::Float(lo), Value::Float(hi)) => Value::Float(lo + (hi - lo) * i as f64 / n as f64),
+        _ => unreachable!("schema invariant: a domain is two ints or two floats"),
+    });
+    // The first slice stretches down from the domain's low end: no cut at or below it.
+    let first = crate::coordinate(low);
+    let mut at: Vec<u64> = starts.map(|v| crate::coordinate(&v)).collect();
+    at.dedup();
+    at.retain(|&c| c > first);
+    at
 }
 
 /// The tessellation of every subspace of `schema`, in subspace order (the key subspace first).
@@ -354,7 +438,7 @@ pub fn tessellations(schema: &SpaceSchema) -> Vec<Tessellation> {
     let mut all: Vec<Tessellation> = schema
         .subspaces
         .iter()
-        .map(|s| tessellation_of(s, schema.partitions))
+        .map(|s| tessellation_of(s, schema))
         .collect();
     if let Placement::Ordered { domain } = &schema.placement {
         let domain = domain.as_ref().map(|(from, to)| {
@@ -528,6 +612,66 @@ mod tests {
                     prop_assert!(crate::key_region(&t, &a) <= crate::key_region(&t, &b));
                 }
             }
+        }
+
+        /// Any cut points: the intervals of each axis tile it, every point lies in the bounds
+        /// of its region and of no other, and the region's cells name it back.
+        #[test]
+        fn any_cuts_tile_and_place_every_point_once(
+            axes in prop::collection::vec(prop_oneof![
+                (1u32..6).prop_map(AxisCuts::Equal),
+                prop::collection::btree_set(1u64.., 0..6)
+                    .prop_map(|at| AxisCuts::At(at.into_iter().collect())),
+                prop::collection::btree_set(prop_oneof![1u64..4, u64::MAX - 3..], 0..4)
+                    .prop_map(|at| AxisCuts::At(at.into_iter().collect())),
+            ], 1..4),
+            points in prop::collection::vec(prop::collection::vec(
+                prop_oneof![any::<u64>(), 0u64..5, u64::MAX - 5..], 4), 1..20),
+        ) {
+            let t = Tessellation::with_cuts(&axes);
+            prop_assert_eq!(t.axis_cuts(), axes.clone());
+            for (d, axis) in axes.iter().enumerate() {
+                prop_assert_eq!(u64::from(t.intervals(d)), axis.intervals());
+                let mut next = 0u64;
+                for i in 0..t.intervals(d) {
+                    let (lo, hi) = t.interval_bounds(d, i);
+                    prop_assert_eq!(lo, next);
+                    prop_assert!(lo <= hi);
+                    prop_assert_eq!((t.interval_of(d, lo), t.interval_of(d, hi)), (i, i));
+                    next = hi.wrapping_add(1);
+                }
+                prop_assert_eq!(next, 0, "the last interval ends at u64::MAX");
+            }
+            for p in &points {
+                let point = &p[..t.dimensions()];
+                let region = t.region_of(point);
+                let inside = |r: RegionIndex| {
+                    t.region_bounds(r).iter().zip(point).all(|((lo, hi), c)| lo <= c && c <= hi)
+                };
+                let holding: Vec<u32> =
+                    (0..t.regions_count()).filter(|&r| inside(RegionIndex(r))).collect();
+                prop_assert_eq!(holding, vec![region.0]);
+                prop_assert_eq!(t.region_at(&t.cells_of(region)), region);
+            }
+        }
+
+        /// A declared domain's cuts: strictly increasing, in value order, and every slice of
+        /// an int domain at least as wide as the domain allows holds some of its values.
+        #[test]
+        fn domain_cuts_slice_the_domain(lo in -1000i64..1000, width in 1i64..5000, n in 1u32..70) {
+            let (low, high) = (Value::Int(lo), Value::Int(lo + width));
+            let at = domain_cuts(&low, &high, n);
+            prop_assert!(at.windows(2).all(|w| w[0] < w[1]));
+            prop_assert!(at.len() < n.max(1) as usize);
+            prop_assert_eq!(at.len() as i64 + 1, (width + 1).min(i64::from(n)));
+            let t = Tessellation::with_cuts(&[AxisCuts::At(at)]);
+            let mut seen = vec![0u32; t.intervals(0) as usize];
+            for v in lo..=lo + width {
+                seen[t.interval_of(0, crate::coordinate(&Value::Int(v))) as usize] += 1;
+            }
+            prop_assert!(seen.iter().all(|&c| c > 0), "{:?}", seen);
+            let (min, max) = (seen.iter().min().unwrap(), seen.iter().max().unwrap());
+            prop_assert!(max - min <= 1, "equal slices: {:?}", seen);
         }
 
         #[test]

@@ -436,7 +436,11 @@ impl Store {
                 .subspaces
                 .iter()
                 .zip(&schema.subspaces)
-                .all(|(a, b)| a.dimensions == b.dimensions && (a.is_written() || !b.is_written()))
+                .all(|(a, b)| {
+                    a.dimensions == b.dimensions
+                        && a.cuts == b.cuts
+                        && (a.is_written() || !b.is_written())
+                })
             && old.schema.attributes == schema.attributes
             && old.schema.partitions == schema.partitions
             && old.schema.placement == schema.placement
@@ -1215,10 +1219,7 @@ mod tests {
     fn a_poisoned_store_refuses_writes_and_still_reads() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path(), StoreOptions::default()).unwrap();
-        let key = Attribute {
-            name: "k".into(),
-            ty: AttributeType::INT,
-        };
+        let key = Attribute::new("k", AttributeType::INT);
         let schema = SpaceSchema::new("s", key, vec![], vec![], 4, 0).unwrap();
         store.create_space(&schema).unwrap();
         let object = Object {
@@ -1264,10 +1265,7 @@ mod tests {
     fn region_entries_refuses_an_entry_that_is_not_where_its_object_belongs() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path(), StoreOptions::default()).unwrap();
-        let key = Attribute {
-            name: "k".into(),
-            ty: AttributeType::INT,
-        };
+        let key = Attribute::new("k", AttributeType::INT);
         let schema = SpaceSchema::new("s", key, vec![], vec![], 4, 0).unwrap();
         store.create_space(&schema).unwrap();
         let stored = StoredObject {

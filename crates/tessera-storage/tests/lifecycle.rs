@@ -389,6 +389,7 @@ fn alter_space_adds_and_drops_subspaces_durably() {
         state: tessera_types::SubspaceState::Building,
         overlay: None,
         tags: None,
+        cuts: None,
     });
     altered.subspaces[2].state = tessera_types::SubspaceState::Dropped;
     {

@@ -105,10 +105,7 @@ fn a_partial_match_reads_about_m_to_the_open_over_d_entries_per_region() {
 
     let dir = tempfile::tempdir().unwrap();
     let store = open(dir.path());
-    let attr = |name: &str| Attribute {
-        name: name.to_owned(),
-        ty: AttributeType::STRING,
-    };
+    let attr = |name: &str| Attribute::new(name.to_owned(), AttributeType::STRING);
     let names: Vec<String> = (0..3).map(|i| format!("a{i}")).collect();
     let schema = SpaceSchema::new(
         "h",

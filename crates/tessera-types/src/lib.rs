@@ -31,9 +31,9 @@ pub use object::{Object, StoredObject};
 pub use parse::{parse_space, parse_space_tolerating, ParseError};
 pub use predicate::{matches_all, CheckedPredicate, Predicate, PredicateError, PredicateOp};
 pub use schema::{
-    AttrIndex, Attribute, KeySplit, Placement, SchemaError, SortError, SpaceKind, SpaceSchema,
-    Subspace, SubspaceState, TagCurve, DOCUMENT_ATTRIBUTE, DOCUMENT_INDEX, FORMULA_ATTRIBUTE,
-    FORMULA_INDEX, UNISPACE,
+    AttrIndex, Attribute, AxisCuts, KeySplit, Placement, SchemaError, SortError, SpaceKind,
+    SpaceSchema, Subspace, SubspaceState, TagCurve, DOCUMENT_ATTRIBUTE, DOCUMENT_INDEX,
+    FORMULA_ATTRIBUTE, FORMULA_INDEX, UNISPACE,
 };
 pub use sort::{SortKey, SortValue};
 pub use value::{AttributeType, PrimitiveType, Value};

@@ -3,8 +3,8 @@
 //! ```text
 //! space hotels                      # comments run to the end of the line
 //! key id                            # untyped means string
-//! attributes string city, int stars, int price, set(string) tags, map(string, int) rooms
-//!                                   # (`attribute` too, as HyperDex accepts)
+//! attributes string city, int stars, int price in 0 to 100000, set(string) tags,
+//!            map(string, int) rooms # (`attribute` too, as HyperDex accepts)
 //! subspace city, price
 //! subspace stars
 //! create 64 partitions              # optional, default 64
@@ -29,6 +29,11 @@
 //! create 64 partitions
 //! tolerate 1 failure
 //! ```
+//!
+//! `in LOW to HIGH` after an int or float attribute declares its domain: the values it usually
+//! takes, where its axes are first cut (equal slices of the domain instead of the whole type;
+//! values outside it are accepted and fall in the first or last slice). Without one, the data
+//! decides where axes are cut (see tessera-geometry's tessellation).
 //!
 //! Every error names the line and column where it was found.
 
@@ -60,6 +65,8 @@ enum Token {
     RParen,
     Comma,
     Minus,
+    /// A number with a decimal point.
+    Decimal(f64),
     End,
 }
 
@@ -68,6 +75,7 @@ impl fmt::Display for Token {
         match self {
             Token::Word(w) => write!(f, "{w:?}"),
             Token::Number(n) => write!(f, "{n}"),
+            Token::Decimal(x) => write!(f, "{x}"),
             Token::LParen => f.write_str("'('"),
             Token::RParen => f.write_str("')'"),
             Token::Comma => f.write_str("','"),
@@ -126,6 +134,24 @@ fn tokenize(text: &str) -> Result<Vec<(Token, Pos)>, ParseError> {
                 } else {
                     break;
                 }
+            }
+            // A decimal (a float domain's end): digits '.' digits.
+            if chars.peek() == Some(&'.') {
+                digits.push('.');
+                chars.next();
+                column += 1;
+                while let Some(&c) = chars.peek().filter(|c| c.is_ascii_digit()) {
+                    digits.push(c);
+                    chars.next();
+                    column += 1;
+                }
+                let x = digits.parse::<f64>().map_err(|_| ParseError {
+                    line: pos.line,
+                    column: pos.column,
+                    message: format!("number {digits} is not a decimal"),
+                })?;
+                tokens.push((Token::Decimal(x), pos));
+                continue;
             }
             let n = digits.parse::<u64>().map_err(|_| ParseError {
                 line: pos.line,
@@ -311,6 +337,33 @@ impl Parser {
         }
     }
 
+    /// `in LOW to HIGH` after an attribute's name, if there: its domain. The values are
+    /// numbers as written (ints, or decimals); the attribute's type decides what they mean.
+    fn domain(&mut self) -> Result<Option<(Value, Value)>, ParseError> {
+        if !self.at_keyword("in") {
+            return Ok(None);
+        }
+        self.next();
+        let low = self.number("the domain's lowest value")?;
+        self.expect_keyword("to")?;
+        let high = self.number("the domain's highest value")?;
+        Ok(Some((low, high)))
+    }
+
+    /// A number, maybe negative: an int, or a float if written with a decimal point.
+    fn number(&mut self, what: &str) -> Result<Value, ParseError> {
+        let negative = *self.peek() == Token::Minus;
+        let sign = if negative { -1.0 } else { 1.0 };
+        match self.tokens.get(self.at + usize::from(negative)) {
+            Some((Token::Decimal(x), _)) => {
+                let x = *x;
+                self.at += 1 + usize::from(negative);
+                Ok(Value::Float(sign * x))
+            }
+            _ => self.integer(what).map(Value::Int),
+        }
+    }
+
     fn expect_end(&mut self) -> Result<(), ParseError> {
         match self.next() {
             (Token::End, _) => Ok(()),
@@ -374,16 +427,24 @@ impl Parser {
         match ty {
             Some(ty) => {
                 let (name, pos) = self.expect_word(what)?;
-                Ok((Attribute { name, ty }, pos))
+                Ok((Attribute::new(name, ty), pos))
             }
-            None => Ok((
-                Attribute {
-                    name: first,
-                    ty: AttributeType::STRING,
-                },
-                first_pos,
-            )),
+            None => Ok((Attribute::new(first, AttributeType::STRING), first_pos)),
         }
+    }
+}
+
+/// A domain written `in 1 to 5` for a float attribute means 1.0 to 5.0; other types keep
+/// the values as written (and are refused if they do not fit, by the schema's check).
+fn as_type_of(attribute: &Attribute, (low, high): (Value, Value)) -> (Value, Value) {
+    let float = |v: Value| match v {
+        Value::Int(i) => Value::Float(i as f64),
+        v => v,
+    };
+    if attribute.ty == AttributeType::Primitive(PrimitiveType::Float) {
+        (float(low), float(high))
+    } else {
+        (low, high)
     }
 }
 
@@ -444,7 +505,9 @@ pub fn parse_space_tolerating(
     if p.at_keyword("attributes") || p.at_keyword("attribute") {
         p.next();
         loop {
-            attributes.push(p.typed_name("an attribute name")?);
+            let (mut attribute, pos) = p.typed_name("an attribute name")?;
+            attribute.domain = p.domain()?.map(|d| as_type_of(&attribute, d));
+            attributes.push((attribute, pos));
             if *p.peek() == Token::Comma {
                 p.next();
             } else {
@@ -509,7 +572,10 @@ pub fn parse_space_tolerating(
         let pos = match &e {
             SchemaError::InvalidName(n) if *n == name => name_pos,
             SchemaError::KeyNotPrimitive { .. } => key_pos,
-            SchemaError::InvalidName(n) | SchemaError::DuplicateAttribute(n) => attr_positions
+            SchemaError::InvalidName(n)
+            | SchemaError::DuplicateAttribute(n)
+            | SchemaError::DomainNotOrdered { name: n, .. }
+            | SchemaError::BadAttributeDomain { name: n, .. } => attr_positions
                 .iter()
                 .zip(text_names(text, &attr_positions))
                 .filter(|(_, name)| name == n)
@@ -833,6 +899,33 @@ tolerate 1 failure
     }
 
     #[test]
+    fn domains_parse_print_and_refuse() {
+        let s = parse_space(
+            "space t key k attributes int price in 0 to 100000, float rating in 1 to 5.5, \
+             float t in -2.5 to 0.25, city subspace price",
+        )
+        .unwrap();
+        let domain = |i: usize| s.attributes[i].domain.clone();
+        assert_eq!(domain(1), Some((Value::Int(0), Value::Int(100_000))));
+        assert_eq!(domain(2), Some((Value::Float(1.0), Value::Float(5.5))));
+        assert_eq!(domain(3), Some((Value::Float(-2.5), Value::Float(0.25))));
+        assert_eq!(domain(4), None);
+        assert_eq!(parse_space(&s.to_string()).unwrap(), s);
+        let (l, c, m) = err("space t key k attributes int a in 5 to 5");
+        assert_eq!((l, c), (1, 30), "{m}");
+        assert!(m.contains("the first below the second"), "{m}");
+        let (_, _, m) = err("space t key k attributes int a in 1.5 to 5");
+        assert!(m.contains("the first below the second"), "{m}");
+        let (l, c, m) = err("space t key k attributes string a in 1 to 5");
+        assert_eq!((l, c), (1, 33), "{m}");
+        assert!(m.contains("only int and float"), "{m}");
+        let (_, _, m) = err("space t key k attributes int a in 1 5");
+        assert!(m.contains("expected \"to\""), "{m}");
+        let (_, _, m) = err("space t key k attributes int a in x to 5");
+        assert!(m.contains("lowest value"), "{m}");
+    }
+
+    #[test]
     fn errors_name_line_and_column() {
         let (l, c, m) = err("space t\nkey k\nattributes int a,\n  bogus(int) b");
         assert_eq!((l, c), (4, 8), "{m}");
@@ -902,6 +995,18 @@ mod properties {
                     .map(|(i, &ty)| Attribute {
                         name: format!("a{i}"),
                         ty,
+                        // Some ordered attributes declare a domain (`in LOW to HIGH`).
+                        domain: match (ty, (seed >> (48 + i)) & 1) {
+                            (AttributeType::Primitive(PrimitiveType::Int), 1) => Some((
+                                Value::Int(-((seed % 89) as i64)),
+                                Value::Int((seed % 100_000) as i64),
+                            )),
+                            (AttributeType::Primitive(PrimitiveType::Float), 1) => Some((
+                                Value::Float(-((seed % 89) as f64) / 4.0),
+                                Value::Float((seed % 1000) as f64 / 8.0 + 0.5),
+                            )),
+                            _ => None,
+                        },
                     })
                     .collect();
                 let dims: Vec<String> = attributes
@@ -923,10 +1028,7 @@ mod properties {
                 }
                 let schema = SpaceSchema::new(
                     "s",
-                    Attribute {
-                        name: "k".into(),
-                        ty: AttributeType::Primitive(key),
-                    },
+                    Attribute::new("k", AttributeType::Primitive(key)),
                     attributes,
                     subspaces,
                     partitions,

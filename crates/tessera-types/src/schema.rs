@@ -25,6 +25,71 @@ impl AttrIndex {
 pub struct Attribute {
     pub name: String,
     pub ty: AttributeType,
+    /// The values an int or float attribute is declared to take (`int price in 0 to 100000`,
+    /// both ends included): its axes are first cut into equal slices of this range rather than
+    /// of the whole type. Values outside it are still accepted (they fall in the first or last
+    /// interval). `None`: the data decides where to cut.
+    pub domain: Option<(Value, Value)>,
+}
+
+impl Attribute {
+    /// An attribute without a declared domain.
+    pub fn new(name: impl Into<String>, ty: AttributeType) -> Attribute {
+        Attribute {
+            name: name.into(),
+            ty,
+            domain: None,
+        }
+    }
+
+    /// Whether `domain` fits this attribute: an int or float attribute, two values of its type
+    /// (no NaN), the first below the second.
+    fn check_domain(&self) -> Result<(), SchemaError> {
+        let Some((low, high)) = &self.domain else {
+            return Ok(());
+        };
+        let ordered = matches!(
+            self.ty,
+            AttributeType::Primitive(PrimitiveType::Int | PrimitiveType::Float)
+        );
+        if !ordered {
+            return Err(SchemaError::DomainNotOrdered {
+                name: self.name.clone(),
+                ty: self.ty,
+            });
+        }
+        let typed = |v: &Value| v.primitive_type() == self.ty.as_primitive() && !v.contains_nan();
+        if !typed(low) || !typed(high) || low >= high {
+            return Err(SchemaError::BadAttributeDomain {
+                name: self.name.clone(),
+                low: low.clone(),
+                high: high.clone(),
+            });
+        }
+        Ok(())
+    }
+}
+
+/// How one axis of a subspace is cut into intervals (tessera-geometry's `Tessellation`).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum AxisCuts {
+    /// `n` equal slices of the whole axis: a hashed string axis (hashes are uniform already).
+    Equal(u32),
+    /// Cut at these coordinates, strictly increasing and above 0: interval `i` runs from
+    /// `at[i - 1]` (0 for the first) up to the next cut point (`u64::MAX` for the last), so
+    /// there are `at.len() + 1` intervals. Chosen from the data's quantiles, or from a
+    /// declared domain.
+    At(Vec<u64>),
+}
+
+impl AxisCuts {
+    /// How many intervals the axis has.
+    pub fn intervals(&self) -> u64 {
+        match self {
+            AxisCuts::Equal(n) => u64::from(*n),
+            AxisCuts::At(at) => at.len() as u64 + 1,
+        }
+    }
 }
 
 /// An ordered set of attributes spanning one hyperspace. Its dimensions are primitives.
@@ -39,6 +104,10 @@ pub struct Subspace {
     /// objects by their tags: its dimensions are the tags attribute and the key, which
     /// tessera-geometry maps to a position on the curve and a spread slot. `None` elsewhere.
     pub tags: Option<TagCurve>,
+    /// Where each of its axes is cut, one entry per dimension, when the data (or a re-cut)
+    /// chose them. `None`: the default grid (equal slices, or a declared domain's). A
+    /// subspace's cuts never change: a re-cut builds a new subspace beside it.
+    pub cuts: Option<Vec<AxisCuts>>,
 }
 
 /// How a tagged placement places tags: a Hilbert curve through `axes` tag axes, each of its
@@ -71,6 +140,7 @@ impl Subspace {
             state: SubspaceState::Serving,
             overlay: None,
             tags: None,
+            cuts: None,
         }
     }
 
@@ -81,6 +151,7 @@ impl Subspace {
             state: SubspaceState::Serving,
             overlay: None,
             tags: Some(curve),
+            cuts: None,
         }
     }
 
@@ -91,6 +162,7 @@ impl Subspace {
             state: SubspaceState::Serving,
             overlay: Some(overlay),
             tags: None,
+            cuts: None,
         }
     }
 
@@ -102,6 +174,40 @@ impl Subspace {
     /// Whether searches may use it.
     pub fn is_searchable(&self) -> bool {
         self.state == SubspaceState::Serving
+    }
+
+    /// Whether its cuts are well formed, for a subspace from the network: one entry per
+    /// dimension, every axis into at least one interval, cut points
+    /// strictly increasing and above 0, and at most [`PARTITIONS_MAX`] regions in all.
+    pub fn check_cuts(&self) -> Result<(), SchemaError> {
+        let Some(cuts) = &self.cuts else {
+            return Ok(());
+        };
+        let bad = |why: &str| Err(SchemaError::BadCuts(why.to_owned()));
+        if cuts.len() != self.dimensions.len() {
+            return bad("one axis of cuts per dimension");
+        }
+        if self.tags.is_some() {
+            return bad("a tag subspace is cut along its curve, not by cut points");
+        }
+        let mut regions = 1u64;
+        for axis in cuts {
+            match axis {
+                AxisCuts::Equal(0) => return bad("an axis has at least one interval"),
+                AxisCuts::At(at) if at.first() == Some(&0) => {
+                    return bad("cut points lie above 0 (the first interval starts there)")
+                }
+                AxisCuts::At(at) if at.windows(2).any(|w| w[0] >= w[1]) => {
+                    return bad("cut points are strictly increasing")
+                }
+                _ => {}
+            }
+            regions = regions.saturating_mul(axis.intervals());
+        }
+        if regions > u64::from(PARTITIONS_MAX) {
+            return bad("more regions than a space may have partitions");
+        }
+        Ok(())
     }
 }
 
@@ -264,6 +370,16 @@ pub enum SchemaError {
     TaggedAdapt(String),
     #[error("space {0:?}: its subspaces do not match its placement (a tag subspace exactly when tagged)")]
     PlacementMismatch(String),
+    #[error("attribute {name:?} of type {ty} has a domain: only int and float attributes are ordered (strings are hashed)")]
+    DomainNotOrdered { name: String, ty: AttributeType },
+    #[error("attribute {name:?} in {low} to {high}: a domain is two values of the attribute's type, the first below the second")]
+    BadAttributeDomain {
+        name: String,
+        low: Value,
+        high: Value,
+    },
+    #[error("bad cuts: {0}")]
+    BadCuts(String),
 }
 
 /// Why a sorted search cannot order by the attribute it names.
@@ -352,6 +468,7 @@ impl SpaceSchema {
             if all[..i].iter().any(|b| b.name == a.name) {
                 return Err(SchemaError::DuplicateAttribute(a.name.clone()));
             }
+            a.check_domain()?;
         }
         if subspaces.len() + 1 > SUBSPACES_MAX {
             return Err(SchemaError::TooManySubspaces {
@@ -390,10 +507,7 @@ impl SpaceSchema {
         partitions: u32,
         tolerate: u32,
     ) -> Result<SpaceSchema, SchemaError> {
-        let document = Attribute {
-            name: DOCUMENT_ATTRIBUTE.to_owned(),
-            ty: AttributeType::Document,
-        };
+        let document = Attribute::new(DOCUMENT_ATTRIBUTE.to_owned(), AttributeType::Document);
         if key.name == DOCUMENT_ATTRIBUTE || key.name == FORMULA_ATTRIBUTE {
             return Err(SchemaError::DuplicateAttribute(key.name));
         }
@@ -403,10 +517,10 @@ impl SpaceSchema {
         // Validated as a typed space of the same key, then given its document and unispace.
         let mut schema = SpaceSchema::new(name, key, vec![], vec![], partitions, tolerate)?;
         schema.attributes.push(document);
-        schema.attributes.push(Attribute {
-            name: FORMULA_ATTRIBUTE.to_owned(),
-            ty: AttributeType::Primitive(PrimitiveType::String),
-        });
+        schema.attributes.push(Attribute::new(
+            FORMULA_ATTRIBUTE.to_owned(),
+            AttributeType::Primitive(PrimitiveType::String),
+        ));
         schema
             .subspaces
             .push(Subspace::serving(vec![DOCUMENT_INDEX; dimensions as usize]));
@@ -534,6 +648,15 @@ impl SpaceSchema {
         } else {
             Err(SchemaError::PlacementMismatch(self.name.clone()))
         }
+    }
+
+    /// Whether the attributes' domains and the subspaces' cuts are well formed, for a schema
+    /// from the network (a configuration): see [`Subspace::check_cuts`].
+    pub fn check_cuts(&self) -> Result<(), SchemaError> {
+        for a in &self.attributes {
+            a.check_domain()?;
+        }
+        self.subspaces.iter().try_for_each(Subspace::check_cuts)
     }
 
     /// The tag subspace of a tagged space.
@@ -665,6 +788,9 @@ impl fmt::Display for SpaceSchema {
                     f.write_str(", ")?;
                 }
                 write!(f, "{} {}", a.ty, a.name)?;
+                if let Some((low, high)) = &a.domain {
+                    write!(f, " in {low} to {high}")?;
+                }
             }
             writeln!(f)?;
         }

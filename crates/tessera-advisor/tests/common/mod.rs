@@ -28,18 +28,12 @@ pub fn space(
     let mut attributes: Vec<Attribute> = types
         .iter()
         .enumerate()
-        .map(|(i, &ty)| Attribute {
-            name: format!("a{}", i + 1),
-            ty: AttributeType::Primitive(ty),
-        })
+        .map(|(i, &ty)| Attribute::new(format!("a{}", i + 1), AttributeType::Primitive(ty)))
         .collect();
     attributes.extend(extra);
     SpaceSchema::new(
         "t",
-        Attribute {
-            name: "k".into(),
-            ty: key,
-        },
+        Attribute::new("k", key),
         attributes,
         vec![],
         partitions,

@@ -7,10 +7,7 @@ use tessera_types::{Attribute, AttributeType, Object, SpaceSchema, Value, Versio
 
 /// `space people key string id attributes int a, int b, string s subspace a, b subspace s`.
 pub fn people(name: &str, partitions: u32) -> SpaceSchema {
-    let attr = |name: &str, ty| Attribute {
-        name: name.to_owned(),
-        ty,
-    };
+    let attr = |name: &str, ty| Attribute::new(name.to_owned(), ty);
     SpaceSchema::new(
         name,
         attr("id", AttributeType::STRING),

@@ -1,0 +1,319 @@
+//! Where to cut a subspace's axes so that its regions hold about equal shares of the objects.
+//!
+//! Equal slices of the whole `u64` axis put every real price, timestamp or age into one slice.
+//! So an ordered (int, float) axis is cut at its values' quantiles, as the statistics the
+//! servers keep estimate them ([`Sketch`]); a hashed (string) axis keeps equal slices, since
+//! hashes are uniform already. How many intervals each axis gets follows the grid's rule
+//! (about `R^(1/d)` each, the product close to `R`), except that an axis never gets more
+//! intervals than it has distinct values: the regions that would stay empty go to the other
+//! axes instead (a subspace over `stars` with five values has five regions).
+
+use tessera_types::{AxisCuts, PrimitiveType, Value};
+
+use crate::statistics::Sketch;
+
+/// What is known of one axis's values when its subspace is cut.
+#[derive(Clone, Copy, Debug)]
+pub enum AxisData<'a> {
+    /// A hashed (string) axis.
+    Hashed,
+    /// An ordered axis of `ty` (int or float), and the statistics of its values.
+    Ordered {
+        ty: PrimitiveType,
+        values: &'a Sketch,
+    },
+}
+
+/// Cut points for a subspace whose axes are `axes`, asked for about `partitions` regions:
+/// ordered axes at their quantiles, hashed ones in equal slices. The result passes
+/// `Subspace::check_cuts`.
+pub fn cuts_from_data(axes: &[AxisData], partitions: u32) -> Vec<AxisCuts> {
+    let mut caps: Vec<u64> = axes.iter().map(|a| cap(a, partitions)).collect();
+    // Ties can leave an axis fewer intervals than it was given (cut points merge): once its
+    // real count is known, the other axes may take the regions it could not use.
+    let mut cuts = Vec::new();
+    for _ in 0..2 {
+        let counts = interval_counts(&caps, partitions);
+        cuts = axes
+            .iter()
+            .zip(&counts)
+            .map(|(axis, &n)| cut_axis(axis, n))
+            .collect();
+        caps = cuts.iter().map(AxisCuts::intervals).collect();
+    }
+    cuts
+}
+
+/// How much fuller than the mean a subspace's fullest region may grow before it is re-cut.
+pub const RECUT_FACTOR: f64 = 2.0;
+
+/// How much a re-cut must shrink the fullest region's share to be worth its cost (a rebuild of
+/// the subspace): to at most this fraction of what it is.
+pub const RECUT_GAIN: f64 = 0.75;
+
+/// Whether a subspace whose regions hold `counts` objects (each region's, as its leader counts
+/// them) is out of balance: at least `min_objects` in all, and the fullest region holding more
+/// than [`RECUT_FACTOR`] times the mean.
+pub fn out_of_balance(counts: &[u64], min_objects: u64) -> bool {
+    let total: u64 = counts.iter().sum();
+    let fullest = counts.iter().copied().max().unwrap_or(0);
+    total >= min_objects.max(1)
+        && fullest as f64 > RECUT_FACTOR * total as f64 / counts.len() as f64
+}
+
+/// The share of the objects the fullest region of a subspace cut at `cuts` would hold, as the
+/// statistics of `axes` predict it: per axis, the fullest interval's share of the values
+/// (hashed axes evenly), multiplied as if the axes were independent.
+pub fn predicted_fullest_share(axes: &[AxisData], cuts: &[AxisCuts]) -> f64 {
+    axes.iter()
+        .zip(cuts)
+        .map(|(axis, cut)| fullest_interval_share(axis, cut))
+        .product()
+}
+
+/// The share of an axis's values its fullest interval holds.
+fn fullest_interval_share(axis: &AxisData, cut: &AxisCuts) -> f64 {
+    let AxisData::Ordered { ty, values } = axis else {
+        return 1.0 / cut.intervals() as f64;
+    };
+    // Equal slices of an ordered axis are cuts like any other.
+    let t = crate::Tessellation::with_cuts(std::slice::from_ref(cut));
+    let at: Vec<u64> = (1..t.intervals(0))
+        .map(|i| t.interval_bounds(0, i).0)
+        .collect();
+    // Interval i holds the values from bound i to just below bound i + 1.
+    let bounds: Vec<Option<f64>> = std::iter::once(None)
+        .chain(at.iter().map(|&c| Some(value_of(*ty, c))))
+        .chain(std::iter::once(None))
+        .collect();
+    bounds
+        .windows(2)
+        .map(|w| {
+            let below_next = w[1].map(|next| below(*ty, next));
+            values.fraction_between(w[0], below_next)
+        })
+        .fold(0.0, f64::max)
+}
+
+/// The largest value of type `ty` below `x`: where an interval ending at `x` ends.
+fn below(ty: PrimitiveType, x: f64) -> f64 {
+    match ty {
+        PrimitiveType::Int => x - 1.0,
+        _ => f64::from_bits(x.to_bits().wrapping_sub(1)).min(x),
+    }
+}
+
+/// The value of type `ty` at coordinate `c` (the inverse of `crate::coordinate`).
+fn value_of(ty: PrimitiveType, c: u64) -> f64 {
+    const SIGN: u64 = 1 << 63;
+    match ty {
+        PrimitiveType::Int => ((c ^ SIGN) as i64) as f64,
+        _ => f64::from_bits(if c & SIGN != 0 { c ^ SIGN } else { !c }),
+    }
+}
+
+/// Whether re-cutting a subspace from its cuts `now` to `new` pays: the predicted fullest
+/// share falls to at most [`RECUT_GAIN`] of today's.
+pub fn recut_pays(axes: &[AxisData], now: &[AxisCuts], new: &[AxisCuts]) -> bool {
+    predicted_fullest_share(axes, new) <= RECUT_GAIN * predicted_fullest_share(axes, now)
+}
+
+/// The most intervals worth giving an axis: no more than its distinct values.
+fn cap(axis: &AxisData, partitions: u32) -> u64 {
+    match axis {
+        AxisData::Hashed => u64::from(partitions),
+        AxisData::Ordered { values, .. } => values.distinct().clamp(1, u64::from(partitions)),
+    }
+}
+
+/// Intervals per axis: the fewest-intervals axis that may still grow grows by one, as long
+/// as the product stays within `partitions` (so axes stay within one of each other unless
+/// capped).
+pub fn interval_counts(caps: &[u64], partitions: u32) -> Vec<u32> {
+    let mut counts = vec![1u64; caps.len()];
+    let product = |c: &[u64]| c.iter().fold(1u64, |p, &n| p.saturating_mul(n));
+    loop {
+        let growable = (0..counts.len()).filter(|&d| counts[d] < caps[d]);
+        let Some(d) = growable.min_by_key(|&d| counts[d]) else {
+            break;
+        };
+        let mut grown = counts.clone();
+        grown[d] += 1;
+        if product(&grown) > u64::from(partitions) {
+            break;
+        }
+        counts = grown;
+    }
+    counts.into_iter().map(|n| n as u32).collect()
+}
+
+/// One axis in `n` intervals: a hashed one in equal slices, an ordered one at its quantiles
+/// (merged where they tie).
+fn cut_axis(axis: &AxisData, n: u32) -> AxisCuts {
+    let AxisData::Ordered { ty, values } = axis else {
+        return AxisCuts::Equal(n);
+    };
+    let mut at: Vec<u64> = values
+        .cut_quantiles(n)
+        .into_iter()
+        .filter(|q| q.is_finite())
+        .map(|q| crate::coordinate(&value_at(*ty, q)))
+        .collect();
+    at.sort_unstable();
+    at.dedup();
+    at.retain(|&c| c > 0);
+    AxisCuts::At(at)
+}
+
+/// The value of type `ty` nearest `q`, where an interval of an axis of `ty` starts.
+fn value_at(ty: PrimitiveType, q: f64) -> Value {
+    match ty {
+        // `as` saturates at the ends of i64.
+        PrimitiveType::Int => Value::Int(q.round() as i64),
+        _ => Value::Float(q),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Tessellation;
+    use proptest::prelude::*;
+
+    #[test]
+    fn counts_follow_the_grid_and_the_caps() {
+        let free = u64::MAX;
+        assert_eq!(interval_counts(&[free], 64), vec![64]);
+        assert_eq!(interval_counts(&[free, free], 64), vec![8, 8]);
+        assert_eq!(interval_counts(&[free, free, free], 64), vec![4, 4, 4]);
+        // Five values on the first axis: the second takes what the first cannot use.
+        assert_eq!(interval_counts(&[5, free], 64), vec![5, 12]);
+        assert_eq!(interval_counts(&[1, 1], 64), vec![1, 1]);
+        assert_eq!(interval_counts(&[free, free], 1), vec![1, 1]);
+    }
+
+    /// Values from the distributions users have, drawn from a seed (no randomness in the
+    /// module under test; a small xorshift here).
+    fn draw(kind: u8, n: usize, mut seed: u64) -> Vec<Value> {
+        let mut uniform = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed >> 11) as f64 / (1u64 << 53) as f64
+        };
+        (0..n)
+            .map(|_| match kind {
+                // Log-normal prices in cents around 5 000 (Box-Muller).
+                0 => {
+                    let (u, v) = (uniform().max(1e-12), uniform());
+                    let z = (-2.0 * u.ln()).sqrt() * (2.0 * std::f64::consts::PI * v).cos();
+                    Value::Int((8.5 + 0.9 * z).exp() as i64)
+                }
+                // Unix seconds within the last year.
+                1 => Value::Int(1_760_000_000 + (uniform() * 31_536_000.0) as i64),
+                // Ages 0-99.
+                2 => Value::Int((uniform() * 100.0) as i64),
+                // Ratings 1.0-5.0 in tenths.
+                _ => Value::Float(1.0 + (uniform() * 40.0).round() / 10.0),
+            })
+            .collect()
+    }
+
+    fn sketch(values: &[Value]) -> Sketch {
+        let mut s = Sketch::new();
+        values.iter().for_each(|v| s.insert(v));
+        s
+    }
+
+    #[test]
+    fn balance_and_gain() {
+        assert!(!out_of_balance(&[10, 10, 10, 10], 1));
+        assert!(out_of_balance(&[100, 10, 10, 10], 1));
+        assert!(
+            !out_of_balance(&[100, 10, 10, 10], 1000),
+            "too few objects to bother"
+        );
+        assert!(!out_of_balance(&[], 0));
+        // Prices all in one slice of the whole axis: a re-cut at their quantiles pays; the
+        // same cuts again do not.
+        let prices = draw(0, 5000, 7);
+        let stats = sketch(&prices);
+        let axes = [AxisData::Ordered {
+            ty: PrimitiveType::Int,
+            values: &stats,
+        }];
+        let equal = Tessellation::new(1, 16).axis_cuts();
+        assert!(predicted_fullest_share(&axes, &equal) > 0.99);
+        let fitted = cuts_from_data(&axes, 16);
+        let share = predicted_fullest_share(&axes, &fitted);
+        assert!(share < 2.0 / 16.0, "{share}");
+        assert!(recut_pays(&axes, &equal, &fitted));
+        assert!(!recut_pays(&axes, &fitted, &fitted));
+        // Coordinates back to values.
+        for v in [-5i64, 0, 7, i64::MAX, i64::MIN] {
+            assert_eq!(
+                value_of(PrimitiveType::Int, crate::coordinate(&Value::Int(v))),
+                v as f64
+            );
+        }
+        for x in [-2.5f64, 0.0, 1e300, -1e-300, 3.25] {
+            assert_eq!(
+                value_of(PrimitiveType::Float, crate::coordinate(&Value::Float(x))),
+                x
+            );
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(24))]
+
+        /// Cut by their own statistics, real-looking values fill every region of a 1-D
+        /// subspace, the fullest with at most twice the mean (counted here by brute force).
+        #[test]
+        fn quantile_cuts_spread_real_values(kind in 0u8..3, seed in 1u64.., partitions in 2u32..80) {
+            let values = draw(kind, 20_000, seed);
+            let stats = sketch(&values);
+            let cuts = cuts_from_data(&[AxisData::Ordered { ty: PrimitiveType::Int, values: &stats }], partitions);
+            let t = Tessellation::with_cuts(&cuts);
+            let mut held = vec![0usize; t.regions_count() as usize];
+            for v in &values {
+                held[t.region_of(&[crate::coordinate(v)]).0 as usize] += 1;
+            }
+            let distinct: std::collections::BTreeSet<i64> =
+                values.iter().map(|v| match v { Value::Int(i) => *i, _ => unreachable!() }).collect();
+            prop_assert!(held.iter().all(|&n| n > 0), "an empty region: {:?}", held);
+            prop_assert!(t.regions_count() <= partitions);
+            prop_assert_eq!(t.regions_count() as usize, (partitions as usize).min(distinct.len()));
+            let mean = values.len() as f64 / held.len() as f64;
+            let fullest = *held.iter().max().unwrap() as f64;
+            // Ages: 100 values of 200 objects each cannot split more finely than one value.
+            let bound = if kind == 2 { 2.0 * mean + 200.0 } else { 2.0 * mean };
+            prop_assert!(fullest <= bound, "fullest {} against mean {}: {:?}", fullest, mean, held);
+        }
+
+        /// Two ordered axes (ages and ratings, independent): every region holds objects and
+        /// the fullest at most twice the mean; a hashed third axis keeps equal slices.
+        #[test]
+        fn two_ordered_axes_and_a_hashed_one(seed in 1u64..) {
+            let ages = draw(2, 20_000, seed);
+            let ratings = draw(3, 20_000, seed.rotate_left(17) | 1);
+            let (a, r) = (sketch(&ages), sketch(&ratings));
+            let cuts = cuts_from_data(&[
+                AxisData::Ordered { ty: PrimitiveType::Int, values: &a },
+                AxisData::Ordered { ty: PrimitiveType::Float, values: &r },
+                AxisData::Hashed,
+            ], 64);
+            prop_assert_eq!(&cuts[2], &AxisCuts::Equal(cuts[2].intervals() as u32));
+            let t = Tessellation::with_cuts(&cuts[..2]);
+            prop_assert!(u64::from(t.regions_count()) * cuts[2].intervals() >= 48, "{:?}", cuts);
+            let mut held = vec![0usize; t.regions_count() as usize];
+            for (age, rating) in ages.iter().zip(&ratings) {
+                let point = [crate::coordinate(age), crate::coordinate(rating)];
+                held[t.region_of(&point).0 as usize] += 1;
+            }
+            let mean = ages.len() as f64 / held.len() as f64;
+            prop_assert!(held.iter().all(|&n| n > 0), "an empty region: {:?}", held);
+            prop_assert!(*held.iter().max().unwrap() as f64 <= 2.0 * mean, "{:?}", held);
+        }
+    }
+}
