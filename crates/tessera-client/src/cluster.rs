@@ -22,7 +22,7 @@ use futures::StreamExt;
 use tessera_protocol::constants::KEYS_PER_REQUEST_MAX;
 use tessera_protocol::{
     Configuration, CoordinatorStatus, KeyRegionLoad, RegionCount, Request, Response, ServerState,
-    SortOrder, SpaceTrace, WireObject,
+    SortOrder, SpaceStatistics, SpaceTrace, WireObject,
 };
 use tessera_types::{Epoch, Funcall, Object, Predicate, ServerId, SpaceSchema, SubspaceId, Value};
 use tokio::time::Instant;
@@ -637,6 +637,26 @@ impl Cluster {
             Response::RegionCounts(counts) => {
                 Ok(counts.into_iter().map(|c| (c.region, c)).collect())
             }
+            other => Err(other),
+        })
+        .await
+    }
+
+    /// The statistics of `space` from each server leading some of its key regions (see
+    /// `Request::Statistics`), one part per server.
+    pub(crate) async fn statistics(
+        &self,
+        space: &str,
+    ) -> Result<Vec<SpaceStatistics>, ClientError> {
+        let request = Request::Statistics {
+            space: space.to_owned(),
+        };
+        self.ask_leaders(space, SubspaceId::KEY, request, |response| match response {
+            // One item per server, under its first region (a server leading none sends none).
+            Response::Statistics(part) => Ok(match part.regions.first() {
+                Some(&first) => vec![(first, part)],
+                None => Vec::new(),
+            }),
             other => Err(other),
         })
         .await

@@ -112,8 +112,8 @@ pub use routing::{key_leaders, plan_search, search_contacts, Fanout};
 pub use tessera_protocol::{
     Adaptation, AdaptationRecord, Build, Configuration, Constraint, CoordinatorStatus,
     ExplainedPart, Explanation, KeyRegionLoad, ModelConstants, RegionCount, RequestShape,
-    ServerInfo, ServerState, ShapeCount, SortOrder, SpaceChange, SpaceConfig, SpaceTrace, Status,
-    WriteMode,
+    ServerInfo, ServerState, ShapeCount, SortOrder, SpaceChange, SpaceConfig, SpaceStatistics,
+    SpaceTrace, Status, WriteMode,
 };
 pub use tessera_types::{
     ByteString, DocValue, Document, FormulaSpec, Funcall, FuncallOp, NumOp, Predicate, PredicateOp,
@@ -1130,6 +1130,37 @@ impl Client {
             },
             Mode::Cluster(c) => c.region_counts(space, subspace).await,
         }
+    }
+
+    /// Statistics of the values of every attribute of `space` (count, distinct values,
+    /// smallest, largest, quantiles), merged from the servers leading its key regions (each
+    /// reads the objects of its regions); in a cluster, the regions whose leader did not
+    /// answer are missing from `regions`. Statistics from a server that do not pass their
+    /// check are refused (`Malformed`).
+    pub async fn statistics(&self, space: &str) -> Result<SpaceStatistics, ClientError> {
+        let parts = match &self.mode {
+            Mode::Standalone(s) => {
+                let request = Request::Statistics {
+                    space: space.to_owned(),
+                };
+                match s.call(request).await? {
+                    Response::Statistics(part) => vec![part],
+                    other => return Err(unexpected(other)),
+                }
+            }
+            Mode::Cluster(c) => c.statistics(space).await?,
+        };
+        let attributes = self.describe_space(space).await?.attributes.len();
+        let mut merged = SpaceStatistics::empty(attributes);
+        for part in parts {
+            part.check(attributes)
+                .map_err(|message| ClientError::Server {
+                    status: Status::Malformed,
+                    message: format!("statistics from a server: {message}"),
+                })?;
+            merged.merge(&part);
+        }
+        Ok(merged)
     }
 
     /// Splits key region `region` of the ordered space `space` at the key `at`: the keys

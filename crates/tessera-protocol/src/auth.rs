@@ -56,7 +56,8 @@ impl Request {
             | Request::Explain { .. }
             | Request::Trace { .. }
             | Request::KeyRegionLoads { .. }
-            | Request::RegionCounts { .. } => Access::Role(Role::Read),
+            | Request::RegionCounts { .. }
+            | Request::Statistics { .. } => Access::Role(Role::Read),
             Request::Put { .. }
             | Request::Del { .. }
             | Request::GroupDel { .. }
@@ -320,6 +321,7 @@ mod tests {
                 Some(Role::Read),
             ),
             (Request::KeyRegionLoads { space: space() }, Some(Role::Read)),
+            (Request::Statistics { space: space() }, Some(Role::Read)),
             (
                 Request::RegionCounts {
                     space: space(),

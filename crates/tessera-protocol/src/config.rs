@@ -12,7 +12,7 @@ use tessera_geometry::{
 };
 use tessera_types::{
     constants::{FORMULAS_MAX, KEY_SPLITS_MAX, SHAPES_MAX, SUBSPACES_MAX},
-    CheckedPredicate, DocumentError, Epoch, Formula, FormulaError, FormulaSpec, KeySplit,
+    AxisCuts, CheckedPredicate, DocumentError, Epoch, Formula, FormulaError, FormulaSpec, KeySplit,
     SchemaError, ServerId, Shape, SpaceKind, SpaceSchema, Subspace, SubspaceId, SubspaceState,
     Value, DEFAULT_FORMULA,
 };
@@ -173,6 +173,9 @@ pub struct Build {
     pub since: u64,
     /// The key regions backfilled so far, ascending.
     pub done: Vec<u32>,
+    /// The subspace this one replaces when built (a re-cut, [`SpaceChange::RecutSubspace`]):
+    /// it is dropped in the epoch that makes this one serve.
+    pub replaces: Option<SubspaceId>,
 }
 
 /// A key region a server finished backfilling, as it reports it (see [`Build`]).
@@ -219,6 +222,10 @@ pub enum SpaceChange {
     /// `tessera_types::KeySplit`): the keys from `at` up take a new region with the same
     /// replica set, which the coordinators' balancing may then move by state transfer.
     SplitKeyRegion { region: u32, at: Value },
+    /// Cuts subspace `subspace` again, at `cuts` (one entry per dimension): a new subspace over
+    /// the same attributes, cut so, is built beside it (see [`Build`]) and replaces it once
+    /// built, in the epoch that makes it serve. The old one serves searches until then.
+    RecutSubspace { subspace: u16, cuts: Vec<AxisCuts> },
 }
 
 impl SpaceChange {
@@ -252,6 +259,7 @@ impl SpaceChange {
             SpaceChange::SplitKeyRegion { at, .. } => {
                 postcard::to_allocvec(at).map_or(usize::MAX, |v| v.len())
             }
+            SpaceChange::RecutSubspace { .. } => 0,
         }
     }
 }
@@ -299,6 +307,8 @@ pub enum AlterError {
     RegionBusy(u32),
     #[error("the space's key regions were split {KEY_SPLITS_MAX} times, the most a space may be")]
     TooManySplits,
+    #[error("subspace {0} cannot be re-cut: only a serving subspace of a typed space's attributes is (not the key's, nor a tag subspace)")]
+    NotRecuttable(u16),
 }
 
 /// A member of a region's replica set that joined it by the transfer `since` names (the epoch
@@ -354,7 +364,7 @@ impl SpaceConfig {
             .subspaces
             .iter()
             .map(|s| {
-                let regions = tessellation_of(s, schema.partitions).regions_count();
+                let regions = tessellation_of(s, &schema).regions_count();
                 vec![servers.to_vec(); regions as usize]
             })
             .collect();
@@ -435,6 +445,7 @@ impl SpaceConfig {
                     state: SubspaceState::Building,
                     overlay: None,
                     tags: None,
+                    cuts: None,
                 }))
             }
             SpaceChange::DropSubspace { subspace } => {
@@ -477,6 +488,9 @@ impl SpaceConfig {
                 self.check_split(*region, at)?;
                 Ok(None)
             }
+            SpaceChange::RecutSubspace { subspace, cuts } => {
+                self.check_recut(*subspace, cuts).map(Some)
+            }
             SpaceChange::AddShape(_)
             | SpaceChange::ShapeReady(_)
             | SpaceChange::AddFormula(_)
@@ -484,6 +498,31 @@ impl SpaceConfig {
                 unreachable!("answered above")
             }
         }
+    }
+
+    /// The subspace that re-cuts `subspace` at `cuts` (see [`SpaceChange::RecutSubspace`]),
+    /// if it may: a serving subspace of attributes (not the key's, not a tag subspace), no
+    /// build under way, a free subspace id, cuts the tessellation can use.
+    fn check_recut(&self, subspace: u16, cuts: &[AxisCuts]) -> Result<Subspace, AlterError> {
+        let schema = &self.schema;
+        let old = schema.subspaces.get(usize::from(subspace));
+        let Some(old) = old.filter(|s| subspace > 0 && s.is_searchable() && s.tags.is_none())
+        else {
+            return Err(AlterError::NotRecuttable(subspace));
+        };
+        if let Some(b) = &self.build {
+            return Err(AlterError::BuildUnderWay(b.subspace.0));
+        }
+        if schema.subspaces.len() >= SUBSPACES_MAX {
+            return Err(AlterError::SubspaceIdsUsed);
+        }
+        let recut = Subspace {
+            state: SubspaceState::Building,
+            cuts: Some(cuts.to_vec()),
+            ..old.clone()
+        };
+        recut.check_cuts().map_err(AlterError::Schema)?;
+        Ok(recut)
     }
 
     /// Whether key region `region` may split at `at` (see [`SpaceChange::SplitKeyRegion`]):
@@ -584,7 +623,7 @@ impl SpaceConfig {
                         None => {
                             let id = SubspaceId(self.schema.subspaces.len() as u16);
                             let subspace = Subspace::overlay(overlay.clone());
-                            let t = tessellation_of(&subspace, self.schema.partitions);
+                            let t = tessellation_of(&subspace, &self.schema);
                             let sets = assign(&t);
                             assert_eq!(sets.len(), t.regions_count() as usize, "a set per region");
                             self.schema.subspaces.push(subspace);
@@ -638,20 +677,27 @@ impl SpaceConfig {
                 );
                 return Ok(None);
             }
-            SpaceChange::AddSubspace { .. } | SpaceChange::DropSubspace { .. } => {}
+            SpaceChange::AddSubspace { .. }
+            | SpaceChange::DropSubspace { .. }
+            | SpaceChange::RecutSubspace { .. } => {}
         }
         Ok(Some(match added {
             Some(added) => {
                 let id = SubspaceId(self.schema.subspaces.len() as u16);
-                let t = tessellation_of(&added, self.schema.partitions);
+                let t = tessellation_of(&added, &self.schema);
                 let sets = assign(&t);
                 assert_eq!(sets.len(), t.regions_count() as usize, "a set per region");
                 self.schema.subspaces.push(added);
                 self.replicas.push(sets);
+                let replaces = match change {
+                    SpaceChange::RecutSubspace { subspace, .. } => Some(SubspaceId(*subspace)),
+                    _ => None,
+                };
                 self.build = Some(Build {
                     subspace: id,
                     since: epoch,
                     done: Vec::new(),
+                    replaces,
                 });
                 id
             }
@@ -660,16 +706,22 @@ impl SpaceConfig {
                     unreachable!("the other changes returned above")
                 };
                 let id = SubspaceId(*subspace);
-                self.schema.subspaces[id.get()].state = SubspaceState::Dropped;
-                self.replicas[id.get()].clear();
-                self.transfers.retain(|t| t.subspace != id);
-                self.joined.retain(|j| j.subspace != id);
-                if self.build.as_ref().is_some_and(|b| b.subspace == id) {
-                    self.build = None;
-                }
+                self.drop_subspace(id);
                 id
             }
         }))
+    }
+
+    /// Drops subspace `id`: it keeps its slot, with no regions (its transfers and join
+    /// records go with them); dropping the one being built ends the build.
+    fn drop_subspace(&mut self, id: SubspaceId) {
+        self.schema.subspaces[id.get()].state = SubspaceState::Dropped;
+        self.replicas[id.get()].clear();
+        self.transfers.retain(|t| t.subspace != id);
+        self.joined.retain(|j| j.subspace != id);
+        if self.build.as_ref().is_some_and(|b| b.subspace == id) {
+            self.build = None;
+        }
     }
 
     /// Records the key regions `done` names as backfilled (those of this space's build under
@@ -691,9 +743,14 @@ impl SpaceConfig {
             }
         }
         if build.done.len() == key_regions as usize {
-            let id = build.subspace;
+            let (id, replaces) = (build.subspace, build.replaces);
             self.schema.subspaces[id.get()].state = SubspaceState::Serving;
             self.build = None;
+            // A re-cut: the subspace it replaces goes in the same epoch, so searches move
+            // from one to the other with nothing in between.
+            if let Some(old) = replaces.filter(|old| self.schema.subspace(*old).is_written()) {
+                self.drop_subspace(old);
+            }
         }
         recorded
     }
@@ -1091,6 +1148,10 @@ impl Configuration {
             if let Err(e) = schema.check_placement() {
                 return fail(format!("space {:?}: {e}", schema.name));
             }
+            // Cut points the tessellation can use, domains of ordered values.
+            if let Err(e) = schema.check_cuts() {
+                return fail(format!("space {:?}: {e}", schema.name));
+            }
             // Splits of an ordered space only (each at a key inside the region it splits:
             // checked with the tessellations below).
             if schema.key_splits.len() > KEY_SPLITS_MAX
@@ -1179,6 +1240,13 @@ impl Configuration {
                         && b.done
                             .iter()
                             .all(|&r| (r as usize) < space.replicas[0].len())
+                        // A re-cut replaces another subspace over the same attributes.
+                        && b.replaces.is_none_or(|old| {
+                            old.get() > 0
+                                && schema.subspaces.get(old.get()).is_some_and(|o| {
+                                    o.dimensions == schema.subspace(b.subspace).dimensions
+                                })
+                        })
                 }
             };
             if schema.subspaces[0].state != SubspaceState::Serving || !build_fits {
@@ -1557,6 +1625,123 @@ mod tests {
             one.encoded_bytes() + server_bytes + 16,
             "a server entry and one id in each of the 16 replica sets"
         );
+    }
+
+    /// Hotels with a subspace over the int `price` too (subspace 2).
+    fn priced() -> SpaceConfig {
+        let schema = parse_space(
+            "space hotels key id attributes string city, int price subspace city \
+             subspace price create 8 partitions",
+        )
+        .unwrap();
+        SpaceConfig::owned_by(1, schema, &[ServerId(1)])
+    }
+
+    fn config_of(space: SpaceConfig) -> Configuration {
+        Configuration {
+            epoch: Epoch(10),
+            servers: vec![ServerInfo {
+                id: ServerId(1),
+                address: "127.0.0.1:2000".into(),
+                state: ServerState::Available,
+            }],
+            spaces: vec![space],
+            model: None,
+        }
+    }
+
+    #[test]
+    fn a_recut_builds_beside_and_replaces_in_one_epoch() {
+        let mut space = priced();
+        let before = space.clone();
+        let cuts = vec![AxisCuts::At(vec![10, 20, 30])];
+        // Refused, changing nothing: the key subspace, a string axis cut by too many points,
+        // cut points out of order or at 0, the wrong number of axes, a subspace that is not.
+        for (subspace, cuts) in [
+            (0, cuts.clone()),
+            (9, cuts.clone()),
+            (2, vec![AxisCuts::At(vec![20, 10])]),
+            (2, vec![AxisCuts::At(vec![0, 10])]),
+            (2, vec![AxisCuts::Equal(0)]),
+            (2, vec![AxisCuts::Equal(2), AxisCuts::Equal(2)]),
+            (2, vec![AxisCuts::Equal(70_000)]),
+        ] {
+            let change = SpaceChange::RecutSubspace { subspace, cuts };
+            assert!(space.alter(5, &change, one_server).is_err(), "{change:?}");
+            assert_eq!(space, before);
+        }
+        let recut = SpaceChange::RecutSubspace {
+            subspace: 2,
+            cuts: cuts.clone(),
+        };
+        assert_eq!(space.alter(5, &recut, one_server), Ok(Some(SubspaceId(3))));
+        let new = space.schema.subspace(SubspaceId(3)).clone();
+        assert_eq!((new.state, new.cuts), (SubspaceState::Building, Some(cuts)));
+        assert_eq!(
+            new.dimensions,
+            space.schema.subspace(SubspaceId(2)).dimensions
+        );
+        assert_eq!(space.replicas[3].len(), 4, "a region per interval");
+        assert_eq!(space.build.as_ref().unwrap().replaces, Some(SubspaceId(2)));
+        assert!(config_of(space.clone()).check().is_ok());
+        // A second re-cut waits for the first.
+        assert_eq!(
+            space.alter(6, &recut, one_server),
+            Err(AlterError::BuildUnderWay(3))
+        );
+        // Built: the new one serves and the old one is gone, in the same step.
+        let done: Vec<BackfillRef> = (0..8)
+            .map(|region| BackfillRef {
+                space: 1,
+                subspace: SubspaceId(3),
+                region,
+                since: 5,
+            })
+            .collect();
+        space.complete_backfills(&done);
+        assert_eq!(
+            space.schema.subspace(SubspaceId(3)).state,
+            SubspaceState::Serving
+        );
+        assert_eq!(
+            space.schema.subspace(SubspaceId(2)).state,
+            SubspaceState::Dropped
+        );
+        assert!(space.replicas[2].is_empty() && space.build.is_none());
+        assert!(config_of(space).check().is_ok());
+    }
+
+    #[test]
+    fn configurations_with_bad_cuts_or_domains_are_refused() {
+        let mut good = priced();
+        good.alter(
+            5,
+            &SpaceChange::RecutSubspace {
+                subspace: 2,
+                cuts: vec![AxisCuts::At(vec![7, 9])],
+            },
+            one_server,
+        )
+        .unwrap();
+        assert!(config_of(good.clone()).check().is_ok());
+        let refused = |edit: &dyn Fn(&mut SpaceConfig)| {
+            let mut space = good.clone();
+            edit(&mut space);
+            let reason = config_of(space).check().expect_err("refused").reason;
+            assert!(reason.contains("hotels"), "{reason}");
+        };
+        refused(&|s| s.schema.subspaces[3].cuts = Some(vec![AxisCuts::At(vec![9, 7])]));
+        refused(&|s| s.schema.subspaces[3].cuts = Some(vec![AxisCuts::At(vec![7, 7])]));
+        refused(&|s| s.schema.subspaces[3].cuts = Some(vec![AxisCuts::At(vec![0, 7])]));
+        refused(&|s| s.schema.subspaces[3].cuts = Some(vec![]));
+        refused(&|s| s.schema.attributes[2].domain = Some((Value::Int(5), Value::Int(5))));
+        refused(&|s| {
+            s.schema.attributes[2].domain = Some((Value::Float(1.0), Value::Float(f64::NAN)))
+        });
+        refused(&|s| s.schema.attributes[1].domain = Some((Value::Int(1), Value::Int(5))));
+        // A build that says it replaces the key subspace, or one over other attributes.
+        refused(&|s| s.build.as_mut().unwrap().replaces = Some(SubspaceId(0)));
+        refused(&|s| s.build.as_mut().unwrap().replaces = Some(SubspaceId(1)));
     }
 
     #[test]

@@ -44,8 +44,8 @@ pub use frame::{
 };
 pub use message::{
     CoordinatorStatus, ExplainedPart, Explanation, HeartbeatReply, KeyRegionLoad, RegionCount,
-    Request, RequestFrame, Response, ResponseFrame, ServerLiveness, SortOrder, WireObject,
-    WriteMode,
+    Request, RequestFrame, Response, ResponseFrame, ServerLiveness, SortOrder, SpaceStatistics,
+    WireObject, WriteMode,
 };
 pub use status::{funcall_status, predicate_status, sort_status, ErrorReply, Status};
 pub use trace::{Constraint, RequestShape, ShapeCount, SpaceTrace};

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 use tessera_geometry::dynamic::shape_box;
-use tessera_geometry::{RegionIndex, Tessellation};
+use tessera_geometry::{RegionIndex, Sketch, Tessellation};
 use tessera_types::{
     CheckedPredicate, Epoch, Funcall, Predicate, ServerId, Shape, SpaceKind, SubspaceId, Value,
     Version, UNISPACE,
@@ -228,6 +228,13 @@ pub enum Request {
         space: String,
         subspace: SubspaceId,
     },
+    /// Statistics of the values of every attribute of `space`, over the objects of the key
+    /// regions this server leads (so that every object counts once across the servers),
+    /// read from its committed state: what `tessera stats` prints and where a re-cut cuts.
+    /// Answered by `Statistics`.
+    Statistics {
+        space: String,
+    },
 }
 
 impl Request {
@@ -263,6 +270,7 @@ impl Request {
             Request::ClusterChallenge { .. } => "cluster_challenge",
             Request::ClusterProof { .. } => "cluster_proof",
             Request::RegionCounts { .. } => "region_counts",
+            Request::Statistics { .. } => "statistics",
         }
     }
 }
@@ -299,7 +307,8 @@ impl Request {
             | Request::AlterSpace { space, .. }
             | Request::GetMany { space, .. }
             | Request::KeyRegionLoads { space }
-            | Request::RegionCounts { space, .. } => Some(space),
+            | Request::RegionCounts { space, .. }
+            | Request::Statistics { space } => Some(space),
         }
     }
 }
@@ -477,6 +486,62 @@ pub enum Response {
     },
     /// `RegionCounts`: the regions this server leads, in region order.
     RegionCounts(Vec<RegionCount>),
+    /// `Statistics`: of the key regions this server leads.
+    Statistics(SpaceStatistics),
+}
+
+/// Statistics of a space's values (`Request::Statistics`): of the objects of the key regions
+/// `regions`, one sketch per attribute in schema order (the key first; containers and
+/// documents have empty ones). Statistics of disjoint regions merge into those of their union.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SpaceStatistics {
+    /// The key regions counted, ascending.
+    pub regions: Vec<u32>,
+    pub attributes: Vec<Sketch>,
+}
+
+impl SpaceStatistics {
+    /// No objects, of `attributes` attributes.
+    pub fn empty(attributes: usize) -> SpaceStatistics {
+        SpaceStatistics {
+            regions: Vec::new(),
+            attributes: vec![Sketch::new(); attributes],
+        }
+    }
+
+    /// Adds the statistics of other key regions (those already counted here are skipped,
+    /// so that no object counts twice).
+    pub fn merge(&mut self, other: &SpaceStatistics) {
+        if other
+            .regions
+            .iter()
+            .any(|r| self.regions.binary_search(r).is_ok())
+        {
+            return;
+        }
+        self.regions.extend(&other.regions);
+        self.regions.sort_unstable();
+        for (mine, theirs) in self.attributes.iter_mut().zip(&other.attributes) {
+            mine.merge(theirs);
+        }
+    }
+
+    /// Whether statistics from another server are well formed: `attributes` sketches, each
+    /// passing its own check, regions ascending.
+    pub fn check(&self, attributes: usize) -> Result<(), String> {
+        if self.attributes.len() != attributes {
+            return Err(format!(
+                "statistics of {} attributes for a space of {attributes}",
+                self.attributes.len()
+            ));
+        }
+        if self.regions.windows(2).any(|w| w[0] >= w[1]) {
+            return Err("statistics' regions are not ascending".to_owned());
+        }
+        self.attributes
+            .iter()
+            .try_for_each(|s| s.check().map_err(|e| e.to_string()))
+    }
 }
 
 /// How many objects one region holds (see `Request::RegionCounts`).

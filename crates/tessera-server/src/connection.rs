@@ -261,6 +261,18 @@ async fn route(shared: &Arc<Shared>, frame: RequestFrame, replier: Replier) {
             });
             return;
         }
+        Job::Statistics { space } => {
+            let shared = shared.clone();
+            tokio::task::spawn_blocking(move || {
+                let statistics = reads::statistics(&shared.store, &space);
+                let epoch = shared.view().epoch();
+                match statistics {
+                    Ok(s) => replier.send(epoch, Response::Statistics(s)),
+                    Err(e) => replier.fail(epoch, e),
+                }
+            });
+            return;
+        }
         Job::Explain { space, predicates } => {
             return replier.send(
                 epoch,

@@ -17,7 +17,7 @@ use std::ops::ControlFlow;
 
 use tessera_geometry::{part_keeps, pointer_answers, RegionIndex, SearchPlan};
 use tessera_protocol::{
-    ErrorReply, Explanation, KeyRegionLoad, RegionCount, SortOrder, WireObject,
+    ErrorReply, Explanation, KeyRegionLoad, RegionCount, SortOrder, SpaceStatistics, WireObject,
 };
 use tessera_storage::encoded::EncodedFilter;
 use tessera_storage::{EncodedObject, Store, StoredObject};
@@ -86,6 +86,32 @@ pub fn region_counts(
             objects: counts.get(r).copied().unwrap_or(0),
         })
         .collect())
+}
+
+/// Statistics of the values of the objects in the key regions of `space` this server leads
+/// (`Request::Statistics`): a read of those regions whole, so run it off the connection's
+/// task. Memory: one sketch per attribute (`Sketch::BYTES_MAX` each).
+pub fn statistics(store: &Store, space: &ServedSpace) -> Result<SpaceStatistics, ErrorReply> {
+    let schema = &space.config.schema;
+    let led: Vec<RegionIndex> = space.config.replicas[SubspaceId::KEY.get()]
+        .iter()
+        .enumerate()
+        .filter(|(_, set)| set.first() == Some(&space.me))
+        .map(|(r, _)| RegionIndex(r as u32))
+        .collect();
+    let mut statistics = SpaceStatistics::empty(schema.attributes.len());
+    statistics.regions = led.iter().map(|r| r.0).collect();
+    let (lo, hi) = (vec![0], vec![u64::MAX]);
+    let found = store
+        .search(&schema.name, SubspaceId::KEY, &led, &lo, &hi)
+        .map_err(storage_error)?;
+    for object in found {
+        let object = object.map_err(storage_error)?.object;
+        for (sketch, value) in statistics.attributes.iter_mut().zip(&object.values) {
+            sketch.insert(value);
+        }
+    }
+    Ok(statistics)
 }
 
 pub fn wire(o: StoredObject) -> WireObject {

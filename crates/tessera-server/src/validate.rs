@@ -65,6 +65,8 @@ pub enum Job {
         space: Arc<ServedSpace>,
         subspace: SubspaceId,
     },
+    /// Statistics of the values of the key regions this server leads.
+    Statistics { space: Arc<ServedSpace> },
     /// Standalone: a configuration change.
     Change(LocalChange),
 }
@@ -258,6 +260,9 @@ pub fn validate(frame: RequestFrame, view: &View) -> Result<Job, ErrorReply> {
             check_subspace(&space, subspace)?;
             Ok(Job::RegionCounts { space, subspace })
         }
+        Request::Statistics { space: name } => Ok(Job::Statistics {
+            space: space(&name)?,
+        }),
         Request::Trace {
             space: name,
             minutes,

@@ -334,3 +334,162 @@ async fn alter_space_while_writing_in_a_cluster() {
     assert!(t.replicas[1].is_empty());
     assert!(t.replicas[2].iter().all(|set| set.len() == 2));
 }
+
+/// The cuts a re-cut of subspace `id` of space t gets from the space's statistics: its int
+/// axes at their values' quantiles (as `tessera recut` computes them).
+async fn cuts_from_statistics(client: &Client, id: u16) -> Vec<tessera_types::AxisCuts> {
+    let statistics = client.statistics("t").await.expect("statistics");
+    let config = client.refresh().await.unwrap();
+    let t = config.space("t").expect("space t");
+    let axes: Vec<tessera_geometry::AxisData> = t.schema.subspaces[usize::from(id)]
+        .dimensions
+        .iter()
+        .map(|a| tessera_geometry::AxisData::Ordered {
+            ty: tessera_types::PrimitiveType::Int,
+            values: &statistics.attributes[a.get()],
+        })
+        .collect();
+    tessera_geometry::cuts_from_data(&axes, t.schema.partitions)
+}
+
+/// A re-cut while the clients write and search: the statistics count what the model holds,
+/// the subspace over `a` is rebuilt at its values' quantiles beside the old one and replaces
+/// it; every search equals the model before, during and after, and the new regions all hold
+/// objects.
+async fn recut_scenario(client: &Client, admin: SocketAddr) {
+    let mut rng = StdRng::seed_from_u64(11);
+    let mut model = Model::new();
+    load(client, &mut model).await;
+    let statistics = client.statistics("t").await.expect("statistics");
+    let a = &statistics.attributes[1];
+    assert_eq!(a.count(), model.len() as u64);
+    assert_eq!(a.min(), Some(&Value::Int(0)));
+    assert_eq!(a.max(), Some(&Value::Int(999)));
+    assert!((950..=1050).contains(&a.distinct()), "{}", a.distinct());
+
+    // Cuts a configuration must not take: refused, nothing changes.
+    let before = client.refresh().await.unwrap();
+    for bad in [
+        vec![tessera_types::AxisCuts::At(vec![5, 3])],
+        vec![tessera_types::AxisCuts::At(vec![0, 3])],
+        vec![tessera_types::AxisCuts::Equal(0)],
+        vec![
+            tessera_types::AxisCuts::Equal(2),
+            tessera_types::AxisCuts::Equal(2),
+        ],
+    ] {
+        let change = SpaceChange::RecutSubspace {
+            subspace: 1,
+            cuts: bad.clone(),
+        };
+        match alter(admin, change).await {
+            Response::Error(e) => assert_eq!(e.status, Status::BadAlteration, "{bad:?}: {e}"),
+            other => panic!("{bad:?}: {other:?}"),
+        }
+    }
+    match alter(
+        admin,
+        SpaceChange::RecutSubspace {
+            subspace: 0,
+            cuts: vec![],
+        },
+    )
+    .await
+    {
+        Response::Error(e) => assert_eq!(e.status, Status::BadAlteration, "{e}"),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(
+        client.refresh().await.unwrap().space("t"),
+        before.space("t")
+    );
+
+    let cuts = cuts_from_statistics(client, 1).await;
+    let recut = tokio::spawn(alter(
+        admin,
+        SpaceChange::RecutSubspace { subspace: 1, cuts },
+    ));
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    let mut rounds_while_building = 0;
+    loop {
+        let building = is_building(&client.refresh().await.unwrap(), 2);
+        write_round(client, &mut model, &mut rng).await;
+        check_searches(client, &model, &mut rng).await;
+        rounds_while_building += usize::from(building);
+        let config = client.refresh().await.unwrap();
+        let served = config
+            .space("t")
+            .unwrap()
+            .schema
+            .subspaces
+            .get(2)
+            .map(|s| s.state);
+        if recut.is_finished() && served == Some(SubspaceState::Serving) {
+            // The swap is one epoch: the new one serves exactly when the old one is gone.
+            assert_eq!(state_of(&config, 1), SubspaceState::Dropped);
+            break;
+        }
+        assert_ne!(
+            state_of(&config, 1),
+            SubspaceState::Dropped,
+            "dropped before the new one serves"
+        );
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the re-cut was not built in time"
+        );
+    }
+    assert_eq!(recut.await.unwrap(), Response::Done);
+    assert!(
+        rounds_while_building > 0,
+        "the searches ran while the re-cut was being built"
+    );
+    for _ in 0..3 {
+        write_round(client, &mut model, &mut rng).await;
+        check_searches(client, &model, &mut rng).await;
+    }
+    // Searches on a now read the re-cut subspace, whose regions all hold objects.
+    let explained = client
+        .explain("t", vec![Predicate::equals("a", 5i64)])
+        .await
+        .unwrap();
+    assert_eq!(explained.subspace, SubspaceId(2));
+    let counts = client.region_counts("t", SubspaceId(2)).await.unwrap();
+    let total: u64 = counts.iter().map(|c| c.objects).sum();
+    assert_eq!(total, model.len() as u64);
+    let mean = total as f64 / counts.len() as f64;
+    for c in &counts {
+        assert!(
+            c.objects > 0 && c.objects as f64 <= 2.0 * mean,
+            "{counts:?}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn recut_while_writing_standalone() {
+    let mut server = TestServer::start_with(slow_backfill).await;
+    let client = server.client().await;
+    client.add_space(&space(0)).await.unwrap();
+    recut_scenario(&client, server.addr()).await;
+    // The swap survives a restart.
+    server.restart().await;
+    let client = server.client().await;
+    let config = client.refresh().await.unwrap();
+    assert_eq!(state_of(&config, 1), SubspaceState::Dropped);
+    assert_eq!(state_of(&config, 2), SubspaceState::Serving);
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn recut_while_writing_in_a_cluster() {
+    let cluster = Cluster::start_with(3, true, slow_backfill).await;
+    let client = cluster.client().await;
+    cluster.add_space(&client, &space(1)).await;
+    recut_scenario(&client, cluster.coordinator.local_addr()).await;
+    let config = client.refresh().await.unwrap();
+    cluster.settle(&config).await;
+    let t = config.space("t").unwrap();
+    assert!(t.replicas[1].is_empty());
+    assert!(t.replicas[2].iter().all(|set| set.len() == 2));
+}

@@ -46,7 +46,11 @@ pub fn subspace_text(space: &SpaceConfig, id: SubspaceId) -> String {
     let state = space.schema.subspace(id).state;
     let detail = match progress(space, id) {
         Some((done, total)) if state == SubspaceState::Building => {
-            format!("building, {done}/{total} key regions backfilled")
+            let recut = match space.build.as_ref().and_then(|b| b.replaces) {
+                Some(old) => format!("re-cutting subspace {}, ", old.0),
+                None => String::new(),
+            };
+            format!("building, {recut}{done}/{total} key regions backfilled")
         }
         _ => state_name(state).to_owned(),
     };
@@ -86,6 +90,15 @@ pub fn subspace_json(space: &SpaceConfig, id: SubspaceId) -> serde_json::Value {
     if let Some((done, total)) = progress(space, id) {
         value["backfilled"] = done.into();
         value["key_regions"] = total.into();
+        if let Some(old) = space.build.as_ref().and_then(|b| b.replaces) {
+            value["recuts"] = old.0.into();
+        }
+    }
+    let subspace = space.schema.subspace(id);
+    if state != SubspaceState::Dropped && subspace.tags.is_none() {
+        let t = tessera_geometry::tessellation_of(subspace, &space.schema);
+        value["regions"] = t.regions_count().into();
+        value["cut_by_data"] = subspace.cuts.is_some().into();
     }
     value
 }
@@ -191,7 +204,7 @@ async fn drop_subspace(
 
 /// Waits until subspace `id` of `space` is built, printing its progress on stderr as the
 /// backfilled key regions grow. Fails if it was dropped instead, or past `timeout`.
-async fn wait_for(
+pub(crate) async fn wait_for(
     client: &Client,
     space: &str,
     id: SubspaceId,

@@ -15,6 +15,7 @@ use tokio::net::TcpListener;
 
 use crate::adapt::AdaptOptions;
 use crate::http::{say_served, Daemons, HttpArgs, DEV_DEFAULT};
+use crate::recut::RecutOptions;
 use crate::security::{Daemon, Secured, SecurityArgs};
 use crate::splits::SplitOptions;
 use crate::{wait_for_stop_signal, Failure};
@@ -64,6 +65,7 @@ pub struct CoordinatorArgs {
     pub lease_ms: u64,
     pub adapt: AdaptOptions,
     pub splits: SplitOptions,
+    pub recut: RecutOptions,
     pub limits: ConnectionLimits,
     pub security: SecurityArgs,
     pub http: HttpArgs,
@@ -78,6 +80,7 @@ pub async fn coordinator(args: CoordinatorArgs, peers: &str) -> Result<(), Failu
         lease_ms,
         adapt,
         splits,
+        recut,
         limits,
         security,
         http,
@@ -110,7 +113,8 @@ pub async fn coordinator(args: CoordinatorArgs, peers: &str) -> Result<(), Failu
     // Every coordinator runs the adaptation driver; only the leader's acts.
     let me = (c.local_addr().to_string(), secured.drivers);
     crate::adapt::spawn(me.clone(), adapt, c.leads());
-    crate::splits::spawn(me, splits, c.leads());
+    crate::splits::spawn(me.clone(), splits, c.leads());
+    crate::recut::spawn(me, recut, c.leads());
     ready(format!(
         "tessera coordinator {id}: ready on {}, {} members, data in {}",
         c.local_addr(),
@@ -209,6 +213,7 @@ pub struct DevCluster {
     pub lease_ms: u64,
     pub adapt: AdaptOptions,
     pub splits: SplitOptions,
+    pub recut: RecutOptions,
     pub limits: ConnectionLimits,
     pub security: SecurityArgs,
     pub http: HttpArgs,
@@ -270,7 +275,8 @@ pub async fn dev(d: DevCluster) -> Result<(), Failure> {
         daemons.add(Arc::new(c.metrics_publisher()));
         let me = (c.local_addr().to_string(), secured.drivers.clone());
         crate::adapt::spawn(me.clone(), d.adapt, c.leads());
-        crate::splits::spawn(me, d.splits, c.leads());
+        crate::splits::spawn(me.clone(), d.splits, c.leads());
+        crate::recut::spawn(me, d.recut, c.leads());
         coordinators.push(c);
     }
     let addresses: Vec<String> = peers.iter().map(|(_, a)| a.clone()).collect();

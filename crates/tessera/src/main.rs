@@ -15,6 +15,7 @@ mod http;
 mod json;
 mod limits;
 mod predicates;
+mod recut;
 mod security;
 mod splits;
 mod status;
@@ -140,6 +141,8 @@ enum Command {
         #[command(flatten)]
         splits: splits::SplitArgs,
         #[command(flatten)]
+        recut: recut::RecutArgs,
+        #[command(flatten)]
         limits: limits::LimitArgs,
         #[command(flatten)]
         security: security::SecurityArgs,
@@ -185,6 +188,8 @@ enum Command {
         adapt_period_s: u64,
         #[command(flatten)]
         splits: splits::SplitArgs,
+        #[command(flatten)]
+        recut: recut::RecutArgs,
         #[command(flatten)]
         limits: limits::LimitArgs,
         #[command(flatten)]
@@ -306,6 +311,36 @@ enum Command {
     /// outgrows the others is split at its middle key (by the coordinators, or with
     /// `tessera split-region`). Each region's leader counts its objects by reading it whole.
     KeyRegions { space: String },
+    /// Print statistics of a space's values, one JSON line per attribute: how many objects
+    /// have it, distinct values (estimated), smallest, largest and, for ints and floats,
+    /// quantiles (p1 ... p99).
+    ///
+    /// Each server leading key regions reads the objects of its regions and sketches their
+    /// values (a t-digest of the numbers, a HyperLogLog of the distinct values); the client
+    /// merges the sketches. `key_regions_counted` says how many key regions answered (a
+    /// server that is down leaves its regions out). These are the statistics a re-cut cuts by.
+    Stats {
+        space: String,
+        /// Only this attribute.
+        attribute: Option<String>,
+    },
+    /// Cut a subspace's axes again where the data lies: each int or float axis at the
+    /// quantiles of its values (`tessera stats`), so that every region holds about the same
+    /// number of objects. Hashed (string) axes keep equal slices.
+    ///
+    /// Without SUBSPACE, every subspace with an int or float axis, one after the other. Each
+    /// is rebuilt beside the old one while the space serves (as `alter-space add-subspace`
+    /// builds, with the new cuts) and replaces it in the epoch that makes it serve: searches
+    /// use the old one until then, the new one after. The new subspace takes the next subspace
+    /// id. Prints one JSON line per subspace: its regions before and after, and its new id.
+    Recut {
+        space: String,
+        /// The subspace to re-cut (`tessera status` lists them).
+        subspace: Option<u16>,
+        /// Give up waiting for a build after this many seconds (it goes on).
+        #[arg(long)]
+        wait_timeout: Option<f64>,
+    },
     /// Split a key region of an ordered space (`placement ordered`) in two: its keys from
     /// the split key up become a new region, on the same servers at first; the cluster's
     /// balancing then moves it (or others) by state transfer. Writes and reads go on.
@@ -901,6 +936,7 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             lease_ms,
             adapt_period_s,
             splits,
+            recut,
             limits,
             security,
             http,
@@ -912,7 +948,7 @@ async fn run(cli: Cli) -> Result<(), Failure> {
                     data_dir,
                     listen,
                     storage,
-                    adapt,
+                    (adapt, recut.options()),
                     (limits.options(), &security, &http),
                 )
                 .await
@@ -928,6 +964,7 @@ async fn run(cli: Cli) -> Result<(), Failure> {
                     lease_ms,
                     adapt,
                     splits: splits.options(),
+                    recut: recut.options(),
                     limits: limits.options(),
                     security,
                     http,
@@ -944,6 +981,7 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             lease_ms,
             adapt_period_s,
             splits,
+            recut,
             limits,
             security,
             http,
@@ -956,6 +994,7 @@ async fn run(cli: Cli) -> Result<(), Failure> {
                 lease_ms,
                 adapt: adapt_options(adapt_period_s),
                 splits: splits.options(),
+                recut: recut.options(),
                 limits: limits.options(),
                 security,
                 http,
@@ -1015,6 +1054,18 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             Ok(())
         }
         Command::RmSpace { space } => Ok(connect(&target).await?.rm_space(&space).await?),
+        Command::Stats { space, attribute } => {
+            let client = connect(&target).await?;
+            recut::print_stats(&client, &space, attribute.as_deref()).await
+        }
+        Command::Recut {
+            space,
+            subspace,
+            wait_timeout: seconds,
+        } => {
+            let client = connect(&target).await?;
+            recut::recut(&client, &space, subspace, wait_timeout(seconds)?).await
+        }
         Command::KeyRegions { space } => {
             let client = connect(&target).await?;
             splits::print_key_regions(&client, &space).await
@@ -1478,7 +1529,7 @@ async fn dev(
     data_dir: PathBuf,
     listen: SocketAddr,
     storage: (FsyncPolicy, u64),
-    adapt: adapt::AdaptOptions,
+    (adapt, recut): (adapt::AdaptOptions, recut::RecutOptions),
     (limits, security, http): (
         tessera_server::ConnectionLimits,
         &security::SecurityArgs,
@@ -1502,12 +1553,10 @@ async fn dev(
     daemons.add(std::sync::Arc::new(server.metrics_publisher()));
     daemons.serve_console(server.local_addr().to_string(), secured.drivers.clone());
     http::say_served("tessera dev", metrics, &daemons);
-    // The server is every region's only replica: its own adaptation driver always acts.
-    adapt::spawn(
-        (server.local_addr().to_string(), secured.drivers),
-        adapt,
-        || true,
-    );
+    // The server is every region's only replica: its own drivers always act.
+    let me = (server.local_addr().to_string(), secured.drivers);
+    adapt::spawn(me.clone(), adapt, || true);
+    recut::spawn(me, recut, || true);
     println!(
         "tessera dev: ready on {}, data in {}",
         server.local_addr(),
