@@ -194,17 +194,34 @@ async fn recut_one(
     client.alter_space(space, change).await.map_err(|e| {
         Failure::Error(format!("cannot re-cut subspace {} of {space:?}: {e}", id.0))
     })?;
-    let built = alter::wait_for(client, space, new, timeout).await?;
-    let after = tessellations(&built.schema)[new.get()].regions_count();
+    let held_before = spread(client, space, id).await?;
+    alter::wait_for(client, space, new, timeout).await?;
+    let held_after = spread(client, space, new).await?;
     print_line(&json!({
         "space": space,
         "subspace": id.0,
         "attributes": attributes,
         "action": "recut",
         "replaced_by": new.0,
-        "regions_before": before.regions_count(),
-        "regions_after": after,
-        "epoch": client.configuration().epoch.0,
+        "before": held_before,
+        "after": held_after,
+    }))
+}
+
+/// How a subspace's objects spread over its regions, as their leaders count them: regions,
+/// regions holding objects, and the fullest region's objects of all.
+async fn spread(client: &Client, space: &str, id: SubspaceId) -> Result<serde_json::Value, Failure> {
+    let counts = client.region_counts(space, id).await?;
+    let regions = client
+        .configuration()
+        .space(space)
+        .map_or(0, |s| s.replicas[id.get()].len());
+    let objects: u64 = counts.iter().map(|c| c.objects).sum();
+    Ok(json!({
+        "regions": regions,
+        "regions_holding_objects": counts.iter().filter(|c| c.objects > 0).count(),
+        "fullest_region_objects": counts.iter().map(|c| c.objects).max().unwrap_or(0),
+        "objects": objects,
     }))
 }
 

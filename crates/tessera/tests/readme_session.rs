@@ -24,9 +24,26 @@ fn readme_documents_session_runs_verbatim() {
     run_session("<!-- documents:start -->", "<!-- documents:end -->", 14);
 }
 
+/// The session of "Regions that fit the data": against a `tessera dev` that re-cuts nothing by
+/// itself (the session re-cuts by hand).
+#[test]
+fn readme_spread_session_runs_verbatim() {
+    run_session_with(
+        "<!-- spread:start -->",
+        "<!-- spread:end -->",
+        7,
+        &["--recut-period-s", "0"],
+    );
+}
+
 /// Runs the README's console block between `start` and `end` (at least `steps_min` commands)
-/// against a fresh `tessera dev`.
+/// against a fresh `tessera dev`, in the repository's root (a session may run its scripts).
 fn run_session(start: &str, end: &str, steps_min: usize) {
+    run_session_with(start, end, steps_min, &[]);
+}
+
+/// [`run_session`] with `dev_args` given to `tessera dev`.
+fn run_session_with(start: &str, end: &str, steps_min: usize, dev_args: &[&str]) {
     let readme =
         std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../README.md"))
             .unwrap();
@@ -34,7 +51,8 @@ fn run_session(start: &str, end: &str, steps_min: usize) {
     assert!(steps.len() >= steps_min, "the session has its steps");
 
     let dir = tempfile::tempdir().unwrap();
-    let server = DevServer::start(dir.path());
+    let server = DevServer::start_with(dev_args, dir.path());
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let bin_dir = Path::new(TESSERA).parent().unwrap();
     let path = format!(
         "{}:{}",
@@ -46,6 +64,7 @@ fn run_session(start: &str, end: &str, steps_min: usize) {
             .args(["-c", &step.command])
             .env("PATH", &path)
             .env("TESSERA_ADDR", &server.addr)
+            .current_dir(&root)
             .output()
             .expect("running bash");
         let stdout = String::from_utf8_lossy(&out.stdout);

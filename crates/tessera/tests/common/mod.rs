@@ -42,8 +42,15 @@ pub struct DevServer {
 impl DevServer {
     /// Starts `tessera dev` on a free loopback port and waits for its ready line.
     pub fn start(data_dir: &Path) -> DevServer {
-        let (child, addr) =
-            spawn_until_ready(&["dev", "--listen", "127.0.0.1:0", "--data-dir"], data_dir);
+        DevServer::start_with(&[], data_dir)
+    }
+
+    /// [`DevServer::start`] with more flags for `tessera dev`.
+    pub fn start_with(args: &[&str], data_dir: &Path) -> DevServer {
+        let mut all = vec!["dev"];
+        all.extend_from_slice(args);
+        all.extend_from_slice(&["--listen", "127.0.0.1:0", "--data-dir"]);
+        let (child, addr) = spawn_until_ready(&all, data_dir);
         DevServer { child, addr }
     }
 
