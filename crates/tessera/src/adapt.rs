@@ -61,14 +61,9 @@ pub fn spawn(
     });
 }
 
-async fn run(
-    (addr, connect): (String, ClientOptions),
-    options: AdaptOptions,
-    leads: impl Fn() -> bool,
-) {
-    let mut ticks = tokio::time::interval(options.period);
-    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let mut client: Option<Client> = None;
+async fn run(to: (String, ClientOptions), options: AdaptOptions, leads: impl Fn() -> bool) {
+    let mut ticks = crate::driver::ticks(options.period);
+    let mut client = crate::driver::DriverClient::new("adaptation", to);
     let mut watches: HashMap<u64, Watch> = HashMap::new();
     loop {
         ticks.tick().await;
@@ -76,16 +71,9 @@ async fn run(
             watches.clear();
             continue;
         }
-        if client.is_none() {
-            match Client::connect_with(&addr, connect.clone()).await {
-                Ok(c) => client = Some(c),
-                Err(e) => {
-                    tracing::info!(%addr, error = %e, "adaptation: cannot connect yet");
-                    continue;
-                }
-            }
-        }
-        let c = client.as_ref().expect("connected above");
+        let Some(c) = client.get().await else {
+            continue;
+        };
         if let Err(e) = observe_all(c, &options, &mut watches).await {
             eprintln!("tessera adapt: {}", failure_text(&e));
         }

@@ -10,6 +10,7 @@ mod calibrate;
 mod certs;
 mod cluster;
 mod console;
+mod driver;
 mod explain;
 mod http;
 mod json;

@@ -210,7 +210,11 @@ async fn recut_one(
 
 /// How a subspace's objects spread over its regions, as their leaders count them: regions,
 /// regions holding objects, and the fullest region's objects of all.
-async fn spread(client: &Client, space: &str, id: SubspaceId) -> Result<serde_json::Value, Failure> {
+async fn spread(
+    client: &Client,
+    space: &str,
+    id: SubspaceId,
+) -> Result<serde_json::Value, Failure> {
     let counts = client.region_counts(space, id).await?;
     let regions = client
         .configuration()
@@ -262,7 +266,7 @@ impl RecutArgs {
 /// (the coordinators' Raft leader; a standalone `tessera dev` always). Like the split and
 /// adaptation drivers, it is a client of the database.
 pub fn spawn(
-    (addr, connect): (String, ClientOptions),
+    to: (String, ClientOptions),
     options: RecutOptions,
     leads: impl Fn() -> bool + Send + 'static,
 ) {
@@ -270,24 +274,16 @@ pub fn spawn(
         return;
     };
     tokio::spawn(async move {
-        let mut ticks = tokio::time::interval(period);
-        ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        let mut client: Option<Client> = None;
+        let mut ticks = crate::driver::ticks(period);
+        let mut client = crate::driver::DriverClient::new("recut", to);
         loop {
             ticks.tick().await;
             if !leads() {
                 continue;
             }
-            if client.is_none() {
-                match Client::connect_with(&addr, connect.clone()).await {
-                    Ok(c) => client = Some(c),
-                    Err(e) => {
-                        tracing::info!(%addr, error = %e, "recut: cannot connect yet");
-                        continue;
-                    }
-                }
-            }
-            let c = client.as_ref().expect("connected above");
+            let Some(c) = client.get().await else {
+                continue;
+            };
             if let Err(e) = recut_all(c, options.min_objects).await {
                 tracing::info!(error = %e, "recut: this period's look failed");
             }

@@ -60,7 +60,7 @@ impl SplitArgs {
 /// Runs the driver until the process stops (if it runs at all). `leads` says whether this
 /// process should act; `addr` is where its client connects, and `connect` how.
 pub fn spawn(
-    (addr, connect): (String, ClientOptions),
+    to: (String, ClientOptions),
     options: SplitOptions,
     leads: impl Fn() -> bool + Send + 'static,
 ) {
@@ -68,24 +68,16 @@ pub fn spawn(
         return;
     };
     tokio::spawn(async move {
-        let mut ticks = tokio::time::interval(period);
-        ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        let mut client: Option<Client> = None;
+        let mut ticks = crate::driver::ticks(period);
+        let mut client = crate::driver::DriverClient::new("splits", to);
         loop {
             ticks.tick().await;
             if !leads() {
                 continue;
             }
-            if client.is_none() {
-                match Client::connect_with(&addr, connect.clone()).await {
-                    Ok(c) => client = Some(c),
-                    Err(e) => {
-                        tracing::info!(%addr, error = %e, "splits: cannot connect yet");
-                        continue;
-                    }
-                }
-            }
-            let c = client.as_ref().expect("connected above");
+            let Some(c) = client.get().await else {
+                continue;
+            };
             if let Err(e) = split_all(c, options.min_objects).await {
                 tracing::info!(error = %e, "splits: this period's look failed");
             }
