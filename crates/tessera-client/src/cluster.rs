@@ -695,9 +695,18 @@ impl Cluster {
             let request = request.clone();
             async move {
                 let connection = self.connection(address).await?;
-                match connection.call(request, epoch).await? {
-                    Response::Error(e) => Err(ClientError::from(e)),
-                    response => answer(response).map_err(unexpected),
+                // A server not yet at the client's epoch (just after a change) says so: it
+                // catches up within moments, so ask again rather than leave its regions out.
+                let mut attempts = 0;
+                loop {
+                    match connection.call(request.clone(), epoch).await? {
+                        Response::Error(e) if e.status == Status::StaleEpoch && attempts < 40 => {
+                            attempts += 1;
+                            tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+                        }
+                        Response::Error(e) => return Err(ClientError::from(e)),
+                        response => return answer(response).map_err(unexpected),
+                    }
                 }
             }
         }))
