@@ -18,7 +18,9 @@ fn live_schema(mut schema: SpaceSchema) -> SpaceSchema {
 }
 
 /// Ranks `space`'s subspace configurations for the workload in `text`. Without an `objects`
-/// line, the workload gets the space's current object count.
+/// line, the workload gets the space's current object count; an attribute it gives no
+/// statistics for gets its distinct values as the servers sketch them (`tessera stats`), not
+/// the advisor's default guess.
 pub async fn advise(
     client: &Client,
     space: &str,
@@ -32,10 +34,15 @@ pub async fn advise(
         schema.tolerate = 0;
     }
     let mut text = text.to_owned();
+    let statistics = client.statistics(space).await?;
     if !has_objects_line(&text) {
-        let objects = client.count(space, vec![]).await?.max(1);
-        text.push_str(&format!("\n{{\"objects\": {objects}}}\n"));
+        let objects = match statistics.attributes.first() {
+            Some(key) => key.count(),
+            None => client.count(space, vec![]).await?,
+        };
+        text.push_str(&format!("\n{{\"objects\": {}}}\n", objects.max(1)));
     }
+    text.push_str(&distinct_lines(&text, &schema, &statistics));
     let workload = parse_workload(&text, &schema)
         .map_err(|e| Failure::Error(format!("the workload for {space:?}: {e}")))?;
     let options = AdvisorOptions {
@@ -86,6 +93,30 @@ pub fn best_subspaces(advice: &Advice) -> Result<Vec<Vec<String>>, Failure> {
         .ok_or_else(|| Failure::Error("the advice ranks no configuration: nothing to apply".into()))
 }
 
+/// `{"attribute": A, "distinct": N}` lines for the attributes (besides the key) that are
+/// subspace dimensions in waiting (string, int, float) and that no line of `text` gives
+/// statistics for, from the space's sketched statistics.
+fn distinct_lines(
+    text: &str,
+    schema: &SpaceSchema,
+    statistics: &tessera_client::SpaceStatistics,
+) -> String {
+    let named: std::collections::BTreeSet<String> = text
+        .lines()
+        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line.trim()).ok())
+        .filter_map(|v| v.get("attribute")?.as_str().map(str::to_owned))
+        .collect();
+    let mut lines = String::new();
+    for (a, sketch) in schema.attributes.iter().zip(&statistics.attributes).skip(1) {
+        if a.ty.is_primitive() && !named.contains(&a.name) && sketch.count() > 0 {
+            let line =
+                serde_json::json!({"attribute": a.name, "distinct": sketch.distinct().max(1)});
+            lines.push_str(&format!("{line}\n"));
+        }
+    }
+    lines
+}
+
 /// Whether some line of the workload gives the object count.
 fn has_objects_line(text: &str) -> bool {
     text.lines().any(|line| {
@@ -96,6 +127,26 @@ fn has_objects_line(text: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn live_distinct_counts_fill_what_the_workload_leaves_out() {
+        let schema = tessera_types::parse_space(
+            "space h key id attributes string city, int price, set(string) tags",
+        )
+        .unwrap();
+        let mut statistics = tessera_client::SpaceStatistics::empty(4);
+        for i in 0..50i64 {
+            statistics.attributes[0].insert(&tessera_types::Value::from(format!("h{i}")));
+            statistics.attributes[1].insert(&tessera_types::Value::from(format!("c{}", i % 7)));
+            statistics.attributes[2].insert(&tessera_types::Value::Int(i));
+        }
+        // The workload names price already; tags are no dimension; the key is unique.
+        let text = r#"{"attribute": "price", "distinct": 3}"#;
+        assert_eq!(
+            super::distinct_lines(text, &schema, &statistics),
+            "{\"attribute\":\"city\",\"distinct\":7}\n"
+        );
+    }
+
     #[test]
     fn the_advisor_sees_the_subspaces_writes_go_through() {
         use tessera_client::SpaceChange;
