@@ -561,10 +561,10 @@ mod tests {
         assert_eq!(
             serde_json::Value::from(subspaces_json(&space)),
             serde_json::json!([
-                {"id": 0, "attributes": ["id"], "state": "serving"},
-                {"id": 1, "attributes": ["city", "price"], "state": "serving"},
+                {"id": 0, "attributes": ["id"], "state": "serving", "regions": 8, "cut_by_data": false},
+                {"id": 1, "attributes": ["city", "price"], "state": "serving", "regions": 9, "cut_by_data": false},
                 {"id": 2, "attributes": ["stars"], "state": "dropped"},
-                {"id": 3, "attributes": ["price"], "state": "building", "backfilled": 2, "key_regions": 8},
+                {"id": 3, "attributes": ["price"], "state": "building", "backfilled": 2, "key_regions": 8, "regions": 8, "cut_by_data": false},
             ])
         );
         assert_eq!(

@@ -509,8 +509,8 @@ fn alter_space_errors_add_and_drop() {
     assert_eq!(
         status["spaces"][0]["subspace_list"],
         serde_json::json!([
-            {"id": 0, "attributes": ["id"], "state": "serving"},
-            {"id": 1, "attributes": ["city", "price"], "state": "serving"},
+            {"id": 0, "attributes": ["id"], "state": "serving", "regions": 16, "cut_by_data": false},
+            {"id": 1, "attributes": ["city", "price"], "state": "serving", "regions": 16, "cut_by_data": false},
         ])
     );
     assert_eq!(status["spaces"][0]["build"], serde_json::Value::Null);
@@ -757,9 +757,9 @@ fn advise_apply_changes_the_subspaces() {
     assert_eq!(
         last["subspaces"],
         serde_json::json!([
-            {"id": 0, "attributes": ["id"], "state": "serving"},
+            {"id": 0, "attributes": ["id"], "state": "serving", "regions": 16, "cut_by_data": false},
             {"id": 1, "attributes": ["city", "price"], "state": "dropped"},
-            {"id": 2, "attributes": ["stars"], "state": "serving"},
+            {"id": 2, "attributes": ["stars"], "state": "serving", "regions": 16, "cut_by_data": false},
         ])
     );
     assert_eq!(
