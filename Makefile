@@ -1,5 +1,5 @@
 # The two commands of the README's quick start, and a few conveniences.
-.PHONY: dev install prereqs test test-tools test-rust test-go test-python test-scripts test-long bench-build bench-failover bench-transfers bench-advisor bench-documents bench-twitter bench-splits bench-peers bench-security plots bench-scale bench-memory cassandra-fetch
+.PHONY: dev install prereqs test test-tools test-rust test-go test-python test-scripts test-long bench-build bench-failover bench-transfers bench-advisor bench-documents bench-twitter bench-splits bench-peers bench-security plots bench-scale bench-memory bench-spread cassandra-fetch
 
 CARGO ?= cargo
 PYTHON ?= python3
@@ -149,6 +149,16 @@ bench-scale:
 # most 1.25x for 10x the data); ~15 min and 3.5 GB of disk here. Knobs in scripts/bench-memory.sh.
 bench-memory:
 	scripts/bench-memory.sh
+
+# How evenly 100 000 listings (scripts/listings.py) spread over the regions and servers of each
+# subspace before and after `tessera recut`, on a local 5-server `tessera dev`: regions holding
+# objects, objects stored and led per server, the fullest region's share, regions and servers a
+# range search contacts, and CLI operations per second before, during and after the re-cut.
+# Tables on stdout, JSON in docs/results/spread.json. About 8 minutes on 2 cores, most of it the
+# re-cut under the mixed workload; options in scripts/bench-spread.py (--objects, --skip-mixed).
+bench-spread:
+	$(MAKE) bench-build
+	$(PYTHON) scripts/bench-spread.py --out docs/results/spread.json
 
 # Apache Cassandra 5.0's jars from Maven Central into ~/.cache/tessera-bench (once; a second
 # run downloads nothing). The bench crate's Cassandra test runs once they are there.
