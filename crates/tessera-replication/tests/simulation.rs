@@ -83,9 +83,9 @@ use tessera_replication::{
     UnknownShape,
 };
 use tessera_types::{
-    parse_space, CheckedFuncall, CheckedPredicate, DocValue, Document, Epoch, Funcall, FuncallOp,
-    KeySplit, NumOp, Object, Predicate, PredicateOp, ServerId, Shape, SpaceSchema, StoredObject,
-    SubspaceId, Value, Version, FORMULA_ATTRIBUTE,
+    parse_space, AxisCuts, CheckedFuncall, CheckedPredicate, DocValue, Document, Epoch, Funcall,
+    FuncallOp, KeySplit, NumOp, Object, Predicate, PredicateOp, PrimitiveType, ServerId, Shape,
+    SpaceSchema, StoredObject, SubspaceId, Value, Version, FORMULA_ATTRIBUTE,
 };
 
 /// Clients, each with at most one operation in flight.
@@ -387,8 +387,9 @@ impl ModelStore {
 
 /// The space's geometry in a configuration: the tessellations, which change only where key
 /// regions split (replica sets change with every configuration; they are not here). Its schema
-/// has the subspace a run may add already (id 3, see [`ADDED`]), so that every subspace the
-/// space ever has has its tessellation here, and the configuration's key splits.
+/// has every subspace the run has added so far (added or re-cut: a subspace's id and cuts
+/// never change, so an older configuration's subspaces are among them), and the
+/// configuration's key splits.
 struct Geometry {
     schema: SpaceSchema,
     tessellations: Vec<Tessellation>,
@@ -826,13 +827,7 @@ impl Sim {
         };
         let schema = parse_space(space).expect("valid space");
         let config = Arc::new(first_configuration(servers, spare, k, &schema));
-        let mut full = config.spaces[0].schema.clone();
-        if !dynamic {
-            let added: Vec<String> = ADDED.iter().map(|a| a.to_string()).collect();
-            let dimensions = full.subspace_dimensions(&added).expect("valid subspace");
-            full.subspaces
-                .push(tessera_types::Subspace::serving(dimensions));
-        }
+        let full = config.spaces[0].schema.clone();
         let geometry = Arc::new(Geometry::new(&full, &[]));
         let nodes = config
             .servers
@@ -897,6 +892,20 @@ impl Sim {
 
     fn config(&self) -> &Arc<Configuration> {
         self.configs.last().expect("at least one")
+    }
+
+    /// Gives every geometry the subspaces `config` has that they lack (an added or re-cut one),
+    /// before any server sees `config`.
+    fn extend_geometries(&mut self, config: &Configuration) {
+        let schema = &config.spaces[0].schema;
+        for g in &mut self.geometries {
+            if g.schema.subspaces.len() < schema.subspaces.len() {
+                let mut full = g.schema.clone();
+                full.subspaces
+                    .extend_from_slice(&schema.subspaces[full.subspaces.len()..]);
+                *g = Arc::new(Geometry::new(&full, &g.schema.key_splits));
+            }
+        }
     }
 
     /// The space's geometry in the coordinator's current configuration.
@@ -1601,9 +1610,11 @@ impl Sim {
         let change = SpaceChange::AddSubspace {
             attributes: ADDED.iter().map(|a| a.to_string()).collect(),
         };
+        // Refused while a re-cut is being built, or once a re-cut made one over c, a.
+        let mut refused = false;
         let next = next_configuration(&config, |c| {
             let epoch = c.epoch.0;
-            c.spaces[0]
+            refused = c.spaces[0]
                 .alter(epoch, &change, |t| {
                     (0..t.regions_count() as usize)
                         .map(|r| {
@@ -1613,12 +1624,80 @@ impl Sim {
                         })
                         .collect()
                 })
-                .expect("the subspace is new");
+                .is_err();
         });
+        if refused {
+            return;
+        }
         if self.tracing {
-            eprintln!("t={} add subspace 3", self.now);
+            eprintln!("t={} add subspace", self.now);
         }
         self.alterations[0] += 1;
+        self.extend_geometries(&next);
+        self.publish(next);
+    }
+
+    /// `tessera recut t S`: a written subspace of the typed space rebuilt at random cuts (int
+    /// axes at points among the values written, string axes in equal slices) beside the old
+    /// one, which goes when the new one is built. Skipped when the configuration refuses it (a
+    /// build under way).
+    fn recut_subspace(&mut self) {
+        let usable = self.usable();
+        let config = self.config().clone();
+        let schema = &config.spaces[0].schema;
+        let serving: Vec<SubspaceId> = schema.searchable_subspaces().skip(1).collect();
+        if usable.len() < self.k || serving.is_empty() || schema.is_dynamic() {
+            return;
+        }
+        let subspace = serving[self.rng.random_range(0..serving.len())];
+        let cuts: Vec<AxisCuts> = schema
+            .subspace(subspace)
+            .dimensions
+            .iter()
+            .map(|&a| match schema.attribute(a).ty.as_primitive() {
+                Some(PrimitiveType::Int) => {
+                    let mut at: Vec<u64> = (0..self.rng.random_range(0..6))
+                        .map(|_| {
+                            let v = self.rng.random_range(-4i64..5) * 1_000_000_000_000_000_000
+                                + self.rng.random_range(-3i64..4);
+                            tessera_geometry::coordinate(&Value::Int(v))
+                        })
+                        .collect();
+                    at.sort_unstable();
+                    at.dedup();
+                    AxisCuts::At(at)
+                }
+                _ => AxisCuts::Equal(self.rng.random_range(1..5)),
+            })
+            .collect();
+        let (k, offset) = (self.k, self.rng.random_range(0..usable.len()));
+        let change = SpaceChange::RecutSubspace {
+            subspace: subspace.0,
+            cuts,
+        };
+        let mut refused = false;
+        let next = next_configuration(&config, |c| {
+            let epoch = c.epoch.0;
+            refused = c.spaces[0]
+                .alter(epoch, &change, |t| {
+                    (0..t.regions_count() as usize)
+                        .map(|r| {
+                            (0..k)
+                                .map(|i| usable[(offset + r + i) % usable.len()])
+                                .collect()
+                        })
+                        .collect()
+                })
+                .is_err();
+        });
+        if refused {
+            return;
+        }
+        if self.tracing {
+            eprintln!("t={} recut subspace {}", self.now, subspace.0);
+        }
+        self.alterations[0] += 1;
+        self.extend_geometries(&next);
         self.publish(next);
     }
 
@@ -2055,10 +2134,10 @@ fn run(seed: u64) -> (u64, [u64; 14]) {
         } else if !quiet && choice < 30 && sim.ordered && sim.rng.random_bool(0.5) {
             sim.maybe_split(&keys);
         } else if !quiet && choice < 30 && sim.alters && sim.rng.random_bool(0.1) {
-            if sim.rng.random_bool(0.7) {
-                sim.add_subspace();
-            } else {
-                sim.drop_subspace();
+            match sim.rng.random_range(0..10) {
+                0..5 => sim.add_subspace(),
+                5..8 => sim.recut_subspace(),
+                _ => sim.drop_subspace(),
             }
         } else if !quiet && choice < 31 {
             let settled = settled_keys(&sim, &keys, false);
