@@ -29,6 +29,8 @@ use crate::lease::Link;
 
 /// First wait before trying the coordinators again after none accepted.
 const RETRY_MIN: Duration = Duration::from_millis(100);
+/// How long a backfill report waits for the next ones before it is sent with them.
+const BACKFILL_REPORTS_GATHERED: Duration = Duration::from_millis(250);
 /// Longest wait between two rounds of tries.
 const RETRY_MAX: Duration = Duration::from_secs(2);
 /// How long one coordinator has to answer: a follower forwards the report to the leader (up to
@@ -155,6 +157,11 @@ pub async fn report_transfers(
             match reports.recv().await {
                 Some(done) => pending.push(done),
                 None => return,
+            }
+            // Backfilled regions come one after another, and each report recorded is an
+            // epoch every server installs: gather the ones that follow closely into one.
+            if matches!(pending[0], Report::Backfill(_)) {
+                tokio::time::sleep(BACKFILL_REPORTS_GATHERED).await;
             }
         }
         while let Ok(done) = reports.try_recv() {
