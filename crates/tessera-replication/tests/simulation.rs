@@ -1605,17 +1605,29 @@ impl Sim {
         if usable.len() < self.k || config.spaces[0].schema.subspaces.len() > 3 {
             return;
         }
-        let k = self.k;
-        let offset = self.rng.random_range(0..usable.len());
         let change = SpaceChange::AddSubspace {
             attributes: ADDED.iter().map(|a| a.to_string()).collect(),
         };
         // Refused while a re-cut is being built, or once a re-cut made one over c, a.
+        self.build_subspace(&config, &change, &usable, "add subspace".to_owned());
+    }
+
+    /// Applies `change`, which adds a subspace to be built, unless the configuration refuses
+    /// it: the new subspace's regions get K of `usable` each, rotated from a random offset so
+    /// that chains cross servers.
+    fn build_subspace(
+        &mut self,
+        config: &Configuration,
+        change: &SpaceChange,
+        usable: &[ServerId],
+        what: String,
+    ) {
+        let (k, offset) = (self.k, self.rng.random_range(0..usable.len()));
         let mut refused = false;
-        let next = next_configuration(&config, |c| {
+        let next = next_configuration(config, |c| {
             let epoch = c.epoch.0;
             refused = c.spaces[0]
-                .alter(epoch, &change, |t| {
+                .alter(epoch, change, |t| {
                     (0..t.regions_count() as usize)
                         .map(|r| {
                             (0..k)
@@ -1630,7 +1642,7 @@ impl Sim {
             return;
         }
         if self.tracing {
-            eprintln!("t={} add subspace", self.now);
+            eprintln!("t={} {what}", self.now);
         }
         self.alterations[0] += 1;
         self.extend_geometries(&next);
@@ -1670,35 +1682,12 @@ impl Sim {
                 _ => AxisCuts::Equal(self.rng.random_range(1..5)),
             })
             .collect();
-        let (k, offset) = (self.k, self.rng.random_range(0..usable.len()));
         let change = SpaceChange::RecutSubspace {
             subspace: subspace.0,
             cuts,
         };
-        let mut refused = false;
-        let next = next_configuration(&config, |c| {
-            let epoch = c.epoch.0;
-            refused = c.spaces[0]
-                .alter(epoch, &change, |t| {
-                    (0..t.regions_count() as usize)
-                        .map(|r| {
-                            (0..k)
-                                .map(|i| usable[(offset + r + i) % usable.len()])
-                                .collect()
-                        })
-                        .collect()
-                })
-                .is_err();
-        });
-        if refused {
-            return;
-        }
-        if self.tracing {
-            eprintln!("t={} recut subspace {}", self.now, subspace.0);
-        }
-        self.alterations[0] += 1;
-        self.extend_geometries(&next);
-        self.publish(next);
+        let what = format!("recut subspace {}", subspace.0);
+        self.build_subspace(&config, &change, &usable, what);
     }
 
     /// `tessera split-region t R AT` of the ordered space: at a key of the run or just above
