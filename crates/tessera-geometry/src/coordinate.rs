@@ -89,7 +89,7 @@ pub fn property_axis(path: &str, dimensions: u16) -> usize {
 pub fn unispace_point(dimensions: u16, document: &Document) -> Vec<u64> {
     let mut owners: Vec<Option<(String, u64)>> = vec![None; dimensions as usize];
     document.for_each_property(|path, value| {
-        let Some(v) = coordinate_value(value) else {
+        let Some(v) = value.primitive() else {
             return;
         };
         let owner = &mut owners[property_axis(path, dimensions)];
@@ -103,17 +103,6 @@ pub fn unispace_point(dimensions: u16, document: &Document) -> Vec<u64> {
         .collect()
 }
 
-/// A document's value as a typed space would hold it, for its coordinate: strings, ints and
-/// floats only.
-fn coordinate_value(value: &DocValue) -> Option<Value> {
-    match value {
-        DocValue::String(s) => Some(Value::from(s.as_str())),
-        DocValue::Int(i) => Some(Value::Int(*i)),
-        DocValue::Float(f) => Some(Value::Float(*f)),
-        _ => None,
-    }
-}
-
 /// The point of a document in an overlay: each axis's property's coordinate, 0 where the
 /// document lacks the property or holds no string, int or float there.
 pub fn overlay_point(overlay: &Overlay, document: &Document) -> Vec<u64> {
@@ -123,7 +112,7 @@ pub fn overlay_point(overlay: &Overlay, document: &Document) -> Vec<u64> {
         .map(|a| {
             document
                 .get(&a.path)
-                .and_then(coordinate_value)
+                .and_then(DocValue::primitive)
                 .map_or(0, |v| coordinate(&v))
         })
         .collect()
@@ -132,8 +121,9 @@ pub fn overlay_point(overlay: &Overlay, document: &Document) -> Vec<u64> {
 /// The point of `object` in subspace `subspace`: one coordinate per dimension, or `None` when
 /// the object is not placed there. Every object is placed in every subspace of a typed space;
 /// a dynamic space's document in the key subspace and in the subspaces of its formula (the
-/// unispace for the default formula, the overlays of a registered one), and nowhere when its
-/// formula is not one the schema knows.
+/// unispace for the default formula, the overlays of a registered one, and the re-cut of one
+/// of those overlays while it is built), and nowhere when its formula is not one the schema
+/// knows.
 pub fn point(schema: &SpaceSchema, subspace: SubspaceId, object: &Object) -> Option<Vec<u64>> {
     let SpaceKind::Dynamic { dimensions } = schema.kind else {
         return Some(typed_point(schema, subspace, object));
@@ -147,10 +137,7 @@ pub fn point(schema: &SpaceSchema, subspace: SubspaceId, object: &Object) -> Opt
         panic!("a dynamic space's object holds a document and a formula id");
     };
     // A formula id that is not text names no formula: the object is placed by none.
-    if !schema
-        .formula_subspaces(formula.as_str()?)?
-        .contains(&subspace)
-    {
+    if !schema.formula_places(formula.as_str()?, subspace)? {
         return None;
     }
     match &schema.subspace(subspace).overlay {

@@ -24,6 +24,46 @@ pub enum AxisData<'a> {
     },
 }
 
+impl<'a> AxisData<'a> {
+    /// A document overlay's axis, from the sketch of its path's values: ordered when most of
+    /// them are numbers (as ints when every number is whole, else as floats), hashed when most
+    /// are strings. Values of the other kind still have their coordinates, and searches find
+    /// them; the cuts just do not spread them.
+    pub fn of_document_path(values: &'a Sketch) -> AxisData<'a> {
+        if values.numeric_count() * 2 <= values.count() {
+            return AxisData::Hashed;
+        }
+        let ty = if values.whole_numbers() {
+            PrimitiveType::Int
+        } else {
+            PrimitiveType::Float
+        };
+        AxisData::Ordered { ty, values }
+    }
+}
+
+/// Cut points for a document overlay whose axes are `axes`, weighted `weights` (relative
+/// numbers of intervals, as the overlay declares them), for about `partitions` regions: each
+/// axis gets the intervals its weight gives it in `Tessellation::weighted`, at most its
+/// distinct values, at its quantiles. Equal weights cut as [`cuts_from_data`] does.
+pub fn cuts_from_data_weighted(
+    axes: &[AxisData],
+    weights: &[u32],
+    partitions: u32,
+) -> Vec<AxisCuts> {
+    if weights.windows(2).all(|w| w[0] == w[1]) {
+        return cuts_from_data(axes, partitions);
+    }
+    let grid = crate::Tessellation::weighted(weights, partitions);
+    axes.iter()
+        .enumerate()
+        .map(|(d, axis)| {
+            let n = u64::from(grid.intervals(d)).min(cap(axis, partitions));
+            cut_axis(axis, n as u32)
+        })
+        .collect()
+}
+
 /// Cut points for a subspace whose axes are `axes`, asked for about `partitions` regions:
 /// ordered axes at their quantiles, hashed ones in equal slices. The result passes
 /// `Subspace::check_cuts`.
@@ -190,6 +230,50 @@ mod tests {
         assert_eq!(interval_counts(&[5, free], 64), vec![5, 12]);
         assert_eq!(interval_counts(&[1, 1], 64), vec![1, 1]);
         assert_eq!(interval_counts(&[free, free], 1), vec![1, 1]);
+    }
+
+    #[test]
+    fn document_paths_and_weighted_overlays() {
+        // Years of a bibliography (1985-2024), and venue names with some numbers.
+        let mut years = Sketch::new();
+        for y in 0..4000i64 {
+            years.insert(&Value::Int(2024 - y % 40));
+        }
+        let mut mixed = Sketch::new();
+        for i in 0..30 {
+            mixed.insert(&Value::from(format!("v{i}").as_str()));
+        }
+        for i in 0..10 {
+            mixed.insert(&Value::Float(f64::from(i) + 0.5));
+        }
+        assert!(matches!(
+            AxisData::of_document_path(&years),
+            AxisData::Ordered {
+                ty: PrimitiveType::Int,
+                ..
+            }
+        ));
+        // Mostly strings: hashed, whatever numbers it also holds.
+        assert!(matches!(
+            AxisData::of_document_path(&mixed),
+            AxisData::Hashed
+        ));
+        let axes = [AxisData::of_document_path(&years), AxisData::Hashed];
+        // Weighted 4 to 1 (year*4,venue): 16 year intervals at the years' quantiles, 4 venues.
+        let cuts = cuts_from_data_weighted(&axes, &[4, 1], 64);
+        assert_eq!(cuts[1], AxisCuts::Equal(4));
+        let AxisCuts::At(at) = &cuts[0] else {
+            panic!("{cuts:?}")
+        };
+        assert!(at.len() <= 15 && at.len() >= 10, "{at:?}");
+        let first = crate::coordinate(&Value::Int(1985));
+        let last = crate::coordinate(&Value::Int(2024));
+        assert!(at.iter().all(|&c| c > first && c <= last), "{at:?}");
+        // Equal weights cut as a typed subspace's axes.
+        assert_eq!(
+            cuts_from_data_weighted(&axes, &[1, 1], 64),
+            cuts_from_data(&axes, 64)
+        );
     }
 
     /// Values from the distributions users have, drawn from a seed (no randomness in the

@@ -49,7 +49,7 @@ pub use coordinate::{
     unispace_point,
 };
 pub use cover::{cover_regions, Cover};
-pub use cuts::{cuts_from_data, AxisData};
+pub use cuts::{cuts_from_data, cuts_from_data_weighted, AxisData};
 pub use dynamic::{overlay_boxes, unispace_boxes};
 pub use hilbert::{hilbert_cell, hilbert_index};
 pub use index::{PropertyIndex, ShapeSet};

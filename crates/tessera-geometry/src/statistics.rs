@@ -204,6 +204,20 @@ impl Sketch {
         self.count
     }
 
+    /// How many of the values counted are finite ints or floats (those the quantiles see).
+    pub fn numeric_count(&self) -> u64 {
+        let folded = self
+            .folded
+            .as_ref()
+            .map_or(0.0, |f| f.centroids.iter().map(|c| c.weight).sum::<f64>());
+        (folded.round() as u64).saturating_add(self.buffer.len() as u64)
+    }
+
+    /// Whether every finite numeric value counted is a whole number (so every int is).
+    pub fn whole_numbers(&self) -> bool {
+        self.whole_numbers
+    }
+
     /// How many distinct values: exact up to 128 of them, then the HyperLogLog estimate
     /// (standard error 1.2 to 1.5 %). Never more than [`Sketch::count`], never 0 when that is not.
     pub fn distinct(&self) -> u64 {

@@ -223,8 +223,9 @@ pub enum SpaceChange {
     /// replica set, which the coordinators' balancing may then move by state transfer.
     SplitKeyRegion { region: u32, at: Value },
     /// Cuts subspace `subspace` again, at `cuts` (one entry per dimension): a new subspace over
-    /// the same attributes, cut so, is built beside it (see [`Build`]) and replaces it once
-    /// built, in the epoch that makes it serve. The old one serves searches until then.
+    /// the same attributes (or the same document overlay), cut so, is built beside it (see
+    /// [`Build`]) and replaces it once built, in the epoch that makes it serve (and in the
+    /// formulas naming it). The old one serves searches until then.
     RecutSubspace { subspace: u16, cuts: Vec<AxisCuts> },
 }
 
@@ -285,7 +286,7 @@ pub enum AlterError {
     TooManySubspaces(usize),
     #[error("the space is typed: shapes of documents belong to dynamic spaces")]
     NotDynamic,
-    #[error("the space is dynamic: Tessera places its documents by their properties, and its subspaces do not change")]
+    #[error("the space is dynamic: Tessera places its documents by their properties, and its subspaces change only by formulas and re-cuts")]
     Dynamic,
     #[error("the space's documents have taken {SHAPES_MAX} shapes (distinct sets of properties): no more are kept")]
     TooManyShapes,
@@ -417,6 +418,10 @@ impl SpaceConfig {
                     None => Err(AlterError::NoSuchShape),
                 };
             }
+            // A document overlay re-cuts like a typed subspace.
+            (SpaceChange::RecutSubspace { subspace, cuts }, true) => {
+                return self.check_recut(*subspace, cuts).map(Some);
+            }
             (_, true) => return Err(AlterError::Dynamic),
             (_, false) => {}
         }
@@ -501,13 +506,20 @@ impl SpaceConfig {
     }
 
     /// The subspace that re-cuts `subspace` at `cuts` (see [`SpaceChange::RecutSubspace`]),
-    /// if it may: a serving subspace of attributes (not the key's, not a tag subspace), no
-    /// build under way, a free subspace id, cuts the tessellation can use.
+    /// if it may: a serving subspace of attributes or a document overlay (not the key's, not
+    /// a tag subspace, not the unispace), no build under way, a free subspace id, cuts the
+    /// tessellation can use.
     fn check_recut(&self, subspace: u16, cuts: &[AxisCuts]) -> Result<Subspace, AlterError> {
         let schema = &self.schema;
         let old = schema.subspaces.get(usize::from(subspace));
-        let Some(old) = old.filter(|s| subspace > 0 && s.is_searchable() && s.tags.is_none())
-        else {
+        // A dynamic space's unispace hashes every path onto its axes: only overlays re-cut.
+        let cuttable = |s: &&Subspace| {
+            subspace > 0
+                && s.is_searchable()
+                && s.tags.is_none()
+                && (s.overlay.is_some() || !schema.is_dynamic())
+        };
+        let Some(old) = old.filter(cuttable) else {
             return Err(AlterError::NotRecuttable(subspace));
         };
         if let Some(b) = &self.build {
@@ -750,6 +762,7 @@ impl SpaceConfig {
             // from one to the other with nothing in between.
             if let Some(old) = replaces.filter(|old| self.schema.subspace(*old).is_written()) {
                 self.drop_subspace(old);
+                self.schema.replace_in_formulas(old, id);
             }
         }
         recorded
@@ -766,9 +779,13 @@ impl SpaceConfig {
             .collect()
     }
 
-    /// A subspace's attributes, by name, in its dimensions' order.
+    /// A subspace's attributes, by name, in its dimensions' order (a document overlay's
+    /// paths).
     pub fn attribute_names(&self, id: SubspaceId) -> Vec<String> {
         let schema = &self.schema;
+        if let Some(overlay) = &schema.subspace(id).overlay {
+            return overlay.axes.iter().map(|a| a.path.clone()).collect();
+        }
         schema
             .subspace(id)
             .dimensions
@@ -1244,7 +1261,8 @@ impl Configuration {
                         && b.replaces.is_none_or(|old| {
                             old.get() > 0
                                 && schema.subspaces.get(old.get()).is_some_and(|o| {
-                                    o.dimensions == schema.subspace(b.subspace).dimensions
+                                    let new = schema.subspace(b.subspace);
+                                    o.dimensions == new.dimensions && o.overlay == new.overlay
                                 })
                         })
                 }
@@ -1817,5 +1835,67 @@ mod tests {
         copy.alter(4, &SpaceChange::AddFormula(spec), one_server)
             .unwrap();
         assert_eq!(copy.property_index().formulas_naming("b"), ["f".to_owned()]);
+    }
+
+    #[test]
+    fn an_overlay_recut_takes_its_place_in_the_formulas() {
+        let schema = parse_space("space d dynamic key k dimensions 2").unwrap();
+        let mut space = SpaceConfig::owned_by(1, schema, &[ServerId(1)]);
+        for (id, overlays) in [
+            ("f", vec!["year*2,venue"]),
+            ("g", vec!["year*2,venue", "title"]),
+        ] {
+            let spec = FormulaSpec::parse(Some(id), &overlays).unwrap();
+            space
+                .alter(2, &SpaceChange::AddFormula(spec), one_server)
+                .unwrap();
+        }
+        // Subspaces: 0 the key's, 1 the unispace, 2 year*2,venue (both formulas), 3 title.
+        let before = space.clone();
+        let cuts = vec![AxisCuts::At(vec![7, 9]), AxisCuts::Equal(2)];
+        let unispace = SpaceChange::RecutSubspace {
+            subspace: 1,
+            cuts: cuts.clone(),
+        };
+        assert_eq!(
+            space.alter(3, &unispace, one_server),
+            Err(AlterError::NotRecuttable(1))
+        );
+        assert_eq!(space, before);
+        let recut = SpaceChange::RecutSubspace { subspace: 2, cuts };
+        assert_eq!(space.alter(3, &recut, one_server), Ok(Some(SubspaceId(4))));
+        assert!(config_of(space.clone()).check().is_ok());
+        // While it is built, documents of both formulas are placed in it too.
+        for f in ["f", "g"] {
+            assert_eq!(space.schema.formula_places(f, SubspaceId(4)), Some(true));
+        }
+        assert_eq!(space.schema.formula_places("", SubspaceId(4)), Some(false));
+        // A build claiming to replace an overlay it does not copy is refused.
+        let mut wrong = space.clone();
+        wrong.build.as_mut().unwrap().replaces = Some(SubspaceId(3));
+        assert!(config_of(wrong).check().is_err());
+        let done: Vec<BackfillRef> = (0..space.replicas[0].len() as u32)
+            .map(|region| BackfillRef {
+                space: 1,
+                subspace: SubspaceId(4),
+                region,
+                since: 3,
+            })
+            .collect();
+        space.complete_backfills(&done);
+        assert_eq!(
+            space.schema.subspace(SubspaceId(2)).state,
+            SubspaceState::Dropped
+        );
+        assert_eq!(
+            space.schema.formula_subspaces("f"),
+            Some(&[SubspaceId(4)][..])
+        );
+        assert_eq!(
+            space.schema.formula_subspaces("g"),
+            Some(&[SubspaceId(4), SubspaceId(3)][..])
+        );
+        assert_eq!(space.schema.formula_places("f", SubspaceId(2)), Some(false));
+        assert!(config_of(space).check().is_ok());
     }
 }

@@ -45,7 +45,7 @@ pub use frame::{
 pub use message::{
     CoordinatorStatus, ExplainedPart, Explanation, HeartbeatReply, KeyRegionLoad, RegionCount,
     Request, RequestFrame, Response, ResponseFrame, ServerLiveness, SortOrder, SpaceStatistics,
-    WireObject, WriteMode,
+    WireObject, WriteMode, PATH_STATISTICS_MAX,
 };
 pub use status::{funcall_status, predicate_status, sort_status, ErrorReply, Status};
 pub use trace::{Constraint, RequestShape, ShapeCount, SpaceTrace};

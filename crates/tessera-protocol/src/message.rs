@@ -492,13 +492,22 @@ pub enum Response {
 
 /// Statistics of a space's values (`Request::Statistics`): of the objects of the key regions
 /// `regions`, one sketch per attribute in schema order (the key first; containers and
-/// documents have empty ones). Statistics of disjoint regions merge into those of their union.
+/// documents have empty ones) and, in a dynamic space, one per document path an overlay names.
+/// Statistics of disjoint regions merge into those of their union.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SpaceStatistics {
     /// The key regions counted, ascending.
     pub regions: Vec<u32>,
     pub attributes: Vec<Sketch>,
+    /// In a dynamic space, for each path an overlay names (at most [`PATH_STATISTICS_MAX`]
+    /// paths, the smallest first), the strings, ints and floats there of the documents whose
+    /// formula places them in an overlay naming it; by path, ascending.
+    pub paths: Vec<(String, Sketch)>,
 }
+
+/// The most document paths a space's statistics sketch: with 13 KiB a sketch at most, their
+/// answer stays well within one frame.
+pub const PATH_STATISTICS_MAX: usize = 64;
 
 impl SpaceStatistics {
     /// No objects, of `attributes` attributes.
@@ -506,7 +515,17 @@ impl SpaceStatistics {
         SpaceStatistics {
             regions: Vec::new(),
             attributes: vec![Sketch::new(); attributes],
+            paths: Vec::new(),
         }
+    }
+
+    /// The sketch of document path `path`, if these statistics keep one.
+    pub fn path(&self, path: &str) -> Option<&Sketch> {
+        let at = self
+            .paths
+            .binary_search_by(|(p, _)| p.as_str().cmp(path))
+            .ok()?;
+        Some(&self.paths[at].1)
     }
 
     /// Adds the statistics of other key regions (those already counted here are skipped,
@@ -524,11 +543,32 @@ impl SpaceStatistics {
         for (mine, theirs) in self.attributes.iter_mut().zip(&other.attributes) {
             mine.merge(theirs);
         }
+        // Servers on different epochs may sketch different paths: a path one of them lacks
+        // counts only the regions of the others.
+        for (path, theirs) in &other.paths {
+            match self.paths.binary_search_by(|(p, _)| p.cmp(path)) {
+                Ok(at) => self.paths[at].1.merge(theirs),
+                Err(at) if self.paths.len() < PATH_STATISTICS_MAX => {
+                    self.paths.insert(at, (path.clone(), theirs.clone()));
+                }
+                Err(_) => {}
+            }
+        }
     }
 
     /// Whether statistics from another server are well formed: `attributes` sketches, each
-    /// passing its own check, regions ascending.
+    /// passing its own check, regions ascending, at most [`PATH_STATISTICS_MAX`] paths,
+    /// ascending.
     pub fn check(&self, attributes: usize) -> Result<(), String> {
+        if self.paths.len() > PATH_STATISTICS_MAX {
+            return Err(format!(
+                "statistics of {} paths, more than {PATH_STATISTICS_MAX}",
+                self.paths.len()
+            ));
+        }
+        if self.paths.windows(2).any(|w| w[0].0 >= w[1].0) {
+            return Err("statistics' paths are not ascending".to_owned());
+        }
         if self.attributes.len() != attributes {
             return Err(format!(
                 "statistics of {} attributes for a space of {attributes}",
@@ -540,6 +580,7 @@ impl SpaceStatistics {
         }
         self.attributes
             .iter()
+            .chain(self.paths.iter().map(|(_, s)| s))
             .try_for_each(|s| s.check().map_err(|e| e.to_string()))
     }
 }

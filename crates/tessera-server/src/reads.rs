@@ -13,16 +13,21 @@
 //! cluster client ([`Pointers::Return`]: the documents' point leaders hold them) — and checks
 //! every predicate on the document.
 
+use std::collections::HashMap;
 use std::ops::ControlFlow;
 
-use tessera_geometry::{part_keeps, pointer_answers, RegionIndex, SearchPlan};
+use tessera_geometry::{part_keeps, pointer_answers, RegionIndex, SearchPlan, Sketch};
 use tessera_protocol::{
     ErrorReply, Explanation, KeyRegionLoad, RegionCount, SortOrder, SpaceStatistics, WireObject,
+    PATH_STATISTICS_MAX,
 };
 use tessera_storage::encoded::EncodedFilter;
 use tessera_storage::{EncodedObject, Store, StoredObject};
 use tessera_types::predicate::matches_all;
-use tessera_types::{CheckedPredicate, SortKey, SortValue, SubspaceId, Value};
+use tessera_types::{
+    CheckedPredicate, DocValue, SortKey, SortValue, SpaceSchema, SubspaceId, Value, DOCUMENT_INDEX,
+    FORMULA_INDEX,
+};
 
 use crate::errors::storage_error;
 use crate::view::ServedSpace;
@@ -90,7 +95,8 @@ pub fn region_counts(
 
 /// Statistics of the values of the objects in the key regions of `space` this server leads
 /// (`Request::Statistics`): a read of those regions whole, so run it off the connection's
-/// task. Memory: one sketch per attribute (`Sketch::BYTES_MAX` each).
+/// task. Memory: one sketch per attribute and per overlay path, at most
+/// `PATH_STATISTICS_MAX` of those (`Sketch::BYTES_MAX` each).
 pub fn statistics(store: &Store, space: &ServedSpace) -> Result<SpaceStatistics, ErrorReply> {
     let schema = &space.config.schema;
     let led: Vec<RegionIndex> = space.config.replicas[SubspaceId::KEY.get()]
@@ -101,17 +107,53 @@ pub fn statistics(store: &Store, space: &ServedSpace) -> Result<SpaceStatistics,
         .collect();
     let mut statistics = SpaceStatistics::empty(schema.attributes.len());
     statistics.regions = led.iter().map(|r| r.0).collect();
+    statistics.paths = schema
+        .overlay_paths()
+        .into_iter()
+        .take(PATH_STATISTICS_MAX)
+        .map(|p| (p.to_owned(), Sketch::new()))
+        .collect();
     let (lo, hi) = (vec![0], vec![u64::MAX]);
     let found = store
         .search(&schema.name, SubspaceId::KEY, &led, &lo, &hi)
         .map_err(storage_error)?;
+    let mut named_by: HashMap<String, Vec<usize>> = HashMap::new();
     for object in found {
         let object = object.map_err(storage_error)?.object;
         for (sketch, value) in statistics.attributes.iter_mut().zip(&object.values) {
             sketch.insert(value);
         }
+        let (Some(Value::Document(d)), Some(Value::String(f))) = (
+            object.values.get(DOCUMENT_INDEX.get()),
+            object.values.get(FORMULA_INDEX.get()),
+        ) else {
+            continue;
+        };
+        let formula = f.as_str().unwrap_or_default();
+        let named = named_by
+            .entry(formula.to_owned())
+            .or_insert_with(|| paths_named_by(schema, formula, &statistics.paths));
+        for &at in named.iter() {
+            let (path, sketch) = &mut statistics.paths[at];
+            if let Some(v) = d.get(path).and_then(DocValue::primitive) {
+                sketch.insert(&v);
+            }
+        }
     }
     Ok(statistics)
+}
+
+/// Which of `paths` the overlays of formula `formula` name (by index): the paths whose
+/// statistics a document of that formula counts in, as they are the ones it is placed by.
+fn paths_named_by(schema: &SpaceSchema, formula: &str, paths: &[(String, Sketch)]) -> Vec<usize> {
+    let overlays = schema.formula_subspaces(formula).unwrap_or_default();
+    let named = |path: &str| {
+        overlays.iter().any(|s| {
+            let overlay = schema.subspace(*s).overlay.as_ref();
+            overlay.is_some_and(|o| o.axes.iter().any(|a| a.path == path))
+        })
+    };
+    (0..paths.len()).filter(|&i| named(&paths[i].0)).collect()
 }
 
 pub fn wire(o: StoredObject) -> WireObject {

@@ -10,7 +10,7 @@
 
 mod common;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
 use std::time::Duration;
 
@@ -492,4 +492,272 @@ async fn recut_while_writing_in_a_cluster() {
     let t = config.space("t").unwrap();
     assert!(t.replicas[1].is_empty());
     assert!(t.replicas[2].iter().all(|set| set.len() == 2));
+}
+
+/// A bibliography whose formula places documents by year (weighted 2) and venue.
+const BIB: &str = "space bib dynamic key id create 16 partitions tolerate 1 failure";
+const VENUES: [&str; 6] = ["SOSP", "OSDI", "NSDI", "VLDB", "SIGMOD", "EuroSys"];
+
+/// What the clients wrote to bib: key -> (year, venue, placed by the formula?).
+type Papers = BTreeMap<String, (i64, String, bool)>;
+
+/// A year skewed towards the recent, as publication years are: most within the last decade.
+fn skewed_year(rng: &mut StdRng) -> i64 {
+    let back: f64 = -rng.random::<f64>().max(1e-9).ln() * 5.0;
+    2024 - (back as i64).min(40)
+}
+
+fn paper(year: i64, venue: &str) -> tessera_client::Document {
+    let properties = [
+        ("year".to_owned(), tessera_client::DocValue::Int(year)),
+        (
+            "venue".to_owned(),
+            tessera_client::DocValue::String(venue.into()),
+        ),
+    ];
+    tessera_client::Document::new(properties.into_iter().collect())
+}
+
+/// Writes `n` papers concurrently (or deletes them), each under the formula or the default
+/// one, and records what was acknowledged.
+async fn write_papers(client: &Client, papers: &mut Papers, rng: &mut StdRng, keys: &[String]) {
+    let mut planned = Vec::new();
+    let mut writes = Vec::new();
+    for key in keys {
+        if papers.contains_key(key) && rng.random_bool(0.1) {
+            planned.push((key.clone(), None));
+            writes.push(futures::future::Either::Left(
+                client.del("bib", key.as_str()),
+            ));
+            continue;
+        }
+        let (year, venue) = (skewed_year(rng), VENUES[rng.random_range(0..VENUES.len())]);
+        let by_formula = rng.random_bool(0.75);
+        let formula = if by_formula { "by_year" } else { "" };
+        planned.push((key.clone(), Some((year, venue.to_owned(), by_formula))));
+        writes.push(futures::future::Either::Right(
+            client.put_document_with_formula("bib", key.as_str(), paper(year, venue), formula),
+        ));
+    }
+    for ((key, value), result) in planned
+        .into_iter()
+        .zip(futures::future::join_all(writes).await)
+    {
+        match (value, result) {
+            (Some(v), Ok(())) => {
+                papers.insert(key, v);
+            }
+            (None, Ok(())) => {
+                papers.remove(&key);
+            }
+            (_, Err(e)) => panic!("a write of {key} failed: {e}"),
+        }
+    }
+}
+
+/// Searches by year (equal, ranges) and by venue and year equal brute-force filtering of
+/// the model.
+async fn check_paper_searches(client: &Client, papers: &Papers, rng: &mut StdRng) {
+    for _ in 0..4 {
+        let (y1, y2) = (skewed_year(rng), skewed_year(rng));
+        let venue = VENUES[rng.random_range(0..VENUES.len())];
+        let (predicates, wanted): (Vec<Predicate>, Box<dyn Fn(&(i64, String, bool)) -> bool>) =
+            match rng.random_range(0..3) {
+                0 => (
+                    vec![Predicate::equals("year", y1)],
+                    Box::new(move |p| p.0 == y1),
+                ),
+                1 => (
+                    vec![
+                        Predicate::new("year", PredicateOp::GreaterEqual(Value::Int(y1.min(y2)))),
+                        Predicate::new("year", PredicateOp::LessEqual(Value::Int(y1.max(y2)))),
+                    ],
+                    Box::new(move |p| (y1.min(y2)..=y1.max(y2)).contains(&p.0)),
+                ),
+                _ => (
+                    vec![
+                        Predicate::equals("venue", venue),
+                        Predicate::equals("year", y1),
+                    ],
+                    Box::new(move |p| p.0 == y1 && p.1 == venue),
+                ),
+            };
+        let expected: Vec<&String> = papers
+            .iter()
+            .filter(|(_, p)| wanted(p))
+            .map(|(k, _)| k)
+            .collect();
+        let mut found: Vec<String> = client
+            .search("bib", predicates.clone())
+            .await
+            .expect("a search")
+            .into_iter()
+            .map(|r| match r.key {
+                Value::String(k) => k.as_str().expect("text").to_owned(),
+                other => panic!("a string key, not {other}"),
+            })
+            .collect();
+        found.sort();
+        let found: Vec<&String> = found.iter().collect();
+        assert_eq!(found, expected, "search {predicates:?}");
+    }
+}
+
+/// The re-cut of the overlay `year*2,venue` while documents are written and searched: the
+/// statistics of its paths count what the model holds, the overlay is rebuilt at the model's
+/// own year quantiles beside the old one, the formula moves to it in the swap, and every
+/// search equals the model before, during and after.
+async fn overlay_recut_scenario(client: &Client, admin: SocketAddr) {
+    let spec = tessera_client::FormulaSpec::parse(Some("by_year"), &["year*2,venue"]).unwrap();
+    client.add_formula("bib", spec).await.expect("the formula");
+    let mut rng = StdRng::seed_from_u64(0xb1b);
+    let mut papers = Papers::new();
+    let keys: Vec<String> = (0..1200).map(|n| format!("p{n}")).collect();
+    for chunk in keys.chunks(300) {
+        write_papers(client, &mut papers, &mut rng, chunk).await;
+    }
+    let overlay = 2u16;
+    let config = client.refresh().await.unwrap();
+    let bib = config.space("bib").unwrap();
+    assert_eq!(bib.schema.formulas[0].overlays, vec![SubspaceId(overlay)]);
+
+    // The statistics of year and venue count the formula's documents only.
+    let statistics = client.statistics("bib").await.expect("statistics");
+    let placed: Vec<&(i64, String, bool)> = papers.values().filter(|p| p.2).collect();
+    let year = statistics.path("year").expect("year is sketched");
+    assert_eq!(year.count(), placed.len() as u64);
+    assert_eq!(
+        year.min(),
+        placed.iter().map(|p| p.0).min().map(Value::Int).as_ref()
+    );
+    assert_eq!(
+        year.max(),
+        placed.iter().map(|p| p.0).max().map(Value::Int).as_ref()
+    );
+    let venue = statistics.path("venue").expect("venue is sketched");
+    assert_eq!(venue.distinct(), VENUES.len() as u64);
+
+    // Equal slices of the int axis: every year in one slice.
+    let before = client
+        .region_counts("bib", SubspaceId(overlay))
+        .await
+        .unwrap();
+    let holding = before.iter().filter(|c| c.objects > 0).count();
+    assert!(holding <= 2, "{before:?}");
+
+    // Cut the years at the model's own octiles (distinct years only), venue in halves.
+    let mut years: Vec<i64> = placed.iter().map(|p| p.0).collect();
+    years.sort_unstable();
+    let mut at: Vec<u64> = (1..8)
+        .map(|i| tessera_geometry::coordinate(&Value::Int(years[i * years.len() / 8])))
+        .collect();
+    at.dedup();
+    let cuts = vec![
+        tessera_types::AxisCuts::At(at),
+        tessera_types::AxisCuts::Equal(2),
+    ];
+    let change = SpaceChange::RecutSubspace {
+        subspace: overlay,
+        cuts,
+    };
+    let recut = tokio::spawn(ask(
+        admin,
+        Epoch(0),
+        Request::AlterSpace {
+            space: "bib".into(),
+            change,
+        },
+    ));
+    let new = SubspaceId(overlay + 1);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    let mut rounds_while_building = 0;
+    loop {
+        let config = client.refresh().await.unwrap();
+        let subspaces = &config.space("bib").unwrap().schema.subspaces;
+        let state = subspaces.get(new.get()).map(|s| s.state);
+        rounds_while_building += usize::from(state == Some(SubspaceState::Building));
+        if recut.is_finished() && state == Some(SubspaceState::Serving) {
+            assert_eq!(
+                subspaces[usize::from(overlay)].state,
+                SubspaceState::Dropped
+            );
+            assert_eq!(
+                config.space("bib").unwrap().schema.formulas[0].overlays,
+                vec![new]
+            );
+            break;
+        }
+        assert_ne!(
+            subspaces[usize::from(overlay)].state,
+            SubspaceState::Dropped
+        );
+        let round: Vec<String> = (0..60)
+            .map(|_| format!("p{}", rng.random_range(0..1300)))
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        write_papers(client, &mut papers, &mut rng, &round).await;
+        check_paper_searches(client, &papers, &mut rng).await;
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the re-cut was not built in time"
+        );
+    }
+    assert_eq!(recut.await.unwrap(), Response::Done);
+    assert!(
+        rounds_while_building > 0,
+        "the searches ran while the re-cut was being built"
+    );
+    for _ in 0..3 {
+        let round: Vec<String> = (0..60)
+            .map(|_| format!("p{}", rng.random_range(0..1300)))
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        write_papers(client, &mut papers, &mut rng, &round).await;
+        check_paper_searches(client, &papers, &mut rng).await;
+    }
+    // The formula's documents now spread over the re-cut overlay, and a year's search
+    // reads one year interval: at most the two venue halves.
+    let after = client.region_counts("bib", new).await.unwrap();
+    let placed = papers.values().filter(|p| p.2).count() as u64;
+    assert_eq!(after.iter().map(|c| c.objects).sum::<u64>(), placed);
+    assert!(
+        after.iter().filter(|c| c.objects > 0).count() >= 12,
+        "{after:?}"
+    );
+    let explained = client
+        .explain("bib", vec![Predicate::equals("year", 2020i64)])
+        .await
+        .unwrap();
+    let part = explained
+        .parts
+        .iter()
+        .find(|p| p.subspace == new)
+        .expect("reads the re-cut overlay");
+    assert!(part.regions_contacted <= 2, "{explained:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn overlay_recut_while_writing_standalone() {
+    let mut server = TestServer::start_with(slow_backfill).await;
+    let client = server.client().await;
+    client.add_space(BIB).await.unwrap();
+    overlay_recut_scenario(&client, server.addr()).await;
+    server.restart().await;
+    let client = server.client().await;
+    let config = client.refresh().await.unwrap();
+    assert_eq!(
+        config.space("bib").unwrap().schema.formulas[0].overlays,
+        vec![SubspaceId(3)]
+    );
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn overlay_recut_while_writing_in_a_cluster() {
+    let cluster = Cluster::start_with(3, true, slow_backfill).await;
+    let client = cluster.client().await;
+    cluster.add_space(&client, BIB).await;
+    overlay_recut_scenario(&client, cluster.coordinator.local_addr()).await;
 }

@@ -547,6 +547,58 @@ impl SpaceSchema {
             .map(|f| f.overlays.as_slice())
     }
 
+    /// Whether documents of formula `id` are placed in subspace `s`: one of the formula's
+    /// subspaces, or a re-cut of one of its overlays being built beside it (another written
+    /// subspace over the same overlay; only a re-cut makes one, and it replaces the old one
+    /// in the formulas when it is built). `None` for an id the space has not registered.
+    pub fn formula_places(&self, id: &str, s: SubspaceId) -> Option<bool> {
+        let subspaces = self.formula_subspaces(id)?;
+        if subspaces.contains(&s) {
+            return Some(true);
+        }
+        let Some(this) = self.subspaces.get(s.get()).filter(|t| t.is_written()) else {
+            return Some(false);
+        };
+        Some(
+            this.overlay.is_some()
+                && subspaces
+                    .iter()
+                    .any(|f| self.subspace(*f).overlay == this.overlay),
+        )
+    }
+
+    /// The document paths the written overlays of a dynamic space name, ascending, each once.
+    pub fn overlay_paths(&self) -> Vec<&str> {
+        let mut paths: Vec<&str> = self
+            .subspaces
+            .iter()
+            .filter(|s| s.is_written())
+            .filter_map(|s| s.overlay.as_ref())
+            .flat_map(|o| o.axes.iter().map(|a| a.path.as_str()))
+            .collect();
+        paths.sort_unstable();
+        paths.dedup();
+        paths
+    }
+
+    /// Replaces subspace `old` by `new` in every formula that names it (a re-cut overlay
+    /// taking the place of the one it was built from).
+    pub fn replace_in_formulas(&mut self, old: SubspaceId, new: SubspaceId) {
+        for f in &mut self.formulas {
+            for o in &mut f.overlays {
+                if *o == old {
+                    *o = new;
+                }
+            }
+            let mut seen = Vec::with_capacity(f.overlays.len());
+            f.overlays.retain(|o| {
+                let first = !seen.contains(o);
+                seen.push(*o);
+                first
+            });
+        }
+    }
+
     /// Every formula a document of the space can have: the default first, then the registered
     /// ones, with the subspaces each places its documents in.
     pub fn all_formulas(&self) -> impl Iterator<Item = (&str, &[SubspaceId])> {

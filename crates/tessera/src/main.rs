@@ -320,16 +320,25 @@ enum Command {
     /// values (a t-digest of the numbers, a HyperLogLog of the distinct values); the client
     /// merges the sketches. `key_regions_counted` says how many key regions answered (a
     /// server that is down leaves its regions out). These are the statistics a re-cut cuts by.
+    ///
+    /// In a dynamic space, also one line per document path an overlay names (`"path"`): the
+    /// strings, ints and floats there of the documents whose formula places them in such an
+    /// overlay (at most 64 paths).
     Stats {
         space: String,
-        /// Only this attribute.
+        /// Only this attribute (or, in a dynamic space, this overlay path).
         attribute: Option<String>,
     },
     /// Cut a subspace's axes again where the data lies: each int or float axis at the
     /// quantiles of its values (`tessera stats`), so that every region holds about the same
     /// number of objects. Hashed (string) axes keep equal slices.
     ///
-    /// Without SUBSPACE, every subspace with an int or float axis, one after the other. Each
+    /// A dynamic space's overlays re-cut the same way: a path holding mostly numbers is an
+    /// ordered axis, cut at its quantiles in the proportions of the overlay's weights (the
+    /// unispace hashes and is not re-cut).
+    ///
+    /// Without SUBSPACE, every subspace with an int or float axis (every overlay), one after
+    /// the other. Each
     /// is rebuilt beside the old one while the space serves (as `alter-space add-subspace`
     /// builds, with the new cuts) and replaces it in the epoch that makes it serve: searches
     /// use the old one until then, the new one after. The new subspace takes the next subspace

@@ -9,7 +9,7 @@ use tessera_client::{
     Client, ClientOptions, SpaceChange, SpaceConfig, SpaceStatistics, SubspaceId,
 };
 use tessera_geometry::cuts::{out_of_balance, recut_pays};
-use tessera_geometry::{cuts_from_data, tessellations, AxisData, Sketch};
+use tessera_geometry::{cuts_from_data, cuts_from_data_weighted, tessellations, AxisData, Sketch};
 use tessera_types::{AttributeType, AxisCuts, PrimitiveType, SpaceSchema};
 
 use crate::{alter, json as tjson, print_line, Failure};
@@ -25,23 +25,52 @@ pub async fn print_stats(
 ) -> Result<(), Failure> {
     let schema = client.describe_space(space).await?;
     let statistics = client.statistics(space).await?;
+    let path = attribute.and_then(|name| statistics.path(name).map(|s| (name, s)));
     let wanted = match attribute {
-        Some(name) => vec![schema
-            .attribute_index(name)
-            .ok_or_else(|| Failure::Error(format!("space {space:?} has no attribute {name:?}")))?],
+        Some(_) if path.is_some() => vec![],
+        Some(name) => vec![schema.attribute_index(name).ok_or_else(|| {
+            Failure::Error(format!(
+                "space {space:?} has no attribute {name:?}{}",
+                if schema.is_dynamic() {
+                    " and no overlay names that path"
+                } else {
+                    ""
+                }
+            ))
+        })?],
         None => (0..schema.attributes.len())
             .map(|i| tessera_types::AttrIndex(i as u16))
             .filter(|a| schema.attribute(*a).ty.is_primitive())
             .collect(),
     };
+    let paths: Vec<(&str, &Sketch)> = match (attribute, path) {
+        (_, Some(one)) => vec![one],
+        (Some(_), None) => vec![],
+        (None, None) => statistics
+            .paths
+            .iter()
+            .map(|(p, s)| (p.as_str(), s))
+            .collect(),
+    };
     let key_regions = tessellations(&schema)[0].regions_count();
-    for a in wanted {
-        let mut line = attribute_json(&schema, a, &statistics.attributes[a.get()]);
+    let lines = wanted
+        .into_iter()
+        .map(|a| attribute_json(&schema, a, &statistics.attributes[a.get()]))
+        .chain(paths.into_iter().map(|(p, s)| path_json(p, s)));
+    for mut line in lines {
         line["key_regions_counted"] = json!(statistics.regions.len());
         line["key_regions"] = json!(key_regions);
         print_line(&line)?;
     }
     Ok(())
+}
+
+/// One document path's statistics as JSON (of the strings, ints and floats there): count,
+/// distinct, min, max, and quantiles when it holds numbers.
+fn path_json(path: &str, s: &Sketch) -> serde_json::Value {
+    let mut line = json!({"path": path});
+    add_sketch(&mut line, s, true);
+    line
 }
 
 /// One attribute's statistics as JSON: count, distinct, min, max and, for ints and floats,
@@ -55,19 +84,25 @@ fn attribute_json(
     let mut line = json!({
         "attribute": attribute.name,
         "type": attribute.ty.to_string(),
-        "count": s.count(),
-        "distinct": s.distinct(),
-        "min": s.min().map(tjson::to_json),
-        "max": s.max().map(tjson::to_json),
     });
-    if ordered(attribute.ty).is_some() && s.quantile(0.5).is_some() {
+    add_sketch(&mut line, s, ordered(attribute.ty).is_some());
+    line
+}
+
+/// A sketch's count, distinct, min and max into `line`, and its quantiles when `numeric` and
+/// it holds numbers.
+fn add_sketch(line: &mut serde_json::Value, s: &Sketch, numeric: bool) {
+    line["count"] = json!(s.count());
+    line["distinct"] = json!(s.distinct());
+    line["min"] = json!(s.min().map(tjson::to_json));
+    line["max"] = json!(s.max().map(tjson::to_json));
+    if numeric && s.quantile(0.5).is_some() {
         let quantiles: serde_json::Map<String, serde_json::Value> = QUANTILES
             .iter()
             .map(|&q| (format!("p{}", (q * 100.0).round()), json!(s.quantile(q))))
             .collect();
         line["quantiles"] = quantiles.into();
     }
-    line
 }
 
 /// The primitive type of an int or float attribute: an ordered axis.
@@ -78,24 +113,42 @@ fn ordered(ty: AttributeType) -> Option<PrimitiveType> {
     }
 }
 
-/// The cuts of subspace `id` from `statistics`: its ordered axes at their quantiles.
+/// The cuts of subspace `id` from `statistics`: its ordered axes at their quantiles (a
+/// document overlay's in the proportions of its weights).
 pub fn cuts_for(
     space: &SpaceConfig,
     id: SubspaceId,
     statistics: &SpaceStatistics,
 ) -> Vec<AxisCuts> {
-    cuts_from_data(&axes(space, id, statistics), space.schema.partitions)
+    let axes = axes(space, id, statistics);
+    let partitions = space.schema.partitions;
+    match &space.schema.subspace(id).overlay {
+        Some(overlay) => cuts_from_data_weighted(&axes, &overlay.weights(), partitions),
+        None => cuts_from_data(&axes, partitions),
+    }
 }
 
-/// What `statistics` say of each axis of subspace `id`.
+/// What `statistics` say of each axis of subspace `id`: an attribute's type and values, or a
+/// document overlay's path's values (hashed when the statistics do not sketch the path).
 fn axes<'a>(
     space: &SpaceConfig,
     id: SubspaceId,
     statistics: &'a SpaceStatistics,
 ) -> Vec<AxisData<'a>> {
     let schema = &space.schema;
-    schema
-        .subspace(id)
+    let subspace = schema.subspace(id);
+    if let Some(overlay) = &subspace.overlay {
+        return overlay
+            .axes
+            .iter()
+            .map(|a| {
+                statistics
+                    .path(&a.path)
+                    .map_or(AxisData::Hashed, AxisData::of_document_path)
+            })
+            .collect();
+    }
+    subspace
         .dimensions
         .iter()
         .map(|&a| match ordered(schema.attribute(a).ty) {
@@ -109,7 +162,8 @@ fn axes<'a>(
 }
 
 /// The subspaces `tessera recut` re-cuts when none is named: every serving subspace with an
-/// ordered axis (hashed axes are cut evenly already), the key's and tag subspaces aside.
+/// ordered axis (hashed axes are cut evenly already), the key's and tag subspaces aside; in a
+/// dynamic space, every overlay (its paths' values decide which axes are ordered).
 fn recuttable(space: &SpaceConfig) -> Vec<SubspaceId> {
     let schema = &space.schema;
     schema
@@ -117,9 +171,13 @@ fn recuttable(space: &SpaceConfig) -> Vec<SubspaceId> {
         .skip(1)
         .filter(|id| schema.subspace(*id).tags.is_none())
         .filter(|id| {
-            let dims = &schema.subspace(*id).dimensions;
-            dims.iter()
-                .any(|a| ordered(schema.attribute(*a).ty).is_some())
+            let subspace = schema.subspace(*id);
+            subspace.overlay.is_some()
+                || (!schema.is_dynamic()
+                    && subspace
+                        .dimensions
+                        .iter()
+                        .any(|a| ordered(schema.attribute(*a).ty).is_some()))
         })
         .collect()
 }
@@ -137,11 +195,6 @@ pub async fn recut(
     let Some(current) = config.space(space) else {
         return Err(Failure::Error(format!("no space named {space:?}")));
     };
-    if current.schema.is_dynamic() {
-        return Err(Failure::Error(format!(
-            "space {space:?} is dynamic: its overlays are not re-cut yet (typed spaces are)"
-        )));
-    }
     let ids = match subspace {
         Some(id) => vec![SubspaceId(id)],
         None => recuttable(current),
@@ -241,8 +294,8 @@ pub struct RecutOptions {
 /// The re-cut driver's flags, shared by `tessera dev` and `tessera coordinator`.
 #[derive(clap::Args, Clone, Copy, Debug)]
 pub struct RecutArgs {
-    /// Seconds between two looks at the balance of typed spaces' subspaces: a subspace with an
-    /// int or float axis holding at least --recut-min-objects, whose fullest region holds more
+    /// Seconds between two looks at the balance of subspaces: a subspace with an int or float
+    /// axis (or a document overlay) holding at least --recut-min-objects, whose fullest region holds more
     /// than twice the mean, is re-cut at its values' quantiles (`tessera recut`) if that is
     /// predicted to shrink the fullest region by a quarter or more. One re-cut at a time per
     /// space. 0 turns automatic re-cuts off (`tessera recut` still works).
@@ -291,12 +344,12 @@ pub fn spawn(
     });
 }
 
-/// One period: in each typed space with no build under way, the first subspace out of
+/// One period: in each space with no build under way, the first subspace out of
 /// balance whose re-cut pays is re-cut (the build goes on after this returns).
 async fn recut_all(client: &Client, min_objects: u64) -> Result<(), tessera_client::ClientError> {
     let config = client.refresh().await?;
     for space in config.spaces.iter() {
-        if space.schema.is_dynamic() || space.build.is_some() {
+        if space.build.is_some() {
             continue;
         }
         let name = &space.schema.name;
