@@ -1,8 +1,10 @@
 """The web console, in a real headless browser (Debian's chromium driven by Playwright), against a
 local cluster of 3 servers holding a space of hotels: the page shows the servers, the space's
 regions with the objects they hold, a search's box and the regions it reads, an update's chain
-and the live throughput. The expectations come from the data the test wrote, not from the
-console's own code. Also the console's data API refusing bad requests, without a browser.
+and the live throughput; and, for a space of skewed prices, its statistics and which subspaces
+are cut by the data, before and after `tessera recut`. The expectations come from the data the
+test wrote, not from the console's own code. Also the console's data API refusing bad
+requests, and its statistics, without a browser.
 
 Skips, saying why, where no browser can be started (no chromium, or Playwright not installed).
 """
@@ -10,9 +12,12 @@ Skips, saying why, where no browser can be started (no chromium, or Playwright n
 from __future__ import annotations
 
 import json
+import math
 import os
+import random
 import re
 import shutil
+import subprocess
 import threading
 import urllib.error
 import urllib.request
@@ -21,7 +26,7 @@ from typing import Any, Dict, Iterator, List, Tuple
 import pytest
 
 import tesseradb
-from conftest import Server, fresh_name
+from conftest import Server, fresh_name, tessera_binary
 
 REPLICAS = 2
 OBJECTS = 120
@@ -68,6 +73,31 @@ def hotels(cluster: Tuple[Server, str]) -> str:
     return name
 
 
+SKEWED = 300
+
+
+@pytest.fixture(scope="module")
+def skewed(cluster: Tuple[Server, str]) -> Tuple[str, List[Dict[str, Any]]]:
+    """A space of SKEWED listings with log-normal prices (most of them in the first of the price
+    subspace's 16 equal slices) and ratings in tenths; its name and the objects written."""
+    server, _ = cluster
+    name = fresh_name("skewed")
+    admin = tesseradb.Admin(server.host, server.port)
+    assert admin.add_space(
+        f"space {name}\nkey id\nattributes int price, float rating\n"
+        "subspace price\ncreate 16 partitions\n"
+    )
+    rng = random.Random(32)
+    listings = [
+        {"price": int(math.exp(rng.gauss(8.0, 1.2))), "rating": round(rng.uniform(1.0, 5.0), 1)}
+        for _ in range(SKEWED)
+    ]
+    client = tesseradb.Client(server.host, server.port)
+    for i, listing in enumerate(listings):
+        assert client.put(name, f"l{i}", listing) is True
+    return name, listings
+
+
 def get_json(url: str) -> Tuple[int, Any]:
     try:
         with urllib.request.urlopen(url, timeout=30) as response:
@@ -92,6 +122,10 @@ def test_the_api_refuses_bad_requests_clearly(cluster: Tuple[Server, str], hotel
         (f"api/chain?space={hotels}&key=nobody&delete=1", 400, "nothing to delete"),
         ("api/nothing", 404, "no /api/nothing"),
         ("api/regions?space=%FF", 400, "UTF-8"),
+        ("api/statistics", 400, "give the parameter space"),
+        ("api/statistics?space=", 404, 'no space named ""'),
+        ("api/statistics?space=nosuchspace", 404, 'no space named "nosuchspace"'),
+        ("api/statistics?space=%FF", 400, "UTF-8"),
     ]
     for path, status, words in cases:
         got, body = get_json(base + path)
@@ -101,6 +135,31 @@ def test_the_api_refuses_bad_requests_clearly(cluster: Tuple[Server, str], hotel
     with pytest.raises(urllib.error.HTTPError) as refused:
         urllib.request.urlopen(request, timeout=30)
     assert refused.value.code == 405
+
+
+def test_the_statistics_api_counts_what_was_written(
+    cluster: Tuple[Server, str], skewed: Tuple[str, List[Dict[str, Any]]]
+) -> None:
+    _, base = cluster
+    name, listings = skewed
+    status, body = get_json(base + f"api/statistics?space={name}")
+    assert status == 200, body
+    assert (body["key_regions_counted"], body["key_regions"]) == (16, 16), body
+    by_name = {a["attribute"]: a for a in body["attributes"]}
+    assert sorted(by_name) == ["id", "price", "rating"]
+    prices = [x["price"] for x in listings]
+    price = by_name["price"]
+    assert (price["type"], price["count"]) == ("int", SKEWED)
+    assert (price["min"], price["max"]) == (min(prices), max(prices))
+    quantiles = price["quantiles"]
+    assert min(prices) <= quantiles["p1"] <= quantiles["p50"] <= quantiles["p99"] <= max(prices)
+    assert abs(quantiles["p50"] - sorted(prices)[SKEWED // 2]) < 0.2 * sorted(prices)[SKEWED // 2]
+    ratings = [x["rating"] for x in listings]
+    rating = by_name["rating"]
+    # Distinct values are counted exactly up to 128.
+    assert (rating["count"], rating["distinct"]) == (SKEWED, len(set(ratings)))
+    assert (rating["min"], rating["max"]) == (min(ratings), max(ratings))
+    assert by_name["id"]["count"] == SKEWED and "quantiles" not in by_name["id"]
 
 
 def browser_or_skip() -> str:
@@ -264,3 +323,110 @@ def test_the_console_asks_for_a_token(tmp_path: Any) -> None:
                 browser.close()
     finally:
         server.stop()
+
+
+def statistics_rows(page: Any) -> Dict[str, Dict[str, str]]:
+    """The statistics table as shown: for each attribute, its cells by column heading."""
+    head = page.eval_on_selector_all("#statistics th", "ths => ths.map(t => t.textContent)")
+    rows = page.eval_on_selector_all(
+        "#statistics tr[data-attribute]", "trs => trs.map(r => [...r.cells].map(c => c.textContent))"
+    )
+    return {row[0]: dict(zip(head, row)) for row in rows}
+
+
+def subspace_lines(page: Any) -> List[Dict[str, str]]:
+    return page.eval_on_selector_all(
+        "#subspaces div",
+        "ds => ds.map(d => ({subspace: d.dataset.subspace, state: d.dataset.state,"
+        " cut: d.dataset.cutByData, text: d.textContent}))",
+    )
+
+
+def test_the_console_shows_statistics_and_recuts(
+    cluster: Tuple[Server, str], skewed: Tuple[str, List[Dict[str, Any]]]
+) -> None:
+    chromium = browser_or_skip()
+    from playwright.sync_api import sync_playwright
+
+    server, base = cluster
+    name, listings = skewed
+    prices = [x["price"] for x in listings]
+    ratings = [x["rating"] for x in listings]
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium, args=BROWSER_FLAGS)
+        try:
+            page = browser.new_page()
+            page.goto(base)
+            page.click(f"#spaces button:text-is('{name}')")
+
+            # The statistics, beside the regions: every object counted, the extremes written.
+            page.wait_for_selector("#statistics tr[data-attribute='price']")
+            shown = statistics_rows(page)
+            assert sorted(shown) == ["id", "price", "rating"]
+            price, rating = shown["price"], shown["rating"]
+            assert (price["count"], price["min"], price["max"]) == (str(SKEWED), str(min(prices)), str(max(prices)))
+            assert min(prices) <= float(price["p1"]) <= float(price["p50"]) <= float(price["p99"]) <= max(prices)
+            assert int(rating["count"]) == SKEWED
+            assert (float(rating["min"]), float(rating["max"])) == (min(ratings), max(ratings))
+            assert page.inner_text("#statistics-note").startswith("16 of 16 key regions counted")
+
+            # Before the re-cut: the price subspace is cut into equal slices, nothing is built.
+            page.wait_for_selector("#subspaces div[data-subspace='1']")
+            lines = subspace_lines(page)
+            assert [(x["subspace"], x["state"], x["cut"]) for x in lines] == [
+                ("0", "serving", "false"),
+                ("1", "serving", "false"),
+            ], lines
+            assert "price" in lines[1]["text"] and "equal slices" in lines[1]["text"], lines
+            assert not page.is_visible("#build")
+
+            # A build under way is shown as the server words it (the answer is the real one,
+            # with a build added: a real re-cut of SKEWED objects is over before the page looks).
+            progress = "re-cutting subspace 1: 3 of 16 key regions backfilled (into subspace 2)"
+
+            def with_build(route: Any) -> None:
+                answer = route.fetch().json()
+                answer["build"] = progress
+                route.fulfill(json=answer)
+
+            regions_api = re.compile(r"/api/regions\?")
+            page.route(regions_api, with_build)
+            page.wait_for_function(
+                f"document.getElementById('build').textContent === {json.dumps(progress)}", timeout=15000
+            )
+            assert page.is_visible("#build")
+            page.unroute(regions_api)
+            page.wait_for_selector("#build", state="hidden", timeout=15000)
+
+            # `tessera recut` (the CLI): the price subspace is built again at the prices'
+            # quantiles and takes the old one's place; the page shows it cut by data.
+            run = subprocess.run(
+                [tessera_binary(), "--addr", f"{server.host}:{server.port}", "recut", name],
+                capture_output=True,
+                text=True,
+                timeout=300,
+            )
+            assert run.returncode == 0, run.stderr
+            recut = json.loads(run.stdout.splitlines()[0])
+            assert (recut["action"], recut["subspace"], recut["replaced_by"]) == ("recut", 1, 2), recut
+            page.wait_for_function(
+                "document.querySelector(\"#subspaces div[data-subspace='2'][data-cut-by-data='true']\") !== null",
+                timeout=15000,
+            )
+            lines = subspace_lines(page)
+            assert [(x["subspace"], x["state"], x["cut"]) for x in lines] == [
+                ("0", "serving", "false"),
+                ("1", "dropped", "false"),
+                ("2", "serving", "true"),
+            ], lines
+            assert "price" in lines[2]["text"] and "cut by data" in lines[2]["text"], lines
+            assert not page.is_visible("#build")
+
+            # Re-cutting moves no object in or out: the statistics read again say the same.
+            page.eval_on_selector("#statistics", "t => t.replaceChildren()")
+            page.click("#statistics-button")
+            page.wait_for_selector("#statistics tr[data-attribute='price']")
+            again = statistics_rows(page)["price"]
+            assert (again["count"], again["min"], again["max"]) == (price["count"], price["min"], price["max"])
+        finally:
+            browser.close()

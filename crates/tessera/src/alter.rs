@@ -23,7 +23,7 @@ fn state_name(state: SubspaceState) -> &'static str {
 }
 
 /// The key regions of a space: what a build backfills, one by one.
-fn key_regions(space: &SpaceConfig) -> usize {
+pub(crate) fn key_regions(space: &SpaceConfig) -> usize {
     space.replicas.first().map_or(0, Vec::len)
 }
 
@@ -123,6 +123,22 @@ pub fn build_json(space: &SpaceConfig) -> serde_json::Value {
             "total": key_regions(space),
         }),
     }
+}
+
+/// The build under way in words, as the console shows it: `re-cutting subspace 1: 3 of 64
+/// key regions backfilled (into subspace 3)`, or `building subspace 3: 3 of 64 key regions
+/// backfilled` for an added subspace; `None` when no build is under way.
+pub fn build_text(space: &SpaceConfig) -> Option<String> {
+    let build = space.build.as_ref()?;
+    let (done, total) = progress(space, build.subspace)?;
+    let new = build.subspace.0;
+    Some(match build.replaces {
+        Some(old) => format!(
+            "re-cutting subspace {}: {done} of {total} key regions backfilled (into subspace {new})",
+            old.0
+        ),
+        None => format!("building subspace {new}: {done} of {total} key regions backfilled"),
+    })
 }
 
 /// The written subspace (not the key's) over exactly these attributes, in any order.
@@ -573,11 +589,34 @@ mod tests {
         );
         assert_eq!(build_json(&hotels()), serde_json::Value::Null);
         assert_eq!(
+            build_text(&space).as_deref(),
+            Some("building subspace 3: 2 of 8 key regions backfilled")
+        );
+        assert_eq!(build_text(&hotels()), None);
+        assert_eq!(
             find_written(&space, &["price".into(), "city".into()]),
             Some(SubspaceId(1))
         );
         assert_eq!(find_written(&space, &["stars".into()]), None, "dropped");
         assert_eq!(find_written(&space, &["price".into()]), Some(SubspaceId(3)));
+    }
+
+    #[test]
+    fn a_recut_is_described_with_the_subspace_it_replaces() {
+        let mut space = hotels();
+        let cuts = vec![tessera_types::AxisCuts::At(vec![10, 20, 30])];
+        let change = SpaceChange::RecutSubspace { subspace: 2, cuts };
+        assert_eq!(alter(&mut space, change), SubspaceId(3));
+        space.build.as_mut().unwrap().done = vec![1, 4, 6];
+        assert_eq!(
+            build_text(&space).as_deref(),
+            Some("re-cutting subspace 2: 3 of 8 key regions backfilled (into subspace 3)")
+        );
+        let new = subspace_json(&space, SubspaceId(3));
+        assert_eq!(
+            (&new["recuts"], &new["cut_by_data"], &new["regions"]),
+            (&2.into(), &true.into(), &4.into())
+        );
     }
 
     #[test]

@@ -6,7 +6,9 @@
 //! pure geometry the servers use: the regions of a subspace and who holds them, the box a
 //! search becomes and whom it contacts (the client's `explain`), the value-dependent chain an
 //! update would take. Object counts per region come from the servers leading the regions
-//! (`Client::region_counts`). Nothing here writes.
+//! (`Client::region_counts`), a space's statistics from the servers leading its key regions
+//! (`Client::statistics`, shown as `tessera stats` prints them), a build's progress from the
+//! configuration (as `tessera status` says it). Nothing here writes.
 
 use std::sync::Arc;
 
@@ -15,7 +17,7 @@ use tessera_client::{Client, ClientOptions, SpaceConfig, SubspaceId};
 use tessera_geometry::chain::{chain_for_update, ReplicaMap};
 use tessera_geometry::search::SearchBox;
 use tessera_geometry::RegionIndex;
-use tessera_types::{CheckedPredicate, Object, ServerId, SpaceSchema};
+use tessera_types::{AttrIndex, CheckedPredicate, Object, ServerId, SpaceSchema};
 use tokio::sync::Mutex;
 
 /// Why the console could not answer; each becomes an HTTP status and a one-line message.
@@ -75,8 +77,9 @@ impl Console {
             "regions" => regions(&client, query).await,
             "search" => search(&client, query).await,
             "chain" => chain(&client, query).await,
+            "statistics" => statistics(&client, query).await,
             other => Err(ConsoleError::NotFound(format!(
-                "no /api/{other}: the console serves cluster, regions, search and chain"
+                "no /api/{other}: the console serves cluster, regions, statistics, search and chain"
             ))),
         }
     }
@@ -167,17 +170,43 @@ async fn regions(client: &Client, query: &Query) -> Result<Json, ConsoleError> {
     Ok(json!({
         "space": schema.name,
         "subspace": subspace.0,
-        "subspaces": (0..schema.subspaces.len()).map(|n| {
-            let id = SubspaceId(n as u16);
-            json!({
-                "subspace": n,
-                "dimensions": dimension_names(&space, id),
-                "state": format!("{:?}", schema.subspace(id).state).to_lowercase(),
-            })
-        }).collect::<Vec<_>>(),
+        "subspaces": schema.subspace_ids().map(|id| subspace_entry(&space, id)).collect::<Vec<_>>(),
+        "build": crate::alter::build_text(&space),
         "dimensions": dimension_names(&space, subspace),
         "intervals": (0..t.dimensions()).map(|d| t.intervals(d)).collect::<Vec<_>>(),
         "regions": regions,
+    }))
+}
+
+/// A subspace as the console lists it: its entry of `tessera status --json` (state, regions,
+/// whether it is cut by the data, the build's progress) with its number and dimensions.
+fn subspace_entry(space: &SpaceConfig, id: SubspaceId) -> Json {
+    let mut entry = crate::alter::subspace_json(space, id);
+    entry["subspace"] = id.0.into();
+    entry["dimensions"] = dimension_names(space, id).into();
+    entry
+}
+
+/// `statistics?space=S`: the statistics of the space's values as `tessera stats S` prints
+/// them (each attribute of a primitive type: count, distinct, min, max, quantiles), and how
+/// many of its key regions' leaders answered.
+async fn statistics(client: &Client, query: &Query) -> Result<Json, ConsoleError> {
+    let space = space_of(client, query)?;
+    let schema = &space.schema;
+    let statistics = client.statistics(&schema.name).await.map_err(unavailable)?;
+    let attributes: Vec<Json> = (0..schema.attributes.len())
+        .map(|i| AttrIndex(i as u16))
+        .filter(|&a| schema.attribute(a).ty.is_primitive())
+        .filter_map(|a| {
+            let sketch = statistics.attributes.get(a.get())?;
+            Some(crate::json::attribute_statistics(schema, a, sketch))
+        })
+        .collect();
+    Ok(json!({
+        "space": schema.name,
+        "attributes": attributes,
+        "key_regions_counted": statistics.regions.len(),
+        "key_regions": crate::alter::key_regions(&space),
     }))
 }
 
@@ -389,6 +418,56 @@ mod tests {
             split_words(r#"city="New York"#),
             Err(ConsoleError::BadRequest(_))
         ));
+    }
+
+    /// Each subspace is listed with its number and dimensions, whether it is cut by data, and
+    /// the build under way (here a re-cut of subspace 1 into subspace 2).
+    #[test]
+    fn subspaces_are_listed_with_their_cuts_and_the_build() {
+        let schema = tessera_types::parse_space(
+            "space s key id attributes int price subspace price create 4 partitions",
+        )
+        .unwrap();
+        let mut space = SpaceConfig::owned_by(1, schema, &[ServerId(1)]);
+        let cuts = vec![tessera_types::AxisCuts::At(vec![10, 20, 30])];
+        let recut = tessera_client::SpaceChange::RecutSubspace { subspace: 1, cuts };
+        space
+            .alter(2, &recut, |t| {
+                vec![vec![ServerId(1)]; t.regions_count() as usize]
+            })
+            .unwrap();
+        let entries: Vec<Json> = space
+            .schema
+            .subspace_ids()
+            .map(|id| subspace_entry(&space, id))
+            .collect();
+        let listed: Vec<Json> = entries
+            .iter()
+            .map(|e| {
+                json!([
+                    e["subspace"],
+                    e["dimensions"][0],
+                    e["state"],
+                    e["cut_by_data"]
+                ])
+            })
+            .collect();
+        assert_eq!(
+            Json::from(listed),
+            json!([
+                [0, "id", "serving", false],
+                [1, "price", "serving", false],
+                [2, "price", "building", true],
+            ])
+        );
+        assert_eq!(
+            (&entries[2]["backfilled"], &entries[2]["recuts"]),
+            (&json!(0), &json!(1))
+        );
+        assert_eq!(
+            crate::alter::build_text(&space).as_deref(),
+            Some("re-cutting subspace 1: 0 of 4 key regions backfilled (into subspace 2)")
+        );
     }
 
     #[test]

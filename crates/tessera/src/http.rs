@@ -163,14 +163,15 @@ pub fn say_served(daemon: &str, served: Option<SocketAddr>, daemons: &Daemons) {
 #[derive(clap::Args, Clone, Debug)]
 pub struct HttpArgs {
     /// Serve the web console at http://ADDR/ (cluster health, spaces, each subspace's regions,
-    /// a search's box, an update's chain, live throughput) and Prometheus metrics at
-    /// http://ADDR/metrics: requests by operation and status, latency histograms, group commits
-    /// and their fsync times, regions and stored entries per space and subspace, connections,
-    /// Raft term and progress on coordinators. With --auth, /metrics and the console's data
-    /// need a token of the file (any role) as `Authorization: Bearer TOKEN` (the page asks for
-    /// it); with --tls-cert, the port speaks HTTPS with the daemon's certificate. `off`: serve
-    /// none. Default: 127.0.0.1:1980 for `tessera dev` (skipped with a warning when that port
-    /// is taken and --http was not given), none for coordinators and servers.
+    /// a space's statistics, a re-cut's progress, a search's box, an update's chain, live
+    /// throughput) and Prometheus metrics at http://ADDR/metrics: requests by operation and
+    /// status, latency histograms, group commits and their fsync times, regions and stored
+    /// entries per space and subspace, connections, Raft term and progress on coordinators.
+    /// With --auth, /metrics and the console's data need a token of the file (any role) as
+    /// `Authorization: Bearer TOKEN` (the page asks for it); with --tls-cert, the port speaks
+    /// HTTPS with the daemon's certificate. `off`: serve none. Default: 127.0.0.1:1980 for
+    /// `tessera dev` (skipped with a warning when that port is taken and --http was not
+    /// given), none for coordinators and servers.
     #[arg(long, value_name = "ADDR")]
     pub http: Option<String>,
 }

@@ -380,6 +380,50 @@ pub fn workload_lines(trace: &tessera_client::SpaceTrace) -> Vec<Json> {
         .collect()
 }
 
+/// The quantiles `tessera stats` prints (`p1` to `p99`); the console shows p1, p50 and p99.
+pub const STATISTICS_QUANTILES: [f64; 9] = [0.01, 0.05, 0.1, 0.25, 0.5, 0.75, 0.9, 0.95, 0.99];
+
+/// One attribute's statistics as `tessera stats` prints them and the console shows them:
+/// count, distinct, min, max and, for ints and floats, quantiles.
+pub fn attribute_statistics(
+    schema: &SpaceSchema,
+    a: tessera_types::AttrIndex,
+    s: &tessera_geometry::Sketch,
+) -> Json {
+    let attribute = schema.attribute(a);
+    let numeric = matches!(
+        attribute.ty,
+        AttributeType::Primitive(PrimitiveType::Int | PrimitiveType::Float)
+    );
+    let mut line = serde_json::json!({
+        "attribute": attribute.name,
+        "type": attribute.ty.to_string(),
+    });
+    add_sketch(&mut line, s, numeric);
+    line
+}
+
+/// A sketch's count, distinct, min and max into `line`, and its quantiles when `numeric` and
+/// it holds numbers (a document path's statistics are this, after `{"path": ...}`).
+pub fn add_sketch(line: &mut Json, s: &tessera_geometry::Sketch, numeric: bool) {
+    line["count"] = s.count().into();
+    line["distinct"] = s.distinct().into();
+    line["min"] = s.min().map_or(Json::Null, to_json);
+    line["max"] = s.max().map_or(Json::Null, to_json);
+    if numeric && s.quantile(0.5).is_some() {
+        let quantiles: Map<String, Json> = STATISTICS_QUANTILES
+            .iter()
+            .map(|&q| {
+                (
+                    format!("p{}", (q * 100.0).round()),
+                    serde_json::json!(s.quantile(q)),
+                )
+            })
+            .collect();
+        line["quantiles"] = quantiles.into();
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -505,5 +549,41 @@ mod tests {
             ..trace
         };
         assert!(super::workload_lines(&empty).is_empty());
+    }
+
+    /// What `tessera stats` prints of an attribute (and the console shows): exact count,
+    /// distinct, min and max; quantiles for ints and floats only; nulls for no values.
+    #[test]
+    fn statistics_of_an_attribute_as_json() {
+        let schema =
+            parse_space("space s key id attributes int price, string city subspace price").unwrap();
+        let (price, city) = (tessera_types::AttrIndex(1), tessera_types::AttrIndex(2));
+        let mut prices = tessera_geometry::Sketch::new();
+        let mut cities = tessera_geometry::Sketch::new();
+        for i in 1..=100 {
+            prices.insert(&Value::Int(i * i));
+            cities.insert(&Value::from(if i % 2 == 0 { "Oslo" } else { "Rome" }));
+        }
+        let line = attribute_statistics(&schema, price, &prices);
+        assert_eq!(line["attribute"], "price");
+        assert_eq!(
+            (&line["type"], &line["count"]),
+            (&"int".into(), &100.into())
+        );
+        assert_eq!(line["distinct"], 100);
+        assert_eq!((&line["min"], &line["max"]), (&1.into(), &10_000.into()));
+        let quantiles = line["quantiles"].as_object().expect("an int has quantiles");
+        assert_eq!(quantiles.len(), STATISTICS_QUANTILES.len());
+        let p50 = quantiles["p50"].as_f64().unwrap();
+        assert!((2_000.0..3_000.0).contains(&p50), "{p50}");
+        let line = attribute_statistics(&schema, city, &cities);
+        assert_eq!(
+            (&line["distinct"], &line["min"]),
+            (&2.into(), &"Oslo".into())
+        );
+        assert!(line.get("quantiles").is_none(), "{line}");
+        let empty = attribute_statistics(&schema, price, &tessera_geometry::Sketch::new());
+        assert_eq!((&empty["count"], &empty["min"]), (&0.into(), &Json::Null));
+        assert!(empty.get("quantiles").is_none(), "{empty}");
     }
 }
