@@ -25,7 +25,7 @@ use tessera_protocol::listener::{next_frame, open_socket, Listener, Slot, Stop};
 use tessera_protocol::Session;
 use tessera_protocol::{
     codec, decode_request, ErrorReply, FrameError, Request, RequestFrame, RequestShape, Response,
-    Status,
+    SpaceStatistics, Status,
 };
 use tessera_types::CheckedPredicate;
 use tokio::net::{TcpListener, TcpStream};
@@ -264,7 +264,7 @@ async fn route(shared: &Arc<Shared>, frame: RequestFrame, replier: Replier) {
         Job::Statistics { space } => {
             let shared = shared.clone();
             tokio::task::spawn_blocking(move || {
-                let statistics = reads::statistics(&shared.store, &space);
+                let statistics = statistics(&shared, &space);
                 let epoch = shared.view().epoch();
                 match statistics {
                     Ok(s) => replier.send(epoch, Response::Statistics(s)),
@@ -296,6 +296,7 @@ async fn route(shared: &Arc<Shared>, frame: RequestFrame, replier: Replier) {
             shared
                 .trace
                 .record(&space, trace::write_shape(&space, &write), 1.0, 0.0);
+            shared.statistics.note_write();
             LoopInput::Write {
                 space,
                 write,
@@ -313,6 +314,22 @@ async fn route(shared: &Arc<Shared>, frame: RequestFrame, replier: Replier) {
             ErrorReply::new(Status::Unavailable, "the server is shutting down"),
         );
     }
+}
+
+/// The statistics of `space` as kept, or read again by a scan (and kept) when they no longer
+/// answer for it ([`crate::statistics`]).
+fn statistics(shared: &Shared, space: &ServedSpace) -> Result<SpaceStatistics, ErrorReply> {
+    if let Some(kept) = shared.statistics.kept(space) {
+        return Ok(kept);
+    }
+    let writes = shared.statistics.writes();
+    let scanned = reads::statistics(&shared.store, space)?;
+    let view = shared.view();
+    let alive = |id: u64| view.config.spaces.iter().any(|s| s.id == id);
+    shared
+        .statistics
+        .keep(space, scanned.clone(), writes, alive);
+    Ok(scanned)
 }
 
 /// Runs a group operation on the blocking pool ([`crate::group`]).

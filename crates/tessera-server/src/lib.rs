@@ -14,6 +14,8 @@
 //! * `errors`: why a server stops ([`ServerError`]); storage errors as clients see them.
 //! * `outbox`: a connection's responses, and the right to answer one request.
 //! * `view`: a configuration and the spaces derived from it, swapped as a whole.
+//! * `statistics`: each space's statistics as this server last read them, kept until a
+//!   tenth of the objects may have changed.
 //! * `queue`: the chain loop's inputs and the handle that queues them.
 //! * `state`: what every task shares (the store, the view, the chain loop's handle, whether
 //!   storage failed) and the configuration persisted in the data directory.
@@ -45,6 +47,7 @@ mod reads;
 mod search;
 mod shapes;
 mod state;
+mod statistics;
 mod trace;
 mod transfers;
 mod validate;

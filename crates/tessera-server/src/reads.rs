@@ -99,12 +99,7 @@ pub fn region_counts(
 /// `PATH_STATISTICS_MAX` of those (`Sketch::BYTES_MAX` each).
 pub fn statistics(store: &Store, space: &ServedSpace) -> Result<SpaceStatistics, ErrorReply> {
     let schema = &space.config.schema;
-    let led: Vec<RegionIndex> = space.config.replicas[SubspaceId::KEY.get()]
-        .iter()
-        .enumerate()
-        .filter(|(_, set)| set.first() == Some(&space.me))
-        .map(|(r, _)| RegionIndex(r as u32))
-        .collect();
+    let led = space.led_key_regions();
     let mut statistics = SpaceStatistics::empty(schema.attributes.len());
     statistics.regions = led.iter().map(|r| r.0).collect();
     statistics.paths = schema

@@ -23,6 +23,7 @@ use tessera_types::{Epoch, ServerId, SpaceSchema};
 use crate::errors::ServerError;
 use crate::lease::Lease;
 use crate::queue::ChainSender;
+use crate::statistics::KeptStatistics;
 use crate::trace::Trace;
 use crate::view::{Mode, View};
 
@@ -50,6 +51,8 @@ pub struct Shared {
     pub lease: Arc<Lease>,
     /// The shapes of the requests served, for `tessera trace`.
     pub trace: Trace,
+    /// Each space's statistics as last read (`Request::Statistics`).
+    pub statistics: KeptStatistics,
     /// Who may send what (`tessera_protocol::auth`).
     pub gate: Arc<Gate>,
     /// How this server connects to its peers (proving the cluster secret, if there is one).
@@ -81,6 +84,7 @@ impl Shared {
             storage_failed: Arc::new(AtomicBool::new(false)),
             lease,
             trace: Trace::default(),
+            statistics: KeptStatistics::default(),
             gate,
             dialer,
             tls,

@@ -34,6 +34,18 @@ impl ServedSpace {
         &self.config.schema.name
     }
 
+    /// The key regions this server leads (first of their replica sets), ascending: those whose
+    /// objects its statistics count, so that the leaders' statistics together count each
+    /// object once.
+    pub fn led_key_regions(&self) -> Vec<RegionIndex> {
+        self.config.replicas[SubspaceId::KEY.get()]
+            .iter()
+            .enumerate()
+            .filter(|(_, set)| set.first() == Some(&self.me))
+            .map(|(r, _)| RegionIndex(r as u32))
+            .collect()
+    }
+
     /// Whether this server holds `region` of `subspace`: it is a member of the region's
     /// replica set, if only as a state transfer's target still catching up.
     pub fn owns(&self, subspace: SubspaceId, region: RegionIndex) -> bool {

@@ -498,8 +498,12 @@ async fn recut_while_writing_in_a_cluster() {
 const BIB: &str = "space bib dynamic key id create 16 partitions tolerate 1 failure";
 const VENUES: [&str; 6] = ["SOSP", "OSDI", "NSDI", "VLDB", "SIGMOD", "EuroSys"];
 
-/// What the clients wrote to bib: key -> (year, venue, placed by the formula?).
-type Papers = BTreeMap<String, (i64, String, bool)>;
+/// A paper as the clients wrote it: (year, venue, placed by the formula?).
+type Paper = (i64, String, bool);
+/// What the clients wrote to bib, by key.
+type Papers = BTreeMap<String, Paper>;
+/// Which papers a search should find (the model's side of it).
+type PaperFilter = Box<dyn Fn(&Paper) -> bool>;
 
 /// A year skewed towards the recent, as publication years are: most within the last decade.
 fn skewed_year(rng: &mut StdRng) -> i64 {
@@ -561,27 +565,26 @@ async fn check_paper_searches(client: &Client, papers: &Papers, rng: &mut StdRng
     for _ in 0..4 {
         let (y1, y2) = (skewed_year(rng), skewed_year(rng));
         let venue = VENUES[rng.random_range(0..VENUES.len())];
-        let (predicates, wanted): (Vec<Predicate>, Box<dyn Fn(&(i64, String, bool)) -> bool>) =
-            match rng.random_range(0..3) {
-                0 => (
-                    vec![Predicate::equals("year", y1)],
-                    Box::new(move |p| p.0 == y1),
-                ),
-                1 => (
-                    vec![
-                        Predicate::new("year", PredicateOp::GreaterEqual(Value::Int(y1.min(y2)))),
-                        Predicate::new("year", PredicateOp::LessEqual(Value::Int(y1.max(y2)))),
-                    ],
-                    Box::new(move |p| (y1.min(y2)..=y1.max(y2)).contains(&p.0)),
-                ),
-                _ => (
-                    vec![
-                        Predicate::equals("venue", venue),
-                        Predicate::equals("year", y1),
-                    ],
-                    Box::new(move |p| p.0 == y1 && p.1 == venue),
-                ),
-            };
+        let (predicates, wanted): (Vec<Predicate>, PaperFilter) = match rng.random_range(0..3) {
+            0 => (
+                vec![Predicate::equals("year", y1)],
+                Box::new(move |p| p.0 == y1),
+            ),
+            1 => (
+                vec![
+                    Predicate::new("year", PredicateOp::GreaterEqual(Value::Int(y1.min(y2)))),
+                    Predicate::new("year", PredicateOp::LessEqual(Value::Int(y1.max(y2)))),
+                ],
+                Box::new(move |p| (y1.min(y2)..=y1.max(y2)).contains(&p.0)),
+            ),
+            _ => (
+                vec![
+                    Predicate::equals("venue", venue),
+                    Predicate::equals("year", y1),
+                ],
+                Box::new(move |p| p.0 == y1 && p.1 == venue),
+            ),
+        };
         let expected: Vec<&String> = papers
             .iter()
             .filter(|(_, p)| wanted(p))
@@ -623,7 +626,7 @@ async fn overlay_recut_scenario(client: &Client, admin: SocketAddr) {
 
     // The statistics of year and venue count the formula's documents only.
     let statistics = client.statistics("bib").await.expect("statistics");
-    let placed: Vec<&(i64, String, bool)> = papers.values().filter(|p| p.2).collect();
+    let placed: Vec<&Paper> = papers.values().filter(|p| p.2).collect();
     let year = statistics.path("year").expect("year is sketched");
     assert_eq!(year.count(), placed.len() as u64);
     assert_eq!(
@@ -760,4 +763,41 @@ async fn overlay_recut_while_writing_in_a_cluster() {
     let client = cluster.client().await;
     cluster.add_space(&client, BIB).await;
     overlay_recut_scenario(&client, cluster.coordinator.local_addr()).await;
+}
+
+/// A server keeps a space's statistics between requests and reads them again only once the
+/// writes since reach a tenth of the objects they counted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn statistics_are_kept_until_a_tenth_of_the_objects_change() {
+    let server = TestServer::start().await;
+    let client = server.client().await;
+    client.add_space(&space(0)).await.unwrap();
+    let mut model = Model::new();
+    load(&client, &mut model).await;
+    let count = |s: &tessera_protocol::SpaceStatistics| s.attributes[0].count();
+    assert_eq!(
+        count(&client.statistics("t").await.unwrap()),
+        OBJECTS as u64
+    );
+    let deletes = |range: std::ops::Range<i64>| {
+        let client = client.clone();
+        async move {
+            for n in range {
+                client.del("t", format!("k{n}")).await.expect("a delete");
+            }
+        }
+    };
+    // 100 deletes of 3000 objects: under a tenth, the statistics kept still answer.
+    deletes(0..100).await;
+    assert_eq!(
+        count(&client.statistics("t").await.unwrap()),
+        OBJECTS as u64
+    );
+    // 350 in all: over a tenth, they are read again.
+    deletes(100..350).await;
+    assert_eq!(
+        count(&client.statistics("t").await.unwrap()),
+        OBJECTS as u64 - 350
+    );
+    server.shutdown().await;
 }
