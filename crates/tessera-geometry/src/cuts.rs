@@ -113,33 +113,36 @@ pub fn predicted_fullest_share(axes: &[AxisData], cuts: &[AxisCuts]) -> f64 {
 
 /// The share of an axis's values its fullest interval holds.
 fn fullest_interval_share(axis: &AxisData, cut: &AxisCuts) -> f64 {
-    let AxisData::Ordered { ty, values } = axis else {
-        return 1.0 / cut.intervals() as f64;
-    };
     // Equal slices of an ordered axis are cuts like any other.
     let t = crate::Tessellation::with_cuts(std::slice::from_ref(cut));
-    let at: Vec<u64> = (1..t.intervals(0))
-        .map(|i| t.interval_bounds(0, i).0)
-        .collect();
-    // Interval i holds the values from bound i to just below bound i + 1.
-    let bounds: Vec<Option<f64>> = std::iter::once(None)
-        .chain(at.iter().map(|&c| Some(value_of(*ty, c))))
-        .chain(std::iter::once(None))
-        .collect();
-    bounds
-        .windows(2)
-        .map(|w| {
-            let below_next = w[1].map(|next| below(*ty, next));
-            values.fraction_between(w[0], below_next)
+    (0..t.intervals(0))
+        .map(|i| {
+            let (lo, hi) = t.interval_bounds(0, i);
+            axis_share(axis, lo, hi)
         })
         .fold(0.0, f64::max)
 }
 
-/// The largest value of type `ty` below `x`: where an interval ending at `x` ends.
-fn below(ty: PrimitiveType, x: f64) -> f64 {
-    match ty {
-        PrimitiveType::Int => x - 1.0,
-        _ => f64::from_bits(x.to_bits().wrapping_sub(1)).min(x),
+/// The share of a subspace's objects that the statistics of `axes` put in a region whose
+/// inclusive coordinate bounds are `bounds` (one pair per axis, as
+/// `Tessellation::region_bounds` gives them): per axis, the share of its values within the
+/// bounds (a hashed axis's by their width), multiplied as if the axes were independent.
+pub fn region_share(axes: &[AxisData], bounds: &[(u64, u64)]) -> f64 {
+    axes.iter()
+        .zip(bounds)
+        .map(|(axis, &(lo, hi))| axis_share(axis, lo, hi))
+        .product()
+}
+
+/// The share of an axis's values from coordinate `lo` to `hi`, both included.
+fn axis_share(axis: &AxisData, lo: u64, hi: u64) -> f64 {
+    match axis {
+        AxisData::Hashed => ((hi - lo) as f64 + 1.0) / 2f64.powi(64),
+        AxisData::Ordered { ty, values } => {
+            let low = (lo > 0).then(|| value_of(*ty, lo));
+            let high = (hi < u64::MAX).then(|| value_of(*ty, hi));
+            values.fraction_between(low, high)
+        }
     }
 }
 
@@ -274,6 +277,31 @@ mod tests {
             cuts_from_data_weighted(&axes, &[1, 1], 64),
             cuts_from_data(&axes, 64)
         );
+    }
+
+    #[test]
+    fn region_shares_cover_the_objects() {
+        let prices = sketch(&draw(0, 5000, 7));
+        let axes = [
+            AxisData::Ordered {
+                ty: PrimitiveType::Int,
+                values: &prices,
+            },
+            AxisData::Hashed,
+        ];
+        for cuts in [
+            vec![AxisCuts::Equal(8), AxisCuts::Equal(8)],
+            cuts_from_data(&axes, 64),
+        ] {
+            let t = Tessellation::with_cuts(&cuts);
+            let shares: Vec<f64> = (0..t.regions_count())
+                .map(|r| region_share(&axes, &t.region_bounds(crate::RegionIndex(r))))
+                .collect();
+            let total: f64 = shares.iter().sum();
+            assert!((total - 1.0).abs() < 1e-6, "{total}");
+            let fullest = shares.iter().copied().fold(0.0, f64::max);
+            assert!((fullest - predicted_fullest_share(&axes, &cuts)).abs() < 1e-9);
+        }
     }
 
     /// Values from the distributions users have, drawn from a seed (no randomness in the

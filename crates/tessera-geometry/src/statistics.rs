@@ -16,7 +16,7 @@ use std::mem::size_of;
 
 use serde::{Deserialize, Serialize};
 use tdigest::TDigest;
-use tessera_types::Value;
+use tessera_types::{PredicateOp, Value};
 use xxhash_rust::xxh3::xxh3_64;
 
 /// Bits of a value's hash that choose its HyperLogLog register (the precision p).
@@ -297,6 +297,55 @@ impl Sketch {
             .map(tdigest::Centroid::weight)
             .sum();
         (weight / digest.count()).clamp(0.0, 1.0)
+    }
+
+    /// The share of the values (of an attribute these statistics sketch) that predicates with
+    /// `ops`, all on that attribute, match together, estimated: an equality one in the distinct
+    /// values (none outside min..max), bounds on numbers the share between the tightest of
+    /// them, anything else all of them (not estimated). For `explain`, not for planning: an
+    /// estimate can be off by the digest's error, and by much more for equality on skewed
+    /// values.
+    pub fn share_of(&self, ops: &[&PredicateOp]) -> f64 {
+        if self.count == 0 {
+            return 0.0;
+        }
+        let (mut low, mut high, mut bounded) = (None::<f64>, None::<f64>, false);
+        for op in ops {
+            let (lo, hi) = match op {
+                PredicateOp::Equals(v) => return self.share_equal(v),
+                PredicateOp::LessThan(v) | PredicateOp::LessEqual(v) => (None, finite_number(v)),
+                PredicateOp::GreaterThan(v) | PredicateOp::GreaterEqual(v) => {
+                    (finite_number(v), None)
+                }
+                PredicateOp::Range(a, b) => (finite_number(a), finite_number(b)),
+                _ => continue,
+            };
+            bounded |= lo.is_some() || hi.is_some();
+            low = tighter(low, lo, f64::max);
+            high = tighter(high, hi, f64::min);
+        }
+        match (low, high) {
+            (Some(l), Some(h)) if l > h => 0.0,
+            _ if bounded => self.fraction_between(low, high),
+            _ => 1.0,
+        }
+    }
+
+    /// The share of the values equal to `v`: one in the distinct values, none outside min..max.
+    fn share_equal(&self, v: &Value) -> f64 {
+        let outside = self
+            .min
+            .as_ref()
+            .is_some_and(|min| kept_cmp(v, min).is_lt())
+            || self
+                .max
+                .as_ref()
+                .is_some_and(|max| kept_cmp(v, max).is_gt());
+        if outside {
+            0.0
+        } else {
+            1.0 / self.distinct() as f64
+        }
     }
 
     /// Checks a sketch decoded from the network: every number finite where it must be,
@@ -590,6 +639,14 @@ fn finite_number(value: &Value) -> Option<f64> {
     }
 }
 
+/// The tighter of two optional bounds, by `pick` when both are there.
+fn tighter(a: Option<f64>, b: Option<f64>, pick: fn(f64, f64) -> f64) -> Option<f64> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(pick(a, b)),
+        (a, b) => a.or(b),
+    }
+}
+
 /// The register a hash updates (its first 12 bits) and the rank it offers (the position of
 /// the first 1 among the remaining bits).
 fn register_of(hash: u64) -> (usize, u8) {
@@ -790,6 +847,35 @@ fn check_extreme(which: &'static str, value: Option<&Value>) -> Result<(), Stati
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn predicates_match_shares_of_the_values() {
+        use tessera_types::PredicateOp;
+        let mut ages = Sketch::new();
+        for i in 0..1000i64 {
+            ages.insert(&Value::Int(i % 100));
+        }
+        let share = |op: PredicateOp| ages.share_of(&[&op]);
+        assert!((share(PredicateOp::Equals(Value::Int(7))) - 0.01).abs() < 1e-12);
+        assert_eq!(share(PredicateOp::Equals(Value::Int(100))), 0.0);
+        assert_eq!(share(PredicateOp::Equals(Value::Int(-1))), 0.0);
+        let below_50 = share(PredicateOp::LessEqual(Value::Int(49)));
+        assert!((below_50 - 0.5).abs() < 0.03, "{below_50}");
+        let range = share(PredicateOp::Range(Value::Int(10), Value::Int(19)));
+        assert!((range - 0.1).abs() < 0.03, "{range}");
+        assert_eq!(share(PredicateOp::Regex("x".into())), 1.0);
+        assert_eq!(
+            Sketch::new().share_of(&[&PredicateOp::Equals(Value::Int(1))]),
+            0.0
+        );
+        // Bounds on one attribute together: the interval between the tightest.
+        let lo = PredicateOp::GreaterEqual(Value::Int(40));
+        let hi = PredicateOp::LessThan(Value::Int(50));
+        let both = ages.share_of(&[&lo, &hi]);
+        assert!((both - 0.1).abs() < 0.03, "{both}");
+        let apart = PredicateOp::LessEqual(Value::Int(10));
+        assert_eq!(ages.share_of(&[&lo, &apart]), 0.0);
+    }
+
     use std::collections::HashSet;
 
     use proptest::prelude::*;

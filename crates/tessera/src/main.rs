@@ -532,6 +532,11 @@ enum Command {
     },
     /// Show how a search would run: the subspace chosen and the regions it contacts (JSON).
     ///
+    /// In a typed space, also what the space's statistics (`tessera stats`) predict:
+    /// `estimated_objects_read`, the objects in the regions contacted (what the search costs),
+    /// and `estimated_matches` (what it returns), each with the axes and predicates taken as
+    /// independent, out of `objects`.
+    ///
     /// In a dynamic space: the unispace's axes, the axis each predicate's property hashes
     /// onto, and the shapes of document the search reads (those that can match, of all the
     /// shapes the space has registered), one box each.
@@ -1441,7 +1446,7 @@ async fn run(cli: Cli) -> Result<(), Failure> {
                 .map(|t| predicates::parse_predicate(&schema, t))
                 .collect::<Result<Vec<_>, _>>()?;
             let paths: Vec<String> = preds.iter().map(|p| p.attr.clone()).collect();
-            let e = client.explain(&space, preds).await?;
+            let e = client.explain(&space, preds.clone()).await?;
             if let tessera_types::SpaceKind::Dynamic { dimensions } = schema.kind {
                 let shapes: Vec<_> = e
                     .shapes
@@ -1486,7 +1491,17 @@ async fn run(cli: Cli) -> Result<(), Failure> {
                     "shapes_read": shapes,
                 }));
             }
-            print_line(&explain::typed_explanation(&schema, &e, false))
+            let mut line = explain::typed_explanation(&schema, &e, false);
+            let statistics = client.statistics(&space).await?;
+            let config = client.configuration();
+            if let Some(space) = config.space(&space) {
+                let estimates = explain::estimates(space, &e, &preds, &statistics);
+                if let (Some(line), Some(estimates)) = (line.as_object_mut(), estimates.as_object())
+                {
+                    line.extend(estimates.clone());
+                }
+            }
+            print_line(&line)
         }
     }
 }

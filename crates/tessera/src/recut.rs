@@ -10,12 +10,9 @@ use tessera_client::{
 };
 use tessera_geometry::cuts::{out_of_balance, recut_pays};
 use tessera_geometry::{cuts_from_data, cuts_from_data_weighted, tessellations, AxisData, Sketch};
-use tessera_types::{AttributeType, AxisCuts, PrimitiveType, SpaceSchema};
+use tessera_types::{AttributeType, AxisCuts, PrimitiveType};
 
 use crate::{alter, json as tjson, print_line, Failure};
-
-/// The quantiles `tessera stats` prints.
-const QUANTILES: [f64; 9] = [0.01, 0.05, 0.1, 0.25, 0.5, 0.75, 0.9, 0.95, 0.99];
 
 /// `tessera stats SPACE [ATTRIBUTE]`: one JSON line per attribute (or the one named).
 pub async fn print_stats(
@@ -55,7 +52,7 @@ pub async fn print_stats(
     let key_regions = tessellations(&schema)[0].regions_count();
     let lines = wanted
         .into_iter()
-        .map(|a| attribute_json(&schema, a, &statistics.attributes[a.get()]))
+        .map(|a| tjson::attribute_statistics(&schema, a, &statistics.attributes[a.get()]))
         .chain(paths.into_iter().map(|(p, s)| path_json(p, s)));
     for mut line in lines {
         line["key_regions_counted"] = json!(statistics.regions.len());
@@ -69,40 +66,8 @@ pub async fn print_stats(
 /// distinct, min, max, and quantiles when it holds numbers.
 fn path_json(path: &str, s: &Sketch) -> serde_json::Value {
     let mut line = json!({"path": path});
-    add_sketch(&mut line, s, true);
+    tjson::add_sketch(&mut line, s, true);
     line
-}
-
-/// One attribute's statistics as JSON: count, distinct, min, max and, for ints and floats,
-/// quantiles.
-fn attribute_json(
-    schema: &SpaceSchema,
-    a: tessera_types::AttrIndex,
-    s: &Sketch,
-) -> serde_json::Value {
-    let attribute = schema.attribute(a);
-    let mut line = json!({
-        "attribute": attribute.name,
-        "type": attribute.ty.to_string(),
-    });
-    add_sketch(&mut line, s, ordered(attribute.ty).is_some());
-    line
-}
-
-/// A sketch's count, distinct, min and max into `line`, and its quantiles when `numeric` and
-/// it holds numbers.
-fn add_sketch(line: &mut serde_json::Value, s: &Sketch, numeric: bool) {
-    line["count"] = json!(s.count());
-    line["distinct"] = json!(s.distinct());
-    line["min"] = json!(s.min().map(tjson::to_json));
-    line["max"] = json!(s.max().map(tjson::to_json));
-    if numeric && s.quantile(0.5).is_some() {
-        let quantiles: serde_json::Map<String, serde_json::Value> = QUANTILES
-            .iter()
-            .map(|&q| (format!("p{}", (q * 100.0).round()), json!(s.quantile(q))))
-            .collect();
-        line["quantiles"] = quantiles.into();
-    }
 }
 
 /// The primitive type of an int or float attribute: an ordered axis.
@@ -130,7 +95,7 @@ pub fn cuts_for(
 
 /// What `statistics` say of each axis of subspace `id`: an attribute's type and values, or a
 /// document overlay's path's values (hashed when the statistics do not sketch the path).
-fn axes<'a>(
+pub fn axes<'a>(
     space: &SpaceConfig,
     id: SubspaceId,
     statistics: &'a SpaceStatistics,
