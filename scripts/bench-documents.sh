@@ -118,7 +118,8 @@ def bench(url, pid, system, workload, dims=None):
         + ", ".join(f"{k} {q['throughput']:.0f}/s" for k, q in d["queries"].items())
         + f", errors {errors}, {wall:.0f} s")
     if errors:
-        log(f"  WARNING: {errors} errors in {system} {workload}")
+        log(f"  WARNING: {errors} errors in {system} {workload}; the first: "
+            + "; ".join(report["load"].get("error_samples", [])))
     return report
 
 raw = {"config": {"entries": ENTRIES, "micro_records": MICRO_RECORDS, "micro_reads": MICRO_READS,

@@ -25,6 +25,7 @@
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use tessera_client::{
     Client, DocValue, Document, FormulaSpec, Predicate, PredicateOp, Status, Value,
@@ -556,7 +557,10 @@ impl System {
     /// for Tessera, so that predictions see every shape registered during the load.
     pub async fn after_load(&self, dataset: Dataset) -> Result<(), TargetError> {
         match self {
-            System::Tessera { client, .. } => {
+            System::Tessera { client, kind, .. } => {
+                if kind.has_formula() {
+                    wait_for_recuts(client, dataset).await?;
+                }
                 client.refresh().await.map(|_| ()).map_err(client_error)
             }
             System::Postgres(pg) => {
@@ -782,6 +786,48 @@ impl System {
             sample.shapes_known = e.shapes_known;
         }
         Ok(Some(sample))
+    }
+}
+
+/// How long the benchmark waits for the database's re-cut driver after a load.
+const RECUT_WAIT: Duration = Duration::from_secs(600);
+
+/// Waits until the database's re-cut driver (on by default in `tessera dev`) has cut every
+/// overlay with an int path by the data and no build is under way: equal slices of an int
+/// axis hold every year of the bibliography in one slice, which no user would query against.
+/// Says on stderr how long that took; a timeout is an error.
+async fn wait_for_recuts(client: &Client, dataset: Dataset) -> Result<(), TargetError> {
+    let started = Instant::now();
+    loop {
+        let config = client.refresh().await.map_err(client_error)?;
+        let space = config.space(dataset.name());
+        let settled = space.is_some_and(|space| {
+            space.build.is_none()
+                && space.schema.searchable_subspaces().all(|id| {
+                    let s = space.schema.subspace(id);
+                    s.cuts.is_some()
+                        || s.overlay.as_ref().is_none_or(|o| {
+                            o.axes
+                                .iter()
+                                .all(|a| dataset.kind_of(&a.path) != Some(Kind::Int))
+                        })
+                })
+        });
+        if settled {
+            eprintln!(
+                "tessera-bench: the re-cut driver cut the overlays by the data {:.0} s after the load",
+                started.elapsed().as_secs_f64()
+            );
+            return Ok(());
+        }
+        if started.elapsed() > RECUT_WAIT {
+            return Err(TargetError::Server(format!(
+                "the overlays of {} were not re-cut within {} s of the load (is the re-cut driver on?)",
+                dataset.name(),
+                RECUT_WAIT.as_secs()
+            )));
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
     }
 }
 

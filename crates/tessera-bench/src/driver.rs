@@ -64,7 +64,12 @@ pub(crate) struct TaskStats {
     not_found: [u64; Operation::ALL.len()],
     /// Records returned by successful operations of each type (scans and searches).
     records: [u64; Operation::ALL.len()],
+    /// The first few distinct errors, to say why operations failed.
+    error_samples: Vec<String>,
 }
+
+/// Distinct errors a phase reports at most.
+const ERROR_SAMPLES_MAX: usize = 5;
 
 impl TaskStats {
     pub(crate) fn new() -> TaskStats {
@@ -77,6 +82,13 @@ impl TaskStats {
             errors: [0; Operation::ALL.len()],
             not_found: [0; Operation::ALL.len()],
             records: [0; Operation::ALL.len()],
+            error_samples: Vec::new(),
+        }
+    }
+
+    fn sample_error(&mut self, error: String) {
+        if self.error_samples.len() < ERROR_SAMPLES_MAX && !self.error_samples.contains(&error) {
+            self.error_samples.push(error);
         }
     }
 
@@ -97,7 +109,10 @@ impl TaskStats {
                 self.errors[i] += 1;
                 self.not_found[i] += 1;
             }
-            Err(_) => self.errors[i] += 1,
+            Err(e) => {
+                self.errors[i] += 1;
+                self.sample_error(format!("{}: {e}", op.name()));
+            }
         }
     }
 
@@ -115,6 +130,9 @@ impl TaskStats {
             self.errors[i] += other.errors[i];
             self.not_found[i] += other.not_found[i];
             self.records[i] += other.records[i];
+        }
+        for e in &other.error_samples {
+            self.sample_error(e.clone());
         }
     }
 }
@@ -264,6 +282,7 @@ where
         errors,
         stopped_by_duration: tickets.issued.load(Ordering::Relaxed) < total,
         ops,
+        error_samples: stats.error_samples,
     };
     (targets, report)
 }

@@ -23,6 +23,9 @@ pub struct PhaseReport {
     /// Per operation type that was attempted: `read`, `update`, `insert`, `scan`,
     /// `read_modify_write`, `search`.
     pub ops: BTreeMap<String, OpReport>,
+    /// The first few distinct errors (operation: message), if any failed.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub error_samples: Vec<String>,
 }
 
 /// One operation type within a phase. Latencies cover successful operations only, from the call
