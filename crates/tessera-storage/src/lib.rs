@@ -63,6 +63,7 @@
 pub mod codec;
 pub mod encoded;
 mod search;
+mod versions;
 
 use std::collections::hash_map::Entry;
 use std::collections::{BTreeMap, HashMap};
@@ -79,6 +80,7 @@ use tessera_types::{Object, SpaceSchema, SubspaceId, Value, Version};
 
 use search::RegionBox;
 pub use search::{EncodedObject, SearchIter, SEEK_BY_READING_MAX};
+use versions::RegionVersions;
 
 /// Memtable size at which fjall would seal a keyspace's memtable and flush it (stored with the
 /// keyspace when it is created). The store seals it itself before that, at
@@ -299,6 +301,8 @@ pub struct Store {
     counters: Arc<Counters>,
     fsync: FsyncPolicy,
     syncer: Option<Syncer>,
+    /// The versions of the keys of regions hops asked about ([`versions`]).
+    versions: RegionVersions,
 }
 
 /// A space's catalog entry: the format byte, then its schema.
@@ -375,6 +379,7 @@ impl Store {
             counters: Arc::default(),
             fsync: options.fsync,
             syncer,
+            versions: RegionVersions::default(),
         })
     }
 
@@ -491,6 +496,8 @@ impl Store {
                 keyspaces,
             }),
         );
+        // Key splits move key entries between regions; dropped subspaces go.
+        self.versions.forget_space(&schema.name);
         // Searches already running on a dropped subspace finish on their snapshot.
         for keyspace in dropped {
             self.poison_on_error(self.db.delete_keyspace(keyspace))?;
@@ -558,6 +565,7 @@ impl Store {
         batch.remove(&self.catalog, name.as_bytes());
         self.poison_on_error(batch.commit())?;
         spaces.remove(name);
+        self.versions.forget_space(name);
         for keyspace in space.keyspaces.iter().flatten() {
             self.poison_on_error(self.db.delete_keyspace(keyspace.clone()))?;
         }
@@ -627,15 +635,31 @@ impl Store {
         region: RegionIndex,
         key: &Value,
     ) -> Result<Option<Version>, StorageError> {
-        let dimensions = self.space(space)?.subspace(subspace)?.1.dimensions();
-        let (lo, hi) = (vec![0; dimensions], vec![u64::MAX; dimensions]);
-        for found in self.search(space, subspace, &[region], &lo, &hi)? {
-            let found = found?;
-            if found.object.key() == key {
-                return Ok(Some(found.version));
-            }
+        let held = self.space(space)?;
+        let (keyspace, tessellation) = held.subspace(subspace)?;
+        if region.0 >= tessellation.regions_count() {
+            return Err(StorageError::Invalid(format!(
+                "subspace {} has no region {}",
+                subspace.get(),
+                region.0
+            )));
         }
-        Ok(None)
+        let key_at = key_offset(subspace, tessellation);
+        let scan = || -> Result<HashMap<Vec<u8>, Version>, StorageError> {
+            let mut versions = HashMap::new();
+            for guard in self
+                .db
+                .snapshot()
+                .prefix(keyspace, codec::region_prefix(region))
+            {
+                let (entry, value) = guard.into_inner()?;
+                let key_bytes = entry.get(key_at..).unwrap_or_default().to_vec();
+                versions.insert(key_bytes, codec::value_version(&value)?);
+            }
+            Ok(versions)
+        };
+        let at = (space.to_owned(), subspace.get(), region.0);
+        self.versions.lookup(at, &codec::key_bytes(key), scan)
     }
 
     /// How many objects key region `region` of `space` holds, and where to split it so that
@@ -890,6 +914,10 @@ impl Store {
             FsyncPolicy::Always => PersistMode::SyncData,
             FsyncPolicy::Periodic { .. } | FsyncPolicy::Never => PersistMode::Buffer,
         };
+        let written = self
+            .versions
+            .keeps_any()
+            .then(|| written_entries(&spaces, &pending));
         let mut batch = self.db.batch().durability(Some(mode));
         let mut touched: Vec<&Keyspace> = Vec::new();
         for (keyspace, key, value) in pending.entries {
@@ -902,6 +930,19 @@ impl Store {
             }
         }
         self.poison_on_error(batch.commit())?;
+        if let Some(written) = &written {
+            self.versions.note(
+                written.iter().map(
+                    |(space, subspace, entry, key_at, version)| versions::Written {
+                        space,
+                        subspace: *subspace,
+                        entry,
+                        key_at: *key_at,
+                        version: *version,
+                    },
+                ),
+            );
+        }
         for keyspace in touched {
             rotate_if_full(keyspace)?;
         }
@@ -1115,6 +1156,36 @@ impl<'a> Pending<'a> {
             }
         }
     }
+}
+
+/// Where the key bytes start in an entry of `subspace`: after the region, and after the point
+/// but in the key subspace.
+fn key_offset(subspace: SubspaceId, tessellation: &Tessellation) -> usize {
+    match subspace {
+        SubspaceId::KEY => codec::REGION_BYTES,
+        _ => codec::REGION_BYTES + 8 * tessellation.dimensions(),
+    }
+}
+
+/// What a commit of `pending` writes, as [`RegionVersions::note`] takes it: (space, subspace,
+/// entry key, where its key bytes start, version stored or `None`).
+fn written_entries(
+    spaces: &BTreeMap<String, Arc<Space>>,
+    pending: &Pending,
+) -> Vec<(String, usize, Vec<u8>, usize, Option<Version>)> {
+    pending
+        .index
+        .iter()
+        .filter_map(|((space, n, entry), &i)| {
+            let tessellation = spaces.get(*space)?.tessellations.get(*n)?;
+            let key_at = key_offset(SubspaceId(*n as u16), tessellation);
+            let version = match &pending.entries[i].2 {
+                Some(value) => Some(codec::value_version(value).ok()?),
+                None => None,
+            };
+            Some(((*space).to_owned(), *n, entry.clone(), key_at, version))
+        })
+        .collect()
 }
 
 /// Seals `keyspace`'s memtable (queued for a flush) once it holds [`MEMTABLE_ROTATE_BYTES`]:

@@ -57,6 +57,16 @@ fn search_all(
 
 /// Applies `commits` to the store and the model; returns the model.
 fn run(store: &Store, schema: &SpaceSchema, commits: &[Vec<Op>]) -> BTreeMap<Value, StoredObject> {
+    run_checking(store, schema, commits, |_| Ok(())).unwrap()
+}
+
+/// [`run`], calling `check` after each commit.
+fn run_checking(
+    store: &Store,
+    schema: &SpaceSchema,
+    commits: &[Vec<Op>],
+    mut check: impl FnMut(&Store) -> Result<(), TestCaseError>,
+) -> Result<BTreeMap<Value, StoredObject>, TestCaseError> {
     let mut model: BTreeMap<Value, StoredObject> = BTreeMap::new();
     for ops in commits {
         let mut writes = Vec::new();
@@ -92,12 +102,39 @@ fn run(store: &Store, schema: &SpaceSchema, commits: &[Vec<Op>]) -> BTreeMap<Val
             }
         }
         store.commit(&writes).unwrap();
+        check(store)?;
     }
-    model
+    Ok(model)
 }
 
 proptest! {
     #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+    /// A key's version in a region, as `region_entry_version` keeps it across commits (objects
+    /// moving within and between regions, deletes), equals what a scan of the region finds.
+    #[test]
+    fn region_entry_versions_follow_commits(commits in proptest::collection::vec(proptest::collection::vec(op(), 1..5), 1..25),
+                                            partitions in prop_oneof![Just(1u32), Just(4), Just(9)]) {
+        let dir = tempfile::tempdir().unwrap();
+        let store = open(dir.path());
+        let schema = people("people", partitions);
+        store.create_space(&schema).unwrap();
+        run_checking(&store, &schema, &commits, |store| {
+            for subspace in 0..schema.subspaces.len() {
+                let d = schema.subspaces[subspace].dimensions.len();
+                for region in all_regions(&schema, subspace) {
+                    let scanned = search_all(store, &schema, subspace, &[region], &vec![0; d], &vec![u64::MAX; d]);
+                    for k in 0..16 {
+                        let key = Value::from(format!("k{k}").as_str());
+                        let found = scanned.iter().find(|o| *o.object.key() == key).map(|o| o.version);
+                        let kept = store.region_entry_version("people", SubspaceId(subspace as u16), region, &key).unwrap();
+                        prop_assert_eq!(kept, found, "subspace {} region {} key {}", subspace, region.0, k);
+                    }
+                }
+            }
+            Ok(())
+        })?;
+    }
 
     #[test]
     fn engine_matches_model(commits in proptest::collection::vec(proptest::collection::vec(op(), 1..5), 1..25),
