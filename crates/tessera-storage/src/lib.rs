@@ -931,17 +931,7 @@ impl Store {
         }
         self.poison_on_error(batch.commit())?;
         if let Some(written) = &written {
-            self.versions.note(
-                written.iter().map(
-                    |(space, subspace, entry, key_at, version)| versions::Written {
-                        space,
-                        subspace: *subspace,
-                        entry,
-                        key_at: *key_at,
-                        version: *version,
-                    },
-                ),
-            );
+            self.versions.note(written);
         }
         for keyspace in touched {
             rotate_if_full(keyspace)?;
@@ -1167,12 +1157,11 @@ fn key_offset(subspace: SubspaceId, tessellation: &Tessellation) -> usize {
     }
 }
 
-/// What a commit of `pending` writes, as [`RegionVersions::note`] takes it: (space, subspace,
-/// entry key, where its key bytes start, version stored or `None`).
+/// What a commit of `pending` writes, as [`RegionVersions::note`] takes it.
 fn written_entries(
     spaces: &BTreeMap<String, Arc<Space>>,
     pending: &Pending,
-) -> Vec<(String, usize, Vec<u8>, usize, Option<Version>)> {
+) -> Vec<versions::Written> {
     pending
         .index
         .iter()
@@ -1183,7 +1172,13 @@ fn written_entries(
                 Some(value) => Some(codec::value_version(value).ok()?),
                 None => None,
             };
-            Some(((*space).to_owned(), *n, entry.clone(), key_at, version))
+            Some(versions::Written {
+                space: (*space).to_owned(),
+                subspace: *n,
+                entry: entry.clone(),
+                key_at,
+                version,
+            })
         })
         .collect()
 }

@@ -36,10 +36,10 @@ struct Inner {
 
 /// One entry a commit wrote: its storage key (`region | point | key bytes`), where its key
 /// bytes start, and the version it stores (`None`: removed).
-pub(crate) struct Written<'a> {
-    pub space: &'a str,
+pub(crate) struct Written {
+    pub space: String,
     pub subspace: usize,
-    pub entry: &'a [u8],
+    pub entry: Vec<u8>,
     pub key_at: usize,
     pub version: Option<Version>,
 }
@@ -81,18 +81,18 @@ impl RegionVersions {
     /// Keeps the regions kept equal to storage after a commit of `written`. Removals first: a
     /// key that moved within a region has its old entry removed and its new one stored in the
     /// same commit.
-    pub fn note<'a>(&self, written: impl Iterator<Item = Written<'a>> + Clone) {
+    pub fn note(&self, written: &[Written]) {
         let mut inner = self.inner.lock().expect("versions lock poisoned");
         if inner.regions.is_empty() {
             return;
         }
-        let removals = written.clone().filter(|w| w.version.is_none());
-        let stores = written.filter(|w| w.version.is_some());
+        let removals = written.iter().filter(|w| w.version.is_none());
+        let stores = written.iter().filter(|w| w.version.is_some());
         for w in removals.chain(stores) {
             let Some(region) = w.entry.first_chunk::<REGION_BYTES>() else {
                 continue;
             };
-            let at = (w.space.to_owned(), w.subspace, u32::from_be_bytes(*region));
+            let at = (w.space.clone(), w.subspace, u32::from_be_bytes(*region));
             let Some(key) = w.entry.get(w.key_at..) else {
                 continue;
             };
@@ -147,19 +147,23 @@ mod tests {
         let (old_a, new_a, b) = (entry(7, 1, b"a"), entry(7, 9, b"a"), entry(7, 2, b"b"));
         let elsewhere = entry(8, 1, b"a");
         let written = [
-            (new_a.as_slice(), Some(Version(5)), "s"),
-            (old_a.as_slice(), None, "s"),
-            (b.as_slice(), Some(Version(1)), "s"),
-            (elsewhere.as_slice(), None, "s"),
-            (old_a.as_slice(), None, "t"),
+            (&new_a, Some(Version(5)), "s"),
+            (&old_a, None, "s"),
+            (&b, Some(Version(1)), "s"),
+            (&elsewhere, None, "s"),
+            (&old_a, None, "t"),
         ];
-        v.note(written.iter().map(|&(entry, version, space)| Written {
-            space,
-            subspace: 1,
-            entry,
-            key_at: REGION_BYTES + 1,
-            version,
-        }));
+        let written: Vec<Written> = written
+            .iter()
+            .map(|&(entry, version, space)| Written {
+                space: space.to_owned(),
+                subspace: 1,
+                entry: entry.clone(),
+                key_at: REGION_BYTES + 1,
+                version,
+            })
+            .collect();
+        v.note(&written);
         assert_eq!(
             v.lookup(region.clone(), b"a", no_scan),
             Ok(Some(Version(5)))
