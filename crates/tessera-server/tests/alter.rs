@@ -559,6 +559,16 @@ async fn write_papers(client: &Client, papers: &mut Papers, rng: &mut StdRng, ke
     }
 }
 
+/// The keys of one round of writes: 60 draws from the 1 200 loaded keys and 100 new ones,
+/// each once (a round's writes are concurrent).
+fn paper_round(rng: &mut StdRng) -> Vec<String> {
+    (0..60)
+        .map(|_| format!("p{}", rng.random_range(0..1300)))
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect()
+}
+
 /// Searches by year (equal, ranges) and by venue and year equal brute-force filtering of
 /// the model.
 async fn check_paper_searches(client: &Client, papers: &Papers, rng: &mut StdRng) {
@@ -694,11 +704,7 @@ async fn overlay_recut_scenario(client: &Client, admin: SocketAddr) {
             subspaces[usize::from(overlay)].state,
             SubspaceState::Dropped
         );
-        let round: Vec<String> = (0..60)
-            .map(|_| format!("p{}", rng.random_range(0..1300)))
-            .collect::<BTreeSet<_>>()
-            .into_iter()
-            .collect();
+        let round = paper_round(&mut rng);
         write_papers(client, &mut papers, &mut rng, &round).await;
         check_paper_searches(client, &papers, &mut rng).await;
         assert!(
@@ -712,11 +718,7 @@ async fn overlay_recut_scenario(client: &Client, admin: SocketAddr) {
         "the searches ran while the re-cut was being built"
     );
     for _ in 0..3 {
-        let round: Vec<String> = (0..60)
-            .map(|_| format!("p{}", rng.random_range(0..1300)))
-            .collect::<BTreeSet<_>>()
-            .into_iter()
-            .collect();
+        let round = paper_round(&mut rng);
         write_papers(client, &mut papers, &mut rng, &round).await;
         check_paper_searches(client, &papers, &mut rng).await;
     }
