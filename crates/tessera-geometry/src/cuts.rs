@@ -15,8 +15,13 @@ use crate::statistics::Sketch;
 /// What is known of one axis's values when its subspace is cut.
 #[derive(Clone, Copy, Debug)]
 pub enum AxisData<'a> {
-    /// A hashed (string) axis.
+    /// A hashed (string) axis, nothing known of its values.
     Hashed,
+    /// A hashed (string) axis, and the statistics of its values' hashes (each value's
+    /// coordinate, as a number: [`Sketch::insert_hash`]). Hashes are uniform, but values are
+    /// not: the most frequent city of a Zipf distribution is one point holding a tenth of the
+    /// objects, and cuts at the hashes' quantiles give it an interval of its own.
+    HashedBy { hashes: &'a Sketch },
     /// An ordered axis of `ty` (int or float), and the statistics of its values.
     Ordered {
         ty: PrimitiveType,
@@ -138,6 +143,11 @@ pub fn region_share(axes: &[AxisData], bounds: &[(u64, u64)]) -> f64 {
 fn axis_share(axis: &AxisData, lo: u64, hi: u64) -> f64 {
     match axis {
         AxisData::Hashed => ((hi - lo) as f64 + 1.0) / 2f64.powi(64),
+        AxisData::HashedBy { hashes } => {
+            let low = (lo > 0).then_some(lo as f64);
+            let high = (hi < u64::MAX).then_some(hi as f64);
+            hashes.fraction_between(low, high)
+        }
         AxisData::Ordered { ty, values } => {
             let low = (lo > 0).then(|| value_of(*ty, lo));
             let high = (hi < u64::MAX).then(|| value_of(*ty, hi));
@@ -165,7 +175,9 @@ pub fn recut_pays(axes: &[AxisData], now: &[AxisCuts], new: &[AxisCuts]) -> bool
 fn cap(axis: &AxisData, partitions: u32) -> u64 {
     match axis {
         AxisData::Hashed => u64::from(partitions),
-        AxisData::Ordered { values, .. } => values.distinct().clamp(1, u64::from(partitions)),
+        AxisData::HashedBy { hashes: values } | AxisData::Ordered { values, .. } => {
+            values.distinct().clamp(1, u64::from(partitions))
+        }
     }
 }
 
@@ -190,17 +202,36 @@ pub fn interval_counts(caps: &[u64], partitions: u32) -> Vec<u32> {
     counts.into_iter().map(|n| n as u32).collect()
 }
 
-/// One axis in `n` intervals: a hashed one in equal slices, an ordered one at its quantiles
-/// (merged where they tie).
+/// One axis in `n` intervals: an ordered one at its values' quantiles, a hashed one at its
+/// hashes' (or in equal slices when nothing is known of them), merged where they tie.
 fn cut_axis(axis: &AxisData, n: u32) -> AxisCuts {
-    let AxisData::Ordered { ty, values } = axis else {
-        return AxisCuts::Equal(n);
+    let (ty, values) = match axis {
+        AxisData::Ordered { ty, values } => (*ty, *values),
+        AxisData::HashedBy { hashes } if hashes.numeric_count() > 0 => {
+            return hash_cuts(hashes, n);
+        }
+        AxisData::Hashed | AxisData::HashedBy { .. } => return AxisCuts::Equal(n),
     };
     let mut at: Vec<u64> = values
         .cut_quantiles(n)
         .into_iter()
         .filter(|q| q.is_finite())
-        .map(|q| crate::coordinate(&value_at(*ty, q)))
+        .map(|q| crate::coordinate(&value_at(ty, q)))
+        .collect();
+    at.sort_unstable();
+    at.dedup();
+    at.retain(|&c| c > 0);
+    AxisCuts::At(at)
+}
+
+/// A hashed axis in `n` intervals at its hashes' quantiles (coordinates themselves; `as`
+/// saturates at the ends of `u64`), merged where they tie.
+fn hash_cuts(hashes: &Sketch, n: u32) -> AxisCuts {
+    let mut at: Vec<u64> = hashes
+        .cut_quantiles(n)
+        .into_iter()
+        .filter(|q| q.is_finite())
+        .map(|q| q as u64)
         .collect();
     at.sort_unstable();
     at.dedup();
@@ -401,6 +432,44 @@ mod tests {
             // Ages: 100 values of 200 objects each cannot split more finely than one value.
             let bound = if kind == 2 { 2.0 * mean + 200.0 } else { 2.0 * mean };
             prop_assert!(fullest <= bound, "fullest {} against mean {}: {:?}", fullest, mean, held);
+        }
+
+        /// A Zipf-distributed city (1 000 values, the first holding about 13 % of the objects)
+        /// beside log-normal prices: cut at its hashes' quantiles, the city axis gives the
+        /// heavy cities intervals of their own, and the fullest region holds at most 2/R of
+        /// the objects; equal slices of the hash do not (counted here by brute force).
+        #[test]
+        fn hash_quantiles_spread_a_zipf_axis(seed in 1u64..) {
+            let prices = draw(0, 20_000, seed);
+            let weights: Vec<f64> = (1..=1000).map(|r| 1.0 / f64::from(r)).collect();
+            let total: f64 = weights.iter().sum();
+            let mut state = seed;
+            let cities: Vec<Value> = (0..20_000)
+                .map(|_| {
+                    state ^= state << 13;
+                    state ^= state >> 7;
+                    state ^= state << 17;
+                    let mut u = (state >> 11) as f64 / (1u64 << 53) as f64 * total;
+                    let rank = weights.iter().position(|w| { u -= w; u < 0.0 }).unwrap_or(999);
+                    Value::from(format!("city{rank}").as_str())
+                })
+                .collect();
+            let mut hashes = Sketch::new();
+            cities.iter().for_each(|c| hashes.insert_hash(c));
+            let price_stats = sketch(&prices);
+            let fullest_share = |city_axis: AxisData| {
+                let axes = [city_axis, AxisData::Ordered { ty: PrimitiveType::Int, values: &price_stats }];
+                let t = Tessellation::with_cuts(&cuts_from_data(&axes, 64));
+                let mut held = vec![0usize; t.regions_count() as usize];
+                for (c, p) in cities.iter().zip(&prices) {
+                    held[t.region_of(&[crate::coordinate(c), crate::coordinate(p)]).0 as usize] += 1;
+                }
+                *held.iter().max().unwrap() as f64 / 20_000.0
+            };
+            let by_hashes = fullest_share(AxisData::HashedBy { hashes: &hashes });
+            let equal = fullest_share(AxisData::Hashed);
+            prop_assert!(by_hashes <= 2.0 / 64.0, "fullest {} by hash quantiles", by_hashes);
+            prop_assert!(by_hashes < equal, "{} by hashes, {} in equal slices", by_hashes, equal);
         }
 
         /// Two ordered axes (ages and ratings, independent): every region holds objects and

@@ -176,6 +176,15 @@ impl Sketch {
         }
     }
 
+    /// Counts the hash of a string (its coordinate on a hashed axis) as a number, so that the
+    /// quantiles are those of the hashes: what a hashed axis is cut by (`AxisData::HashedBy`).
+    /// Other values are ignored.
+    pub fn insert_hash(&mut self, value: &Value) {
+        if let Value::String(_) = value {
+            self.insert(&Value::Float(crate::coordinate(value) as f64));
+        }
+    }
+
     /// Adds `other`'s values, as if every value inserted into `other` had been inserted here:
     /// count, min, max and the distinct count exactly so, the quantiles within the digest's error.
     pub fn merge(&mut self, other: &Sketch) {

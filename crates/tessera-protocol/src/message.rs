@@ -499,6 +499,10 @@ pub struct SpaceStatistics {
     /// The key regions counted, ascending.
     pub regions: Vec<u32>,
     pub attributes: Vec<Sketch>,
+    /// Per attribute in schema order, the hashes of its strings as numbers
+    /// (`Sketch::insert_hash`): what a hashed axis is cut by. Empty for other attributes and
+    /// for the key.
+    pub hashes: Vec<Sketch>,
     /// In a dynamic space, for each path an overlay names (at most [`PATH_STATISTICS_MAX`]
     /// paths, the smallest first), the strings, ints and floats there of the documents whose
     /// formula places them in an overlay naming it; by path, ascending.
@@ -515,6 +519,7 @@ impl SpaceStatistics {
         SpaceStatistics {
             regions: Vec::new(),
             attributes: vec![Sketch::new(); attributes],
+            hashes: vec![Sketch::new(); attributes],
             paths: Vec::new(),
         }
     }
@@ -540,7 +545,8 @@ impl SpaceStatistics {
         }
         self.regions.extend(&other.regions);
         self.regions.sort_unstable();
-        for (mine, theirs) in self.attributes.iter_mut().zip(&other.attributes) {
+        let mine = self.attributes.iter_mut().chain(&mut self.hashes);
+        for (mine, theirs) in mine.zip(other.attributes.iter().chain(&other.hashes)) {
             mine.merge(theirs);
         }
         // Servers on different epochs may sketch different paths: a path one of them lacks
@@ -569,10 +575,11 @@ impl SpaceStatistics {
         if self.paths.windows(2).any(|w| w[0].0 >= w[1].0) {
             return Err("statistics' paths are not ascending".to_owned());
         }
-        if self.attributes.len() != attributes {
+        if self.attributes.len() != attributes || self.hashes.len() != attributes {
             return Err(format!(
-                "statistics of {} attributes for a space of {attributes}",
-                self.attributes.len()
+                "statistics of {} attributes ({} of hashes) for a space of {attributes}",
+                self.attributes.len(),
+                self.hashes.len()
             ));
         }
         if self.regions.windows(2).any(|w| w[0] >= w[1]) {
@@ -580,6 +587,7 @@ impl SpaceStatistics {
         }
         self.attributes
             .iter()
+            .chain(&self.hashes)
             .chain(self.paths.iter().map(|(_, s)| s))
             .try_for_each(|s| s.check().map_err(|e| e.to_string()))
     }

@@ -118,6 +118,10 @@ pub fn statistics(store: &Store, space: &ServedSpace) -> Result<SpaceStatistics,
         for (sketch, value) in statistics.attributes.iter_mut().zip(&object.values) {
             sketch.insert(value);
         }
+        let hashes = statistics.hashes.iter_mut().zip(&object.values).skip(1);
+        for (sketch, value) in hashes {
+            sketch.insert_hash(value);
+        }
         let (Some(Value::Document(d)), Some(Value::String(f))) = (
             object.values.get(DOCUMENT_INDEX.get()),
             object.values.get(FORMULA_INDEX.get()),

@@ -10,7 +10,7 @@ use tessera_client::{
 };
 use tessera_geometry::cuts::{out_of_balance, recut_pays};
 use tessera_geometry::{cuts_from_data, cuts_from_data_weighted, tessellations, AxisData, Sketch};
-use tessera_types::{AttributeType, AxisCuts, PrimitiveType};
+use tessera_types::{AttrIndex, AttributeType, AxisCuts, PrimitiveType};
 
 use crate::{alter, json as tjson, print_line, Failure};
 
@@ -121,28 +121,44 @@ pub fn axes<'a>(
                 ty,
                 values: &statistics.attributes[a.get()],
             },
-            None => AxisData::Hashed,
+            None => match statistics.hashes.get(a.get()) {
+                Some(hashes) if hashes.count() > 0 && a != AttrIndex::KEY => {
+                    AxisData::HashedBy { hashes }
+                }
+                _ => AxisData::Hashed,
+            },
         })
         .collect()
 }
 
 /// The subspaces `tessera recut` re-cuts when none is named: every serving subspace with an
-/// ordered axis (hashed axes are cut evenly already), the key's and tag subspaces aside; in a
-/// dynamic space, every overlay (its paths' values decide which axes are ordered).
+/// ordered axis (hashed axes are even but for heavy values), the key's and tag subspaces
+/// aside; in a dynamic space, every overlay (its paths' values decide which axes are ordered).
 fn recuttable(space: &SpaceConfig) -> Vec<SubspaceId> {
+    let schema = &space.schema;
+    cuttable(space)
+        .into_iter()
+        .filter(|id| {
+            let subspace = schema.subspace(*id);
+            subspace.overlay.is_some()
+                || subspace
+                    .dimensions
+                    .iter()
+                    .any(|a| ordered(schema.attribute(*a).ty).is_some())
+        })
+        .collect()
+}
+
+/// The subspaces the re-cut driver weighs: every serving one but the key's, tag subspaces and
+/// a dynamic space's unispace (it re-cuts only those out of balance whose re-cut pays).
+fn cuttable(space: &SpaceConfig) -> Vec<SubspaceId> {
     let schema = &space.schema;
     schema
         .searchable_subspaces()
         .skip(1)
-        .filter(|id| schema.subspace(*id).tags.is_none())
         .filter(|id| {
             let subspace = schema.subspace(*id);
-            subspace.overlay.is_some()
-                || (!schema.is_dynamic()
-                    && subspace
-                        .dimensions
-                        .iter()
-                        .any(|a| ordered(schema.attribute(*a).ty).is_some()))
+            subspace.tags.is_none() && (subspace.overlay.is_some() || !schema.is_dynamic())
         })
         .collect()
 }
@@ -319,7 +335,7 @@ async fn recut_all(client: &Client, min_objects: u64) -> Result<(), tessera_clie
         }
         let name = &space.schema.name;
         let mut statistics = None;
-        for id in recuttable(space) {
+        for id in cuttable(space) {
             let counts = client.region_counts(name, id).await?;
             let counts: Vec<u64> = counts.iter().map(|c| c.objects).collect();
             if counts.len() != space.replicas[id.get()].len()
