@@ -2,8 +2,9 @@
 //!
 //! Equal slices of the whole `u64` axis put every real price, timestamp or age into one slice.
 //! So an ordered (int, float) axis is cut at its values' quantiles, as the statistics the
-//! servers keep estimate them ([`Sketch`]); a hashed (string) axis keeps equal slices, since
-//! hashes are uniform already. How many intervals each axis gets follows the grid's rule
+//! servers keep estimate them ([`Sketch`]); a hashed (string) axis at its values' hashes'
+//! quantiles when they are known (hashes are uniform, values are not: a heavy value gets an
+//! interval of its own), else in equal slices. How many intervals each axis gets follows the grid's rule
 //! (about `R^(1/d)` each, the product close to `R`), except that an axis never gets more
 //! intervals than it has distinct values: the regions that would stay empty go to the other
 //! axes instead (a subspace over `stars` with five values has five regions).
