@@ -331,7 +331,8 @@ enum Command {
     },
     /// Cut a subspace's axes again where the data lies: each int or float axis at the
     /// quantiles of its values (`tessera stats`), so that every region holds about the same
-    /// number of objects. Hashed (string) axes keep equal slices.
+    /// number of objects. Hashed (string) axes are cut at the quantiles of their values' hashes
+    /// (a very frequent value gets an interval of its own).
     ///
     /// A dynamic space's overlays re-cut the same way: a path holding mostly numbers is an
     /// ordered axis, cut at its quantiles in the proportions of the overlay's weights (the
