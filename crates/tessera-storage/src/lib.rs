@@ -274,6 +274,23 @@ impl Space {
             ))),
         }
     }
+
+    /// [`Space::subspace`], for an operation on its region `region`, or why it has none.
+    fn region(
+        &self,
+        subspace: SubspaceId,
+        region: RegionIndex,
+    ) -> Result<(&Keyspace, &Tessellation), StorageError> {
+        let (keyspace, tessellation) = self.subspace(subspace)?;
+        if region.0 >= tessellation.regions_count() {
+            return Err(StorageError::Invalid(format!(
+                "subspace {} has no region {}",
+                subspace.get(),
+                region.0
+            )));
+        }
+        Ok((keyspace, tessellation))
+    }
 }
 
 #[derive(Default)]
@@ -636,14 +653,7 @@ impl Store {
         key: &Value,
     ) -> Result<Option<Version>, StorageError> {
         let held = self.space(space)?;
-        let (keyspace, tessellation) = held.subspace(subspace)?;
-        if region.0 >= tessellation.regions_count() {
-            return Err(StorageError::Invalid(format!(
-                "subspace {} has no region {}",
-                subspace.get(),
-                region.0
-            )));
-        }
+        let (keyspace, tessellation) = held.region(subspace, region)?;
         let key_at = key_offset(subspace, tessellation);
         let scan = || -> Result<HashMap<Vec<u8>, Version>, StorageError> {
             let mut versions = HashMap::new();
@@ -673,13 +683,7 @@ impl Store {
         region: RegionIndex,
     ) -> Result<(u64, Option<Value>), StorageError> {
         let space = self.space(space)?;
-        let (keyspace, tessellation) = space.subspace(SubspaceId::KEY)?;
-        if region.0 >= tessellation.regions_count() {
-            return Err(StorageError::Invalid(format!(
-                "the key subspace has no region {}",
-                region.0
-            )));
-        }
+        let (keyspace, tessellation) = space.region(SubspaceId::KEY, region)?;
         let prefix = codec::region_prefix(region);
         let end = match search::successor(prefix.to_vec()) {
             Some(end) => Bound::Excluded(end),
@@ -761,13 +765,7 @@ impl Store {
     ) -> Result<RegionChunk, StorageError> {
         let space = self.space(space)?;
         let n = subspace.get();
-        let (keyspace, tessellation) = space.subspace(subspace)?;
-        if region.0 >= tessellation.regions_count() {
-            return Err(StorageError::Invalid(format!(
-                "subspace {n} has no region {}",
-                region.0
-            )));
-        }
+        let (keyspace, tessellation) = space.region(subspace, region)?;
         let prefix = codec::region_prefix(region);
         let start = match after {
             None => Bound::Included(prefix.to_vec()),
@@ -853,13 +851,7 @@ impl Store {
                         .get(name.as_str())
                         .ok_or_else(|| StorageError::UnknownSpace(name.clone()))?;
                     let n = subspace.get();
-                    let (keyspace, t) = space.subspace(*subspace)?;
-                    if region.0 >= t.regions_count() {
-                        return Err(StorageError::Invalid(format!(
-                            "subspace {n} has no region {}",
-                            region.0
-                        )));
-                    }
+                    let (keyspace, _) = space.region(*subspace, *region)?;
                     for guard in keyspace.prefix(codec::region_prefix(*region)) {
                         let key = guard.key()?;
                         pending.set(name, n, keyspace, key.to_vec(), None);
