@@ -5,11 +5,11 @@
 
 mod common;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::cluster::{
-    assert_did_work, assert_linearizable, check, final_state_agrees, lincheck, spawn_workers,
-    Cluster, Op, SPACE,
+    admin_with_space, assert_did_work, assert_linearizable, check, final_state_agrees, lincheck,
+    runtime, start_workers, Cluster, Op, SPACE,
 };
 use tessera_client::{Client, Value};
 
@@ -20,16 +20,10 @@ const RUN_FOR: Duration = Duration::from_secs(4);
 fn three_coordinators_four_servers_linearizable() {
     let checker = lincheck();
     let cluster = Cluster::start(3, 4, &[]);
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .expect("runtime");
+    let runtime = runtime();
     let history = runtime.block_on(async {
-        let admin = Client::connect(&cluster.addresses())
-            .await
-            .expect("connecting to the coordinators");
+        let admin = admin_with_space(&cluster, SPACE).await;
         assert!(admin.is_cluster());
-        admin.add_space(SPACE).await.expect("add-space");
         let config = admin.configuration();
         assert_eq!(config.servers.len(), 4, "every server registered");
         let space = config.space("kv").expect("the new space");
@@ -39,15 +33,7 @@ fn three_coordinators_four_servers_linearizable() {
                 assert_ne!(set[0], set[1], "distinct replicas");
             }
         }
-        let started = Instant::now();
-        let tasks = spawn_workers(
-            &cluster.addresses(),
-            tessera_client::ClientOptions::default(),
-            WORKERS,
-            started,
-            RUN_FOR,
-        )
-        .await;
+        let (_, tasks) = start_workers(&cluster, WORKERS, RUN_FOR).await;
         let mut history = Vec::new();
         for t in tasks {
             history.extend(t.await.expect("a worker panicked"));

@@ -8,14 +8,14 @@
 mod common;
 
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::cluster::{
-    assert_did_work, assert_linearizable, final_state_agrees, lincheck, spawn_workers, value_of,
-    Cluster, SPACE,
+    admin_with_space, assert_did_work, assert_linearizable, final_state_agrees, lincheck, runtime,
+    start_workers, value_of, Cluster, SPACE,
 };
 use common::TESSERA;
-use tessera_client::{Client, Predicate, PredicateOp, SpaceChange, SubspaceId, Value};
+use tessera_client::{Predicate, PredicateOp, SpaceChange, SubspaceId, Value};
 use tessera_types::{AxisCuts, SubspaceState};
 
 const WORKERS: u64 = 6;
@@ -25,24 +25,10 @@ const RUN_FOR: Duration = Duration::from_secs(8);
 fn subspaces_re_cut_under_concurrent_writes_lose_nothing() {
     let checker = lincheck();
     let cluster = Cluster::start(3, 4, &["--recut-period-s", "0"]);
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .expect("runtime");
+    let runtime = runtime();
     let history = runtime.block_on(async {
-        let admin = Client::connect(&cluster.addresses())
-            .await
-            .expect("connecting to the coordinators");
-        admin.add_space(SPACE).await.expect("add-space");
-        let started = Instant::now();
-        let tasks = spawn_workers(
-            &cluster.addresses(),
-            tessera_client::ClientOptions::default(),
-            WORKERS,
-            started,
-            RUN_FOR,
-        )
-        .await;
+        let admin = admin_with_space(&cluster, SPACE).await;
+        let (started, tasks) = start_workers(&cluster, WORKERS, RUN_FOR).await;
         // A quarter into the run, `tessera recut` (its own process) re-cuts subspace 1.
         tokio::time::sleep_until((started + RUN_FOR / 4).into()).await;
         let addresses = cluster.addresses();

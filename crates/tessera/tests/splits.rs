@@ -10,8 +10,8 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::cluster::{
-    assert_did_work, assert_linearizable, final_state_agrees, lincheck, spawn_workers, value_of,
-    Cluster, KEYS,
+    admin_with_space, assert_did_work, assert_linearizable, final_state_agrees, lincheck, runtime,
+    start_workers, value_of, Cluster, KEYS,
 };
 use tessera_client::{Client, ClientError, Status, Value};
 
@@ -41,24 +41,10 @@ fn final_region(key: i64) -> u32 {
 fn key_regions_split_under_concurrent_writes_and_lose_nothing() {
     let checker = lincheck();
     let cluster = Cluster::start(3, 4, &["--split-period-s", "0"]);
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .expect("runtime");
+    let runtime = runtime();
     let history = runtime.block_on(async {
-        let admin = Client::connect(&cluster.addresses())
-            .await
-            .expect("connecting to the coordinators");
-        admin.add_space(ORDERED_SPACE).await.expect("add-space");
-        let started = Instant::now();
-        let tasks = spawn_workers(
-            &cluster.addresses(),
-            tessera_client::ClientOptions::default(),
-            WORKERS,
-            started,
-            RUN_FOR,
-        )
-        .await;
+        let admin = admin_with_space(&cluster, ORDERED_SPACE).await;
+        let (started, tasks) = start_workers(&cluster, WORKERS, RUN_FOR).await;
         // The splits, spread over the run; one refused because its region is still gaining
         // a replica (the coordinators' balancing moves regions after each split) is retried.
         for (n, (region, at)) in SPLITS.into_iter().enumerate() {

@@ -355,6 +355,36 @@ pub async fn worker(client: Arc<Client>, id: u64, started: Instant, run_for: Dur
     ops
 }
 
+/// A multi-threaded runtime for a test's clients.
+pub fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("runtime")
+}
+
+/// A client of `cluster`'s coordinators, once they have added the space `description`.
+pub async fn admin_with_space(cluster: &Cluster, description: &str) -> Client {
+    let admin = Client::connect(&cluster.addresses())
+        .await
+        .expect("connecting to the coordinators");
+    admin.add_space(description).await.expect("add-space");
+    admin
+}
+
+/// `workers` [`worker`]s on `cluster` with default client options, running for `run_for` from
+/// now: when they started, and their tasks.
+pub async fn start_workers(
+    cluster: &Cluster,
+    workers: u64,
+    run_for: Duration,
+) -> (Instant, Vec<tokio::task::JoinHandle<Vec<Op>>>) {
+    let started = Instant::now();
+    let options = tessera_client::ClientOptions::default();
+    let tasks = spawn_workers(&cluster.addresses(), options, workers, started, run_for).await;
+    (started, tasks)
+}
+
 /// `workers` [`worker`]s, each on its own client connected to `addresses` with `options`,
 /// numbered from 0.
 pub async fn spawn_workers(
