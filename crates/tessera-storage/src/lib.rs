@@ -906,10 +906,8 @@ impl Store {
             FsyncPolicy::Always => PersistMode::SyncData,
             FsyncPolicy::Periodic { .. } | FsyncPolicy::Never => PersistMode::Buffer,
         };
-        let written = self
-            .versions
-            .keeps_any()
-            .then(|| written_entries(&spaces, &pending));
+        let kept = self.versions.kept_subspaces();
+        let written = (!kept.is_empty()).then(|| written_entries(&spaces, &pending, &kept));
         let mut batch = self.db.batch().durability(Some(mode));
         let mut touched: Vec<&Keyspace> = Vec::new();
         for (keyspace, key, value) in pending.entries {
@@ -1149,14 +1147,17 @@ fn key_offset(subspace: SubspaceId, tessellation: &Tessellation) -> usize {
     }
 }
 
-/// What a commit of `pending` writes, as [`RegionVersions::note`] takes it.
+/// What a commit of `pending` writes to the subspaces `kept`, as [`RegionVersions::note`]
+/// takes it.
 fn written_entries(
     spaces: &BTreeMap<String, Arc<Space>>,
     pending: &Pending,
+    kept: &[(String, usize)],
 ) -> Vec<versions::Written> {
     pending
         .index
         .iter()
+        .filter(|((space, n, _), _)| kept.iter().any(|(s, k)| s == space && k == n))
         .filter_map(|((space, n, entry), &i)| {
             let tessellation = spaces.get(*space)?.tessellations.get(*n)?;
             let key_at = key_offset(SubspaceId(*n as u16), tessellation);

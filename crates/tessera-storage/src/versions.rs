@@ -68,14 +68,18 @@ impl RegionVersions {
         Ok(found)
     }
 
-    /// Whether any region is kept (else a commit has nothing to note).
-    pub fn keeps_any(&self) -> bool {
-        !self
-            .inner
-            .lock()
-            .expect("versions lock poisoned")
+    /// The subspaces (space, subspace) some region of which is kept: a commit notes only
+    /// its writes to them.
+    pub fn kept_subspaces(&self) -> Vec<(String, usize)> {
+        let inner = self.inner.lock().expect("versions lock poisoned");
+        let mut kept: Vec<(String, usize)> = inner
             .regions
-            .is_empty()
+            .keys()
+            .map(|(s, n, _)| (s.clone(), *n))
+            .collect();
+        kept.sort_unstable();
+        kept.dedup();
+        kept
     }
 
     /// Keeps the regions kept equal to storage after a commit of `written`. Removals first: a
