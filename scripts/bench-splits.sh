@@ -7,14 +7,15 @@
 # starts a fresh `tessera dev --servers 5 --replicas 2` on a free loopback port, creates
 #   space users key string name attributes int age create 16 partitions
 #   tolerate 1 failure placement ordered
-# and loads KEYS user names "user" + 7 random digits (skewed on the key axis: every name
-# starts with "user", so all lie in one of the 16 equal slices). Then waits until the key
+# and loads KEYS user names PREFIX + 7 random digits (skewed on the key axis: every name
+# starts with PREFIX, so all lie in one of the 16 equal slices; PREFIX=tweet:00 makes every
+# name share its first 8 bytes, one coordinate of the axis, which splits must tell apart). Then waits until the key
 # regions stop changing (no split and no region moving for SETTLE_S seconds), and prints a
 # JSON summary on stdout: regions, regions holding objects, objects led per server (a key's
 # point leader serves its reads and orders its writes) and held per server (as a replica),
 # their max / mean, and how many regions and servers a range read of 1 % of the names asks.
 #
-# Knobs (environment): KEYS=20000 MIN_OBJECTS=1000 SETTLE_S=5 OUT=$(mktemp -d)
+# Knobs (environment): KEYS=20000 MIN_OBJECTS=1000 SETTLE_S=5 PREFIX=user OUT=$(mktemp -d)
 # Needs: cargo, python3. Only 127.0.0.1 is used.
 set -euo pipefail
 
@@ -25,6 +26,7 @@ done
 KEYS=${KEYS:-20000}
 MIN_OBJECTS=${MIN_OBJECTS:-1000}
 SETTLE_S=${SETTLE_S:-5}
+PREFIX=${PREFIX:-user}
 OUT=${OUT:-$(mktemp -d)}
 mkdir -p "$OUT"
 
@@ -36,12 +38,12 @@ free_port() {
     python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
 
-python3 - "$KEYS" > "$OUT/users.jsonl" <<'PY'
+python3 - "$KEYS" "$PREFIX" > "$OUT/users.jsonl" <<'PY'
 import json, random, sys
 random.seed(7)
 names = random.sample(range(10_000_000), int(sys.argv[1]))
 for n in names:
-    print(json.dumps({"name": f"user{n:07d}", "age": n % 90}))
+    print(json.dumps({"name": f"{sys.argv[2]}{n:07d}", "age": n % 90}))
 PY
 
 run() {
@@ -71,7 +73,7 @@ run() {
         last=$now
     done
     echo "$now" > "$OUT/$label.regions"
-    "$TESSERA" get-range users --from user2000000 --to user2100000 --explain > "$OUT/$label.explain"
+    "$TESSERA" get-range users --from "${PREFIX}2000000" --to "${PREFIX}2100000" --explain > "$OUT/$label.explain"
     kill "$pid"
     wait "$pid" 2>/dev/null || true
     trap - RETURN
@@ -82,10 +84,11 @@ run off 0
 echo "bench-splits.sh: splits on" >&2
 run on 1
 
-python3 - "$OUT" "$KEYS" "$MIN_OBJECTS" <<'PY'
+python3 - "$OUT" "$KEYS" "$MIN_OBJECTS" "$PREFIX" <<'PY'
 import json, statistics, sys
 out, keys, min_objects = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-summary = {"keys": keys, "min_objects": min_objects, "servers": 5, "replicas": 2}
+summary = {"keys": keys, "min_objects": min_objects, "servers": 5, "replicas": 2,
+           "prefix": sys.argv[4]}
 for label in ("off", "on"):
     led, held, regions, nonempty, splits = {}, {}, 0, 0, 0
     for line in open(f"{out}/{label}.regions"):

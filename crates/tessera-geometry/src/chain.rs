@@ -8,8 +8,7 @@
 
 use tessera_types::{Object, ServerId, SpaceSchema, SubspaceId};
 
-use crate::coordinate::point;
-use crate::tessellation::{RegionIndex, Tessellation};
+use crate::tessellation::{region_of_object, RegionIndex, Tessellation};
 
 /// Who owns which region: the configuration's replica sets, as the chain sees them.
 pub trait ReplicaMap {
@@ -58,7 +57,7 @@ pub fn chain_for_update(
             schema.subspace(id).dimensions.len(),
             "tessellation matches its subspace"
         );
-        point(schema, id, object).map(|p| t.region_of(&p))
+        region_of_object(schema, id, t, object)
     };
     let mut chain = Vec::new();
     let mut visit = |subspace: SubspaceId, region: RegionIndex| {
@@ -93,6 +92,7 @@ pub fn chain_for_update(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::point;
     use proptest::prelude::*;
     use tessera_types::{parse_space, Value};
 

@@ -5,6 +5,7 @@
 //! of values is one interval of the axis. The key axis is always hashed, whatever its type,
 //! so that keys spread evenly over the key subspace's regions.
 
+use serde::{Deserialize, Serialize};
 use tessera_types::{
     AttrIndex, DocValue, Document, Object, Overlay, SpaceKind, SpaceSchema, SubspaceId, Value,
     DOCUMENT_INDEX, FORMULA_INDEX, UNISPACE,
@@ -12,6 +13,40 @@ use tessera_types::{
 use xxhash_rust::xxh3::xxh3_64;
 
 const SIGN: u64 = 1 << 63;
+
+/// Where a key lies on an ordered key axis, exactly: its coordinate, then — for a string of
+/// more than 8 bytes — the bytes after the first 8. Keys in order have positions in order
+/// (`a < b` gives `p(a) <= p(b)`; only strings differing by trailing NUL bytes within their
+/// first 8 share one), so a key axis split at positions separates `tweet:00000123` from
+/// `tweet:00000124`, which share a coordinate.
+#[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct KeyPosition {
+    pub coordinate: u64,
+    /// A string key's bytes after its first 8; empty for every other key.
+    pub rest: Box<[u8]>,
+}
+
+impl KeyPosition {
+    /// The first position at `coordinate`: where a range of that coordinate's keys starts.
+    pub fn at(coordinate: u64) -> KeyPosition {
+        KeyPosition {
+            coordinate,
+            rest: Box::default(),
+        }
+    }
+}
+
+/// The [`KeyPosition`] of a key on an ordered key axis.
+pub fn ordered_key_position(key: &Value) -> KeyPosition {
+    let rest = match key {
+        Value::String(s) => s.as_bytes().get(8..).unwrap_or_default().into(),
+        _ => Box::default(),
+    };
+    KeyPosition {
+        coordinate: ordered_key_coordinate(key),
+        rest,
+    }
+}
 
 /// The coordinate of a primitive value on a non-key dimension.
 ///
@@ -47,7 +82,8 @@ pub fn key_coordinate(key: &Value) -> u64 {
 
 /// The coordinate of a key on an *ordered* key axis (seed 003 §2.1.2): `a < b` gives
 /// `c(a) <= c(b)`. Ints and floats as on any axis; strings by their first 8 bytes, big-endian
-/// and zero-padded (so keys sharing 8 leading bytes share a coordinate, and a region).
+/// and zero-padded (so keys sharing 8 leading bytes share a coordinate; their
+/// [`KeyPosition`]s tell them apart).
 pub fn ordered_key_coordinate(key: &Value) -> u64 {
     match key {
         Value::String(s) => {

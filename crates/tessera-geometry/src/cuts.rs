@@ -427,7 +427,14 @@ mod tests {
                 values.iter().map(|v| match v { Value::Int(i) => *i, _ => unreachable!() }).collect();
             prop_assert!(held.iter().all(|&n| n > 0), "an empty region: {:?}", held);
             prop_assert!(t.regions_count() <= partitions);
-            prop_assert_eq!(t.regions_count() as usize, (partitions as usize).min(distinct.len()));
+            // Ages (100 values, 200 objects each): two quantiles the sketch places in one value
+            // merge, so a few regions fewer than asked.
+            let most = (partitions as usize).min(distinct.len());
+            let least = if kind == 2 { most * 9 / 10 } else { most };
+            prop_assert!(
+                (least..=most).contains(&(t.regions_count() as usize)),
+                "{} regions, {} at most", t.regions_count(), most
+            );
             let mean = values.len() as f64 / held.len() as f64;
             let fullest = *held.iter().max().unwrap() as f64;
             // Ages: 100 values of 200 objects each cannot split more finely than one value.

@@ -45,8 +45,8 @@ pub mod zorder;
 
 pub use chain::{chain_for_update, ChainHop, ReplicaMap};
 pub use coordinate::{
-    coordinate, key_coordinate, ordered_key_coordinate, overlay_point, point, property_axis,
-    unispace_point,
+    coordinate, key_coordinate, ordered_key_coordinate, ordered_key_position, overlay_point, point,
+    property_axis, unispace_point, KeyPosition,
 };
 pub use cover::{cover_regions, Cover};
 pub use cuts::{cuts_from_data, cuts_from_data_weighted, AxisData};
@@ -59,6 +59,7 @@ pub use tags::{tag_point, tag_positions};
 
 pub use statistics::Sketch;
 pub use tessellation::{
-    domain_cuts, key_region, tessellation_of, tessellations, RegionIndex, Tessellation,
+    domain_cuts, key_region, region_of_object, tessellation_of, tessellations, RegionIndex,
+    Tessellation,
 };
 pub use zorder::{deinterleave, deinterleave_into, interleave, next_in_box};

@@ -14,7 +14,11 @@
 //! into one or two slices until the subspace is re-cut.
 
 use serde::{Deserialize, Serialize};
-use tessera_types::{AxisCuts, Placement, SpaceSchema, Subspace, TagCurve, Value};
+use tessera_types::{
+    AxisCuts, Object, Placement, SpaceSchema, Subspace, SubspaceId, TagCurve, Value,
+};
+
+use crate::KeyPosition;
 
 /// A region's number within its subspace: `0..Tessellation::regions_count()`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -43,10 +47,16 @@ pub struct Tessellation {
 /// The ranges of a split ordered key axis, in key order. Splitting a range gives the new
 /// range the next region number, so a region keeps its number (its storage, its replica set)
 /// however many splits come after; ranges and region numbers then differ in order.
+///
+/// A range starts at a [`KeyPosition`], not a coordinate, so that keys sharing a coordinate
+/// (strings sharing their first 8 bytes) can lie in different ranges: a key's range is exact
+/// ([`key_region`]), while a coordinate alone may lie in several ranges
+/// ([`Tessellation::intervals_holding`]).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 struct KeyAxisRanges {
-    /// The first coordinate of each range after the first: strictly increasing.
-    starts: Vec<u64>,
+    /// The first position of each range after the first: increasing (equal only for the
+    /// empty slices of a declared domain narrower than its partitions).
+    starts: Vec<KeyPosition>,
     /// The region of each range.
     regions: Vec<u32>,
     /// Where each region's range is in `regions` (its inverse).
@@ -55,7 +65,7 @@ struct KeyAxisRanges {
 
 impl KeyAxisRanges {
     fn check(&self) {
-        debug_assert!(self.starts.windows(2).all(|w| w[0] < w[1]));
+        debug_assert!(self.starts.windows(2).all(|w| w[0] <= w[1]));
         debug_assert_eq!(self.starts.len() + 1, self.regions.len());
         debug_assert!(self
             .regions
@@ -162,36 +172,45 @@ impl Tessellation {
         }
     }
 
-    /// This ordered key subspace with `region` split at the key coordinate `at`: the keys of
-    /// `region` from `at` up go to a new region, numbered `regions_count()`, whose range
-    /// follows `region`'s; every other region keeps its number and its keys. `None` unless
-    /// this is an ordered key subspace holding `region` and `at` lies strictly inside it
-    /// (above its first coordinate, so neither half is empty of coordinates).
-    pub fn split_key_region(&self, region: RegionIndex, at: u64) -> Option<Tessellation> {
+    /// This ordered key subspace with `region` split at the key `at`: the keys of `region`
+    /// from `at` up go to a new region, numbered `regions_count()`, whose range follows
+    /// `region`'s; every other region keeps its number and its keys. `None` unless this is an
+    /// ordered key subspace holding `region` and `at` lies strictly inside it (above its first
+    /// position, so neither half is empty of positions).
+    pub fn split_key_region(&self, region: RegionIndex, at: &Value) -> Option<Tessellation> {
         let mut split = self.clone();
         split.split_in_place(region, at).then_some(split)
     }
 
     /// [`Tessellation::split_key_region`] in place; false (and unchanged) when it does not
     /// apply.
-    fn split_in_place(&mut self, region: RegionIndex, at: u64) -> bool {
+    fn split_in_place(&mut self, region: RegionIndex, at: &Value) -> bool {
         if !self.ordered_keys || region.0 >= self.regions_count() {
             return false;
         }
-        let place = self.cells_of(region)[0];
-        let (lo, hi) = self.interval_bounds(0, place);
-        if at <= lo || at > hi {
+        let at = crate::ordered_key_position(at);
+        let place = self.cells_of(region)[0] as usize;
+        let n = self.intervals[0];
+        let split_before = self.ranges.is_some();
+        let mut ranges = self.ranges.take().unwrap_or_else(|| KeyAxisRanges {
+            starts: (1..n)
+                .map(|i| KeyPosition::at(self.interval_bounds(0, i).0))
+                .collect(),
+            regions: (0..n).collect(),
+            places: (0..n).collect(),
+        });
+        let above_start = if place == 0 {
+            at > KeyPosition::default()
+        } else {
+            ranges.starts[place - 1] < at
+        };
+        let below_next = ranges.starts.get(place).is_none_or(|next| at < *next);
+        if !(above_start && below_next) {
+            // Unchanged: equal slices stay equal slices.
+            self.ranges = split_before.then_some(ranges);
             return false;
         }
-        let n = self.intervals[0];
-        if self.ranges.is_none() {
-            self.ranges = Some(KeyAxisRanges {
-                starts: (1..n).map(|i| self.interval_bounds(0, i).0).collect(),
-                regions: (0..n).collect(),
-                places: (0..n).collect(),
-            });
-        }
-        let ranges = self.ranges.as_mut().expect("made above");
+        let place = place as u32;
         ranges.starts.insert(place as usize, at);
         ranges.regions.insert(place as usize + 1, n);
         ranges.places.push(place + 1);
@@ -199,6 +218,7 @@ impl Tessellation {
             ranges.places[r as usize] += 1;
         }
         ranges.check();
+        self.ranges = Some(ranges);
         self.intervals[0] = n + 1;
         self.domain = None;
         true
@@ -275,12 +295,31 @@ impl Tessellation {
         self.intervals.iter().product()
     }
 
-    /// The interval of dimension `dim` holding `coordinate`.
+    /// The interval of dimension `dim` holding `coordinate` — on a split ordered key axis,
+    /// where several ranges may hold keys of one coordinate, the first of them (a key's own
+    /// range is [`key_region`]'s).
     pub fn interval_of(&self, dim: usize, coordinate: u64) -> u32 {
-        let n = self.intervals[dim] as u128;
+        self.intervals_holding(dim, coordinate).0
+    }
+
+    /// The first and last interval of dimension `dim` that may hold `coordinate`: one
+    /// interval, except on a split ordered key axis, which can start ranges between keys of
+    /// one coordinate (strings sharing their first 8 bytes).
+    pub fn intervals_holding(&self, dim: usize, coordinate: u64) -> (u32, u32) {
         if let (Some(r), 0) = (&self.ranges, dim) {
-            return r.starts.partition_point(|&s| s <= coordinate) as u32;
+            let first = r.starts.partition_point(|s| {
+                s.coordinate < coordinate || (s.coordinate == coordinate && s.rest.is_empty())
+            });
+            let last = r.starts.partition_point(|s| s.coordinate <= coordinate);
+            return (first as u32, last as u32);
         }
+        let i = self.interval_of_unsplit(dim, coordinate);
+        (i, i)
+    }
+
+    /// [`Tessellation::interval_of`] on an axis that is not a split key axis.
+    fn interval_of_unsplit(&self, dim: usize, coordinate: u64) -> u32 {
+        let n = self.intervals[dim] as u128;
         if let Some(at) = &self.cuts[dim] {
             return at.partition_point(|&s| s <= coordinate) as u32;
         }
@@ -302,9 +341,21 @@ impl Tessellation {
         let n = self.intervals[dim] as u128;
         assert!((i as u128) < n);
         if let (Some(r), 0) = (&self.ranges, dim) {
+            // The next range may start between keys of its first coordinate: this one then
+            // holds keys of that coordinate too.
             let i = i as usize;
-            let lo = if i == 0 { 0 } else { r.starts[i - 1] };
-            let hi = r.starts.get(i).map_or(u64::MAX, |s| s - 1);
+            let lo = if i == 0 {
+                0
+            } else {
+                r.starts[i - 1].coordinate
+            };
+            let hi = r.starts.get(i).map_or(u64::MAX, |s| {
+                if s.rest.is_empty() {
+                    s.coordinate - 1
+                } else {
+                    s.coordinate
+                }
+            });
             return (lo, hi);
         }
         if let Some(at) = &self.cuts[dim] {
@@ -382,9 +433,31 @@ impl Tessellation {
 }
 
 /// The region of the key subspace (tessellated by `key_tessellation`) that holds `key`: the
-/// region whose replica set's head is the key's point leader.
-pub fn key_region(key_tessellation: &Tessellation, key: &tessera_types::Value) -> RegionIndex {
+/// region whose replica set's head is the key's point leader. On a split ordered key axis,
+/// the range holding the key's [`KeyPosition`].
+pub fn key_region(key_tessellation: &Tessellation, key: &Value) -> RegionIndex {
+    if let Some(r) = &key_tessellation.ranges {
+        let position = crate::ordered_key_position(key);
+        return RegionIndex(r.regions[r.starts.partition_point(|s| *s <= position)]);
+    }
     key_tessellation.region_of(&[key_tessellation.key_coordinate(key)])
+}
+
+/// The region of `subspace` (tessellated by `tessellation`) that holds `object`, or `None`
+/// where it is not placed (a dynamic space's document outside its formula). Every placement
+/// — chains, storage, transfers — asks here: the key subspace places an object by its key
+/// ([`key_region`]), which a split ordered key axis needs, and every other subspace by its
+/// point.
+pub fn region_of_object(
+    schema: &SpaceSchema,
+    subspace: SubspaceId,
+    tessellation: &Tessellation,
+    object: &Object,
+) -> Option<RegionIndex> {
+    if subspace == SubspaceId::KEY {
+        return Some(key_region(tessellation, object.key()));
+    }
+    crate::point(schema, subspace, object).map(|p| tessellation.region_of(&p))
 }
 
 /// The tessellation of `subspace` of `schema`: its own cuts if it has them; otherwise equal
@@ -453,8 +526,7 @@ pub fn tessellations(schema: &SpaceSchema) -> Vec<Tessellation> {
             if split.at.primitive_type() != Some(schema.key_type()) {
                 continue;
             }
-            let at = crate::ordered_key_coordinate(&split.at);
-            all[0].split_in_place(RegionIndex(split.region), at);
+            all[0].split_in_place(RegionIndex(split.region), &split.at);
         }
     }
     all
@@ -511,64 +583,123 @@ mod tests {
 
     /// A model of a split key axis, written apart from the tessellation: (first key, region)
     /// per range in key order; a key is in the range of the last first key at or below it.
-    fn model_region(ranges: &[(i64, u32)], key: i64) -> u32 {
+    fn model_region<K: Ord>(ranges: &[(K, u32)], key: &K) -> u32 {
         ranges
             .iter()
             .rev()
-            .find(|(first, _)| *first <= key)
-            .expect("the first range starts at i64::MIN")
+            .find(|(first, _)| first <= key)
+            .expect("the first range starts at the least key")
             .1
     }
 
+    /// Splits `t` at `splits` (region picks and keys) and checks it against the model: every
+    /// key lands in the region the model says, a split moves only keys of the region it splits
+    /// (from its key up), no region changes its number, the regions' bounds hold their keys'
+    /// coordinates, and axis order is key order. `model` starts as `t`'s ranges.
+    fn splits_follow_the_model<K: Ord + Clone + std::fmt::Debug>(
+        mut t: Tessellation,
+        mut model: Vec<(K, u32)>,
+        splits: Vec<(u32, K)>,
+        keys: &[K],
+        value: impl Fn(&K) -> tessera_types::Value,
+    ) -> Result<(), TestCaseError> {
+        for (pick, at) in splits {
+            let region = RegionIndex(pick % t.regions_count());
+            let place = model
+                .iter()
+                .position(|(_, r)| *r == region.0)
+                .expect("every region has a range");
+            let inside =
+                model[place].0 < at && model.get(place + 1).is_none_or(|(next, _)| at < *next);
+            let split = t.split_key_region(region, &value(&at));
+            prop_assert_eq!(split.is_some(), inside, "split of {:?} at {:?}", region, at);
+            let Some(split) = split else { continue };
+            for k in keys {
+                let (before, after) = (key_region(&t, &value(k)), key_region(&split, &value(k)));
+                if before != region || *k < at {
+                    prop_assert_eq!(before, after, "key {:?} moved though not split off", k);
+                } else {
+                    prop_assert_eq!(after, RegionIndex(t.regions_count()));
+                }
+            }
+            model.insert(place + 1, (at, t.regions_count()));
+            t = split;
+        }
+        for k in keys {
+            let r = key_region(&t, &value(k));
+            prop_assert_eq!(r.0, model_region(&model, k));
+            let c = crate::ordered_key_coordinate(&value(k));
+            let (lo, hi) = t.region_bounds(r)[0];
+            prop_assert!(lo <= c && c <= hi);
+            // A box of the key's coordinate alone crosses its region.
+            let (first, last) = t.intervals_holding(0, c);
+            let place = t.cells_of(r)[0];
+            prop_assert!(first <= place && place <= last);
+        }
+        let order: Vec<u32> = model.iter().map(|(_, r)| *r).collect();
+        prop_assert_eq!(
+            t.regions_in_axis_order()
+                .iter()
+                .map(|r| r.0)
+                .collect::<Vec<_>>(),
+            order
+        );
+        Ok(())
+    }
+
+    /// String keys as bytes without NUL (distinct strings have distinct positions), many of
+    /// them sharing their first 8 bytes (`tweet:00000123`).
+    fn string_key() -> impl Strategy<Value = Vec<u8>> {
+        prop_oneof![
+            "[a-z]{0,10}".prop_map(String::into_bytes),
+            (0u32..2000).prop_map(|n| format!("tweet:{n:08}").into_bytes()),
+            (0u32..200, "[a-c]{0,3}").prop_map(|(n, s)| format!("tweet:{n:08}{s}").into_bytes()),
+        ]
+    }
+
     proptest! {
-        /// Splitting ordered key regions, in any order and at any keys: every key lands in the
-        /// region the model says, a split moves only keys of the region it splits (from its
-        /// key up), and no region changes its number.
+        /// Splitting ordered int key regions over a domain, in any order and at any keys.
         #[test]
-        fn split_key_regions_follow_the_model(
+        fn split_int_key_regions_follow_the_model(
             partitions in 1u32..6,
             splits in prop::collection::vec((any::<u32>(), -1000i64..1000), 0..24),
             keys in prop::collection::vec(prop_oneof![-1200i64..1200, any::<i64>()], 1..60),
         ) {
             use tessera_types::Value;
             let coordinate = |k: i64| crate::ordered_key_coordinate(&Value::Int(k));
-            let mut t = Tessellation::ordered_keys(partitions, Some((coordinate(-1000), coordinate(1000))));
+            let t = Tessellation::ordered_keys(partitions, Some((coordinate(-1000), coordinate(1000))));
             // The model starts from the equal slices, read off the tessellation's bounds.
             let mut model: Vec<(i64, u32)> = vec![(i64::MIN, 0)];
             for i in 1..partitions {
                 let lo = t.interval_bounds(0, i).0;
                 // The least key whose coordinate reaches `lo`: ints lie on the axis one to one,
                 // in order, with the sign bit flipped.
-                let first = (lo ^ (1 << 63)) as i64;
+                model.push(((lo ^ (1 << 63)) as i64, i));
+            }
+            splits_follow_the_model(t, model, splits, &keys, |k| Value::Int(*k))?;
+        }
+
+        /// Splitting ordered string key regions, at keys that share their first 8 bytes with
+        /// others as often as not: they split apart all the same.
+        #[test]
+        fn split_string_key_regions_follow_the_model(
+            partitions in 1u32..5,
+            splits in prop::collection::vec((any::<u32>(), string_key()), 0..24),
+            keys in prop::collection::vec(string_key(), 1..60),
+        ) {
+            use tessera_types::Value;
+            let t = Tessellation::ordered_keys(partitions, None);
+            // The least string whose first 8 bytes, zero-padded, reach `lo`: `lo`'s bytes
+            // without their trailing zeros.
+            let mut model: Vec<(Vec<u8>, u32)> = vec![(Vec::new(), 0)];
+            for i in 1..partitions {
+                let mut first = t.interval_bounds(0, i).0.to_be_bytes().to_vec();
+                while first.last() == Some(&0) {
+                    first.pop();
+                }
                 model.push((first, i));
             }
-            for (pick, at) in splits {
-                let region = RegionIndex(pick % t.regions_count());
-                let place = model.iter().position(|(_, r)| *r == region.0).expect("every region has a range");
-                let inside = model[place].0 < at && model.get(place + 1).is_none_or(|(next, _)| at < *next);
-                let split = t.split_key_region(region, coordinate(at));
-                prop_assert_eq!(split.is_some(), inside);
-                let Some(split) = split else { continue };
-                for &k in &keys {
-                    let (before, after) = (key_region(&t, &Value::Int(k)), key_region(&split, &Value::Int(k)));
-                    if before != region || k < at {
-                        prop_assert_eq!(before, after, "key {} moved though not split off", k);
-                    } else {
-                        prop_assert_eq!(after, RegionIndex(t.regions_count()));
-                    }
-                }
-                model.insert(place + 1, (at, t.regions_count()));
-                t = split;
-            }
-            for &k in &keys {
-                prop_assert_eq!(key_region(&t, &Value::Int(k)).0, model_region(&model, k));
-                // The region's bounds hold the key's coordinate, and axis order is key order.
-                let r = key_region(&t, &Value::Int(k));
-                let (lo, hi) = t.region_bounds(r)[0];
-                prop_assert!(lo <= coordinate(k) && coordinate(k) <= hi);
-            }
-            let order: Vec<u32> = model.iter().map(|(_, r)| *r).collect();
-            prop_assert_eq!(t.regions_in_axis_order().iter().map(|r| r.0).collect::<Vec<_>>(), order);
+            splits_follow_the_model(t, model, splits, &keys, |k| Value::from(k.clone()))?;
         }
     }
 

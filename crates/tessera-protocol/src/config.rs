@@ -568,8 +568,7 @@ impl SpaceConfig {
         {
             return Err(AlterError::RegionBusy(region));
         }
-        let coordinate = tessera_geometry::ordered_key_coordinate(at);
-        keys.split_key_region(RegionIndex(region), coordinate)
+        keys.split_key_region(RegionIndex(region), at)
             .ok_or_else(|| AlterError::SplitOutside {
                 region,
                 at: at.clone(),

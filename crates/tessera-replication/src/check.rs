@@ -5,7 +5,7 @@
 //! again when it delivers a message, against the configuration it then acts on. Nothing a peer
 //! sends can make the state machine panic: every `expect` in `replica.rs` rests on these checks.
 
-use tessera_geometry::{chain_for_update, point, RegionIndex, ReplicaMap};
+use tessera_geometry::{chain_for_update, region_of_object, RegionIndex, ReplicaMap};
 use tessera_protocol::{Configuration, SpaceConfig};
 use tessera_types::{Object, ServerId, SubspaceId, Version};
 
@@ -147,7 +147,7 @@ fn check_chunk(c: &TransferChunk, config: &Configuration) -> Result<(), Envelope
         check_object(space, &e.object)?;
         // An object not placed in the subspace (a document outside its formula) has no
         // region there to be transferred with.
-        let at = point(&space.schema, c.subspace, &e.object).map(|p| t.region_of(&p));
+        let at = region_of_object(&space.schema, c.subspace, t, &e.object);
         if at != Some(c.region) {
             return Err(bad);
         }

@@ -75,7 +75,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use fjall::{AbstractTree, Database, Keyspace, KeyspaceCreateOptions, PersistMode, Readable};
-use tessera_geometry::{key_region, RegionIndex, SearchBox, Tessellation};
+use tessera_geometry::{key_region, ordered_key_position, RegionIndex, SearchBox, Tessellation};
 use tessera_types::{Object, SpaceSchema, SubspaceId, Value, Version};
 
 use search::RegionBox;
@@ -673,9 +673,9 @@ impl Store {
     }
 
     /// How many objects key region `region` of `space` holds, and where to split it so that
-    /// its halves hold about as many: the first key from the middle one up whose coordinate
-    /// lies above its smallest key's, so both halves hold keys (`None` when there is none:
-    /// fewer than two keys, or all at one coordinate). Reads the region whole, in key order (its entries are:
+    /// its halves hold about as many: the first key from the middle one up whose position
+    /// (`tessera_geometry::KeyPosition`) lies above its smallest key's, so both halves hold
+    /// keys (`None` when there is none: fewer than two keys). Reads the region whole, in key order (its entries are:
     /// `region | key bytes`, and key bytes keep the order of an ordered key axis).
     pub fn key_region_load(
         &self,
@@ -683,7 +683,7 @@ impl Store {
         region: RegionIndex,
     ) -> Result<(u64, Option<Value>), StorageError> {
         let space = self.space(space)?;
-        let (keyspace, tessellation) = space.region(SubspaceId::KEY, region)?;
+        let (keyspace, _) = space.region(SubspaceId::KEY, region)?;
         let prefix = codec::region_prefix(region);
         let end = match search::successor(prefix.to_vec()) {
             Some(end) => Bound::Excluded(end),
@@ -696,7 +696,7 @@ impl Store {
         for guard in snapshot.range(keyspace, range.clone()) {
             if first.is_none() {
                 let stored = codec::decode_value(&guard.value()?)?;
-                first = Some(tessellation.key_coordinate(stored.object.key()));
+                first = Some(ordered_key_position(stored.object.key()));
             } else {
                 guard.key()?;
             }
@@ -709,7 +709,7 @@ impl Store {
         for guard in snapshot.range(keyspace, range).skip((objects / 2) as usize) {
             let stored = codec::decode_value(&guard.value()?)?;
             let key = stored.object.key();
-            if tessellation.key_coordinate(key) > first {
+            if ordered_key_position(key) > first {
                 split_at = Some(key.clone());
                 break;
             }

@@ -458,11 +458,11 @@ fn splitting_a_key_region_moves_the_keys_above_the_split() {
     let ordered = people("people", 2)
         .with_placement(Placement::Ordered { domain: None })
         .unwrap();
-    let keys: Vec<String> = (0..50).map(|i| format!("k{i:02}")).collect();
+    let keys: Vec<String> = (0..50).map(|i| format!("tweet:00{i:04}")).collect();
     let mut split = ordered.clone();
     split.key_splits.push(KeySplit {
         region: 0,
-        at: Value::from("k25"),
+        at: Value::from("tweet:000025"),
         epoch: 2,
     });
     let region_keys = |store: &Store, r: u32| -> Vec<String> {
@@ -486,12 +486,13 @@ fn splitting_a_key_region_moves_the_keys_above_the_split() {
             .map(|(i, k)| put("people", None, 3, person(k, i as i64, 0, "s")))
             .collect();
         store.commit(&writes).unwrap();
-        // Every "k.." key starts below the middle of the axis: all in region 0.
+        // Every key starts below the middle of the axis (`t` < 0x80): all in region 0. They
+        // share their first 8 bytes, one coordinate, and split apart all the same.
         assert_eq!(region_keys(&store, 0), keys);
         // Its load, and where it would split: the middle key.
         assert_eq!(
             store.key_region_load("people", RegionIndex(0)).unwrap(),
-            (50, Some(Value::from("k25")))
+            (50, Some(Value::from("tweet:000025")))
         );
         assert_eq!(
             store.key_region_load("people", RegionIndex(1)).unwrap(),
@@ -501,7 +502,7 @@ fn splitting_a_key_region_moves_the_keys_above_the_split() {
         store.alter_space(&split).unwrap();
         assert_eq!(
             store.key_region_load("people", RegionIndex(2)).unwrap(),
-            (25, Some(Value::from("k37")))
+            (25, Some(Value::from("tweet:000037")))
         );
         assert_eq!(region_keys(&store, 0), keys[..25]);
         assert_eq!(region_keys(&store, 2), keys[25..]);
@@ -517,7 +518,7 @@ fn splitting_a_key_region_moves_the_keys_above_the_split() {
         let mut other = ordered.clone();
         other.key_splits.push(KeySplit {
             region: 0,
-            at: Value::from("k10"),
+            at: Value::from("tweet:000010"),
             epoch: 2,
         });
         assert!(matches!(
@@ -540,7 +541,7 @@ fn splitting_a_key_region_moves_the_keys_above_the_split() {
     assert_eq!(region_keys(&store, 2), keys[25..]);
     assert_eq!(
         store
-            .get("people", &Value::from("k49"))
+            .get("people", &Value::from("tweet:000049"))
             .unwrap()
             .map(|s| s.version.0),
         Some(3)

@@ -264,8 +264,9 @@ pub enum Placement {
     /// Keys hashed over the key axis (the default): keys spread evenly over the servers, and
     /// a range of keys visits every region.
     Random,
-    /// The key axis keeps the keys' order (ints and floats numerically, strings by their first
-    /// 8 bytes), so a range of keys visits only the regions it overlaps. The key subspace's
+    /// The key axis keeps the keys' order (ints and floats numerically, strings bytewise: by
+    /// their first 8 bytes, then the rest where a split needs it), so a range of keys visits
+    /// only the regions it overlaps. The key subspace's
     /// regions cut `domain` (the key type's whole range when `None`) into equal slices, the
     /// first and last stretching to the ends of the axis.
     Ordered { domain: Option<(Value, Value)> },
