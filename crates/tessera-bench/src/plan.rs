@@ -27,7 +27,7 @@ use std::time::Instant;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use serde::Serialize;
-use tessera_client::{plan_search, Configuration, Fanout, Predicate, PredicateOp, Value};
+use tessera_client::{plan_search, Configuration, Fanout, Predicate, PredicateOp, SpaceMap, Value};
 use tessera_coordinator::{ClusterState, Command};
 
 use crate::secondary::{self, QueryKind};
@@ -192,7 +192,7 @@ pub fn run(args: &PlanArgs, plans: u64, seed: u64) -> Result<PlanReport, PlanErr
             }
         }
         let tessellations_us = started.elapsed().as_secs_f64() * 1e6 / f64::from(rounds);
-        let tessellations = people.tessellations();
+        let people = SpaceMap::new(people.clone());
         let mut rng = SmallRng::seed_from_u64(seed);
         let mut out = Vec::new();
         for (class, query, pool) in searches(&mut rng, 1024) {
@@ -204,7 +204,7 @@ pub fn run(args: &PlanArgs, plans: u64, seed: u64) -> Result<PlanReport, PlanErr
                 // Shape first (untimed): regions and servers of every plan of the pool.
                 let (mut servers_sum, mut servers_max, mut regions_of) = (0u64, 0u64, None);
                 for (turn, predicates) in pool.iter().enumerate() {
-                    let planned = plan_search(people, &tessellations, predicates, f, turn as u64)
+                    let planned = plan_search(&people, predicates, f, turn as u64)
                         .map_err(|e| PlanError::InvalidArgs(format!("{class}: {e}")))?;
                     let asked = planned.len() as u64;
                     servers_sum += asked;
@@ -223,7 +223,7 @@ pub fn run(args: &PlanArgs, plans: u64, seed: u64) -> Result<PlanReport, PlanErr
                     let started = Instant::now();
                     for _ in 0..batch {
                         let predicates = &pool[(turn % pool.len() as u64) as usize];
-                        let planned = plan_search(people, &tessellations, predicates, f, turn);
+                        let planned = plan_search(&people, predicates, f, turn);
                         // The requests it makes: the predicates go to each server asked.
                         for part in planned.iter().flatten() {
                             black_box((part, predicates.to_vec()));

@@ -22,7 +22,7 @@ use futures::StreamExt;
 use tessera_protocol::constants::KEYS_PER_REQUEST_MAX;
 use tessera_protocol::{
     Configuration, CoordinatorStatus, KeyRegionLoad, RegionCount, Request, Response, ServerState,
-    SortOrder, SpaceStatistics, SpaceTrace, WireObject,
+    SortOrder, SpaceMap, SpaceStatistics, SpaceTrace, WireObject,
 };
 use tessera_types::{Epoch, Funcall, Object, Predicate, ServerId, SpaceSchema, SubspaceId, Value};
 use tokio::time::Instant;
@@ -89,17 +89,12 @@ enum Attempt<T> {
 
 /// `key` checked against the space's key type, and its point leader: or the attempt's end,
 /// failed for a key of the wrong type, to be retried when the key's region has no leader.
-fn led_key<T>(
-    config: &tessera_protocol::SpaceConfig,
-    tessellations: &[tessera_geometry::Tessellation],
-    key: Value,
-) -> Result<(Value, ServerId), Attempt<T>> {
-    let key = routing::check_key(&config.schema, key).map_err(Attempt::Fail)?;
-    let leader =
-        routing::point_leader(config, tessellations, &key).map_err(|error| Attempt::Retry {
-            error,
-            server_epoch: None,
-        })?;
+fn led_key<T>(map: &SpaceMap, key: Value) -> Result<(Value, ServerId), Attempt<T>> {
+    let key = routing::check_key(&map.config().schema, key).map_err(Attempt::Fail)?;
+    let leader = map.point_leader(&key).map_err(|error| Attempt::Retry {
+        error: error.into(),
+        server_epoch: None,
+    })?;
     Ok((key, leader))
 }
 
@@ -740,10 +735,10 @@ impl Cluster {
         let (key, make) = (&key, &make);
         let response = self
             .with_retries(|routes, deadline| async move {
-                let Some((config, tessellations)) = routes.space(space) else {
+                let Some(map) = routes.space(space) else {
                     return Attempt::Fail(routing::unknown_space(space));
                 };
-                let (key, leader) = match led_key(config, tessellations, key.clone()) {
+                let (key, leader) = match led_key(map, key.clone()) {
                     Ok(led) => led,
                     Err(refused) => return refused,
                 };
@@ -778,12 +773,12 @@ impl Cluster {
     ) -> Result<(SpaceSchema, Vec<WireObject>), ClientError> {
         self.routes_with(space).await?;
         self.with_retries(|routes, deadline| async move {
-            let Some((config, tessellations)) = routes.space(space) else {
+            let Some(map) = routes.space(space) else {
                 return Attempt::Fail(routing::unknown_space(space));
             };
             let mut by_leader: BTreeMap<ServerId, Vec<Value>> = BTreeMap::new();
             for key in keys {
-                match led_key(config, tessellations, key.clone()) {
+                match led_key(map, key.clone()) {
                     Ok((key, leader)) => by_leader.entry(leader).or_default().push(key),
                     Err(refused) => return refused,
                 }
@@ -818,7 +813,7 @@ impl Cluster {
                     Attempt::Fail(e) => return Attempt::Fail(e),
                 }
             }
-            Attempt::Done((config.schema.clone(), found))
+            Attempt::Done((map.config().schema.clone(), found))
         })
         .await
     }
@@ -902,26 +897,25 @@ impl Cluster {
         predicates: &[Predicate],
         deadline: Instant,
     ) -> Attempt<(SpaceSchema, Vec<WireObject>, Vec<WireObject>)> {
-        let Some((config, tessellations)) = routes.space(space) else {
+        let Some(map) = routes.space(space) else {
             return Attempt::Fail(routing::unknown_space(space));
         };
-        let schema = &config.schema;
+        let schema = &map.config().schema;
         let checked = match routing::check_predicates(schema, predicates) {
             Ok(c) => c,
             Err(e) => return Attempt::Fail(e),
         };
         let turn = self.turn.fetch_add(1, Ordering::Relaxed);
         let fanout = self.fanout;
-        let route_parts =
-            match routing::route_search_by(config, tessellations, &checked, turn, fanout) {
-                Ok(r) => r,
-                Err(error) => {
-                    return Attempt::Retry {
-                        error,
-                        server_epoch: None,
-                    }
+        let route_parts = match routing::route_search_by(map, &checked, turn, fanout) {
+            Ok(r) => r,
+            Err(error) => {
+                return Attempt::Retry {
+                    error,
+                    server_epoch: None,
                 }
-            };
+            }
+        };
         let epoch = routes.config.epoch;
         let parts =
             routing::contacts(route_parts)
@@ -1072,9 +1066,10 @@ impl Cluster {
     ) -> Result<(SpaceSchema, Vec<WireObject>), ClientError> {
         // Refused before any server is asked, in the order a standalone server checks.
         let routes = self.routes_with(space).await?;
-        let (config, _) = routes
+        let config = routes
             .space(space)
-            .ok_or_else(|| routing::unknown_space(space))?;
+            .ok_or_else(|| routing::unknown_space(space))?
+            .config();
         routing::check_predicates(&config.schema, predicates)?;
         routing::check_sort_attribute(&config.schema, sort_by)?;
         let (schema, objects) = self.search(space, predicates).await?;
@@ -1092,13 +1087,12 @@ impl Cluster {
         predicates: &[Predicate],
     ) -> Result<Explanation, ClientError> {
         let routes = self.routes_with(space).await?;
-        let (config, tessellations) = routes
+        let map = routes
             .space(space)
             .ok_or_else(|| routing::unknown_space(space))?;
-        let checked = routing::check_predicates(&config.schema, predicates)?;
+        let checked = routing::check_predicates(&map.config().schema, predicates)?;
         Ok(routing::explain(
-            config,
-            tessellations,
+            map,
             &checked,
             self.turn.load(Ordering::Relaxed),
             self.fanout,
@@ -1130,9 +1124,10 @@ impl Cluster {
         funcalls: Vec<Funcall>,
     ) -> Result<u64, ClientError> {
         let routes = self.routes_with(space).await?;
-        let (config, _) = routes
+        let config = routes
             .space(space)
-            .ok_or_else(|| routing::unknown_space(space))?;
+            .ok_or_else(|| routing::unknown_space(space))?
+            .config();
         routing::check_predicates(&config.schema, &predicates)?;
         if !routing::check_group_funcalls(&config.schema, &funcalls)? {
             return Ok(0);

@@ -112,8 +112,8 @@ pub use routing::{key_leaders, plan_search, search_contacts, Fanout};
 pub use tessera_protocol::{
     Adaptation, AdaptationRecord, Build, Configuration, Constraint, CoordinatorStatus,
     ExplainedPart, Explanation, KeyRegionLoad, ModelConstants, RegionCount, RequestShape,
-    ServerInfo, ServerState, ShapeCount, SortOrder, SpaceChange, SpaceConfig, SpaceStatistics,
-    SpaceTrace, Status, WriteMode,
+    ServerInfo, ServerState, ShapeCount, SortOrder, SpaceChange, SpaceConfig, SpaceMap,
+    SpaceStatistics, SpaceTrace, Status, WriteMode,
 };
 pub use tessera_types::{
     ByteString, DocValue, Document, FormulaSpec, Funcall, FuncallOp, NumOp, Predicate, PredicateOp,

@@ -17,10 +17,10 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
-use tessera_geometry::{cover_regions, key_region, RegionIndex, Tessellation};
+use tessera_geometry::{cover_regions, RegionIndex};
 use tessera_protocol::{
     funcall_status, predicate_status, sort_status, Configuration, ErrorReply, Explanation,
-    SpaceConfig, Status,
+    SpaceConfig, SpaceMap, Status,
 };
 use tessera_types::constants::KEY_BYTES_MAX;
 use tessera_types::{
@@ -34,27 +34,23 @@ use crate::ClientError;
 #[derive(Debug)]
 pub(crate) struct Routes {
     pub(crate) config: Arc<Configuration>,
-    /// Per space name, the tessellation of every subspace, in subspace order.
-    tessellations: HashMap<String, Vec<Tessellation>>,
+    /// Per space name, its configuration with the tessellations of its subspaces.
+    spaces: HashMap<String, SpaceMap>,
 }
 
 impl Routes {
     pub(crate) fn new(config: Arc<Configuration>) -> Routes {
-        let tessellations = config
+        let spaces = config
             .spaces
             .iter()
-            .map(|s| (s.schema.name.clone(), s.tessellations()))
+            .map(|s| (s.schema.name.clone(), SpaceMap::new(s.clone())))
             .collect();
-        Routes {
-            config,
-            tessellations,
-        }
+        Routes { config, spaces }
     }
 
-    /// A space's configuration and the tessellations of its subspaces.
-    pub(crate) fn space(&self, name: &str) -> Option<(&SpaceConfig, &[Tessellation])> {
-        let space = self.config.space(name)?;
-        Some((space, self.tessellations.get(name)?))
+    /// A space of this configuration, by name.
+    pub(crate) fn space(&self, name: &str) -> Option<&SpaceMap> {
+        self.spaces.get(name)
     }
 
     /// The address of a server, if this configuration names it.
@@ -100,39 +96,15 @@ pub(crate) fn check_key(schema: &SpaceSchema, key: Value) -> Result<Value, Clien
     Ok(key)
 }
 
-/// The replica set of a region, empty when the configuration has none for it.
-fn replicas(space: &SpaceConfig, subspace: SubspaceId, region: RegionIndex) -> &[ServerId] {
-    space.replica_set(subspace, region).unwrap_or(&[])
-}
-
 /// The replicas a search may ask for a region: its complete replicas (all but a transfer's
 /// target still catching up), empty when the configuration has none for it.
 fn read_replicas(space: &SpaceConfig, subspace: SubspaceId, region: RegionIndex) -> &[ServerId] {
     // `complete_replicas` indexes directly, and a configuration from the network may lack
     // the region: look it up with bounds first.
-    if replicas(space, subspace, region).is_empty() {
-        return &[];
+    match space.replica_set(subspace, region) {
+        Some(set) if !set.is_empty() => space.complete_replicas(subspace, region),
+        _ => &[],
     }
-    space.complete_replicas(subspace, region)
-}
-
-/// The point leader of `key` (of the space's key type): the first server of its key region's
-/// replica set. `Unavailable` when that region has no replica in this configuration.
-pub(crate) fn point_leader(
-    space: &SpaceConfig,
-    tessellations: &[Tessellation],
-    key: &Value,
-) -> Result<ServerId, ClientError> {
-    let region = key_region(&tessellations[SubspaceId::KEY.get()], key);
-    replicas(space, SubspaceId::KEY, region)
-        .first()
-        .copied()
-        .ok_or_else(|| {
-            refused(
-                Status::Unavailable,
-                format!("region {} of the key subspace has no server", region.0),
-            )
-        })
 }
 
 /// The replica of `region` that search number `turn` asks among `replicas` (the region's
@@ -256,22 +228,21 @@ pub(crate) struct SearchRoute {
 /// chosen in a dynamic space), the regions its boxes cross, one replica each.
 #[cfg(test)]
 pub(crate) fn route_search(
-    space: &SpaceConfig,
-    tessellations: &[Tessellation],
+    map: &SpaceMap,
     predicates: &[CheckedPredicate],
     turn: u64,
 ) -> Result<Vec<SearchRoute>, ClientError> {
-    route_search_by(space, tessellations, predicates, turn, Fanout::EachRegion)
+    route_search_by(map, predicates, turn, Fanout::EachRegion)
 }
 
 /// [`route_search`], picking replicas by `fanout`.
 pub(crate) fn route_search_by(
-    space: &SpaceConfig,
-    tessellations: &[Tessellation],
+    map: &SpaceMap,
     predicates: &[CheckedPredicate],
     turn: u64,
     fanout: Fanout,
 ) -> Result<Vec<SearchRoute>, ClientError> {
+    let (space, tessellations) = (map.config(), map.tessellations());
     let mut routes = space
         .plan(tessellations, predicates)
         .into_iter()
@@ -297,21 +268,18 @@ pub(crate) fn route_search_by(
 /// How search number `turn` would run: the fields a standalone server fills, with
 /// `servers_contacted` the distinct replicas this client would pick.
 pub(crate) fn explain(
-    space: &SpaceConfig,
-    tessellations: &[Tessellation],
+    map: &SpaceMap,
     predicates: &[CheckedPredicate],
     turn: u64,
     fanout: Fanout,
 ) -> Explanation {
-    let mut explained = Explanation::of(space, tessellations, predicates, |subspace, r| {
+    let space = map.config();
+    let mut explained = Explanation::of(space, map.tessellations(), predicates, |subspace, r| {
         pick_replica(read_replicas(space, subspace, r), r, turn)
     });
     // Both fan-outs, and whom this client's asks for what.
-    let asked = |fanout| {
-        contacts(
-            route_search_by(space, tessellations, predicates, turn, fanout).unwrap_or_default(),
-        )
-    };
+    let asked =
+        |fanout| contacts(route_search_by(map, predicates, turn, fanout).unwrap_or_default());
     let (each, fewest) = (asked(Fanout::EachRegion), asked(Fanout::Fewest));
     explained.servers_each_region = Explanation::servers_in(&each);
     explained.servers_fewest = Explanation::servers_in(&fewest);
@@ -332,23 +300,22 @@ pub fn search_contacts(
     fanout: Fanout,
     turn: u64,
 ) -> Result<Vec<(ServerId, SubspaceId, Vec<u32>)>, ClientError> {
-    plan_search(space, &space.tessellations(), predicates, fanout, turn)
+    plan_search(&SpaceMap::new(space.clone()), predicates, fanout, turn)
 }
 
-/// [`search_contacts`] with the space's tessellations computed already (`space.tessellations()`,
-/// which a cluster client computes once per epoch): the planning a cluster client does for
-/// every search before it sends anything (the predicates checked, the subspace chosen, the
-/// regions its box crosses, a replica picked for each). Benchmarks time it over clusters of
-/// any size (`tessera bench -w plan`).
+/// [`search_contacts`] over a [`SpaceMap`] made already (as a cluster client makes one per
+/// space and epoch): the planning a cluster client does for every search before it sends
+/// anything (the predicates checked, the subspace chosen, the regions its box crosses, a
+/// replica picked for each). Benchmarks time it over clusters of any size
+/// (`tessera bench -w plan`).
 pub fn plan_search(
-    space: &SpaceConfig,
-    tessellations: &[Tessellation],
+    map: &SpaceMap,
     predicates: &[Predicate],
     fanout: Fanout,
     turn: u64,
 ) -> Result<Vec<(ServerId, SubspaceId, Vec<u32>)>, ClientError> {
-    let checked = check_predicates(&space.schema, predicates)?;
-    let routes = route_search_by(space, tessellations, &checked, turn, fanout)?;
+    let checked = check_predicates(&map.config().schema, predicates)?;
+    let routes = route_search_by(map, &checked, turn, fanout)?;
     Ok(contacts(routes))
 }
 
@@ -371,11 +338,11 @@ pub fn key_leaders(
     space: &SpaceConfig,
     keys: &[Value],
 ) -> Result<std::collections::BTreeSet<ServerId>, ClientError> {
-    let tessellations = space.tessellations();
+    let map = SpaceMap::new(space.clone());
     keys.iter()
         .map(|k| {
             let key = check_key(&space.schema, k.clone())?;
-            point_leader(space, &tessellations, &key)
+            map.point_leader(&key).map_err(ClientError::from)
         })
         .collect()
 }
@@ -447,7 +414,7 @@ pub(crate) fn check_group_funcalls(
 mod tests {
     use super::*;
     use proptest::prelude::*;
-    use tessera_geometry::key_coordinate;
+    use tessera_geometry::{key_coordinate, key_region};
     use tessera_protocol::{BackfillRef, ServerInfo, ServerState, SpaceChange, Transfer};
     use tessera_types::{parse_space, Epoch, PredicateOp, SubspaceState};
 
@@ -477,6 +444,10 @@ mod tests {
         r.expect_err("refused").status().expect("a status")
     }
 
+    fn point_leader(space: &SpaceConfig, key: &Value) -> Result<ServerId, ClientError> {
+        Ok(SpaceMap::new(space.clone()).point_leader(key)?)
+    }
+
     #[test]
     fn routes_index_spaces_and_servers() {
         let space = space_with(|_, r| vec![ServerId(r as u64 % 3)]);
@@ -493,9 +464,9 @@ mod tests {
             spaces: vec![space.clone()],
         };
         let routes = Routes::new(Arc::new(config));
-        let (found, tessellations) = routes.space("hotels").expect("indexed");
-        assert_eq!(found, &space);
-        assert_eq!(tessellations, space.tessellations().as_slice());
+        let found = routes.space("hotels").expect("indexed");
+        assert_eq!(found.config(), &space);
+        assert_eq!(found.tessellations(), space.tessellations().as_slice());
         assert!(routes.space("nope").is_none());
         assert_eq!(routes.address(ServerId(2)), Some("h:2"));
         assert_eq!(routes.address(ServerId(9)), None);
@@ -526,9 +497,8 @@ mod tests {
     #[test]
     fn a_region_without_replicas_is_unavailable() {
         let space = space_with(|_, _| vec![]);
-        let t = space.tessellations();
         assert_eq!(
-            status_of(point_leader(&space, &t, &Value::from("k"))),
+            status_of(point_leader(&space, &Value::from("k"))),
             Status::Unavailable
         );
         assert_eq!(
@@ -547,7 +517,7 @@ mod tests {
     #[test]
     fn planning_with_cached_tessellations_is_search_contacts() {
         let space = space_with(|_, r| vec![ServerId(r as u64 % 4), ServerId(r as u64 % 4 + 4)]);
-        let t = space.tessellations();
+        let map = SpaceMap::new(space.clone());
         let queries = [
             vec![
                 Predicate::equals("city", "Ithaca"),
@@ -566,7 +536,7 @@ mod tests {
         for predicates in &queries {
             for fanout in [Fanout::EachRegion, Fanout::Fewest] {
                 for turn in 0..3 {
-                    let planned = plan_search(&space, &t, predicates, fanout, turn).unwrap();
+                    let planned = plan_search(&map, predicates, fanout, turn).unwrap();
                     assert_eq!(
                         planned,
                         search_contacts(&space, predicates, fanout, turn).unwrap()
@@ -584,8 +554,7 @@ mod tests {
         );
         assert_eq!(
             status_of(plan_search(
-                &space,
-                &t,
+                &map,
                 &[Predicate::equals("nope", 1i64)],
                 Fanout::Fewest,
                 0
@@ -611,7 +580,6 @@ mod tests {
             |s, r| s == 1 && r % 2 == 0,
         );
         assert_eq!(space.transfers.len(), 5, "regions 0, 2, 4, 6 and 8 of nine");
-        let t = space.tessellations();
         let subspace = SubspaceId(1);
         let regions: Vec<RegionIndex> = (0..9).map(RegionIndex).collect();
         let mut asked_target = std::collections::BTreeSet::new();
@@ -641,8 +609,9 @@ mod tests {
             }),
             |s, _| s == 1,
         );
+        let all = SpaceMap::new(all);
         let checked = check_predicates(
-            &all.schema,
+            &all.config().schema,
             &[
                 Predicate::equals("city", "x"),
                 Predicate::equals("price", 1i64),
@@ -651,14 +620,14 @@ mod tests {
         .unwrap();
         let mut asked = std::collections::BTreeSet::new();
         for turn in 0..6 {
-            let route = route_search(&all, &t, &checked, turn).unwrap().remove(0);
+            let route = route_search(&all, &checked, turn).unwrap().remove(0);
             assert_eq!(route.subspace, subspace);
             let servers: Vec<ServerId> = route.regions.keys().copied().collect();
             assert_eq!(servers.len(), 1);
             assert_ne!(servers[0], target, "turn {turn}");
             asked.insert(servers[0]);
             assert_eq!(
-                explain(&all, &t, &checked, turn, Fanout::EachRegion).servers_contacted,
+                explain(&all, &checked, turn, Fanout::EachRegion).servers_contacted,
                 1
             );
         }
@@ -668,7 +637,7 @@ mod tests {
             "the complete replicas still rotate"
         );
         // The point leader heads the set and is never the target.
-        assert_eq!(point_leader(&space, &t, &Value::from("k")).unwrap(), a);
+        assert_eq!(point_leader(&space, &Value::from("k")).unwrap(), a);
         // A region whose only member is a catching-up target (a configuration `check` refuses)
         // has no replica to ask.
         let mut lone = space_with(|_, _| vec![target]);
@@ -754,10 +723,10 @@ mod tests {
     fn explain_fills_what_the_server_fills() {
         // Region r of every subspace owned by server r mod 3, then (r + 1) mod 3.
         let space = space_with(|_, r| vec![ServerId(r as u64 % 3), ServerId((r as u64 + 1) % 3)]);
-        let t = space.tessellations();
+        let map = SpaceMap::new(space.clone());
         let s = &space.schema;
         let checked = check_predicates(s, &[Predicate::equals("stars", 4i64)]).unwrap();
-        let e = explain(&space, &t, &checked, 0, Fanout::EachRegion);
+        let e = explain(&map, &checked, 0, Fanout::EachRegion);
         assert_eq!(e.subspace, SubspaceId(2));
         assert_eq!(e.dimensions, vec!["stars".to_owned()]);
         assert_eq!(e.subspace_regions, 8);
@@ -776,13 +745,11 @@ mod tests {
             ],
         )
         .unwrap();
-        let e = explain(&space, &t, &none, 0, Fanout::EachRegion);
+        let e = explain(&map, &none, 0, Fanout::EachRegion);
         assert_eq!((e.regions_contacted, e.servers_contacted), (0, 0));
-        assert!(route_search(&space, &t, &none, 0).unwrap()[0]
-            .regions
-            .is_empty());
+        assert!(route_search(&map, &none, 0).unwrap()[0].regions.is_empty());
         // Everything: every region of the key subspace, spread over the three servers.
-        let e = explain(&space, &t, &[], 0, Fanout::EachRegion);
+        let e = explain(&map, &[], 0, Fanout::EachRegion);
         assert_eq!(
             (e.subspace, e.regions_contacted, e.servers_contacted),
             (SubspaceId(0), 8, 3)
@@ -807,13 +774,13 @@ mod tests {
     /// Every way a search can be planned and asked, for `predicates`: the route of a few turns
     /// and explain agree, and return the subspace searched.
     fn searched(space: &SpaceConfig, predicates: &[Predicate]) -> SubspaceId {
-        let t = space.tessellations();
+        let map = SpaceMap::new(space.clone());
         let checked = check_predicates(&space.schema, predicates).unwrap();
-        let subspace = route_search(space, &t, &checked, 0).unwrap()[0].subspace;
+        let subspace = route_search(&map, &checked, 0).unwrap()[0].subspace;
         for turn in 1..4 {
-            let route = route_search(space, &t, &checked, turn).unwrap().remove(0);
+            let route = route_search(&map, &checked, turn).unwrap().remove(0);
             assert_eq!(route.subspace, subspace);
-            let e = explain(space, &t, &checked, turn, Fanout::EachRegion);
+            let e = explain(&map, &checked, turn, Fanout::EachRegion);
             assert_eq!(e.subspace, subspace);
             assert_eq!(e.servers_contacted, route.regions.len() as u64);
         }
@@ -870,14 +837,17 @@ mod tests {
         assert!(dropped.replicas[2].is_empty());
         assert_eq!(searched(&dropped, &stars()), SubspaceId::KEY);
         assert_eq!(searched(&dropped, &city()), SubspaceId(1));
-        let t = dropped.tessellations();
         let checked = check_predicates(&dropped.schema, &stars()).unwrap();
-        let e = explain(&dropped, &t, &checked, 0, Fanout::EachRegion);
+        let e = explain(
+            &SpaceMap::new(dropped.clone()),
+            &checked,
+            0,
+            Fanout::EachRegion,
+        );
         assert_eq!((e.regions_contacted, e.servers_contacted), (8, 3));
         assert_eq!(e.candidates, vec![(SubspaceId(0), 8), (SubspaceId(1), 9)]);
         let e = explain(
-            &building,
-            &building.tessellations(),
+            &SpaceMap::new(building.clone()),
             &checked,
             0,
             Fanout::EachRegion,
@@ -898,8 +868,8 @@ mod tests {
             Status::Unavailable
         );
         assert_eq!(
-            point_leader(&dropped, &t, &Value::from("k")).unwrap(),
-            point_leader(&before, &before.tessellations(), &Value::from("k")).unwrap()
+            point_leader(&dropped, &Value::from("k")).unwrap(),
+            point_leader(&before, &Value::from("k")).unwrap()
         );
 
         // Both at once, and then subspace 1 dropped too: only the key subspace is left.
@@ -923,8 +893,11 @@ mod tests {
             spaces: vec![only_key.clone()],
         };
         let routes = Routes::new(Arc::new(config));
-        let (found, tessellations) = routes.space("hotels").unwrap();
-        assert_eq!(tessellations.len(), found.schema.subspaces.len());
+        let found = routes.space("hotels").unwrap();
+        assert_eq!(
+            found.tessellations().len(),
+            found.config().schema.subspaces.len()
+        );
     }
 
     /// `space` with a state transfer into every region of `subspace` that `into(region)`
@@ -1020,7 +993,7 @@ mod tests {
             let key = check_key(&space.schema, key).unwrap();
             let region = t[0].region_of(&[key_coordinate(&key)]);
             prop_assert_eq!(key_region(&t[0], &key), region);
-            let leader = point_leader(&space, &t, &key).unwrap();
+            let leader = point_leader(&space, &key).unwrap();
             prop_assert_eq!(leader, space.replicas_of(SubspaceId::KEY, region)[0]);
             prop_assert!(readable(&space, SubspaceId::KEY, region).contains(&leader), "never a transfer's target");
         }
@@ -1120,11 +1093,11 @@ mod tests {
             if let Some(s) = stars { predicates.push(Predicate::equals("stars", s)); }
             if let Some(p) = price { predicates.push(Predicate::equals("price", p)); }
             if let Some(c) = city { predicates.push(Predicate::equals("city", c)); }
-            let t = space.tessellations();
+            let map = SpaceMap::new(space.clone());
             let checked = check_predicates(&space.schema, &predicates).unwrap();
-            let route = route_search(&space, &t, &checked, turn).unwrap().remove(0);
+            let route = route_search(&map, &checked, turn).unwrap().remove(0);
             prop_assert!(space.schema.subspace(route.subspace).is_searchable());
-            let e = explain(&space, &t, &checked, turn, Fanout::EachRegion);
+            let e = explain(&map, &checked, turn, Fanout::EachRegion);
             prop_assert_eq!(e.subspace, route.subspace);
             prop_assert_eq!(e.servers_contacted, route.regions.len() as u64);
             let routed: usize = route.regions.values().map(Vec::len).sum();
@@ -1147,17 +1120,18 @@ mod tests {
                 predicates.push(Predicate::new("price", PredicateOp::Range(Value::Int(lo), Value::Int(hi))));
             }
             if let Some(c) = city { predicates.push(Predicate::equals("city", c)); }
-            let t = space.tessellations();
+            let map = SpaceMap::new(space.clone());
+            let t = map.tessellations();
             let checked = check_predicates(&space.schema, &predicates).unwrap();
-            let route = route_search(&space, &t, &checked, turn).unwrap().remove(0);
-            let plan = space.plan(&t, &checked).remove(0);
+            let route = route_search(&map, &checked, turn).unwrap().remove(0);
+            let plan = space.plan(t, &checked).remove(0);
             prop_assert_eq!(route.subspace, plan.subspace);
             let expected: Vec<u32> =
                 plan.regions(&t[plan.subspace.get()]).iter().map(|r| r.0).collect();
             let mut routed: Vec<u32> = route.regions.values().flatten().copied().collect();
             routed.sort();
             prop_assert_eq!(&routed, &expected);
-            let e = explain(&space, &t, &checked, turn, Fanout::EachRegion);
+            let e = explain(&map, &checked, turn, Fanout::EachRegion);
             prop_assert_eq!(e.regions_contacted, expected.len() as u64);
             prop_assert_eq!(e.servers_contacted, route.regions.len() as u64);
         }

@@ -26,6 +26,7 @@ pub mod handshake;
 #[cfg(feature = "frame")]
 pub mod listener;
 pub mod message;
+pub mod space_map;
 pub mod status;
 #[cfg(feature = "frame")]
 pub mod tls;
@@ -47,6 +48,7 @@ pub use message::{
     Request, RequestFrame, Response, ResponseFrame, ServerLiveness, SortOrder, SpaceStatistics,
     WireObject, WriteMode, PATH_STATISTICS_MAX,
 };
+pub use space_map::SpaceMap;
 pub use status::{funcall_status, predicate_status, sort_status, ErrorReply, Status};
 pub use trace::{Constraint, RequestShape, ShapeCount, SpaceTrace};
 

@@ -43,12 +43,13 @@
 //!   has. The target reports the transfer complete once the last chunk is durable.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::ops::Deref;
 use std::sync::Arc;
 
-use tessera_geometry::{
-    chain_for_update, key_region, point, ChainHop, RegionIndex, ReplicaMap, Tessellation,
+use tessera_geometry::{chain_for_update, ChainHop, RegionIndex, ReplicaMap};
+use tessera_protocol::{
+    BackfillRef, Configuration, ErrorReply, SpaceConfig, SpaceMap, Status, TransferRef,
 };
-use tessera_protocol::{BackfillRef, Configuration, ErrorReply, SpaceConfig, Status, TransferRef};
 use tessera_types::{
     Epoch, Object, ServerId, Shape, StoredObject, SubspaceId, SubspaceState, Value, Version,
     DOCUMENT_INDEX, FORMULA_INDEX,
@@ -251,24 +252,31 @@ pub trait CommittedReader {
     ) -> Result<RegionChunk, ErrorReply>;
 }
 
-/// A space of the configuration with its tessellations.
+/// A space of the configuration with its tessellations, and the shapes it may store.
 struct SpaceRuntime {
-    config: SpaceConfig,
-    tessellations: Vec<Tessellation>,
+    map: SpaceMap,
     /// A dynamic space's shapes whose documents may be stored (`SpaceConfig::shapes`, ready).
     shapes: BTreeSet<Shape>,
 }
 
+/// A space's runtime is its map, plus the shapes it may store.
+impl Deref for SpaceRuntime {
+    type Target = SpaceMap;
+
+    fn deref(&self) -> &SpaceMap {
+        &self.map
+    }
+}
+
 impl ReplicaMap for SpaceRuntime {
     fn replicas(&self, subspace: SubspaceId, region: RegionIndex) -> &[ServerId] {
-        self.config.replicas_of(subspace, region)
+        self.config().replicas_of(subspace, region)
     }
 }
 
 impl SpaceRuntime {
     fn new(config: SpaceConfig) -> SpaceRuntime {
         SpaceRuntime {
-            tessellations: config.tessellations(),
             shapes: config
                 .shapes
                 .iter()
@@ -276,7 +284,7 @@ impl SpaceRuntime {
                 .filter(|(_, e)| e.ready)
                 .map(|(s, _)| s.clone())
                 .collect(),
-            config,
+            map: SpaceMap::new(config),
         }
     }
 
@@ -284,7 +292,7 @@ impl SpaceRuntime {
     /// or not made it ready: such a document may not be stored yet, or a search planned from
     /// the registered shapes, or answered by a server that does not know it, would miss it.
     fn unknown_shape(&self, object: Option<&Object>) -> Option<Shape> {
-        if !self.config.schema.is_dynamic() {
+        if !self.config().schema.is_dynamic() {
             return None;
         }
         let object = object?;
@@ -298,48 +306,29 @@ impl SpaceRuntime {
         (!self.shapes.contains(&shape)).then_some(shape)
     }
 
-    fn name(&self) -> &str {
-        &self.config.schema.name
-    }
-
     fn chain(&self, u: &ChainUpdate) -> Vec<ChainHop> {
         chain_for_update(
-            &self.config.schema,
-            &self.tessellations,
+            &self.config().schema,
+            self.tessellations(),
             self,
             u.old.as_ref(),
             u.new.as_ref(),
         )
     }
 
-    /// The region of `subspace` that holds `object`; `None` when it is not placed there (a
-    /// dynamic space's document outside its formula's subspaces).
-    fn region_of(&self, subspace: SubspaceId, object: &Object) -> Option<RegionIndex> {
-        let t = &self.tessellations[subspace.get()];
-        point(&self.config.schema, subspace, object).map(|p| t.region_of(&p))
-    }
-
     fn key_location(&self, key: &Value) -> Location {
-        (
-            SubspaceId::KEY,
-            key_region(&self.tessellations[SubspaceId::KEY.get()], key),
-        )
-    }
-
-    fn point_leader(&self, key: &Value) -> ServerId {
-        let (subspace, region) = self.key_location(key);
-        self.config.replicas_of(subspace, region)[0]
+        (SubspaceId::KEY, self.key_region(key))
     }
 
     /// Whether `me` is in the replica set of `location` (none: a dropped subspace has no
     /// regions).
     fn holds(&self, me: ServerId, (subspace, region): Location) -> bool {
-        self.config.holds(subspace, region, me)
+        self.config().holds(subspace, region, me)
     }
 
     /// Whether `subspace` is being built: it does not hold every object yet.
     fn building(&self, subspace: SubspaceId) -> bool {
-        self.config.schema.subspace(subspace).state == SubspaceState::Building
+        self.config().schema.subspace(subspace).state == SubspaceState::Building
     }
 
     /// Whether `u` moves the object out of a region of some subspace, or deletes it.
@@ -347,7 +336,7 @@ impl SpaceRuntime {
         match (&u.old, &u.new) {
             (_, None) => true,
             (None, Some(_)) => false,
-            (Some(o), Some(n)) => self.config.schema.written_subspaces().skip(1).any(|s| {
+            (Some(o), Some(n)) => self.config().schema.written_subspaces().skip(1).any(|s| {
                 // Leaving a subspace (a document changing formula) is moving out too;
                 // entering one is not.
                 let from = self.region_of(s, o);
@@ -888,7 +877,7 @@ impl Replica {
             .spaces
             .iter()
             .map(|s| match self.spaces.get(&s.id) {
-                Some(existing) if existing.config == *s => (s.id, existing.clone()),
+                Some(existing) if existing.config() == s => (s.id, existing.clone()),
                 _ => (s.id, Arc::new(SpaceRuntime::new(s.clone()))),
             })
             .collect();
@@ -897,14 +886,14 @@ impl Replica {
             let Some(now) = spaces.get(id) else { continue };
             // A dropped subspace's storage goes whole (the shell drops it), not region by region.
             let kept = |s: &SubspaceId| {
-                now.config
+                now.config()
                     .schema
                     .subspaces
                     .get(s.get())
                     .is_some_and(|s| s.is_written())
             };
-            for subspace in before.config.schema.subspace_ids().filter(kept) {
-                for (r, set) in before.config.replicas[subspace.get()].iter().enumerate() {
+            for subspace in before.config().schema.subspace_ids().filter(kept) {
+                for (r, set) in before.config().replicas[subspace.get()].iter().enumerate() {
                     let location = (subspace, RegionIndex(r as u32));
                     if set.contains(&self.me) && !now.holds(self.me, location) {
                         let (space, region) = (now.name().to_owned(), location.1);
@@ -919,7 +908,7 @@ impl Replica {
             // Key regions split off since `before` that this server does not hold: storage
             // moved into them the keys of a region it held then (and may have left since,
             // in a configuration it skipped).
-            let key_regions = |rt: &SpaceRuntime| rt.config.replicas[SubspaceId::KEY.get()].len();
+            let key_regions = |rt: &SpaceRuntime| rt.config().replicas[SubspaceId::KEY.get()].len();
             for r in key_regions(before)..key_regions(now) {
                 let region = RegionIndex(r as u32);
                 if !now.holds(self.me, (SubspaceId::KEY, region)) {
@@ -994,8 +983,8 @@ impl Replica {
     /// (`resend_stalled`, or at once if their next hop changed).
     fn follow_key_splits(&mut self, id: u64, before: &SpaceRuntime, now: &SpaceRuntime) {
         let (old, new) = (
-            &before.tessellations[SubspaceId::KEY.get()],
-            &now.tessellations[SubspaceId::KEY.get()],
+            &before.tessellations()[SubspaceId::KEY.get()],
+            &now.tessellations()[SubspaceId::KEY.get()],
         );
         if old == new {
             return;
@@ -1048,11 +1037,11 @@ impl Replica {
         // Both regions of each split since `before` are held, for chain messages, from the
         // split's epoch (a later start, by a transfer, stays); one built before it may name
         // either region for keys now in the other.
-        let splits = &now.config.schema.key_splits;
-        let first_new = before.config.schema.key_splits.len().min(splits.len());
+        let splits = &now.config().schema.key_splits;
+        let first_new = before.config().schema.key_splits.len().min(splits.len());
         for (i, split) in splits.iter().enumerate().skip(first_new) {
             // Split `i` made region `partitions + i`.
-            let new_region = RegionIndex(now.config.schema.partitions + i as u32);
+            let new_region = RegionIndex(now.config().schema.partitions + i as u32);
             for region in [RegionIndex(split.region), new_region] {
                 debug_assert!(changed(region));
                 let since = self
@@ -1199,10 +1188,10 @@ impl Replica {
         self.on_write(ClientId::BACKFILL, rt.name(), write, store);
         let under_way = self
             .keys
-            .get(&(rt.config.id, key.clone()))
+            .get(&(rt.config().id, key.clone()))
             .is_some_and(KeyState::rewrite_under_way);
         if under_way {
-            if let Some(b) = self.backfills.get_mut(&(rt.config.id, region)) {
+            if let Some(b) = self.backfills.get_mut(&(rt.config().id, region)) {
                 b.outstanding.insert(key);
             }
         }
@@ -1395,9 +1384,9 @@ impl Replica {
         };
         let rt = self.spaces[&c.space].clone();
         let source = rt
-            .config
+            .config()
             .transfer_at(c.subspace, c.region)
-            .map(|t| rt.config.transfer_source(t));
+            .map(|t| rt.config().transfer_source(t));
         if done || source != Some(from) {
             tracing::debug!(%from, "dropped a transfer chunk from a server that is not its source");
             return;
@@ -1476,7 +1465,7 @@ impl Replica {
             .delayed
             .retain(|(_, u)| rt.holds(me, (u.subspace, u.region)));
         let home = rt.key_location(&key.1);
-        let leads = rt.point_leader(&key.1) == me;
+        let leads = rt.point_leader(&key.1).ok() == Some(me);
         let was_leading =
             state.latest.is_some() || !state.in_flight.is_empty() || !state.held.is_empty();
         if leads {
@@ -1748,7 +1737,10 @@ impl Replica {
             let error = ErrorReply::new(Status::UnknownSpace, format!("no space named {space:?}"));
             return self.outputs.replies.push((client, Err(error)));
         };
-        let leader = rt.point_leader(write.key());
+        let leader = match rt.point_leader(write.key()) {
+            Ok(leader) => leader,
+            Err(e) => return self.outputs.replies.push((client, Err(e))),
+        };
         if leader != self.me {
             let error = ErrorReply::new(
                 Status::StaleEpoch,
@@ -1762,7 +1754,7 @@ impl Replica {
         let epoch = self.epoch();
         let state = self
             .keys
-            .entry((rt.config.id, write.key().clone()))
+            .entry((rt.config().id, write.key().clone()))
             .or_default();
         if state.blocked_by.is_some() || state.draining {
             state.held.push_back((client, write));
@@ -1776,7 +1768,7 @@ impl Replica {
             },
         };
         let new = match evaluate(
-            &rt.config.schema,
+            &rt.config().schema,
             latest.as_ref().map(|l| &l.object),
             &write,
         ) {
@@ -1809,7 +1801,7 @@ impl Replica {
             .next()
             .max(Version::first_in(epoch));
         let update = ChainUpdate {
-            space: rt.config.id,
+            space: rt.config().id,
             epoch,
             version,
             after: state.in_flight.keys().next_back().copied(),
@@ -1872,7 +1864,7 @@ impl Replica {
         }
         if hop > 0
             && u.epoch
-                < rt.config
+                < rt.config()
                     .member_since(chain[hop - 1].subspace, chain[hop - 1].region, from)
         {
             // Built by the hop before in an earlier membership of its region (it left and came
@@ -2114,7 +2106,7 @@ impl Replica {
         else {
             return; // from a hop this one no longer sends the update to
         };
-        if a.epoch < rt.config.member_since(subspace, region, next) {
+        if a.epoch < rt.config().member_since(subspace, region, next) {
             return; // from an earlier membership of the next hop: it may not hold the update now
         }
         pending.acked = true;

@@ -38,7 +38,7 @@ pub fn get(
     key: &Value,
 ) -> Result<Option<WireObject>, ErrorReply> {
     let found = store
-        .get(&space.config.schema.name, key)
+        .get(&space.config().schema.name, key)
         .map_err(storage_error)?;
     Ok(found.map(wire))
 }
@@ -49,9 +49,9 @@ pub fn key_region_loads(
     store: &Store,
     space: &ServedSpace,
 ) -> Result<Vec<KeyRegionLoad>, ErrorReply> {
-    let name = &space.config.schema.name;
+    let name = &space.config().schema.name;
     let mut loads = Vec::new();
-    for (r, set) in space.config.replicas[SubspaceId::KEY.get()]
+    for (r, set) in space.config().replicas[SubspaceId::KEY.get()]
         .iter()
         .enumerate()
     {
@@ -79,9 +79,9 @@ pub fn region_counts(
     subspace: SubspaceId,
 ) -> Result<Vec<RegionCount>, ErrorReply> {
     let counts = store
-        .region_counts(&space.config.schema.name, subspace)
+        .region_counts(&space.config().schema.name, subspace)
         .map_err(storage_error)?;
-    let led = space.config.replicas[subspace.get()]
+    let led = space.config().replicas[subspace.get()]
         .iter()
         .enumerate()
         .filter(|(_, set)| set.first() == Some(&space.me));
@@ -98,7 +98,7 @@ pub fn region_counts(
 /// task. Memory: one sketch per attribute and per overlay path, at most
 /// `PATH_STATISTICS_MAX` of those (`Sketch::BYTES_MAX` each).
 pub fn statistics(store: &Store, space: &ServedSpace) -> Result<SpaceStatistics, ErrorReply> {
-    let schema = &space.config.schema;
+    let schema = &space.config().schema;
     let led = space.led_key_regions();
     let mut statistics = SpaceStatistics::empty(schema.attributes.len());
     statistics.regions = led.iter().map(|r| r.0).collect();
@@ -198,7 +198,7 @@ pub fn for_each_match(
 
 /// How a search of `space` by `predicates` runs: the subspaces it reads and their boxes.
 pub fn plan(space: &ServedSpace, predicates: &[CheckedPredicate]) -> Vec<SearchPlan> {
-    space.config.plan(&space.tessellations, predicates)
+    space.config().plan(space.tessellations(), predicates)
 }
 
 /// How many entries of the store a read of matches may go through: a search tried on the
@@ -265,7 +265,7 @@ fn for_each_owned_part<B>(
 ) -> Result<ControlFlow<B>, ErrorReply> {
     for part in plan {
         let regions: Vec<_> = part
-            .regions(&space.tessellations[part.subspace.get()])
+            .regions(&space.tessellations()[part.subspace.get()])
             .into_iter()
             .filter(|&r| space.owns(part.subspace, r))
             .collect();
@@ -293,7 +293,7 @@ pub fn for_each_match_in(
     if boxes.is_empty() || regions.is_empty() {
         return Ok(ControlFlow::Continue(()));
     }
-    let schema = &space.config.schema;
+    let schema = &space.config().schema;
     let found = store
         .search_boxes(&schema.name, part.subspace, regions, boxes)
         .map_err(storage_error)?;
@@ -354,7 +354,7 @@ pub fn for_each_encoded_match_in(
     budget: &mut Budget,
     mut f: impl FnMut(EncodedObject) -> ControlFlow<()>,
 ) -> Result<ControlFlow<Stop>, ErrorReply> {
-    let schema = &space.config.schema;
+    let schema = &space.config().schema;
     let predicates_only = part.boxes.len() == 1
         && schema.pointer_overlay(part.subspace).is_none()
         && (!schema.is_dynamic() || part.subspace == SubspaceId::KEY);
@@ -408,7 +408,7 @@ pub fn for_each_of_keys(
 ) -> Result<(), ErrorReply> {
     for key in keys {
         let found = store
-            .get(&space.config.schema.name, key)
+            .get(&space.config().schema.name, key)
             .map_err(storage_error)?;
         if let Some(o) = found {
             if f(o).is_break() {
@@ -468,9 +468,9 @@ pub fn sorted_search(
 
 pub fn explain(space: &ServedSpace, predicates: &[CheckedPredicate]) -> Explanation {
     Explanation::of(
-        &space.config,
-        &space.tessellations,
+        space.config(),
+        space.tessellations(),
         predicates,
-        |subspace, r| space.config.replicas_of(subspace, r).first().copied(),
+        |subspace, r| space.config().replicas_of(subspace, r).first().copied(),
     )
 }

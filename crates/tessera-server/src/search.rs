@@ -115,8 +115,8 @@ fn inline(
         // A cluster client's share of a search.
         SearchKind::Regions { subspace, regions } => {
             let part = space
-                .config
-                .part_in(&space.tessellations, *subspace, predicates);
+                .config()
+                .part_in(space.tessellations(), *subspace, predicates);
             let mut budget = budget(matches!(part.boxes.as_slice(), [b] if b.is_point()));
             reads::for_each_encoded_match_in(
                 store,
@@ -229,8 +229,8 @@ fn on_pool(
             }),
             SearchKind::Regions { subspace, regions } => {
                 let part = space
-                    .config
-                    .part_in(&space.tessellations, *subspace, predicates);
+                    .config()
+                    .part_in(space.tessellations(), *subspace, predicates);
                 stream(&replier, epoch, &mut matched, |f| {
                     reads::for_each_encoded_match_in(
                         store,

@@ -44,7 +44,7 @@ impl KeptStatistics {
     /// The statistics kept for `space`, if they still answer for it.
     pub fn kept(&self, space: &ServedSpace) -> Option<SpaceStatistics> {
         let spaces = self.spaces.lock().expect("statistics lock poisoned");
-        let kept = spaces.get(&space.config.id)?;
+        let kept = spaces.get(&space.config().id)?;
         still_answers(kept, space, self.writes()).then(|| kept.statistics.clone())
     }
 
@@ -63,7 +63,7 @@ impl KeptStatistics {
             statistics,
             writes_then,
         };
-        spaces.insert(space.config.id, kept);
+        spaces.insert(space.config().id, kept);
     }
 }
 
@@ -71,7 +71,7 @@ impl KeptStatistics {
 fn still_answers(kept: &Kept, space: &ServedSpace, writes: u64) -> bool {
     let s = &kept.statistics;
     let led: Vec<u32> = space.led_key_regions().iter().map(|r| r.0).collect();
-    let paths = space.config.schema.overlay_paths();
+    let paths = space.config().schema.overlay_paths();
     let paths = paths.iter().take(PATH_STATISTICS_MAX);
     let counted = s.attributes.first().map_or(0, |key| key.count());
     s.regions == led

@@ -57,7 +57,7 @@ impl Trace {
     /// Counts `requests` requests of `shape` in `space` (a fraction for this server's share of
     /// a search), which matched `matched` objects.
     pub fn record(&self, space: &ServedSpace, shape: RequestShape, requests: f64, matched: f64) {
-        self.record_at(minute_now(), space.config.id, shape, requests, matched);
+        self.record_at(minute_now(), space.config().id, shape, requests, matched);
     }
 
     fn record_at(&self, minute: u64, space: u64, shape: RequestShape, requests: f64, matched: f64) {
@@ -91,7 +91,7 @@ impl Trace {
     /// What was counted in `space` over the last `minutes` minutes, this one included; with
     /// `minutes` 0, everything since the server started.
     pub fn summary(&self, space: &ServedSpace, minutes: u32) -> SpaceTrace {
-        self.summary_at(minute_now(), space.config.id, space.name(), minutes)
+        self.summary_at(minute_now(), space.config().id, space.name(), minutes)
     }
 
     fn summary_at(&self, now: u64, space: u64, name: &str, minutes: u32) -> SpaceTrace {
@@ -137,7 +137,7 @@ impl Trace {
 
 /// A search's shape: each attribute its predicates name, with the strongest constraint.
 pub fn search_shape(space: &ServedSpace, predicates: &[CheckedPredicate]) -> RequestShape {
-    let schema = &space.config.schema;
+    let schema = &space.config().schema;
     let mut constraints: Vec<(String, Constraint)> = Vec::new();
     for p in predicates {
         let constraint = match p.op {
@@ -163,7 +163,7 @@ pub fn search_shape(space: &ServedSpace, predicates: &[CheckedPredicate]) -> Req
 pub fn write_shape(space: &ServedSpace, write: &KeyWrite) -> RequestShape {
     match write {
         KeyWrite::Put { funcalls, .. } => {
-            let schema = &space.config.schema;
+            let schema = &space.config().schema;
             let mut names: Vec<String> = funcalls
                 .iter()
                 .map(|f| schema.attribute(f.attr).name.clone())
@@ -187,8 +187,10 @@ pub fn share_of_search(
     predicates: &[CheckedPredicate],
     regions: &[RegionIndex],
 ) -> f64 {
-    let crossed = SearchBox::for_predicates(&space.config.schema, subspace, predicates)
-        .map_or(0, |b| b.regions_count(&space.tessellations[subspace.get()]));
+    let crossed = SearchBox::for_predicates(&space.config().schema, subspace, predicates)
+        .map_or(0, |b| {
+            b.regions_count(&space.tessellations()[subspace.get()])
+        });
     if crossed == 0 {
         1.0
     } else {

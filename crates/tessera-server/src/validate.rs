@@ -171,7 +171,7 @@ pub fn validate(frame: RequestFrame, view: &View) -> Result<Job, ErrorReply> {
             limit,
             order,
         } => search(space(&name)?, &predicates, |space, _| {
-            let by = SortKey::of(&space.config.schema, &sort_by)
+            let by = SortKey::of(&space.config().schema, &sort_by)
                 .map_err(|e| ErrorReply::new(sort_status(&e), e.to_string()))?;
             Ok(SearchKind::Sorted {
                 by,
@@ -189,7 +189,7 @@ pub fn validate(frame: RequestFrame, view: &View) -> Result<Job, ErrorReply> {
             // of a shape registered since are acknowledged only once every live server knows
             // the shape (the coordinators answer its registration then), so this server can
             // tell the client that its plan may miss them.
-            if space.config.shapes_since_matter(frame.epoch.0, checked) {
+            if space.config().shapes_since_matter(frame.epoch.0, checked) {
                 return Err(ErrorReply::new(
                     Status::StaleEpoch,
                     format!(
@@ -200,7 +200,7 @@ pub fn validate(frame: RequestFrame, view: &View) -> Result<Job, ErrorReply> {
             }
             // A key region split since the client's configuration holds only part of what
             // the client thinks it does: the rest is in the new region, which it did not ask.
-            if subspace == SubspaceId::KEY && space.config.key_split_since(frame.epoch.0) {
+            if subspace == SubspaceId::KEY && space.config().key_split_since(frame.epoch.0) {
                 return Err(ErrorReply::new(
                     Status::StaleEpoch,
                     format!(
@@ -299,7 +299,7 @@ pub fn validate(frame: RequestFrame, view: &View) -> Result<Job, ErrorReply> {
             let space = space(&name)?;
             let key = check_key(&space, key)?;
             let conditions = check_predicates(&space, &conditions)?;
-            let funcalls = CheckedFuncall::check_all(&space.config.schema, &funcalls)
+            let funcalls = CheckedFuncall::check_all(&space.config().schema, &funcalls)
                 .map_err(funcall_error)?;
             check_formula(&space, &funcalls)?;
             Ok(Job::Write {
@@ -344,7 +344,7 @@ pub fn validate(frame: RequestFrame, view: &View) -> Result<Job, ErrorReply> {
         } => {
             let space = space(&name)?;
             let predicates = check_predicates(&space, &predicates)?;
-            match CheckedFuncall::check_all(&space.config.schema, &funcalls) {
+            match CheckedFuncall::check_all(&space.config().schema, &funcalls) {
                 Ok(funcalls) if funcalls.iter().any(|f| writes_formula(&space, f)) => {
                     Err(ErrorReply::new(
                         Status::WrongType,
@@ -374,7 +374,7 @@ fn formula_id(value: &Value) -> Option<&str> {
 }
 
 fn writes_formula(space: &ServedSpace, f: &CheckedFuncall) -> bool {
-    space.config.schema.is_dynamic() && f.attr == FORMULA_INDEX
+    space.config().schema.is_dynamic() && f.attr == FORMULA_INDEX
 }
 
 /// A put that names a dynamic space's document formula sets it to one the space has made
@@ -388,7 +388,7 @@ fn check_formula(space: &ServedSpace, funcalls: &[CheckedFuncall]) -> Result<(),
                 "a document's formula is set by a put, to a formula id",
             ));
         };
-        space.config.formula_usable(id).map_err(|e| {
+        space.config().formula_usable(id).map_err(|e| {
             let status = match e {
                 FormulaError::NotReady(_) => Status::Unavailable,
                 _ => Status::WrongType,
@@ -450,7 +450,7 @@ fn funcall_error(e: FuncallCheckError) -> ErrorReply {
 /// alone knows the key's committed state in this epoch (DESIGN §5, reads).
 fn check_led_key(space: &ServedSpace, key: Value, view: &View) -> Result<Value, ErrorReply> {
     let key = check_key(space, key)?;
-    let leader = space.point_leader(&key);
+    let leader = space.point_leader(&key)?;
     if leader != view.me {
         return Err(ErrorReply::new(
             Status::StaleEpoch,
@@ -464,7 +464,7 @@ fn check_led_key(space: &ServedSpace, key: Value, view: &View) -> Result<Value, 
 }
 
 fn check_key(space: &ServedSpace, key: Value) -> Result<Value, ErrorReply> {
-    let schema = &space.config.schema;
+    let schema = &space.config().schema;
     let ty = schema.key().ty;
     let given = key.kind_name();
     let key = ty.coerce(key).ok_or_else(|| {
@@ -494,13 +494,13 @@ fn check_predicates(
     space: &ServedSpace,
     predicates: &[Predicate],
 ) -> Result<Vec<CheckedPredicate>, ErrorReply> {
-    CheckedPredicate::check_all(&space.config.schema, predicates).map_err(predicate_error)
+    CheckedPredicate::check_all(&space.config().schema, predicates).map_err(predicate_error)
 }
 
 /// The tessellation of `subspace`, which must be one of the space's.
 fn check_subspace(space: &ServedSpace, subspace: SubspaceId) -> Result<&Tessellation, ErrorReply> {
-    space.tessellations.get(subspace.get()).ok_or_else(|| {
-        let schema = &space.config.schema;
+    space.tessellations().get(subspace.get()).ok_or_else(|| {
+        let schema = &space.config().schema;
         ErrorReply::new(
             Status::Malformed,
             format!(
@@ -520,7 +520,7 @@ fn check_regions(
     subspace: SubspaceId,
     regions: &[u32],
 ) -> Result<Vec<RegionIndex>, ErrorReply> {
-    let schema = &space.config.schema;
+    let schema = &space.config().schema;
     let t = check_subspace(space, subspace)?;
     if !schema.subspace(subspace).is_searchable() {
         // Being built (not every object is in it yet) or dropped, in this server's view: a

@@ -1,11 +1,12 @@
 //! What a server acts on: a configuration and the spaces derived from it, swapped as a whole.
 
 use std::collections::HashMap;
+use std::ops::Deref;
 use std::sync::Arc;
 
-use tessera_geometry::{key_region, RegionIndex, Tessellation};
-use tessera_protocol::{Configuration, ErrorReply, SpaceConfig, Status};
-use tessera_types::{Epoch, ServerId, SubspaceId, Value};
+use tessera_geometry::RegionIndex;
+use tessera_protocol::{Configuration, ErrorReply, SpaceConfig, SpaceMap, Status};
+use tessera_types::{Epoch, ServerId, SubspaceId};
 
 /// How a server runs. Both run the same chain loop; they differ in who makes configurations
 /// (the server itself, or the coordinators) and in what a connection may ask.
@@ -20,25 +21,36 @@ pub enum Mode {
     Cluster,
 }
 
-/// A space as the server serves it: its configuration and its precomputed tessellations.
+/// A space as the server serves it: its configuration and tessellations, seen by this server.
 #[derive(Debug)]
 pub struct ServedSpace {
-    pub config: SpaceConfig,
-    pub tessellations: Vec<Tessellation>,
+    map: SpaceMap,
     /// This server, to tell which regions of the space it owns.
     pub me: ServerId,
 }
 
+/// A served space is its map, plus what `me` makes of it.
+impl Deref for ServedSpace {
+    type Target = SpaceMap;
+
+    fn deref(&self) -> &SpaceMap {
+        &self.map
+    }
+}
+
 impl ServedSpace {
-    pub fn name(&self) -> &str {
-        &self.config.schema.name
+    pub fn new(config: SpaceConfig, me: ServerId) -> ServedSpace {
+        ServedSpace {
+            map: SpaceMap::new(config),
+            me,
+        }
     }
 
     /// The key regions this server leads (first of their replica sets), ascending: those whose
     /// objects its statistics count, so that the leaders' statistics together count each
     /// object once.
     pub fn led_key_regions(&self) -> Vec<RegionIndex> {
-        self.config.replicas[SubspaceId::KEY.get()]
+        self.config().replicas[SubspaceId::KEY.get()]
             .iter()
             .enumerate()
             .filter(|(_, set)| set.first() == Some(&self.me))
@@ -50,22 +62,16 @@ impl ServedSpace {
     /// replica set, if only as a state transfer's target still catching up.
     pub fn owns(&self, subspace: SubspaceId, region: RegionIndex) -> bool {
         // A dropped subspace has no regions.
-        self.config.holds(subspace, region, self.me)
+        self.config().holds(subspace, region, self.me)
     }
 
     /// Whether this server may answer reads of `region` of `subspace`: it is a member of the
     /// region's replica set and not a state transfer's target still catching up, which holds
     /// only part of the region until the transfer completes.
     pub fn serves_reads(&self, subspace: SubspaceId, region: RegionIndex) -> bool {
-        self.config
+        self.config()
             .complete_replicas(subspace, region)
             .contains(&self.me)
-    }
-
-    /// The point leader of `key`: the head of its key region's replica set.
-    pub fn point_leader(&self, key: &Value) -> ServerId {
-        let region = key_region(&self.tessellations[0], key);
-        self.config.replicas_of(SubspaceId::KEY, region)[0]
     }
 }
 
@@ -84,11 +90,7 @@ impl View {
             .spaces
             .iter()
             .map(|s| {
-                let served = ServedSpace {
-                    tessellations: s.tessellations(),
-                    config: s.clone(),
-                    me,
-                };
+                let served = ServedSpace::new(s.clone(), me);
                 (s.schema.name.clone(), Arc::new(served))
             })
             .collect();
@@ -115,7 +117,7 @@ impl View {
     pub fn is_current(&self, space: &ServedSpace) -> bool {
         self.spaces
             .get(space.name())
-            .is_some_and(|s| s.config.id == space.config.id)
+            .is_some_and(|s| s.config().id == space.config().id)
     }
 }
 
@@ -131,11 +133,7 @@ mod tests {
             parse_space("space t key k attributes int x subspace x create 4 partitions").unwrap();
         let mut config = SpaceConfig::owned_by(1, schema, &[ServerId(1), ServerId(2)]);
         config.start_transfer(1, SubspaceId(1), RegionIndex(1), ServerId(3), None);
-        ServedSpace {
-            tessellations: config.tessellations(),
-            config,
-            me: ServerId(me),
-        }
+        ServedSpace::new(config, ServerId(me))
     }
 
     #[test]

@@ -8,10 +8,10 @@ use tessera_client::Client;
 use tessera_coordinator::{Coordinator, CoordinatorOptions};
 use tessera_protocol::{
     codec, decode_response, encode_request, Configuration, Request, RequestFrame, Response,
-    ResponseFrame,
+    ResponseFrame, SpaceMap,
 };
 use tessera_server::{ClusterOptions, Server, ServerOptions};
-use tessera_types::{Epoch, ServerId, SubspaceId, Value};
+use tessera_types::{Epoch, ServerId, Value};
 use tokio::net::TcpStream;
 use tokio_util::codec::Framed;
 
@@ -140,8 +140,9 @@ impl Cluster {
 /// The point leader of `key` in `space` of `config`.
 pub fn point_leader(config: &Configuration, space: &str, key: &Value) -> ServerId {
     let space = config.space(space).expect("the space exists");
-    let region = tessera_geometry::key_region(&space.tessellations()[0], key);
-    space.replicas_of(SubspaceId::KEY, region)[0]
+    SpaceMap::new(space.clone())
+        .point_leader(key)
+        .expect("a checked configuration has a replica for every region")
 }
 
 pub type Raw = Framed<TcpStream, tokio_util::codec::LengthDelimitedCodec>;
