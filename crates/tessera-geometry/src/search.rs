@@ -620,7 +620,7 @@ mod tests {
             // Mostly the region holding the key, so the split applies.
             let holding = crate::key_region(&crate::tessellations(schema)[0], &at).0;
             schema.key_splits.push(tessera_types::KeySplit {
-                region: if pick % 4 == 0 {
+                region: if pick.is_multiple_of(4) {
                     (pick >> 2) as u32 % schema.partitions
                 } else {
                     holding

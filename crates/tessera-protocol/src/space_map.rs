@@ -2,7 +2,7 @@
 //! who holds them. Servers, replicas and clients all route by it, so that a key's point leader
 //! is computed in one place.
 
-use tessera_geometry::{key_region, point, RegionIndex, Tessellation};
+use tessera_geometry::{key_region, region_of_object, RegionIndex, Tessellation};
 use tessera_types::{Object, ServerId, SubspaceId, Value};
 
 use crate::{ErrorReply, SpaceConfig, Status};
@@ -57,18 +57,19 @@ impl SpaceMap {
             })
     }
 
-    /// The region of `subspace` that holds `object`; `None` when it is not placed there (a
-    /// dynamic space's document outside its formula's subspaces) or the space has no such
-    /// subspace.
+    /// The region of `subspace` that holds `object` (`tessera_geometry::region_of_object`);
+    /// `None` when it is not placed there (a dynamic space's document outside its formula's
+    /// subspaces) or the space has no such subspace.
     pub fn region_of(&self, subspace: SubspaceId, object: &Object) -> Option<RegionIndex> {
         let t = self.tessellations.get(subspace.get())?;
-        point(&self.config.schema, subspace, object).map(|p| t.region_of(&p))
+        region_of_object(&self.config.schema, subspace, t, object)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::SpaceChange;
     use tessera_types::parse_space;
 
     fn map() -> SpaceMap {
@@ -110,6 +111,49 @@ mod tests {
         for k in 0..16i64 {
             let refusal = map.point_leader(&Value::from(format!("k{k}"))).unwrap_err();
             assert_eq!(refusal.status, Status::Unavailable);
+        }
+    }
+
+    /// Keys sharing their first 8 bytes, split apart: an object's key region is its key's,
+    /// and each half has its own point leader.
+    #[test]
+    fn split_keys_sharing_a_coordinate_lie_in_their_own_regions() {
+        let schema = parse_space(
+            "space t key string k attributes int x create 2 partitions placement ordered",
+        )
+        .unwrap();
+        let mut config = SpaceConfig::owned_by(1, schema, &[ServerId(1), ServerId(2)]);
+        let at = Value::from("tweet:00000124");
+        config
+            .alter(
+                2,
+                &SpaceChange::SplitKeyRegion { region: 0, at },
+                |_| vec![],
+            )
+            .unwrap();
+        config.replicas[SubspaceId::KEY.get()][2] = vec![ServerId(3)];
+        let map = SpaceMap::new(config);
+        for (key, region, leader) in [
+            ("tweet:00000123", 0, 1),
+            ("tweet:00000124", 2, 3),
+            ("tweet:9", 2, 3),
+        ] {
+            let object = Object {
+                values: vec![Value::from(key), Value::Int(0)],
+            };
+            assert_eq!(
+                map.key_region(&Value::from(key)),
+                RegionIndex(region),
+                "{key}"
+            );
+            assert_eq!(
+                map.region_of(SubspaceId::KEY, &object),
+                Some(RegionIndex(region))
+            );
+            assert_eq!(
+                map.point_leader(&Value::from(key)).unwrap(),
+                ServerId(leader)
+            );
         }
     }
 
