@@ -766,6 +766,9 @@ impl ClusterState {
     /// with no transfer in the way, every server holds between `floor` and `ceil`. (A target
     /// counts as holding its region, the member it replaces does not.)
     ///
+    /// Last, in a space's key subspace once it is quiet (balanced, nothing moving, no server
+    /// leaving it), point leadership: see [`balance_leadership`].
+    ///
     /// A target is an Available server not in the set: the one holding the fewest regions of
     /// the subspace, then the fewest over the cluster, then the smallest id; balance takes the
     /// most loaded donor first, and its region with the greatest number. No server is the
@@ -895,9 +898,181 @@ impl ClusterState {
                     load.start(space, id, subspace, region, to, Some(donor));
                     busy[region] = true;
                 }
+                // Leadership moves only in a quiet subspace: balanced, nothing moving, no
+                // server leaving it.
+                let quiet = !busy.contains(&true)
+                    && available
+                        .iter()
+                        .all(|s| (floor..=ceil).contains(&load.held(*s)))
+                    && space.replicas[subspace]
+                        .iter()
+                        .flatten()
+                        .all(|s| !leaving(s));
+                if subspace == SubspaceId::KEY.get() && k >= 2 && quiet {
+                    let bounds = (floor, ceil);
+                    balance_leadership(space, id, &available, &alive, &mut busy, &mut load, bounds);
+                }
             }
         }
     }
+}
+
+/// A transfer that moves point leadership of a key region: `replaces` its first member, so
+/// the second leads once it completes.
+struct LeadershipMove {
+    region: usize,
+    to: ServerId,
+    replaces: ServerId,
+    /// For a cluster whose servers all hold as many regions: a second transfer that gives
+    /// back to `replaces` a region of `to`'s (not led by `to`), so that both hold as many
+    /// regions as before.
+    swap: Option<usize>,
+}
+
+/// Balances point leadership of a space's key subspace (a region's point leader is the first
+/// of its replica set), which holdings balance ignores: after key splits, every new region
+/// has the split one's leader. Moves leadership, by [`LeadershipMove`]s, from a server
+/// leading more than one region over its share (`ceil(regions / n)`), most first, to the
+/// second member of one of its regions, when that one leads at least two fewer. Each move lowers the sum of squares of the regions led, so moves end;
+/// every server keeps holding between `floor` and `ceil` regions (they did before: the caller
+/// runs this only in a quiet subspace, balanced with no transfer under way and no server
+/// leaving it), so holdings balance has nothing to undo, and planning again finds the
+/// subspace busy. `alive(s)`: `s` may be a source.
+fn balance_leadership(
+    space: &mut SpaceConfig,
+    id: u64,
+    available: &[ServerId],
+    alive: &dyn Fn(&ServerId) -> bool,
+    busy: &mut [bool],
+    load: &mut Load,
+    bounds: (u64, u64),
+) {
+    let key = SubspaceId::KEY.get();
+    while let Some(m) = leadership_move(space, available, alive, busy, load, bounds) {
+        load.start(space, id, key, m.region, m.to, Some(m.replaces));
+        busy[m.region] = true;
+        if let Some(region) = m.swap {
+            load.start(space, id, key, region, m.replaces, Some(m.to));
+            busy[region] = true;
+        }
+    }
+}
+
+/// The next [`LeadershipMove`], if any: for servers leading more than one region over their
+/// share (most first), their highest-numbered region without a transfer, to a target holding
+/// the fewest regions, when the move lowers the sum of squares of the regions each server
+/// leads. A single transfer while the target holds fewer than `ceil` and the leader more than
+/// `floor`; else with a swap, which may move the leadership of the region given back too.
+fn leadership_move(
+    space: &SpaceConfig,
+    available: &[ServerId],
+    alive: &dyn Fn(&ServerId) -> bool,
+    busy: &[bool],
+    load: &Load,
+    (floor, ceil): (u64, u64),
+) -> Option<LeadershipMove> {
+    let key = SubspaceId::KEY.get();
+    let sets = &space.replicas[key];
+    // Leaders as they will be once the transfers under way complete.
+    let mut led: HashMap<ServerId, u64> = available.iter().map(|s| (*s, 0)).collect();
+    for region in 0..sets.len() {
+        if let Some(n) = holders(space, key, region)
+            .next()
+            .and_then(|h| led.get_mut(&h))
+        {
+            *n += 1;
+        }
+    }
+    // Over its share by more than one region (what a new space's assignment allows).
+    let share = (sets.len() as u64).div_ceil(available.len() as u64);
+    let mut leaders: Vec<ServerId> = available
+        .iter()
+        .copied()
+        .filter(|s| led[s] > share + 1)
+        .collect();
+    leaders.sort_by_key(|s| (std::cmp::Reverse(led[s]), *s));
+    let idle = |region: usize| {
+        let source = sets[region].last().expect("replica sets are never empty");
+        !busy[region] && alive(source) && !load.source_full(*source)
+    };
+    // Leadership handed from the head of `region` to its second member, if `gone` is its head.
+    let hand = |region: usize, gone: ServerId| match sets[region].as_slice() {
+        [head, second, ..] if *head == gone => Some((gone, *second)),
+        _ => None,
+    };
+    for leader in leaders {
+        for region in (0..sets.len()).rev() {
+            let Some(first) = hand(region, leader).filter(|_| idle(region)) else {
+                continue;
+            };
+            let set = &sets[region];
+            let mut targets: Vec<ServerId> = available
+                .iter()
+                .copied()
+                .filter(|t| !set.contains(t) && !load.target_full(*t))
+                .collect();
+            targets.sort_by_key(|t| (load.held(*t), load.cluster(*t), *t));
+            let single = load.held(leader) > floor;
+            if let Some(&to) = targets.iter().find(|t| single && load.held(**t) < ceil) {
+                if lowers_leadership_spread(&led, &[first]) {
+                    return Some(LeadershipMove {
+                        region,
+                        to,
+                        replaces: leader,
+                        swap: None,
+                    });
+                }
+                continue;
+            }
+            if load.target_full(leader) {
+                continue;
+            }
+            // A region of `to`'s, not `leader`'s, to give back (from another source, or one
+            // with room for both transfers).
+            let source = set.last().expect("replica sets are never empty");
+            for &to in &targets {
+                let back = (0..sets.len()).rev().find(|&r| {
+                    r != region
+                        && idle(r)
+                        && sets[r].contains(&to)
+                        && !sets[r].contains(&leader)
+                        && (sets[r].last() != set.last() || load.source_room(*source) >= 2)
+                        && lowers_leadership_spread(
+                            &led,
+                            &[Some(first), hand(r, to)]
+                                .into_iter()
+                                .flatten()
+                                .collect::<Vec<_>>(),
+                        )
+                });
+                if let Some(back) = back {
+                    return Some(LeadershipMove {
+                        region,
+                        to,
+                        replaces: leader,
+                        swap: Some(back),
+                    });
+                }
+            }
+        }
+    }
+    None
+}
+
+/// Whether handing leadership of one region each `(from, to)` lowers the sum of squares of
+/// the regions each server leads (`led`): the measure that keeps leadership moves finite.
+fn lowers_leadership_spread(led: &HashMap<ServerId, u64>, hands: &[(ServerId, ServerId)]) -> bool {
+    let mut after = led.clone();
+    for (from, to) in hands {
+        let (Some(_), Some(_)) = (led.get(from), led.get(to)) else {
+            return false;
+        };
+        let n = after.get_mut(from).expect("checked");
+        *n = n.saturating_sub(1);
+        *after.get_mut(to).expect("checked") += 1;
+    }
+    let squares = |m: &HashMap<ServerId, u64>| m.values().map(|n| n * n).sum::<u64>();
+    squares(&after) < squares(led)
 }
 
 /// What planning counts while it starts transfers.
@@ -919,7 +1094,12 @@ impl Load {
     }
 
     fn source_full(&self, s: ServerId) -> bool {
-        self.source.get(&s).copied().unwrap_or(0) >= TRANSFERS_PER_SERVER_MAX
+        self.source_room(s) == 0
+    }
+
+    /// How many more transfers `s` may be the source of.
+    fn source_room(&self, s: ServerId) -> usize {
+        TRANSFERS_PER_SERVER_MAX.saturating_sub(self.source.get(&s).copied().unwrap_or(0))
     }
 
     fn held(&self, s: ServerId) -> u64 {
@@ -1231,7 +1411,7 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
     use tessera_protocol::Joined;
-    use tessera_types::parse_space;
+    use tessera_types::{parse_space, Value};
 
     fn schema(name: &str, subspaces: usize, partitions: u32, tolerate: u32) -> SpaceSchema {
         let mut text = format!("space {name}\nkey k\nattributes int a, int b, string c\n");
@@ -4168,6 +4348,58 @@ mod tests {
                     }
                 }
                 check_state(&st)?;
+            }
+        }
+
+        /// Key splits under planning (every new region led by the split one's leader), settled
+        /// after each: holdings stay balanced (`check_settled`), and point leadership spreads
+        /// over the servers, none leading more than K − 1 regions over its share of the
+        /// regions (`ceil(regions / n)`): a move hands leadership to a region's second member
+        /// only, and with K = 3 a leader's regions may all have the same one.
+        #[test]
+        fn leadership_spreads_after_key_splits(
+            n in 4u64..8,
+            tolerate in 1u32..3,
+            partitions in 1u32..12,
+            splits in proptest::collection::vec((any::<u32>(), -1_000_000i64..1_000_000), 0..40),
+        ) {
+            // At least two servers more than replicas: with as many, every server holds every
+            // region and no transfer can move leadership; with one more, every region of a
+            // leader may have the same second member, the only one a move can hand it to.
+            let tolerate = tolerate.min(n as u32 - 3);
+            let mut st = planning(with_servers(n));
+            let text = format!(
+                "space t key int k attributes int a create {partitions} partitions \
+                 tolerate {tolerate} failures placement ordered"
+            );
+            st.apply(Command::AddSpace { schema: parse_space(&text).unwrap() }).unwrap();
+            settle(&mut st)?;
+            for (pick, at) in splits {
+                // The region holding `at`, mostly: the splits follow where keys are.
+                let space = &st.spaces[0];
+                let keys = &space.tessellations()[0];
+                let region = if pick % 4 == 0 {
+                    pick % keys.regions_count()
+                } else {
+                    tessera_geometry::key_region(keys, &Value::Int(at)).0
+                };
+                let change = SpaceChange::SplitKeyRegion { region, at: Value::Int(at) };
+                let _ = st.apply(Command::AlterSpace { name: "t".into(), change });
+                settle(&mut st)?;
+            }
+            check_settled(&st)?;
+            let space = &st.spaces[0];
+            let regions = space.replicas[0].len() as u64;
+            let mut led: HashMap<ServerId, u64> = st.servers.iter().map(|s| (s.info.id, 0)).collect();
+            for set in &space.replicas[0] {
+                *led.get_mut(&set[0]).unwrap() += 1;
+            }
+            let share = regions.div_ceil(n);
+            for (s, l) in &led {
+                prop_assert!(
+                    *l <= share + u64::from(tolerate),
+                    "{:?} leads {} of {} regions on {} servers: {:?}", s, l, regions, n, led
+                );
             }
         }
 
