@@ -224,6 +224,23 @@ impl Tessellation {
         true
     }
 
+    /// The keys of key region `region`, as positions: from the first up to the second, not
+    /// included (`None`: to the axis's end). Two key tessellations place the same keys in a
+    /// region exactly when its ranges are equal; its bounds may not tell, since a range can
+    /// start between keys of one coordinate.
+    pub fn key_range(&self, region: RegionIndex) -> (KeyPosition, Option<KeyPosition>) {
+        let place = self.cells_of(region)[0] as usize;
+        if let Some(r) = &self.ranges {
+            let start = match place {
+                0 => KeyPosition::default(),
+                _ => r.starts[place - 1].clone(),
+            };
+            return (start, r.starts.get(place).cloned());
+        }
+        let (lo, hi) = self.interval_bounds(0, place as u32);
+        (KeyPosition::at(lo), hi.checked_add(1).map(KeyPosition::at))
+    }
+
     /// The regions of this (key) subspace in the order of their coordinates: for an ordered
     /// key axis, key order.
     pub fn regions_in_axis_order(&self) -> Vec<RegionIndex> {

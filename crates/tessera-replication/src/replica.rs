@@ -989,9 +989,6 @@ impl Replica {
         if old == new {
             return;
         }
-        let changed = |r: RegionIndex| {
-            r.0 >= old.regions_count() || old.region_bounds(r) != new.region_bounds(r)
-        };
         let home = |key: &Value, location: Location| -> Location {
             if location.0 == SubspaceId::KEY {
                 now.key_location(key)
@@ -1043,7 +1040,6 @@ impl Replica {
             // Split `i` made region `partitions + i`.
             let new_region = RegionIndex(now.config().schema.partitions + i as u32);
             for region in [RegionIndex(split.region), new_region] {
-                debug_assert!(changed(region));
                 let since = self
                     .held_since
                     .entry((id, (SubspaceId::KEY, region)))

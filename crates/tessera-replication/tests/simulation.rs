@@ -52,7 +52,9 @@
 //! documents.
 //!
 //! A third of the typed runs use an ordered space instead (`placement ordered`, int keys a few
-//! to a key region), whose key regions the model coordinator splits now and then
+//! to a key region, or in half of them string keys that all share their first 8 bytes, which
+//! only splits between keys of one coordinate tell apart), whose key regions the model
+//! coordinator splits now and then
 //! (`SpaceChange::SplitKeyRegion`, at a key of the run or next to one, while clients write and
 //! servers fail and regions move; skipped when the configuration refuses it). Each server's
 //! store follows the splits of the configuration it installs: before its replica steps with
@@ -100,11 +102,20 @@ const SPACE: &str =
 /// in the last).
 const ORDERED_SPACE: &str =
     "space t key int k attributes int a, int b, string c subspace a subspace b, c create 8 partitions tolerate 1 failure placement ordered from 0 to 63";
-/// The ordered runs' keys are distinct ints in 0..ORDERED_KEYS: a few to a key region, so a
-/// split may leave keys on both sides.
+/// Half of the ordered runs (odd `seed / 3`) key by strings that all share their first 8 bytes
+/// (`tweet:000000NN`: one coordinate, one equal slice), which only splits tell apart.
+const ORDERED_STRING_SPACE: &str =
+    "space t key string k attributes int a, int b, string c subspace a subspace b, c create 8 partitions tolerate 1 failure placement ordered";
+/// The ordered runs' keys are distinct ints in 0..ORDERED_KEYS (or those numbers as
+/// [`tweet_key`]s): a few to a key region, so a split may leave keys on both sides.
 const ORDERED_KEYS: i64 = 32;
 /// Most key-region splits in one run.
 const SPLITS_MAX: u64 = 6;
+
+/// Key `n` of a string-keyed ordered run.
+fn tweet_key(n: i64) -> Value {
+    Value::from(format!("tweet:{:08}", n.max(0)))
+}
 /// The space of the dynamic runs: 3 axes onto which `a`, `b` and `c` hash.
 const DYNAMIC_SPACE: &str =
     "space t dynamic key k dimensions 3 create 8 partitions tolerate 1 failure";
@@ -361,9 +372,7 @@ impl ModelStore {
     fn follow_key_splits(&mut self, from: &Geometry, to: &Geometry) -> u64 {
         let (before, after) = (&from.tessellations[0], &to.tessellations[0]);
         let changed: BTreeSet<u32> = (0..before.regions_count())
-            .filter(|&r| {
-                before.region_bounds(RegionIndex(r)) != after.region_bounds(RegionIndex(r))
-            })
+            .filter(|&r| before.key_range(RegionIndex(r)) != after.key_range(RegionIndex(r)))
             .collect();
         let moving: Vec<(u16, u32, Vec<u64>, Value)> = self
             .entries
@@ -410,7 +419,8 @@ impl Geometry {
     /// `None` where the object is not placed (a document outside its formula's subspaces).
     fn entry(&self, subspace: SubspaceId, o: &Object) -> Option<(u16, u32, Vec<u64>, Value)> {
         let p = point(&self.schema, subspace, o)?;
-        let r = self.tessellations[subspace.get()].region_of(&p);
+        let t = &self.tessellations[subspace.get()];
+        let r = tessera_geometry::region_of_object(&self.schema, subspace, t, o)?;
         Some((subspace.0, r.0, p, o.key().clone()))
     }
 
@@ -822,6 +832,7 @@ impl Sim {
         let ordered = !dynamic && ordered_wanted(seed);
         let space = match (dynamic, ordered) {
             (true, _) => DYNAMIC_SPACE,
+            (false, true) if (seed / 3) % 2 == 1 => ORDERED_STRING_SPACE,
             (false, true) => ORDERED_SPACE,
             (false, false) => SPACE,
         };
@@ -1699,15 +1710,26 @@ impl Sim {
         if self.splits[0] >= SPLITS_MAX {
             return;
         }
+        let strings = matches!(keys[0], Value::String(_));
         let at = if self.rng.random_bool(0.7) {
-            let Value::Int(k) = keys[self.rng.random_range(0..keys.len())] else {
-                unreachable!("an ordered run's keys are ints")
-            };
-            k + self.rng.random_range(0..2)
+            match &keys[self.rng.random_range(0..keys.len())] {
+                Value::Int(k) => Value::Int(k + self.rng.random_range(0..2)),
+                // The key, or just above it: one byte more.
+                Value::String(s) => {
+                    let mut at = s.as_bytes().to_vec();
+                    at.extend(b"0".repeat(self.rng.random_range(0..2)));
+                    Value::from(at)
+                }
+                other => unreachable!("an ordered run's keys are ints or strings, not {other}"),
+            }
         } else {
-            self.rng.random_range(-8..ORDERED_KEYS + 8)
+            let n = self.rng.random_range(-8..ORDERED_KEYS + 8);
+            if strings {
+                tweet_key(n)
+            } else {
+                Value::Int(n)
+            }
         };
-        let at = Value::Int(at);
         let before = self.geometry().clone();
         let region = before.key_region(&at);
         let config = self.config().clone();
@@ -2082,7 +2104,11 @@ fn run(seed: u64) -> (u64, [u64; 14]) {
         while ints.len() < keys.len() {
             ints.insert(sim.rng.random_range(0..ORDERED_KEYS));
         }
-        keys = ints.into_iter().map(Value::Int).collect();
+        let strings = sim.geometries[0].schema.key_type() == PrimitiveType::String;
+        keys = ints
+            .into_iter()
+            .map(|n| if strings { tweet_key(n) } else { Value::Int(n) })
+            .collect();
     }
     let ops = keys.len() * 25;
     let mut issued = 0;

@@ -537,9 +537,7 @@ impl Store {
         let snapshot = self.db.snapshot();
         for r in 0..before.regions_count() {
             let region = RegionIndex(r);
-            if r < keys.regions_count()
-                && before.region_bounds(region) == keys.region_bounds(region)
-            {
+            if r < keys.regions_count() && before.key_range(region) == keys.key_range(region) {
                 continue;
             }
             let prefix = codec::region_prefix(region);

@@ -547,3 +547,56 @@ fn splitting_a_key_region_moves_the_keys_above_the_split() {
         Some(3)
     );
 }
+
+/// Splits between keys of one coordinate (they share their first 8 bytes) whose region keeps
+/// its bounds in coordinates: the third split below narrows a region that already starts and
+/// ends inside one coordinate, and its keys above the split move all the same.
+#[test]
+fn splits_inside_one_coordinate_move_their_keys() {
+    use tessera_geometry::RegionIndex;
+    use tessera_types::{KeySplit, Placement};
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path(), StoreOptions::default()).unwrap();
+    let mut schema = people("people", 2)
+        .with_placement(Placement::Ordered { domain: None })
+        .unwrap();
+    store.create_space(&schema).unwrap();
+    let keys: Vec<String> = (0..50).map(|i| format!("tweet:00{i:04}")).collect();
+    let writes: Vec<_> = keys
+        .iter()
+        .enumerate()
+        .map(|(i, k)| put("people", None, 3, person(k, i as i64, 0, "s")))
+        .collect();
+    store.commit(&writes).unwrap();
+    let region_keys = |r: u32| -> usize {
+        store
+            .region_entries("people", SubspaceId::KEY, RegionIndex(r), None, usize::MAX)
+            .unwrap()
+            .entries
+            .len()
+    };
+    // (region split, at key number) and then the keys each region holds: region 2 holds
+    // 25..50, then 25..37, then 25..31.
+    let steps = [
+        ((0, 25), [25, 0, 25]),
+        ((2, 37), [25, 0, 12]),
+        ((2, 31), [25, 0, 6]),
+    ];
+    for (epoch, ((region, at), held)) in steps.into_iter().enumerate() {
+        schema.key_splits.push(KeySplit {
+            region,
+            at: Value::from(keys[at].as_str()),
+            epoch: epoch as u64 + 2,
+        });
+        store.alter_space(&schema).unwrap();
+        assert_eq!([region_keys(0), region_keys(1), region_keys(2)], held);
+    }
+    assert_eq!((region_keys(3), region_keys(4)), (13, 6));
+    for (i, k) in keys.iter().enumerate() {
+        let got = store.get("people", &Value::from(k.as_str())).unwrap();
+        assert_eq!(
+            got.map(|s| s.object.values[1].clone()),
+            Some(Value::Int(i as i64))
+        );
+    }
+}
