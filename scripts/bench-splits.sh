@@ -63,7 +63,9 @@ run() {
     export TESSERA_ADDR="127.0.0.1:$port"
     echo "space users key string name attributes int age create 16 partitions tolerate 1 failure placement ordered" \
         | "$TESSERA" add-space
-    "$TESSERA" put-many users < "$OUT/users.jsonl" | grep -vc '"ok":true' > "$OUT/$label.failed" || true
+    # Failed puts (their error lines are kept beside the count).
+    "$TESSERA" put-many users < "$OUT/users.jsonl" | grep -v '"ok":true' > "$OUT/$label.errors" || true
+    wc -l < "$OUT/$label.errors" > "$OUT/$label.failed"
     # Settled: the key regions (loads and replicas) unchanged for SETTLE_S seconds.
     local last="" now="" same=0
     while [ "$same" -lt "$SETTLE_S" ]; do

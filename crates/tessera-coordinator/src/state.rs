@@ -932,8 +932,9 @@ struct LeadershipMove {
 /// Balances point leadership of a space's key subspace (a region's point leader is the first
 /// of its replica set), which holdings balance ignores: after key splits, every new region
 /// has the split one's leader. Moves leadership, by [`LeadershipMove`]s, from a server
-/// leading more than one region over its share (`ceil(regions / n)`), most first, to the
-/// second member of one of its regions, when that one leads at least two fewer. Each move lowers the sum of squares of the regions led, so moves end;
+/// leading more than its share of a class of regions ([`split_made`]), most first, to the
+/// second member of one of its regions ([`leadership_move`]). Each move lowers the sum of
+/// squares of the regions led in each class, so moves end;
 /// every server keeps holding between `floor` and `ceil` regions (they did before: the caller
 /// runs this only in a quiet subspace, balanced with no transfer under way and no server
 /// leaving it), so holdings balance has nothing to undo, and planning again finds the
@@ -958,11 +959,13 @@ fn balance_leadership(
     }
 }
 
-/// The next [`LeadershipMove`], if any: for servers leading more than one region over their
-/// share (most first), their highest-numbered region without a transfer, to a target holding
-/// the fewest regions, when the move lowers the sum of squares of the regions each server
-/// leads. A single transfer while the target holds fewer than `ceil` and the leader more than
-/// `floor`; else with a swap, which may move the leadership of the region given back too.
+/// The next [`LeadershipMove`], if any: for servers leading more regions of a class
+/// ([`split_made`]) than their share of it (`ceil(regions / n)`; one more among the slices no
+/// split touched, as a new space's assignment allows), most first, their highest-numbered
+/// region of it without a transfer, to a target holding the fewest regions, when the move
+/// lowers the sum of squares of the regions each server leads in each class. A single
+/// transfer while the target holds fewer than `ceil` and the leader more than `floor`; else
+/// with a swap, which may move the leadership of the region given back too.
 fn leadership_move(
     space: &SpaceConfig,
     available: &[ServerId],
@@ -973,35 +976,41 @@ fn leadership_move(
 ) -> Option<LeadershipMove> {
     let key = SubspaceId::KEY.get();
     let sets = &space.replicas[key];
-    // Leaders as they will be once the transfers under way complete.
-    let mut led: HashMap<ServerId, u64> = available.iter().map(|s| (*s, 0)).collect();
-    for region in 0..sets.len() {
+    let class = split_made(space);
+    // Leaders as they will be once the transfers under way complete, per class.
+    let mut led: HashMap<(bool, ServerId), u64> = [false, true]
+        .iter()
+        .flat_map(|&c| available.iter().map(move |s| ((c, *s), 0)))
+        .collect();
+    for (region, &c) in class.iter().enumerate() {
         if let Some(n) = holders(space, key, region)
             .next()
-            .and_then(|h| led.get_mut(&h))
+            .and_then(|h| led.get_mut(&(c, h)))
         {
             *n += 1;
         }
     }
-    // Over its share by more than one region (what a new space's assignment allows).
-    let share = (sets.len() as u64).div_ceil(available.len() as u64);
-    let mut leaders: Vec<ServerId> = available
+    let allowed = |c: bool| {
+        let regions = class.iter().filter(|&&x| x == c).count() as u64;
+        regions.div_ceil(available.len() as u64) + u64::from(!c)
+    };
+    let mut leaders: Vec<(bool, ServerId)> = led
         .iter()
-        .copied()
-        .filter(|s| led[s] > share + 1)
+        .filter(|((c, _), n)| **n > allowed(*c))
+        .map(|(l, _)| *l)
         .collect();
-    leaders.sort_by_key(|s| (std::cmp::Reverse(led[s]), *s));
+    leaders.sort_by_key(|l| (std::cmp::Reverse(led[l]), *l));
     let idle = |region: usize| {
         let source = sets[region].last().expect("replica sets are never empty");
         !busy[region] && alive(source) && !load.source_full(*source)
     };
     // Leadership handed from the head of `region` to its second member, if `gone` is its head.
     let hand = |region: usize, gone: ServerId| match sets[region].as_slice() {
-        [head, second, ..] if *head == gone => Some((gone, *second)),
+        [head, second, ..] if *head == gone => Some((class[region], gone, *second)),
         _ => None,
     };
-    for leader in leaders {
-        for region in (0..sets.len()).rev() {
+    for (c, leader) in leaders {
+        for region in (0..sets.len()).rev().filter(|&r| class[r] == c) {
             let Some(first) = hand(region, leader).filter(|_| idle(region)) else {
                 continue;
             };
@@ -1059,19 +1068,40 @@ fn leadership_move(
     None
 }
 
-/// Whether handing leadership of one region each `(from, to)` lowers the sum of squares of
-/// the regions each server leads (`led`): the measure that keeps leadership moves finite.
-fn lowers_leadership_spread(led: &HashMap<ServerId, u64>, hands: &[(ServerId, ServerId)]) -> bool {
+/// The key regions key splits made or cut (`true`), against the slices no split touched: a
+/// region splits only once it holds `--split-min-objects`, so the former hold the data that
+/// grew, while the latter may hold nothing. Leadership is balanced in each class, so that a
+/// server's share of the regions is about its share of the objects.
+fn split_made(space: &SpaceConfig) -> Vec<bool> {
+    let partitions = space.schema.partitions as usize;
+    let mut made: Vec<bool> = (0..space.replicas[SubspaceId::KEY.get()].len())
+        .map(|r| r >= partitions)
+        .collect();
+    for split in &space.schema.key_splits {
+        if let Some(m) = made.get_mut(split.region as usize) {
+            *m = true;
+        }
+    }
+    made
+}
+
+/// Whether handing leadership of one region each `(class, from, to)` lowers the sum of
+/// squares of the regions each server leads in each class (`led`): the measure that keeps
+/// leadership moves finite.
+fn lowers_leadership_spread(
+    led: &HashMap<(bool, ServerId), u64>,
+    hands: &[(bool, ServerId, ServerId)],
+) -> bool {
     let mut after = led.clone();
-    for (from, to) in hands {
-        let (Some(_), Some(_)) = (led.get(from), led.get(to)) else {
+    for &(class, from, to) in hands {
+        let (Some(_), Some(_)) = (led.get(&(class, from)), led.get(&(class, to))) else {
             return false;
         };
-        let n = after.get_mut(from).expect("checked");
+        let n = after.get_mut(&(class, from)).expect("checked");
         *n = n.saturating_sub(1);
-        *after.get_mut(to).expect("checked") += 1;
+        *after.get_mut(&(class, to)).expect("checked") += 1;
     }
-    let squares = |m: &HashMap<ServerId, u64>| m.values().map(|n| n * n).sum::<u64>();
+    let squares = |m: &HashMap<(bool, ServerId), u64>| m.values().map(|n| n * n).sum::<u64>();
     squares(&after) < squares(led)
 }
 
@@ -4353,9 +4383,10 @@ mod tests {
 
         /// Key splits under planning (every new region led by the split one's leader), settled
         /// after each: holdings stay balanced (`check_settled`), and point leadership spreads
-        /// over the servers, none leading more than K − 1 regions over its share of the
-        /// regions (`ceil(regions / n)`): a move hands leadership to a region's second member
-        /// only, and with K = 3 a leader's regions may all have the same one.
+        /// over the servers in each class of regions (made or cut by splits; the others), none
+        /// leading more than K − 1 regions over its share of a class (`ceil(regions / n)`, one
+        /// more for the others): a move hands leadership to a region's second member only, and
+        /// with K = 3 a leader's regions may all have the same one.
         #[test]
         fn leadership_spreads_after_key_splits(
             n in 4u64..8,
@@ -4388,18 +4419,22 @@ mod tests {
                 settle(&mut st)?;
             }
             check_settled(&st)?;
+            // Per class (regions splits made or cut; the others), the regions each server leads.
             let space = &st.spaces[0];
-            let regions = space.replicas[0].len() as u64;
-            let mut led: HashMap<ServerId, u64> = st.servers.iter().map(|s| (s.info.id, 0)).collect();
-            for set in &space.replicas[0] {
-                *led.get_mut(&set[0]).unwrap() += 1;
-            }
-            let share = regions.div_ceil(n);
-            for (s, l) in &led {
-                prop_assert!(
-                    *l <= share + u64::from(tolerate),
-                    "{:?} leads {} of {} regions on {} servers: {:?}", s, l, regions, n, led
-                );
+            let class = split_made(space);
+            for c in [false, true] {
+                let regions = class.iter().filter(|&&x| x == c).count() as u64;
+                let share = regions.div_ceil(n) + u64::from(!c);
+                let mut led: HashMap<ServerId, u64> = HashMap::new();
+                for (set, _) in space.replicas[0].iter().zip(&class).filter(|(_, &x)| x == c) {
+                    *led.entry(set[0]).or_default() += 1;
+                }
+                for (s, l) in &led {
+                    prop_assert!(
+                        *l <= share + u64::from(tolerate),
+                        "{:?} leads {} of {} regions (split: {}) on {} servers: {:?}", s, l, regions, c, n, led
+                    );
+                }
             }
         }
 
