@@ -227,6 +227,13 @@ pub enum SpaceChange {
     /// [`Build`]) and replaces it once built, in the epoch that makes it serve (and in the
     /// formulas naming it). The old one serves searches until then.
     RecutSubspace { subspace: u16, cuts: Vec<AxisCuts> },
+    /// [`SpaceChange::AddSubspace`] cut at `cuts` from the first (one entry per dimension,
+    /// as [`SpaceChange::RecutSubspace`] takes them): `tessera alter-space` cuts a new
+    /// subspace from the space's statistics, so it fits the data it is built from.
+    AddCutSubspace {
+        attributes: Vec<String>,
+        cuts: Vec<AxisCuts>,
+    },
 }
 
 impl SpaceChange {
@@ -236,7 +243,10 @@ impl SpaceChange {
         let names =
             |sets: &[Vec<String>]| -> usize { sets.iter().flatten().map(|a| a.len() + 1).sum() };
         match self {
-            SpaceChange::AddSubspace { attributes } => attributes.iter().map(|a| a.len() + 1).sum(),
+            SpaceChange::AddSubspace { attributes }
+            | SpaceChange::AddCutSubspace { attributes, .. } => {
+                attributes.iter().map(|a| a.len() + 1).sum()
+            }
             SpaceChange::DropSubspace { .. } | SpaceChange::SetAdapt { .. } => 0,
             SpaceChange::LogAdaptation(a) => names(&a.from) + names(&a.to),
             SpaceChange::AddShape(shape) | SpaceChange::ShapeReady(shape) => {
@@ -426,32 +436,14 @@ impl SpaceConfig {
             (_, false) => {}
         }
         match change {
-            SpaceChange::AddSubspace { attributes } => {
-                let dimensions = schema
-                    .subspace_dimensions(attributes)
-                    .map_err(AlterError::Schema)?;
-                if let Some(b) = &self.build {
-                    return Err(AlterError::BuildUnderWay(b.subspace.0));
-                }
-                let mut wanted = dimensions.clone();
-                wanted.sort();
-                for id in schema.written_subspaces() {
-                    let mut have = schema.subspace(id).dimensions.clone();
-                    have.sort();
-                    if have == wanted {
-                        return Err(AlterError::SubspaceExists(id.0));
-                    }
-                }
-                if schema.subspaces.len() >= SUBSPACES_MAX {
-                    return Err(AlterError::SubspaceIdsUsed);
-                }
-                Ok(Some(Subspace {
-                    dimensions,
-                    state: SubspaceState::Building,
-                    overlay: None,
-                    tags: None,
-                    cuts: None,
-                }))
+            SpaceChange::AddSubspace { attributes } => self.check_add(attributes).map(Some),
+            SpaceChange::AddCutSubspace { attributes, cuts } => {
+                let added = Subspace {
+                    cuts: Some(cuts.clone()),
+                    ..self.check_add(attributes)?
+                };
+                added.check_cuts().map_err(AlterError::Schema)?;
+                Ok(Some(added))
             }
             SpaceChange::DropSubspace { subspace } => {
                 if *subspace == 0 {
@@ -503,6 +495,38 @@ impl SpaceConfig {
                 unreachable!("answered above")
             }
         }
+    }
+
+    /// A subspace over `attributes` may be added ([`SpaceChange::AddSubspace`]): the
+    /// attributes make a subspace no written one already is, no build is under way, and an
+    /// id is left. Returns it, cut into equal slices.
+    fn check_add(&self, attributes: &[String]) -> Result<Subspace, AlterError> {
+        let schema = &self.schema;
+        let dimensions = schema
+            .subspace_dimensions(attributes)
+            .map_err(AlterError::Schema)?;
+        if let Some(b) = &self.build {
+            return Err(AlterError::BuildUnderWay(b.subspace.0));
+        }
+        let mut wanted = dimensions.clone();
+        wanted.sort();
+        for id in schema.written_subspaces() {
+            let mut have = schema.subspace(id).dimensions.clone();
+            have.sort();
+            if have == wanted {
+                return Err(AlterError::SubspaceExists(id.0));
+            }
+        }
+        if schema.subspaces.len() >= SUBSPACES_MAX {
+            return Err(AlterError::SubspaceIdsUsed);
+        }
+        Ok(Subspace {
+            dimensions,
+            state: SubspaceState::Building,
+            overlay: None,
+            tags: None,
+            cuts: None,
+        })
     }
 
     /// The subspace that re-cuts `subspace` at `cuts` (see [`SpaceChange::RecutSubspace`]),
@@ -689,6 +713,7 @@ impl SpaceConfig {
                 return Ok(None);
             }
             SpaceChange::AddSubspace { .. }
+            | SpaceChange::AddCutSubspace { .. }
             | SpaceChange::DropSubspace { .. }
             | SpaceChange::RecutSubspace { .. } => {}
         }
@@ -1725,6 +1750,48 @@ mod tests {
             SubspaceState::Dropped
         );
         assert!(space.replicas[2].is_empty() && space.build.is_none());
+        assert!(config_of(space).check().is_ok());
+    }
+
+    /// A subspace added with cuts is built cut so; bad cuts, or attributes an add refuses,
+    /// change nothing.
+    #[test]
+    fn an_added_subspace_takes_its_cuts() {
+        let mut space = priced();
+        let before = space.clone();
+        let attributes = |names: &[&str]| names.iter().map(|n| n.to_string()).collect();
+        for (names, cuts) in [
+            (&["city", "price"][..], vec![AxisCuts::Equal(2)]),
+            (
+                &["city", "price"],
+                vec![AxisCuts::Equal(2), AxisCuts::At(vec![5, 5])],
+            ),
+            (
+                &["city", "price"],
+                vec![AxisCuts::Equal(300), AxisCuts::Equal(300)],
+            ),
+            (&["price"], vec![AxisCuts::At(vec![7])]),
+            (&["nope"], vec![AxisCuts::Equal(2)]),
+        ] {
+            let change = SpaceChange::AddCutSubspace {
+                attributes: attributes(names),
+                cuts,
+            };
+            assert!(space.alter(5, &change, one_server).is_err(), "{change:?}");
+            assert_eq!(space, before);
+        }
+        let cuts = vec![AxisCuts::Equal(2), AxisCuts::At(vec![10, 20])];
+        let add = SpaceChange::AddCutSubspace {
+            attributes: attributes(&["city", "price"]),
+            cuts: cuts.clone(),
+        };
+        assert_eq!(space.alter(5, &add, one_server), Ok(Some(SubspaceId(3))));
+        let added = space.schema.subspace(SubspaceId(3));
+        assert_eq!(
+            (added.state, &added.cuts),
+            (SubspaceState::Building, &Some(cuts))
+        );
+        assert_eq!(space.replicas[3].len(), 6, "a region per cell: 2 × 3");
         assert!(config_of(space).check().is_ok());
     }
 

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use tessera_client::{Client, ClientError, SpaceChange, SpaceConfig, SubspaceId, SubspaceState};
 
-use crate::{print_line, Failure};
+use crate::{fitting, print_line, Failure};
 
 /// A subspace's attributes, by name, in its dimensions' order.
 pub fn attribute_names(space: &SpaceConfig, id: SubspaceId) -> Vec<String> {
@@ -175,8 +175,17 @@ async fn add(
     space: &str,
     attributes: &[String],
 ) -> Result<(SubspaceId, SpaceConfig), Failure> {
-    let change = SpaceChange::AddSubspace {
-        attributes: attributes.to_vec(),
+    // Cut from the data it is built from, when the space holds some.
+    let statistics = client.statistics(space).await?;
+    let config = space_config(client, space)?;
+    let change = match fitting::cuts_for_added(&config, attributes, &statistics) {
+        Some(cuts) => SpaceChange::AddCutSubspace {
+            attributes: attributes.to_vec(),
+            cuts,
+        },
+        None => SpaceChange::AddSubspace {
+            attributes: attributes.to_vec(),
+        },
     };
     client
         .alter_space(space, change)

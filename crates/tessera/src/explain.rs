@@ -54,7 +54,7 @@ pub fn estimates(
     let schema = &space.schema;
     let objects = statistics.attributes.first().map_or(0, |key| key.count());
     let tessellation = &space.tessellations()[e.subspace.get()];
-    let axes = crate::recut::axes(space, e.subspace, statistics);
+    let axes = crate::fitting::axes(space, e.subspace, statistics);
     let regions: std::collections::BTreeSet<u32> = e
         .contacted
         .iter()

@@ -12,6 +12,7 @@ mod cluster;
 mod console;
 mod driver;
 mod explain;
+mod fitting;
 mod http;
 mod json;
 mod limits;
@@ -663,7 +664,9 @@ impl Command {
 #[derive(Subcommand)]
 enum AlterChange {
     /// Add a subspace over these attributes (comma-separated), built from the existing objects;
-    /// it serves searches once built.
+    /// it serves searches once built. Its axes are cut at the quantiles of the values stored
+    /// (`tessera stats`) when the space holds at least as many objects as partitions, else into
+    /// equal slices (the re-cut driver re-cuts them once the data has come).
     AddSubspace {
         /// The subspace's attributes: `city,price` (or `city price`).
         #[arg(required = true, num_args = 1.., value_delimiter = ',')]

@@ -9,9 +9,9 @@ use tessera_client::{
     Client, ClientOptions, SpaceChange, SpaceConfig, SpaceStatistics, SubspaceId,
 };
 use tessera_geometry::cuts::{out_of_balance, recut_pays};
-use tessera_geometry::{cuts_from_data, cuts_from_data_weighted, tessellations, AxisData, Sketch};
-use tessera_types::{AttrIndex, AttributeType, AxisCuts, PrimitiveType};
+use tessera_geometry::{tessellations, Sketch};
 
+use crate::fitting::{axes, cuts_for, ordered};
 use crate::{alter, json as tjson, print_line, Failure};
 
 /// `tessera stats SPACE [ATTRIBUTE]`: one JSON line per attribute (or the one named).
@@ -71,66 +71,6 @@ fn path_json(path: &str, s: &Sketch) -> serde_json::Value {
 }
 
 /// The primitive type of an int or float attribute: an ordered axis.
-fn ordered(ty: AttributeType) -> Option<PrimitiveType> {
-    match ty {
-        AttributeType::Primitive(p @ (PrimitiveType::Int | PrimitiveType::Float)) => Some(p),
-        _ => None,
-    }
-}
-
-/// The cuts of subspace `id` from `statistics`: its ordered axes at their quantiles (a
-/// document overlay's in the proportions of its weights).
-pub fn cuts_for(
-    space: &SpaceConfig,
-    id: SubspaceId,
-    statistics: &SpaceStatistics,
-) -> Vec<AxisCuts> {
-    let axes = axes(space, id, statistics);
-    let partitions = space.schema.partitions;
-    match &space.schema.subspace(id).overlay {
-        Some(overlay) => cuts_from_data_weighted(&axes, &overlay.weights(), partitions),
-        None => cuts_from_data(&axes, partitions),
-    }
-}
-
-/// What `statistics` say of each axis of subspace `id`: an attribute's type and values, or a
-/// document overlay's path's values (hashed when the statistics do not sketch the path).
-pub fn axes<'a>(
-    space: &SpaceConfig,
-    id: SubspaceId,
-    statistics: &'a SpaceStatistics,
-) -> Vec<AxisData<'a>> {
-    let schema = &space.schema;
-    let subspace = schema.subspace(id);
-    if let Some(overlay) = &subspace.overlay {
-        return overlay
-            .axes
-            .iter()
-            .map(|a| {
-                statistics
-                    .path(&a.path)
-                    .map_or(AxisData::Hashed, AxisData::of_document_path)
-            })
-            .collect();
-    }
-    subspace
-        .dimensions
-        .iter()
-        .map(|&a| match ordered(schema.attribute(a).ty) {
-            Some(ty) => AxisData::Ordered {
-                ty,
-                values: &statistics.attributes[a.get()],
-            },
-            None => match statistics.hashes.get(a.get()) {
-                Some(hashes) if hashes.count() > 0 && a != AttrIndex::KEY => {
-                    AxisData::HashedBy { hashes }
-                }
-                _ => AxisData::Hashed,
-            },
-        })
-        .collect()
-}
-
 /// The subspaces `tessera recut` re-cuts when none is named: every serving subspace with an
 /// ordered axis (hashed axes are even but for heavy values), the key's and tag subspaces
 /// aside; in a dynamic space, every overlay (its paths' values decide which axes are ordered).

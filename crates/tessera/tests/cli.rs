@@ -539,6 +539,13 @@ fn alter_space_errors_add_and_drop() {
         (&added["id"], &added["attributes"]),
         (&2.into(), &serde_json::json!(["stars"]))
     );
+    // Cut from the statistics of the objects it is built from: one region per star count
+    // (0 to 4, four hotels each), not 16 equal slices of the int axis, all but one empty.
+    assert_eq!(
+        (&added["cut_by_data"], &added["regions"]),
+        (&true.into(), &5.into()),
+        "{added}"
+    );
     match added["state"].as_str().unwrap() {
         "building" => {
             assert_eq!(added["key_regions"], 16);
@@ -754,12 +761,13 @@ fn advise_apply_changes_the_subspaces() {
     assert_eq!(lines[3]["attributes"], serde_json::json!(["city", "price"]));
     let last = lines.last().unwrap();
     assert_eq!((&last["added"], &last["dropped"]), (&1.into(), &1.into()));
+    // The added subspace is cut from the 20 hotels' stars: a region per value (0 to 4).
     assert_eq!(
         last["subspaces"],
         serde_json::json!([
             {"id": 0, "attributes": ["id"], "state": "serving", "regions": 16, "cut_by_data": false},
             {"id": 1, "attributes": ["city", "price"], "state": "dropped"},
-            {"id": 2, "attributes": ["stars"], "state": "serving", "regions": 16, "cut_by_data": false},
+            {"id": 2, "attributes": ["stars"], "state": "serving", "regions": 5, "cut_by_data": true},
         ])
     );
     assert_eq!(
