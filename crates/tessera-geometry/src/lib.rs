@@ -54,7 +54,7 @@ pub use dynamic::{overlay_boxes, unispace_boxes};
 pub use hilbert::{hilbert_cell, hilbert_index};
 pub use index::{PropertyIndex, ShapeSet};
 pub use plan::{part_in, part_keeps, plan_search, pointer_answers};
-pub use search::{choose_typed_subspace, SearchBox, SearchPlan};
+pub use search::{choose_typed_subspace, KeyInterval, SearchBox, SearchPlan};
 pub use tags::{tag_point, tag_positions};
 
 pub use statistics::Sketch;

@@ -60,6 +60,7 @@ pub fn plan_search(
                 boxes: vec![],
                 regions_count: 0,
                 formulas: vec![formula.to_owned()],
+                keys: None,
             }),
         }
     }
@@ -163,6 +164,7 @@ pub fn part_in(
         boxes: vec![],
         regions_count: 0,
         formulas: vec![],
+        keys: None,
     };
     match schema.kind {
         SpaceKind::Typed => {

@@ -10,7 +10,7 @@ use tessera_types::{
     AttrIndex, CheckedPredicate, PredicateOp, PrimitiveType, SpaceSchema, SubspaceId, Value,
 };
 
-use crate::coordinate::dimension_coordinate;
+use crate::coordinate::{dimension_coordinate, KeyPosition};
 use crate::tessellation::{RegionIndex, Tessellation};
 
 /// The coordinates a search selects in one subspace: an inclusive `(lo, hi)` range per
@@ -249,17 +249,71 @@ pub struct SearchPlan {
     /// In a dynamic space, the formulas whose documents this part reads (`crate::plan`);
     /// empty in a typed space.
     pub formulas: Vec<String>,
+    /// On an ordered key axis, the keys the predicates allow, which its coordinates alone
+    /// cannot tell apart where split ranges start between keys of one coordinate.
+    pub keys: Option<KeyInterval>,
+}
+
+/// The positions of the keys a search may match, both ends included (`None`: no bound).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct KeyInterval {
+    pub from: Option<KeyPosition>,
+    pub to: Option<KeyPosition>,
+}
+
+impl KeyInterval {
+    /// The keys the predicates on the key of an ordered space allow: each bound narrows it
+    /// (positions keep the keys' order, so a key above a bound has a position at or above
+    /// the bound's).
+    fn of_predicates(predicates: &[CheckedPredicate], key_type: PrimitiveType) -> KeyInterval {
+        let mut keys = KeyInterval::default();
+        let position = |v: &Value| {
+            (v.primitive_type() == Some(key_type)).then(|| crate::ordered_key_position(v))
+        };
+        for p in predicates.iter().filter(|p| p.attr == AttrIndex::KEY) {
+            let (from, to) = match &p.op {
+                PredicateOp::Equals(v) => (position(v), position(v)),
+                PredicateOp::GreaterThan(v) | PredicateOp::GreaterEqual(v) => (position(v), None),
+                PredicateOp::LessThan(v) | PredicateOp::LessEqual(v) => (None, position(v)),
+                PredicateOp::Range(lo, hi) => (position(lo), position(hi)),
+                _ => (None, None),
+            };
+            if let Some(from) = from {
+                keys.from = keys.from.max(Some(from));
+            }
+            if let Some(to) = to {
+                keys.to = Some(keys.to.map_or(to.clone(), |t| t.min(to)));
+            }
+        }
+        keys
+    }
+
+    /// Whether some key of the key range `[start, end)` lies within.
+    fn overlaps(&self, (start, end): (KeyPosition, Option<KeyPosition>)) -> bool {
+        let below_end = match (&self.from, end) {
+            (Some(from), Some(end)) => *from < end,
+            _ => true,
+        };
+        below_end && self.to.as_ref().is_none_or(|to| start <= *to)
+    }
 }
 
 impl SearchPlan {
-    /// Every region of `t` (the plan's subspace's tessellation) some box crosses, ascending.
+    /// Every region of `t` (the plan's subspace's tessellation) some box crosses, ascending;
+    /// on an ordered key axis, only those whose keys the plan's key interval reaches.
     pub fn regions(&self, t: &Tessellation) -> Vec<RegionIndex> {
-        if let [only] = self.boxes.as_slice() {
-            return only.regions(t);
+        let mut regions = match self.boxes.as_slice() {
+            [only] => only.regions(t),
+            boxes => {
+                let mut all: Vec<RegionIndex> = boxes.iter().flat_map(|b| b.regions(t)).collect();
+                all.sort_unstable();
+                all.dedup();
+                all
+            }
+        };
+        if let Some(keys) = &self.keys {
+            regions.retain(|r| keys.overlaps(t.key_range(*r)));
         }
-        let mut regions: Vec<RegionIndex> = self.boxes.iter().flat_map(|b| b.regions(t)).collect();
-        regions.sort_unstable();
-        regions.dedup();
         regions
     }
 
@@ -283,15 +337,19 @@ pub fn typed_part(
     predicates: &[CheckedPredicate],
 ) -> SearchPlan {
     let boxes = typed_boxes(schema, id, predicates);
+    let keys = (id == SubspaceId::KEY && t.keys_ordered())
+        .then(|| KeyInterval::of_predicates(predicates, schema.key_type()))
+        .filter(|k| *k != KeyInterval::default());
     let mut plan = SearchPlan {
         subspace: id,
         regions_count: 0,
         boxes,
         formulas: vec![],
+        keys,
     };
-    plan.regions_count = match plan.boxes.as_slice() {
-        [] => 0,
-        [only] => only.regions_count(t),
+    plan.regions_count = match (plan.boxes.as_slice(), &plan.keys) {
+        ([], _) => 0,
+        ([only], None) => only.regions_count(t),
         _ => plan.regions(t).len() as u64,
     };
     plan
@@ -507,6 +565,41 @@ mod tests {
             (plan.subspace, plan.boxes, plan.regions_count),
             (SubspaceId(1), vec![], 0)
         );
+    }
+
+    /// Keys sharing their first 8 bytes, split into many regions: a range of them reads the
+    /// regions its keys reach, not every region of their one coordinate.
+    #[test]
+    fn key_ranges_read_the_split_regions_they_reach() {
+        let mut s = tessera_types::parse_space(
+            "space t key string k attributes int a create 1 partitions placement ordered",
+        )
+        .unwrap();
+        let key = |n: u32| Value::from(format!("tweet:{n:08}"));
+        // Region 0 split at tweet:…10, …20, …30, …40: regions 0, 1, 2, 3, 4 in key order.
+        for (i, n) in [10, 20, 30, 40].into_iter().enumerate() {
+            s.key_splits.push(tessera_types::KeySplit {
+                region: i as u32,
+                at: key(n),
+                epoch: 1,
+            });
+        }
+        let t = &crate::tessellations(&s)[0];
+        let range = |lo: u32, hi: u32| {
+            let predicates = [
+                check(&s, "k", PredicateOp::GreaterEqual(key(lo))),
+                check(&s, "k", PredicateOp::LessThan(key(hi))),
+            ];
+            let plan = typed_part(&s, t, SubspaceId::KEY, &predicates);
+            assert_eq!(plan.regions_count, plan.regions(t).len() as u64);
+            plan.regions(t).iter().map(|r| r.0).collect::<Vec<_>>()
+        };
+        assert_eq!(range(12, 18), vec![1]);
+        assert_eq!(range(15, 35), vec![1, 2, 3]);
+        // Exclusive ends are planned as inclusive: `< …30` reaches the region starting there.
+        assert_eq!(range(20, 30), vec![2, 3]);
+        assert_eq!(range(0, 5), vec![0]);
+        assert_eq!(range(45, 99), vec![4]);
     }
 
     // ---- property tests over random small schemas ----
@@ -756,6 +849,11 @@ mod tests {
                         let b = b.expect("checked");
                         prop_assert!(b.contains(&p));
                         prop_assert!(b.regions(t).contains(&region));
+                        // The plan too (on an ordered key axis, narrowed by key positions).
+                        let plan = typed_part(&s, t, id, &predicates);
+                        let planned = plan.regions(t);
+                        prop_assert!(planned.contains(&region), "{:?} not in {:?}", region, planned);
+                        prop_assert_eq!(plan.regions_count, planned.len() as u64);
                     }
                 }
             }
@@ -774,15 +872,24 @@ mod tests {
                     b.regions_count(t)
                 })
             };
+            // The plan's count: the box's, narrowed on an ordered key axis by key positions.
+            let planned = |id: SubspaceId, ps: &[CheckedPredicate]| {
+                let t = &ts[id.get()];
+                let plan = typed_part(&s, t, id, ps);
+                assert_eq!(plan.regions_count, plan.regions(t).len() as u64);
+                plan.regions_count
+            };
             for id in s.subspace_ids() {
                 prop_assert!(count(id, all) <= count(id, fewer));
+                prop_assert!(planned(id, all) <= planned(id, fewer));
+                prop_assert!(planned(id, all) <= count(id, all));
             }
             let (before, after) = (
                 choose_typed_subspace(&s, &ts, fewer),
                 choose_typed_subspace(&s, &ts, all),
             );
             prop_assert!(after.regions_count <= before.regions_count);
-            prop_assert_eq!(after.regions_count, count(after.subspace, all));
+            prop_assert_eq!(after.regions_count, planned(after.subspace, all));
         }
 
         /// (e) and (f): fixing every dimension is one region; on a hashed subspace of d

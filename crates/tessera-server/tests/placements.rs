@@ -143,20 +143,47 @@ async fn ordered_string_keys(client: &Client) {
             .unwrap();
         model.insert(name);
     }
-    for (from, to) in [
+    let ranges = [
         ("user0000100", "user0000500"),
         ("a", "m"),
         ("", "b"),
         ("Z", "a"),
         ("user0000", "user0001"),
-    ] {
-        let expected: Vec<Value> = model
-            .range(from.to_owned()..to.to_owned())
-            .map(|k| Value::from(k.as_str()))
-            .collect();
-        let got = client.get_by_range("users", from, to, None).await.unwrap();
-        assert_eq!(keys_of(&got), expected, "[{from:?}, {to:?})");
+        ("user0000300", "user0000700"),
+    ];
+    let check_ranges = async |model: &BTreeSet<String>| {
+        for (from, to) in ranges {
+            let expected: Vec<Value> = model
+                .range(from.to_owned()..to.to_owned())
+                .map(|k| Value::from(k.as_str()))
+                .collect();
+            let got = client.get_by_range("users", from, to, None).await.unwrap();
+            assert_eq!(keys_of(&got), expected, "[{from:?}, {to:?})");
+        }
+    };
+    check_ranges(&model).await;
+    // Split the region of the user0000… keys (one coordinate) between them, twice: they move
+    // apart, ranges still find them, and a range of them reads only the regions it reaches.
+    for at in ["user0000300", "user0000700"] {
+        let at = Value::from(at);
+        let schema = client.describe_space("users").await.unwrap();
+        let keys = &tessera_geometry::tessellations(&schema)[0];
+        let region = tessera_geometry::key_region(keys, &at);
+        client
+            .split_key_region("users", region.0, at)
+            .await
+            .unwrap();
     }
+    client.refresh().await.unwrap();
+    check_ranges(&model).await;
+    let schema = client.describe_space("users").await.unwrap();
+    let narrow = tessera_client::range_predicates(
+        &schema,
+        Value::from("user0000310"),
+        Value::from("user0000690"),
+    );
+    let e = client.explain("users", narrow).await.unwrap();
+    assert_eq!((e.subspace.0, e.regions_contacted), (0, 1), "{e:?}");
 }
 
 async fn tagged_reads(client: &Client, space: &str, attribute: &str) {
