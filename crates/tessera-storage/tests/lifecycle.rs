@@ -480,12 +480,7 @@ fn splitting_a_key_region_moves_the_keys_above_the_split() {
     {
         let store = Store::open(dir.path(), options.clone()).unwrap();
         store.create_space(&ordered).unwrap();
-        let writes: Vec<_> = keys
-            .iter()
-            .enumerate()
-            .map(|(i, k)| put("people", None, 3, person(k, i as i64, 0, "s")))
-            .collect();
-        store.commit(&writes).unwrap();
+        put_people(&store, &keys);
         // Every key starts below the middle of the axis (`t` < 0x80): all in region 0. They
         // share their first 8 bytes, one coordinate, and split apart all the same.
         assert_eq!(region_keys(&store, 0), keys);
@@ -562,12 +557,7 @@ fn splits_inside_one_coordinate_move_their_keys() {
         .unwrap();
     store.create_space(&schema).unwrap();
     let keys: Vec<String> = (0..50).map(|i| format!("tweet:00{i:04}")).collect();
-    let writes: Vec<_> = keys
-        .iter()
-        .enumerate()
-        .map(|(i, k)| put("people", None, 3, person(k, i as i64, 0, "s")))
-        .collect();
-    store.commit(&writes).unwrap();
+    put_people(&store, &keys);
     let region_keys = |r: u32| -> usize {
         store
             .region_entries("people", SubspaceId::KEY, RegionIndex(r), None, usize::MAX)
@@ -599,4 +589,14 @@ fn splits_inside_one_coordinate_move_their_keys() {
             Some(Value::Int(i as i64))
         );
     }
+}
+
+/// Puts person `keys[i]` with `a = i` into space "people", at version 3, in one commit.
+fn put_people(store: &Store, keys: &[String]) {
+    let writes: Vec<_> = keys
+        .iter()
+        .enumerate()
+        .map(|(i, k)| put("people", None, 3, person(k, i as i64, 0, "s")))
+        .collect();
+    store.commit(&writes).unwrap();
 }
