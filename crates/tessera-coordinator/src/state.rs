@@ -898,17 +898,19 @@ impl ClusterState {
                     load.start(space, id, subspace, region, to, Some(donor));
                     busy[region] = true;
                 }
-                // Leadership moves only in a quiet subspace: balanced, nothing moving, no
+                // Leadership moves only in a quiet key subspace: balanced, nothing moving, no
                 // server leaving it.
-                let quiet = !busy.contains(&true)
-                    && available
-                        .iter()
-                        .all(|s| (floor..=ceil).contains(&load.held(*s)))
-                    && space.replicas[subspace]
-                        .iter()
-                        .flatten()
-                        .all(|s| !leaving(s));
-                if subspace == SubspaceId::KEY.get() && k >= 2 && quiet {
+                let quiet = || {
+                    !busy.contains(&true)
+                        && available
+                            .iter()
+                            .all(|s| (floor..=ceil).contains(&load.held(*s)))
+                        && space.replicas[subspace]
+                            .iter()
+                            .flatten()
+                            .all(|s| !leaving(s))
+                };
+                if subspace == SubspaceId::KEY.get() && k >= 2 && quiet() {
                     let bounds = (floor, ceil);
                     balance_leadership(space, id, &available, &alive, &mut busy, &mut load, bounds);
                 }

@@ -59,7 +59,7 @@ pub use tags::{tag_point, tag_positions};
 
 pub use statistics::Sketch;
 pub use tessellation::{
-    domain_cuts, key_region, region_of_object, tessellation_of, tessellations, RegionIndex,
-    Tessellation,
+    domain_cuts, key_region, region_of_object, region_of_point, tessellation_of, tessellations,
+    RegionIndex, Tessellation,
 };
 pub use zorder::{deinterleave, deinterleave_into, interleave, next_in_box};

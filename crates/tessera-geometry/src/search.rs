@@ -282,7 +282,10 @@ impl KeyInterval {
                 keys.from = keys.from.max(Some(from));
             }
             if let Some(to) = to {
-                keys.to = Some(keys.to.map_or(to.clone(), |t| t.min(to)));
+                keys.to = Some(match keys.to.take() {
+                    Some(t) => t.min(to),
+                    None => to,
+                });
             }
         }
         keys

@@ -462,19 +462,36 @@ pub fn key_region(key_tessellation: &Tessellation, key: &Value) -> RegionIndex {
 
 /// The region of `subspace` (tessellated by `tessellation`) that holds `object`, or `None`
 /// where it is not placed (a dynamic space's document outside its formula). Every placement
-/// — chains, storage, transfers — asks here: the key subspace places an object by its key
-/// ([`key_region`]), which a split ordered key axis needs, and every other subspace by its
-/// point.
+/// — chains, storage, transfers — asks here or [`region_of_point`].
 pub fn region_of_object(
     schema: &SpaceSchema,
     subspace: SubspaceId,
     tessellation: &Tessellation,
     object: &Object,
 ) -> Option<RegionIndex> {
+    let point = crate::point(schema, subspace, object)?;
+    Some(region_of_point(
+        subspace,
+        tessellation,
+        object.key(),
+        &point,
+    ))
+}
+
+/// The region of `subspace` holding the object of key `key` at `point` (its
+/// [`crate::point`] there): the key subspace places an object by its key ([`key_region`]),
+/// which a split ordered key axis needs, and every other subspace by its point.
+pub fn region_of_point(
+    subspace: SubspaceId,
+    tessellation: &Tessellation,
+    key: &Value,
+    point: &[u64],
+) -> RegionIndex {
     if subspace == SubspaceId::KEY {
-        return Some(key_region(tessellation, object.key()));
+        key_region(tessellation, key)
+    } else {
+        tessellation.region_of(point)
     }
-    crate::point(schema, subspace, object).map(|p| tessellation.region_of(&p))
 }
 
 /// The tessellation of `subspace` of `schema`: its own cuts if it has them; otherwise equal

@@ -420,7 +420,7 @@ impl Geometry {
     fn entry(&self, subspace: SubspaceId, o: &Object) -> Option<(u16, u32, Vec<u64>, Value)> {
         let p = point(&self.schema, subspace, o)?;
         let t = &self.tessellations[subspace.get()];
-        let r = tessera_geometry::region_of_object(&self.schema, subspace, t, o)?;
+        let r = tessera_geometry::region_of_point(subspace, t, o.key(), &p);
         Some((subspace.0, r.0, p, o.key().clone()))
     }
 

@@ -10,7 +10,7 @@
 //!   key bytes`. The Z part has a fixed width, so it is read back without a separator.
 //! * value: `version (u64 BE) | postcard(Object)`; the full object in every subspace.
 
-use tessera_geometry::{coordinate, point, region_of_object, zorder, RegionIndex, Tessellation};
+use tessera_geometry::{coordinate, point, region_of_point, zorder, RegionIndex, Tessellation};
 use tessera_types::{Object, SpaceSchema, SubspaceId, Value, Version};
 
 use crate::{StorageError, StoredObject};
@@ -36,7 +36,7 @@ pub(crate) fn entry_key(
     object: &Object,
 ) -> Option<Vec<u8>> {
     let p = point(schema, subspace, object)?;
-    let region = region_of_object(schema, subspace, tessellation, object)?;
+    let region = region_of_point(subspace, tessellation, object.key(), &p);
     let key = key_bytes(object.key());
     let mut out = Vec::with_capacity(REGION_BYTES + 8 * p.len() + key.len());
     out.extend_from_slice(&region.0.to_be_bytes());
