@@ -18,5 +18,7 @@ pub mod write;
 
 pub use check::{check_envelope, EnvelopeError};
 pub use message::{ChainAck, ChainUpdate, Envelope, PeerMessage};
-pub use replica::{ClientId, CommittedReader, Input, Outputs, Replica, StoreWrite, UnknownShape};
+pub use replica::{
+    ClientId, CommittedReader, EntryWrite, Input, LogId, Outputs, Replica, StoreWrite, UnknownShape,
+};
 pub use write::{evaluate, KeyWrite};

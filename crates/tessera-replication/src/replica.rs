@@ -12,10 +12,14 @@
 //! - The point leader (head of the key region's replica set) orders a key's writes: it
 //!   evaluates each against the key's latest object, pending writes included, gives it the next
 //!   version and sends it down the chain computed from the old and new objects.
-//! - Each hop applies the update as pending and forwards it (before its own write of it is
-//!   durable: the fsyncs of a chain's hops overlap); the tail commits and acknowledges once
-//!   that is durable; each hop commits when the acknowledgement passes it (an old region's hop drops its entry)
-//!   and the point leader answers the client last: an acknowledged write is on every replica.
+//! - Each hop applies the update as pending, records it in its log of pending updates
+//!   ([`StoreWrite::Log`]) and forwards it before that record is durable: the fsyncs of a
+//!   chain's hops overlap. The tail commits and acknowledges once its commit is durable; each
+//!   hop passes the acknowledgement on once its own record is durable, and commits then (an
+//!   old region's hop drops its entry) without an fsync of its own: the record holds the
+//!   update, and a server that restarts commits every record it finds. The point leader
+//!   answers the client last: an acknowledged write is durable on every replica, and a
+//!   chain costs about one fsync and its network hops, not one fsync per hop.
 //! - Updates of one key reach each hop in version order: links are FIFO ([`crate::link`]) and
 //!   consecutive non-destructive updates share their chain; an update that arrives before the
 //!   one it must follow is delayed, except where it enters a region.
@@ -134,18 +138,50 @@ pub enum Input {
     Tick,
 }
 
-/// A change the shell makes durable before it sends or answers anything of the same round.
+/// A record of this server's log of pending updates ([`StoreWrite::Log`]), numbered by the
+/// process that wrote it (a restarting server commits and removes every record it finds
+/// before its replica starts, so numbers start again at 0).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct LogId(pub u64);
+
+/// One subspace entry of one key, at a hop: remove the entry of `remove` and/or store
+/// `insert` (both of one key). A relocation's old-region hop only removes, its new-region hop
+/// only inserts.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EntryWrite {
+    pub space: String,
+    pub subspace: SubspaceId,
+    pub remove: Option<Object>,
+    pub insert: Option<StoredObject>,
+}
+
+/// A change the shell writes before it sends or answers anything of the same round, and
+/// makes durable first if any write of the round [`StoreWrite::needs_sync`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum StoreWrite {
-    /// One subspace entry of one key, at a hop: remove the entry of `remove` and/or store
-    /// `insert` (both of one key). A relocation's old-region hop only removes, its new-region
-    /// hop only inserts.
+    /// Commits an update at a hop (or stores an entry of a state transfer). `retires`: the
+    /// update's record in the log ([`StoreWrite::Log`]), removed in the same atomic batch;
+    /// that record made the update durable here already, so this write needs no fsync.
     Entry {
-        space: String,
-        subspace: SubspaceId,
-        remove: Option<Object>,
-        insert: Option<StoredObject>,
+        entry: EntryWrite,
+        retires: Option<LogId>,
     },
+    /// An update applied at a hop on its way down its chain and not committed yet: the commit
+    /// it will make there (`entry`), `version` its version. Durable before this hop passes on
+    /// an acknowledgement of it (it is written with the round that applied the update, and
+    /// acknowledgements come in later rounds). A server that restarts commits every record
+    /// it finds, in version order, before anything else: each is an update this server
+    /// passed on whose commit here may not have reached the disk. (A restarted server then
+    /// leaves every replica set it can leave, so the records only matter where it was the
+    /// last replica left: then every acknowledged write is among them or committed.)
+    Log {
+        id: LogId,
+        version: Version,
+        entry: EntryWrite,
+    },
+    /// The update logged under this id is no longer pending here without having committed
+    /// (this server stopped holding its region): its record goes.
+    Unlog(LogId),
     /// This server no longer holds `region` of `subspace`: every entry of it goes.
     ClearRegion {
         space: String,
@@ -154,23 +190,40 @@ pub enum StoreWrite {
     },
 }
 
+impl StoreWrite {
+    /// Whether the round's messages and replies must wait until this write is durable, not
+    /// only written: everything but a commit that retires a durable log record, and the
+    /// removal of a record.
+    pub fn needs_sync(&self) -> bool {
+        !matches!(
+            self,
+            StoreWrite::Entry {
+                retires: Some(_),
+                ..
+            } | StoreWrite::Unlog(_)
+        )
+    }
+}
+
 /// What one or more steps produced, in the order the shell must act on it.
 #[derive(Debug, Default)]
 pub struct Outputs {
     /// 0. Send these at once, before the writes are durable (and while they are made so):
     ///    updates passed down their chains and transfer chunks. They vouch for nothing about
-    ///    this server's storage: a hop acknowledges only in [`Outputs::messages`], after its
-    ///    own commit, and an update is answered only once every hop has acknowledged it. So a
-    ///    chain costs about one fsync and its network hops, not an fsync per hop. If this
-    ///    server then loses the writes (a crash, a failed commit), it leaves the chains and
-    ///    the hops around it carry on, as after any failure (DESIGN §5.7).
+    ///    this server's storage: a hop acknowledges only in [`Outputs::messages`], once its
+    ///    log record (or, at the tail, its commit) is durable, and an update is answered only
+    ///    once every hop has acknowledged it. So the hops' fsyncs overlap. If this server
+    ///    then loses the writes (a crash, a failed commit), it leaves the chains and the hops
+    ///    around it carry on, as after any failure (DESIGN §5.7).
     pub forwards: Vec<(ServerId, Envelope)>,
-    /// 1. Make these durable (one atomic batch is fine), then report it with
-    ///    [`Replica::advance`], or [`Replica::fail`] if that failed.
+    /// 1. Write these (one atomic batch), durably if [`Outputs::must_sync`] says so (the
+    ///    batch may wait for the next fsync otherwise: journal order keeps it before every
+    ///    later batch), then report it with [`Replica::advance`], or [`Replica::fail`] if
+    ///    that failed.
     pub writes: Vec<StoreWrite>,
-    /// 2. Only once the writes are durable, send these: acknowledgements (each one says the
-    ///    writes behind it are on disk), retransmissions, and envelopes that only acknowledge
-    ///    delivery.
+    /// 2. Only once the writes are written as [`Outputs::must_sync`] says, send these:
+    ///    acknowledgements (each one says the update is durable here and at every hop
+    ///    after), retransmissions, and envelopes that only acknowledge delivery.
     pub messages: Vec<(ServerId, Envelope)>,
     /// 3. Then answer these clients.
     pub replies: Vec<(ClientId, Result<(), ErrorReply>)>,
@@ -198,6 +251,12 @@ pub struct UnknownShape {
 }
 
 impl Outputs {
+    /// Whether the writes must be durable (fsync) before the messages and replies go: some
+    /// write needs it ([`StoreWrite::needs_sync`]). Otherwise writing them is enough.
+    pub fn must_sync(&self) -> bool {
+        self.writes.iter().any(StoreWrite::needs_sync)
+    }
+
     pub fn is_empty(&self) -> bool {
         self.forwards.is_empty()
             && self.writes.is_empty()
@@ -350,7 +409,7 @@ impl SpaceRuntime {
     }
 
     /// The storage write that commits `u` at `location`.
-    fn commit_write(&self, location: Location, u: &ChainUpdate) -> StoreWrite {
+    fn commit_write(&self, location: Location, u: &ChainUpdate) -> EntryWrite {
         let remove = u
             .old
             .as_ref()
@@ -368,7 +427,7 @@ impl SpaceRuntime {
             remove.is_some() || insert.is_some(),
             "a hop holds the old or the new object"
         );
-        StoreWrite::Entry {
+        EntryWrite {
             space: self.name().to_owned(),
             subspace: location.0,
             remove,
@@ -494,6 +553,9 @@ struct Pending {
     acked: bool,
     /// When it was last sent on (see [`CHAIN_RESEND_TICKS`]).
     sent_tick: u64,
+    /// Its record in this server's log ([`StoreWrite::Log`]); `None` where it was committed
+    /// as soon as applied (the tail).
+    log: Option<LogId>,
 }
 
 /// A transfer this server is the source of.
@@ -578,6 +640,12 @@ pub struct Replica {
     /// that removed it (see [`TOMBSTONE_TICKS`]), and when each is forgotten, in time order.
     tombstones: BTreeMap<(u64, Value, Location), Version>,
     tombstone_expiry: VecDeque<(u64, (u64, Value, Location), Version)>,
+    /// The next [`LogId`] of this process.
+    next_log: u64,
+    /// Log records of updates applied since the last [`Replica::take_outputs`]: handed out
+    /// there, unless the update commits first (then no record is written, and the commit
+    /// needs an fsync of its own).
+    round_logs: BTreeMap<LogId, StoreWrite>,
 }
 
 impl Replica {
@@ -621,6 +689,8 @@ impl Replica {
             backfills: BTreeMap::new(),
             tombstones: BTreeMap::new(),
             tombstone_expiry: VecDeque::new(),
+            next_log: 0,
+            round_logs: BTreeMap::new(),
         };
         if let Some(previous) = previous {
             r.spaces = previous
@@ -738,6 +808,8 @@ impl Replica {
         if self.failed.is_some() {
             return out;
         }
+        let logs = std::mem::take(&mut self.round_logs).into_values();
+        out.writes.splice(0..0, logs);
         self.awaiting_advance = !out.writes.is_empty();
         let tick = self.tick;
         for (to, ack) in std::mem::take(&mut self.acks) {
@@ -835,6 +907,7 @@ impl Replica {
         self.acks.clear();
         self.outgoing.clear();
         self.incoming.clear();
+        self.round_logs.clear();
         self.outputs = Outputs::default();
         self.outputs.replies = replies;
         self.failed = Some(why);
@@ -929,6 +1002,7 @@ impl Replica {
             .collect();
         for key in gone {
             let state = self.keys.remove(&key).expect("listed above");
+            self.forget_logs(state.pending.values().filter_map(|p| p.log).collect());
             let error = || {
                 Err(ErrorReply::new(
                     Status::UnknownSpace,
@@ -1274,13 +1348,15 @@ impl Replica {
                 subspace: location.0,
                 region: location.1,
             });
+            let mut dropped = Vec::new();
             for ((_, key), state) in self.keys.iter_mut().filter(|((s, _), _)| *s == space) {
-                state.pending.retain(|(l, _), _| *l != location);
+                dropped.extend(drop_pending(&mut state.pending, |l| l == location));
                 state.applied.remove(&location);
                 if self.spaces[&space].key_location(key) == location {
                     state.committed_home = None;
                 }
             }
+            self.forget_logs(dropped);
         }
     }
 
@@ -1398,12 +1474,16 @@ impl Replica {
             if newer_here {
                 continue;
             }
-            self.outputs.writes.push(StoreWrite::Entry {
+            let entry = EntryWrite {
                 space: rt.name().to_owned(),
                 subspace: c.subspace,
                 remove: None,
                 insert: Some(entry),
-            });
+            };
+            let retires = None;
+            self.outputs
+                .writes
+                .push(StoreWrite::Entry { entry, retires });
         }
         if c.last {
             let pending: Vec<(Value, Version)> = self
@@ -1453,9 +1533,7 @@ impl Replica {
         let rt = self.spaces[&key.0].clone();
         let me = self.me;
         let state = self.keys.get_mut(key).expect("a key with state");
-        state
-            .pending
-            .retain(|(location, _), _| rt.holds(me, *location));
+        let dropped = drop_pending(&mut state.pending, |location| !rt.holds(me, location));
         state.applied.retain(|location, _| rt.holds(me, *location));
         state
             .delayed
@@ -1518,6 +1596,17 @@ impl Replica {
             state.latest = None;
             state.blocked_by = None;
             state.draining = false;
+        }
+        self.forget_logs(dropped);
+    }
+
+    /// Pending updates dropped here without committing (this server stopped holding their
+    /// region): their log records go, or are never written if they are of this round.
+    fn forget_logs(&mut self, logs: Vec<LogId>) {
+        for id in logs {
+            if self.round_logs.remove(&id).is_none() {
+                self.outputs.writes.push(StoreWrite::Unlog(id));
+            }
         }
     }
 
@@ -1981,6 +2070,15 @@ impl Replica {
             resent: u.resent,
             ..u
         };
+        let log = next.map(|_| {
+            let id = LogId(self.next_log);
+            self.next_log += 1;
+            let entry = rt.commit_write(location, &update);
+            let version = update.version;
+            let record = StoreWrite::Log { id, version, entry };
+            self.round_logs.insert(id, record);
+            id
+        });
         let state = self.keys.get_mut(&key).expect("the key has state");
         state.pending.insert(
             (location, update.version),
@@ -1990,6 +2088,7 @@ impl Replica {
                 previous,
                 acked: next.is_none(),
                 sent_tick: self.tick,
+                log,
             },
         );
         match next {
@@ -2033,6 +2132,7 @@ impl Replica {
             let Pending {
                 update: u,
                 previous,
+                log,
                 ..
             } = state.pending.remove(&id).expect("found above");
             if location == rt.key_location(&key.1) {
@@ -2041,10 +2141,10 @@ impl Replica {
                     object,
                 }));
             }
-            let write = rt.commit_write(location, &u);
+            let entry = rt.commit_write(location, &u);
             let tombstone = (key.0, key.1.clone(), location);
-            match &write {
-                StoreWrite::Entry { insert: None, .. } => {
+            match &entry {
+                EntryWrite { insert: None, .. } => {
                     self.tombstones.insert(tombstone.clone(), u.version);
                     self.tombstone_expiry.push_back((
                         self.tick + TOMBSTONE_TICKS,
@@ -2056,7 +2156,12 @@ impl Replica {
                     self.tombstones.remove(&tombstone);
                 }
             }
-            self.outputs.writes.push(write);
+            // A record of this round is not written at all: the commit takes its place, and
+            // needs an fsync of its own.
+            let retires = log.filter(|id| self.round_logs.remove(id).is_none());
+            self.outputs
+                .writes
+                .push(StoreWrite::Entry { entry, retires });
             match previous {
                 None => {
                     self.leader_committed(key.clone(), u.version);
@@ -2162,6 +2267,21 @@ impl Replica {
             self.on_write(client, rt.name(), write, store);
         }
     }
+}
+
+/// Removes the updates pending at the locations `dropped` names; returns their log records.
+fn drop_pending(
+    pending: &mut BTreeMap<(Location, Version), Pending>,
+    dropped: impl Fn(Location) -> bool,
+) -> Vec<LogId> {
+    let gone: Vec<(Location, Version)> = pending
+        .keys()
+        .filter(|(location, _)| dropped(*location))
+        .copied()
+        .collect();
+    gone.into_iter()
+        .filter_map(|k| pending.remove(&k).and_then(|p| p.log))
+        .collect()
 }
 
 fn ack_for(u: &ChainUpdate, (subspace, region): Location, epoch: Epoch) -> PeerMessage {

@@ -81,8 +81,8 @@ use tessera_protocol::{
 };
 use tessera_replication::replica::RegionChunk;
 use tessera_replication::{
-    ClientId, CommittedReader, Envelope, Input, KeyWrite, Outputs, Replica, StoreWrite,
-    UnknownShape,
+    ClientId, CommittedReader, EntryWrite, Envelope, Input, KeyWrite, LogId, Outputs, Replica,
+    StoreWrite, UnknownShape,
 };
 use tessera_types::{
     parse_space, AxisCuts, CheckedFuncall, CheckedPredicate, DocValue, Document, Epoch, Funcall,
@@ -362,6 +362,9 @@ fn key_write(schema: &SpaceSchema, key: &Value, op: &Op) -> KeyWrite {
 #[derive(Default, Clone)]
 struct ModelStore {
     entries: BTreeMap<(u16, u32, Vec<u64>, Value), StoredObject>,
+    /// The log of updates pending at the server's hops (`StoreWrite::Log`): id -> (version,
+    /// the commit it will make).
+    log: BTreeMap<LogId, (Version, EntryWrite)>,
 }
 
 impl ModelStore {
@@ -514,32 +517,67 @@ impl CommittedReader for Reader<'_> {
 /// but the clearing of regions and transfers of nothing, which this store, holding `t`
 /// alone, ignores.
 fn apply(store: &mut ModelStore, geometry: &Geometry, w: &StoreWrite) {
-    let space = match w {
-        StoreWrite::Entry { space, .. } | StoreWrite::ClearRegion { space, .. } => space,
-    };
-    if space != "t" {
-        assert!(
-            matches!(w, StoreWrite::ClearRegion { .. }),
-            "only space t is written: {w:?}"
-        );
-        return;
-    }
-    let (subspace, remove, insert) = match w {
-        StoreWrite::Entry {
-            subspace,
-            remove,
-            insert,
-            ..
-        } => (subspace, remove, insert),
+    let entry = match w {
+        StoreWrite::Entry { entry, retires } => {
+            if let Some(id) = retires {
+                let record = store.log.remove(id);
+                assert!(
+                    record.is_some_and(|(_, logged)| logged == *entry),
+                    "a commit retires the record of its own update: {w:?}"
+                );
+            }
+            entry
+        }
+        StoreWrite::Log { id, version, entry } => {
+            assert!(entry.space == "t", "only space t is written: {w:?}");
+            let twice = store.log.insert(*id, (*version, entry.clone()));
+            assert!(twice.is_none(), "log ids are not reused: {w:?}");
+            return;
+        }
+        StoreWrite::Unlog(id) => {
+            assert!(
+                store.log.remove(id).is_some(),
+                "only a record is removed: {w:?}"
+            );
+            return;
+        }
         StoreWrite::ClearRegion {
-            subspace, region, ..
+            space,
+            subspace,
+            region,
         } => {
-            store
-                .entries
-                .retain(|(s, r, _, _), _| (*s, *r) != (subspace.0, region.0));
+            if space == "t" {
+                store
+                    .entries
+                    .retain(|(s, r, _, _), _| (*s, *r) != (subspace.0, region.0));
+            }
             return;
         }
     };
+    apply_entry(store, geometry, entry);
+}
+
+/// What `Store::open` does with the log after a crash: commits every record, in version order,
+/// and empties it.
+fn recover_log(store: &mut ModelStore, geometry: &Geometry) {
+    let mut records: Vec<(Version, LogId, EntryWrite)> = std::mem::take(&mut store.log)
+        .into_iter()
+        .map(|(id, (version, entry))| (version, id, entry))
+        .collect();
+    records.sort_by_key(|(version, id, _)| (*version, *id));
+    for (_, _, entry) in records {
+        apply_entry(store, geometry, &entry);
+    }
+}
+
+fn apply_entry(store: &mut ModelStore, geometry: &Geometry, entry: &EntryWrite) {
+    assert!(entry.space == "t", "only space t is written: {entry:?}");
+    let EntryWrite {
+        subspace,
+        remove,
+        insert,
+        ..
+    } = entry;
     if let Some(old) = remove {
         // Removing what is not there is allowed (an update committed again after a failure),
         // but never removes another version's entry: the key is at that point or absent.
@@ -669,7 +707,11 @@ fn start_transfer(
 struct Node {
     /// `None` while crashed.
     replica: Option<Replica>,
+    /// What the server reads: every batch written, durable or not.
     store: ModelStore,
+    /// What a crash leaves of `store`: as of the last fsync (the journal keeps batches in
+    /// order, so an fsync makes every earlier batch durable too).
+    durable: ModelStore,
     /// The last configuration it installed (kept across a crash: it is on its disk).
     config: Arc<Configuration>,
     /// That configuration's geometry, which places `store`'s entries.
@@ -746,9 +788,10 @@ struct Sim {
     k: usize,
     trace: u64,
     tracing: bool,
-    /// Faults injected: crashes, pauses, partitions, restarts; and crashes that lost a group
-    /// commit whose forwards had gone.
-    faults: [u64; 5],
+    /// Faults injected: crashes, pauses, partitions, restarts; crashes that lost a group
+    /// commit whose forwards had gone; and crashes that lost batches written but not fsynced
+    /// (commits whose updates the log held).
+    faults: [u64; 6],
     /// Every server that ever failed (its unanswered writes may be lost with it).
     ever_failed: BTreeSet<ServerId>,
     /// Transfer reports on their way to the coordinator: (arrives at, from, transfer).
@@ -854,6 +897,7 @@ impl Sim {
                         paced,
                     )),
                     store: ModelStore::default(),
+                    durable: ModelStore::default(),
                     config: config.clone(),
                     geometry: geometry.clone(),
                     paused: None,
@@ -881,7 +925,7 @@ impl Sim {
             history: Vec::new(),
             produced: BTreeMap::new(),
             k,
-            faults: [0; 5],
+            faults: [0; 6],
             ever_failed: BTreeSet::new(),
             reports: Vec::new(),
             transfers: [0; 2],
@@ -1019,6 +1063,8 @@ impl Sim {
             }
             self.splits[1] += moved;
             node.geometry = geometry;
+            // `Store::alter_space` is one fsynced batch: every batch before it is durable too.
+            node.durable = node.store.clone();
         }
     }
 
@@ -1035,9 +1081,9 @@ impl Sim {
             .filter(|id| !space.schema.subspace(*id).is_written())
             .map(|id| id.0)
             .collect();
-        node.store
-            .entries
-            .retain(|(s, _, _, _), _| !dropped.contains(s));
+        for store in [&mut node.store, &mut node.durable] {
+            store.entries.retain(|(s, _, _, _), _| !dropped.contains(s));
+        }
     }
 
     /// Starts a group commit of what `server`'s replica produced, as the shell does: the
@@ -1071,13 +1117,23 @@ impl Sim {
         let Some(out) = node.committing.take() else {
             return;
         };
+        let sync = out.must_sync();
         let replica = node.replica.as_mut().expect("a crash drops the commit");
         for w in &out.writes {
             if self.tracing {
                 eprintln!("t={} {server:?} writes {w:?}", self.now);
             }
             if let StoreWrite::Entry {
-                insert: Some(n), ..
+                entry: EntryWrite {
+                    insert: Some(n), ..
+                },
+                ..
+            }
+            | StoreWrite::Log {
+                entry: EntryWrite {
+                    insert: Some(n), ..
+                },
+                ..
             } = w
             {
                 let produced = self
@@ -1091,8 +1147,12 @@ impl Sim {
             }
             apply(&mut node.store, &node.geometry, w);
             if let StoreWrite::Entry {
-                subspace,
-                insert: Some(n),
+                entry:
+                    EntryWrite {
+                        subspace,
+                        insert: Some(n),
+                        ..
+                    },
                 ..
             } = w
             {
@@ -1118,6 +1178,9 @@ impl Sim {
                 .trace
                 .wrapping_mul(31)
                 .wrapping_add(format!("{w:?}").len() as u64);
+        }
+        if sync {
+            node.durable = node.store.clone();
         }
         replica.advance();
         let incarnation = node.incarnation;
@@ -1420,6 +1483,12 @@ impl Sim {
                 if node.committing.take().is_some_and(|c| !c.writes.is_empty()) {
                     self.faults[4] += 1;
                 }
+                if node.store.entries != node.durable.entries
+                    || node.store.log.len() != node.durable.log.len()
+                {
+                    self.faults[5] += 1;
+                }
+                node.store = node.durable.clone();
                 self.failed.insert(victim);
                 self.ever_failed.insert(victim);
                 self.removals.push((self.now + LEASE_TICKS + 20, victim));
@@ -1558,7 +1627,11 @@ impl Sim {
             // (a restarted server lost its in-flight state), so it starts holding nothing.
             self.faults[3] += 1;
             let config = self.config().clone();
-            // Its storage follows the configuration it starts on before its replica does.
+            // `Store::open` commits what the log holds, then its storage follows the
+            // configuration it starts on before its replica does.
+            let node = self.nodes.get_mut(&server).expect("known");
+            recover_log(&mut node.store, &node.geometry);
+            node.durable = node.store.clone();
             let previous = self.nodes[&server].config.clone();
             self.install_storage(server, &config);
             let node = self.nodes.get_mut(&server).expect("known");
@@ -2093,7 +2166,7 @@ const QUIESCE_LIMIT: u64 = 1_000_000;
 /// client, so a write that is never answered shows here).
 const ACTIVE_LIMIT: u64 = 200_000;
 
-fn run(seed: u64) -> (u64, [u64; 14]) {
+fn run(seed: u64) -> (u64, [u64; 15]) {
     let mut sim = Sim::new(seed);
     let mut keys: Vec<Value> = (0..sim.rng.random_range(2..6))
         .map(|i| Value::from(format!("key{i}")))
@@ -2349,7 +2422,7 @@ fn run(seed: u64) -> (u64, [u64; 14]) {
         }
         panic!("seed {seed}: only {done} of {taken} writes taken got an answer: {outcomes:?}");
     }
-    let [crashes, pauses, partitions, restarts, mid_commit] = sim.faults;
+    let [crashes, pauses, partitions, restarts, mid_commit, unsynced] = sim.faults;
     let [started, completed] = sim.transfers;
     let [added, built, dropped] = sim.alterations;
     let [shapes, held] = sim.shapes;
@@ -2358,7 +2431,7 @@ fn run(seed: u64) -> (u64, [u64; 14]) {
         sim.trace,
         [
             crashes, pauses, partitions, restarts, started, completed, added, built, dropped,
-            shapes, held, splits, moved, mid_commit,
+            shapes, held, splits, moved, mid_commit, unsynced,
         ],
     )
 }
@@ -2458,7 +2531,7 @@ fn seeds() -> Vec<u64> {
 
 #[test]
 fn chains_under_a_hostile_network_and_failures() {
-    let (mut seeds_run, mut faults) = (0, [0u64; 14]);
+    let (mut seeds_run, mut faults) = (0, [0u64; 15]);
     for seed in seeds() {
         let started = std::time::Instant::now();
         let outcome = std::panic::catch_unwind(|| run(seed));
@@ -2474,12 +2547,17 @@ fn chains_under_a_hostile_network_and_failures() {
             eprintln!("seed {seed} took {:?}", started.elapsed());
         }
     }
-    let [crashes, pauses, partitions, restarts, started, completed, added, built, dropped, shapes, held, splits, moved, mid_commit] =
+    let [crashes, pauses, partitions, restarts, started, completed, added, built, dropped, shapes, held, splits, moved, mid_commit, unsynced] =
         faults;
-    eprintln!("{seeds_run} seeds passed: {crashes} crashes, {pauses} pauses past a lease, {partitions} partitions, {restarts} restarts, {mid_commit} crashes with a group commit under way (its forwards sent, its writes lost); {started} transfers started, {completed} completed; {added} subspaces added, {built} built, {dropped} dropped; {shapes} shapes of document registered, {held} writes held for theirs; {splits} key regions split, {moved} entries moved by splits");
+    eprintln!("{seeds_run} seeds passed: {crashes} crashes, {pauses} pauses past a lease, {partitions} partitions, {restarts} restarts, {mid_commit} crashes with a group commit under way (its forwards sent, its writes lost), {unsynced} that lost batches written but not fsynced; {started} transfers started, {completed} completed; {added} subspaces added, {built} built, {dropped} dropped; {shapes} shapes of document registered, {held} writes held for theirs; {splits} key regions split, {moved} entries moved by splits");
     if seeds_run >= 100 {
         assert!(
-            crashes > 0 && pauses > 0 && partitions > 0 && restarts > 0 && mid_commit > 0,
+            crashes > 0
+                && pauses > 0
+                && partitions > 0
+                && restarts > 0
+                && mid_commit > 0
+                && unsynced > 0,
             "every kind of fault was injected"
         );
         if std::env::var("TESSERA_SIM_TRANSFERS").as_deref() != Ok("0") {

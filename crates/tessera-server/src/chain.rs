@@ -9,10 +9,13 @@
 //!   machine with each;
 //! - sends the updates those steps pass down their chains (`Outputs::forwards`: they vouch for
 //!   nothing on this server's disk, so the next hop's fsync overlaps this one's);
-//! - makes the storage writes those steps produced durable as one atomic group commit;
+//! - writes the storage writes those steps produced as one atomic group commit, fsynced if
+//!   any of them needs it (`Outputs::must_sync`: log records of updates passing down their
+//!   chains, tail commits, transfer chunks); a round whose writes only commit updates the log
+//!   holds already (acknowledgements on their way back up) is written without an fsync;
 //! - only then sends their acknowledgements to the peers and answers their clients (the state
 //!   machine's output order: nothing that vouches for a write leaves before it is on disk),
-//!   and tells the state machine the writes are durable ([`Replica::advance`]).
+//!   and tells the state machine the writes are done ([`Replica::advance`]).
 //!
 //! If the commit fails, nothing of that round is sent or answered as a success: the state
 //! machine is told ([`Replica::fail`]) and stops (fail-stop). A write already sent down its
@@ -44,7 +47,8 @@ use tessera_protocol::{
 };
 use tessera_replication::replica::RegionChunk;
 use tessera_replication::{
-    ClientId, CommittedReader, Input, KeyWrite, Outputs, Replica, StoreWrite, UnknownShape,
+    ClientId, CommittedReader, EntryWrite, Input, KeyWrite, LogId, Outputs, Replica, StoreWrite,
+    UnknownShape,
 };
 use tessera_storage::{ObjectWrite, Store, StoredObject};
 use tessera_types::{Epoch, Object, Shape, SpaceSchema, SubspaceId, Value, Version};
@@ -666,12 +670,20 @@ impl ChainLoop {
             self.peers.send(*to, envelope);
         }
         if !out.writes.is_empty() {
-            let writes: Vec<ObjectWrite> = std::mem::take(&mut out.writes)
-                .into_iter()
-                .map(object_write)
-                .collect();
+            // Only commits of updates the log holds already: written is enough (durable with
+            // the next fsync), and the acknowledgements go without waiting for the disk.
+            let sync = out.must_sync();
+            let mut writes: Vec<ObjectWrite> = Vec::with_capacity(out.writes.len());
+            for w in std::mem::take(&mut out.writes) {
+                object_writes(w, &mut writes);
+            }
             let started = std::time::Instant::now();
-            if let Err(e) = self.shared.store.commit(&writes) {
+            let committed = if sync {
+                self.shared.store.commit(&writes)
+            } else {
+                self.shared.store.commit_buffered(&writes)
+            };
+            if let Err(e) = committed {
                 self.fail(out, format!("a commit failed: {e}"));
                 return;
             }
@@ -745,27 +757,50 @@ impl ChainLoop {
 }
 
 /// The state machine's storage write as the store takes it.
-fn object_write(w: StoreWrite) -> ObjectWrite {
+fn object_writes(w: StoreWrite, out: &mut Vec<ObjectWrite>) {
     match w {
-        StoreWrite::Entry {
-            space,
-            subspace,
-            remove,
-            insert,
-        } => ObjectWrite::Entry {
-            space,
-            subspace,
-            remove,
-            insert,
-        },
+        StoreWrite::Entry { entry, retires } => {
+            let EntryWrite {
+                space,
+                subspace,
+                remove,
+                insert,
+            } = entry;
+            out.push(ObjectWrite::Entry {
+                space,
+                subspace,
+                remove,
+                insert,
+            });
+            if let Some(LogId(id)) = retires {
+                out.push(ObjectWrite::Unlog { id });
+            }
+        }
+        StoreWrite::Log { id, version, entry } => {
+            let EntryWrite {
+                space,
+                subspace,
+                remove,
+                insert,
+            } = entry;
+            out.push(ObjectWrite::Log {
+                id: id.0,
+                version,
+                space,
+                subspace,
+                remove,
+                insert,
+            });
+        }
+        StoreWrite::Unlog(LogId(id)) => out.push(ObjectWrite::Unlog { id }),
         StoreWrite::ClearRegion {
             space,
             subspace,
             region,
-        } => ObjectWrite::ClearRegion {
+        } => out.push(ObjectWrite::ClearRegion {
             space,
             subspace,
             region,
-        },
+        }),
     }
 }

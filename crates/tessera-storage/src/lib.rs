@@ -4,6 +4,8 @@
 //!
 //! One fjall database per server. Inside it:
 //! * the keyspace `catalog` maps a space name to `[CATALOG_FORMAT] | postcard(SpaceSchema)`;
+//! * the keyspace `log` holds a hop's log of pending updates ([`ObjectWrite::Log`]): a record
+//!   id (u64 BE) maps to `[LOG_FORMAT] | postcard(LogRecord)`, the commit the update will make;
 //! * one keyspace per (space, subspace), named `s{space}_{n}` (`n` the subspace number; space
 //!   names are at most 128 bytes of `[A-Za-z0-9_]`, so names stay far below fjall's 255 and the
 //!   last `_` separates them unambiguously). Every object has exactly one entry in every
@@ -36,6 +38,14 @@
 //!   `interval_ms` (a power loss may lose the last interval; a process crash loses nothing,
 //!   since every batch is handed to the OS before `commit` returns); `Never` only hands batches
 //!   to the OS.
+//! * [`Store::commit_buffered`] writes the same batch without an fsync: it is readable at once
+//!   and durable with the next fsynced commit (the journal keeps batches in order, and a crash
+//!   keeps a prefix of them). A chain's hop uses it for commits whose update is durable in the
+//!   log already ([`ObjectWrite::Log`]).
+//! * The log: [`Store::open`] commits every record it finds, in version order, and removes
+//!   them, in one fsynced batch, before it returns (records of spaces or subspaces that are
+//!   gone are only removed). A record is removed in the batch of its commit, so a record found
+//!   is an update whose commit did not reach the disk, and every later batch was lost with it.
 //! * [`Store::create_space`], [`Store::alter_space`] and [`Store::drop_space`] are fsynced
 //!   before they return, whatever the policy. A crash between creating a space's keyspaces and
 //!   its catalog entry (or between removing the entry and the keyspaces) leaves keyspaces no
@@ -111,6 +121,9 @@ pub const WORKER_THREADS: usize = 1;
 pub const CACHE_BYTES_DEFAULT: u64 = 64 * 1024 * 1024;
 
 const CATALOG: &str = "catalog";
+const LOG: &str = "log";
+/// Format byte leading every log record.
+const LOG_FORMAT: u8 = 1;
 /// Format byte leading every catalog value. 2: subspaces carry their state (serving, being
 /// built, dropped). A data directory of format 1 is refused, not misread.
 const CATALOG_FORMAT: u8 = 5;
@@ -186,6 +199,30 @@ pub enum ObjectWrite {
         subspace: SubspaceId,
         region: RegionIndex,
     },
+    /// Record under `id`, in the log, an [`ObjectWrite::Entry`] to commit later (an update
+    /// pending at a chain's hop), with its version. Nothing else changes until it is committed
+    /// by an `Entry` and removed by an [`ObjectWrite::Unlog`] in one batch, or committed by
+    /// [`Store::open`] after a crash. Checked as the `Entry` would be.
+    Log {
+        id: u64,
+        version: Version,
+        space: String,
+        subspace: SubspaceId,
+        remove: Option<Object>,
+        insert: Option<StoredObject>,
+    },
+    /// Remove the log record `id` (absent: nothing happens).
+    Unlog { id: u64 },
+}
+
+/// A record of the log, as stored.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct LogRecord {
+    version: Version,
+    space: String,
+    subspace: SubspaceId,
+    remove: Option<Object>,
+    insert: Option<StoredObject>,
 }
 
 /// Why a storage operation failed.
@@ -313,6 +350,8 @@ struct Syncer {
 pub struct Store {
     db: Database,
     catalog: Keyspace,
+    /// Updates pending at this server's hops ([`ObjectWrite::Log`]).
+    log: Keyspace,
     spaces: RwLock<BTreeMap<String, Arc<Space>>>,
     poisoned: Arc<AtomicBool>,
     counters: Arc<Counters>,
@@ -351,6 +390,7 @@ impl Store {
                 e => e.into(),
             })?;
         let catalog = db.keyspace(CATALOG, KeyspaceCreateOptions::default)?;
+        let log = db.keyspace(LOG, keyspace_options)?;
         let mut spaces = BTreeMap::new();
         for guard in catalog.iter() {
             let (name, value) = guard.into_inner()?;
@@ -374,7 +414,7 @@ impl Store {
             .collect();
         for name in db.list_keyspace_names() {
             let name: &str = &name;
-            if name != CATALOG && !expected.iter().any(|e| e == name) {
+            if name != CATALOG && name != LOG && !expected.iter().any(|e| e == name) {
                 let orphan = db.keyspace(name, KeyspaceCreateOptions::default)?;
                 db.delete_keyspace(orphan)?;
             }
@@ -388,16 +428,64 @@ impl Store {
             )),
             FsyncPolicy::Always | FsyncPolicy::Never => None,
         };
-        Ok(Store {
+        let store = Store {
             db,
             catalog,
+            log,
             spaces: RwLock::new(spaces),
             poisoned,
             counters: Arc::default(),
             fsync: options.fsync,
             syncer,
             versions: RegionVersions::default(),
-        })
+        };
+        store.recover_log()?;
+        Ok(store)
+    }
+
+    /// Commits every record of the log, in version order, and empties it (see the durability
+    /// contract above). Returns how many records were committed.
+    fn recover_log(&self) -> Result<usize, StorageError> {
+        let mut records = Vec::new();
+        for guard in self.log.iter() {
+            let (id, value) = guard.into_inner()?;
+            let record = match value.split_first() {
+                Some((&LOG_FORMAT, rest)) => postcard::from_bytes::<LogRecord>(rest)
+                    .map_err(|e| StorageError::Corrupt(format!("log record: {e}")))?,
+                _ => {
+                    return Err(StorageError::Corrupt(
+                        "log record of an unknown format".into(),
+                    ))
+                }
+            };
+            let id = <[u8; 8]>::try_from(&*id)
+                .map_err(|_| StorageError::Corrupt("log record id".into()))?;
+            records.push((record.version, u64::from_be_bytes(id), record));
+        }
+        if records.is_empty() {
+            return Ok(0);
+        }
+        records.sort_by_key(|(version, id, _)| (*version, *id));
+        let spaces = self.spaces.read().expect("lock").clone();
+        let mut writes = Vec::with_capacity(2 * records.len());
+        let mut committed = 0;
+        for (_, id, r) in records {
+            let exists = spaces
+                .get(&r.space)
+                .is_some_and(|s| s.subspace(r.subspace).is_ok());
+            if exists {
+                committed += 1;
+                writes.push(ObjectWrite::Entry {
+                    space: r.space,
+                    subspace: r.subspace,
+                    remove: r.remove,
+                    insert: r.insert,
+                });
+            }
+            writes.push(ObjectWrite::Unlog { id });
+        }
+        self.write(&writes, PersistMode::SyncAll)?;
+        Ok(committed)
     }
 
     /// The catalog: every space's schema, by name.
@@ -823,6 +911,20 @@ impl Store {
     /// may hold several successive writes of one key, each `old` being the previous `new`.
     /// Writes are validated first: on an error nothing is written.
     pub fn commit(&self, writes: &[ObjectWrite]) -> Result<(), StorageError> {
+        let mode = match self.fsync {
+            FsyncPolicy::Always => PersistMode::SyncData,
+            FsyncPolicy::Periodic { .. } | FsyncPolicy::Never => PersistMode::Buffer,
+        };
+        self.write(writes, mode)
+    }
+
+    /// [`Store::commit`] without an fsync: readable at once, durable with the next fsynced
+    /// commit (or the periodic fsync).
+    pub fn commit_buffered(&self, writes: &[ObjectWrite]) -> Result<(), StorageError> {
+        self.write(writes, PersistMode::Buffer)
+    }
+
+    fn write(&self, writes: &[ObjectWrite], mode: PersistMode) -> Result<(), StorageError> {
         self.check_writable()?;
         if writes.is_empty() {
             return Ok(());
@@ -830,8 +932,39 @@ impl Store {
         let spaces = self.spaces.read().expect("lock");
         // Entries to write, in write order; a later write of the same entry replaces the value.
         let mut pending = Pending::default();
+        // Log records to write (`Some`) or remove.
+        let mut log: Vec<(u64, Option<fjall::Slice>)> = Vec::new();
         for write in writes {
             let (name, old, new, only) = match write {
+                ObjectWrite::Log {
+                    id,
+                    version,
+                    space,
+                    subspace,
+                    remove,
+                    insert,
+                } => {
+                    let known = spaces
+                        .get(space.as_str())
+                        .ok_or_else(|| StorageError::UnknownSpace(space.clone()))?;
+                    check_write(&known.schema, remove.as_ref(), insert.as_ref())?;
+                    known.subspace(*subspace)?;
+                    let record = LogRecord {
+                        version: *version,
+                        space: space.clone(),
+                        subspace: *subspace,
+                        remove: remove.clone(),
+                        insert: insert.clone(),
+                    };
+                    let mut value = vec![LOG_FORMAT];
+                    postcard::to_io(&record, &mut value).expect("writing to a Vec cannot fail");
+                    log.push((*id, Some(value.into())));
+                    continue;
+                }
+                ObjectWrite::Unlog { id } => {
+                    log.push((*id, None));
+                    continue;
+                }
                 ObjectWrite::Put { space, old, new } => (space, old.as_ref(), Some(new), None),
                 ObjectWrite::Delete { space, old } => (space, Some(old), None, None),
                 ObjectWrite::Entry {
@@ -900,10 +1033,6 @@ impl Store {
                 }
             }
         }
-        let mode = match self.fsync {
-            FsyncPolicy::Always => PersistMode::SyncData,
-            FsyncPolicy::Periodic { .. } | FsyncPolicy::Never => PersistMode::Buffer,
-        };
         let kept = self.versions.kept_subspaces();
         let written = (!kept.is_empty()).then(|| written_entries(&spaces, &pending, &kept));
         let mut batch = self.db.batch().durability(Some(mode));
@@ -915,6 +1044,15 @@ impl Store {
             match value {
                 Some(value) => batch.insert(keyspace, key, value),
                 None => batch.remove(keyspace, key),
+            }
+        }
+        if !log.is_empty() {
+            touched.push(&self.log);
+        }
+        for (id, value) in log {
+            match value {
+                Some(value) => batch.insert(&self.log, id.to_be_bytes().to_vec(), value),
+                None => batch.remove(&self.log, id.to_be_bytes().to_vec()),
             }
         }
         self.poison_on_error(batch.commit())?;
