@@ -7,12 +7,15 @@
 //! unchanged.
 
 use std::fmt;
+use std::sync::Arc;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-/// The bytes of a `string` value.
+/// The bytes of a `string` value. Shared, never changed in place: an object is copied several
+/// times on its way down a chain (pending state, the message to the next hop, the storage
+/// write), and a copy of a string is a reference count, not an allocation.
 #[derive(Clone, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct ByteString(Vec<u8>);
+pub struct ByteString(Arc<[u8]>);
 
 impl ByteString {
     pub fn as_bytes(&self) -> &[u8] {
@@ -20,7 +23,7 @@ impl ByteString {
     }
 
     pub fn into_bytes(self) -> Vec<u8> {
-        self.0
+        self.0.to_vec()
     }
 
     /// The text, when the bytes are UTF-8.
@@ -47,7 +50,7 @@ impl ByteString {
         let mut bytes = Vec::with_capacity(first.len() + second.len());
         bytes.extend_from_slice(&first.0);
         bytes.extend_from_slice(&second.0);
-        ByteString(bytes)
+        ByteString(bytes.into())
     }
 
     pub fn starts_with(&self, prefix: &[u8]) -> bool {
@@ -57,37 +60,37 @@ impl ByteString {
 
 impl From<&str> for ByteString {
     fn from(s: &str) -> Self {
-        ByteString(s.as_bytes().to_vec())
+        ByteString(s.as_bytes().into())
     }
 }
 
 impl From<String> for ByteString {
     fn from(s: String) -> Self {
-        ByteString(s.into_bytes())
+        ByteString(s.into_bytes().into())
     }
 }
 
 impl From<Vec<u8>> for ByteString {
     fn from(bytes: Vec<u8>) -> Self {
-        ByteString(bytes)
+        ByteString(bytes.into())
     }
 }
 
 impl From<&[u8]> for ByteString {
     fn from(bytes: &[u8]) -> Self {
-        ByteString(bytes.to_vec())
+        ByteString(bytes.into())
     }
 }
 
 impl PartialEq<str> for ByteString {
     fn eq(&self, other: &str) -> bool {
-        self.0 == other.as_bytes()
+        *self.0 == *other.as_bytes()
     }
 }
 
 impl PartialEq<&str> for ByteString {
     fn eq(&self, other: &&str) -> bool {
-        self.0 == other.as_bytes()
+        *self.0 == *other.as_bytes()
     }
 }
 
@@ -118,11 +121,11 @@ impl<'de> Deserialize<'de> for ByteString {
             }
 
             fn visit_bytes<E: serde::de::Error>(self, v: &[u8]) -> Result<ByteString, E> {
-                Ok(ByteString(v.to_vec()))
+                Ok(ByteString(v.into()))
             }
 
             fn visit_byte_buf<E: serde::de::Error>(self, v: Vec<u8>) -> Result<ByteString, E> {
-                Ok(ByteString(v))
+                Ok(ByteString(v.into()))
             }
 
             fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<ByteString, E> {
