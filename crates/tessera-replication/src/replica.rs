@@ -2,11 +2,11 @@
 //!
 //! Inputs: client writes for keys this server leads, envelopes from other servers, new
 //! configurations and clock ticks. Outputs ([`Outputs`]), in the order the shell must carry
-//! them out: updates to pass down their chains at once, storage writes to make durable, then
-//! acknowledgements and other envelopes to send, then replies to clients; then the shell
-//! reports how the writes went ([`Replica::advance`] or [`Replica::fail`]), as etcd-raft's
-//! `Advance`. Nothing here touches a socket, a clock or a file; the only reads are
-//! of committed state, through [`CommittedReader`].
+//! them out: updates to pass down their chains at once, storage writes to write (and to make
+//! durable, if [`Outputs::must_sync`]), then acknowledgements and other envelopes to send,
+//! then replies to clients; the shell reports the writes written ([`Replica::advance`], as
+//! etcd-raft's `Advance`) or failed ([`Replica::fail`]). Nothing here touches a socket, a
+//! clock or a file; the only reads are of committed state, through [`CommittedReader`].
 //!
 //! The protocol (DESIGN §5, seed 002 §4.1, §4.3):
 //! - The point leader (head of the key region's replica set) orders a key's writes: it
@@ -50,7 +50,7 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::ops::Deref;
 use std::sync::Arc;
 
-use tessera_geometry::{chain_for_update, ChainHop, RegionIndex, ReplicaMap};
+use tessera_geometry::{chain_for_update, point, ChainHop, RegionIndex, ReplicaMap};
 use tessera_protocol::{
     BackfillRef, Configuration, ErrorReply, SpaceConfig, SpaceMap, Status, TransferRef,
 };
@@ -216,14 +216,16 @@ pub struct Outputs {
     ///    then loses the writes (a crash, a failed commit), it leaves the chains and the hops
     ///    around it carry on, as after any failure (DESIGN §5.7).
     pub forwards: Vec<(ServerId, Envelope)>,
-    /// 1. Write these (one atomic batch), durably if [`Outputs::must_sync`] says so (the
-    ///    batch may wait for the next fsync otherwise: journal order keeps it before every
-    ///    later batch), then report it with [`Replica::advance`], or [`Replica::fail`] if
-    ///    that failed.
+    /// 1. Write these (one atomic batch, readable at once), then report it with
+    ///    [`Replica::advance`] (or [`Replica::fail`] if that failed) before the next step.
+    ///    If [`Outputs::must_sync`], they must be durable before anything below is carried
+    ///    out; the shell may fsync on another thread and step on meanwhile.
     pub writes: Vec<StoreWrite>,
-    /// 2. Only once the writes are written as [`Outputs::must_sync`] says, send these:
-    ///    acknowledgements (each one says the update is durable here and at every hop
-    ///    after), retransmissions, and envelopes that only acknowledge delivery.
+    /// 2. Only once the writes are durable as [`Outputs::must_sync`] says, and every earlier
+    ///    round's writes too (round order: a round that needs no fsync of its own may vouch
+    ///    for an earlier round's log records), send these: acknowledgements (each one says
+    ///    the update is durable here and at every hop after), retransmissions, and envelopes
+    ///    that only acknowledge delivery.
     pub messages: Vec<(ServerId, Envelope)>,
     /// 3. Then answer these clients.
     pub replies: Vec<(ClientId, Result<(), ErrorReply>)>,
@@ -408,12 +410,22 @@ impl SpaceRuntime {
         object.is_some_and(|o| self.region_of(subspace, o) == Some(region))
     }
 
-    /// The storage write that commits `u` at `location`.
+    /// The storage write that commits `u` at `location`. It removes the old object's entry
+    /// only where the new one does not replace it (same key, same point): the write is also
+    /// the hop's log record ([`StoreWrite::Log`]), so it carries no object it need not.
     fn commit_write(&self, location: Location, u: &ChainUpdate) -> EntryWrite {
+        let replaced = |old: &Object| {
+            u.new.as_ref().is_some_and(|new| {
+                self.in_location(location, Some(new))
+                    && (location.0 == SubspaceId::KEY
+                        || point(&self.config().schema, location.0, old)
+                            == point(&self.config().schema, location.0, new))
+            })
+        };
         let remove = u
             .old
             .as_ref()
-            .filter(|o| self.in_location(location, Some(o)))
+            .filter(|o| self.in_location(location, Some(o)) && !replaced(o))
             .cloned();
         let insert = u
             .new
@@ -796,11 +808,12 @@ impl Replica {
         self.pump_transfers(store);
     }
 
-    /// Everything produced since the last call. The shell sends the forwards, makes the
-    /// writes durable, then sends the messages, then answers the clients, then calls
-    /// [`Replica::advance`] — or, if the writes did not reach the disk, calls
-    /// [`Replica::fail`] instead and sends nothing more. It must do so before the next step,
-    /// which may read storage.
+    /// Everything produced since the last call. The shell sends the forwards, writes the
+    /// writes and calls [`Replica::advance`] before the next step (which may read storage);
+    /// once they are durable as [`Outputs::must_sync`] says (and every earlier round's), it
+    /// sends the messages, then answers the clients. If the writes or an fsync fail, it
+    /// calls [`Replica::fail`] instead, with every round not yet carried out, and sends
+    /// nothing more of them.
     pub fn take_outputs(&mut self) -> Outputs {
         let mut out = std::mem::take(&mut self.outputs);
         out.replies
@@ -844,8 +857,8 @@ impl Replica {
         out
     }
 
-    /// The writes of the last [`Replica::take_outputs`] are durable. Keys with no unfinished
-    /// work are forgotten: from now on their committed state is storage's.
+    /// The writes of the last [`Replica::take_outputs`] are written: storage shows them. Keys
+    /// with no unfinished work are forgotten: from now on their committed state is storage's.
     pub fn advance(&mut self) {
         self.keys.retain(|_, k| !k.is_idle());
         self.awaiting_advance = false;
