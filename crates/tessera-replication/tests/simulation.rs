@@ -4,9 +4,12 @@
 //! drops messages, while clients write and read a few hot keys and search. A model coordinator
 //! makes new configurations that reach the servers at different moments: spaces come and go,
 //! and, when regions have K ≥ 2 replicas, servers fail —
-//! - a crash: the process is gone with everything it had not made durable — sometimes in the
-//!   middle of a group commit whose forwards (updates passed down their chains before the
-//!   writes are durable, `Outputs::forwards`) have gone; after a lease the
+//! - a crash: the process is gone with everything it had not made durable (its store goes
+//!   back to its last fsync, as a power loss would leave it; a restart commits what its log
+//!   holds, as `Store::open` does) — often while rounds wait for their fsync, their forwards
+//!   (updates passed down their chains before the writes are durable, `Outputs::forwards`)
+//!   gone and their acknowledgements and replies held (the shell fsyncs on another thread and
+//!   steps on meanwhile, as the real one does); after a lease the
 //!   coordinator removes it from every replica set; it may restart later (a new incarnation,
 //!   its durable store), which the coordinator treats as a failure too;
 //! - a pause (SIGSTOP) longer than a lease: removed, then it wakes up on its old configuration
@@ -69,7 +72,7 @@
 //! `TESSERA_SIM_SEEDS=<n>` runs more seeds (`make test-long` runs 10 000).
 
 use std::cmp::Reverse;
-use std::collections::{BTreeMap, BTreeSet, BinaryHeap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, BinaryHeap, HashSet, VecDeque};
 use std::sync::Arc;
 
 use rand::rngs::StdRng;
@@ -724,9 +727,14 @@ struct Node {
     /// Messages to and from it are lost until this time.
     partitioned_until: u64,
     incarnation: u64,
-    /// A group commit under way: its outputs' forwards were sent, its writes are not yet
-    /// durable (nor visible), and the rest waits for them. A crash loses it.
-    committing: Option<Outputs>,
+    /// Fsyncs asked for and not done: each one's number and the store it will make durable.
+    syncs: VecDeque<(u64, ModelStore)>,
+    syncs_asked: u64,
+    /// The last fsync done.
+    synced: u64,
+    /// Rounds written (their forwards sent) whose acknowledgements and replies wait for an
+    /// fsync: the number of the fsync, and the rest of the round's outputs. A crash loses them.
+    deferred: VecDeque<(u64, Outputs)>,
 }
 
 #[derive(Clone, Debug)]
@@ -788,9 +796,9 @@ struct Sim {
     k: usize,
     trace: u64,
     tracing: bool,
-    /// Faults injected: crashes, pauses, partitions, restarts; crashes that lost a group
-    /// commit whose forwards had gone; and crashes that lost batches written but not fsynced
-    /// (commits whose updates the log held).
+    /// Faults injected: crashes, pauses, partitions, restarts; crashes with rounds waiting for
+    /// their fsync (forwards gone, acknowledgements and replies held); and crashes that lost
+    /// batches written but not fsynced.
     faults: [u64; 6],
     /// Every server that ever failed (its unanswered writes may be lost with it).
     ever_failed: BTreeSet<ServerId>,
@@ -904,7 +912,10 @@ impl Sim {
                     lease_lapsed_until_epoch: None,
                     partitioned_until: 0,
                     incarnation,
-                    committing: None,
+                    syncs: VecDeque::new(),
+                    syncs_asked: 0,
+                    synced: 0,
+                    deferred: VecDeque::new(),
                 };
                 (s.id, node)
             })
@@ -1012,13 +1023,11 @@ impl Sim {
             event.outcome = Some(Outcome::Failed(Status::Unavailable));
             return;
         }
-        // The shell steps again once its last group commit is done.
-        self.complete_commit(server);
         let installs = matches!(input, Input::Configuration(_));
         if let Input::Configuration(c) = &input {
-            // The shell installs a configuration between two group commits, storage first.
-            self.flush(server);
-            self.complete_commit(server);
+            // The shell installs a configuration once everything written is durable, storage
+            // first.
+            self.flush_durable(server);
             self.install_storage(server, c);
         }
         let node = self.nodes.get_mut(&server).expect("known server");
@@ -1031,8 +1040,7 @@ impl Sim {
             },
         );
         if installs {
-            self.flush(server);
-            self.complete_commit(server);
+            self.flush_durable(server);
             self.drop_dropped_subspaces(server);
             return;
         }
@@ -1086,11 +1094,11 @@ impl Sim {
         }
     }
 
-    /// Starts a group commit of what `server`'s replica produced, as the shell does: the
-    /// forwards go at once; the writes become durable, and the rest follows, now or later
-    /// ([`Sim::complete_commit`]), unless the server crashes first.
+    /// Writes what `server`'s replica produced, as the shell does: the forwards go at once;
+    /// the writes are applied (readable) and the replica is told; if they must be durable, an
+    /// fsync is asked for, and the round's acknowledgements and replies wait for it and every
+    /// earlier one ([`Sim::complete_syncs`], now or later), unless the server crashes first.
     fn flush(&mut self, server: ServerId) {
-        self.complete_commit(server);
         let node = self.nodes.get_mut(&server).expect("known");
         let Some(replica) = node.replica.as_mut() else {
             return;
@@ -1101,25 +1109,44 @@ impl Sim {
         let mut out = replica.take_outputs();
         let forwards = std::mem::take(&mut out.forwards);
         self.send(server, forwards);
-        self.nodes.get_mut(&server).expect("known").committing = Some(out);
+        let sync = out.must_sync();
+        let writes = std::mem::take(&mut out.writes);
+        self.write(server, &writes);
+        let node = self.nodes.get_mut(&server).expect("known");
+        node.replica.as_mut().expect("running").advance();
+        let incarnation = node.incarnation;
+        for u in std::mem::take(&mut out.unknown_shapes) {
+            if self.tracing {
+                eprintln!(
+                    "t={} {server:?} holds a write for shape {}",
+                    self.now, u.shape
+                );
+            }
+            self.shapes[1] += 1;
+            if !self.shape_requests.contains(&u.shape) {
+                self.shape_requests.push(u.shape.clone());
+            }
+            self.held.push((server, incarnation, u));
+        }
+        let node = self.nodes.get_mut(&server).expect("known");
+        if sync {
+            node.syncs_asked += 1;
+            node.syncs.push_back((node.syncs_asked, node.store.clone()));
+        }
+        if node.syncs_asked > node.synced {
+            node.deferred.push_back((node.syncs_asked, out));
+        } else {
+            self.release(server, out);
+        }
         if self.rng.random_bool(0.5) {
-            self.complete_commit(server);
+            self.complete_syncs(server, false);
         }
     }
 
-    /// `server`'s group commit under way, if any, is durable: its writes apply, then its
-    /// messages go and its replies are given.
-    fn complete_commit(&mut self, server: ServerId) {
+    /// Applies a round's writes to `server`'s store (readable, not yet durable).
+    fn write(&mut self, server: ServerId, writes: &[StoreWrite]) {
         let node = self.nodes.get_mut(&server).expect("known");
-        if node.paused.is_some() {
-            return; // stopped mid-commit: it completes when the process runs again
-        }
-        let Some(out) = node.committing.take() else {
-            return;
-        };
-        let sync = out.must_sync();
-        let replica = node.replica.as_mut().expect("a crash drops the commit");
-        for w in &out.writes {
+        for w in writes {
             if self.tracing {
                 eprintln!("t={} {server:?} writes {w:?}", self.now);
             }
@@ -1179,24 +1206,43 @@ impl Sim {
                 .wrapping_mul(31)
                 .wrapping_add(format!("{w:?}").len() as u64);
         }
-        if sync {
-            node.durable = node.store.clone();
+    }
+
+    /// `server`'s fsync thread completes the oldest fsyncs asked for (`all`: every one): what
+    /// was written before each is durable; then the rounds waiting for them are released.
+    fn complete_syncs(&mut self, server: ServerId, all: bool) {
+        let node = self.nodes.get_mut(&server).expect("known");
+        if node.paused.is_some() || node.syncs.is_empty() {
+            return; // a stopped process fsyncs nothing
         }
-        replica.advance();
-        let incarnation = node.incarnation;
-        for u in out.unknown_shapes {
-            if self.tracing {
-                eprintln!(
-                    "t={} {server:?} holds a write for shape {}",
-                    self.now, u.shape
-                );
-            }
-            self.shapes[1] += 1;
-            if !self.shape_requests.contains(&u.shape) {
-                self.shape_requests.push(u.shape.clone());
-            }
-            self.held.push((server, incarnation, u));
+        let n = if all {
+            node.syncs.len()
+        } else {
+            self.rng.random_range(1..=node.syncs.len())
+        };
+        for _ in 0..n {
+            let (ticket, store) = node.syncs.pop_front().expect("counted");
+            node.durable = store;
+            node.synced = ticket;
         }
+        let synced = node.synced;
+        let mut ready = Vec::new();
+        while node.deferred.front().is_some_and(|(t, _)| *t <= synced) {
+            ready.push(node.deferred.pop_front().expect("checked").1);
+        }
+        for out in ready {
+            self.release(server, out);
+        }
+    }
+
+    /// The shell's `flush_durable`: writes what is pending and waits for every fsync.
+    fn flush_durable(&mut self, server: ServerId) {
+        self.flush(server);
+        self.complete_syncs(server, true);
+    }
+
+    /// A round's acknowledgements, replies and reports go, once its writes are durable.
+    fn release(&mut self, server: ServerId, out: Outputs) {
         for done in out.transfers_done {
             let at = self.now + self.rng.random_range(1..50);
             self.reports.push((at, server, done));
@@ -1480,7 +1526,8 @@ impl Sim {
                 self.faults[0] += 1;
                 let node = self.nodes.get_mut(&victim).expect("live");
                 node.replica = None;
-                if node.committing.take().is_some_and(|c| !c.writes.is_empty()) {
+                node.syncs.clear();
+                if !std::mem::take(&mut node.deferred).is_empty() {
                     self.faults[4] += 1;
                 }
                 if node.store.entries != node.durable.entries
@@ -2264,8 +2311,7 @@ fn run(seed: u64) -> (u64, [u64; 15]) {
         }
         if quiet {
             for &s in &servers {
-                sim.flush(s);
-                sim.complete_commit(s);
+                sim.flush_durable(s);
             }
             let idle = sim.network.is_empty()
                 && sim.config_deliveries.is_empty()
@@ -2279,7 +2325,7 @@ fn run(seed: u64) -> (u64, [u64; 15]) {
                 && sim.removals.is_empty()
                 && sim.wake_at.is_empty()
                 && sim.restart_at.is_empty()
-                && sim.nodes.values().all(|n| n.committing.is_none())
+                && sim.nodes.values().all(|n| n.deferred.is_empty())
                 && sim
                     .nodes
                     .values()
@@ -2549,7 +2595,7 @@ fn chains_under_a_hostile_network_and_failures() {
     }
     let [crashes, pauses, partitions, restarts, started, completed, added, built, dropped, shapes, held, splits, moved, mid_commit, unsynced] =
         faults;
-    eprintln!("{seeds_run} seeds passed: {crashes} crashes, {pauses} pauses past a lease, {partitions} partitions, {restarts} restarts, {mid_commit} crashes with a group commit under way (its forwards sent, its writes lost), {unsynced} that lost batches written but not fsynced; {started} transfers started, {completed} completed; {added} subspaces added, {built} built, {dropped} dropped; {shapes} shapes of document registered, {held} writes held for theirs; {splits} key regions split, {moved} entries moved by splits");
+    eprintln!("{seeds_run} seeds passed: {crashes} crashes, {pauses} pauses past a lease, {partitions} partitions, {restarts} restarts, {mid_commit} crashes with rounds waiting for their fsync (forwards sent, acknowledgements and replies held), {unsynced} that lost batches written but not fsynced; {started} transfers started, {completed} completed; {added} subspaces added, {built} built, {dropped} dropped; {shapes} shapes of document registered, {held} writes held for theirs; {splits} key regions split, {moved} entries moved by splits");
     if seeds_run >= 100 {
         assert!(
             crashes > 0

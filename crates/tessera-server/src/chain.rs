@@ -9,13 +9,17 @@
 //!   machine with each;
 //! - sends the updates those steps pass down their chains (`Outputs::forwards`: they vouch for
 //!   nothing on this server's disk, so the next hop's fsync overlaps this one's);
-//! - writes the storage writes those steps produced as one atomic group commit, fsynced if
-//!   any of them needs it (`Outputs::must_sync`: log records of updates passing down their
-//!   chains, tail commits, transfer chunks); a round whose writes only commit updates the log
-//!   holds already (acknowledgements on their way back up) is written without an fsync;
-//! - only then sends their acknowledgements to the peers and answers their clients (the state
-//!   machine's output order: nothing that vouches for a write leaves before it is on disk),
-//!   and tells the state machine the writes are done ([`Replica::advance`]).
+//! - writes the storage writes those steps produced as one atomic batch (readable at once)
+//!   and tells the state machine so ([`Replica::advance`]);
+//! - if any of them must be durable before anything vouches for it (`Outputs::must_sync`:
+//!   log records of updates passing down their chains, tail commits, transfer chunks), asks
+//!   the fsync thread for an fsync and goes on with the next inputs meanwhile: the disk's
+//!   latency overlaps the next round's work, and one fsync covers every batch written while
+//!   the previous one ran (group commit). A round whose writes only commit updates the log
+//!   holds already (acknowledgements on their way back up) needs none;
+//! - sends the round's acknowledgements to the peers and answers its clients once every batch
+//!   up to its own is durable as required ([`Deferred`], in round order): nothing that
+//!   vouches for a write leaves before it is on disk.
 //!
 //! If the commit fails, nothing of that round is sent or answered as a success: the state
 //! machine is told ([`Replica::fail`]) and stops (fail-stop). A write already sent down its
@@ -36,7 +40,7 @@
 //! chunk's writes are durable) is handed to the task that reports it to the coordinators
 //! (`transfers`), never reported from here: this thread never waits on the network.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -88,6 +92,10 @@ pub fn spawn(
     let per_tick = transfer_bytes_per_second.saturating_mul(TICK.as_millis() as u64) / 1000;
     replica.set_transfer_rate(usize::try_from(per_tick).unwrap_or(usize::MAX).max(1));
     let peers = Peers::new(shared.clone(), runtime);
+    let fsync = shared
+        .store
+        .syncs_commits()
+        .then(|| FsyncThread::spawn(shared.store.clone(), shared.chain.clone()));
     let chain = ChainLoop {
         shared,
         view,
@@ -105,6 +113,10 @@ pub fn spawn(
         held: Vec::new(),
         registering: BTreeSet::new(),
         registered: BTreeSet::new(),
+        fsync,
+        syncs_asked: 0,
+        synced: 0,
+        deferred: VecDeque::new(),
     };
     std::thread::Builder::new()
         .name("tessera-chain".into())
@@ -121,6 +133,45 @@ pub async fn tick(shared: Arc<Shared>) {
         if !shared.chain.tick() {
             return;
         }
+    }
+}
+
+/// A round's outputs that vouch for its writes (acknowledgements, replies, reports), held
+/// until the fsync that covers them.
+struct Deferred {
+    /// The fsync that must complete first: the last one asked for when the round was written.
+    sync: u64,
+    out: Outputs,
+}
+
+/// The thread that fsyncs the store when the loop asks, so that the loop never waits on the
+/// disk: it takes every request that queued during the previous fsync, makes them all durable
+/// with one, and tells the loop (`LoopInput::Synced`).
+struct FsyncThread {
+    requests: std::sync::mpsc::Sender<u64>,
+}
+
+impl FsyncThread {
+    fn spawn(store: Arc<tessera_storage::Store>, chain: crate::queue::ChainSender) -> FsyncThread {
+        let (requests, rx) = std::sync::mpsc::channel::<u64>();
+        std::thread::Builder::new()
+            .name("tessera-fsync".into())
+            .spawn(move || {
+                while let Ok(mut upto) = rx.recv() {
+                    while let Ok(more) = rx.try_recv() {
+                        upto = upto.max(more);
+                    }
+                    let result = store.sync().map_err(|e| e.to_string());
+                    if chain
+                        .blocking_send(LoopInput::Synced { upto, result })
+                        .is_err()
+                    {
+                        return; // the loop is gone
+                    }
+                }
+            })
+            .expect("spawning the fsync thread");
+        FsyncThread { requests }
     }
 }
 
@@ -165,6 +216,13 @@ struct ChainLoop {
     /// Shapes the coordinators registered and made ready for this server's writes, until
     /// its configuration has them ready too.
     registered: BTreeSet<(String, Shape)>,
+    /// `None` when the store fsyncs on its own schedule (`FsyncPolicy` other than `Always`).
+    fsync: Option<FsyncThread>,
+    /// Fsyncs asked for, and the last one done (every batch written before it is durable).
+    syncs_asked: u64,
+    synced: u64,
+    /// Rounds waiting for their fsync, in order.
+    deferred: VecDeque<Deferred>,
 }
 
 struct StoreReader<'a>(&'a Store);
@@ -271,6 +329,7 @@ impl ChainLoop {
                     }
                     LoopInput::Peer(envelope) => self.step(Input::Peer(envelope)),
                     LoopInput::Tick => self.step(Input::Tick),
+                    LoopInput::Synced { upto, result } => self.on_synced(upto, result),
                     LoopInput::Config(config) => {
                         self.on_configuration(config);
                         self.release_held();
@@ -294,6 +353,7 @@ impl ChainLoop {
                 self.flush();
             }
             if stop || self.shared.is_shutting_down() {
+                self.flush_durable();
                 return;
             }
         }
@@ -599,7 +659,7 @@ impl ChainLoop {
     }
 
     fn install_between_commits(&mut self, config: Arc<Configuration>) -> Result<(), ErrorReply> {
-        self.flush();
+        self.flush_durable();
         self.check_alive()?;
         let old = self.view.config.clone();
         let store = self.shared.store.clone();
@@ -631,7 +691,7 @@ impl ChainLoop {
             }
         }
         self.step(Input::Configuration(config.clone()));
-        self.flush();
+        self.flush_durable();
         self.check_alive()?;
         match self.shared.install(config.clone()) {
             Ok(view) => self.view = view,
@@ -655,8 +715,9 @@ impl ChainLoop {
         self.failure.clone().map_or(Ok(()), Err)
     }
 
-    /// Commits the writes of what was stepped since the last flush, then sends its envelopes,
-    /// then answers its clients, then tells the state machine. Fail-stops if the commit fails.
+    /// Writes what was stepped since the last flush (its forwards go first), tells the state
+    /// machine, and asks for the fsync it needs; its acknowledgements and answers follow once
+    /// that fsync (and every earlier one) is done. Fail-stops if the write fails.
     fn flush(&mut self) {
         let mut out = self.replica.take_outputs();
         for hops in std::mem::take(&mut out.chains_started) {
@@ -670,27 +731,68 @@ impl ChainLoop {
             self.peers.send(*to, envelope);
         }
         if !out.writes.is_empty() {
-            // Only commits of updates the log holds already: written is enough (durable with
-            // the next fsync), and the acknowledgements go without waiting for the disk.
             let sync = out.must_sync();
             let mut writes: Vec<ObjectWrite> = Vec::with_capacity(out.writes.len());
             for w in std::mem::take(&mut out.writes) {
                 object_writes(w, &mut writes);
             }
             let started = std::time::Instant::now();
-            let committed = if sync {
-                self.shared.store.commit(&writes)
-            } else {
-                self.shared.store.commit_buffered(&writes)
-            };
-            if let Err(e) = committed {
+            if let Err(e) = self.shared.store.commit_buffered(&writes) {
                 self.fail(out, format!("a commit failed: {e}"));
                 return;
             }
             self.shared
                 .meter
                 .group_commit(writes.len(), started.elapsed());
+            if let Some(fsync) = self.fsync.as_ref().filter(|_| sync) {
+                self.syncs_asked += 1;
+                // The thread outlives the loop's use of it; if it is gone, the commit below
+                // never completes and the server stops answering, as on a hung disk.
+                let _ = fsync.requests.send(self.syncs_asked);
+            }
         }
+        // Written: storage shows it, so the state machine may forget what it shows.
+        self.replica.advance();
+        self.unknown_shapes
+            .extend(std::mem::take(&mut out.unknown_shapes));
+        if self.syncs_asked > self.synced {
+            let sync = self.syncs_asked;
+            self.deferred.push_back(Deferred { sync, out });
+        } else {
+            self.release(out);
+        }
+    }
+
+    /// The fsync thread finished the fsyncs up to `upto`: the rounds waiting for them go.
+    fn on_synced(&mut self, upto: u64, result: Result<(), String>) {
+        if self.failure.is_some() {
+            return;
+        }
+        if let Err(e) = result {
+            self.fail(Outputs::default(), format!("an fsync failed: {e}"));
+            return;
+        }
+        self.synced = self.synced.max(upto);
+        while self.deferred.front().is_some_and(|d| d.sync <= self.synced) {
+            let d = self.deferred.pop_front().expect("checked above");
+            self.release(d.out);
+        }
+    }
+
+    /// [`ChainLoop::flush`], then waits until everything written is durable and released
+    /// (before a configuration is installed, and before the loop stops).
+    fn flush_durable(&mut self) {
+        self.flush();
+        if self.failure.is_some() || self.deferred.is_empty() {
+            return;
+        }
+        let result = self.shared.store.sync().map_err(|e| e.to_string());
+        self.on_synced(self.syncs_asked, result);
+    }
+
+    /// A round's outputs that vouch for its writes, once those are durable: acknowledgements
+    /// and other messages to peers, answers to clients, completed backfills and transfers.
+    fn release(&mut self, out: Outputs) {
         for (to, envelope) in &out.messages {
             self.peers.send(*to, envelope);
         }
@@ -710,7 +812,6 @@ impl ChainLoop {
                 Mode::Cluster => self.reports.send(Report::Backfill(done)),
             }
         }
-        self.unknown_shapes.extend(out.unknown_shapes);
         for done in out.transfers_done {
             tracing::info!(
                 space = done.space,
@@ -721,7 +822,6 @@ impl ChainLoop {
             );
             self.reports.send(Report::Transfer(done));
         }
-        self.replica.advance();
     }
 
     /// Storage failed outside a commit: fail-stops with what the state machine produced since
@@ -735,9 +835,13 @@ impl ChainLoop {
     /// writes were last known durable) may be sent or acknowledged, now or ever. The state
     /// machine stops; a write already sent down its chain gets `TIMEOUT`, every other client
     /// it owed an answer and every later write `READONLY`.
-    fn fail(&mut self, unpersisted: Outputs, cause: String) -> ErrorReply {
+    fn fail(&mut self, mut unpersisted: Outputs, cause: String) -> ErrorReply {
         tracing::error!(%cause, "storage failed; this server takes no more writes and leaves its chains");
         let why = read_only(&cause);
+        // Rounds still waiting for their fsync were never acknowledged nor answered.
+        for d in std::mem::take(&mut self.deferred) {
+            unpersisted.replies.extend(d.out.replies);
+        }
         self.replica.fail(unpersisted, why.clone());
         self.failure = Some(why.clone());
         self.shared.set_storage_failed();

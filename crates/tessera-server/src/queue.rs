@@ -56,6 +56,12 @@ pub enum LoopInput {
     },
     /// Time passes (the state machine retransmits what its peers did not acknowledge).
     Tick,
+    /// The fsync thread made durable every batch the loop wrote before it asked for sync
+    /// `upto` (`chain.rs`), or failed to.
+    Synced {
+        upto: u64,
+        result: Result<(), String>,
+    },
     Stop,
 }
 
@@ -69,6 +75,7 @@ impl LoopInput {
             | LoopInput::Config(_)
             | LoopInput::ShapeRegistered { .. }
             | LoopInput::Tick
+            | LoopInput::Synced { .. }
             | LoopInput::Stop => None,
         }
     }

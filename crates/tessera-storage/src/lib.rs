@@ -919,9 +919,27 @@ impl Store {
     }
 
     /// [`Store::commit`] without an fsync: readable at once, durable with the next fsynced
-    /// commit (or the periodic fsync).
+    /// commit or [`Store::sync`] (or the periodic fsync).
     pub fn commit_buffered(&self, writes: &[ObjectWrite]) -> Result<(), StorageError> {
         self.write(writes, PersistMode::Buffer)
+    }
+
+    /// Whether each [`Store::commit`] is fsynced ([`FsyncPolicy::Always`]): then a caller that
+    /// writes with [`Store::commit_buffered`] makes its writes durable with [`Store::sync`].
+    pub fn syncs_commits(&self) -> bool {
+        self.fsync == FsyncPolicy::Always
+    }
+
+    /// Makes every batch written so far durable (one fdatasync of the journal) under
+    /// [`FsyncPolicy::Always`]; under the other policies does nothing (their own fsyncs do).
+    /// Safe to call from any thread, beside writers: a batch written while it runs may or may
+    /// not be covered.
+    pub fn sync(&self) -> Result<(), StorageError> {
+        self.check_writable()?;
+        if !self.syncs_commits() {
+            return Ok(());
+        }
+        self.poison_on_error(self.db.persist(PersistMode::SyncData))
     }
 
     fn write(&self, writes: &[ObjectWrite], mode: PersistMode) -> Result<(), StorageError> {
