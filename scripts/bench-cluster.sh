@@ -46,6 +46,8 @@
 #   QUIET_CORES=0.3 QUIET_MAX_WAIT=600   before each measured phase, wait until other
 #                       processes use less than this many cores (2 s sample), at most this long
 #   OUT=$(mktemp -d)    where data directories, logs and raw.json go
+#   TESSERA_BIN=path    measure this binary instead of building this checkout's (an A/B run
+#                       against an older build)
 #
 # Needs: cargo, python3, taskset. Only 127.0.0.1 is used. Every process it starts is stopped
 # on exit, failure or Ctrl-C (the Python driver's finally/signal handlers, and a bash trap that
@@ -57,10 +59,13 @@ for tool in cargo python3 taskset; do
     command -v "$tool" >/dev/null || { echo "bench-cluster.sh: $tool not found" >&2; exit 2; }
 done
 
-echo "bench-cluster.sh: cargo build --release --locked -p tessera" >&2
-cargo build --release --locked -p tessera >&2
-
-export BIN="$PWD/target/release/tessera"
+if [ -n "${TESSERA_BIN:-}" ]; then
+    export BIN="$TESSERA_BIN"
+else
+    echo "bench-cluster.sh: cargo build --release --locked -p tessera" >&2
+    cargo build --release --locked -p tessera >&2
+    export BIN="$PWD/target/release/tessera"
+fi
 export OUT="${OUT:-$(mktemp -d /tmp/tessera-bench-cluster.XXXXXX)}"
 mkdir -p "$OUT"
 : > "$OUT/pids"
@@ -345,7 +350,10 @@ try:
                     y.setdefault("load", {})[config] = {
                         "throughput": med([r["load"]["overall_throughput"] for r in reps]),
                         "runs": [round(r["load"]["overall_throughput"]) for r in reps],
-                        "insert": {k: med([r["load"]["ops"]["insert"][k] for r in reps]) for k in ("p50_us", "p99_us")}}
+                        "insert": {k: med([r["load"]["ops"]["insert"][k] for r in reps]) for k in ("p50_us", "p99_us")},
+                        # Everything the server process did during the load, over the inserts.
+                        "server_cpu_us_per_insert": med([1e6 * r["env"]["server_cpu_s"] / max(1, r["load"]["operations"])
+                                                         for r in reps])}
                     continue
                 y.setdefault(w, {})[config] = {
                     "throughput": med([r["run"]["overall_throughput"] for r in reps]),
@@ -358,6 +366,9 @@ try:
             if BASELINE in by:
                 for config, s in by.items():
                     s["ratio_vs_standalone"] = round(s["throughput"] / by[BASELINE]["throughput"], 3)
+                    if w == "load":
+                        s["cpu_per_insert_vs_standalone"] = round(
+                            s["server_cpu_us_per_insert"] / by[BASELINE]["server_cpu_us_per_insert"], 2)
         summary["ycsb"] = y
 
     # --- subspaces: put latency against chain length ----------------------------------------
@@ -520,7 +531,9 @@ if "ycsb" in summary:
         for config, s in summary["ycsb"].get(w, {}).items():
             if w == "load":
                 rows.append(["load", config, n0(s["throughput"]), ", ".join(map(str, s["runs"])),
-                             f"insert {s['insert']['p50_us']} / {s['insert']['p99_us']}", "", ""])
+                             f"insert {s['insert']['p50_us']} / {s['insert']['p99_us']}",
+                             f"{s.get('ratio_vs_standalone', '')}",
+                             f"{s['server_cpu_us_per_insert']:.0f} ({s.get('cpu_per_insert_vs_standalone', '')}x)"])
                 continue
             lat = "; ".join(f"{op} {n0(o['p50_us'])} / {n0(o['p99_us'])}" for op, o in s["ops"].items())
             rows.append([w.upper(), config, n0(s["throughput"]), ", ".join(map(str, s["runs"])), lat,
