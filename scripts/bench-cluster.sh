@@ -29,6 +29,7 @@
 #   cluster4k2   tessera dev --servers 4 --replicas 2 --coordinators 1
 #   cluster4k1   tessera dev --servers 4 --replicas 1 --coordinators 1
 #   cluster3k2   tessera dev --servers 3 --replicas 2 --coordinators 1
+# (clusters with --recut-period-s 0 --split-period-s 0: see QUIET below)
 # A local cluster is ONE process (its coordinator and its servers are tasks of one tokio
 # runtime), so pinning it is as simple as pinning the standalone server.
 #
@@ -119,11 +120,14 @@ QUIET_MAX_WAIT = float(env("QUIET_MAX_WAIT", 600))
 MANY_OPS = 1_000_000_000  # run phases end by --duration-s
 CLK = os.sysconf("SC_CLK_TCK")
 BASELINE = "standalone"
+# The coordinators' adaptive re-cut and key-region splits are off: a re-cut rebuilds a subspace
+# (every object backfilled) whenever its period comes, in the middle of a measurement or not.
+QUIET = ["--recut-period-s", "0", "--split-period-s", "0"]
 CONFIGS = {
     "standalone": [],
-    "cluster4k2": ["--servers", "4", "--replicas", "2", "--coordinators", "1"],
-    "cluster4k1": ["--servers", "4", "--replicas", "1", "--coordinators", "1"],
-    "cluster3k2": ["--servers", "3", "--replicas", "2", "--coordinators", "1"],
+    "cluster4k2": ["--servers", "4", "--replicas", "2", "--coordinators", "1"] + QUIET,
+    "cluster4k1": ["--servers", "4", "--replicas", "1", "--coordinators", "1"] + QUIET,
+    "cluster3k2": ["--servers", "3", "--replicas", "2", "--coordinators", "1"] + QUIET,
 }
 parts = sys.argv[1:] or ["ycsb", "subspaces", "search"]
 for p in parts:
