@@ -1700,7 +1700,9 @@ impl Sim {
             if self.transfers_on {
                 self.failed.remove(&server);
             }
-            self.flush(server);
+            // The shell's first round (regions lost while it was down cleared) is durable
+            // before it persists the configuration that lost them and serves.
+            self.flush_durable(server);
         }
         for server in waking {
             if self.tracing {

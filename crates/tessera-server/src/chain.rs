@@ -277,8 +277,15 @@ impl CommittedReader for StoreReader<'_> {
 impl ChainLoop {
     fn run(mut self, mut rx: mpsc::Receiver<LoopInput>) {
         // What the state machine produced on creation (regions lost while the server was down
-        // are cleared) is durable before anything reads storage.
-        self.flush();
+        // are cleared) is durable before anything reads storage, and before the configuration
+        // that lost them is persisted: a crash in between would start again from that
+        // configuration, which no longer names them, and leave them uncleared.
+        self.flush_durable();
+        if self.failure.is_none() {
+            if let Err(e) = crate::state::save_config(&self.shared.data_dir, &self.view.config) {
+                self.fail_stop(format!("persisting the configuration: {e}"));
+            }
+        }
         let mut batch = Vec::with_capacity(BATCH_MAX);
         loop {
             let Some(first) = rx.blocking_recv() else {

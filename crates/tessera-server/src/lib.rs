@@ -175,7 +175,7 @@ impl Server {
                 // What this server acted on before it stopped: regions it held then and does
                 // not hold now are cleared by the state machine.
                 let previous = state::load_config(&options.data_dir)?;
-                state::reconcile(&options.data_dir, &store, previous.as_ref(), &config)?;
+                state::reconcile(&store, previous.as_ref(), &config)?;
                 (me, Mode::Cluster, config, previous)
             }
             _ => {
