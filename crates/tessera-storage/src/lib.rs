@@ -75,6 +75,7 @@ pub mod encoded;
 mod search;
 mod versions;
 
+use std::borrow::Cow;
 use std::collections::hash_map::Entry;
 use std::collections::{BTreeMap, HashMap};
 use std::ops::Bound;
@@ -215,14 +216,15 @@ pub enum ObjectWrite {
     Unlog { id: u64 },
 }
 
-/// A record of the log, as stored.
+/// A record of the log, as stored: borrowed from its `ObjectWrite::Log` to be written (no
+/// copy of the objects on a hop's hot path), owned when read back.
 #[derive(serde::Serialize, serde::Deserialize)]
-struct LogRecord {
+struct LogRecord<'a> {
     version: Version,
-    space: String,
+    space: Cow<'a, str>,
     subspace: SubspaceId,
-    remove: Option<Object>,
-    insert: Option<StoredObject>,
+    remove: Option<Cow<'a, Object>>,
+    insert: Option<Cow<'a, StoredObject>>,
 }
 
 /// Why a storage operation failed.
@@ -471,15 +473,15 @@ impl Store {
         let mut committed = 0;
         for (_, id, r) in records {
             let exists = spaces
-                .get(&r.space)
+                .get(&*r.space)
                 .is_some_and(|s| s.subspace(r.subspace).is_ok());
             if exists {
                 committed += 1;
                 writes.push(ObjectWrite::Entry {
-                    space: r.space,
+                    space: r.space.into_owned(),
                     subspace: r.subspace,
-                    remove: r.remove,
-                    insert: r.insert,
+                    remove: r.remove.map(Cow::into_owned),
+                    insert: r.insert.map(Cow::into_owned),
                 });
             }
             writes.push(ObjectWrite::Unlog { id });
@@ -962,17 +964,19 @@ impl Store {
                     remove,
                     insert,
                 } => {
-                    let known = spaces
-                        .get(space.as_str())
-                        .ok_or_else(|| StorageError::UnknownSpace(space.clone()))?;
-                    check_write(&known.schema, remove.as_ref(), insert.as_ref())?;
-                    known.subspace(*subspace)?;
+                    checked_space(
+                        &spaces,
+                        space,
+                        remove.as_ref(),
+                        insert.as_ref(),
+                        Some(*subspace),
+                    )?;
                     let record = LogRecord {
                         version: *version,
-                        space: space.clone(),
+                        space: Cow::Borrowed(space),
                         subspace: *subspace,
-                        remove: remove.clone(),
-                        insert: insert.clone(),
+                        remove: remove.as_ref().map(Cow::Borrowed),
+                        insert: insert.as_ref().map(Cow::Borrowed),
                     };
                     let mut value = vec![LOG_FORMAT];
                     postcard::to_io(&record, &mut value).expect("writing to a Vec cannot fail");
@@ -1008,13 +1012,7 @@ impl Store {
                     continue;
                 }
             };
-            let space = spaces
-                .get(name.as_str())
-                .ok_or_else(|| StorageError::UnknownSpace(name.clone()))?;
-            check_write(&space.schema, old, new)?;
-            if let Some(only) = only {
-                space.subspace(only)?;
-            }
+            let space = checked_space(&spaces, name, old, new, only)?;
             // Encoded once: every subspace entry shares these bytes (a reference-counted slice).
             let value = new.map(|n| fjall::Slice::from(codec::encode_value(n)));
             for (n, (keyspace, tessellation)) in
@@ -1290,6 +1288,25 @@ impl<'a> Pending<'a> {
             }
         }
     }
+}
+
+/// The space named `name`, once the change from `old` to `new` (of one subspace, if `only`)
+/// fits it: what `Store::commit` checks of every entry it writes or logs.
+fn checked_space<'s>(
+    spaces: &'s BTreeMap<String, Arc<Space>>,
+    name: &str,
+    old: Option<&Object>,
+    new: Option<&StoredObject>,
+    only: Option<SubspaceId>,
+) -> Result<&'s Arc<Space>, StorageError> {
+    let space = spaces
+        .get(name)
+        .ok_or_else(|| StorageError::UnknownSpace(name.to_owned()))?;
+    check_write(&space.schema, old, new)?;
+    if let Some(only) = only {
+        space.subspace(only)?;
+    }
+    Ok(space)
 }
 
 /// Where the key bytes start in an entry of `subspace`: after the region, and after the point
