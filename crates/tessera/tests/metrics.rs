@@ -48,7 +48,7 @@ fn value(metrics: &str, series: &str) -> Option<f64> {
 }
 
 fn start(args: &[&str], data: &Path) -> (Daemon, String) {
-    let http = format!("127.0.0.1:{}", common::cluster::free_port());
+    let http = format!("127.0.0.1:{}", common::free_port());
     let mut all = args.to_vec();
     all.extend(["--http", &http, "--data-dir"]);
     (Daemon::start(&all, data), http)
@@ -186,7 +186,7 @@ fn a_local_cluster_reports_raft_and_its_servers() {
 fn a_refused_request_is_logged_once_as_json() {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("log");
-    let http = format!("127.0.0.1:{}", common::cluster::free_port());
+    let http = format!("127.0.0.1:{}", common::free_port());
     let mut child = Command::new(common::TESSERA)
         .args([
             "--log-format",

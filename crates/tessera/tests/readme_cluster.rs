@@ -10,7 +10,7 @@ use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 
-use common::{console_steps, TESSERA};
+use common::{console_steps, free_port, TESSERA};
 
 /// A daemon started from a README line; killed when dropped.
 struct Started(Child);
@@ -20,14 +20,6 @@ impl Drop for Started {
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .expect("a free port")
-        .local_addr()
-        .expect("bound")
-        .port()
 }
 
 /// `text` with every `127.0.0.1:PORT` moved to a free port (the same README port, the same

@@ -231,7 +231,7 @@ fn a_two_process_cluster_with_a_secret_tokens_and_tls() {
         String::from_utf8_lossy(&out.stdout).trim(),
         format!("--tls-cert {cert} --tls-key {key} --tls-ca {ca}")
     );
-    let port = common::cluster::free_port();
+    let port = common::free_port();
     let peers = format!("1=127.0.0.1:{port}");
     let listen = format!("127.0.0.1:{port}");
     let security = [

@@ -21,17 +21,7 @@ pub const SPACE: &str =
     "space kv key int k attributes int v subspace v create 8 partitions tolerate 1 failure";
 pub const KEYS: i64 = 8;
 
-pub fn free_port() -> u16 {
-    reserve_port().1
-}
-
-/// A free port, held by the listener returned until it is dropped: binding port 0 meanwhile
-/// (a proxy does) cannot be handed the same port.
-fn reserve_port() -> (std::net::TcpListener, u16) {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
-    let port = listener.local_addr().expect("bound").port();
-    (listener, port)
-}
+use super::{free_port, reserve_port};
 
 pub struct Cluster {
     pub coordinators: Vec<Option<Daemon>>,

@@ -10,6 +10,35 @@ use std::process::{Child, Command, Stdio};
 
 pub const TESSERA: &str = env!("CARGO_BIN_EXE_tessera");
 
+/// The ports tests hand to daemons as fixed addresses lie below the kernel's ephemeral range
+/// (32768 and up on Linux), so neither a daemon listening on port 0 nor any outgoing connection
+/// can take one between the moment it is chosen and the moment its daemon binds it. Each test
+/// process starts at its own offset (from its pid) and never hands out a port twice.
+const FIXED_PORTS: std::ops::Range<u32> = 10_000..32_000;
+
+/// A port no one listens on, for a daemon started with a fixed address (a coordinator's peers
+/// must be known before it starts).
+pub fn free_port() -> u16 {
+    reserve_port().1
+}
+
+/// A free port as [`free_port`], held by the listener returned until it is dropped.
+pub fn reserve_port() -> (std::net::TcpListener, u16) {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static NEXT: AtomicU32 = AtomicU32::new(u32::MAX);
+    let span = FIXED_PORTS.end - FIXED_PORTS.start;
+    let start = std::process::id().wrapping_mul(7_919) % span;
+    let _ = NEXT.compare_exchange(u32::MAX, start, Ordering::SeqCst, Ordering::SeqCst);
+    for _ in 0..span {
+        let port = FIXED_PORTS.start + NEXT.fetch_add(1, Ordering::SeqCst) % span;
+        let port = u16::try_from(port).expect("the range lies below 65536");
+        if let Ok(listener) = std::net::TcpListener::bind(("127.0.0.1", port)) {
+            return (listener, port);
+        }
+    }
+    panic!("no free port in {FIXED_PORTS:?}");
+}
+
 /// Runs one `tessera` command against `addr` (as `TESSERA_ADDR`) with `stdin` as its input,
 /// and waits for it.
 pub fn tessera_with_input(addr: &str, args: &[&str], stdin: &str) -> std::process::Output {
