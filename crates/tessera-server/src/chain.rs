@@ -15,8 +15,11 @@
 //!   log records of updates passing down their chains, tail commits, transfer chunks), asks
 //!   the fsync thread for an fsync and goes on with the next inputs meanwhile: the disk's
 //!   latency overlaps the next round's work, and one fsync covers every batch written while
-//!   the previous one ran (group commit). A round whose writes only commit updates the log
-//!   holds already (acknowledgements on their way back up) needs none;
+//!   the previous one ran (group commit). When more inputs wait already, it asks after the
+//!   next round instead (at most [`ROUNDS_PER_SYNC_MAX`] rounds per fsync), so that the next
+//!   batch shares the fsync; it never waits for inputs with an fsync unasked. A round whose
+//!   writes only commit updates the log holds already (acknowledgements on their way back
+//!   up) needs none;
 //! - sends the round's acknowledgements to the peers and answers its clients once every batch
 //!   up to its own is durable as required ([`Deferred`], in round order): nothing that
 //!   vouches for a write leaves before it is on disk.
@@ -70,6 +73,9 @@ use crate::view::{Mode, ServedSpace, View};
 /// Most inputs stepped before one group commit. Bounds the latency an input can add to the
 /// others of its batch.
 const BATCH_MAX: usize = 1024;
+/// Most rounds whose fsync is held back while more inputs wait (see [`ChainLoop::ask_sync`]).
+/// Bounds the latency this adds to a round: a few rounds' work, far below one fsync.
+const ROUNDS_PER_SYNC_MAX: u64 = 4;
 /// How often the state machine's clock ticks (it retransmits every 5 ticks).
 const TICK: Duration = Duration::from_millis(50);
 
@@ -114,6 +120,7 @@ pub fn spawn(
         registering: BTreeSet::new(),
         registered: BTreeSet::new(),
         fsync,
+        syncs_wanted: 0,
         syncs_asked: 0,
         synced: 0,
         deferred: VecDeque::new(),
@@ -218,7 +225,9 @@ struct ChainLoop {
     registered: BTreeSet<(String, Shape)>,
     /// `None` when the store fsyncs on its own schedule (`FsyncPolicy` other than `Always`).
     fsync: Option<FsyncThread>,
-    /// Fsyncs asked for, and the last one done (every batch written before it is durable).
+    /// Rounds that needed an fsync, the last of them the fsync thread was asked for, and the
+    /// last one done (every batch written before it is durable).
+    syncs_wanted: u64,
     syncs_asked: u64,
     synced: u64,
     /// Rounds waiting for their fsync, in order.
@@ -363,6 +372,26 @@ impl ChainLoop {
                 self.flush_durable();
                 return;
             }
+            self.ask_sync(rx.is_empty());
+        }
+    }
+
+    /// Asks the fsync thread for the fsync the rounds written so far need, unless more inputs
+    /// already wait (`idle` false) and few rounds wait for it: the next round's batch then
+    /// shares the fsync. When the servers of a cluster share a core, each server's rounds are
+    /// small and an fsync asked at once covered about one insert; the loop never blocks with
+    /// a round's fsync unasked.
+    fn ask_sync(&mut self, idle: bool) {
+        if self.syncs_wanted == self.syncs_asked
+            || (!idle && self.syncs_wanted - self.syncs_asked < ROUNDS_PER_SYNC_MAX)
+        {
+            return;
+        }
+        self.syncs_asked = self.syncs_wanted;
+        if let Some(fsync) = &self.fsync {
+            // The thread outlives the loop's use of it; if it is gone, the commit below
+            // never completes and the server stops answering, as on a hung disk.
+            let _ = fsync.requests.send(self.syncs_asked);
         }
     }
 
@@ -751,19 +780,16 @@ impl ChainLoop {
             self.shared
                 .meter
                 .group_commit(writes.len(), started.elapsed());
-            if let Some(fsync) = self.fsync.as_ref().filter(|_| sync) {
-                self.syncs_asked += 1;
-                // The thread outlives the loop's use of it; if it is gone, the commit below
-                // never completes and the server stops answering, as on a hung disk.
-                let _ = fsync.requests.send(self.syncs_asked);
+            if self.fsync.is_some() && sync {
+                self.syncs_wanted += 1;
             }
         }
         // Written: storage shows it, so the state machine may forget what it shows.
         self.replica.advance();
         self.unknown_shapes
             .extend(std::mem::take(&mut out.unknown_shapes));
-        if self.syncs_asked > self.synced {
-            let sync = self.syncs_asked;
+        if self.syncs_wanted > self.synced {
+            let sync = self.syncs_wanted;
             self.deferred.push_back(Deferred { sync, out });
         } else {
             self.release(out);
@@ -794,7 +820,8 @@ impl ChainLoop {
             return;
         }
         let result = self.shared.store.sync().map_err(|e| e.to_string());
-        self.on_synced(self.syncs_asked, result);
+        self.syncs_asked = self.syncs_wanted;
+        self.on_synced(self.syncs_wanted, result);
     }
 
     /// A round's outputs that vouch for its writes, once those are durable: acknowledgements
