@@ -18,6 +18,8 @@
 #   SIZES="1000000 10000000"  objects loaded, one fresh server per size (smallest first)
 #   CACHE_MB=64               tessera dev --cache-mb
 #   FSYNC=always              tessera dev --fsync (never loads about 3x faster: more write pressure)
+#   DEV_ARGS=                 more flags for tessera dev (e.g. "--recut-period-s 0": no adaptive
+#                             re-cut of a subspace during the load)
 #   THREADS=16                closed-loop clients of the load
 #   SAMPLE_S=5 SETTLE_S=30 READ_S=30
 #   SERVER_CPU=0 CLIENT_CPU=1 taskset CPU lists of the server and of the bench client
@@ -53,6 +55,7 @@ OUT = os.environ["OUT"]
 SIZES = [int(s) for s in os.environ.get("SIZES", "1000000 10000000").split()]
 CACHE_MB = int(os.environ.get("CACHE_MB", 64))
 FSYNC = os.environ.get("FSYNC", "always")
+DEV_ARGS = os.environ.get("DEV_ARGS", "").split()
 THREADS = int(os.environ.get("THREADS", 16))
 SAMPLE_S = float(os.environ.get("SAMPLE_S", 5))
 SETTLE_S = float(os.environ.get("SETTLE_S", 30))
@@ -94,7 +97,7 @@ def bench(url, phase, records, extra=()):
     return json.loads(res.stdout)[phase]
 
 def measure(size):
-    srv = Tessera(f"memory-{size}", ["--cache-mb", str(CACHE_MB), "--fsync", FSYNC])
+    srv = Tessera(f"memory-{size}", ["--cache-mb", str(CACHE_MB), "--fsync", FSYNC] + DEV_ARGS)
     proc, data = srv.proc, os.path.join(srv.dir, "data")
     samples, stop, t0 = [], threading.Event(), time.time()
 
