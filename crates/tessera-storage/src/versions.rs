@@ -8,10 +8,7 @@
 //! regions once per update, quadratic in their size. Here a region is read once, the first time
 //! it is asked about, into a map from key bytes to version, and every commit after that keeps
 //! the map equal to what the region stores. Memory: at most [`KEYS_MAX`] keys over all regions
-//! (about 100 bytes each); past it, whether a region read or the commits into kept regions
-//! brought it there, every region is forgotten and read again when asked. (Commits once grew
-//! the kept regions without bound: after a subspace was built during a load, each later insert
-//! into its regions stayed here, about 55 MiB per million objects.)
+//! (about 100 bytes each); past it the other regions are forgotten and read again when asked.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -26,29 +23,15 @@ pub(crate) const KEYS_MAX: usize = 1 << 20;
 /// A region of a subspace of a space.
 type RegionRef = (String, usize, u32);
 
+#[derive(Default)]
 pub(crate) struct RegionVersions {
     inner: Mutex<Inner>,
-    /// Most keys kept: [`KEYS_MAX`] but in tests.
-    cap: usize,
-}
-
-impl Default for RegionVersions {
-    fn default() -> RegionVersions {
-        RegionVersions::with_cap(KEYS_MAX)
-    }
 }
 
 #[derive(Default)]
 struct Inner {
     regions: HashMap<RegionRef, HashMap<Vec<u8>, Version>>,
     keys: usize,
-}
-
-impl Inner {
-    fn forget_all(&mut self) {
-        self.regions = HashMap::new();
-        self.keys = 0;
-    }
 }
 
 /// One entry a commit wrote: its storage key (`region | point | key bytes`), where its key
@@ -62,13 +45,6 @@ pub(crate) struct Written {
 }
 
 impl RegionVersions {
-    fn with_cap(cap: usize) -> RegionVersions {
-        RegionVersions {
-            inner: Mutex::default(),
-            cap,
-        }
-    }
-
     /// The version region `region` stores of the key with bytes `key`, reading the region with
     /// `scan` (key bytes and versions of every entry) if it is not kept.
     pub fn lookup<E>(
@@ -83,8 +59,9 @@ impl RegionVersions {
         }
         let versions = scan()?;
         let found = versions.get(key).copied();
-        if inner.keys + versions.len() > self.cap {
-            inner.forget_all();
+        if inner.keys + versions.len() > KEYS_MAX {
+            inner.regions.clear();
+            inner.keys = 0;
         }
         inner.keys += versions.len();
         inner.regions.insert(region, versions);
@@ -138,9 +115,6 @@ impl RegionVersions {
             let after = versions.len();
             inner.keys = inner.keys + after - before;
         }
-        if inner.keys > self.cap {
-            inner.forget_all();
-        }
     }
 
     /// Forgets every region of `space` (dropped, or its subspaces changed).
@@ -160,46 +134,6 @@ mod tests {
         e.push(point);
         e.extend_from_slice(key);
         e
-    }
-
-    fn stored(region: u32, key: &[u8], version: u64) -> Written {
-        Written {
-            space: "s".to_owned(),
-            subspace: 1,
-            entry: entry(region, 0, key),
-            key_at: REGION_BYTES + 1,
-            version: Some(Version(version)),
-        }
-    }
-
-    #[test]
-    fn commits_into_kept_regions_never_keep_more_than_the_cap() {
-        let v = RegionVersions::with_cap(4);
-        let region = ("s".to_owned(), 1, 7);
-        let one = HashMap::from([(b"k0".to_vec(), Version(1))]);
-        assert_eq!(
-            v.lookup(region.clone(), b"k0", || Ok::<_, ()>(one)),
-            Ok(Some(Version(1)))
-        );
-        // Three more keys: at the cap, still kept (no second read).
-        let written: Vec<Written> = (1..4)
-            .map(|n| stored(7, format!("k{n}").as_bytes(), 1))
-            .collect();
-        v.note(&written);
-        let no_scan = || -> Result<HashMap<Vec<u8>, Version>, ()> { panic!("read again") };
-        assert_eq!(
-            v.lookup(region.clone(), b"k3", no_scan),
-            Ok(Some(Version(1)))
-        );
-        // A fifth passes the cap: everything is forgotten, and read again when asked.
-        v.note(&[stored(7, b"k4", 2)]);
-        let reread = std::cell::Cell::new(false);
-        let scan = || {
-            reread.set(true);
-            Ok::<_, ()>(HashMap::from([(b"k4".to_vec(), Version(2))]))
-        };
-        assert_eq!(v.lookup(region, b"k4", scan), Ok(Some(Version(2))));
-        assert!(reread.get(), "the region was still kept past the cap");
     }
 
     #[test]
