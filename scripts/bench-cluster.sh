@@ -92,6 +92,9 @@ trap 'exit 143' TERM
 python3 - "$@" <<'PY'
 import atexit, json, os, random, resource, shutil, signal, socket, statistics, subprocess, sys, time
 
+sys.path.insert(0, os.path.join(os.getcwd(), "scripts"))
+import benchkit
+
 BIN = os.environ["BIN"]
 OUT = os.environ["OUT"]
 env = os.environ.get
@@ -258,26 +261,11 @@ def bench(srv, args, label):
     return report
 
 def fdatasync_probe(directory):
-    """The disk's own durable write: 4 KiB overwritten in place in a preallocated (written,
-    synced) 4 MiB file, then fdatasync; latencies in µs (p50, p99, p999)."""
-    path = os.path.join(directory, "fdatasync-probe")
-    block = os.urandom(4096)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        os.write(fd, b"\0" * (4 << 20))
-        os.fsync(fd)
-        lat = []
-        for i in range(FSYNC_PROBES):
-            os.pwrite(fd, block, (i % 1024) * 4096)
-            t0 = time.perf_counter_ns()
-            os.fdatasync(fd)
-            lat.append((time.perf_counter_ns() - t0) / 1000)
-    finally:
-        os.close(fd)
-        os.unlink(path)
-    lat.sort()
-    q = lambda f: round(lat[min(len(lat) - 1, int(f * len(lat)))])
-    return {"p50_us": q(0.5), "p99_us": q(0.99), "p999_us": q(0.999), "probes": len(lat)}
+    """The disk's own durable write (`benchkit.fdatasync_latencies`), FSYNC_PROBES times on
+    `directory`'s disk: p50, p99, p999 in µs."""
+    lat = benchkit.fdatasync_latencies(os.path.join(directory, "fdatasync-probe"), FSYNC_PROBES)
+    q = benchkit.latency_percentiles(lat)
+    return {"p50_us": q["p50_us"], "p99_us": q["p99_us"], "p999_us": q["p999_us"], "probes": len(lat)}
 
 def rotate(items, run):
     k = run % len(items)

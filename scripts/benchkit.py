@@ -1,5 +1,6 @@
 """What the benchmark scripts share (scripts/bench-documents.sh, scripts/bench-peers.sh,
-scripts/bench-memory.sh): free ports, CPU accounting from /proc, waiting for a quiet machine, a
+scripts/bench-memory.sh, scripts/bench-cluster.sh's disk probe, scripts/fsync-interference.py):
+free ports, the disk's own fdatasync latency, CPU accounting from /proc, waiting for a quiet machine, a
 PostgreSQL cluster of its own in a temporary directory, a fresh `tessera dev`, a Redis server,
 an etcd member and a Cassandra node of their own, medians and ratios.
 
@@ -340,6 +341,33 @@ class Cassandra:
 
 def med(xs):
     return round(statistics.median(xs), 1)
+
+def fdatasync_latencies(path, probes, seconds=0.0):
+    """The disk's own durable write, the physical limit a write path is measured against:
+    4 KiB overwritten in place in a preallocated (written, synced) 4 MiB file at `path`, then
+    fdatasync; `probes` of them and for `seconds` at least. Latencies in µs; the file is removed."""
+    block = os.urandom(4096)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        os.write(fd, bytes(4 << 20))
+        os.fsync(fd)
+        lat = []
+        until = time.time() + seconds
+        while len(lat) < probes or time.time() < until:
+            os.pwrite(fd, block, (len(lat) % 1024) * 4096)
+            t0 = time.perf_counter_ns()
+            os.fdatasync(fd)
+            lat.append((time.perf_counter_ns() - t0) / 1000)
+        return lat
+    finally:
+        os.close(fd)
+        os.unlink(path)
+
+def latency_percentiles(lat):
+    """p50, p99, p999 and max of latencies in µs, rounded."""
+    lat = sorted(lat)
+    q = lambda f: round(lat[min(len(lat) - 1, int(f * len(lat)))])
+    return {"p50_us": q(0.5), "p99_us": q(0.99), "p999_us": q(0.999), "max_us": round(lat[-1])}
 
 def ratio(a, b):
     """a/b to 3 significant digits (ratios here span 0.001 to 10), None without b."""

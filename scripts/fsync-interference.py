@@ -3,9 +3,10 @@
 
 A write-ahead log of its own only helps an acknowledgement if the stall its fsync suffers
 comes from the storage engine (a lock, a shared journal) and not from the disk. This measures
-the disk alone, without Tessera: a "log" thread appends 4 KiB to a preallocated file and
-fdatasyncs it, PROBES times and for at least SECONDS, (a) on an idle disk, then (b) while a "flush" thread writes
-another file of the same directory as a storage engine writes a table (TABLE_MB in 1 MiB
+the disk alone, without Tessera: a "log" thread writes 4 KiB in place into a preallocated file
+and fdatasyncs it (`benchkit.fdatasync_latencies`), PROBES times and for at least SECONDS,
+(a) on an idle disk, then (b) while a "flush" thread writes another file of the same directory
+as a storage engine writes a table (TABLE_MB in 1 MiB
 writes, then one fsync, again and again), and (c) as (b) with the table fsynced after every
 CHUNK_MB (a flush that pushes its data out in small pieces); (b) and (c) once as fast as the
 disk takes it, once paced at RATE_MB_S (about what a loaded server's flushes and compactions
@@ -17,8 +18,12 @@ PROBES=2000 SECONDS=8 TABLE_MB=32 CHUNK_MB=1 RATE_MB_S=20
 """
 import json
 import os
+import sys
 import threading
 import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from benchkit import fdatasync_latencies, latency_percentiles  # noqa: E402
 
 DIR = os.environ.get("DIR", ".")
 PROBES = int(os.environ.get("PROBES", 2000))
@@ -27,33 +32,6 @@ TABLE_MB = int(os.environ.get("TABLE_MB", 32))
 CHUNK_MB = int(os.environ.get("CHUNK_MB", 1))
 RATE_MB_S = float(os.environ.get("RATE_MB_S", 20))
 MIB = 1 << 20
-
-
-def percentiles(lat):
-    lat = sorted(lat)
-    at = lambda q: round(lat[min(len(lat) - 1, int(q * len(lat)))])
-    return {"p50_us": at(0.50), "p99_us": at(0.99), "p999_us": at(0.999), "max_us": round(lat[-1])}
-
-
-def log_probes(path):
-    """Appends of 4 KiB into a preallocated, synced file, each fdatasynced (µs): PROBES of them
-    and for SECONDS at least."""
-    block = os.urandom(4096)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        os.write(fd, bytes(4 * MIB))
-        os.fsync(fd)
-        lat = []
-        until = time.time() + SECONDS
-        while len(lat) < PROBES or time.time() < until:
-            os.pwrite(fd, block, (len(lat) % 1024) * 4096)
-            t0 = time.perf_counter_ns()
-            os.fdatasync(fd)
-            lat.append((time.perf_counter_ns() - t0) / 1000)
-        return lat
-    finally:
-        os.close(fd)
-        os.unlink(path)
 
 
 def flush_tables(path, sync_every_mb, rate, stop, written):
@@ -82,8 +60,8 @@ def case(sync_every_mb, rate=None):
     log_path = os.path.join(DIR, "interference-log")
     if sync_every_mb is None:
         t0 = time.time()
-        lat = log_probes(log_path)
-        return {**percentiles(lat), "seconds": round(time.time() - t0, 1)}
+        lat = fdatasync_latencies(log_path, PROBES, SECONDS)
+        return {**latency_percentiles(lat), "seconds": round(time.time() - t0, 1)}
     stop, written = threading.Event(), [0]
     flusher = threading.Thread(
         target=flush_tables,
@@ -92,12 +70,12 @@ def case(sync_every_mb, rate=None):
     flusher.start()
     t0 = time.time()
     try:
-        lat = log_probes(log_path)
+        lat = fdatasync_latencies(log_path, PROBES, SECONDS)
     finally:
         stop.set()
         flusher.join()
     seconds = time.time() - t0
-    return {**percentiles(lat), "seconds": round(seconds, 1),
+    return {**latency_percentiles(lat), "seconds": round(seconds, 1),
             "table_mb_per_s": round(written[0] / MIB / seconds, 1)}
 
 
