@@ -389,8 +389,8 @@ impl ChainLoop {
         }
         self.syncs_asked = self.syncs_wanted;
         if let Some(fsync) = &self.fsync {
-            // The thread outlives the loop's use of it; if it is gone, the commit below
-            // never completes and the server stops answering, as on a hung disk.
+            // The thread outlives the loop's use of it; if it is gone, the rounds waiting for
+            // it never complete and the server stops answering, as on a hung disk.
             let _ = fsync.requests.send(self.syncs_asked);
         }
     }
