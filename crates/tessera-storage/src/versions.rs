@@ -7,8 +7,13 @@
 //! there yet: was it superseded by a later update at another point?), so a build read its
 //! regions once per update, quadratic in their size. Here a region is read once, the first time
 //! it is asked about, into a map from key bytes to version, and every commit after that keeps
-//! the map equal to what the region stores. Memory: at most [`KEYS_MAX`] keys over all regions
-//! (about 100 bytes each); past it the other regions are forgotten and read again when asked.
+//! the map equal to what the region stores.
+//!
+//! Memory: only regions still asked about stay. A region is forgotten once commits have written
+//! to it more times than it holds keys with no question in between (its subspace's build is
+//! over): reading it again if asked later costs at most one entry per write it was spared. And
+//! at most [`KEYS_MAX`] keys (about 100 bytes each) are kept over all regions when a region is
+//! read: past it, the regions asked about longest ago are forgotten first.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -20,6 +25,9 @@ use crate::codec::REGION_BYTES;
 /// Keys kept over all regions.
 pub(crate) const KEYS_MAX: usize = 1 << 20;
 
+/// Writes a region of few keys takes without a question before it is forgotten.
+const UNASKED_WRITES_MIN: usize = 1 << 12;
+
 /// A region of a subspace of a space.
 type RegionRef = (String, usize, u32);
 
@@ -28,10 +36,39 @@ pub(crate) struct RegionVersions {
     inner: Mutex<Inner>,
 }
 
-#[derive(Default)]
 struct Inner {
-    regions: HashMap<RegionRef, HashMap<Vec<u8>, Version>>,
+    regions: HashMap<RegionRef, Kept>,
     keys: usize,
+    /// [`KEYS_MAX`], smaller in tests.
+    keys_max: usize,
+    /// Questions asked so far: the clock of `Kept::asked`.
+    asks: u64,
+}
+
+impl Default for Inner {
+    fn default() -> Self {
+        Inner {
+            regions: HashMap::new(),
+            keys: 0,
+            keys_max: KEYS_MAX,
+            asks: 0,
+        }
+    }
+}
+
+/// One region kept: its key bytes and versions, and how it has been used since it was read.
+struct Kept {
+    versions: HashMap<Vec<u8>, Version>,
+    /// The value of `Inner::asks` at the last question about this region.
+    asked: u64,
+    /// Writes since the last question.
+    unasked_writes: usize,
+}
+
+impl Kept {
+    fn idle(&self) -> bool {
+        self.unasked_writes > self.versions.len().max(UNASKED_WRITES_MIN)
+    }
 }
 
 /// One entry a commit wrote: its storage key (`region | point | key bytes`), where its key
@@ -54,17 +91,23 @@ impl RegionVersions {
         scan: impl FnOnce() -> Result<HashMap<Vec<u8>, Version>, E>,
     ) -> Result<Option<Version>, E> {
         let mut inner = self.inner.lock().expect("versions lock poisoned");
-        if let Some(versions) = inner.regions.get(&region) {
-            return Ok(versions.get(key).copied());
+        inner.asks += 1;
+        let asks = inner.asks;
+        if let Some(kept) = inner.regions.get_mut(&region) {
+            kept.asked = asks;
+            kept.unasked_writes = 0;
+            return Ok(kept.versions.get(key).copied());
         }
         let versions = scan()?;
         let found = versions.get(key).copied();
-        if inner.keys + versions.len() > KEYS_MAX {
-            inner.regions.clear();
-            inner.keys = 0;
-        }
+        inner.make_room(versions.len());
         inner.keys += versions.len();
-        inner.regions.insert(region, versions);
+        let kept = Kept {
+            versions,
+            asked: asks,
+            unasked_writes: 0,
+        };
+        inner.regions.insert(region, kept);
         Ok(found)
     }
 
@@ -100,20 +143,25 @@ impl RegionVersions {
             let Some(key) = w.entry.get(w.key_at..) else {
                 continue;
             };
-            let Some(versions) = inner.regions.get_mut(&at) else {
+            let Some(kept) = inner.regions.get_mut(&at) else {
                 continue;
             };
-            let before = versions.len();
+            let before = kept.versions.len();
             match w.version {
                 Some(v) => {
-                    versions.insert(key.to_vec(), v);
+                    kept.versions.insert(key.to_vec(), v);
                 }
                 None => {
-                    versions.remove(key);
+                    kept.versions.remove(key);
                 }
             }
-            let after = versions.len();
+            kept.unasked_writes += 1;
+            let (after, idle) = (kept.versions.len(), kept.idle());
             inner.keys = inner.keys + after - before;
+            if idle {
+                inner.keys -= after;
+                inner.regions.remove(&at);
+            }
         }
     }
 
@@ -121,13 +169,100 @@ impl RegionVersions {
     pub fn forget_space(&self, space: &str) {
         let mut inner = self.inner.lock().expect("versions lock poisoned");
         inner.regions.retain(|(s, _, _), _| s != space);
-        inner.keys = inner.regions.values().map(HashMap::len).sum();
+        inner.keys = inner.regions.values().map(|k| k.versions.len()).sum();
+    }
+}
+
+impl Inner {
+    /// Forgets the regions asked about longest ago until `more` keys fit under `keys_max`.
+    fn make_room(&mut self, more: usize) {
+        while self.keys + more > self.keys_max {
+            let oldest = self
+                .regions
+                .iter()
+                .min_by_key(|(_, kept)| kept.asked)
+                .map(|(region, _)| region.clone());
+            let Some(kept) = oldest.and_then(|region| self.regions.remove(&region)) else {
+                return;
+            };
+            self.keys -= kept.versions.len();
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn written(region: u32, keys: std::ops::Range<u32>, version: u64) -> Vec<Written> {
+        keys.map(|k| Written {
+            space: "s".to_owned(),
+            subspace: 1,
+            entry: entry(region, 0, &k.to_be_bytes()),
+            key_at: REGION_BYTES + 1,
+            version: Some(Version(version)),
+        })
+        .collect()
+    }
+
+    fn scanned(keys: std::ops::Range<u32>) -> HashMap<Vec<u8>, Version> {
+        keys.map(|k| (k.to_be_bytes().to_vec(), Version(1)))
+            .collect()
+    }
+
+    /// Whether `region` is kept: a lookup that would have to read it says so.
+    fn kept(v: &RegionVersions, region: u32) -> bool {
+        let at = ("s".to_owned(), 1, region);
+        v.lookup(at, b"?", || Err::<HashMap<_, _>, _>(())).is_ok()
+    }
+
+    #[test]
+    fn a_region_nobody_asks_about_is_forgotten_after_more_writes_than_keys() {
+        let v = RegionVersions::default();
+        let ask = |region: u32| {
+            let at = ("s".to_owned(), 1, region);
+            v.lookup(at, b"?", || Ok::<_, ()>(scanned(0..10_000)))
+                .unwrap();
+        };
+        ask(1);
+        ask(2);
+        // Region 1 is asked about between writes; region 2 only written.
+        for version in 2..5 {
+            // 4 000 keys written again (the region does not grow).
+            v.note(&written(1, 0..4_000, version));
+            v.note(&written(2, 0..4_000, version));
+            assert!(kept(&v, 1), "asked about after every write: kept");
+        }
+        assert!(
+            !kept(&v, 2),
+            "12 000 writes to 10 000 keys, no question: forgotten"
+        );
+        // A region of few keys lasts UNASKED_WRITES_MIN writes (here: that many new keys).
+        let few = || Ok::<_, ()>(scanned(0..10));
+        v.lookup(("s".to_owned(), 1, 3), b"?", few).unwrap();
+        v.note(&written(3, 0..UNASKED_WRITES_MIN as u32, 2));
+        let region_3 = ("s".to_owned(), 1, 3);
+        assert!(v.inner.lock().unwrap().regions.contains_key(&region_3));
+        v.note(&written(3, 0..1, 3));
+        assert!(!kept(&v, 3));
+        assert_eq!(v.inner.lock().unwrap().keys, 10_000, "region 1's keys only");
+    }
+
+    #[test]
+    fn past_the_cap_the_region_asked_about_longest_ago_goes_first() {
+        let v = RegionVersions::default();
+        v.inner.lock().unwrap().keys_max = 250;
+        let read = |region: u32| {
+            let at = ("s".to_owned(), 1, region);
+            v.lookup(at, b"?", || Ok::<_, ()>(scanned(0..100))).unwrap();
+        };
+        read(1);
+        read(2);
+        read(1); // now region 2 is asked about longest ago
+        read(3); // 300 keys > 250: one region goes
+        assert!(kept(&v, 1) && kept(&v, 3) && !kept(&v, 2));
+        assert_eq!(v.inner.lock().unwrap().keys, 200);
+    }
 
     fn entry(region: u32, point: u8, key: &[u8]) -> Vec<u8> {
         let mut e = region.to_be_bytes().to_vec();
