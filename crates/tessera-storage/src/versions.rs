@@ -10,8 +10,9 @@
 //! the map equal to what the region stores.
 //!
 //! Memory: only regions still asked about stay. A region is forgotten once commits have written
-//! to it more times than it holds keys with no question in between (its subspace's build is
-//! over): reading it again if asked later costs at most one entry per write it was spared. And
+//! to it an eighth as many times as it holds keys with no question in between (its subspace's
+//! build is over): reading it again if asked later costs at most eight entries per write it was
+//! spared. And
 //! at most [`KEYS_MAX`] keys (about 100 bytes each) are kept over all regions when a region is
 //! read: past it, the regions asked about longest ago are forgotten first.
 
@@ -27,6 +28,9 @@ pub(crate) const KEYS_MAX: usize = 1 << 20;
 
 /// Writes a region of few keys takes without a question before it is forgotten.
 const UNASKED_WRITES_MIN: usize = 1 << 12;
+
+/// A region of more keys is forgotten after one write per this many keys without a question.
+const KEYS_PER_UNASKED_WRITE: usize = 8;
 
 /// A region of a subspace of a space.
 type RegionRef = (String, usize, u32);
@@ -67,7 +71,8 @@ struct Kept {
 
 impl Kept {
     fn idle(&self) -> bool {
-        self.unasked_writes > self.versions.len().max(UNASKED_WRITES_MIN)
+        let allowed = self.versions.len() / KEYS_PER_UNASKED_WRITE;
+        self.unasked_writes > allowed.max(UNASKED_WRITES_MIN)
     }
 }
 
@@ -217,11 +222,11 @@ mod tests {
     }
 
     #[test]
-    fn a_region_nobody_asks_about_is_forgotten_after_more_writes_than_keys() {
+    fn a_region_nobody_asks_about_is_forgotten_after_a_write_per_eight_keys() {
         let v = RegionVersions::default();
         let ask = |region: u32| {
             let at = ("s".to_owned(), 1, region);
-            v.lookup(at, b"?", || Ok::<_, ()>(scanned(0..10_000)))
+            v.lookup(at, b"?", || Ok::<_, ()>(scanned(0..80_000)))
                 .unwrap();
         };
         ask(1);
@@ -232,10 +237,17 @@ mod tests {
             v.note(&written(1, 0..4_000, version));
             v.note(&written(2, 0..4_000, version));
             assert!(kept(&v, 1), "asked about after every write: kept");
+            let kept_2 = v
+                .inner
+                .lock()
+                .unwrap()
+                .regions
+                .contains_key(&("s".to_owned(), 1, 2));
+            assert_eq!(kept_2, version < 4, "10 000 writes allowed to 80 000 keys");
         }
         assert!(
             !kept(&v, 2),
-            "12 000 writes to 10 000 keys, no question: forgotten"
+            "12 000 writes to 80 000 keys, no question: forgotten"
         );
         // A region of few keys lasts UNASKED_WRITES_MIN writes (here: that many new keys).
         let few = || Ok::<_, ()>(scanned(0..10));
@@ -245,7 +257,7 @@ mod tests {
         assert!(v.inner.lock().unwrap().regions.contains_key(&region_3));
         v.note(&written(3, 0..1, 3));
         assert!(!kept(&v, 3));
-        assert_eq!(v.inner.lock().unwrap().keys, 10_000, "region 1's keys only");
+        assert_eq!(v.inner.lock().unwrap().keys, 80_000, "region 1's keys only");
     }
 
     #[test]
