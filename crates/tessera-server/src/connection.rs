@@ -319,17 +319,9 @@ async fn route(shared: &Arc<Shared>, frame: RequestFrame, replier: Replier) {
 /// The statistics of `space` as kept, or read again by a scan (and kept) when they no longer
 /// answer for it ([`crate::statistics`]).
 fn statistics(shared: &Shared, space: &ServedSpace) -> Result<SpaceStatistics, ErrorReply> {
-    if let Some(kept) = shared.statistics.kept(space) {
-        return Ok(kept);
-    }
-    let writes = shared.statistics.writes();
-    let scanned = reads::statistics(&shared.store, space)?;
-    let view = shared.view();
-    let alive = |id: u64| view.config.spaces.iter().any(|s| s.id == id);
-    shared
-        .statistics
-        .keep(space, scanned.clone(), writes, alive);
-    Ok(scanned)
+    let scan = || reads::statistics(&shared.store, space);
+    let alive = |id: u64| shared.view().config.spaces.iter().any(|s| s.id == id);
+    shared.statistics.get_or_scan(space, scan, alive)
 }
 
 /// Runs a group operation on the blocking pool ([`crate::group`]).
