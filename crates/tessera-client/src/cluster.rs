@@ -28,6 +28,7 @@ use tessera_types::{Epoch, Funcall, Object, Predicate, ServerId, SpaceSchema, Su
 use tokio::time::Instant;
 
 use crate::connection::{CallError, Connection};
+use crate::pool::Pool;
 use crate::routing::{self, Fanout, Routes};
 use crate::{merge, unexpected, ClientError, Explanation, Status, WriteMode};
 
@@ -121,9 +122,9 @@ pub(crate) struct Cluster {
     /// one need not make another.
     refreshing: tokio::sync::Mutex<()>,
     refreshes: AtomicU64,
-    /// One connection per address (servers and coordinators), opened when first needed,
-    /// replaced once it has failed.
-    connections: Mutex<HashMap<String, Arc<Connection>>>,
+    /// The connections to each address (servers and coordinators), opened when first needed
+    /// and as requests need more (see [`Pool`]).
+    connections: Mutex<HashMap<String, Arc<Pool>>>,
     /// Searches made: rotates the replica each region is asked of.
     turn: AtomicU64,
     /// Every request's deadline, retries included.
@@ -158,7 +159,10 @@ impl Cluster {
             routes: RwLock::new(Arc::new(Routes::new(Arc::new(empty)))),
             refreshing: tokio::sync::Mutex::new(()),
             refreshes: AtomicU64::new(0),
-            connections: Mutex::new(HashMap::from([(address.clone(), connection)])),
+            connections: Mutex::new(HashMap::from([(
+                address.clone(),
+                Arc::new(Pool::new(&address, options.dialer(), Some(connection))),
+            )])),
             turn: AtomicU64::new(0),
             timeout: options.timeout,
             fanout: options.fanout,
@@ -191,27 +195,16 @@ impl Cluster {
         self.routes.read().expect("routes lock").clone()
     }
 
-    /// The connection to `address`, opened if there is none or the last one failed.
+    /// A connection to `address` for one request (see [`Pool::connection`]).
     async fn connection(&self, address: &str) -> Result<Arc<Connection>, ClientError> {
-        let pooled = self
+        let pool = self
             .connections
             .lock()
             .expect("connections lock")
-            .get(address)
-            .cloned();
-        if let Some(c) = pooled.filter(|c| !c.is_closed()) {
-            return Ok(c);
-        }
-        let fresh = Arc::new(Connection::open(address, &self.dialer).await?);
-        let mut pool = self.connections.lock().expect("connections lock");
-        match pool.get(address) {
-            // Another task opened one meanwhile: share it, drop ours.
-            Some(c) if !c.is_closed() => Ok(c.clone()),
-            _ => {
-                pool.insert(address.to_owned(), fresh.clone());
-                Ok(fresh)
-            }
-        }
+            .entry(address.to_owned())
+            .or_insert_with(|| Arc::new(Pool::new(address, self.dialer.clone(), None)))
+            .clone();
+        pool.connection().await
     }
 
     // ---- coordinators --------------------------------------------------------------------

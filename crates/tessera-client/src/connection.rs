@@ -10,7 +10,7 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use futures::{SinkExt, StreamExt};
@@ -69,14 +69,36 @@ impl Waiter {
     }
 }
 
-#[derive(Default)]
 struct Waiters {
     by_id: HashMap<u64, Waiter>,
     /// Set once the connection is gone: later requests fail at once.
     closed: bool,
+    /// Since when nothing has been in flight (`None` while something is).
+    idle_since: Option<Instant>,
 }
 
 impl Waiters {
+    fn new() -> Waiters {
+        Waiters {
+            by_id: HashMap::new(),
+            closed: false,
+            idle_since: Some(Instant::now()),
+        }
+    }
+
+    fn insert(&mut self, id: u64, waiter: Waiter) {
+        self.by_id.insert(id, waiter);
+        self.idle_since = None;
+    }
+
+    fn remove(&mut self, id: u64) -> Option<Waiter> {
+        let waiter = self.by_id.remove(&id);
+        if self.by_id.is_empty() && self.idle_since.is_none() {
+            self.idle_since = Some(Instant::now());
+        }
+        waiter
+    }
+
     fn fail_all(&mut self, make: impl Fn() -> ClientError) {
         self.closed = true;
         for (_, w) in self.by_id.drain() {
@@ -114,7 +136,7 @@ impl Connection {
         }
         let stream = parts.io;
         let (read_half, write_half) = stream.into_split();
-        let waiters = Arc::new(Mutex::new(Waiters::default()));
+        let waiters = Arc::new(Mutex::new(Waiters::new()));
         let (outbox, rx) = mpsc::channel(OUTBOX_FRAMES);
         tokio::spawn(write_frames(write_half, rx, waiters.clone()));
         tokio::spawn(read_frames(read_half, waiters.clone()));
@@ -128,6 +150,16 @@ impl Connection {
     /// Whether the connection has failed or closed: every later request would fail at once.
     pub(crate) fn is_closed(&self) -> bool {
         self.waiters.lock().expect("waiters lock").closed
+    }
+
+    /// Requests sent and not fully answered yet (a search until its last frame).
+    pub(crate) fn in_flight(&self) -> usize {
+        self.waiters.lock().expect("waiters lock").by_id.len()
+    }
+
+    /// Since when nothing has been in flight, `None` while something is.
+    pub(crate) fn idle_since(&self) -> Option<Instant> {
+        self.waiters.lock().expect("waiters lock").idle_since
     }
 
     /// Queues a request. An error means it was not sent.
@@ -150,11 +182,11 @@ impl Connection {
             if waiters.closed {
                 return Err(ClientError::ConnectionClosed);
             }
-            waiters.by_id.insert(id, waiter);
+            waiters.insert(id, waiter);
         }
         if self.outbox.send(bytes).await.is_err() {
             // The writer task is gone: the frame was never written.
-            self.waiters.lock().expect("waiters lock").by_id.remove(&id);
+            self.waiters.lock().expect("waiters lock").remove(id);
             return Err(ClientError::ConnectionClosed);
         }
         Ok(())
@@ -271,7 +303,7 @@ async fn read_frames(stream: tessera_protocol::tls::ReadHalf, waiters: Arc<Mutex
             }
             continue;
         }
-        let waiter = w.by_id.remove(&frame.id);
+        let waiter = w.remove(frame.id);
         drop(w);
         match waiter {
             Some(Waiter::One(tx)) => {

@@ -101,6 +101,7 @@ mod cluster;
 mod connection;
 mod error;
 mod merge;
+mod pool;
 mod routing;
 mod standalone;
 
@@ -309,7 +310,9 @@ impl Client {
                 Ok(Response::Error(e)) if e.status == Status::Unauthorized => return Err(e.into()),
                 // A server: it answers that this request is for a coordinator.
                 Ok(Response::Error(_)) => {
-                    let standalone = Standalone::start(connection, options.timeout).await?;
+                    let first = (address.as_str(), connection);
+                    let standalone =
+                        Standalone::start(first, options.dialer(), options.timeout).await?;
                     return Ok(Client {
                         mode: Mode::Standalone(Arc::new(standalone)),
                     });
@@ -900,7 +903,8 @@ impl Client {
                     server: s.clone(),
                     request,
                     deadline: tokio::time::Instant::now() + s.timeout(),
-                    yielded: BTreeSet::new(),
+                    yielded: Vec::new(),
+                    earlier: BTreeSet::new(),
                 });
                 Ok(stream)
             }
@@ -1221,8 +1225,11 @@ struct Again {
     server: Arc<Standalone>,
     request: Request,
     deadline: tokio::time::Instant,
-    /// The keys yielded so far: the search made again does not yield them twice.
-    yielded: BTreeSet<Value>,
+    /// The keys yielded by this attempt (a push per object: a set is built only if the
+    /// search is made again) ...
+    yielded: Vec<Value>,
+    /// ... and by the earlier ones: the search made again does not yield them twice.
+    earlier: BTreeSet<Value>,
 }
 
 /// The pause before a standalone search refused with `StaleEpoch` is made again.
@@ -1264,9 +1271,10 @@ impl SearchStream {
         loop {
             if let Some(o) = self.buffered.next() {
                 if let (Some(again), Some(key)) = (&mut self.again, o.values.first()) {
-                    if !again.yielded.insert(key.clone()) {
+                    if again.earlier.contains(key) {
                         continue; // yielded by an earlier attempt
                     }
+                    again.yielded.push(key.clone());
                 }
                 return Ok(Some(to_record(&self.schema, o)));
             }
@@ -1281,11 +1289,12 @@ impl SearchStream {
                 Some(Ok((Response::Error(e), _))) if e.status == Status::StaleEpoch => {
                     let Some(again) = self
                         .again
-                        .as_ref()
+                        .as_mut()
                         .filter(|a| tokio::time::Instant::now() < a.deadline)
                     else {
                         return Err(e.into());
                     };
+                    again.earlier.extend(again.yielded.drain(..));
                     again.server.refresh().await?;
                     tokio::time::sleep(SEARCH_AGAIN_PAUSE).await;
                     self.responses = Some(again.server.stream(again.request.clone()).await?);

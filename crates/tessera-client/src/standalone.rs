@@ -9,6 +9,7 @@ use tessera_types::Epoch;
 use tokio::sync::mpsc;
 
 use crate::connection::Connection;
+use crate::pool::Pool;
 use crate::{unexpected, ClientError};
 
 /// The first pause before a request refused because the configuration changed under it is
@@ -18,21 +19,23 @@ const STALE_PAUSE_FIRST: Duration = Duration::from_millis(5);
 const STALE_PAUSE_MAX: Duration = Duration::from_millis(200);
 
 pub(crate) struct Standalone {
-    connection: Arc<Connection>,
+    connections: Pool,
     config: RwLock<Arc<Configuration>>,
     /// Every request's deadline.
     timeout: Duration,
 }
 
 impl Standalone {
-    /// Takes over a connection to a server and fetches its configuration.
+    /// Takes over a connection to the server at `address` (opening more as requests need,
+    /// as `dialer` says) and fetches its configuration.
     pub(crate) async fn start(
-        connection: Arc<Connection>,
+        (address, connection): (&str, Arc<Connection>),
+        dialer: tessera_protocol::handshake::Dialer,
         timeout: Duration,
     ) -> Result<Standalone, ClientError> {
         let config = fetch(&connection).await?;
         Ok(Standalone {
-            connection,
+            connections: Pool::new(address, dialer, Some(connection)),
             config: RwLock::new(config),
             timeout,
         })
@@ -48,7 +51,7 @@ impl Standalone {
     }
 
     pub(crate) async fn refresh(&self) -> Result<Arc<Configuration>, ClientError> {
-        let fresh = fetch(&self.connection).await?;
+        let fresh = fetch(&*self.connections.connection().await?).await?;
         let mut slot = self.config.write().expect("config lock");
         if fresh.epoch >= slot.epoch {
             *slot = fresh;
@@ -67,7 +70,8 @@ impl Standalone {
         let mut pause = STALE_PAUSE_FIRST;
         loop {
             let epoch = self.configuration().epoch;
-            let call = self.connection.call_with_epoch(request.clone(), epoch);
+            let connection = self.connections.connection().await?;
+            let call = connection.call_with_epoch(request.clone(), epoch);
             let Ok(answer) = tokio::time::timeout_at(deadline, call).await else {
                 let message = format!(
                     "no answer within {:?}: a write may or may not have been applied",
@@ -103,7 +107,11 @@ impl Standalone {
         request: Request,
     ) -> Result<mpsc::UnboundedReceiver<Result<(Response, Epoch), ClientError>>, ClientError> {
         let epoch = self.configuration().epoch;
-        self.connection.stream(request, epoch).await
+        self.connections
+            .connection()
+            .await?
+            .stream(request, epoch)
+            .await
     }
 }
 
