@@ -26,7 +26,8 @@
 # timed; the YCSB load is checked by 32 scans of e right after it (a timed run of e, after
 # earlier runs inserted records, is not: what the system holds is no longer known exactly).
 # Prints a JSON summary on stdout: per part, query and system the medians of throughput, p50
-# and p99, and the server's CPU per operation (and per object returned, for searches), with
+# and p99, the server's and the client's CPU per operation (and the server's per object returned,
+# for searches), the cores each kept busy (CPU over wall time, the client's setup included), with
 # Tessera's ratio to each other system (`tessera_over_SYSTEM`). Raw reports go to
 # $OUT/raw.json; progress to stderr.
 #
@@ -58,7 +59,7 @@ mkdir -p "$OUT"
 echo "bench-peers.sh: working directory $OUT" >&2
 
 exec python3 - "$@" <<'PY'
-import json, os, shutil, signal, subprocess, sys, time
+import json, os, resource, shutil, signal, statistics, subprocess, sys, time
 
 sys.path.insert(0, os.path.join(os.getcwd(), "scripts"))
 import benchkit
@@ -98,12 +99,16 @@ def bench(url, pid, args):
     cmd = ["taskset", "-c", CLIENT_CPU, BIN, "bench", "--target", url, "--threads", str(THREADS),
            "--records", str(RECORDS), "--progress", "never", *args]
     s0, t0 = cpu_s(pid), time.time()
+    c0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     res = subprocess.run(cmd, capture_output=True, text=True)
+    c1 = resource.getrusage(resource.RUSAGE_CHILDREN)
     if res.returncode != 0:
         # A disagreement with the load (or any failure) stops everything, loudly.
         raise SystemExit(f"bench-peers.sh: {' '.join(cmd)} failed ({res.returncode}): {res.stderr.strip()}")
     report = json.loads(res.stdout)
-    report["env"] = {"server_cpu_s": round(cpu_s(pid) - s0, 2), "wall_s": round(time.time() - t0, 1)}
+    client_cpu_s = (c1.ru_utime + c1.ru_stime) - (c0.ru_utime + c0.ru_stime)
+    report["env"] = {"server_cpu_s": round(cpu_s(pid) - s0, 2), "wall_s": round(time.time() - t0, 1),
+                     "client_cpu_s": round(client_cpu_s, 2)}
     return report
 
 def start(system, part):
@@ -185,7 +190,11 @@ for part, by_system in raw["runs"].items():
             ops = [r["run"]["operations"] for r in runs]
             k = {"per_s": med([r["run"]["overall_throughput"] for r in runs]),
                  "runs": [round(r["run"]["overall_throughput"]) for r in runs],
-                 "server_cpu_us_per_op": med([r["env"]["server_cpu_s"] * 1e6 / max(o, 1) for r, o in zip(runs, ops)])}
+                 "server_cpu_us_per_op": med([r["env"]["server_cpu_s"] * 1e6 / max(o, 1) for r, o in zip(runs, ops)]),
+                 "client_cpu_us_per_op": med([r["env"]["client_cpu_s"] * 1e6 / max(o, 1) for r, o in zip(runs, ops)]),
+                 # Cores busy while timed (the run's CPU over its wall time, setup included).
+                 "server_cores": round(statistics.median(r["env"]["server_cpu_s"] / r["env"]["wall_s"] for r in runs), 2),
+                 "client_cores": round(statistics.median(r["env"]["client_cpu_s"] / r["env"]["wall_s"] for r in runs), 2)}
             main = "search" if part == "secondary" else ("scan" if kind == "e" else "read")
             op = [r["run"]["ops"][main] for r in runs]
             k["p50_us"] = med([o["p50_us"] for o in op])
