@@ -1,5 +1,5 @@
-//! Cluster mode: the coordinators, the cached configuration, one connection per server, and
-//! the retry loop every request runs in.
+//! Cluster mode: the coordinators, the cached configuration, a pool of connections per server
+//! ([`crate::pool`]), and the retry loop every request runs in.
 //!
 //! * Admin requests (add/remove/alter a space, the configuration, coordinator status) go to the
 //!   coordinators, the one that answered last first, then each other in turn.

@@ -42,16 +42,22 @@
 //! [`Client::connect`] takes `host:port` or a comma-separated list of them and asks the first
 //! that accepts a connection for its coordinator status:
 //!
-//! * **Standalone** (a `tessera dev` server, which answers that it is no coordinator): one
-//!   connection to that server, which owns every region. Every request goes to it as it is;
+//! * **Standalone** (a `tessera dev` server, which answers that it is no coordinator): every
+//!   request goes to that server, which owns every region. Every request goes to it as it is;
 //!   the server plans searches, counts, sorts, group operations and explanations itself. A
 //!   request refused because the configuration changed under it is retried a few times; a
 //!   search, until its deadline (see [`SearchStream`]: configurations change often while a
 //!   subspace is being built).
 //! * **Cluster** (a coordinator answered): the client knows the coordinators given and those
 //!   they name, caches the configuration (fetched from any coordinator), and talks to each
-//!   server it needs over one connection, opened when first needed and replaced once broken.
-//!   [`Client::is_cluster`] says which mode a client is in.
+//!   server it needs, connecting when first needed. [`Client::is_cluster`] says which mode a
+//!   client is in.
+//!
+//! Either way, the requests to one address share a pool of connections: a request goes on the
+//! connection with the fewest requests in flight, and opens another (at most 4 per address)
+//! when even that one has 32 in flight; a connection beyond the first unused for 30 s is let go,
+//! and a broken one is replaced at the next request. One connection carries a deep pipeline
+//! well: on one server core, more connections cost the server more than they save the client.
 //!
 //! # Routing (cluster mode)
 //!

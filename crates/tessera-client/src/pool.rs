@@ -158,6 +158,17 @@ mod tests {
         (address, accepted, release)
     }
 
+    /// Waits until `n` requests are in flight over the pool's connections.
+    async fn until_in_flight(pool: &Pool, n: usize) {
+        let in_flight = || -> usize {
+            let state = pool.state.lock().unwrap();
+            state.open.iter().map(|c| c.in_flight()).sum()
+        };
+        while in_flight() < n {
+            tokio::task::yield_now().await;
+        }
+    }
+
     #[tokio::test]
     async fn a_pool_grows_with_requests_in_flight_up_to_its_bound_and_lets_idle_ones_go() {
         let (address, accepted, release) = holding_server().await;
@@ -167,21 +178,10 @@ mod tests {
             let connection = pool.connection().await.unwrap();
             connection.call(Request::GetConfig, Epoch(0)).await
         };
-        // One at a time: each waits its turn for a connection, in order.
+        // One at a time: each request is in flight before the next picks its connection.
         for n in 1..=3 * GROW_AT {
             calls.spawn(send(pool.clone()));
-            while pool
-                .state
-                .lock()
-                .unwrap()
-                .open
-                .iter()
-                .map(|c| c.in_flight())
-                .sum::<usize>()
-                < n
-            {
-                tokio::task::yield_now().await;
-            }
+            until_in_flight(&pool, n).await;
         }
         // GROW_AT on the first; then each further request found the least busy connection
         // below GROW_AT only once the others were full: 3 connections for 3 * GROW_AT.
@@ -189,18 +189,7 @@ mod tests {
         for _ in 0..CONNECTIONS_MAX * GROW_AT * 2 {
             calls.spawn(send(pool.clone()));
         }
-        while pool
-            .state
-            .lock()
-            .unwrap()
-            .open
-            .iter()
-            .map(|c| c.in_flight())
-            .sum::<usize>()
-            < (3 + CONNECTIONS_MAX * 2) * GROW_AT
-        {
-            tokio::task::yield_now().await;
-        }
+        until_in_flight(&pool, (3 + CONNECTIONS_MAX * 2) * GROW_AT).await;
         assert_eq!(pool.open(), CONNECTIONS_MAX);
         assert_eq!(accepted.load(Ordering::SeqCst), CONNECTIONS_MAX);
         release.send(true).unwrap();

@@ -1,5 +1,5 @@
-//! Standalone mode: one connection to one server (`tessera dev`) that owns every region and
-//! plans searches itself. Every request goes to it as it is.
+//! Standalone mode: one server (`tessera dev`) that owns every region and plans searches
+//! itself, over a pool of connections ([`crate::pool`]). Every request goes to it as it is.
 
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
