@@ -12,9 +12,11 @@
 //! Memory: only regions still asked about stay. A region is forgotten once commits have written
 //! to it an eighth as many times as it holds keys with no question in between (its subspace's
 //! build is over): reading it again if asked later costs at most eight entries per write it was
-//! spared. And
-//! at most [`KEYS_MAX`] keys (about 100 bytes each) are kept over all regions when a region is
-//! read: past it, the regions asked about longest ago are forgotten first.
+//! spared. And at most [`KEYS_MAX`] keys (about 100 bytes each) are kept over all regions when
+//! a region is read: past it, the regions asked about longest ago are forgotten first. During a
+//! build the kept regions grow with every insert into them (checking the cap on each commit
+//! would make the build read its regions again and again): docs/benchmarks.md, "Memory, third
+//! session".
 
 use std::collections::HashMap;
 use std::sync::Mutex;
