@@ -47,19 +47,34 @@ const COUNT_BUCKETS: &[f64] = &[
     1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0, 512.0, 1024.0,
 ];
 
-/// The process's recorder, installed on first use.
+/// How often the recorder folds the histogram samples recorded since into their buckets.
+const UPKEEP_PERIOD: Duration = Duration::from_secs(5);
+
+/// The process's recorder, installed on first use, with the thread that keeps its memory
+/// bounded: a histogram keeps every sample recorded until upkeep folds them into its buckets,
+/// which a scrape does, so a daemon nobody scrapes grew by every request it served (about
+/// 55 bytes per object loaded: docs/benchmarks.md, "Memory, third session").
 fn recorder() -> &'static PrometheusHandle {
     static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
     HANDLE.get_or_init(|| {
         // Histograms named *_seconds time things; the others count things.
-        PrometheusBuilder::new()
+        let handle = PrometheusBuilder::new()
             .set_buckets(COUNT_BUCKETS)
             .and_then(|b| {
                 b.set_buckets_for_metric(Matcher::Suffix("_seconds".into()), SECONDS_BUCKETS)
             })
             .expect("bucket lists are not empty")
             .install_recorder()
-            .expect("the metrics recorder is installed once")
+            .expect("the metrics recorder is installed once");
+        let upkept = handle.clone();
+        std::thread::Builder::new()
+            .name("tessera-metrics".into())
+            .spawn(move || loop {
+                std::thread::sleep(UPKEEP_PERIOD);
+                upkept.run_upkeep();
+            })
+            .expect("spawning the metrics upkeep thread");
+        handle
     })
 }
 
