@@ -42,11 +42,11 @@
 //! [`Client::connect`] takes `host:port` or a comma-separated list of them and asks the first
 //! that accepts a connection for its coordinator status:
 //!
-//! * **Standalone** (a `tessera dev` server, which answers that it is no coordinator): every
-//!   request goes to that server, which owns every region. Every request goes to it as it is;
-//!   the server plans searches, counts, sorts, group operations and explanations itself. A
-//!   request refused because the configuration changed under it is retried a few times; a
-//!   search, until its deadline (see [`SearchStream`]: configurations change often while a
+//! * **Standalone** (a `tessera dev` server, which answers that it is no coordinator): that
+//!   server owns every region, and every request goes to it as it is; the server plans
+//!   searches, counts, sorts, group operations and explanations itself. A request refused
+//!   because the configuration changed under it is retried a few times; a search, until its
+//!   deadline (see [`SearchStream`]: configurations change often while a
 //!   subspace is being built).
 //! * **Cluster** (a coordinator answered): the client knows the coordinators given and those
 //!   they name, caches the configuration (fetched from any coordinator), and talks to each
