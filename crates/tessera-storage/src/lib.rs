@@ -65,8 +65,10 @@
 //! `commit` itself: see there why), writers wait while a keyspace has 4 sealed memtables waiting
 //! for their flush, and the journal is capped at [`JOURNAL_BYTES_MAX`] (64 MiB, fjall's
 //! minimum): past it, fjall flushes the memtables that pin the oldest journal, so unflushed data
-//! stays around 64 MiB whatever the number of spaces. Background work runs on
-//! [`WORKER_THREADS`] fjall threads (plus one fsync thread under `Periodic`).
+//! stays around 64 MiB whatever the number of spaces. A memtable that writes stopped filling is
+//! sealed within a few seconds all the same ([`seal_quiet_memtables`]): searches read tables
+//! faster than memtables. Background work runs on [`WORKER_THREADS`] fjall threads, plus the
+//! store's own: one that seals quiet memtables, and one fsync thread under `Periodic`.
 
 #![forbid(unsafe_code)]
 
@@ -118,6 +120,11 @@ pub const JOURNAL_BYTES_MAX: u64 = 64 * 1024 * 1024;
 /// worker flushes and compacts in turn, which is plenty for the two cores the reference
 /// machine has.
 pub const WORKER_THREADS: usize = 1;
+/// How often the store looks for quiet memtables to seal ([`seal_quiet_memtables`]).
+pub const QUIET_PERIOD: Duration = Duration::from_secs(1);
+/// Memtables smaller than this are left to fill ([`seal_quiet_memtables`]): their entries are
+/// few, and sealing them would make many small tables.
+pub const QUIET_SEAL_MIN_BYTES: u64 = 256 * 1024;
 /// Default block cache.
 pub const CACHE_BYTES_DEFAULT: u64 = 64 * 1024 * 1024;
 
@@ -342,11 +349,15 @@ struct Counters {
     object_writes: AtomicU64,
 }
 
-/// The periodic fsync thread and its stop signal.
-struct Syncer {
+/// A background thread of the store that runs a task every period until the store is
+/// dropped: the periodic fsync, the sealing of quiet memtables.
+struct Ticker {
     stop: Arc<(Mutex<bool>, Condvar)>,
     thread: Option<JoinHandle<()>>,
 }
+
+/// The spaces a store holds, by name: shared with its [`Ticker`]s.
+type Spaces = Arc<RwLock<BTreeMap<String, Arc<Space>>>>;
 
 /// A server's durable store. `Send + Sync`: share it through an `Arc`.
 pub struct Store {
@@ -354,11 +365,12 @@ pub struct Store {
     catalog: Keyspace,
     /// Updates pending at this server's hops ([`ObjectWrite::Log`]).
     log: Keyspace,
-    spaces: RwLock<BTreeMap<String, Arc<Space>>>,
+    spaces: Spaces,
     poisoned: Arc<AtomicBool>,
     counters: Arc<Counters>,
     fsync: FsyncPolicy,
-    syncer: Option<Syncer>,
+    /// The periodic fsync (under [`FsyncPolicy::Periodic`]) and [`seal_quiet_memtables`].
+    tickers: Vec<Ticker>,
     /// The versions of the keys of regions hops asked about ([`versions`]).
     versions: RegionVersions,
 }
@@ -422,23 +434,26 @@ impl Store {
             }
         }
         let poisoned = Arc::new(AtomicBool::new(false));
-        let syncer = match options.fsync {
-            FsyncPolicy::Periodic { interval_ms } => Some(start_syncer(
-                db.clone(),
-                poisoned.clone(),
-                Duration::from_millis(interval_ms.max(1)),
-            )),
-            FsyncPolicy::Always | FsyncPolicy::Never => None,
-        };
+        let spaces: Spaces = Arc::new(RwLock::new(spaces));
+        let mut tickers = vec![start_sealer(spaces.clone(), log.clone())];
+        if let FsyncPolicy::Periodic { interval_ms } = options.fsync {
+            let (db, poisoned) = (db.clone(), poisoned.clone());
+            let period = Duration::from_millis(interval_ms.max(1));
+            tickers.push(start_ticker("tessera-fsync", period, move || {
+                if !poisoned.load(Ordering::Acquire) && db.persist(PersistMode::SyncAll).is_err() {
+                    poisoned.store(true, Ordering::Release);
+                }
+            }));
+        }
         let store = Store {
             db,
             catalog,
             log,
-            spaces: RwLock::new(spaces),
+            spaces,
             poisoned,
             counters: Arc::default(),
             fsync: options.fsync,
-            syncer,
+            tickers,
             versions: RegionVersions::default(),
         };
         store.recover_log()?;
@@ -1249,10 +1264,10 @@ impl Store {
 
 impl Drop for Store {
     fn drop(&mut self) {
-        if let Some(syncer) = &mut self.syncer {
-            *syncer.stop.0.lock().expect("lock") = true;
-            syncer.stop.1.notify_all();
-            if let Some(thread) = syncer.thread.take() {
+        for ticker in &mut self.tickers {
+            *ticker.stop.0.lock().expect("lock") = true;
+            ticker.stop.1.notify_all();
+            if let Some(thread) = ticker.thread.take() {
                 let _ = thread.join();
             }
         }
@@ -1418,26 +1433,67 @@ fn check_write(
     Ok(())
 }
 
-fn start_syncer(db: Database, poisoned: Arc<AtomicBool>, interval: Duration) -> Syncer {
+/// Starts a thread named `name` that runs `task` every `period` until the store is dropped.
+fn start_ticker(name: &str, period: Duration, mut task: impl FnMut() + Send + 'static) -> Ticker {
     let stop = Arc::new((Mutex::new(false), Condvar::new()));
     let signal = stop.clone();
     let thread = std::thread::Builder::new()
-        .name("tessera-fsync".to_owned())
+        .name(name.to_owned())
         .spawn(move || {
             let (lock, condvar) = &*signal;
             let mut stopped = lock.lock().expect("lock");
             while !*stopped {
-                stopped = condvar.wait_timeout(stopped, interval).expect("lock").0;
-                if !poisoned.load(Ordering::Acquire) && db.persist(PersistMode::SyncAll).is_err() {
-                    poisoned.store(true, Ordering::Release);
+                stopped = condvar.wait_timeout(stopped, period).expect("lock").0;
+                if !*stopped {
+                    task();
                 }
             }
         })
-        .expect("spawning the fsync thread");
-    Syncer {
+        .expect("spawning a store thread");
+    Ticker {
         stop,
         thread: Some(thread),
     }
+}
+
+/// Starts the thread that runs [`seal_quiet_memtables`] every [`QUIET_PERIOD`].
+fn start_sealer(spaces: Spaces, log: Keyspace) -> Ticker {
+    let mut last_sizes = HashMap::new();
+    start_ticker("tessera-sealer", QUIET_PERIOD, move || {
+        let spaces = spaces.read().expect("lock").clone();
+        let keyspaces = spaces
+            .values()
+            .flat_map(|s| s.keyspaces.iter().flatten())
+            .chain([&log]);
+        seal_quiet_memtables(keyspaces, &mut last_sizes);
+    })
+}
+
+/// Seals the memtable of every keyspace that holds at least [`QUIET_SEAL_MIN_BYTES`] in it and
+/// grew by less than 1/32 of that over the last [`QUIET_PERIOD`] (`last_sizes`: the sizes seen a
+/// period ago, by keyspace name), so fjall flushes it to a table.
+///
+/// Why: reading an entry from a memtable (a skip list) costs 1.3–1.7 times reading it from a
+/// table's block (`examples/scan_cost.rs`: 370–440 against 260–280 ns per entry), and only
+/// writes fill a memtable to its sealing size. Once writes stop or slow to a trickle, searches
+/// would read the last megabytes written from the skip list for ever. (In `tessera bench -w
+/// secondary`, sealing cut the server's CPU per `city = C` search by 28 %: docs/benchmarks.md.)
+fn seal_quiet_memtables<'a>(
+    keyspaces: impl Iterator<Item = &'a Keyspace>,
+    last_sizes: &mut HashMap<String, u64>,
+) {
+    let mut seen = HashMap::new();
+    for keyspace in keyspaces {
+        let size = keyspace.tree.active_memtable().size();
+        let name = keyspace.name().to_string();
+        let before = last_sizes.get(&name).copied().unwrap_or(0);
+        if size >= QUIET_SEAL_MIN_BYTES && size.saturating_sub(before) < size / 32 {
+            // A failed rotation leaves the memtable where it was: searches only read it slower.
+            let _ = keyspace.rotate_memtable();
+        }
+        seen.insert(name, keyspace.tree.active_memtable().size());
+    }
+    *last_sizes = seen;
 }
 
 #[cfg(test)]

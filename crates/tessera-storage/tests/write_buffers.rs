@@ -1,12 +1,16 @@
 //! Write buffers stay bounded under a long write load: the store seals every memtable at
 //! `MEMTABLE_ROTATE_BYTES` itself (see there for the fjall deadlock this avoids), and what was
-//! sealed is flushed and still read back after a restart.
+//! sealed is flushed and still read back after a restart; a memtable that writes stopped filling
+//! is sealed too, so searches read it from tables.
 
 mod common;
 
 use common::{people, person, put};
+use std::time::{Duration, Instant};
+
 use tessera_storage::{
-    FsyncPolicy, Store, StoreOptions, MEMTABLE_BYTES_MAX, MEMTABLE_ROTATE_BYTES,
+    FsyncPolicy, Store, StoreOptions, MEMTABLE_BYTES_MAX, MEMTABLE_ROTATE_BYTES, QUIET_PERIOD,
+    QUIET_SEAL_MIN_BYTES,
 };
 use tessera_types::Value;
 
@@ -67,5 +71,45 @@ fn memtables_are_sealed_before_fjalls_threshold_and_their_data_survives_a_restar
         let got = store.get("p", &Value::from(format!("k{n}"))).unwrap();
         let got = got.unwrap_or_else(|| panic!("k{n} lost"));
         assert_eq!(got.object.values[1], Value::Int(n as i64));
+    }
+}
+
+#[test]
+fn a_memtable_writes_stopped_filling_is_sealed_and_its_objects_still_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path(), StoreOptions::default()).unwrap();
+    store.create_space(&people("p", 4)).unwrap();
+    // ~1.4 MiB per keyspace: above the quiet-sealing minimum, below the rotation size.
+    let filler = "x".repeat(600);
+    let objects = 2_000u64;
+    for batch in 0..objects / 100 {
+        let writes: Vec<_> = (0..100)
+            .map(|i| {
+                let n = batch * 100 + i;
+                put("p", None, 1, person(&format!("k{n}"), n as i64, 0, &filler))
+            })
+            .collect();
+        store.commit(&writes).unwrap();
+    }
+    let filled = store.stats().memtable_bytes;
+    assert!(
+        (KEYSPACES * QUIET_SEAL_MIN_BYTES..KEYSPACES * MEMTABLE_ROTATE_BYTES).contains(&filled),
+        "{filled} bytes in memtables: the test does not test quiet sealing"
+    );
+    // No more writes: within a few periods every memtable is sealed (and a new, empty one
+    // takes its place).
+    let deadline = Instant::now() + QUIET_PERIOD * 10;
+    while store.stats().memtable_bytes >= QUIET_SEAL_MIN_BYTES {
+        assert!(
+            Instant::now() < deadline,
+            "still {} bytes in memtables after {:?} without writes",
+            store.stats().memtable_bytes,
+            QUIET_PERIOD * 10
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    for n in (0..objects).step_by(97) {
+        let got = store.get("p", &Value::from(format!("k{n}"))).unwrap();
+        assert_eq!(got.unwrap().object.values[1], Value::Int(n as i64), "k{n}");
     }
 }
