@@ -15,7 +15,8 @@
 #
 #  * secondary (Tessera, PostgreSQL, Cassandra): loads RECORDS people (`tessera bench -w
 #    secondary`: city ~100 people a city, age, score, name; Tessera subspaces `city` and `age,
-#    score`, PostgreSQL B-tree indexes on city, age and score with ANALYZE after the load,
+#    score`, or `city`, `age` and `score` with PEOPLE_SUBSPACES=per-index, and the queries
+#    timed once its re-cut driver has cut the int axes by the data; PostgreSQL B-tree indexes on city, age and score with ANALYZE after the load,
 #    Cassandra storage-attached indexes on the same three), then times each query kind (eq1:
 #    city = C, ~100 matches; eq2: city and age, ~1; range: score over 0.1 %) for DURATION_S,
 #    RUNS times. Redis and etcd have no search on values: they sit this part out;
@@ -33,7 +34,7 @@
 #
 # Usage: scripts/bench-peers.sh [secondary] [ycsb]       (default: both)
 # Knobs (environment): RECORDS=100000 DURATION_S=10 RUNS=3 THREADS=16 SERVER_CPU=1
-#   CLIENT_CPU=0 SYSTEMS="tessera postgres redis redis-everysec etcd cassandra" YCSB="a c e"
+#   CLIENT_CPU=0 PEOPLE_SUBSPACES=grid SYSTEMS="tessera postgres redis redis-everysec etcd cassandra" YCSB="a c e"
 #   OUT=$(mktemp -d)
 #   TESSERA_BIN (a built `tessera` to use instead of building one; CARGO_TARGET_DIR is honoured)
 # Needs: cargo, python3, taskset, and for the systems asked: PostgreSQL 15's initdb/pg_ctl/
@@ -70,6 +71,7 @@ RECORDS = int(os.environ.get("RECORDS", 100_000))
 DURATION_S = float(os.environ.get("DURATION_S", 10))
 RUNS = int(os.environ.get("RUNS", 3))
 THREADS = int(os.environ.get("THREADS", 16))
+PEOPLE_SUBSPACES = os.environ.get("PEOPLE_SUBSPACES", "grid")
 SERVER_CPU = os.environ.get("SERVER_CPU", "1")
 CLIENT_CPU = os.environ.get("CLIENT_CPU", "0")
 ALL_SYSTEMS = ["tessera", "postgres", "redis", "redis-everysec", "etcd", "cassandra"]
@@ -124,7 +126,8 @@ def start(system, part):
 
 def load(system, url, pid, part):
     if part == "secondary":
-        args = ["-w", "secondary", "--query", "eq1", "--phase", "load"]
+        args = ["-w", "secondary", "--query", "eq1", "--phase", "load",
+                "--people-subspaces", PEOPLE_SUBSPACES]
     else:
         # A load and run of e checks 32 scans against what the load wrote (only a run right
         # after its own load knows what the system holds); its one timed operation is noise.
@@ -143,7 +146,7 @@ def timed(system, url, pid, part, kind, run):
     return rep
 
 raw = {"config": {"records": RECORDS, "duration_s": DURATION_S, "runs": RUNS, "threads": THREADS,
-                  "server_cpu": SERVER_CPU, "client_cpu": CLIENT_CPU, "systems": SYSTEMS,
+                  "server_cpu": SERVER_CPU, "people_subspaces": PEOPLE_SUBSPACES, "client_cpu": CLIENT_CPU, "systems": SYSTEMS,
                   "nproc": os.cpu_count(),
                   "git": subprocess.run(["git", "describe", "--always", "--dirty"], capture_output=True, text=True).stdout.strip(),
                   "started": time.strftime("%Y-%m-%dT%H:%M:%S%z")},

@@ -25,7 +25,6 @@
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 use tessera_client::{
     Client, DocValue, Document, FormulaSpec, Predicate, PredicateOp, Status, Value,
@@ -35,7 +34,7 @@ use tokio_postgres::types::ToSql;
 use tokio_postgres::{NoTls, Statement};
 
 use crate::bibliography::{Bibliography, Cond, Entry, Kind, Query, Val, MICRO_NAMES, PROPERTIES};
-use crate::target::{client_error, pg_error, TargetError};
+use crate::target::{client_error, pg_error, tessera, TargetError};
 
 /// Which data set a space or table holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
@@ -789,46 +788,24 @@ impl System {
     }
 }
 
-/// How long the benchmark waits for the database's re-cut driver after a load.
-const RECUT_WAIT: Duration = Duration::from_secs(600);
-
-/// Waits until the database's re-cut driver (on by default in `tessera dev`) has cut every
-/// overlay with an int path by the data and no build is under way: equal slices of an int
-/// axis hold every year of the bibliography in one slice, which no user would query against.
-/// Says on stderr how long that took; a timeout is an error.
+/// Waits until the database's re-cut driver has cut every overlay with an int path by the
+/// data ([`tessera::wait_for_recuts`]): equal slices of an int axis hold every year of the
+/// bibliography in one slice, which no user would query against. Says on stderr how long that
+/// took.
 async fn wait_for_recuts(client: &Client, dataset: Dataset) -> Result<(), TargetError> {
-    let started = Instant::now();
-    loop {
-        let config = client.refresh().await.map_err(client_error)?;
-        let space = config.space(dataset.name());
-        let settled = space.is_some_and(|space| {
-            space.build.is_none()
-                && space.schema.searchable_subspaces().all(|id| {
-                    let s = space.schema.subspace(id);
-                    s.cuts.is_some()
-                        || s.overlay.as_ref().is_none_or(|o| {
-                            o.axes
-                                .iter()
-                                .all(|a| dataset.kind_of(&a.path) != Some(Kind::Int))
-                        })
-                })
-        });
-        if settled {
-            eprintln!(
-                "tessera-bench: the re-cut driver cut the overlays by the data {:.0} s after the load",
-                started.elapsed().as_secs_f64()
-            );
-            return Ok(());
-        }
-        if started.elapsed() > RECUT_WAIT {
-            return Err(TargetError::Server(format!(
-                "the overlays of {} were not re-cut within {} s of the load (is the re-cut driver on?)",
-                dataset.name(),
-                RECUT_WAIT.as_secs()
-            )));
-        }
-        tokio::time::sleep(Duration::from_secs(1)).await;
-    }
+    let waited = tessera::wait_for_recuts(client, dataset.name(), |_, subspace| {
+        subspace.overlay.as_ref().is_some_and(|o| {
+            o.axes
+                .iter()
+                .any(|a| dataset.kind_of(&a.path) == Some(Kind::Int))
+        })
+    })
+    .await?;
+    eprintln!(
+        "tessera-bench: the re-cut driver cut the overlays by the data {:.0} s after the load",
+        waited.as_secs_f64()
+    );
+    Ok(())
 }
 
 #[cfg(test)]

@@ -193,6 +193,12 @@ pub struct BenchArgs {
     #[arg(long, value_enum, default_value_t = secondary::QueryKind::Eq1)]
     pub query: secondary::QueryKind,
 
+    /// Workload secondary: the subspaces of Tessera's space `people`, made by the load —
+    /// grid (`city` and `age, score`) or per-index (`city`, `age` and `score`, one per
+    /// PostgreSQL index).
+    #[arg(long, value_enum, default_value_t = secondary::Subspaces::Grid)]
+    pub people_subspaces: secondary::Subspaces,
+
     /// How YCSB's Tessera client connects: the global `--token` and `--tls-ca`.
     #[arg(skip)]
     pub client: tessera_client::ClientOptions,
@@ -547,6 +553,7 @@ async fn run_secondary(
     };
     let plan = secondary::Plan {
         kind: args.query,
+        subspaces: args.people_subspaces,
         load: matches!(args.phase, Phase::Load | Phase::Both),
         run: matches!(args.phase, Phase::Run | Phase::Both),
         records: args.records,

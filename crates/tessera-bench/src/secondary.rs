@@ -11,11 +11,13 @@
 //! * `eq2`: `city = C AND age = A` (~1 match);
 //! * `range`: `score BETWEEN L AND L + 999` (0.1 % of the records, ~100 at 100 000).
 //!
-//! Tessera: space `people` with subspaces `city` and `age, score`. PostgreSQL: table `people`
-//! with B-tree indexes on `city`, `age` and `score`. Cassandra: table `people` with
-//! storage-attached indexes on the same three (`target::cassandra::People`). Before a run is
-//! timed, a sample of its queries must return exactly the expected counts on the system under
-//! test.
+//! Tessera: space `people` with subspaces `city` and `age, score` (`--people-subspaces grid`,
+//! the default), or `city`, `age` and `score` (`per-index`: one subspace per PostgreSQL index).
+//! PostgreSQL: table `people` with B-tree indexes on `city`, `age` and `score`. Cassandra: table `people` with
+//! storage-attached indexes on the same three (`target::cassandra::People`). After Tessera's
+//! load, the benchmark waits for its re-cut driver to cut the int axes by the data
+//! ([`System::after_load`]). Before a run is timed, a sample of its queries must return exactly
+//! the expected counts on the system under test.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -23,11 +25,12 @@ use std::time::Instant;
 use rand::{Rng, SeedableRng};
 use serde::Serialize;
 use tessera_client::{Client, Predicate, PredicateOp, Status, Value};
+use tessera_types::{AttributeType, PrimitiveType};
 use tokio_postgres::{NoTls, Statement};
 
 use crate::driver::{phase_name, run_closed_loop, task_rng, PhaseKind, TaskStats, Tickets};
 use crate::report::PhaseReport;
-use crate::target::{client_error, pg_error, TargetError};
+use crate::target::{client_error, pg_error, tessera, TargetError};
 use crate::workload::Operation;
 
 /// The space (Tessera) or table (PostgreSQL).
@@ -42,8 +45,32 @@ pub const RANGE_WIDTH: i64 = 1_000;
 /// Queries checked against [`expected`] before a run is timed.
 pub const AGREEMENT_SAMPLES: u64 = 16;
 
-/// Tessera's space.
+/// Tessera's space, as `--people-subspaces grid` makes it (and workload `plan` computes it).
 pub const DESCRIPTION: &str = "space people key id attributes string city, int age, int score, string name subspace city subspace age, score create 64 partitions";
+/// Tessera's space as `--people-subspaces per-index` makes it.
+pub const DESCRIPTION_PER_INDEX: &str = "space people key id attributes string city, int age, int score, string name subspace city subspace age subspace score create 64 partitions";
+
+/// Which subspaces Tessera's space has.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum Subspaces {
+    /// `city` and `age, score`: a `score` range reads one column of the `age, score` grid,
+    /// a seek per age in each region it crosses.
+    #[default]
+    Grid,
+    /// `city`, `age` and `score`: one subspace per PostgreSQL index, so every query reads
+    /// the structure PostgreSQL reads.
+    PerIndex,
+}
+
+impl Subspaces {
+    pub fn description(self) -> &'static str {
+        match self {
+            Subspaces::Grid => DESCRIPTION,
+            Subspaces::PerIndex => DESCRIPTION_PER_INDEX,
+        }
+    }
+}
 
 /// Which query a run times.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, clap::ValueEnum)]
@@ -205,9 +232,9 @@ impl System {
 
     /// Tessera: creates the space unless it exists (PostgreSQL's and Cassandra's tables were
     /// made when they connected).
-    async fn prepare(&self) -> Result<(), TargetError> {
+    async fn prepare(&self, subspaces: Subspaces) -> Result<(), TargetError> {
         if let System::Tessera(client) = self {
-            match client.add_space(DESCRIPTION).await {
+            match client.add_space(subspaces.description()).await {
                 Ok(()) => {}
                 Err(e) if e.status() == Some(Status::SpaceExists) => {}
                 Err(e) => return Err(client_error(e)),
@@ -239,6 +266,29 @@ impl System {
                 .map_err(pg_error),
             System::Cassandra(people) => people.insert(p).await,
         }
+    }
+
+    /// After the load, before any query: Tessera's re-cut driver has cut the int axes (`age`,
+    /// `score`) by the data ([`tessera::wait_for_recuts`]), so that queries are timed on the
+    /// space a user would have, not on equal slices of the 64-bit range or beside the re-cut.
+    pub async fn after_load(&self) -> Result<(), TargetError> {
+        let System::Tessera(client) = self else {
+            return Ok(());
+        };
+        let waited = tessera::wait_for_recuts(client, NAME, |schema, subspace| {
+            subspace.dimensions.iter().any(|d| {
+                matches!(
+                    schema.attribute(*d).ty,
+                    AttributeType::Primitive(PrimitiveType::Int | PrimitiveType::Float)
+                )
+            })
+        })
+        .await?;
+        eprintln!(
+            "tessera-bench: the re-cut driver cut {NAME} by the data {:.0} s after the load",
+            waited.as_secs_f64()
+        );
+        Ok(())
     }
 
     /// Runs `q`, reading every matching object whole; returns how many matched.
@@ -290,6 +340,8 @@ pub struct SecondaryReport {
 #[derive(Clone, Copy, Debug)]
 pub struct Plan {
     pub kind: QueryKind,
+    /// Tessera's subspaces, when the load makes its space.
+    pub subspaces: Subspaces,
     pub load: bool,
     pub run: bool,
     pub records: u64,
@@ -318,7 +370,7 @@ pub async fn run(
     let first = systems.first().expect("at least one task").clone();
     let mut load_report = None;
     if plan.load {
-        first.prepare().await?;
+        first.prepare(plan.subspaces).await?;
         let (_, report) = run_closed_loop(
             systems.clone(),
             phase_name(PhaseKind::Load),
@@ -338,6 +390,7 @@ pub async fn run(
         )
         .await;
         load_report = Some(report);
+        first.after_load().await?;
     }
     // The agreement check: the same queries every system is timed on, answered exactly.
     let mut rng = rand::rngs::StdRng::seed_from_u64(plan.seed ^ 0x5EC0_0DA2_0000_0001);

@@ -10,7 +10,10 @@
 //! `prefix == p && suffix in [lo, hi]`, which the `prefix, suffix` subspace answers from one
 //! region (seed 002 §6.2).
 
+use std::time::{Duration, Instant};
+
 use tessera_client::{Client, Predicate, PredicateOp, Status, Value};
+use tessera_types::{SpaceSchema, Subspace};
 
 use super::{client_error, Target, TargetError};
 use crate::workload::{
@@ -21,6 +24,42 @@ use crate::workload::{
 /// absent).
 pub fn parse_url(url: &str) -> Result<String, String> {
     super::parse_host_port(url, "tessera", 1982)
+}
+
+/// How long a benchmark waits for the database's re-cut driver after a load.
+pub const RECUT_WAIT: Duration = Duration::from_secs(600);
+
+/// Waits until the database's re-cut driver (on by default in `tessera dev`) has cut by the
+/// data every searchable subspace of `space` that `must_be_cut` picks, and no build is under
+/// way; returns how long that took. A benchmark that timed searches before would time equal
+/// slices of an int axis (every value of a real distribution in one region) and the re-cut's
+/// own work beside them. A timeout ([`RECUT_WAIT`]) is an error.
+pub async fn wait_for_recuts(
+    client: &Client,
+    space: &str,
+    must_be_cut: impl Fn(&SpaceSchema, &Subspace) -> bool,
+) -> Result<Duration, TargetError> {
+    let started = Instant::now();
+    loop {
+        let config = client.refresh().await.map_err(client_error)?;
+        let settled = config.space(space).is_some_and(|s| {
+            s.build.is_none()
+                && s.schema.searchable_subspaces().all(|id| {
+                    let subspace = s.schema.subspace(id);
+                    subspace.cuts.is_some() || !must_be_cut(&s.schema, subspace)
+                })
+        });
+        if settled {
+            return Ok(started.elapsed());
+        }
+        if started.elapsed() > RECUT_WAIT {
+            return Err(TargetError::Server(format!(
+                "the subspaces of {space} were not re-cut within {} s of the load (is the re-cut driver on?)",
+                RECUT_WAIT.as_secs()
+            )));
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
 }
 
 /// One task's handle on the shared pipelined client.
