@@ -90,7 +90,7 @@ def disk(path):
 def bench(url, phase, records, extra=()):
     cmd = ["taskset", "-c", CLIENT_CPU, BIN, "bench", "--target", url, "-w", "secondary",
            "--phase", phase, "--records", str(records), "--threads", str(THREADS),
-           "--progress", "never", *extra]
+           "--progress", "never", "--recut-wait-s", "0", *extra]
     res = subprocess.run(cmd, capture_output=True, text=True)
     if res.returncode != 0:
         sys.exit(f"bench-memory.sh: {' '.join(cmd)} failed ({res.returncode}): {res.stderr.strip()}")

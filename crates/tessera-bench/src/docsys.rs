@@ -788,23 +788,24 @@ impl System {
     }
 }
 
-/// Waits until the database's re-cut driver has cut every overlay with an int path by the
-/// data ([`tessera::wait_for_recuts`]): equal slices of an int axis hold every year of the
-/// bibliography in one slice, which no user would query against. Says on stderr how long that
-/// took.
+/// Waits for the database's re-cut driver to cut every overlay with an int path by the data
+/// ([`tessera::wait_for_recuts`]): equal slices of an int axis hold every year of the
+/// bibliography in one slice, which no user would query against. Says on stderr what it found.
 async fn wait_for_recuts(client: &Client, dataset: Dataset) -> Result<(), TargetError> {
-    let waited = tessera::wait_for_recuts(client, dataset.name(), |_, subspace| {
-        subspace.overlay.as_ref().is_some_and(|o| {
-            o.axes
-                .iter()
-                .any(|a| dataset.kind_of(&a.path) == Some(Kind::Int))
-        })
-    })
+    let found = tessera::wait_for_recuts(
+        client,
+        dataset.name(),
+        tessera::RECUT_WAIT,
+        |_, subspace| {
+            subspace.overlay.as_ref().is_some_and(|o| {
+                o.axes
+                    .iter()
+                    .any(|a| dataset.kind_of(&a.path) == Some(Kind::Int))
+            })
+        },
+    )
     .await?;
-    eprintln!(
-        "tessera-bench: the re-cut driver cut the overlays by the data {:.0} s after the load",
-        waited.as_secs_f64()
-    );
+    tessera::report_recuts(dataset.name(), &found);
     Ok(())
 }
 

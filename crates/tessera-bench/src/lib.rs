@@ -199,6 +199,14 @@ pub struct BenchArgs {
     #[arg(long, value_enum, default_value_t = secondary::Subspaces::Grid)]
     pub people_subspaces: secondary::Subspaces,
 
+    /// Workload secondary: the most seconds the load waits, at its end, for Tessera's re-cut
+    /// driver to cut the int axes by the data (queries timed before would read equal slices of
+    /// the 64-bit range, beside the re-cut's own work). It stops waiting once they are cut, or
+    /// once no build has been under way for 30 s (the driver leaves balanced or small
+    /// subspaces alone); still building after this long is an error. 0: no wait.
+    #[arg(long, default_value_t = 600)]
+    pub recut_wait_s: u64,
+
     /// How YCSB's Tessera client connects: the global `--token` and `--tls-ca`.
     #[arg(skip)]
     pub client: tessera_client::ClientOptions,
@@ -554,6 +562,7 @@ async fn run_secondary(
     let plan = secondary::Plan {
         kind: args.query,
         subspaces: args.people_subspaces,
+        recut_wait: Duration::from_secs(args.recut_wait_s),
         load: matches!(args.phase, Phase::Load | Phase::Both),
         run: matches!(args.phase, Phase::Run | Phase::Both),
         records: args.records,

@@ -271,11 +271,11 @@ impl System {
     /// After the load, before any query: Tessera's re-cut driver has cut the int axes (`age`,
     /// `score`) by the data ([`tessera::wait_for_recuts`]), so that queries are timed on the
     /// space a user would have, not on equal slices of the 64-bit range or beside the re-cut.
-    pub async fn after_load(&self) -> Result<(), TargetError> {
+    pub async fn after_load(&self, most: std::time::Duration) -> Result<(), TargetError> {
         let System::Tessera(client) = self else {
             return Ok(());
         };
-        let waited = tessera::wait_for_recuts(client, NAME, |schema, subspace| {
+        let found = tessera::wait_for_recuts(client, NAME, most, |schema, subspace| {
             subspace.dimensions.iter().any(|d| {
                 matches!(
                     schema.attribute(*d).ty,
@@ -284,10 +284,7 @@ impl System {
             })
         })
         .await?;
-        eprintln!(
-            "tessera-bench: the re-cut driver cut {NAME} by the data {:.0} s after the load",
-            waited.as_secs_f64()
-        );
+        tessera::report_recuts(NAME, &found);
         Ok(())
     }
 
@@ -342,6 +339,9 @@ pub struct Plan {
     pub kind: QueryKind,
     /// Tessera's subspaces, when the load makes its space.
     pub subspaces: Subspaces,
+    /// How long the load waits for Tessera's re-cut driver ([`System::after_load`]); zero:
+    /// not at all.
+    pub recut_wait: std::time::Duration,
     pub load: bool,
     pub run: bool,
     pub records: u64,
@@ -390,7 +390,9 @@ pub async fn run(
         )
         .await;
         load_report = Some(report);
-        first.after_load().await?;
+        if !plan.recut_wait.is_zero() {
+            first.after_load(plan.recut_wait).await?;
+        }
     }
     // The agreement check: the same queries every system is timed on, answered exactly.
     let mut rng = rand::rngs::StdRng::seed_from_u64(plan.seed ^ 0x5EC0_0DA2_0000_0001);

@@ -13,6 +13,7 @@
 use std::ops::ControlFlow;
 use std::sync::Arc;
 
+use tessera_geometry::SearchPlan;
 use tessera_protocol::constants::SEARCH_BATCH_BYTES;
 use tessera_protocol::{ErrorReply, Response, SearchItemsBuilder};
 use tessera_storage::EncodedObject;
@@ -46,20 +47,22 @@ pub async fn run(
     kind: SearchKind,
     replier: Replier,
 ) {
-    let regions = match &kind {
-        SearchKind::Regions { regions, .. } => Some(regions.len() as u64),
-        SearchKind::All | SearchKind::Count | SearchKind::Sorted { .. } => Some(
-            reads::plan(&space, &predicates)
-                .iter()
-                .map(|p| p.regions_count)
-                .sum(),
-        ),
-        SearchKind::Keys(_) => None,
+    // Planned once here: the meter counts its regions, and `inline` reads by it.
+    let plan = matches!(
+        kind,
+        SearchKind::All | SearchKind::Count | SearchKind::Sorted { .. }
+    )
+    .then(|| reads::plan(&space, &predicates));
+    let regions = match (&kind, &plan) {
+        (SearchKind::Regions { regions, .. }, _) => Some(regions.len()),
+        (_, Some(plan)) => Some(plan.iter().map(|p| p.regions_count as usize).sum()),
+        _ => None,
     };
     if let Some(regions) = regions {
-        shared.meter.search(regions as usize);
+        shared.meter.search(regions);
     }
-    let Some((kind, replier)) = inline(shared, stamp, &space, &predicates, kind, replier) else {
+    let inlined = inline(shared, stamp, &space, &predicates, plan, kind, replier);
+    let Some((kind, replier)) = inlined else {
         return;
     };
     let slot = replier.outbox.search_slot().await;
@@ -78,6 +81,7 @@ fn inline(
     stamp: u64,
     space: &ServedSpace,
     predicates: &[CheckedPredicate],
+    plan: Option<Vec<SearchPlan>>,
     kind: SearchKind,
     replier: Replier,
 ) -> Option<(SearchKind, Replier)> {
@@ -101,7 +105,7 @@ fn inline(
     };
     let scanned = match &kind {
         SearchKind::All | SearchKind::Count => {
-            let plan = reads::plan(space, predicates);
+            let plan = plan.unwrap_or_else(|| reads::plan(space, predicates));
             let budget = budget(reads::is_point_search(&plan));
             reads::for_each_encoded_match_planned(
                 store,

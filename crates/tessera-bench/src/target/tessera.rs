@@ -13,7 +13,7 @@
 use std::time::{Duration, Instant};
 
 use tessera_client::{Client, Predicate, PredicateOp, Status, Value};
-use tessera_types::{SpaceSchema, Subspace};
+use tessera_types::{SpaceSchema, Subspace, SubspaceId};
 
 use super::{client_error, Target, TargetError};
 use crate::workload::{
@@ -26,39 +26,71 @@ pub fn parse_url(url: &str) -> Result<String, String> {
     super::parse_host_port(url, "tessera", 1982)
 }
 
-/// How long a benchmark waits for the database's re-cut driver after a load.
+/// How long a benchmark waits for the database's re-cut driver after a load, unless told.
 pub const RECUT_WAIT: Duration = Duration::from_secs(600);
+
+/// How long no build may be under way before [`wait_for_recuts`] concludes that the re-cut
+/// driver will not cut what is left: three looks at its default period (10 s).
+pub const RECUT_IDLE_MAX: Duration = Duration::from_secs(30);
 
 /// Waits until the database's re-cut driver (on by default in `tessera dev`) has cut by the
 /// data every searchable subspace of `space` that `must_be_cut` picks, and no build is under
-/// way; returns how long that took. A benchmark that timed searches before would time equal
-/// slices of an int axis (every value of a real distribution in one region) and the re-cut's
-/// own work beside them. A timeout ([`RECUT_WAIT`]) is an error.
+/// way; or until no build has been under way for [`RECUT_IDLE_MAX`] (the driver leaves alone
+/// a subspace whose regions are balanced enough, or that holds too few objects). A benchmark
+/// that timed searches before would time equal slices of an int axis (every value of a real
+/// distribution in one region) and the re-cut's own work beside them. Returns how long it
+/// waited and the subspaces left uncut; waiting longer than `most` is an error.
 pub async fn wait_for_recuts(
     client: &Client,
     space: &str,
+    most: Duration,
     must_be_cut: impl Fn(&SpaceSchema, &Subspace) -> bool,
-) -> Result<Duration, TargetError> {
+) -> Result<(Duration, Vec<SubspaceId>), TargetError> {
     let started = Instant::now();
+    let mut idle_since = started;
     loop {
         let config = client.refresh().await.map_err(client_error)?;
-        let settled = config.space(space).is_some_and(|s| {
-            s.build.is_none()
-                && s.schema.searchable_subspaces().all(|id| {
-                    let subspace = s.schema.subspace(id);
-                    subspace.cuts.is_some() || !must_be_cut(&s.schema, subspace)
-                })
-        });
-        if settled {
-            return Ok(started.elapsed());
+        let (building, uncut) = match config.space(space) {
+            Some(s) => (
+                s.build.is_some(),
+                s.schema
+                    .searchable_subspaces()
+                    .filter(|id| {
+                        let subspace = s.schema.subspace(*id);
+                        subspace.cuts.is_none() && must_be_cut(&s.schema, subspace)
+                    })
+                    .collect(),
+            ),
+            None => (false, Vec::new()),
+        };
+        if building {
+            idle_since = Instant::now();
+        } else if uncut.is_empty() || idle_since.elapsed() >= RECUT_IDLE_MAX {
+            return Ok((started.elapsed(), uncut));
         }
-        if started.elapsed() > RECUT_WAIT {
+        if started.elapsed() > most {
             return Err(TargetError::Server(format!(
-                "the subspaces of {space} were not re-cut within {} s of the load (is the re-cut driver on?)",
-                RECUT_WAIT.as_secs()
+                "the subspaces of {space} were still being re-cut {} s after the load",
+                most.as_secs()
             )));
         }
         tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+}
+
+/// Says on stderr what [`wait_for_recuts`] found.
+pub fn report_recuts(space: &str, (waited, uncut): &(Duration, Vec<SubspaceId>)) {
+    let waited = waited.as_secs_f64();
+    if uncut.is_empty() {
+        eprintln!(
+            "tessera-bench: the re-cut driver cut {space} by the data {waited:.0} s after the load"
+        );
+    } else {
+        let uncut: Vec<_> = uncut.iter().map(|id| id.get().to_string()).collect();
+        eprintln!(
+            "tessera-bench: {waited:.0} s after the load, the re-cut driver had left subspaces {} of {space} uncut",
+            uncut.join(", ")
+        );
     }
 }
 
