@@ -435,7 +435,7 @@ impl Store {
         }
         let poisoned = Arc::new(AtomicBool::new(false));
         let spaces: Spaces = Arc::new(RwLock::new(spaces));
-        let mut tickers = vec![start_sealer(spaces.clone(), log.clone())];
+        let mut tickers = vec![start_sealer(spaces.clone(), log.clone(), poisoned.clone())];
         if let FsyncPolicy::Periodic { interval_ms } = options.fsync {
             let (db, poisoned) = (db.clone(), poisoned.clone());
             let period = Duration::from_millis(interval_ms.max(1));
@@ -1456,10 +1456,14 @@ fn start_ticker(name: &str, period: Duration, mut task: impl FnMut() + Send + 's
     }
 }
 
-/// Starts the thread that runs [`seal_quiet_memtables`] every [`QUIET_PERIOD`].
-fn start_sealer(spaces: Spaces, log: Keyspace) -> Ticker {
+/// Starts the thread that runs [`seal_quiet_memtables`] every [`QUIET_PERIOD`], until the
+/// store is poisoned: a seal writes to the journal, whose state on disk is unknown then.
+fn start_sealer(spaces: Spaces, log: Keyspace, poisoned: Arc<AtomicBool>) -> Ticker {
     let mut last_sizes = HashMap::new();
     start_ticker("tessera-sealer", QUIET_PERIOD, move || {
+        if poisoned.load(Ordering::Acquire) {
+            return;
+        }
         let spaces = spaces.read().expect("lock").clone();
         let keyspaces = spaces
             .values()
@@ -1543,6 +1547,38 @@ mod tests {
             Version(1)
         );
         assert_eq!(store.spaces().len(), 1);
+    }
+
+    #[test]
+    fn a_poisoned_store_seals_no_memtable() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path(), StoreOptions::default()).unwrap();
+        let key = Attribute::new("k", AttributeType::STRING);
+        let schema = SpaceSchema::new("s", key, vec![], vec![], 4, 0).unwrap();
+        store.create_space(&schema).unwrap();
+        // ~600 KiB in the key subspace's memtable: enough to be sealed once quiet.
+        let writes: Vec<_> = (0..1_000)
+            .map(|n| ObjectWrite::Put {
+                space: "s".into(),
+                old: None,
+                new: StoredObject {
+                    version: Version(1),
+                    object: Object {
+                        values: vec![Value::from(format!("{n:04}{}", "x".repeat(600)))],
+                    },
+                },
+            })
+            .collect();
+        store.commit(&writes).unwrap();
+        let filled = store.stats().memtable_bytes;
+        assert!(
+            filled >= QUIET_SEAL_MIN_BYTES,
+            "only {filled} bytes written"
+        );
+        let _ = store.poison_on_error::<()>(Err(fjall::Error::Poisoned));
+        // A healthy store would have sealed it within two periods (tests/write_buffers.rs).
+        std::thread::sleep(QUIET_PERIOD * 4);
+        assert_eq!(store.stats().memtable_bytes, filled);
     }
 
     /// A state transfer must not ship an object that does not belong at its entry: the
