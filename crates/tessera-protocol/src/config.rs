@@ -996,6 +996,34 @@ impl SpaceConfig {
         }
     }
 
+    /// The members of a region that answer reads by key of it: its complete replicas
+    /// ([`SpaceConfig::complete_replicas`]) without the member a transfer under way replaces.
+    /// A replaced member leaves the region when the transfer completes, and a server that has
+    /// not installed that configuration yet would answer from a region the chains no longer
+    /// pass; so it stops answering gets when the transfer starts, seconds before — unless it
+    /// is the region's only complete replica (K = 1), which answers until it leaves. The point
+    /// leader heads them unless it is the one replaced. Empty where the region has no replica.
+    pub fn readers(&self, subspace: SubspaceId, region: RegionIndex) -> Vec<ServerId> {
+        if self
+            .replica_set(subspace, region)
+            .is_none_or(|set| set.is_empty())
+        {
+            return Vec::new();
+        }
+        let complete = self.complete_replicas(subspace, region);
+        let leaving = self.transfer_at(subspace, region).and_then(|t| t.replaces);
+        let staying: Vec<ServerId> = complete
+            .iter()
+            .copied()
+            .filter(|s| Some(*s) != leaving)
+            .collect();
+        if staying.is_empty() {
+            complete.to_vec()
+        } else {
+            staying
+        }
+    }
+
     /// The epoch since which `server`, a member of the region, has held it without a break:
     /// the transfer that brought it (under way or completed), else the space's creation. A
     /// chain message `server` built for that region in an earlier epoch is stale.
@@ -1380,6 +1408,30 @@ mod tests {
             observations: 3,
             period_s: 60,
         }
+    }
+
+    /// Who answers gets of a region: every complete member, not a transfer's target still
+    /// filling, and not the member a transfer replaces — unless it is the only one left.
+    #[test]
+    fn a_region_is_read_from_its_complete_members_that_stay() {
+        let (key, region) = (SubspaceId::KEY, RegionIndex(0));
+        let mut space = hotels("");
+        space.replicas[0][0] = vec![ServerId(1), ServerId(2)];
+        assert_eq!(space.readers(key, region), vec![ServerId(1), ServerId(2)]);
+        let mut filling = space.clone();
+        filling.start_transfer(5, key, region, ServerId(3), None);
+        assert_eq!(filling.readers(key, region), vec![ServerId(1), ServerId(2)]);
+        let mut replacing_the_leader = space.clone();
+        replacing_the_leader.start_transfer(5, key, region, ServerId(3), Some(ServerId(1)));
+        assert_eq!(replacing_the_leader.readers(key, region), vec![ServerId(2)]);
+        let mut alone = space.clone();
+        alone.replicas[0][0] = vec![ServerId(1)];
+        alone.start_transfer(5, key, region, ServerId(3), Some(ServerId(1)));
+        assert_eq!(alone.readers(key, region), vec![ServerId(1)]);
+        alone.replicas[0][0].clear();
+        alone.transfers.clear();
+        assert!(alone.readers(key, region).is_empty());
+        assert!(alone.readers(key, RegionIndex(999)).is_empty());
     }
 
     #[test]

@@ -57,6 +57,12 @@ impl SpaceMap {
             })
     }
 
+    /// The servers that answer a get of `key`: its key region's readers
+    /// ([`SpaceConfig::readers`]).
+    pub fn key_readers(&self, key: &Value) -> Vec<ServerId> {
+        self.config.readers(SubspaceId::KEY, self.key_region(key))
+    }
+
     /// The region of `subspace` that holds `object` (`tessera_geometry::region_of_object`);
     /// `None` when it is not placed there (a dynamic space's document outside its formula's
     /// subspaces) or the space has no such subspace.

@@ -6,6 +6,7 @@
 //! - [`message`]: what servers send each other;
 //! - [`link`]: exactly-once, in-order delivery per pair of servers;
 //! - [`replica`]: one server's part in every chain;
+//! - [`read_gate`]: when a replica of a key region may answer a read of a key;
 //! - [`check`]: what a peer sends is checked before anything acts on it.
 
 #![forbid(unsafe_code)]
@@ -13,11 +14,13 @@
 pub mod check;
 pub mod link;
 pub mod message;
+pub mod read_gate;
 pub mod replica;
 pub mod write;
 
 pub use check::{check_envelope, EnvelopeError};
 pub use message::{ChainAck, ChainUpdate, Envelope, PeerMessage};
+pub use read_gate::{ReadFence, ReadGates};
 pub use replica::{
     ClientId, CommittedReader, EntryWrite, Input, LogId, Outputs, Replica, StoreWrite, UnknownShape,
 };

@@ -62,6 +62,7 @@ use tessera_types::{
 use crate::check::{check_contents, check_shape};
 use crate::link::Link;
 use crate::message::{ChainAck, ChainUpdate, Envelope, PeerMessage, TransferChunk};
+use crate::read_gate::ReadFence;
 use crate::write::{evaluate, KeyWrite};
 
 /// The shell's handle on a client request, returned with its reply.
@@ -241,6 +242,10 @@ pub struct Outputs {
     pub unknown_shapes: Vec<UnknownShape>,
     /// For the metrics only: the hops of each chain this server started as a point leader.
     pub chains_started: Vec<usize>,
+    /// What changed the versions pending at this server's key regions, for the reads by key
+    /// it serves ([`crate::read_gate`]): apply the pending fences before step 0 and the settled
+    /// ones after step 1.
+    pub read_fences: Vec<ReadFence>,
 }
 
 /// A write held back for its document's shape (see [`Outputs::unknown_shapes`]).
@@ -267,6 +272,7 @@ impl Outputs {
             && self.transfers_done.is_empty()
             && self.backfills_done.is_empty()
             && self.unknown_shapes.is_empty()
+            && self.read_fences.is_empty()
     }
 }
 
@@ -1016,6 +1022,12 @@ impl Replica {
         for key in gone {
             let state = self.keys.remove(&key).expect("listed above");
             self.forget_logs(state.pending.values().filter_map(|p| p.log).collect());
+            // The space is gone: no read of it waits for anything.
+            self.outputs.read_fences.push(ReadFence::Settled {
+                space: key.0,
+                key: key.1.clone(),
+                version: Version(u64::MAX),
+            });
             let error = || {
                 Err(ErrorReply::new(
                     Status::UnknownSpace,
@@ -1363,9 +1375,18 @@ impl Replica {
             });
             let mut dropped = Vec::new();
             for ((_, key), state) in self.keys.iter_mut().filter(|((s, _), _)| *s == space) {
-                dropped.extend(drop_pending(&mut state.pending, |l| l == location));
+                let home = self.spaces[&space].key_location(key);
+                let (logs, settled) = drop_pending(&mut state.pending, |l| l == location, home);
+                dropped.extend(logs);
+                if let Some(version) = settled {
+                    self.outputs.read_fences.push(ReadFence::Settled {
+                        space,
+                        key: key.clone(),
+                        version,
+                    });
+                }
                 state.applied.remove(&location);
-                if self.spaces[&space].key_location(key) == location {
+                if home == location {
                     state.committed_home = None;
                 }
             }
@@ -1546,12 +1567,20 @@ impl Replica {
         let rt = self.spaces[&key.0].clone();
         let me = self.me;
         let state = self.keys.get_mut(key).expect("a key with state");
-        let dropped = drop_pending(&mut state.pending, |location| !rt.holds(me, location));
+        let home = rt.key_location(&key.1);
+        let (dropped, settled) =
+            drop_pending(&mut state.pending, |location| !rt.holds(me, location), home);
+        if let Some(version) = settled {
+            self.outputs.read_fences.push(ReadFence::Settled {
+                space: key.0,
+                key: key.1.clone(),
+                version,
+            });
+        }
         state.applied.retain(|location, _| rt.holds(me, *location));
         state
             .delayed
             .retain(|(_, u)| rt.holds(me, (u.subspace, u.region)));
-        let home = rt.key_location(&key.1);
         let leads = rt.point_leader(&key.1).ok() == Some(me);
         let was_leading =
             state.latest.is_some() || !state.in_flight.is_empty() || !state.held.is_empty();
@@ -2092,6 +2121,14 @@ impl Replica {
             self.round_logs.insert(id, record);
             id
         });
+        // At the tail an update commits in this step: its commit is what makes it visible.
+        if next.is_some() && location == rt.key_location(&key.1) {
+            self.outputs.read_fences.push(ReadFence::Pending {
+                space: key.0,
+                key: key.1.clone(),
+                version: update.version,
+            });
+        }
         let state = self.keys.get_mut(&key).expect("the key has state");
         state.pending.insert(
             (location, update.version),
@@ -2153,6 +2190,13 @@ impl Replica {
                     version: u.version,
                     object,
                 }));
+                if log.is_some() {
+                    self.outputs.read_fences.push(ReadFence::Settled {
+                        space: key.0,
+                        key: key.1.clone(),
+                        version: u.version,
+                    });
+                }
             }
             let entry = rt.commit_write(location, &u);
             let tombstone = (key.0, key.1.clone(), location);
@@ -2282,19 +2326,28 @@ impl Replica {
     }
 }
 
-/// Removes the updates pending at the locations `dropped` names; returns their log records.
+/// Removes the updates pending at the locations `dropped` names; returns their log records,
+/// and the newest version removed from `home` (the key's region), whose reads it settles.
 fn drop_pending(
     pending: &mut BTreeMap<(Location, Version), Pending>,
     dropped: impl Fn(Location) -> bool,
-) -> Vec<LogId> {
+    home: Location,
+) -> (Vec<LogId>, Option<Version>) {
     let gone: Vec<(Location, Version)> = pending
         .keys()
         .filter(|(location, _)| dropped(*location))
         .copied()
         .collect();
-    gone.into_iter()
+    let settled = gone
+        .iter()
+        .filter(|(l, _)| *l == home)
+        .map(|(_, v)| *v)
+        .max();
+    let logs = gone
+        .into_iter()
         .filter_map(|k| pending.remove(&k).and_then(|p| p.log))
-        .collect()
+        .collect();
+    (logs, settled)
 }
 
 fn ack_for(u: &ChainUpdate, (subspace, region): Location, epoch: Epoch) -> PeerMessage {

@@ -1,7 +1,14 @@
 //! Deterministic simulation of value-dependent chain replication (DESIGN §5, §6).
 //!
 //! Several servers run [`Replica`] over a seeded network that delays, reorders, duplicates and
-//! drops messages, while clients write and read a few hot keys and search. A model coordinator
+//! drops messages, while clients write and read a few hot keys and search. A get goes to any
+//! reader of its key's region (`SpaceConfig::readers`: the point leader or another complete
+//! replica), in the client's configuration — the current one or, now and then, one of the few
+//! before it — and is answered as the shell answers it: refused unless the server's own
+//! configuration lists it among the readers, else from its store at once or once the versions
+//! pending there when it came have settled (`tessera_replication::read_gate`, applied from
+//! `Outputs::read_fences` as the shell applies them), refused if an install or a lapsed lease
+//! came meanwhile. A model coordinator
 //! makes new configurations that reach the servers at different moments: spaces come and go,
 //! and, when regions have K ≥ 2 replicas, servers fail —
 //! - a crash: the process is gone with everything it had not made durable (its store goes
@@ -26,8 +33,9 @@
 //! counts as healthy again, so a run sees many faults, some in the middle of transfers.
 //!
 //! After every run:
-//! - every key's history (as the clients saw it) is linearizable, checked against this file's
-//!   own model of the write semantics (Wing & Gong search, per key), never the implementation's;
+//! - every key's history (as the clients saw it, gets at every replica included) is
+//!   linearizable, checked against this file's own model of the write semantics (Wing & Gong
+//!   search, per key), never the implementation's;
 //! - no acknowledged write is lost (a final read of every key is part of that history);
 //! - every write is answered, except those whose point leader failed with them;
 //! - every replica converges: each subspace entry of each key is on exactly the live replicas
@@ -84,8 +92,8 @@ use tessera_protocol::{
 };
 use tessera_replication::replica::RegionChunk;
 use tessera_replication::{
-    ClientId, CommittedReader, EntryWrite, Envelope, Input, KeyWrite, LogId, Outputs, Replica,
-    StoreWrite, UnknownShape,
+    ClientId, CommittedReader, EntryWrite, Envelope, Input, KeyWrite, LogId, Outputs, ReadGates,
+    Replica, StoreWrite, UnknownShape,
 };
 use tessera_types::{
     parse_space, AxisCuts, CheckedFuncall, CheckedPredicate, DocValue, Document, Epoch, Funcall,
@@ -735,6 +743,12 @@ struct Node {
     /// Rounds written (their forwards sent) whose acknowledgements and replies wait for an
     /// fsync: the number of the fsync, and the rest of the round's outputs. A crash loses them.
     deferred: VecDeque<(u64, Outputs)>,
+    /// The shell's read gates (`tessera_replication::read_gate`): gets waiting for versions
+    /// pending here, each with its event in the history and this node's `installs` when it came.
+    gates: ReadGates<(usize, u64)>,
+    /// Configurations installed: a get that waited across an install is refused, as the
+    /// server's read stamp refuses it.
+    installs: u64,
 }
 
 #[derive(Clone, Debug)]
@@ -800,6 +814,9 @@ struct Sim {
     /// their fsync (forwards gone, acknowledgements and replies held); and crashes that lost
     /// batches written but not fsynced.
     faults: [u64; 6],
+    /// Gets answered by a replica that does not lead the key, and gets that waited for
+    /// versions pending at their replica.
+    reads: [u64; 2],
     /// Every server that ever failed (its unanswered writes may be lost with it).
     ever_failed: BTreeSet<ServerId>,
     /// Transfer reports on their way to the coordinator: (arrives at, from, transfer).
@@ -916,6 +933,8 @@ impl Sim {
                     syncs_asked: 0,
                     synced: 0,
                     deferred: VecDeque::new(),
+                    gates: ReadGates::new(),
+                    installs: 0,
                 };
                 (s.id, node)
             })
@@ -937,6 +956,7 @@ impl Sim {
             produced: BTreeMap::new(),
             k,
             faults: [0; 6],
+            reads: [0; 2],
             ever_failed: BTreeSet::new(),
             reports: Vec::new(),
             transfers: [0; 2],
@@ -1061,6 +1081,7 @@ impl Sim {
             return; // the replica ignores it
         }
         node.config = config.clone();
+        node.installs += 1;
         if !Arc::ptr_eq(&node.geometry, &geometry) {
             let moved = node.store.follow_key_splits(&node.geometry, &geometry);
             if self.tracing {
@@ -1107,6 +1128,10 @@ impl Sim {
             return;
         }
         let mut out = replica.take_outputs();
+        // Read fences as the shell applies them: pending ones before the forwards leave,
+        // settled ones once the writes are in storage.
+        let fences = std::mem::take(&mut out.read_fences);
+        node.gates.pend(&fences);
         let forwards = std::mem::take(&mut out.forwards);
         self.send(server, forwards);
         let sync = out.must_sync();
@@ -1114,6 +1139,11 @@ impl Sim {
         self.write(server, &writes);
         let node = self.nodes.get_mut(&server).expect("known");
         node.replica.as_mut().expect("running").advance();
+        let ready = node.gates.settle(&fences);
+        for (event, installs) in ready {
+            self.finish_read(server, event, installs);
+        }
+        let node = self.nodes.get_mut(&server).expect("known");
         let incarnation = node.incarnation;
         for u in std::mem::take(&mut out.unknown_shapes) {
             if self.tracing {
@@ -1309,9 +1339,8 @@ impl Sim {
         }
     }
 
-    /// An operation of a client that has none in flight, sent to the key's point leader in the
-    /// coordinator's current configuration. A get is answered from that server's committed
-    /// state, once that server has the configuration (its lease then is current).
+    /// An operation of a client that has none in flight: a write sent to the key's point
+    /// leader in the coordinator's current configuration, or a get ([`Sim::get`]).
     fn client_op(&mut self, keys: &[Value]) -> bool {
         let busy = self
             .history
@@ -1322,31 +1351,14 @@ impl Sim {
             return false;
         }
         let key = keys[self.rng.random_range(0..keys.len())].clone();
+        if self.rng.random_bool(0.25) {
+            return self.get(key);
+        }
         let config = self.config().clone();
         let leader = self.leader(&config, &key);
         let node = &self.nodes[&leader];
         if node.replica.is_none() || node.paused.is_some() {
             return false; // the client's request times out; it tries again later
-        }
-        if self.rng.random_bool(0.25) {
-            if node.config.epoch < config.epoch {
-                return false; // the server answers RECONFIGURE: no effect
-            }
-            let found = Reader {
-                store: &node.store,
-                geometry: &node.geometry,
-            }
-            .get("t", &key)
-            .expect("model");
-            self.history.push(Event {
-                key,
-                op: Op::Get,
-                server: leader,
-                call: self.now,
-                ret: Some(self.now),
-                outcome: Some(Outcome::Read(found.map(|f| to_model(f.object)))),
-            });
-            return true;
         }
         let op = self.random_op();
         let write = key_write(&self.geometry().schema, &key, &op);
@@ -1368,6 +1380,99 @@ impl Sim {
             },
         );
         true
+    }
+
+    /// A get, sent by a client that knows the coordinator's current configuration or, now and
+    /// then, one of the few before it, to a random reader of the key's region in that
+    /// configuration (`SpaceConfig::readers`). The server refuses it, as the real one does, if
+    /// the client's configuration is newer than its own or its own does not list it among the
+    /// readers; and while its lease has lapsed. Otherwise it answers from its store at once, or
+    /// once the versions pending there when the get came have settled (its read gates); a get
+    /// that waited across an install of a configuration is refused then.
+    fn get(&mut self, key: Value) -> bool {
+        let stale = if self.rng.random_bool(0.3) {
+            self.rng.random_range(0..self.configs.len().min(4))
+        } else {
+            0
+        };
+        let config = self.configs[self.configs.len() - 1 - stale].clone();
+        let region = self.geometry_of(&config).key_region(&key);
+        let readers = config.spaces[0].readers(SubspaceId::KEY, region);
+        if readers.is_empty() {
+            return false;
+        }
+        let server = readers[self.rng.random_range(0..readers.len())];
+        let node = &self.nodes[&server];
+        if node.replica.is_none()
+            || node.paused.is_some()
+            || node.lease_lapsed_until_epoch.is_some()
+        {
+            return false; // times out, or refused: no effect
+        }
+        if node.config.epoch < config.epoch || node.config.spaces.is_empty() {
+            return false; // RECONFIGURE
+        }
+        let own_region = node.geometry.key_region(&key);
+        let own = &node.config.spaces[0];
+        if !own.readers(SubspaceId::KEY, own_region).contains(&server) {
+            return false; // RECONFIGURE
+        }
+        // A known gap, not modelled: the only complete replica of a region (K = 1) that a
+        // transfer replaces answers until it leaves, and a server slow to install the
+        // configuration that completes the transfer answers a stale client from a region the
+        // chains no longer pass (docs/operations.md, "Reads from every replica"). Such a
+        // server is asked only while it has the current configuration, as every get was before
+        // reads went to every replica.
+        let replaced = own
+            .transfer_at(SubspaceId::KEY, own_region)
+            .is_some_and(|t| t.replaces == Some(server))
+            && own.complete_replicas(SubspaceId::KEY, own_region).len() == 1;
+        if replaced && node.config.epoch < self.config().epoch {
+            return false;
+        }
+        let (space, installs) = (own.id, node.installs);
+        if own.replicas_of(SubspaceId::KEY, own_region)[0] != server {
+            self.reads[0] += 1;
+        }
+        let event = self.history.len();
+        self.history.push(Event {
+            key: key.clone(),
+            op: Op::Get,
+            server,
+            call: self.now,
+            ret: None,
+            outcome: None,
+        });
+        let node = self.nodes.get_mut(&server).expect("known");
+        if node.gates.admit(space, &key, (event, installs)).is_some() {
+            self.finish_read(server, event, installs);
+        } else {
+            self.reads[1] += 1;
+        }
+        true
+    }
+
+    /// A get at `server` may read now: it answers from the store, unless its lease lapsed or a
+    /// configuration was installed since it came (then it is refused, and has no effect).
+    fn finish_read(&mut self, server: ServerId, event: usize, installs: u64) {
+        let node = &self.nodes[&server];
+        let outcome = if node.lease_lapsed_until_epoch.is_some() {
+            Outcome::Failed(Status::Unavailable)
+        } else if node.installs != installs {
+            Outcome::Failed(Status::StaleEpoch)
+        } else {
+            let found = Reader {
+                store: &node.store,
+                geometry: &node.geometry,
+            }
+            .get("t", &self.history[event].key)
+            .expect("model");
+            Outcome::Read(found.map(|f| to_model(f.object)))
+        };
+        let e = &mut self.history[event];
+        assert!(e.ret.is_none(), "a get is answered once: {e:?}");
+        e.ret = Some(self.now);
+        e.outcome = Some(outcome);
     }
 
     /// Whether `e` went to a point leader that crashed, or that lost its role, before answering:
@@ -1527,6 +1632,14 @@ impl Sim {
                 let node = self.nodes.get_mut(&victim).expect("live");
                 node.replica = None;
                 node.syncs.clear();
+                // Its waiting gets die with it: their clients time out.
+                let waiting = node.gates.release_all();
+                for (event, _) in waiting {
+                    let e = &mut self.history[event];
+                    e.ret = Some(self.now);
+                    e.outcome = Some(Outcome::Failed(Status::Unavailable));
+                }
+                let node = self.nodes.get_mut(&victim).expect("live");
                 if !std::mem::take(&mut node.deferred).is_empty() {
                     self.faults[4] += 1;
                 }
@@ -2215,7 +2328,7 @@ const QUIESCE_LIMIT: u64 = 1_000_000;
 /// client, so a write that is never answered shows here).
 const ACTIVE_LIMIT: u64 = 200_000;
 
-fn run(seed: u64) -> (u64, [u64; 15]) {
+fn run(seed: u64) -> (u64, [u64; 17]) {
     let mut sim = Sim::new(seed);
     let mut keys: Vec<Value> = (0..sim.rng.random_range(2..6))
         .map(|i| Value::from(format!("key{i}")))
@@ -2475,11 +2588,12 @@ fn run(seed: u64) -> (u64, [u64; 15]) {
     let [added, built, dropped] = sim.alterations;
     let [shapes, held] = sim.shapes;
     let [splits, moved] = sim.splits;
+    let [elsewhere, waited] = sim.reads;
     (
         sim.trace,
         [
             crashes, pauses, partitions, restarts, started, completed, added, built, dropped,
-            shapes, held, splits, moved, mid_commit, unsynced,
+            shapes, held, splits, moved, mid_commit, unsynced, elsewhere, waited,
         ],
     )
 }
@@ -2579,7 +2693,7 @@ fn seeds() -> Vec<u64> {
 
 #[test]
 fn chains_under_a_hostile_network_and_failures() {
-    let (mut seeds_run, mut faults) = (0, [0u64; 15]);
+    let (mut seeds_run, mut faults) = (0, [0u64; 17]);
     for seed in seeds() {
         let started = std::time::Instant::now();
         let outcome = std::panic::catch_unwind(|| run(seed));
@@ -2595,9 +2709,9 @@ fn chains_under_a_hostile_network_and_failures() {
             eprintln!("seed {seed} took {:?}", started.elapsed());
         }
     }
-    let [crashes, pauses, partitions, restarts, started, completed, added, built, dropped, shapes, held, splits, moved, mid_commit, unsynced] =
+    let [crashes, pauses, partitions, restarts, started, completed, added, built, dropped, shapes, held, splits, moved, mid_commit, unsynced, elsewhere, waited] =
         faults;
-    eprintln!("{seeds_run} seeds passed: {crashes} crashes, {pauses} pauses past a lease, {partitions} partitions, {restarts} restarts, {mid_commit} crashes with rounds waiting for their fsync (forwards sent, acknowledgements and replies held), {unsynced} that lost batches written but not fsynced; {started} transfers started, {completed} completed; {added} subspaces added, {built} built, {dropped} dropped; {shapes} shapes of document registered, {held} writes held for theirs; {splits} key regions split, {moved} entries moved by splits");
+    eprintln!("{seeds_run} seeds passed: {crashes} crashes, {pauses} pauses past a lease, {partitions} partitions, {restarts} restarts, {mid_commit} crashes with rounds waiting for their fsync (forwards sent, acknowledgements and replies held), {unsynced} that lost batches written but not fsynced; {started} transfers started, {completed} completed; {added} subspaces added, {built} built, {dropped} dropped; {shapes} shapes of document registered, {held} writes held for theirs; {splits} key regions split, {moved} entries moved by splits; {elsewhere} gets at replicas that do not lead the key, {waited} gets that waited for versions pending there");
     if seeds_run >= 100 {
         assert!(
             crashes > 0
