@@ -29,7 +29,7 @@ use tokio::time::Instant;
 
 use crate::connection::{CallError, Connection};
 use crate::pool::Pool;
-use crate::routing::{self, Fanout, Routes};
+use crate::routing::{self, Fanout, ReadFrom, Routes};
 use crate::{merge, unexpected, ClientError, Explanation, Status, WriteMode};
 
 /// How long a request may take, retries included, unless the client was given another
@@ -131,6 +131,10 @@ pub(crate) struct Cluster {
     timeout: Duration,
     /// How reads over several regions pick replicas.
     fanout: Fanout,
+    /// Which replica a get asks.
+    read_from: ReadFrom,
+    /// Gets made: rotates the replica each is asked of.
+    gets: AtomicU64,
     /// How every connection authenticates.
     dialer: tessera_protocol::handshake::Dialer,
 }
@@ -166,6 +170,8 @@ impl Cluster {
             turn: AtomicU64::new(0),
             timeout: options.timeout,
             fanout: options.fanout,
+            read_from: options.read_from,
+            gets: AtomicU64::new(0),
             dialer: options.dialer(),
         });
         cluster.learn_coordinators(std::iter::once(&address).chain(addresses));
@@ -735,10 +741,25 @@ impl Cluster {
                     Ok(led) => led,
                     Err(refused) => return refused,
                 };
-                let Some(address) = routes.address(leader) else {
+                // A write goes to the point leader; a get to whom `read_from` says.
+                let server = if write {
+                    leader
+                } else {
+                    let turn = self.gets.fetch_add(1, Ordering::Relaxed);
+                    match routing::key_reader(map, &key, self.read_from, turn) {
+                        Ok(server) => server,
+                        Err(error) => {
+                            return Attempt::Retry {
+                                error,
+                                server_epoch: None,
+                            }
+                        }
+                    }
+                };
+                let Some(address) = routes.address(server) else {
                     let error = routing::refused(
                         Status::Unavailable,
-                        format!("server {leader} has no address"),
+                        format!("server {server} has no address"),
                     );
                     return Attempt::Retry {
                         error,

@@ -115,7 +115,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 pub use error::ClientError;
-pub use routing::{key_leaders, plan_search, search_contacts, Fanout};
+pub use routing::{key_leaders, plan_search, search_contacts, Fanout, ReadFrom};
 pub use tessera_protocol::{
     Adaptation, AdaptationRecord, Build, Configuration, Constraint, CoordinatorStatus,
     ExplainedPart, Explanation, KeyRegionLoad, ModelConstants, RegionCount, RequestShape,
@@ -169,6 +169,9 @@ pub struct ClientOptions {
     /// `get_by_tags`) picks among each region's replicas: the fewest servers that hold them
     /// all (the default), or one replica per region.
     pub fanout: Fanout,
+    /// In a cluster, which replica a get asks: any complete replica of the key's region, in
+    /// turn (the default), or its point leader only. Both are linearizable.
+    pub read_from: ReadFrom,
     /// The token presented on every connection, for daemons started with `--auth`: its role
     /// (read, write or admin) decides what this client may do. `None`: anonymous.
     pub token: Option<String>,
@@ -185,6 +188,7 @@ impl Default for ClientOptions {
         ClientOptions {
             timeout: std::time::Duration::from_secs(10),
             fanout: Fanout::Fewest,
+            read_from: ReadFrom::AnyReplica,
             token: None,
             cluster_secret: None,
             tls: None,
@@ -229,6 +233,12 @@ impl ClientOptions {
     /// These options with another fan-out.
     pub fn with_fanout(mut self, fanout: Fanout) -> ClientOptions {
         self.fanout = fanout;
+        self
+    }
+
+    /// These options with gets read from elsewhere (see [`ClientOptions::read_from`]).
+    pub fn with_read_from(mut self, read_from: ReadFrom) -> ClientOptions {
+        self.read_from = read_from;
         self
     }
 }

@@ -160,6 +160,38 @@ pub enum Fanout {
     EachRegion,
 }
 
+/// Which replica of a key's region a get asks, in a cluster.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ReadFrom {
+    /// Any complete replica of the key region, a different one each get: gets spread over
+    /// the K copies of a region. Still linearizable: a replica with an update of the key under
+    /// way answers once that update is settled there (see the server's read gates).
+    #[default]
+    AnyReplica,
+    /// The key's point leader only.
+    Leader,
+}
+
+/// The server a get of `key` asks under `read_from`, for get number `turn`: the point leader,
+/// or one of the key region's complete replicas, spread evenly over gets.
+pub(crate) fn key_reader(
+    map: &SpaceMap,
+    key: &Value,
+    read_from: ReadFrom,
+    turn: u64,
+) -> Result<ServerId, ClientError> {
+    let readers = map.key_readers(key);
+    match (read_from, readers.len()) {
+        (_, 0) => Ok(map.point_leader(key)?),
+        (ReadFrom::Leader, _) => Ok(readers[0]),
+        // Mixed, so that gets of keys taken in a fixed order do not keep to one replica.
+        (ReadFrom::AnyReplica, n) => {
+            let mixed = turn.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32;
+            Ok(readers[(mixed % n as u64) as usize])
+        }
+    }
+}
+
 /// Which server each region of a read is asked of under `fanout`, for read number `turn`.
 pub(crate) fn assign_by(
     space: &SpaceConfig,

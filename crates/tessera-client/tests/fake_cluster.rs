@@ -11,8 +11,8 @@ use std::time::Duration;
 
 use futures::{SinkExt, StreamExt};
 use tessera_client::{
-    Client, ClientError, ClientOptions, Fanout, Predicate, PredicateOp, SortOrder, SpaceChange,
-    Status, SubspaceState, Value, WriteMode,
+    Client, ClientError, ClientOptions, Fanout, Predicate, PredicateOp, ReadFrom, SortOrder,
+    SpaceChange, Status, SubspaceState, Value, WriteMode,
 };
 use tessera_geometry::{point, RegionIndex, Tessellation};
 use tessera_protocol::{
@@ -233,16 +233,19 @@ fn serve_as(id: ServerId, world: &Shared, request: Request) -> Answer {
         let p = point(schema, subspace, &object).expect("a typed space places every object");
         tessellations[subspace.get()].region_of(&p)
     };
-    let leads = |key: &Value| {
+    let key_replicas = |key: &Value| {
         let mut values = vec![key.clone()];
         values.extend(schema.attributes[1..].iter().map(|a| a.ty.default_value()));
-        space.replicas_of(SubspaceId::KEY, region_of(SubspaceId::KEY, &values))[0] == id
+        space.replicas_of(SubspaceId::KEY, region_of(SubspaceId::KEY, &values))
     };
+    let leads = |key: &Value| key_replicas(key)[0] == id;
+    // Every replica of a key's region answers a get of it, as servers do.
+    let holds = |key: &Value| key_replicas(key).contains(&id);
     let not_mine = || Answer::Frames(vec![error(Status::StaleEpoch, "not mine")]);
     let check = |predicates: &[Predicate]| CheckedPredicate::check_all(schema, predicates).unwrap();
     let response = match request {
         Request::Get { key, .. } => {
-            if !leads(&key) {
+            if !holds(&key) {
                 return not_mine();
             }
             Response::Object(w.objects.get(&key).cloned())
@@ -368,6 +371,11 @@ fn serve_3(w: &Shared, r: Request) -> Answer {
 }
 
 /// A running fake cluster with space `s` created through `client`.
+/// A client whose gets go to the point leader only.
+fn leader_reads() -> ClientOptions {
+    ClientOptions::default().with_read_from(ReadFrom::Leader)
+}
+
 async fn cluster() -> (Shared, Client) {
     cluster_with(ClientOptions::default()).await
 }
@@ -511,7 +519,7 @@ async fn connects_in_cluster_mode_and_knows_the_coordinators() {
 
 #[tokio::test]
 async fn key_requests_go_to_the_point_leader() {
-    let (world, client) = cluster().await;
+    let (world, client) = cluster_with(leader_reads()).await;
     log(&world);
     fill(&client, 30).await;
     let record = client.get("s", "k7").await.unwrap().unwrap();
@@ -791,9 +799,61 @@ async fn a_request_refused_for_a_newer_epoch_is_rerouted() {
     assert_eq!(client.search("s", vec![]).await.unwrap().len(), 10);
 }
 
+/// By default gets take turns among the replicas of the key's region, and go nowhere else;
+/// writes still go to the point leader.
+#[tokio::test]
+async fn gets_take_turns_among_the_replicas_of_the_key_region() {
+    let (world, client) = cluster().await;
+    fill(&client, 10).await;
+    log(&world);
+    for round in 0..16 {
+        for i in 0..10 {
+            let key = format!("k{i}");
+            let record = client.get("s", key.as_str()).await.unwrap().unwrap();
+            assert_eq!(
+                record.attributes["tag"],
+                Value::from(format!("t{i}")),
+                "{round}"
+            );
+        }
+    }
+    let config = world.lock().unwrap().config.clone().unwrap();
+    let space = config.space("s").unwrap();
+    let mut asked: BTreeMap<String, BTreeSet<ServerId>> = BTreeMap::new();
+    for (server, request) in log(&world) {
+        let Request::Get {
+            key: Value::String(key),
+            ..
+        } = request
+        else {
+            panic!("only gets: {request:?}");
+        };
+        let key = key.as_str().expect("text").to_owned();
+        asked.entry(key).or_default().insert(server);
+    }
+    for (key, servers) in asked {
+        let t = &space.tessellations()[0];
+        let region = t.region_of(&[tessera_geometry::key_coordinate(&Value::from(key.as_str()))]);
+        let replicas: BTreeSet<ServerId> = space
+            .replicas_of(SubspaceId::KEY, region)
+            .iter()
+            .copied()
+            .collect();
+        assert!(replicas.len() >= 2, "the fake cluster keeps two copies");
+        assert!(
+            servers.is_subset(&replicas),
+            "{key}: {servers:?} not in {replicas:?}"
+        );
+        assert!(servers.len() >= 2, "{key}: 16 gets all went to {servers:?}");
+    }
+    client.put("s", "k1", [("n", 1i64)]).await.unwrap();
+    let writes: Vec<ServerId> = log(&world).into_iter().map(|(s, _)| s).collect();
+    assert_eq!(writes, vec![leader_of(&world, "k1")]);
+}
+
 #[tokio::test]
 async fn a_server_behind_is_given_time() {
-    let (world, client) = cluster().await;
+    let (world, client) = cluster_with(leader_reads()).await;
     fill(&client, 3).await;
     let leader = leader_of(&world, "k2");
     world.lock().unwrap().behind.insert(leader, 3);
@@ -839,7 +899,18 @@ async fn a_silent_server_costs_a_read_two_seconds_and_a_write_its_deadline() {
         waited >= Duration::from_secs(3) && waited < Duration::from_secs(5),
         "{waited:?}"
     );
-    // A read gives up on the silent server after 2 s a try, and then on the whole request.
+    // A read gives up on the silent server after 2 s a try: one of any replica then asks the
+    // other replica; one of the point leader only gives up on the whole request.
+    let started = std::time::Instant::now();
+    assert!(client.get("s", "k1").await.unwrap().is_some());
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        started.elapsed()
+    );
+    let mut options = leader_reads();
+    options.timeout = Duration::from_secs(3);
+    let client = Client::connect_with(&coordinator, options).await.unwrap();
     let started = std::time::Instant::now();
     let e = client.get("s", "k1").await.unwrap_err();
     assert_eq!(e.status(), Some(Status::Timeout), "{e}");
@@ -859,7 +930,7 @@ async fn a_silent_server_costs_a_read_two_seconds_and_a_write_its_deadline() {
 
 #[tokio::test]
 async fn a_lost_write_is_not_resent_but_a_lost_read_is() {
-    let (world, client) = cluster().await;
+    let (world, client) = cluster_with(leader_reads()).await;
     fill(&client, 3).await;
     let leader = leader_of(&world, "k0");
     world.lock().unwrap().hang_up.insert(leader);

@@ -762,6 +762,15 @@ impl ChainLoop {
         if out.is_empty() {
             return;
         }
+        // Before anything leaves: no tail may commit an update a read here would not wait for.
+        let fences = std::mem::take(&mut out.read_fences);
+        if !fences.is_empty() {
+            self.shared
+                .read_gates
+                .lock()
+                .expect("read gates poisoned")
+                .pend(&fences);
+        }
         // Down the chains at once: the next hops' fsyncs overlap this one's.
         for (to, envelope) in &out.forwards {
             self.peers.send(*to, envelope);
@@ -784,8 +793,20 @@ impl ChainLoop {
                 self.syncs_wanted += 1;
             }
         }
-        // Written: storage shows it, so the state machine may forget what it shows.
+        // Written: storage shows it, so the state machine may forget what it shows, and the
+        // reads waiting for these commits may read.
         self.replica.advance();
+        if !fences.is_empty() {
+            let ready = self
+                .shared
+                .read_gates
+                .lock()
+                .expect("read gates poisoned")
+                .settle(&fences);
+            for read in ready {
+                let _ = read.send(());
+            }
+        }
         self.unknown_shapes
             .extend(std::mem::take(&mut out.unknown_shapes));
         if self.syncs_wanted > self.synced {
@@ -878,6 +899,15 @@ impl ChainLoop {
         }
         self.replica.fail(unpersisted, why.clone());
         self.failure = Some(why.clone());
+        // Its chains go on without it: a waiting read would wait for ever (dropping the
+        // senders refuses them).
+        drop(
+            self.shared
+                .read_gates
+                .lock()
+                .expect("read gates poisoned")
+                .release_all(),
+        );
         self.shared.set_storage_failed();
         let out = self.replica.take_outputs();
         debug_assert!(

@@ -221,6 +221,10 @@ async fn route(shared: &Arc<Shared>, frame: RequestFrame, replier: Replier) {
     let to_chain = match job {
         Job::Answer(response) => return replier.send(epoch, response),
         Job::Get { space, key } => {
+            let readable = shared.keys_readable(space.config().id, std::slice::from_ref(&key));
+            if let Err(e) = readable.await {
+                return replier.fail(epoch, e);
+            }
             let found = reads::get(&shared.store, &space, &key);
             if !shared.read_still_valid(stamp) {
                 return replier.fail(epoch, shared.read_overlapped_install());

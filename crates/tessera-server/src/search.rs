@@ -61,6 +61,11 @@ pub async fn run(
     if let Some(regions) = regions {
         shared.meter.search(regions);
     }
+    if let SearchKind::Keys(keys) = &kind {
+        if let Err(e) = shared.keys_readable(space.config().id, keys).await {
+            return replier.fail(shared.view().epoch(), e);
+        }
+    }
     let inlined = inline(shared, stamp, &space, &predicates, plan, kind, replier);
     let Some((kind, replier)) = inlined else {
         return;

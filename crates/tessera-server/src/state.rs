@@ -10,15 +10,17 @@ use std::io::Write;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 
 use tessera_protocol::handshake::Dialer;
 use tessera_protocol::tls::ServerTls;
 
 use crate::observe::Meter;
 use tessera_protocol::{Configuration, ErrorReply, Gate, ServerInfo, ServerState, Status};
+use tessera_replication::ReadGates;
 use tessera_storage::{StorageError, Store};
-use tessera_types::{Epoch, ServerId, SpaceSchema};
+use tessera_types::{Epoch, ServerId, SpaceSchema, Value};
+use tokio::sync::oneshot;
 
 use crate::errors::ServerError;
 use crate::lease::Lease;
@@ -61,6 +63,10 @@ pub struct Shared {
     pub tls: Option<ServerTls>,
     /// This server's metrics.
     pub meter: Meter,
+    /// The keys with updates pending at this server's key regions, and the reads by key
+    /// waiting for them (`tessera_replication::read_gate`): the chain loop keeps it, gets
+    /// consult it.
+    pub read_gates: Mutex<ReadGates<oneshot::Sender<()>>>,
 }
 
 impl Shared {
@@ -89,7 +95,39 @@ impl Shared {
             dialer,
             tls,
             meter: Meter::new(me),
+            read_gates: Mutex::new(ReadGates::new()),
         }
+    }
+
+    /// Waits until reads of `keys` may answer from this server's storage: at once unless
+    /// updates of a key are pending at its key region here, else once every version pending
+    /// now has settled (see `tessera_replication::read_gate`). A read that waited checks the
+    /// lease again: the wait may have been long.
+    pub async fn keys_readable(&self, space: u64, keys: &[Value]) -> Result<(), ErrorReply> {
+        let mut waited = false;
+        for key in keys {
+            let (tx, rx) = oneshot::channel();
+            let gates = &self.read_gates;
+            if gates
+                .lock()
+                .expect("read gates poisoned")
+                .admit(space, key, tx)
+                .is_some()
+            {
+                continue;
+            }
+            waited = true;
+            rx.await.map_err(|_| {
+                ErrorReply::new(
+                    Status::Unavailable,
+                    "this server left its chains while a read waited for an update of the key",
+                )
+            })?;
+        }
+        if waited && !self.lease.is_valid() {
+            return Err(crate::lease::lapsed_error());
+        }
+        Ok(())
     }
 
     /// The current view. Cheap: one lock and one reference count.

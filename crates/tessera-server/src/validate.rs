@@ -124,7 +124,7 @@ pub fn validate(frame: RequestFrame, view: &View) -> Result<Job, ErrorReply> {
         )))),
         Request::Get { space: name, key } => {
             let space = space(&name)?;
-            let key = check_led_key(&space, key, view)?;
+            let key = check_read_key(&space, key, view)?;
             Ok(Job::Get { space, key })
         }
         Request::GetMany { space: name, keys } => {
@@ -445,9 +445,24 @@ fn funcall_error(e: FuncallCheckError) -> ErrorReply {
     ErrorReply::new(funcall_status(&e), e.to_string())
 }
 
-/// The key, converted to the space's key type and within the size limit.
-/// A key of `space` this server leads: only the point leader answers a read by key, as it
-/// alone knows the key's committed state in this epoch (DESIGN §5, reads).
+/// A key of `space` whose region this server holds complete: any such replica answers a get
+/// (`tessera_replication::read_gate` says when).
+fn check_read_key(space: &ServedSpace, key: Value, view: &View) -> Result<Value, ErrorReply> {
+    let key = check_key(space, key)?;
+    let readers = space.key_readers(&key);
+    if !readers.contains(&view.me) {
+        return Err(ErrorReply::new(
+            Status::StaleEpoch,
+            format!(
+                "this server does not hold the region of key {key} in epoch {} (servers {readers:?} do); refresh the configuration",
+                view.epoch()
+            ),
+        ));
+    }
+    Ok(key)
+}
+
+/// A key of `space` this server leads: a multi_get goes to the point leader of its keys.
 fn check_led_key(space: &ServedSpace, key: Value, view: &View) -> Result<Value, ErrorReply> {
     let key = check_key(space, key)?;
     let leader = space.point_leader(&key)?;
@@ -463,6 +478,7 @@ fn check_led_key(space: &ServedSpace, key: Value, view: &View) -> Result<Value, 
     Ok(key)
 }
 
+/// The key, converted to the space's key type and within the size limit.
 fn check_key(space: &ServedSpace, key: Value) -> Result<Value, ErrorReply> {
     let schema = &space.config().schema;
     let ty = schema.key().ty;

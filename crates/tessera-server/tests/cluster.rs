@@ -37,22 +37,32 @@ async fn a_cluster_server_answers_only_for_what_it_owns() {
     let space = config.space("t").unwrap().clone();
     let epoch = config.epoch;
 
-    // A key's point leader answers for it; another server sends the client elsewhere.
+    // Every replica of a key's region answers a get of it (the point leader and the other);
+    // a server outside the region sends the client elsewhere.
     client.put("t", "a", [("x", 5i64)]).await.unwrap();
     let tessellation = &space.tessellations()[0];
     let region = tessellation.region_of(&[tessera_geometry::key_coordinate(&Value::from("a"))]);
-    let leader = space.replicas_of(SubspaceId::KEY, region)[0];
-    let other = cluster.servers.iter().find(|s| s.id() != leader).unwrap();
+    let replicas = space.replicas_of(SubspaceId::KEY, region);
+    assert_eq!(replicas.len(), 2, "tolerate 1 failure: two replicas");
     let get = |space: &str| Request::Get {
         space: space.into(),
         key: Value::from("a"),
     };
-    match ask(cluster.server_of(leader).local_addr(), epoch, get("t")).await {
-        Response::Object(Some(o)) => assert_eq!(o.values[1], Value::Int(5)),
-        other => panic!("the point leader answers: {other:?}"),
+    for replica in replicas {
+        match ask(cluster.server_of(*replica).local_addr(), epoch, get("t")).await {
+            Response::Object(Some(o)) => assert_eq!(o.values[1], Value::Int(5)),
+            other => panic!("replica {replica} of the key region answers: {other:?}"),
+        }
     }
-    let (status, message) = status_of(ask(other.local_addr(), epoch, get("t")).await);
+    let outside = cluster
+        .servers
+        .iter()
+        .find(|s| !replicas.contains(&s.id()))
+        .unwrap();
+    let (status, message) = status_of(ask(outside.local_addr(), epoch, get("t")).await);
     assert_eq!(status, Status::StaleEpoch, "{message}");
+    // The replica that does not lead the key refuses to order a write of it.
+    let other = cluster.server_of(replicas[1]);
     let put = Request::Put {
         space: "t".into(),
         key: Value::from("a"),
