@@ -1116,24 +1116,39 @@ impl NativeClient {
     /// `addresses`: `host:port`, or several comma-separated (a cluster's coordinators);
     /// `timeout`: seconds a request may take, retries included; `token`: presented on every
     /// connection, for daemons started with `--auth`; `tls_ca`: path of the PEM certificate
-    /// authority to trust, for daemons serving TLS.
+    /// authority to trust, for daemons serving TLS; `read_from` (keyword only): which replica
+    /// a get asks in a cluster, `"any"` (any complete replica of the key's region, in turn) or
+    /// `"leader"` (the key's point leader only); both linearizable, and the same standalone.
+    /// Every argument is checked before connecting (`ValueError`).
     #[new]
-    #[pyo3(signature = (addresses, timeout = 10.0, token = None, tls_ca = None))]
+    #[pyo3(signature = (addresses, timeout = 10.0, token = None, tls_ca = None, *, read_from = "any"))]
     fn new(
         py: Python<'_>,
         addresses: String,
         timeout: f64,
         token: Option<String>,
         tls_ca: Option<std::path::PathBuf>,
+        read_from: &str,
     ) -> PyResult<NativeClient> {
         if !(timeout.is_finite() && timeout > 0.0) {
             return Err(pyo3::exceptions::PyValueError::new_err(format!(
                 "timeout must be a positive number of seconds, not {timeout}"
             )));
         }
+        let read_from = match read_from {
+            "any" => tessera_client::ReadFrom::AnyReplica,
+            "leader" => tessera_client::ReadFrom::Leader,
+            other => {
+                return Err(pyo3::exceptions::PyValueError::new_err(format!(
+                    "read_from must be \"any\" (any complete replica of the key's region) or \
+                     \"leader\" (the key's point leader only), not {other:?}"
+                )))
+            }
+        };
         let mut options = tessera_client::ClientOptions::with_timeout(
             std::time::Duration::from_secs_f64(timeout),
-        );
+        )
+        .with_read_from(read_from);
         options.token = token;
         if let Some(ca) = tls_ca {
             options = options

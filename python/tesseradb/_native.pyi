@@ -36,11 +36,16 @@ class NativeClient:
         timeout: float = 10.0,
         token: Optional[str] = None,
         tls_ca: Optional[str] = None,
+        *,
+        read_from: str = "any",
     ) -> None:
         """addresses: "host:port", or several comma-separated (a cluster's coordinators);
         timeout: seconds a request may take, retries included; token: presented on every
         connection, for daemons started with --auth; tls_ca: path of the PEM certificate
-        authority to trust, for daemons serving TLS."""
+        authority to trust, for daemons serving TLS; read_from: which replica a get asks in a
+        cluster, "any" (any complete replica of the key's region, in turn) or "leader" (the
+        key's point leader only), both linearizable (anything else: ValueError, before
+        connecting)."""
     def call(self, op: str, args: Tuple[Any, ...]) -> Any:
         """op "config" -> {"cluster", "epoch", "servers": [{"id", "address"}], "spaces":
         [{"name", "id", "regions", "tolerate", "replicas"}]}; op "coordinators" -> one dict

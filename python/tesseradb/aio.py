@@ -159,10 +159,11 @@ async def connect(
     timeout: float = DEFAULT_TIMEOUT,
     token: Optional[str] = None,
     tls_ca: Optional[str] = None,
+    read_from: str = "any",
 ) -> Client:
     """Connect without blocking the event loop (``Client(...)`` connects synchronously)."""
     native = await asyncio.get_running_loop().run_in_executor(
-        None, _connect, host, port, timeout, token, tls_ca
+        None, _connect, host, port, timeout, token, tls_ca, read_from
     )
     return Client(host, port, _native=native)
 
@@ -172,7 +173,10 @@ class Client:
     ``tesseradb.Client``). Call its methods inside a running event loop: each starts its
     operation at once and returns its ``Answer`` to await. ``Client(host, port)`` connects at
     once, blocking for the connection's round trip; ``await tesseradb.aio.connect(host,
-    port)`` does not block the loop."""
+    port)`` does not block the loop. ``timeout``, ``token`` and ``tls_ca`` are as for
+    ``tesseradb.Client``; ``read_from`` is which replica a get asks in a cluster: ``"any"``
+    (the default), any complete replica of the key's region, in turn, or ``"leader"``, the
+    key's point leader only; both linearizable."""
 
     def __init__(
         self,
@@ -182,12 +186,13 @@ class Client:
         timeout: float = DEFAULT_TIMEOUT,
         token: Optional[str] = None,
         tls_ca: Optional[str] = None,
+        read_from: str = "any",
         _native: Optional[NativeClient] = None,
     ) -> None:
         self.host = host
         self.port = port
         if _native is None:
-            _native = _connect(host, port, timeout, token, tls_ca)
+            _native = _connect(host, port, timeout, token, tls_ca, read_from)
         self._native: Optional[NativeClient] = _native
         self._completions: Optional[_Completions] = None
 

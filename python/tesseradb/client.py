@@ -88,9 +88,10 @@ def _connect(
     timeout: float = DEFAULT_TIMEOUT,
     token: Optional[str] = None,
     tls_ca: Optional[str] = None,
+    read_from: str = "any",
 ) -> NativeClient:
     try:
-        return NativeClient(_addresses(host, port), timeout, token, tls_ca)
+        return NativeClient(_addresses(host, port), timeout, token, tls_ca, read_from=read_from)
     except NativeError as e:
         raise from_native(e) from None
 
@@ -116,6 +117,11 @@ class Client:
     authority that signed their certificates (``tessera certs`` makes one). Without it, a TLS
     daemon refuses the client; with it, a daemon whose certificate the authority did not sign,
     or that does not name the host dialed, raises ``ConnectionFailedError``.
+
+    ``read_from`` is which replica a get asks in a cluster: ``"any"`` (the default), any
+    complete replica of the key's region, in turn, or ``"leader"``, the key's point leader
+    only; both linearizable (standalone they are the same). Anything else raises
+    ``ValueError`` before connecting.
     """
 
     def __init__(
@@ -126,10 +132,13 @@ class Client:
         timeout: float = DEFAULT_TIMEOUT,
         token: Optional[str] = None,
         tls_ca: Optional[str] = None,
+        read_from: str = "any",
     ) -> None:
         self.host = host
         self.port = port
-        self._native: Optional[NativeClient] = _connect(host, port, timeout, token, tls_ca)
+        self._native: Optional[NativeClient] = _connect(
+            host, port, timeout, token, tls_ca, read_from
+        )
 
     def __repr__(self) -> str:
         return f"tesseradb.Client({self.host!r}, {self.port!r})"

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
+import socket
 import threading
 from typing import Any, Callable, Dict, List
 
 import pytest
 
 import tesseradb
+import tesseradb.aio
 from conftest import fresh_name
 from tesseradb import (
     Contains,
@@ -511,3 +514,33 @@ def test_timeout_is_an_option_and_must_be_positive(server: Any, space: str) -> N
     for bad in (0, -1.0, float("nan")):
         with pytest.raises(ValueError):
             tesseradb.Client(server.host, server.port, timeout=bad)
+
+
+def test_read_from_is_an_option_any_or_leader(server: Any, space: str) -> None:
+    """read_from="leader" and "any" (the default) both read what was written (standalone they
+    are the same server); anything else is a ValueError naming both choices, raised before
+    connecting: here to a port where nothing listens, which would otherwise fail to connect."""
+    for read_from in ("leader", "any"):
+        with tesseradb.Client(server.host, server.port, read_from=read_from) as c:
+            key = f"rf-{read_from}"
+            assert c.put(space, key, {"n": 7, "s": read_from}) is True
+            got = c.get(space, key)
+            assert got is not None and (got["n"], got["s"]) == (7, read_from)
+            assert c.get(space, "rf-absent") is None
+
+    async def aio_round_trip() -> Any:
+        async with await tesseradb.aio.connect(server.host, server.port, read_from="leader") as c:
+            assert await c.put(space, "rf-aio", {"n": 8}) is True
+            return await c.get(space, "rf-aio")
+
+    assert asyncio.run(aio_round_trip())["n"] == 8
+
+    with socket.socket() as s:  # a free port: nothing listens on it once closed
+        s.bind(("127.0.0.1", 0))
+        unused = s.getsockname()[1]
+    for bad in ("nearest", "Leader"):
+        for connect in (tesseradb.Client, tesseradb.aio.Client):
+            with pytest.raises(ValueError) as raised:
+                connect("127.0.0.1", unused, read_from=bad)
+            message = str(raised.value)
+            assert '"any"' in message and '"leader"' in message and bad in message
