@@ -1,5 +1,5 @@
 # The two commands of the README's quick start, and a few conveniences.
-.PHONY: dev install prereqs test test-tools test-rust test-go test-python test-scripts test-long bench-build bench-failover bench-transfers bench-advisor bench-documents bench-twitter bench-splits bench-peers bench-security plots bench-scale bench-memory bench-spread cassandra-fetch
+.PHONY: dev install prereqs test test-tools test-rust test-go test-python test-scripts test-long bench-build bench-failover bench-transfers bench-advisor bench-documents bench-twitter bench-splits bench-peers bench-security plots bench-scale bench-memory bench-spread bench-replica-reads cassandra-fetch
 
 CARGO ?= cargo
 PYTHON ?= python3
@@ -159,6 +159,14 @@ bench-memory:
 bench-spread:
 	$(MAKE) bench-build
 	$(PYTHON) scripts/bench-spread.py --out docs/results/spread.json
+
+# Who answers a cluster's gets (docs/benchmarks.md "Reads from every replica"): a local
+# 4-server K=2 `tessera dev`, YCSB C zipfian and the hottest key alone, with gets from the point
+# leader only and from any replica; each server's share of the gets (from its metrics) and the
+# gets per second. About 3 minutes; knobs in scripts/bench-replica-reads.py.
+bench-replica-reads:
+	$(MAKE) bench-build
+	TESSERA_BIN=target/release/tessera $(PYTHON) scripts/bench-replica-reads.py
 
 # Apache Cassandra 5.0's jars from Maven Central into ~/.cache/tessera-bench (once; a second
 # run downloads nothing). The bench crate's Cassandra test runs once they are there.

@@ -207,9 +207,30 @@ pub struct BenchArgs {
     #[arg(long, default_value_t = 600)]
     pub recut_wait_s: u64,
 
+    /// YCSB on a Tessera cluster: which replica a get asks — any complete replica of the key's
+    /// region, in turn (the client's default), or the key's point leader only.
+    #[arg(long, value_enum, default_value_t = ReadFromChoice::Any)]
+    pub read_from: ReadFromChoice,
+
     /// How YCSB's Tessera client connects: the global `--token` and `--tls-ca`.
     #[arg(skip)]
     pub client: tessera_client::ClientOptions,
+}
+
+/// `--read-from`: [`tessera_client::ReadFrom`] on the command line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum ReadFromChoice {
+    Any,
+    Leader,
+}
+
+impl From<ReadFromChoice> for tessera_client::ReadFrom {
+    fn from(choice: ReadFromChoice) -> Self {
+        match choice {
+            ReadFromChoice::Any => tessera_client::ReadFrom::AnyReplica,
+            ReadFromChoice::Leader => tessera_client::ReadFrom::Leader,
+        }
+    }
 }
 
 /// The whole run, as `tessera bench` prints it (JSON): its parameters, then one section per
@@ -461,7 +482,8 @@ pub async fn run(args: BenchArgs) -> Result<Report, BenchError> {
         TargetKind::Tessera(addr) => {
             // One pipelined client shared by every task: concurrency comes from requests in
             // flight on one connection.
-            let client = TesseraTarget::connect(&addr, args.client.clone())
+            let options = args.client.clone().with_read_from(args.read_from.into());
+            let client = TesseraTarget::connect(&addr, options)
                 .await
                 .map_err(connect_error)?;
             drive(vec![client; args.threads], &args, duration).await?
