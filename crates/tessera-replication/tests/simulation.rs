@@ -36,8 +36,10 @@
 //! - every key's history (as the clients saw it, gets at every replica included) is
 //!   linearizable, checked against this file's own model of the write semantics (Wing & Gong
 //!   search, per key), never the implementation's;
-//! - no acknowledged write is lost (a final read of every key is part of that history);
-//! - every write is answered, except those whose point leader failed with them;
+//! - no acknowledged write is lost (a final read of every key, at its point leader and at every
+//!   other complete replica of its key region, is part of that history; none of them waits);
+//! - every write is answered, except those whose point leader failed with them, and every get
+//!   is (refused, if its server crashed while it waited); no read gate is left closed;
 //! - every replica converges: each subspace entry of each key is on exactly the live replicas
 //!   of the region its final object lies in (in the final configuration), with the final
 //!   version, and nowhere else;
@@ -2454,14 +2456,35 @@ fn run(seed: u64) -> (u64, [u64; 17]) {
             }
         }
     }
-    // Every write was answered, but those lost with their point leader.
+    // Every write was answered, but those lost with their point leader. Every get was: one
+    // waiting at a server that crashed was refused then, and no server is still paused (a
+    // paused server is removed, then woken, before the run quiesces), so every other one was
+    // released once the versions it waited for settled, or when a configuration took the key
+    // region away from its server.
     for e in &sim.history {
+        if matches!(e.op, Op::Get) {
+            assert!(
+                e.ret.is_some(),
+                "seed {seed}: a get was never answered: {e:?}"
+            );
+        }
         assert!(
             e.ret.is_some() || sim.lost_with_leader(e),
             "seed {seed}: a write was never answered: {e:?}"
         );
     }
-    // A final read of every key joins the history.
+    // Nothing is pending anywhere once the run is quiet: no read gate is left closed.
+    for (server, node) in &sim.nodes {
+        assert!(
+            node.gates.is_empty(),
+            "seed {seed}: {server:?} ends with {} keys pending at its read gates: {:?}",
+            node.gates.len(),
+            node.gates
+        );
+    }
+    // A final read of every key joins the history: at its point leader (what every replica
+    // must have converged to), then at every other complete replica of its key region that
+    // serves on the current configuration, through its read gate as any get.
     let config = sim.config().clone();
     for key in &keys {
         let leader = sim.leader(&config, key);
@@ -2486,6 +2509,41 @@ fn run(seed: u64) -> (u64, [u64; 17]) {
             outcome: Some(Outcome::Read(found.clone().map(|f| to_model(f.object)))),
         });
         check_converged(&sim, key, found);
+        let region = sim.geometry_of(&config).key_region(key);
+        let space = config.spaces[0].id;
+        for &server in config.spaces[0].complete_replicas(SubspaceId::KEY, region) {
+            let node = &sim.nodes[&server];
+            if server == leader
+                || node.replica.is_none()
+                || node.paused.is_some()
+                || node.config.epoch != config.epoch
+            {
+                continue;
+            }
+            let event = sim.history.len();
+            let installs = node.installs;
+            let now = sim.now;
+            sim.history.push(Event {
+                key: key.clone(),
+                op: Op::Get,
+                server,
+                call: now,
+                ret: None,
+                outcome: None,
+            });
+            let node = sim.nodes.get_mut(&server).expect("known");
+            let admitted = node.gates.admit(space, key, (event, installs));
+            assert!(
+                admitted.is_some(),
+                "seed {seed}: the final get of {key} at {server:?} waits, with nothing pending"
+            );
+            sim.finish_read(server, event, installs);
+            let e = &sim.history[event];
+            assert!(
+                matches!(e.outcome, Some(Outcome::Read(_))),
+                "seed {seed}: the final get of {key} at {server:?} is refused: {e:?}"
+            );
+        }
     }
     for key in &keys {
         let events = for_checking(
