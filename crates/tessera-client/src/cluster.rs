@@ -125,7 +125,7 @@ pub(crate) struct Cluster {
     /// The connections to each address (servers and coordinators), opened when first needed
     /// and as requests need more (see [`Pool`]).
     connections: Mutex<HashMap<String, Arc<Pool>>>,
-    /// Searches made: rotates the replica each region is asked of.
+    /// Reads made (searches and gets): rotates the replica each region or key is asked of.
     turn: AtomicU64,
     /// Every request's deadline, retries included.
     timeout: Duration,
@@ -133,8 +133,6 @@ pub(crate) struct Cluster {
     fanout: Fanout,
     /// Which replica a get asks.
     read_from: ReadFrom,
-    /// Gets made: rotates the replica each is asked of.
-    gets: AtomicU64,
     /// How every connection authenticates.
     dialer: tessera_protocol::handshake::Dialer,
 }
@@ -171,7 +169,6 @@ impl Cluster {
             timeout: options.timeout,
             fanout: options.fanout,
             read_from: options.read_from,
-            gets: AtomicU64::new(0),
             dialer: options.dialer(),
         });
         cluster.learn_coordinators(std::iter::once(&address).chain(addresses));
@@ -745,7 +742,7 @@ impl Cluster {
                 let server = if write {
                     leader
                 } else {
-                    let turn = self.gets.fetch_add(1, Ordering::Relaxed);
+                    let turn = self.turn.fetch_add(1, Ordering::Relaxed);
                     match routing::key_reader(map, &key, self.read_from, turn) {
                         Ok(server) => server,
                         Err(error) => {

@@ -258,6 +258,16 @@ pub struct UnknownShape {
 }
 
 impl Outputs {
+    /// Reports every version of `key` up to `version` settled at its key region here
+    /// ([`ReadFence::Settled`]).
+    fn settle_reads(&mut self, space: u64, key: &Value, version: Version) {
+        self.read_fences.push(ReadFence::Settled {
+            space,
+            key: key.clone(),
+            version,
+        });
+    }
+
     /// Whether the writes must be durable (fsync) before the messages and replies go: some
     /// write needs it ([`StoreWrite::needs_sync`]). Otherwise writing them is enough.
     pub fn must_sync(&self) -> bool {
@@ -1023,11 +1033,7 @@ impl Replica {
             let state = self.keys.remove(&key).expect("listed above");
             self.forget_logs(state.pending.values().filter_map(|p| p.log).collect());
             // The space is gone: no read of it waits for anything.
-            self.outputs.read_fences.push(ReadFence::Settled {
-                space: key.0,
-                key: key.1.clone(),
-                version: Version(u64::MAX),
-            });
+            self.outputs.settle_reads(key.0, &key.1, Version(u64::MAX));
             let error = || {
                 Err(ErrorReply::new(
                     Status::UnknownSpace,
@@ -1379,11 +1385,7 @@ impl Replica {
                 let (logs, settled) = drop_pending(&mut state.pending, |l| l == location, home);
                 dropped.extend(logs);
                 if let Some(version) = settled {
-                    self.outputs.read_fences.push(ReadFence::Settled {
-                        space,
-                        key: key.clone(),
-                        version,
-                    });
+                    self.outputs.settle_reads(space, key, version);
                 }
                 state.applied.remove(&location);
                 if home == location {
@@ -1571,11 +1573,7 @@ impl Replica {
         let (dropped, settled) =
             drop_pending(&mut state.pending, |location| !rt.holds(me, location), home);
         if let Some(version) = settled {
-            self.outputs.read_fences.push(ReadFence::Settled {
-                space: key.0,
-                key: key.1.clone(),
-                version,
-            });
+            self.outputs.settle_reads(key.0, &key.1, version);
         }
         state.applied.retain(|location, _| rt.holds(me, *location));
         state
@@ -2191,11 +2189,7 @@ impl Replica {
                     object,
                 }));
                 if log.is_some() {
-                    self.outputs.read_fences.push(ReadFence::Settled {
-                        space: key.0,
-                        key: key.1.clone(),
-                        version: u.version,
-                    });
+                    self.outputs.settle_reads(key.0, &key.1, u.version);
                 }
             }
             let entry = rt.commit_write(location, &u);

@@ -765,11 +765,7 @@ impl ChainLoop {
         // Before anything leaves: no tail may commit an update a read here would not wait for.
         let fences = std::mem::take(&mut out.read_fences);
         if !fences.is_empty() {
-            self.shared
-                .read_gates
-                .lock()
-                .expect("read gates poisoned")
-                .pend(&fences);
+            self.shared.read_gates().pend(&fences);
         }
         // Down the chains at once: the next hops' fsyncs overlap this one's.
         for (to, envelope) in &out.forwards {
@@ -797,12 +793,7 @@ impl ChainLoop {
         // reads waiting for these commits may read.
         self.replica.advance();
         if !fences.is_empty() {
-            let ready = self
-                .shared
-                .read_gates
-                .lock()
-                .expect("read gates poisoned")
-                .settle(&fences);
+            let ready = self.shared.read_gates().settle(&fences);
             for read in ready {
                 let _ = read.send(());
             }
@@ -901,13 +892,7 @@ impl ChainLoop {
         self.failure = Some(why.clone());
         // Its chains go on without it: a waiting read would wait for ever (dropping the
         // senders refuses them).
-        drop(
-            self.shared
-                .read_gates
-                .lock()
-                .expect("read gates poisoned")
-                .release_all(),
-        );
+        drop(self.shared.read_gates().release_all());
         self.shared.set_storage_failed();
         let out = self.replica.take_outputs();
         debug_assert!(

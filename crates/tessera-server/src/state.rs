@@ -66,7 +66,7 @@ pub struct Shared {
     /// The keys with updates pending at this server's key regions, and the reads by key
     /// waiting for them (`tessera_replication::read_gate`): the chain loop keeps it, gets
     /// consult it.
-    pub read_gates: Mutex<ReadGates<oneshot::Sender<()>>>,
+    read_gates: Mutex<ReadGates<oneshot::Sender<()>>>,
 }
 
 impl Shared {
@@ -99,6 +99,11 @@ impl Shared {
         }
     }
 
+    /// The read gates, for the chain loop to keep (see [`Shared::keys_readable`]).
+    pub fn read_gates(&self) -> std::sync::MutexGuard<'_, ReadGates<oneshot::Sender<()>>> {
+        self.read_gates.lock().expect("read gates poisoned")
+    }
+
     /// Waits until reads of `keys` may answer from this server's storage: at once unless
     /// updates of a key are pending at its key region here, else once every version pending
     /// now has settled (see `tessera_replication::read_gate`). A read that waited checks the
@@ -107,13 +112,8 @@ impl Shared {
         let mut waited = false;
         for key in keys {
             let (tx, rx) = oneshot::channel();
-            let gates = &self.read_gates;
-            if gates
-                .lock()
-                .expect("read gates poisoned")
-                .admit(space, key, tx)
-                .is_some()
-            {
+            let admitted = self.read_gates().admit(space, key, tx);
+            if admitted.is_some() {
                 continue;
             }
             waited = true;

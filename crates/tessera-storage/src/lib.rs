@@ -1505,13 +1505,18 @@ mod tests {
     use super::*;
     use tessera_types::{Attribute, AttributeType};
 
+    /// A store in `dir` with one space `s` of a key alone, of type `key`.
+    fn store_of_keys(dir: &Path, key: AttributeType) -> (Store, SpaceSchema) {
+        let store = Store::open(dir, StoreOptions::default()).unwrap();
+        let schema = SpaceSchema::new("s", Attribute::new("k", key), vec![], vec![], 4, 0).unwrap();
+        store.create_space(&schema).unwrap();
+        (store, schema)
+    }
+
     #[test]
     fn a_poisoned_store_refuses_writes_and_still_reads() {
         let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(dir.path(), StoreOptions::default()).unwrap();
-        let key = Attribute::new("k", AttributeType::INT);
-        let schema = SpaceSchema::new("s", key, vec![], vec![], 4, 0).unwrap();
-        store.create_space(&schema).unwrap();
+        let (store, schema) = store_of_keys(dir.path(), AttributeType::INT);
         let object = Object {
             values: vec![Value::Int(1)],
         };
@@ -1552,10 +1557,7 @@ mod tests {
     #[test]
     fn a_poisoned_store_seals_no_memtable() {
         let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(dir.path(), StoreOptions::default()).unwrap();
-        let key = Attribute::new("k", AttributeType::STRING);
-        let schema = SpaceSchema::new("s", key, vec![], vec![], 4, 0).unwrap();
-        store.create_space(&schema).unwrap();
+        let (store, _) = store_of_keys(dir.path(), AttributeType::STRING);
         // ~600 KiB in the key subspace's memtable: enough to be sealed once quiet.
         let writes: Vec<_> = (0..1_000)
             .map(|n| ObjectWrite::Put {
