@@ -1,6 +1,6 @@
 """The exceptions of tesseradb: one ``ClientError`` subclass per status.
 
-Every error carries the stable numeric ``status`` (8001..8020 from a server or coordinator,
+Every error carries the stable numeric ``status`` (8001..8021 from a server or coordinator,
 8100/8101 from the client), the ``symbol`` in HyperDex's style (``UNKNOWNSPACE``) and a ``message`` for people.
 ``NOTFOUND`` and ``CMPFAIL`` are normally not raised: the operations return ``None`` and
 ``False`` for them, as HyperDex's binding does; their classes exist for completeness.

@@ -88,6 +88,38 @@ enum Attempt<T> {
     Fail(ClientError),
 }
 
+impl Attempt<Response> {
+    fn is_update_pending(&self) -> bool {
+        matches!(self, Attempt::Done(Response::Error(e)) if e.status == Status::UpdatePending)
+    }
+
+    /// A get refused [`Status::UpdatePending`] even by the key region's last reader (whose
+    /// configuration is not the client's): worth another attempt on a fresh configuration.
+    fn pending_retried(self) -> Attempt<Response> {
+        match self {
+            Attempt::Done(Response::Error(e)) if e.status == Status::UpdatePending => {
+                Attempt::Retry {
+                    error: e.into(),
+                    server_epoch: None,
+                }
+            }
+            other => other,
+        }
+    }
+}
+
+/// The end of an attempt at `server`, which the configuration gives no address.
+fn no_address<T>(server: ServerId) -> Attempt<T> {
+    let error = routing::refused(
+        Status::Unavailable,
+        format!("server {server} has no address"),
+    );
+    Attempt::Retry {
+        error,
+        server_epoch: None,
+    }
+}
+
 /// `key` checked against the space's key type, and its point leader: or the attempt's end,
 /// failed for a key of the wrong type, to be retried when the key's region has no leader.
 fn led_key<T>(map: &SpaceMap, key: Value) -> Result<(Value, ServerId), Attempt<T>> {
@@ -476,6 +508,24 @@ impl Cluster {
     /// A read waits at most [`READ_ATTEMPT_MAX`] for its server, then is tried again (on a
     /// newer configuration if there is one); a write, which cannot be sent twice, waits until
     /// the deadline and then fails with `Timeout`: it may or may not have been applied.
+    /// [`Cluster::send`] to `server`, in `routes`' configuration.
+    async fn send_to(
+        self: &Arc<Self>,
+        routes: &Routes,
+        server: ServerId,
+        request: Request,
+        write: bool,
+        deadline: Instant,
+    ) -> Attempt<Response> {
+        match routes.address(server) {
+            Some(address) => {
+                let epoch = routes.config.epoch;
+                self.send(address, request, epoch, write, deadline).await
+            }
+            None => no_address(server),
+        }
+    }
+
     async fn send(
         self: &Arc<Self>,
         address: &str,
@@ -753,18 +803,21 @@ impl Cluster {
                         }
                     }
                 };
-                let Some(address) = routes.address(server) else {
-                    let error = routing::refused(
-                        Status::Unavailable,
-                        format!("server {server} has no address"),
-                    );
-                    return Attempt::Retry {
-                        error,
-                        server_epoch: None,
-                    };
-                };
-                self.send(address, make(key), routes.config.epoch, write, deadline)
-                    .await
+                let sent = self
+                    .send_to(&routes, server, make(key.clone()), write, deadline)
+                    .await;
+                if !sent.is_update_pending() {
+                    return sent;
+                }
+                // An update of the key is pending there: the region's last reader, nearest
+                // the chain's tail, answers without waiting for it.
+                match map.key_readers(&key).last().copied() {
+                    Some(last) if last != server => self
+                        .send_to(&routes, last, make(key), write, deadline)
+                        .await
+                        .pending_retried(),
+                    _ => sent.pending_retried(),
+                }
             })
             .await?;
         match response {
@@ -997,13 +1050,7 @@ impl Cluster {
     ) -> Attempt<Vec<WireObject>> {
         match routes.address(server) {
             Some(address) => self.search_part(address, request, epoch, deadline).await,
-            None => Attempt::Retry {
-                error: routing::refused(
-                    Status::Unavailable,
-                    format!("server {server} has no address"),
-                ),
-                server_epoch: None,
-            },
+            None => no_address(server),
         }
     }
 

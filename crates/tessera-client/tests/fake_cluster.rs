@@ -66,6 +66,9 @@ struct World {
     hang_up: HashSet<ServerId>,
     /// Servers that receive requests and never answer them (a stopped process).
     silent: HashSet<ServerId>,
+    /// Keys with an update pending: every replica of the key's region but the last answers a
+    /// get of one `UpdatePending`, as servers do.
+    pending: BTreeSet<Value>,
     /// Answer this many admin requests (not status or configuration reads) `Unavailable`.
     coordinator_unavailable: u32,
     coordinator_address: String,
@@ -247,6 +250,9 @@ fn serve_as(id: ServerId, world: &Shared, request: Request) -> Answer {
         Request::Get { key, .. } => {
             if !holds(&key) {
                 return not_mine();
+            }
+            if w.pending.contains(&key) && key_replicas(&key).last() != Some(&id) {
+                return Answer::Frames(vec![error(Status::UpdatePending, "pending here")]);
             }
             Response::Object(w.objects.get(&key).cloned())
         }
@@ -849,6 +855,27 @@ async fn gets_take_turns_among_the_replicas_of_the_key_region() {
     client.put("s", "k1", [("n", 1i64)]).await.unwrap();
     let writes: Vec<ServerId> = log(&world).into_iter().map(|(s, _)| s).collect();
     assert_eq!(writes, vec![leader_of(&world, "k1")]);
+}
+
+/// A get that finds an update of its key pending at the point leader is asked again at once
+/// of the key region's last replica, which answers; a get of another key is not.
+#[tokio::test]
+async fn a_get_refused_for_a_pending_update_goes_to_the_last_replica() {
+    let (world, client) = cluster_with(leader_reads()).await;
+    fill(&client, 3).await;
+    world.lock().unwrap().pending.insert(Value::from("k1"));
+    log(&world);
+    let record = client.get("s", "k1").await.unwrap().unwrap();
+    assert_eq!(record.attributes["tag"], Value::from("t1"));
+    let leader = leader_of(&world, "k1");
+    let asked: Vec<ServerId> = log(&world).into_iter().map(|(s, _)| s).collect();
+    assert_eq!(asked.len(), 2, "{asked:?}");
+    assert_eq!(asked[0], leader);
+    assert_ne!(asked[1], leader, "then the other replica of the region");
+    let record = client.get("s", "k2").await.unwrap().unwrap();
+    assert_eq!(record.attributes["tag"], Value::from("t2"));
+    let asked: Vec<ServerId> = log(&world).into_iter().map(|(s, _)| s).collect();
+    assert_eq!(asked, vec![leader_of(&world, "k2")]);
 }
 
 #[tokio::test]

@@ -306,6 +306,7 @@ mod tests {
         assert_eq!(Status::StaleServer.code(), 8018);
         assert_eq!(Status::BadAlteration.code(), 8019);
         assert_eq!(Status::Unauthorized.code(), 8020);
+        assert_eq!(Status::UpdatePending.code(), 8021);
     }
 
     #[test]

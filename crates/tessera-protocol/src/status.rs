@@ -61,6 +61,11 @@ pub enum Status {
     /// request; or a connection that did not prove the cluster secret sent a cluster message.
     /// Nothing changed.
     Unauthorized,
+    /// To a get at a replica of the key's region where an update of the key is still pending:
+    /// answering would mean waiting for that update to reach the chain's tail and come back.
+    /// The key region's last replica, nearest the tail, answers without that wait; the cluster
+    /// client asks it at once. Never sent by that last replica, nor by a standalone server.
+    UpdatePending,
 }
 
 impl Status {
@@ -87,6 +92,7 @@ impl Status {
             Status::StaleServer => 8018,
             Status::BadAlteration => 8019,
             Status::Unauthorized => 8020,
+            Status::UpdatePending => 8021,
         }
     }
 
@@ -113,6 +119,7 @@ impl Status {
             Status::StaleServer => "STALESERVER",
             Status::BadAlteration => "BADALTER",
             Status::Unauthorized => "UNAUTHORIZED",
+            Status::UpdatePending => "PENDING",
         }
     }
 

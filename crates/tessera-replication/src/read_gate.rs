@@ -85,6 +85,14 @@ impl<W> ReadGates<W> {
         None
     }
 
+    /// Whether a read of `key` would wait here: a version of it is pending and not settled.
+    pub fn is_pending(&self, space: u64, key: &Value) -> bool {
+        self.spaces
+            .get(&space)
+            .and_then(|s| s.get(key))
+            .is_some_and(|gate| gate.settled < gate.newest)
+    }
+
     /// Applies the [`ReadFence::Pending`] fences of a round (before its forwards are sent).
     pub fn pend(&mut self, fences: &[ReadFence]) {
         for fence in fences {
@@ -188,6 +196,20 @@ mod tests {
         gates.pend(&[pending(8, 3)]);
         assert_eq!(gates.admit(1, &Value::Int(7), "r"), Some("r"));
         assert_eq!(gates.admit(2, &Value::Int(8), "r"), Some("r"));
+    }
+
+    #[test]
+    fn a_key_is_pending_from_its_pending_fence_to_its_settled_one() {
+        let mut gates: ReadGates<&str> = ReadGates::new();
+        assert!(!gates.is_pending(1, &Value::Int(1)));
+        gates.pend(&[pending(1, 3), pending(1, 4)]);
+        assert!(gates.is_pending(1, &Value::Int(1)));
+        assert!(!gates.is_pending(1, &Value::Int(2)));
+        assert!(!gates.is_pending(2, &Value::Int(1)));
+        gates.settle(&[settled(1, 3)]);
+        assert!(gates.is_pending(1, &Value::Int(1)));
+        gates.settle(&[settled(1, 4)]);
+        assert!(!gates.is_pending(1, &Value::Int(1)));
     }
 
     #[test]

@@ -27,7 +27,7 @@ use tessera_protocol::{
     codec, decode_request, ErrorReply, FrameError, Request, RequestFrame, RequestShape, Response,
     SpaceStatistics, Status,
 };
-use tessera_types::CheckedPredicate;
+use tessera_types::{CheckedPredicate, Value};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_util::codec::FramedRead;
@@ -198,6 +198,15 @@ pub async fn serve(shared: Arc<Shared>, tcp: TcpStream, (limits, slot): (Connect
     let _ = writer.await;
 }
 
+/// The answer to a get that would wait here for an update of `key` to come back from the
+/// chain's tail: the key region's last reader answers sooner.
+fn update_pending(key: &Value) -> ErrorReply {
+    ErrorReply::new(
+        Status::UpdatePending,
+        format!("an update of key {key} is pending here; ask the last replica of its region"),
+    )
+}
+
 /// Validates a request and hands the job to what runs it.
 async fn route(shared: &Arc<Shared>, frame: RequestFrame, replier: Replier) {
     // Before the view: a read checks after reading that no install overlapped it.
@@ -220,7 +229,14 @@ async fn route(shared: &Arc<Shared>, frame: RequestFrame, replier: Replier) {
     }
     let to_chain = match job {
         Job::Answer(response) => return replier.send(epoch, response),
-        Job::Get { space, key } => {
+        Job::Get {
+            space,
+            key,
+            last_reader,
+        } => {
+            if !last_reader && shared.read_gates().is_pending(space.config().id, &key) {
+                return replier.fail(epoch, update_pending(&key));
+            }
             let readable = shared.keys_readable(space.config().id, std::slice::from_ref(&key));
             if let Err(e) = readable.await {
                 return replier.fail(epoch, e);

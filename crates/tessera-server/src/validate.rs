@@ -32,8 +32,13 @@ use crate::view::{Mode, ServedSpace, View};
 pub enum Job {
     /// Answered from the view alone.
     Answer(Response),
-    /// A key this server leads.
-    Get { space: Arc<ServedSpace>, key: Value },
+    /// A key of a region this server reads for; `last_reader` when it is the region's last
+    /// reader, nearest the chain's tail (the others send a get of a pending key there).
+    Get {
+        space: Arc<ServedSpace>,
+        key: Value,
+        last_reader: bool,
+    },
     Explain {
         space: Arc<ServedSpace>,
         predicates: Vec<CheckedPredicate>,
@@ -124,8 +129,12 @@ pub fn validate(frame: RequestFrame, view: &View) -> Result<Job, ErrorReply> {
         )))),
         Request::Get { space: name, key } => {
             let space = space(&name)?;
-            let key = check_read_key(&space, key, view)?;
-            Ok(Job::Get { space, key })
+            let (key, last_reader) = check_read_key(&space, key, view)?;
+            Ok(Job::Get {
+                space,
+                key,
+                last_reader,
+            })
         }
         Request::GetMany { space: name, keys } => {
             if keys.len() > KEYS_PER_REQUEST_MAX {
@@ -447,7 +456,12 @@ fn funcall_error(e: FuncallCheckError) -> ErrorReply {
 
 /// A key of `space` whose region this server holds complete: any such replica answers a get
 /// (`tessera_replication::read_gate` says when).
-fn check_read_key(space: &ServedSpace, key: Value, view: &View) -> Result<Value, ErrorReply> {
+/// A key of a region this server reads for, and whether it is that region's last reader.
+fn check_read_key(
+    space: &ServedSpace,
+    key: Value,
+    view: &View,
+) -> Result<(Value, bool), ErrorReply> {
     let key = check_key(space, key)?;
     let readers = space.key_readers(&key);
     if !readers.contains(&view.me) {
@@ -459,7 +473,8 @@ fn check_read_key(space: &ServedSpace, key: Value, view: &View) -> Result<Value,
             ),
         ));
     }
-    Ok(key)
+    let last_reader = readers.last() == Some(&view.me);
+    Ok((key, last_reader))
 }
 
 /// A key of `space` this server leads: a multi_get goes to the point leader of its keys.
