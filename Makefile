@@ -161,9 +161,10 @@ bench-spread:
 	$(PYTHON) scripts/bench-spread.py --out docs/results/spread.json
 
 # Who answers a cluster's gets (docs/benchmarks.md "Reads from every replica"): a local
-# 4-server K=2 `tessera dev`, YCSB C zipfian and the hottest key alone, with gets from the point
-# leader only and from any replica; each server's share of the gets (from its metrics) and the
-# gets per second. About 3 minutes; knobs in scripts/bench-replica-reads.py.
+# 4-server K=2 `tessera dev`, YCSB C zipfian, the hottest key alone and YCSB A (half updates),
+# with gets from the point leader only and from any replica; each server's share of the gets
+# (from its metrics), the operations per second and p99s. About 5 minutes; knobs in
+# scripts/bench-replica-reads.py.
 bench-replica-reads:
 	$(MAKE) bench-build
 	TESSERA_BIN=target/release/tessera $(PYTHON) scripts/bench-replica-reads.py
