@@ -1,7 +1,8 @@
 //! Write buffers stay bounded under a long write load: the store seals every memtable at
 //! `MEMTABLE_ROTATE_BYTES` itself (see there for the fjall deadlock this avoids), and what was
 //! sealed is flushed and still read back after a restart; a memtable that writes stopped filling
-//! is sealed too, so searches read it from tables.
+//! is sealed too, so searches read it from tables; and a keyspace writes stopped reaching, its
+//! runs above the bottom one holding a good share of it, is merged into one run.
 
 mod common;
 
@@ -109,6 +110,50 @@ fn a_memtable_writes_stopped_filling_is_sealed_and_its_objects_still_read() {
         std::thread::sleep(Duration::from_millis(50));
     }
     for n in (0..objects).step_by(97) {
+        let got = store.get("p", &Value::from(format!("k{n}"))).unwrap();
+        assert_eq!(got.unwrap().object.values[1], Value::Int(n as i64), "k{n}");
+    }
+}
+
+/// Waits up to `periods` quiet periods for `done`, or fails saying `what`.
+fn wait_for(store: &Store, periods: u32, what: &str, done: impl Fn(&Store) -> bool) {
+    let deadline = Instant::now() + QUIET_PERIOD * periods;
+    while !done(store) {
+        assert!(Instant::now() < deadline, "{what}: {:?}", store.stats());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn a_quiet_keyspace_with_its_data_in_several_runs_is_merged_and_its_objects_still_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path(), StoreOptions::default()).unwrap();
+    store.create_space(&people("p", 4)).unwrap();
+    // Two loads of ~1.4 MiB per keyspace, each sealed and flushed once writes stop: two
+    // tables per keyspace, each about half of it, overlapping (the keys interleave).
+    let filler = "x".repeat(600);
+    for load in 0..2u64 {
+        for batch in 0..20u64 {
+            let writes: Vec<_> = (0..100)
+                .map(|i| {
+                    let n = 2 * (batch * 100 + i) + load;
+                    put("p", None, 1, person(&format!("k{n}"), n as i64, 0, &filler))
+                })
+                .collect();
+            store.commit(&writes).unwrap();
+        }
+        if load == 0 {
+            wait_for(&store, 10, "the first load was not sealed", |s| {
+                s.stats().memtable_bytes < QUIET_SEAL_MIN_BYTES
+            });
+        }
+    }
+    // Sealed, flushed, then merged: one sorted run per keyspace.
+    wait_for(&store, 20, "the quiet keyspaces were not merged", |s| {
+        let stats = s.stats();
+        stats.memtable_bytes < QUIET_SEAL_MIN_BYTES && stats.sorted_runs == KEYSPACES
+    });
+    for n in (0..4_000).step_by(97) {
         let got = store.get("p", &Value::from(format!("k{n}"))).unwrap();
         assert_eq!(got.unwrap().object.values[1], Value::Int(n as i64), "k{n}");
     }
