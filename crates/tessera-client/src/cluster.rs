@@ -502,12 +502,6 @@ impl Cluster {
         }
     }
 
-    /// One request to one server, classified for [`Cluster::with_retries`]. An error answer
-    /// that is not retryable is `Done`.
-    ///
-    /// A read waits at most [`READ_ATTEMPT_MAX`] for its server, then is tried again (on a
-    /// newer configuration if there is one); a write, which cannot be sent twice, waits until
-    /// the deadline and then fails with `Timeout`: it may or may not have been applied.
     /// [`Cluster::send`] to `server`, in `routes`' configuration.
     async fn send_to(
         self: &Arc<Self>,
@@ -526,6 +520,12 @@ impl Cluster {
         }
     }
 
+    /// One request to one server, classified for [`Cluster::with_retries`]. An error answer
+    /// that is not retryable is `Done`.
+    ///
+    /// A read waits at most [`READ_ATTEMPT_MAX`] for its server, then is tried again (on a
+    /// newer configuration if there is one); a write, which cannot be sent twice, waits until
+    /// the deadline and then fails with `Timeout`: it may or may not have been applied.
     async fn send(
         self: &Arc<Self>,
         address: &str,
@@ -769,7 +769,8 @@ impl Cluster {
     // ---- keys ----------------------------------------------------------------------------
 
     /// A request about one key (`make` builds it from the key converted to the space's key
-    /// type), sent to the key's point leader. An error answer becomes `Err`.
+    /// type), sent to the key's point leader (a write) or a reader of its region (a get). An
+    /// error answer becomes `Err`.
     pub(crate) async fn key_call(
         self: &Arc<Self>,
         space: &str,
