@@ -1518,8 +1518,8 @@ fn runs_of(keyspace: &Keyspace) -> Runs {
 /// fjall's major compaction, on this thread.
 ///
 /// Why: after a load, a keyspace's data lies in 2–3 overlapping runs until more writes come;
-/// every scan a search opens merges them. Merged, searches cost 19–33 % less
-/// server CPU (docs/benchmarks.md, "Merging quiet keyspaces").
+/// every scan a search opens merges them. Merged, searches cost 21–41 % less server CPU
+/// (docs/benchmarks.md, "Merging quiet keyspaces").
 fn merge_quiet_keyspaces(keyspaces: &[&Keyspace], last_sizes: &HashMap<String, u64>) {
     for keyspace in keyspaces {
         let tree = &keyspace.tree;
