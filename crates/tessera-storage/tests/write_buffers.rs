@@ -99,16 +99,9 @@ fn a_memtable_writes_stopped_filling_is_sealed_and_its_objects_still_read() {
     );
     // No more writes: within a few periods every memtable is sealed (and a new, empty one
     // takes its place).
-    let deadline = Instant::now() + QUIET_PERIOD * 10;
-    while store.stats().memtable_bytes >= QUIET_SEAL_MIN_BYTES {
-        assert!(
-            Instant::now() < deadline,
-            "still {} bytes in memtables after {:?} without writes",
-            store.stats().memtable_bytes,
-            QUIET_PERIOD * 10
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait_for(&store, 10, "memtables not sealed without writes", |s| {
+        s.stats().memtable_bytes < QUIET_SEAL_MIN_BYTES
+    });
     for n in (0..objects).step_by(97) {
         let got = store.get("p", &Value::from(format!("k{n}"))).unwrap();
         assert_eq!(got.unwrap().object.values[1], Value::Int(n as i64), "k{n}");
