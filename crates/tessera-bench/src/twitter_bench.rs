@@ -554,7 +554,8 @@ pub fn route_only(
         let schema = tessera_types::parse_space(&text)
             .map_err(|e| TwitterError::InvalidArgs(format!("{name}: {e}")))?;
         let mut config = SpaceConfig::owned_by(i as u64 + 1, schema.clone(), &servers[..1]);
-        config.replicas = tessera_coordinator::state::assign_replicas(&schema, &servers, &existing);
+        let sets = existing.iter().flat_map(SpaceConfig::replica_sets);
+        config.replicas = tessera_geometry::assign_replicas(&schema, &servers, sets);
         existing.push(config.clone());
         spaces.insert(name, config);
     }

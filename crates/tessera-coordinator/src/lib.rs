@@ -109,7 +109,7 @@
 //! fewest regions over the whole cluster, then by smaller id; chain order puts first the member
 //! heading the fewest regions of this subspace (ties: fewest heads cluster-wide, smaller id).
 //! Within a subspace no server holds more than `ceil(regions * K / servers)` regions, and heads
-//! spread likewise. See [`state::assign_replicas`].
+//! spread likewise. See `tessera_geometry::assign_replicas`.
 
 #![forbid(unsafe_code)]
 

@@ -23,7 +23,7 @@
 use std::collections::HashMap;
 
 use serde::{Deserialize, Serialize};
-use tessera_geometry::{tessellation_of, RegionIndex, Tessellation};
+use tessera_geometry::{assign_replicas, assign_subspace, tessellation_of, RegionIndex};
 use tessera_protocol::{
     AlterError, BackfillRef, Configuration, ModelConstants, ServerInfo, ServerState, SpaceChange,
     SpaceConfig, Transfer, TransferRef,
@@ -622,7 +622,8 @@ impl ClusterState {
                 max: CONFIGURATION_BYTES_MAX,
             });
         }
-        let replicas = assign_replicas(&schema, &available, &self.spaces);
+        let existing = self.spaces.iter().flat_map(SpaceConfig::replica_sets);
+        let replicas = assign_replicas(&schema, &available, existing);
         let id = self.epoch.0 + 1;
         let space = SpaceConfig {
             id,
@@ -701,7 +702,8 @@ impl ClusterState {
         let mut altered = space.clone();
         let subspace = altered
             .alter(epoch, change, |t| {
-                assign_subspace(t, k as usize, &available, &self.spaces)
+                let existing = self.spaces.iter().flat_map(SpaceConfig::replica_sets);
+                assign_subspace(t, k as usize, &available, existing)
             })
             .map_err(CommandError::Alter)?;
         // A new subspace's replica sets, a logged adaptation, a formula or a shape make the
@@ -1318,124 +1320,6 @@ fn validate_schema(schema: &SpaceSchema) -> Result<(), SchemaError> {
         return Err(SchemaError::EmptySubspace);
     }
     Ok(())
-}
-
-/// Assigns the replica sets of a new space over `servers` (K = `schema.replicas()` of them per
-/// region, all distinct; `servers.len() >= K`). A dropped subspace (none in a new space) gets
-/// no region.
-///
-/// The rule, applied region by region in subspace order, then region order:
-/// - the members are the K servers holding the fewest regions *of this subspace* so far; ties go
-///   to the server holding the fewest regions over the whole cluster (every existing space, plus
-///   what this space has assigned so far), then to the smaller id;
-/// - the chain order puts first the member heading the fewest regions of this subspace; ties go
-///   to the fewest heads over the whole cluster, then to the smaller id.
-///
-/// Within a subspace, holdings never differ by more than one between servers, so nobody holds
-/// more than `ceil(regions * K / servers)`; heads spread the same way. The cluster-wide
-/// tie-breaks send the leftovers of each subspace to the least-loaded servers, so load evens out
-/// across spaces too. Deterministic: it depends only on its inputs.
-pub fn assign_replicas(
-    schema: &SpaceSchema,
-    servers: &[ServerId],
-    existing: &[SpaceConfig],
-) -> Vec<Vec<Vec<ServerId>>> {
-    let k = schema.replicas() as usize;
-    let mut assigner = Assigner::new(k, servers, existing);
-    schema
-        .subspaces
-        .iter()
-        .map(|subspace| {
-            if !subspace.is_written() {
-                return Vec::new();
-            }
-            let regions = tessellation_of(subspace, schema).regions_count() as usize;
-            assigner.subspace(regions)
-        })
-        .collect()
-}
-
-/// Assigns the replica sets of one subspace added to a live space, tessellated as `t`, over
-/// `servers` (K = `k` of them per region, all distinct; `servers.len() >= k`): the rule of
-/// [`assign_replicas`] for that one subspace, the whole cluster's load being that of
-/// `existing` (the altered space among them).
-pub fn assign_subspace(
-    t: &Tessellation,
-    k: usize,
-    servers: &[ServerId],
-    existing: &[SpaceConfig],
-) -> Vec<Vec<ServerId>> {
-    Assigner::new(k, servers, existing).subspace(t.regions_count() as usize)
-}
-
-/// The state of [`assign_replicas`] between subspaces: the servers, and what each holds and
-/// heads over the whole cluster so far.
-struct Assigner {
-    k: usize,
-    servers: Vec<ServerId>,
-    global_hold: Vec<u64>,
-    global_head: Vec<u64>,
-}
-
-impl Assigner {
-    fn new(k: usize, servers: &[ServerId], existing: &[SpaceConfig]) -> Assigner {
-        let mut servers = servers.to_vec();
-        servers.sort();
-        servers.dedup();
-        assert!(
-            k >= 1 && servers.len() >= k,
-            "assigning replicas needs at least K servers"
-        );
-        let index: HashMap<ServerId, usize> =
-            servers.iter().enumerate().map(|(i, s)| (*s, i)).collect();
-        let n = servers.len();
-        let mut global_hold = vec![0u64; n];
-        let mut global_head = vec![0u64; n];
-        for space in existing {
-            for subspace in &space.replicas {
-                for set in subspace {
-                    for (pos, s) in set.iter().enumerate() {
-                        if let Some(&i) = index.get(s) {
-                            global_hold[i] += 1;
-                            if pos == 0 {
-                                global_head[i] += 1;
-                            }
-                        }
-                    }
-                }
-            }
-        }
-        Assigner {
-            k,
-            servers,
-            global_hold,
-            global_head,
-        }
-    }
-
-    /// The replica sets of a subspace of `regions` regions, counted into the cluster's load.
-    fn subspace(&mut self, regions: usize) -> Vec<Vec<ServerId>> {
-        let n = self.servers.len();
-        let (global_hold, global_head) = (&mut self.global_hold, &mut self.global_head);
-        let mut hold = vec![0u64; n];
-        let mut head = vec![0u64; n];
-        // Every sort key ends with the index: the order sorted from does not matter.
-        let mut order: Vec<usize> = (0..n).collect();
-        let mut sets = Vec::with_capacity(regions);
-        for _ in 0..regions {
-            order.sort_by_key(|&i| (hold[i], global_hold[i], i));
-            let mut members: Vec<usize> = order[..self.k].to_vec();
-            members.sort_by_key(|&i| (head[i], global_head[i], i));
-            head[members[0]] += 1;
-            global_head[members[0]] += 1;
-            for &i in &members {
-                hold[i] += 1;
-                global_hold[i] += 1;
-            }
-            sets.push(members.iter().map(|&i| self.servers[i]).collect());
-        }
-        sets
-    }
 }
 
 #[cfg(test)]
@@ -4456,7 +4340,8 @@ mod tests {
             st.apply(Command::AddSpace { schema: schema("s", subs, partitions, tolerate) }).unwrap();
             check_space(&st, st.spaces.last().unwrap());
             // Deterministic: the same inputs give the same sets.
-            let again = assign_replicas(&st.spaces.last().unwrap().schema, &st.servers.iter().map(|s| s.info.id).collect::<Vec<_>>(), &st.spaces[..st.spaces.len() - 1]);
+            let existing = st.spaces[..st.spaces.len() - 1].iter().flat_map(SpaceConfig::replica_sets);
+            let again = assign_replicas(&st.spaces.last().unwrap().schema, &st.servers.iter().map(|s| s.info.id).collect::<Vec<_>>(), existing);
             prop_assert_eq!(&again, &st.spaces.last().unwrap().replicas);
         }
     }

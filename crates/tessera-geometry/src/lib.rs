@@ -12,6 +12,7 @@
 //! * [`index`]: the inverted index of a dynamic space's shapes and formulas (property → shapes
 //!   that have it, formula → shapes its documents took): structural queries as set operations.
 //! * [`chain`]: the value-dependent chain of an update.
+//! * [`assignment`]: which K servers hold each region, and in which chain order.
 //! * [`hilbert`]: the Hilbert curve through a grid, the locality-preserving order of a tagged
 //!   placement's tag points.
 //! * [`tags`]: a tagged placement's tag subspace: tag sets on the Hilbert curve, spread over
@@ -28,6 +29,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod assignment;
 pub mod chain;
 pub mod coordinate;
 pub mod cover;
@@ -43,6 +45,7 @@ pub mod tags;
 pub mod tessellation;
 pub mod zorder;
 
+pub use assignment::{assign_replicas, assign_subspace};
 pub use chain::{chain_for_update, ChainHop, ReplicaMap};
 pub use coordinate::{
     coordinate, key_coordinate, ordered_key_coordinate, ordered_key_position, overlay_point, point,

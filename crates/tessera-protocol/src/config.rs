@@ -956,6 +956,11 @@ impl SpaceConfig {
             .is_some_and(|s| s.epoch > epoch)
     }
 
+    /// Every replica set of this space, subspace by subspace, each in chain order.
+    pub fn replica_sets(&self) -> impl Iterator<Item = &[ServerId]> {
+        self.replicas.iter().flatten().map(Vec::as_slice)
+    }
+
     pub fn replicas_of(&self, subspace: SubspaceId, region: RegionIndex) -> &[ServerId] {
         &self.replicas[subspace.get()][region.0 as usize]
     }
