@@ -13,12 +13,13 @@ VENV := .venv
 dev: install
 	tessera dev
 
-install: prereqs
+install:
 	$(CARGO) install --locked --path crates/tessera
 
-# protoc, which building needs (the bench crate's etcd client compiles etcd's .proto files):
-# installed with apt-get (as root, or through sudo) when it is missing, so that `make dev` and
-# `make test` work on a fresh Debian or Ubuntu machine; elsewhere, a message saying what to do.
+# protoc, which the benchmark's peer targets need (feature `peers`: etcd's client compiles etcd's
+# .proto files; the database itself builds with cargo alone): installed with apt-get (as root,
+# or through sudo) when it is missing, so that `make test` and `make bench-build` work on a
+# fresh Debian or Ubuntu machine; elsewhere, a message saying what to do.
 prereqs:
 	@command -v protoc >/dev/null 2>&1 || [ -n "$${PROTOC:-}" ] || { \
 	  echo "make: protoc is missing; installing Debian's protobuf-compiler" >&2; \
@@ -50,14 +51,15 @@ test-rust:
 	$(CARGO) fmt --version >/dev/null 2>&1 || rustup component add rustfmt
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --version >/dev/null 2>&1 || rustup component add clippy
-	$(CARGO) clippy --workspace --all-targets --locked -- -D warnings
-	PATH="$(dir $(GO)):$$PATH" $(CARGO) test --workspace --locked
+	$(CARGO) clippy --workspace --all-targets --locked --features tessera-bench/peers -- -D warnings
+	PATH="$(dir $(GO)):$$PATH" $(CARGO) test --workspace --locked --features tessera-bench/peers
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
 
+# With the features `test-rust` built with, so the binary is already there.
 test-python: $(VENV)/bin/python
-	$(CARGO) build --locked -p tessera
+	$(CARGO) build --locked -p tessera --features tessera-bench/peers
 	@# The client's atomic operations are written from one table: stale generated code fails first.
 	$(PYTHON) scripts/gen-python-ops.py --check
 	$(VENV)/bin/python -m pip install --quiet -r python/requirements-test.txt ./python
@@ -68,8 +70,8 @@ test-python: $(VENV)/bin/python
 test-scripts:
 	$(PYTHON) -m unittest discover -s scripts -p 'test_*.py'
 
-bench-build:
-	$(CARGO) build --release --locked -p tessera
+bench-build: prereqs
+	$(CARGO) build --release --locked -p tessera --features peers
 
 # The long runs that `make test` keeps short: 10 000 seeds of the replication simulation
 # (crashes, pauses, partitions, restarts, state transfers in three seeds of four; a few minutes).

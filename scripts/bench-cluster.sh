@@ -63,8 +63,8 @@ done
 if [ -n "${TESSERA_BIN:-}" ]; then
     export BIN="$TESSERA_BIN"
 else
-    echo "bench-cluster.sh: cargo build --release --locked -p tessera" >&2
-    cargo build --release --locked -p tessera >&2
+    echo "bench-cluster.sh: cargo build --release --locked -p tessera --features peers" >&2
+    cargo build --release --locked -p tessera --features peers >&2
     export BIN="$PWD/target/release/tessera"
 fi
 export OUT="${OUT:-$(mktemp -d /tmp/tessera-bench-cluster.XXXXXX)}"

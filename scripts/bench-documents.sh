@@ -43,8 +43,8 @@ for tool in cargo python3 taskset; do
     command -v "$tool" >/dev/null || { echo "bench-documents.sh: $tool not found" >&2; exit 2; }
 done
 
-echo "bench-documents.sh: cargo build --release --locked -p tessera" >&2
-cargo build --release --locked -p tessera >&2
+echo "bench-documents.sh: cargo build --release --locked -p tessera --features peers" >&2
+cargo build --release --locked -p tessera --features peers >&2
 
 export BIN="$PWD/target/release/tessera"
 export OUT="${OUT:-$(mktemp -d /tmp/tessera-bench-docs.XXXXXX)}"

@@ -34,8 +34,8 @@ for tool in python3 taskset; do
     command -v "$tool" >/dev/null || { echo "bench-memory.sh: $tool not found" >&2; exit 2; }
 done
 if [ -z "${BIN:-}" ]; then
-    echo "bench-memory.sh: cargo build --release --locked -p tessera" >&2
-    cargo build --release --locked -p tessera >&2
+    echo "bench-memory.sh: cargo build --release --locked -p tessera --features peers" >&2
+    cargo build --release --locked -p tessera --features peers >&2
     BIN="${CARGO_TARGET_DIR:-$PWD/target}/release/tessera"
 fi
 export BIN

@@ -51,8 +51,8 @@ done
 if [ -n "${TESSERA_BIN:-}" ]; then
     export BIN="$TESSERA_BIN"
 else
-    echo "bench-peers.sh: cargo build --release --locked -p tessera" >&2
-    cargo build --release --locked -p tessera >&2
+    echo "bench-peers.sh: cargo build --release --locked -p tessera --features peers" >&2
+    cargo build --release --locked -p tessera --features peers >&2
     export BIN="${CARGO_TARGET_DIR:-$PWD/target}/release/tessera"
 fi
 export OUT="${OUT:-$(mktemp -d /tmp/tessera-bench-peers.XXXXXX)}"

@@ -58,8 +58,8 @@ done
 
 if [ -z "${BIN:-}" ]; then
     command -v cargo >/dev/null || { echo "bench-scale.sh: cargo not found" >&2; exit 2; }
-    echo "bench-scale.sh: cargo build --release --locked -p tessera" >&2
-    nice -n 19 cargo build --release --locked -p tessera >&2
+    echo "bench-scale.sh: cargo build --release --locked -p tessera --features peers" >&2
+    nice -n 19 cargo build --release --locked -p tessera --features peers >&2
     BIN="${CARGO_TARGET_DIR:-$PWD/target}/release/tessera"
 fi
 export BIN

@@ -12,7 +12,7 @@
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
-cargo build --release --locked -p tessera >&2
+cargo build --release --locked -p tessera --features peers >&2
 BIN="$PWD/target/release/tessera"
 OUT="${OUT:-$(mktemp -d /tmp/tessera-bench-security.XXXXXX)}"
 RECORDS="${RECORDS:-20000}" OPS="${OPS:-200000}" THREADS="${THREADS:-16}" RUNS="${RUNS:-3}"

@@ -30,8 +30,8 @@ PREFIX=${PREFIX:-user}
 OUT=${OUT:-$(mktemp -d)}
 mkdir -p "$OUT"
 
-echo "bench-splits.sh: cargo build --release --locked -p tessera" >&2
-cargo build --release --locked -p tessera >&2
+echo "bench-splits.sh: cargo build --release --locked -p tessera --features peers" >&2
+cargo build --release --locked -p tessera --features peers >&2
 TESSERA=$PWD/target/release/tessera
 
 free_port() {

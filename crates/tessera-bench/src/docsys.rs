@@ -23,18 +23,15 @@
 //!   what a careful user deploys. Both indexes exist before the load, so every write pays
 //!   for them, as every Tessera write pays for its placement.
 
-use std::collections::{BTreeSet, HashMap};
-use std::sync::Arc;
+use std::collections::BTreeSet;
 
 use tessera_client::{
     Client, DocValue, Document, FormulaSpec, Predicate, PredicateOp, Status, Value,
 };
 use tessera_types::CheckedPredicate;
-use tokio_postgres::types::ToSql;
-use tokio_postgres::{NoTls, Statement};
 
 use crate::bibliography::{Bibliography, Cond, Entry, Kind, Query, Val, MICRO_NAMES, PROPERTIES};
-use crate::target::{client_error, pg_error, tessera, TargetError};
+use crate::target::{client_error, tessera, TargetError};
 
 /// Which data set a space or table holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
@@ -207,14 +204,8 @@ pub enum System {
         /// The `formula` space's micro-benchmark formula's dimensions ([`Dataset::formula`]).
         formula_dims: usize,
     },
-    Postgres(Arc<tokio::sync::Mutex<Pg>>),
-}
-
-/// A PostgreSQL connection and its prepared statements (by SQL text).
-pub struct Pg {
-    client: tokio_postgres::Client,
-    statements: HashMap<String, Statement>,
-    dataset: Dataset,
+    #[cfg(feature = "peers")]
+    Postgres(std::sync::Arc<crate::target::postgres::Documents>),
 }
 
 /// A record as a document.
@@ -244,7 +235,7 @@ fn to_value(v: &Val) -> Value {
     }
 }
 
-fn to_json(v: &Val) -> serde_json::Value {
+pub fn to_json(v: &Val) -> serde_json::Value {
     match v {
         Val::Str(s) => serde_json::Value::from(s.clone()),
         Val::Int(i) => serde_json::Value::from(*i),
@@ -373,78 +364,6 @@ pub fn typed_searches(
     Ok((searches, support))
 }
 
-/// The SQL of a query and its parameters: equalities and list memberships as one containment
-/// (`doc @> {...}`, served by the GIN index), ranges on the jsonb value (served by the
-/// B-tree on `doc->'year'`; jsonb orders numbers among themselves and apart from strings, so
-/// a numeric range never matches a string, as in Tessera), structure with `?`, `?|` and
-/// `NOT ?`.
-pub fn postgres_query(table: &str, q: &Query) -> (String, Vec<Box<dyn ToSql + Sync + Send>>) {
-    let mut contained = serde_json::Map::new();
-    let mut clauses: Vec<String> = Vec::new();
-    let mut params: Vec<Box<dyn ToSql + Sync + Send>> = Vec::new();
-    // Containment first: its parameter is $1 when present.
-    for c in &q.conds {
-        match c {
-            Cond::Eq(p, v) => {
-                contained.insert((*p).to_owned(), to_json(v));
-            }
-            Cond::Contains(p, s) => {
-                contained.insert((*p).to_owned(), serde_json::json!([s]));
-            }
-            _ => {}
-        }
-    }
-    if !contained.is_empty() {
-        params.push(Box::new(serde_json::Value::Object(contained)));
-        clauses.push(format!("doc @> ${}", params.len()));
-    }
-    for c in &q.conds {
-        match c {
-            Cond::Range(p, lo, hi) => {
-                params.push(Box::new(serde_json::Value::from(*lo)));
-                params.push(Box::new(serde_json::Value::from(*hi)));
-                let n = params.len();
-                clauses.push(format!("doc->'{p}' >= ${} AND doc->'{p}' <= ${n}", n - 1));
-            }
-            Cond::Exists(ps) if ps.len() == 1 => {
-                params.push(Box::new(ps[0].to_owned()));
-                clauses.push(format!("doc ? ${}", params.len()));
-            }
-            Cond::Exists(ps) => {
-                params.push(Box::new(
-                    ps.iter().map(|s| (*s).to_owned()).collect::<Vec<String>>(),
-                ));
-                clauses.push(format!("doc ?| ${}", params.len()));
-            }
-            Cond::Missing(p) => {
-                params.push(Box::new((*p).to_owned()));
-                clauses.push(format!("NOT (doc ? ${})", params.len()));
-            }
-            Cond::Eq(..) | Cond::Contains(..) => {}
-        }
-    }
-    let filter = if clauses.is_empty() {
-        "TRUE".to_owned()
-    } else {
-        clauses.join(" AND ")
-    };
-    (
-        format!("SELECT key, doc FROM {table} WHERE {filter}"),
-        params,
-    )
-}
-
-impl Pg {
-    async fn statement(&mut self, sql: &str) -> Result<Statement, TargetError> {
-        if let Some(s) = self.statements.get(sql) {
-            return Ok(s.clone());
-        }
-        let s = self.client.prepare(sql).await.map_err(pg_error)?;
-        self.statements.insert(sql.to_owned(), s.clone());
-        Ok(s)
-    }
-}
-
 impl System {
     /// A Tessera system over one shared client.
     pub fn tessera(
@@ -459,22 +378,6 @@ impl System {
             dataset,
             formula_dims,
         }
-    }
-
-    /// A PostgreSQL connection (`conn` is a libpq-style URL or key-value string).
-    pub async fn postgres(conn: &str, dataset: Dataset) -> Result<System, TargetError> {
-        let (client, connection) = tokio_postgres::connect(conn, NoTls)
-            .await
-            .map_err(pg_error)?;
-        // The connection object does the I/O; it ends when the client is dropped.
-        tokio::spawn(async move {
-            let _ = connection.await;
-        });
-        Ok(System::Postgres(Arc::new(tokio::sync::Mutex::new(Pg {
-            client,
-            statements: HashMap::new(),
-            dataset,
-        }))))
     }
 
     /// The system's name in reports.
@@ -496,6 +399,7 @@ impl System {
                 kind: SpaceKind::Pointers,
                 ..
             } => "tessera-pointers",
+            #[cfg(feature = "peers")]
             System::Postgres(_) => "postgres-jsonb",
         }
     }
@@ -535,19 +439,8 @@ impl System {
                 }
                 Ok(())
             }
-            System::Postgres(pg) => {
-                let pg = pg.lock().await;
-                let t = dataset.name();
-                let mut ddl = format!(
-                    "DROP TABLE IF EXISTS {t};
-                     CREATE TABLE {t} (key text PRIMARY KEY, doc jsonb NOT NULL);
-                     CREATE INDEX {t}_gin ON {t} USING gin (doc);"
-                );
-                if dataset == Dataset::Dblp {
-                    ddl.push_str(&format!("CREATE INDEX {t}_year ON {t} ((doc->'year'));"));
-                }
-                pg.client.batch_execute(&ddl).await.map_err(pg_error)
-            }
+            #[cfg(feature = "peers")]
+            System::Postgres(pg) => pg.prepare().await,
         }
     }
 
@@ -562,13 +455,8 @@ impl System {
                 }
                 client.refresh().await.map(|_| ()).map_err(client_error)
             }
-            System::Postgres(pg) => {
-                let pg = pg.lock().await;
-                pg.client
-                    .batch_execute(&format!("VACUUM ANALYZE {}", dataset.name()))
-                    .await
-                    .map_err(pg_error)
-            }
+            #[cfg(feature = "peers")]
+            System::Postgres(pg) => pg.after_load().await,
         }
     }
 
@@ -605,20 +493,8 @@ impl System {
                 };
                 r.map_err(client_error)
             }
-            System::Postgres(pg) => {
-                let mut pg = pg.lock().await;
-                let t = pg.dataset.name();
-                // A merge at the top level, as a put of a document is (no nulls here).
-                let sql = format!(
-                    "INSERT INTO {t} (key, doc) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET doc = {t}.doc || EXCLUDED.doc"
-                );
-                let s = pg.statement(&sql).await?;
-                pg.client
-                    .execute(&s, &[&e.key, &to_json_doc(e)])
-                    .await
-                    .map(|_| ())
-                    .map_err(pg_error)
-            }
+            #[cfg(feature = "peers")]
+            System::Postgres(pg) => pg.put(e).await,
         }
     }
 
@@ -632,19 +508,8 @@ impl System {
                 Err(e) if e.is_not_found() => Ok(false),
                 Err(e) => Err(client_error(e)),
             },
-            System::Postgres(pg) => {
-                let mut pg = pg.lock().await;
-                let sql = format!("SELECT doc FROM {} WHERE key = $1", pg.dataset.name());
-                let s = pg.statement(&sql).await?;
-                let row = pg.client.query_opt(&s, &[&key]).await.map_err(pg_error)?;
-                match row {
-                    None => Ok(false),
-                    Some(row) => row
-                        .try_get::<_, serde_json::Value>(0)
-                        .map(|_| true)
-                        .map_err(pg_error),
-                }
-            }
+            #[cfg(feature = "peers")]
+            System::Postgres(pg) => pg.get(key).await,
         }
     }
 
@@ -708,21 +573,8 @@ impl System {
                 }
                 Ok(keys.len() as u64)
             }
-            System::Postgres(pg) => {
-                let mut pg = pg.lock().await;
-                let (sql, params) = postgres_query(pg.dataset.name(), q);
-                let s = pg.statement(&sql).await?;
-                let refs: Vec<&(dyn ToSql + Sync)> = params
-                    .iter()
-                    .map(|p| p.as_ref() as &(dyn ToSql + Sync))
-                    .collect();
-                let rows = pg.client.query(&s, &refs).await.map_err(pg_error)?;
-                for row in &rows {
-                    // Decode every document, as the Tessera client decodes every object.
-                    row.try_get::<_, serde_json::Value>(1).map_err(pg_error)?;
-                }
-                Ok(rows.len() as u64)
-            }
+            #[cfg(feature = "peers")]
+            System::Postgres(pg) => pg.query(q).await,
         }
     }
 
@@ -883,23 +735,6 @@ mod tests {
         assert_eq!(s[0], vec![Predicate::equals("doi", "")]);
         assert_eq!(support.how, "emulated");
         assert!(typed_searches(Dataset::Dblp, &query(vec![Cond::Missing("year")])).is_err());
-    }
-
-    #[test]
-    fn postgres_sql_puts_values_in_one_containment() {
-        let q = query(vec![
-            Cond::Missing("doi"),
-            Cond::Eq("booktitle", Val::Str("B".into())),
-            Cond::Contains("author", "A".into()),
-            Cond::Range("year", 2000, 2004),
-            Cond::Exists(vec!["note", "cdrom"]),
-        ]);
-        let (sql, params) = postgres_query("t", &q);
-        assert_eq!(
-            sql,
-            "SELECT key, doc FROM t WHERE doc @> $1 AND NOT (doc ? $2) AND doc->'year' >= $3 AND doc->'year' <= $4 AND doc ?| $5"
-        );
-        assert_eq!(params.len(), 5);
     }
 
     #[test]

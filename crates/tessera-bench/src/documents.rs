@@ -533,10 +533,12 @@ pub async fn systems(
                 threads
             ])
         }
+        #[cfg(feature = "peers")]
         DocTarget::Postgres(conn) => {
             let mut out = Vec::with_capacity(threads);
             for _ in 0..threads {
-                out.push(System::postgres(conn, dataset).await?);
+                let table = crate::target::postgres::Documents::connect(conn, dataset).await?;
+                out.push(System::Postgres(std::sync::Arc::new(table)));
             }
             Ok(out)
         }
@@ -547,6 +549,7 @@ pub async fn systems(
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum DocTarget {
     Tessera(String),
+    #[cfg(feature = "peers")]
     Postgres(String),
 }
 

@@ -34,6 +34,9 @@
 //! ```
 
 #![forbid(unsafe_code)]
+// Without feature `peers` the systems enums of the search workloads have their Tessera variant
+// only, so a `let System::Tessera(..) = ... else` is irrefutable there and not in a full build.
+#![cfg_attr(not(feature = "peers"), allow(irrefutable_let_patterns))]
 
 use std::io::IsTerminal;
 use std::time::Duration;
@@ -48,6 +51,7 @@ pub mod generator;
 pub mod hotels;
 pub mod plan;
 pub mod report;
+#[cfg(feature = "peers")]
 pub mod resp;
 pub mod search_fixed;
 pub mod secondary;
@@ -62,10 +66,14 @@ pub use report::{OpReport, PhaseReport};
 pub use workload::Workload;
 
 use driver::{run_phase, PhaseKind, PhasePlan};
+#[cfg(feature = "peers")]
 use target::cassandra::CqlTarget;
+#[cfg(feature = "peers")]
 use target::etcd::EtcdTarget;
 use target::memory::MemoryTarget;
+#[cfg(feature = "peers")]
 use target::postgres::PostgresTarget;
+#[cfg(feature = "peers")]
 use target::redis::RedisTarget;
 use target::tessera::TesseraTarget;
 use target::{Inexpressible, Target, TargetError};
@@ -99,7 +107,9 @@ pub struct BenchArgs {
     /// YCSB a-f, e as a key-range read), `cql://HOST:PORT` (Cassandra: keyspace
     /// `tessera_bench`, table `usertable` with SAI indexes on `prefix` and `suffix`; YCSB a-f,
     /// s and secondary), or `memory://` (an in-process map: measures the driver's own
-    /// overhead). A workload a system cannot express is refused before anything connects.
+    /// overhead). The other stores only in a build with cargo feature `peers`, as `make
+    /// bench-build` makes. A workload a system cannot express is refused before anything
+    /// connects.
     /// Before a run of e or s is timed, a sample of its queries is checked against what the
     /// load wrote.
     #[arg(long, default_value = "tessera://127.0.0.1:1982")]
@@ -317,25 +327,42 @@ pub enum BenchError {
 
 /// The target named by a `--target` URL.
 #[derive(Clone, Debug, PartialEq, Eq)]
+/// The other stores exist with feature `peers` only: a build without it refuses their URLs
+/// in [`parse_target`].
 enum TargetKind {
     Tessera(String),
-    Redis(String),
     Memory,
-    /// A libpq connection URL (`postgres://USER@HOST:PORT/DB`), for `documents` and `dblp`.
+    #[cfg(feature = "peers")]
+    Redis(String),
+    /// A libpq connection URL (`postgres://USER@HOST:PORT/DB`).
+    #[cfg(feature = "peers")]
     Postgres(String),
     /// An etcd member's client address, `HOST:PORT`.
+    #[cfg(feature = "peers")]
     Etcd(String),
     /// A Cassandra node's CQL address, `HOST:PORT`.
+    #[cfg(feature = "peers")]
     Cql(String),
 }
+
+/// The URL schemes of the other stores.
+const PEER_SCHEMES: [&str; 5] = [
+    "redis://",
+    "postgres://",
+    "postgresql://",
+    "etcd://",
+    "cql://",
+];
 
 /// Why `target` cannot express `workload`, if it cannot: decided before anything connects.
 fn inexpressible(target: &TargetKind, workload: Workload) -> Option<Inexpressible> {
     match (target, workload) {
+        #[cfg(feature = "peers")]
         (
             TargetKind::Etcd(_),
             Workload::S | Workload::Secondary | Workload::Documents | Workload::Dblp,
         ) => Some(Inexpressible::EtcdSearch),
+        #[cfg(feature = "peers")]
         (TargetKind::Cql(_), Workload::Documents | Workload::Dblp) => {
             Some(Inexpressible::CqlDocuments)
         }
@@ -348,30 +375,41 @@ fn parse_target(url: &str) -> Result<TargetKind, BenchError> {
         target::tessera::parse_url(url)
             .map(TargetKind::Tessera)
             .map_err(BenchError::InvalidArgs)
-    } else if url.starts_with("redis://") {
-        target::redis::parse_url(url)
-            .map(TargetKind::Redis)
-            .map_err(BenchError::InvalidArgs)
-    } else if url.starts_with("etcd://") {
-        target::etcd::parse_url(url)
-            .map(TargetKind::Etcd)
-            .map_err(BenchError::InvalidArgs)
-    } else if url.starts_with("cql://") {
-        target::cassandra::parse_url(url)
-            .map(TargetKind::Cql)
-            .map_err(BenchError::InvalidArgs)
     } else if url == "memory://" || url == "memory" {
         Ok(TargetKind::Memory)
-    } else if url.starts_with("postgres://") || url.starts_with("postgresql://") {
-        // Checked by the driver's own parser, so a bad URL fails before any work.
-        url.parse::<tokio_postgres::Config>()
-            .map(|_| TargetKind::Postgres(url.to_owned()))
-            .map_err(|e| BenchError::InvalidArgs(format!("{url:?}: {e}")))
+    } else if PEER_SCHEMES.iter().any(|scheme| url.starts_with(scheme)) {
+        parse_peer(url)
     } else {
         Err(BenchError::InvalidArgs(format!(
             "unknown target {url:?}: expected tessera://HOST:PORT, redis://HOST:PORT, postgres://…, etcd://HOST:PORT, cql://HOST:PORT or memory://"
         )))
     }
+}
+
+/// Parses a URL of one of [`PEER_SCHEMES`], each by its own target's parser (PostgreSQL's by
+/// the driver's, so a bad URL fails before any work).
+#[cfg(feature = "peers")]
+fn parse_peer(url: &str) -> Result<TargetKind, BenchError> {
+    let kind = if url.starts_with("redis://") {
+        target::redis::parse_url(url).map(TargetKind::Redis)
+    } else if url.starts_with("etcd://") {
+        target::etcd::parse_url(url).map(TargetKind::Etcd)
+    } else if url.starts_with("cql://") {
+        target::cassandra::parse_url(url).map(TargetKind::Cql)
+    } else {
+        url.parse::<tokio_postgres::Config>()
+            .map(|_| TargetKind::Postgres(url.to_owned()))
+            .map_err(|e| format!("{url:?}: {e}"))
+    };
+    kind.map_err(BenchError::InvalidArgs)
+}
+
+/// A build without the other stores' clients refuses their URLs, saying how to get one with.
+#[cfg(not(feature = "peers"))]
+fn parse_peer(url: &str) -> Result<TargetKind, BenchError> {
+    Err(BenchError::TargetUnsupported(format!(
+        "{url}: this build has no clients for other stores; build `tessera` with `--features peers` (`make bench-build` does; it needs protoc)"
+    )))
 }
 
 /// Runs the benchmark `args` describes and returns what it measured.
@@ -441,6 +479,7 @@ pub async fn run(args: BenchArgs) -> Result<Report, BenchError> {
     if args.workload == Workload::Secondary {
         return run_secondary(target, args, duration).await;
     }
+    #[cfg(feature = "peers")]
     if matches!(target, TargetKind::Postgres(_)) && !args.workload.is_ycsb() {
         return Err(BenchError::TargetUnsupported(format!(
             "workload {} does not run against PostgreSQL: YCSB a-f, s, documents and dblp do",
@@ -451,6 +490,7 @@ pub async fn run(args: BenchArgs) -> Result<Report, BenchError> {
         return run_sweep(target, args, duration).await;
     }
     let (load, run) = match target {
+        #[cfg(feature = "peers")]
         TargetKind::Postgres(url) => {
             // One connection per task, as for Redis: PostgreSQL runs one connection's
             // statements one at a time. Connected one after another (the first creates the
@@ -465,11 +505,13 @@ pub async fn run(args: BenchArgs) -> Result<Report, BenchError> {
             let shared = MemoryTarget::new();
             drive(vec![shared; args.threads], &args, duration).await?
         }
+        #[cfg(feature = "peers")]
         TargetKind::Redis(_) if args.workload == Workload::S => {
             return Err(BenchError::TargetUnsupported(
                 "workload s (search-read) needs searches on secondary attributes: run it against tessera:// and compare with workload c there".into(),
             ));
         }
+        #[cfg(feature = "peers")]
         TargetKind::Redis(addr) => {
             // One connection per task: Redis answers one connection's commands in order, so
             // concurrency comes from connections.
@@ -488,12 +530,14 @@ pub async fn run(args: BenchArgs) -> Result<Report, BenchError> {
                 .map_err(connect_error)?;
             drive(vec![client; args.threads], &args, duration).await?
         }
+        #[cfg(feature = "peers")]
         TargetKind::Etcd(addr) => {
             // One gRPC client shared by every task: its requests are multiplexed on one
             // HTTP/2 connection.
             let client = EtcdTarget::connect(&addr).await.map_err(connect_error)?;
             drive(vec![client; args.threads], &args, duration).await?
         }
+        #[cfg(feature = "peers")]
         TargetKind::Cql(addr) => {
             // One session shared by every task: the driver multiplexes their requests.
             let session = target::cassandra::connect(&addr)
@@ -554,13 +598,18 @@ async fn run_secondary(
             systems.extend((1..args.threads).map(|_| secondary::System::Tessera(client.clone())));
             systems
         }
+        #[cfg(feature = "peers")]
         TargetKind::Postgres(url) => {
             let mut systems = Vec::with_capacity(args.threads);
             for _ in 0..args.threads {
-                systems.push(secondary::System::postgres(url).await.map_err(connect_error)?);
+                let people = target::postgres::People::connect(url)
+                    .await
+                    .map_err(connect_error)?;
+                systems.push(secondary::System::Postgres(Box::new(people)));
             }
             systems
         }
+        #[cfg(feature = "peers")]
         TargetKind::Cql(addr) => {
             let session = target::cassandra::connect(addr)
                 .await
@@ -575,7 +624,7 @@ async fn run_secondary(
                 .collect()
         }
         // etcd was refused before this (`inexpressible`), with its reason.
-        TargetKind::Redis(_) | TargetKind::Memory | TargetKind::Etcd(_) => {
+        _ => {
             return Err(BenchError::TargetUnsupported(
                 "workload secondary searches secondary attributes: run it against tessera://, postgres:// or cql://".into(),
             ))
@@ -662,9 +711,10 @@ async fn run_twitter(
 async fn run_documents(target: TargetKind, args: BenchArgs) -> Result<Report, BenchError> {
     let doc_target = match target {
         TargetKind::Tessera(addr) => documents::DocTarget::Tessera(addr),
+        #[cfg(feature = "peers")]
         TargetKind::Postgres(url) => documents::DocTarget::Postgres(url),
         // etcd and Cassandra were refused before this (`inexpressible`), with their reasons.
-        TargetKind::Redis(_) | TargetKind::Memory | TargetKind::Etcd(_) | TargetKind::Cql(_) => {
+        _ => {
             return Err(BenchError::TargetUnsupported(format!(
                 "workload {} runs against tessera:// or postgres://",
                 args.workload
@@ -1115,7 +1165,9 @@ mod tests {
     #[tokio::test]
     async fn subspaces_and_search_fixed_need_tessera() {
         for w in ["subspaces", "search-fixed", "advisor-eval"] {
-            for target in ["memory://", "redis://127.0.0.1:1"] {
+            // Redis only where this build has it (a build without refuses it sooner).
+            let peer = cfg!(feature = "peers").then_some("redis://127.0.0.1:1");
+            for target in ["memory://"].into_iter().chain(peer) {
                 let r = run(args(&["--target", target, "-w", w])).await;
                 assert!(
                     matches!(&r, Err(BenchError::TargetUnsupported(why)) if why.contains(w)),
@@ -1128,14 +1180,23 @@ mod tests {
     #[test]
     fn target_urls() {
         assert_eq!(
-            parse_target("redis://h:1").ok(),
-            Some(TargetKind::Redis("h:1".into()))
-        );
-        assert_eq!(
             parse_target("tessera://h").ok(),
             Some(TargetKind::Tessera("h:1982".into()))
         );
         assert_eq!(parse_target("memory://").ok(), Some(TargetKind::Memory));
+        assert!(matches!(
+            parse_target("http://h"),
+            Err(BenchError::InvalidArgs(_))
+        ));
+    }
+
+    #[cfg(feature = "peers")]
+    #[test]
+    fn peer_urls() {
+        assert_eq!(
+            parse_target("redis://h:1").ok(),
+            Some(TargetKind::Redis("h:1".into()))
+        );
         assert_eq!(
             parse_target("etcd://127.0.0.1:2379").ok(),
             Some(TargetKind::Etcd("127.0.0.1:2379".into()))
@@ -1145,8 +1206,8 @@ mod tests {
             Some(TargetKind::Cql("h:9042".into()))
         );
         assert!(matches!(
-            parse_target("http://h"),
-            Err(BenchError::InvalidArgs(_))
+            parse_target("postgres://u@h:1/db").ok(),
+            Some(TargetKind::Postgres(_))
         ));
         assert!(matches!(
             parse_target("etcd://h:x"),
@@ -1154,8 +1215,26 @@ mod tests {
         ));
     }
 
+    /// A build without the peers' clients refuses every peer URL, whatever the workload, and
+    /// says how to get one with them.
+    #[cfg(not(feature = "peers"))]
+    #[tokio::test]
+    async fn a_build_without_peers_refuses_their_urls() {
+        for target in PEER_SCHEMES.map(|scheme| format!("{scheme}u@127.0.0.1:1/db")) {
+            for w in ["c", "secondary", "documents"] {
+                match run(args(&["--target", &target, "-w", w])).await {
+                    Err(BenchError::TargetUnsupported(why)) => {
+                        assert!(why.contains("--features peers"), "{why}")
+                    }
+                    r => panic!("{target} -w {w}: {r:?}"),
+                }
+            }
+        }
+    }
+
     /// What etcd and Cassandra cannot express is refused with its reason before anything
     /// connects (port 1: nothing listens, so reaching connect would be a Connect error).
+    #[cfg(feature = "peers")]
     #[tokio::test]
     async fn inexpressible_workloads_are_refused_before_connecting() {
         for (target, workload, reason) in [
@@ -1378,6 +1457,7 @@ mod tests {
         .expect("run ran")
     }
 
+    #[cfg(feature = "peers")]
     #[tokio::test]
     async fn workload_s_is_refused_for_redis_before_connecting() {
         // Port 1: nothing listens, so reaching connect would be a Connect error instead.
@@ -1388,6 +1468,7 @@ mod tests {
         );
     }
 
+    #[cfg(feature = "peers")]
     #[tokio::test]
     async fn unreachable_redis_fails_at_connect() {
         // Port 1 on loopback: nothing listens there.

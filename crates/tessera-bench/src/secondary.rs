@@ -26,11 +26,10 @@ use rand::{Rng, SeedableRng};
 use serde::Serialize;
 use tessera_client::{Client, Predicate, PredicateOp, Status, Value};
 use tessera_types::{AttributeType, PrimitiveType};
-use tokio_postgres::{NoTls, Statement};
 
 use crate::driver::{phase_name, run_closed_loop, task_rng, PhaseKind, TaskStats, Tickets};
 use crate::report::PhaseReport;
-use crate::target::{client_error, pg_error, tessera, TargetError};
+use crate::target::{client_error, tessera, TargetError};
 use crate::workload::Operation;
 
 /// The space (Tessera) or table (PostgreSQL).
@@ -169,18 +168,11 @@ pub enum System {
     /// One pipelined client shared by the tasks (cloned).
     Tessera(Client),
     /// One connection per task, statements prepared.
-    Postgres(Box<Pg>),
+    #[cfg(feature = "peers")]
+    Postgres(Box<crate::target::postgres::People>),
     /// One session and its prepared statements, shared by the tasks.
+    #[cfg(feature = "peers")]
     Cassandra(Arc<crate::target::cassandra::People>),
-}
-
-/// A PostgreSQL connection and its statements.
-pub struct Pg {
-    client: tokio_postgres::Client,
-    insert: Statement,
-    eq1: Statement,
-    eq2: Statement,
-    range: Statement,
 }
 
 impl System {
@@ -188,46 +180,6 @@ impl System {
         Ok(System::Tessera(
             Client::connect(addr).await.map_err(client_error)?,
         ))
-    }
-
-    /// Connects to PostgreSQL and makes the table and its indexes unless they exist.
-    pub async fn postgres(url: &str) -> Result<System, TargetError> {
-        let (client, connection) = tokio_postgres::connect(url, NoTls)
-            .await
-            .map_err(pg_error)?;
-        tokio::spawn(async move {
-            let _ = connection.await;
-        });
-        client
-            .batch_execute(&format!(
-                "CREATE TABLE IF NOT EXISTS {NAME} (key text PRIMARY KEY, city text NOT NULL, age bigint NOT NULL, score bigint NOT NULL, name text NOT NULL);
-                 CREATE INDEX IF NOT EXISTS {NAME}_city ON {NAME} (city);
-                 CREATE INDEX IF NOT EXISTS {NAME}_age ON {NAME} (age);
-                 CREATE INDEX IF NOT EXISTS {NAME}_score ON {NAME} (score);"
-            ))
-            .await
-            .map_err(pg_error)?;
-        let prepare = |sql: String| {
-            let client = &client;
-            async move { client.prepare(&sql).await.map_err(pg_error) }
-        };
-        let insert = prepare(format!(
-            "INSERT INTO {NAME} VALUES ($1, $2, $3, $4, $5) ON CONFLICT (key) DO UPDATE SET city = EXCLUDED.city, age = EXCLUDED.age, score = EXCLUDED.score, name = EXCLUDED.name"
-        ))
-        .await?;
-        let eq1 = prepare(format!("SELECT * FROM {NAME} WHERE city = $1")).await?;
-        let eq2 = prepare(format!("SELECT * FROM {NAME} WHERE city = $1 AND age = $2")).await?;
-        let range = prepare(format!(
-            "SELECT * FROM {NAME} WHERE score BETWEEN $1 AND $2"
-        ))
-        .await?;
-        Ok(System::Postgres(Box::new(Pg {
-            client,
-            insert,
-            eq1,
-            eq2,
-            range,
-        })))
     }
 
     /// Tessera: creates the space unless it exists (PostgreSQL's and Cassandra's tables were
@@ -258,12 +210,9 @@ impl System {
                 )
                 .await
                 .map_err(client_error),
-            System::Postgres(pg) => pg
-                .client
-                .execute(&pg.insert, &[&p.key, &p.city, &p.age, &p.score, &p.name])
-                .await
-                .map(|_| ())
-                .map_err(pg_error),
+            #[cfg(feature = "peers")]
+            System::Postgres(people) => people.insert(p).await,
+            #[cfg(feature = "peers")]
             System::Cassandra(people) => people.insert(p).await,
         }
     }
@@ -309,15 +258,9 @@ impl System {
                     .map_err(client_error)?;
                 Ok(found.len() as u64)
             }
-            System::Postgres(pg) => {
-                let rows = match q {
-                    Query::Eq1 { city } => pg.client.query(&pg.eq1, &[city]).await,
-                    Query::Eq2 { city, age } => pg.client.query(&pg.eq2, &[city, age]).await,
-                    Query::Range { lo, hi } => pg.client.query(&pg.range, &[lo, hi]).await,
-                }
-                .map_err(pg_error)?;
-                Ok(rows.len() as u64)
-            }
+            #[cfg(feature = "peers")]
+            System::Postgres(people) => people.query(q).await,
+            #[cfg(feature = "peers")]
             System::Cassandra(people) => people.query(q).await,
         }
     }

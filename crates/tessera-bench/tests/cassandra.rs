@@ -3,6 +3,9 @@
 //! fsynced before a write is acknowledged) and stopped when the test ends. Skipped, with a
 //! note, when `java` is not installed or Cassandra's jars are not in their cache: `make test`
 //! never downloads them (`scripts/cassandra.sh fetch` does, once).
+//!
+//! Built with feature `peers` only (`make test` turns it on).
+#![cfg(feature = "peers")]
 
 mod common;
 

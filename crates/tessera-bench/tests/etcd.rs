@@ -3,6 +3,9 @@
 //! default) and killed when the test ends. Skipped, with a note, when `etcd` is not installed:
 //! the rest of the crate does not need it (`.ci/run` installs Debian's etcd-server where it can).
 
+//! Built with feature `peers` only (`make test` turns it on): the client needs `protoc`.
+#![cfg(feature = "peers")]
+
 mod common;
 
 use std::net::TcpListener;

@@ -2,6 +2,9 @@
 //! temporary directory, started on a free loopback port, stopped when the test ends).
 //! Skipped, with a note, when PostgreSQL's programs are not installed: the rest of the crate
 //! does not need them (`.ci/run` installs Debian's postgresql where it can).
+//!
+//! Built with feature `peers` only (`make test` turns it on).
+#![cfg(feature = "peers")]
 
 mod common;
 

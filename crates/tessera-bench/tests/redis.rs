@@ -1,6 +1,9 @@
 //! The Redis target against a real `redis-server`, started by the test on a free loopback port
 //! without persistence. Skipped, with a note, when `redis-server` is not installed: the rest of
 //! the crate does not need it, and CI machines without Redis should still pass.
+//!
+//! Built with feature `peers` only (`make test` turns it on).
+#![cfg(feature = "peers")]
 
 mod common;
 

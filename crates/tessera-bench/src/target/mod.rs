@@ -8,10 +8,15 @@ use std::future::Future;
 
 use crate::workload::Record;
 
+// The peer stores' clients exist with feature `peers` only; etcd's URL parsing and key layout
+// (pure) are there without it.
+#[cfg(feature = "peers")]
 pub mod cassandra;
 pub mod etcd;
 pub mod memory;
+#[cfg(feature = "peers")]
 pub mod postgres;
+#[cfg(feature = "peers")]
 pub mod redis;
 pub mod tessera;
 
@@ -96,6 +101,7 @@ pub fn client_error(e: tessera_client::ClientError) -> TargetError {
     }
 }
 
+#[cfg(feature = "peers")]
 /// A PostgreSQL driver's error as a target's: a closed connection is an I/O error.
 pub fn pg_error(e: tokio_postgres::Error) -> TargetError {
     if e.is_closed() {
@@ -105,28 +111,7 @@ pub fn pg_error(e: tokio_postgres::Error) -> TargetError {
     }
 }
 
-/// An etcd client's error as a target's: a broken channel or a deadline is an I/O error (the
-/// request may or may not have been applied), a status from the server is the server's refusal.
-pub fn etcd_error(e: etcd_client::Error) -> TargetError {
-    use std::io::{Error, ErrorKind};
-    match e {
-        etcd_client::Error::IoError(io) => TargetError::Io(io),
-        etcd_client::Error::TransportError(t) => {
-            TargetError::Io(Error::new(ErrorKind::ConnectionAborted, t))
-        }
-        etcd_client::Error::GRpcStatus(status) => match status.code() {
-            tonic::Code::Unavailable | tonic::Code::Cancelled | tonic::Code::Unknown => {
-                TargetError::Io(Error::new(ErrorKind::ConnectionAborted, status.to_string()))
-            }
-            tonic::Code::DeadlineExceeded => {
-                TargetError::Io(Error::new(ErrorKind::TimedOut, status.to_string()))
-            }
-            _ => TargetError::Server(format!("etcd: {status}")),
-        },
-        other => TargetError::Protocol(format!("etcd: {other}")),
-    }
-}
-
+#[cfg(feature = "peers")]
 /// A CQL driver's error as a target's: one that never reached a node or lost its connection
 /// is an I/O error; what a node answered with is the server's.
 pub fn cql_error(e: scylla::errors::ExecutionError) -> TargetError {

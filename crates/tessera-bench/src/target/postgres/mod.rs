@@ -13,6 +13,12 @@
 
 use tokio_postgres::{NoTls, Statement};
 
+mod documents;
+mod people;
+
+pub use documents::Documents;
+pub use people::People;
+
 use super::{pg_error, Target, TargetError};
 use crate::workload::{
     field_name, prefix_suffix, record_key, scan_bounds, Record, FIELD_COUNT, SPACE_NAME,
