@@ -3,7 +3,7 @@
 //! [`check_envelope`] is what the server runs on every envelope as it comes off a peer's
 //! connection (a failure closes that connection); the state machine runs [`check_message`]
 //! again when it delivers a message, against the configuration it then acts on. Nothing a peer
-//! sends can make the state machine panic: every `expect` in `replica.rs` rests on these checks.
+//! sends can make the state machine panic: every `expect` in `replica/` rests on these checks.
 
 use tessera_geometry::{chain_for_update, region_of_object, RegionIndex, ReplicaMap};
 use tessera_protocol::{Configuration, SpaceConfig};
