@@ -1,6 +1,6 @@
 //! Value-dependent chain replication (DESIGN §5, seed 002 §4.1) as a deterministic state
 //! machine. No sockets, no clocks, no files: the server is the I/O shell around
-//! [`Replica`], and `tests/simulation.rs` runs many of them over a seeded, hostile network.
+//! [`Replica`], and `tests/simulation/` runs many of them over a seeded, hostile network.
 //!
 //! - [`write`]: how a write changes a key's object (shared with the standalone server);
 //! - [`message`]: what servers send each other;
