@@ -1,7 +1,8 @@
-//! The README's hand-started cluster works as written: the test starts the three
-//! `tessera coordinator` and four `tessera server` commands of its "A cluster" section (each
-//! as its own process, under bash, with the README's variables), then runs its console session
-//! and compares every output. Only the ports change: each README port maps to a free one.
+//! docs/cluster.md's hand-started cluster works as written: the test starts the three
+//! `tessera coordinator` and four `tessera server` commands of its "Starting a cluster" section
+//! (each as its own process, under bash, with the page's variables), then runs its console
+//! session and compares every output. Only the ports change: each port of the page maps to a
+//! free one.
 
 mod common;
 
@@ -12,7 +13,7 @@ use std::process::{Child, Command, Stdio};
 
 use common::{console_steps, free_port, TESSERA};
 
-/// A daemon started from a README line; killed when dropped.
+/// A daemon started from a line of the page; killed when dropped.
 struct Started(Child);
 
 impl Drop for Started {
@@ -22,7 +23,7 @@ impl Drop for Started {
     }
 }
 
-/// `text` with every `127.0.0.1:PORT` moved to a free port (the same README port, the same
+/// `text` with every `127.0.0.1:PORT` moved to a free port (the same port of the page, the same
 /// free port everywhere).
 fn with_free_ports(text: &str) -> String {
     let mut ports: BTreeMap<String, String> = BTreeMap::new();
@@ -41,16 +42,19 @@ fn with_free_ports(text: &str) -> String {
 }
 
 #[test]
-fn readme_cluster_runs_as_written() {
-    let readme =
-        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../README.md"))
-            .unwrap();
-    let start = readme.find("## A cluster").expect("the cluster section");
-    let end = readme
+fn cluster_doc_runs_as_written() {
+    let page = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/cluster.md"),
+    )
+    .unwrap();
+    let start = page
+        .find("## Starting a cluster")
+        .expect("the cluster section");
+    let end = page
         .find("<!-- cluster:end -->")
         .expect("the cluster session's end")
         + "<!-- cluster:end -->".len();
-    let section = with_free_ports(&readme[start..end]);
+    let section = with_free_ports(&page[start..end]);
     let dir = tempfile::tempdir().unwrap();
     let bin_dir = Path::new(TESSERA).parent().unwrap();
     let path = format!(

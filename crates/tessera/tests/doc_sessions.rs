@@ -1,6 +1,6 @@
-//! The CLI session in the README works verbatim: every `$ ` command runs (under bash, with the
-//! `tessera` under test first on PATH and TESSERA_ADDR pointing at a fresh `tessera dev`) and
-//! prints exactly the lines the README shows under it.
+//! The CLI sessions of the README and of docs/ work verbatim: every `$ ` command runs (under
+//! bash, with the `tessera` under test first on PATH and TESSERA_ADDR pointing at a fresh
+//! `tessera dev`) and prints exactly the lines the page shows under it.
 
 mod common;
 
@@ -9,26 +9,45 @@ use std::process::Command;
 
 use common::{console_steps, DevServer, TESSERA};
 
+/// The README's session ("A session").
 #[test]
 fn readme_session_runs_verbatim() {
-    run_session("<!-- session:start -->", "<!-- session:end -->", 10);
+    run_session(
+        "README.md",
+        "<!-- session:start -->",
+        "<!-- session:end -->",
+        10,
+    );
 }
 
+/// docs/placements.md's session.
 #[test]
-fn readme_placements_session_runs_verbatim() {
-    run_session("<!-- placements:start -->", "<!-- placements:end -->", 14);
+fn placements_doc_session_runs_verbatim() {
+    run_session(
+        "docs/placements.md",
+        "<!-- placements:start -->",
+        "<!-- placements:end -->",
+        14,
+    );
 }
 
+/// docs/dynamic.md's session.
 #[test]
-fn readme_documents_session_runs_verbatim() {
-    run_session("<!-- documents:start -->", "<!-- documents:end -->", 14);
+fn dynamic_doc_session_runs_verbatim() {
+    run_session(
+        "docs/dynamic.md",
+        "<!-- documents:start -->",
+        "<!-- documents:end -->",
+        14,
+    );
 }
 
-/// The session of "Regions that fit the data": against a `tessera dev` that re-cuts nothing by
-/// itself (the session re-cuts by hand).
+/// docs/cuts.md's session: against a `tessera dev` that re-cuts nothing by itself (the session
+/// re-cuts by hand).
 #[test]
-fn readme_spread_session_runs_verbatim() {
+fn cuts_doc_session_runs_verbatim() {
     run_session_with(
+        "docs/cuts.md",
         "<!-- spread:start -->",
         "<!-- spread:end -->",
         7,
@@ -36,23 +55,22 @@ fn readme_spread_session_runs_verbatim() {
     );
 }
 
-/// Runs the README's console block between `start` and `end` (at least `steps_min` commands)
-/// against a fresh `tessera dev`, in the repository's root (a session may run its scripts).
-fn run_session(start: &str, end: &str, steps_min: usize) {
-    run_session_with(start, end, steps_min, &[]);
+/// Runs the console block between `start` and `end` of `page` (a path from the repository's
+/// root; at least `steps_min` commands) against a fresh `tessera dev`, in the repository's root
+/// (a session may run its scripts).
+fn run_session(page: &str, start: &str, end: &str, steps_min: usize) {
+    run_session_with(page, start, end, steps_min, &[]);
 }
 
 /// [`run_session`] with `dev_args` given to `tessera dev`.
-fn run_session_with(start: &str, end: &str, steps_min: usize, dev_args: &[&str]) {
-    let readme =
-        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../README.md"))
-            .unwrap();
-    let steps = console_steps(&readme, start, end);
+fn run_session_with(page: &str, start: &str, end: &str, steps_min: usize, dev_args: &[&str]) {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let text = std::fs::read_to_string(root.join(page)).unwrap();
+    let steps = console_steps(&text, start, end);
     assert!(steps.len() >= steps_min, "the session has its steps");
 
     let dir = tempfile::tempdir().unwrap();
     let server = DevServer::start_with(dev_args, dir.path());
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let bin_dir = Path::new(TESSERA).parent().unwrap();
     let path = format!(
         "{}:{}",

@@ -145,18 +145,19 @@ impl Drop for Daemon {
     }
 }
 
-/// One `$ ` command of a README console block and the output the README shows under it.
+/// One `$ ` command of a console block (of the README or a page of docs/) and the output the
+/// page shows under it.
 pub struct Step {
     pub command: String,
     pub expected: String,
 }
 
-/// The steps of the first console block between `start` and `end` in `readme`. A command with
+/// The steps of the first console block between `start` and `end` in `page`. A command with
 /// a here-document runs until its terminator line.
-pub fn console_steps(readme: &str, start: &str, end: &str) -> Vec<Step> {
-    let from = readme.find(start).expect("start marker");
-    let to = readme.find(end).expect("end marker");
-    let block: Vec<&str> = readme[from..to]
+pub fn console_steps(page: &str, start: &str, end: &str) -> Vec<Step> {
+    let from = page.find(start).expect("start marker");
+    let to = page.find(end).expect("end marker");
+    let block: Vec<&str> = page[from..to]
         .lines()
         .skip_while(|l| !l.starts_with("```console"))
         .skip(1)
