@@ -458,8 +458,8 @@ impl Client {
 
     // ---- spaces -------------------------------------------------------------------------
 
-    /// Creates a space from its description (see the space description language in the
-    /// README). Fails with `SpaceExists` if one of that name exists, `BadDescription` (with a
+    /// Creates a space from its description (see docs/spaces.md, "Describing a space").
+    /// Fails with `SpaceExists` if one of that name exists, `BadDescription` (with a
     /// line and column) if the description is wrong, and in cluster mode `TooFewServers` if
     /// it asks for more replicas than the cluster has servers.
     pub async fn add_space(&self, description: &str) -> Result<(), ClientError> {
