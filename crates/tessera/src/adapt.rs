@@ -27,7 +27,8 @@ use tessera_client::{
     Adaptation, AdaptationRecord, Client, ClientOptions, SpaceChange, SpaceConfig, SpaceTrace,
 };
 
-use crate::{advise, alter, calibrate, json, Failure};
+use crate::failure::Failure;
+use crate::{advise, alter, calibrate, json};
 
 /// Longest the driver waits for one subspace to be built before it gives up on the change
 /// (the build goes on; the next observation sees it under way).

@@ -4,7 +4,7 @@
 use tessera_advisor::{advise as rank, parse_workload, Advice, AdvisorOptions, Calibration};
 use tessera_client::{Client, SpaceSchema, SubspaceState};
 
-use crate::Failure;
+use crate::failure::Failure;
 
 /// The space as the advisor sees it: its subspaces are those writes go through (a dropped
 /// subspace is gone, one being built will serve), so that the `current` baseline is the

@@ -7,7 +7,9 @@ use std::time::Duration;
 
 use tessera_client::{Client, ClientError, SpaceChange, SpaceConfig, SubspaceId, SubspaceState};
 
-use crate::{fitting, print_line, Failure};
+use crate::failure::Failure;
+use crate::fitting;
+use crate::stdio::print_line;
 
 /// A subspace's attributes, by name, in its dimensions' order.
 pub fn attribute_names(space: &SpaceConfig, id: SubspaceId) -> Vec<String> {

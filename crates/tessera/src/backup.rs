@@ -18,7 +18,8 @@ use std::path::Path;
 use tessera_client::Client;
 use tessera_types::parse_space;
 
-use crate::{json, Failure};
+use crate::failure::Failure;
+use crate::json;
 
 const FORMAT: u64 = 1;
 const DESCRIPTION: &str = "description.txt";

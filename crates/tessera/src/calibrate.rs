@@ -20,7 +20,7 @@ use tessera_advisor::{
 };
 use tessera_client::{Client, ModelConstants, Predicate, Value};
 
-use crate::Failure;
+use crate::failure::Failure;
 
 /// The scratch spaces: `_s` for gets and searches, `_m` for partial matches, `_w0` and `_w2`
 /// for writes through no and two subspaces. Every one holds its only copy on one server

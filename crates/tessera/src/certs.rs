@@ -4,7 +4,7 @@ use std::path::Path;
 
 use tessera_protocol::tls::{write_pem, Authority};
 
-use crate::Failure;
+use crate::failure::Failure;
 
 pub fn make(dir: &Path, hosts: &[String], name: Option<&str>) -> Result<(), Failure> {
     let fail = |e: &dyn std::fmt::Display| Failure::Error(e.to_string());

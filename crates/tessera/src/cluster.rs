@@ -14,11 +14,12 @@ use tessera_storage::FsyncPolicy;
 use tokio::net::TcpListener;
 
 use crate::adapt::AdaptOptions;
+use crate::failure::Failure;
 use crate::http::{say_served, Daemons, HttpArgs, DEV_DEFAULT};
 use crate::recut::RecutOptions;
 use crate::security::{Daemon, Secured, SecurityArgs};
+use crate::signals::wait_for_stop_signal;
 use crate::splits::SplitOptions;
-use crate::{wait_for_stop_signal, Failure};
 
 /// `ID=HOST:PORT,...` into (id, address) pairs.
 fn parse_peers(text: &str) -> Result<Vec<(u64, String)>, Failure> {

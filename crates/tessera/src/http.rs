@@ -32,7 +32,7 @@ use tessera_protocol::tls::ServerTls;
 use tessera_protocol::Gate;
 
 use crate::console::{Console, ConsoleError, Query};
-use crate::Failure;
+use crate::failure::Failure;
 
 const HTTP_CONNECTIONS_MAX: usize = 64;
 const HTTP_HEADER_TIMEOUT: Duration = Duration::from_secs(10);

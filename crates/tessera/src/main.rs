@@ -12,6 +12,7 @@ mod cluster;
 mod console;
 mod driver;
 mod explain;
+mod failure;
 mod fitting;
 mod http;
 mod json;
@@ -19,18 +20,26 @@ mod limits;
 mod predicates;
 mod recut;
 mod security;
+mod signals;
 mod splits;
 mod status;
+mod stdio;
+mod target;
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
-use tessera_client::{Client, ClientError, ServerId, Status};
+use tessera_client::{Client, ServerId};
 use tessera_server::{Server, ServerOptions};
 use tessera_storage::FsyncPolicy;
+
+use crate::failure::Failure;
+use crate::signals::wait_for_stop_signal;
+use crate::stdio::{end_quietly_on_a_closed_stdout, print_line, read_text};
+use crate::target::connect;
 
 const ABOUT: &str = "Tessera: a searchable, strongly consistent key-value store.
 
@@ -44,30 +53,8 @@ failed, and 2 on a usage or server error (the error goes to stderr).";
 #[derive(Parser)]
 #[command(name = "tessera", version, about = "Tessera: a searchable, strongly consistent key-value store", long_about = ABOUT)]
 struct Cli {
-    /// Address for client commands: a `tessera dev` server, or any coordinator of a cluster
-    /// (several may be given, comma-separated).
-    #[arg(
-        long,
-        global = true,
-        env = "TESSERA_ADDR",
-        default_value = "127.0.0.1:1982"
-    )]
-    addr: String,
-    /// Seconds a client command may take, retries included. Past it the command fails with
-    /// TIMEOUT, saying whether a write may still have been applied.
-    #[arg(long, global = true, env = "TESSERA_TIMEOUT", default_value_t = 10.0)]
-    timeout: f64,
-    /// Token for client commands, from the daemons' --auth file: its role (read, write or
-    /// admin) decides what the command may do. Prefer the environment variable: a flag shows
-    /// in the process list.
-    #[arg(long, global = true, env = "TESSERA_TOKEN", hide_env_values = true)]
-    token: Option<String>,
-    /// Connect over TLS, trusting the certificate authority in this PEM file: the one that
-    /// signed the daemons' certificates (`--tls-cert`; `tessera certs` makes both). A
-    /// daemon's certificate must name the host dialed. Daemons serving TLS use it to connect
-    /// to each other.
-    #[arg(long, global = true, env = "TESSERA_TLS_CA", value_name = "FILE")]
-    tls_ca: Option<PathBuf>,
+    #[command(flatten)]
+    target: target::Target,
     /// What to log on stderr: a level (error, warn, info, debug, trace) or per-module
     /// directives (`info,tessera_server=debug`). Default: info for daemons (every start, stop,
     /// configuration change, refused request and failure, once each), warn for client
@@ -738,27 +725,6 @@ fn wait_timeout(seconds: Option<f64>) -> Result<Option<std::time::Duration>, Fai
     }
 }
 
-/// How a command failed: exit 1 for "not found" and "condition failed", 2 for the rest.
-pub(crate) enum Failure {
-    Negative(String),
-    Error(String),
-}
-
-impl From<ClientError> for Failure {
-    fn from(e: ClientError) -> Self {
-        match e.status() {
-            Some(Status::NotFound | Status::CmpFail) => Failure::Negative(e.to_string()),
-            _ => Failure::Error(e.to_string()),
-        }
-    }
-}
-
-impl From<String> for Failure {
-    fn from(e: String) -> Self {
-        Failure::Error(e)
-    }
-}
-
 /// mimalloc, not the system's: a search allocates and frees hundreds of objects, and glibc's
 /// malloc and free were a fifth of the server's CPU and 40 % of the client's on one. Measured
 /// (workload secondary, 100 000 people, 16 tasks, server and client each on one core):
@@ -822,122 +788,8 @@ fn init_logging(cli: &Cli) {
     }
 }
 
-/// Where client commands connect, and how.
-struct Target {
-    addr: String,
-    timeout_s: f64,
-    token: Option<String>,
-    tls_ca: Option<PathBuf>,
-}
-
-async fn connect(to: &Target) -> Result<Client, Failure> {
-    let Target {
-        addr,
-        timeout_s,
-        token,
-        tls_ca,
-    } = to;
-    if !(timeout_s.is_finite() && *timeout_s > 0.0) {
-        return Err(Failure::Error(format!(
-            "--timeout must be a positive number of seconds, not {timeout_s}"
-        )));
-    }
-    for entry in addr.split(',').map(str::trim).filter(|a| !a.is_empty()) {
-        let has_port = entry
-            .rsplit_once(':')
-            .is_some_and(|(host, port)| !host.is_empty() && port.parse::<u16>().is_ok());
-        if !has_port {
-            return Err(Failure::Error(format!(
-                "--addr {entry:?} has no port: give HOST:PORT (tessera dev listens on \
-                 127.0.0.1:1982 unless told otherwise)"
-            )));
-        }
-    }
-    let mut options =
-        tessera_client::ClientOptions::with_timeout(std::time::Duration::from_secs_f64(*timeout_s));
-    options.token = token.clone();
-    if let Some(ca) = tls_ca {
-        options = options
-            .with_tls_ca(ca)
-            .map_err(|e| Failure::Error(format!("--tls-ca: {e}")))?;
-    }
-    Client::connect_with(addr, options)
-        .await
-        .map_err(|e| match e.status() {
-            Some(tessera_client::Status::Unauthorized) => Failure::Error(format!(
-                "{addr} refused this client: {e} (give a token with --token or TESSERA_TOKEN)"
-            )),
-            // TLS on one side only, or a certificate not trusted: the daemon is there.
-            Some(tessera_client::Status::UnsupportedProtocol) => {
-                Failure::Error(format!("{addr} refused this client: {e}"))
-            }
-            None if matches!(e, tessera_client::ClientError::Tls(_)) => {
-                Failure::Error(format!("cannot connect to {addr}: {e}"))
-            }
-            _ => Failure::Error(format!(
-                "cannot reach Tessera at {addr}: {e} (is `tessera dev` or a coordinator running?)"
-            )),
-        })
-}
-
-/// `tessera status | head`: once the reader of stdout has gone, the command ends quietly (exit
-/// 0), as other tools do, rather than with a panic's backtrace (`println!` panics on EPIPE).
-fn end_quietly_on_a_closed_stdout() {
-    let default = std::panic::take_hook();
-    std::panic::set_hook(Box::new(move |info| {
-        let message = info
-            .payload()
-            .downcast_ref::<String>()
-            .map(String::as_str)
-            .unwrap_or_default();
-        if message.starts_with("failed printing to stdout") && message.contains("Broken pipe") {
-            std::process::exit(0);
-        }
-        default(info)
-    }));
-}
-
-/// Why writing to stdout failed; a reader that went away ends the command quietly, as above.
-fn output_failed(e: std::io::Error) -> Failure {
-    if e.kind() == std::io::ErrorKind::BrokenPipe {
-        std::process::exit(0);
-    }
-    Failure::Error(format!("writing output: {e}"))
-}
-
-/// The text of file `path`, or of stdin for `-`.
-fn read_text(path: &Path) -> Result<String, Failure> {
-    if path.as_os_str() != "-" {
-        return std::fs::read_to_string(path)
-            .map_err(|e| Failure::Error(format!("reading {}: {e}", path.display())));
-    }
-    let mut text = String::new();
-    std::io::stdin()
-        .read_to_string(&mut text)
-        .map_err(|e| Failure::Error(format!("reading stdin: {e}")))?;
-    Ok(text)
-}
-
-/// Writes `text` to stdout; a closed pipe (`| head`) is an error to report, not a panic.
-pub(crate) fn print_text(text: &str) -> Result<(), Failure> {
-    std::io::stdout()
-        .lock()
-        .write_all(text.as_bytes())
-        .map_err(output_failed)
-}
-
-fn print_line(json: &serde_json::Value) -> Result<(), Failure> {
-    let mut out = std::io::stdout().lock();
-    writeln!(out, "{json}").map_err(output_failed)
-}
-
 async fn run(cli: Cli) -> Result<(), Failure> {
-    let target = Target {
-        addr: cli.addr,
-        timeout_s: cli.timeout,
-        token: cli.token,
-        tls_ca: cli.tls_ca,
-    };
+    let target = cli.target;
     let mut command = cli.command;
     if let Some(security) = command.security_mut() {
         // A daemon serving TLS trusts the same authority when it connects to members.
@@ -1596,13 +1448,4 @@ async fn dev(
     eprintln!("tessera dev: stopping");
     server.shutdown().await;
     Ok(())
-}
-
-pub(crate) async fn wait_for_stop_signal() {
-    use tokio::signal::unix::{signal, SignalKind};
-    let mut term = signal(SignalKind::terminate()).expect("installing a SIGTERM handler");
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        _ = term.recv() => {}
-    }
 }

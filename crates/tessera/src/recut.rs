@@ -11,8 +11,11 @@ use tessera_client::{
 use tessera_geometry::cuts::{out_of_balance, recut_pays};
 use tessera_geometry::{tessellations, Sketch};
 
+use crate::alter;
+use crate::failure::Failure;
 use crate::fitting::{axes, cuts_for, ordered};
-use crate::{alter, json as tjson, print_line, Failure};
+use crate::json as tjson;
+use crate::stdio::print_line;
 
 /// `tessera stats SPACE [ATTRIBUTE]`: one JSON line per attribute (or the one named).
 pub async fn print_stats(

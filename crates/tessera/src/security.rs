@@ -12,7 +12,7 @@ use tessera_client::ClientOptions;
 use tessera_protocol::tls::{ClientTls, MemberTls, ServerTls};
 use tessera_protocol::{ClusterSecret, Gate, Policy, TokenTable};
 
-use crate::Failure;
+use crate::failure::Failure;
 
 #[derive(clap::Args, Clone, Debug)]
 pub struct SecurityArgs {

@@ -22,7 +22,7 @@ use tessera_client::{Client, ClientOptions, KeyRegionLoad, SpaceConfig};
 use tessera_geometry::ordered::region_to_split;
 use tessera_types::Value;
 
-use crate::Failure;
+use crate::failure::Failure;
 
 /// How the split driver runs.
 #[derive(Clone, Copy, Debug)]
@@ -153,7 +153,7 @@ pub async fn print_key_regions(client: &Client, space: &str) -> Result<(), Failu
             split.region, split.at, split.epoch
         );
     }
-    crate::print_text(&text)
+    crate::stdio::print_text(&text)
 }
 
 /// `tessera split-region SPACE [REGION] [--at KEY]`: by default the fullest region at its
@@ -201,7 +201,7 @@ pub async fn split_region(
     client.split_key_region(space, region, at.clone()).await?;
     let config = client.refresh().await?;
     let new = config.space(space).map_or(0, |s| s.replicas[0].len() - 1);
-    crate::print_text(&format!(
+    crate::stdio::print_text(&format!(
         "split key region {region} of {space} at {at}: its keys from {at} up are region {new}\n"
     ))
 }

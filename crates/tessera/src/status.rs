@@ -11,7 +11,8 @@ use tessera_client::Client;
 use tessera_protocol::{Configuration, CoordinatorStatus, ServerLiveness};
 use tessera_types::{ServerId, SubspaceId};
 
-use crate::{alter, Failure};
+use crate::alter;
+use crate::failure::Failure;
 
 /// Regions each server holds and heads, over every subspace of every space.
 fn regions_per_server(config: &Configuration) -> BTreeMap<ServerId, (u64, u64)> {
