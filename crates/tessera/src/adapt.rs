@@ -153,7 +153,7 @@ async fn observe(
         return Ok(None);
     }
     let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
-    let advice = advise::advise(client, name, &text, 1, calibration).await?;
+    let advice = advise::advice_for(client, name, &text, 1, calibration).await?;
     let best = advise::best_subspaces(&advice)?;
     let best_ops_s = advice
         .clusters

@@ -262,6 +262,18 @@ pub(crate) async fn wait_for(
     }
 }
 
+/// A --wait-timeout in seconds, checked (`alter-space add-subspace --wait`, `recut`,
+/// `advise --apply`: the commands that wait for a build).
+pub(crate) fn wait_timeout(seconds: Option<f64>) -> Result<Option<Duration>, Failure> {
+    match seconds {
+        None => Ok(None),
+        Some(s) if s.is_finite() && s > 0.0 => Ok(Some(Duration::from_secs_f64(s))),
+        Some(s) => Err(Failure::Error(format!(
+            "--wait-timeout must be a positive number of seconds, not {s}"
+        ))),
+    }
+}
+
 /// What `alter-space` was asked to do.
 pub enum Alteration {
     Add {

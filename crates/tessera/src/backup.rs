@@ -13,13 +13,32 @@
 //! directory with a manifest holds a whole backup.
 
 use std::io::{BufRead, BufWriter, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-use tessera_client::Client;
 use tessera_types::parse_space;
 
 use crate::failure::Failure;
 use crate::json;
+use crate::target::{connect, Target};
+
+// `tessera backup` (its help: `Command::Backup`).
+#[derive(clap::Args)]
+pub struct BackupArgs {
+    /// The space to copy.
+    space: String,
+    /// A new (or empty) directory for the backup.
+    dir: PathBuf,
+}
+
+// `tessera restore` (its help: `Command::Restore`).
+#[derive(clap::Args)]
+pub struct RestoreArgs {
+    /// The backup's directory.
+    dir: PathBuf,
+    /// Create the space under this name instead of the one backed up.
+    #[arg(long = "as", value_name = "NAME")]
+    name: Option<String>,
+}
 
 const FORMAT: u64 = 1;
 const DESCRIPTION: &str = "description.txt";
@@ -46,7 +65,10 @@ fn write_file(dir: &Path, name: &str, text: &str) -> Result<(), Failure> {
     std::fs::rename(&temporary, &path).map_err(io_error(&path))
 }
 
-pub async fn backup(client: &Client, space: &str, dir: &Path) -> Result<(), Failure> {
+/// `tessera backup SPACE DIR`.
+pub async fn backup(args: BackupArgs, target: &Target) -> Result<(), Failure> {
+    let client = &connect(target).await?;
+    let (space, dir) = (args.space.as_str(), args.dir.as_path());
     if dir.join(MANIFEST).exists() {
         return Err(Failure::Error(format!(
             "{} holds a backup already: give a new directory",
@@ -88,7 +110,10 @@ pub async fn backup(client: &Client, space: &str, dir: &Path) -> Result<(), Fail
     Ok(())
 }
 
-pub async fn restore(client: &Client, dir: &Path, rename: Option<&str>) -> Result<(), Failure> {
+/// `tessera restore DIR [--as NAME]`.
+pub async fn restore(args: RestoreArgs, target: &Target) -> Result<(), Failure> {
+    let client = &connect(target).await?;
+    let (dir, rename) = (args.dir.as_path(), args.name.as_deref());
     let manifest_path = dir.join(MANIFEST);
     let manifest: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&manifest_path).map_err(|e| {

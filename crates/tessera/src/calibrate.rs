@@ -14,6 +14,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use std::collections::BTreeSet;
+use std::path::PathBuf;
 
 use tessera_advisor::{
     fit, partial_match_entries, Calibration, Measurements, SearchMeasurement, WriteMeasurement,
@@ -21,6 +22,8 @@ use tessera_advisor::{
 use tessera_client::{Client, ModelConstants, Predicate, Value};
 
 use crate::failure::Failure;
+use crate::stdio::print_line;
+use crate::target::{connect, Target};
 
 /// The scratch spaces: `_s` for gets and searches, `_m` for partial matches, `_w0` and `_w2`
 /// for writes through no and two subspaces. Every one holds its only copy on one server
@@ -44,6 +47,26 @@ const SPACES: [(&str, &str); 4] = [
         "key int k attributes string pad, string s1, string s2 subspace s1 subspace s2",
     ),
 ];
+
+// `tessera calibrate` (its help: `Command::Calibrate`).
+#[derive(clap::Args)]
+pub struct CalibrateArgs {
+    /// Objects loaded into each scratch space.
+    #[arg(long, default_value_t = 2000, value_parser = clap::value_parser!(i64).range(100..=10_000_000))]
+    objects: i64,
+    /// Seconds each micro-workload runs.
+    #[arg(long, default_value_t = 2.0)]
+    seconds: f64,
+    /// Requests in flight at once.
+    #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u64).range(1..=1024))]
+    concurrency: u64,
+    /// Also write the constants (JSON) to this file.
+    #[arg(long)]
+    save: Option<PathBuf>,
+    /// Do not keep the constants with the configuration.
+    #[arg(long)]
+    no_store: bool,
+}
 
 #[derive(Clone, Copy)]
 pub struct CalibrateOptions {
@@ -86,8 +109,42 @@ pub fn from_model(m: &ModelConstants) -> Calibration {
     }
 }
 
+/// `tessera calibrate`: the constants measured and fitted, kept with the configuration (unless
+/// `--no-store`) and written to `--save`'s file, then printed with the measurements.
+pub async fn calibrate(args: CalibrateArgs, target: &Target) -> Result<(), Failure> {
+    let CalibrateArgs {
+        objects,
+        seconds,
+        concurrency,
+        save,
+        no_store,
+    } = args;
+    if !(seconds > 0.0 && seconds <= 600.0) {
+        return Err(Failure::Error(format!(
+            "--seconds must be in (0, 600], not {seconds}"
+        )));
+    }
+    let client = Arc::new(connect(target).await?);
+    let options = CalibrateOptions {
+        objects,
+        seconds,
+        concurrency: concurrency as usize,
+    };
+    let result = measure_on_scratch_spaces(&client, options).await?;
+    if let Some(path) = save {
+        std::fs::write(&path, result["calibration"].to_string())
+            .map_err(|e| Failure::Error(format!("writing {}: {e}", path.display())))?;
+    }
+    if !no_store {
+        let fitted: Calibration = serde_json::from_value(result["calibration"].clone())
+            .map_err(|e| Failure::Error(format!("the fitted constants: {e}")))?;
+        client.set_model(to_model(&fitted)).await?;
+    }
+    print_line(&result)
+}
+
 /// Runs the micro-workloads and fits the constants; returns them and the measurements.
-pub async fn calibrate(
+async fn measure_on_scratch_spaces(
     client: &Arc<Client>,
     options: CalibrateOptions,
 ) -> Result<serde_json::Value, Failure> {

@@ -1,5 +1,6 @@
 //! The cluster's daemons: `tessera coordinator`, `tessera server`, `tessera dev --servers N`
-//! (`tessera status` and `tessera decommission` are in status.rs).
+//! (their flags are read in daemons.rs; `tessera status` and `tessera decommission` are in
+//! status.rs).
 
 use std::io::Write;
 use std::net::SocketAddr;
@@ -57,8 +58,8 @@ fn ready(line: String) {
     let _ = std::io::stdout().flush();
 }
 
-/// `tessera coordinator`'s flags (besides `--peers`).
-pub struct CoordinatorArgs {
+/// What `tessera coordinator` starts with, its flags read (besides `--peers`).
+pub struct CoordinatorSetup {
     pub id: u64,
     pub data_dir: PathBuf,
     pub listen: SocketAddr,
@@ -72,8 +73,8 @@ pub struct CoordinatorArgs {
     pub http: HttpArgs,
 }
 
-pub async fn coordinator(args: CoordinatorArgs, peers: &str) -> Result<(), Failure> {
-    let CoordinatorArgs {
+pub async fn coordinator(args: CoordinatorSetup, peers: &str) -> Result<(), Failure> {
+    let CoordinatorSetup {
         id,
         data_dir,
         listen,

@@ -1,4 +1,101 @@
-//! A search's plan as JSON, for `tessera explain` and the web console.
+//! `tessera explain`, and a search's plan as JSON (for `explain`, `get-range --explain`,
+//! `get-by-tags --explain` and the web console).
+
+use tessera_client::Explanation;
+
+use crate::failure::Failure;
+use crate::predicates;
+use crate::stdio::print_line;
+use crate::target::{connect, Target};
+
+// `tessera explain` (its help: `Command::Explain`).
+#[derive(clap::Args)]
+pub struct ExplainArgs {
+    /// The space's name.
+    space: String,
+    /// Predicates that must all hold: attr=value, attr<value, attr<=value, attr>value,
+    /// attr>=value, attr~regex (values read as the attribute's type; quote them for the
+    /// shell). In a dynamic space, dotted paths and exists(path), missing(path). None: every
+    /// object.
+    predicates: Vec<String>,
+}
+
+/// `tessera explain`: how a search would run (JSON); in a typed space with what the space's
+/// statistics predict of it, in a dynamic space with the axes and shapes it reads.
+pub async fn explain(args: ExplainArgs, target: &Target) -> Result<(), Failure> {
+    let ExplainArgs {
+        space,
+        predicates: texts,
+    } = args;
+    let client = connect(target).await?;
+    let schema = client.describe_space(&space).await?;
+    let preds = texts
+        .iter()
+        .map(|t| predicates::parse_predicate(&schema, t))
+        .collect::<Result<Vec<_>, _>>()?;
+    let paths: Vec<String> = preds.iter().map(|p| p.attr.clone()).collect();
+    let e = client.explain(&space, preds.clone()).await?;
+    if let tessera_types::SpaceKind::Dynamic { dimensions } = schema.kind {
+        return print_line(&dynamic_explanation(&e, &paths, dimensions));
+    }
+    let mut line = typed_explanation(&schema, &e, false);
+    let statistics = client.statistics(&space).await?;
+    let config = client.configuration();
+    if let Some(space) = config.space(&space) {
+        let estimates = estimates(space, &e, &preds, &statistics);
+        if let (Some(line), Some(estimates)) = (line.as_object_mut(), estimates.as_object()) {
+            line.extend(estimates.clone());
+        }
+    }
+    print_line(&line)
+}
+
+/// A dynamic space's search explained: its parts (a subspace each), the unispace's axes, the
+/// axis each predicate's property (`paths`) hashes onto, and the shapes of document it reads.
+fn dynamic_explanation(e: &Explanation, paths: &[String], dimensions: u16) -> serde_json::Value {
+    let shapes: Vec<_> = e
+        .shapes
+        .iter()
+        .map(|shape| {
+            shape
+                .properties
+                .iter()
+                .map(|(p, k)| (p.clone(), serde_json::json!(k.name())))
+                .collect::<serde_json::Map<_, _>>()
+        })
+        .collect();
+    let axes: serde_json::Map<_, _> = paths
+        .iter()
+        .map(|p| {
+            let axis = tessera_geometry::property_axis(p, dimensions);
+            (p.clone(), serde_json::json!(axis))
+        })
+        .collect();
+    let parts: Vec<_> = e
+        .parts
+        .iter()
+        .map(|p| {
+            serde_json::json!({
+                "subspace": p.subspace.0,
+                "dimensions": p.dimensions,
+                "formulas": p.formulas,
+                "regions_contacted": p.regions_contacted,
+                "pointer": p.pointer,
+            })
+        })
+        .collect();
+    serde_json::json!({
+        "subspace": e.subspace.0,
+        "parts": parts,
+        "axes": dimensions,
+        "property_axes": axes,
+        "subspace_regions": e.subspace_regions,
+        "regions_contacted": e.regions_contacted,
+        "servers_contacted": e.servers_contacted,
+        "shapes_known": e.shapes_known,
+        "shapes_read": shapes,
+    })
+}
 
 /// A typed space's search explained, as `explain`, `get-range --explain` and
 /// `get-by-tags --explain` print it: the subspace, the regions, the servers contacted (as

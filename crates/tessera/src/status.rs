@@ -13,6 +13,23 @@ use tessera_types::{ServerId, SubspaceId};
 
 use crate::alter;
 use crate::failure::Failure;
+use crate::target::{connect, Target};
+
+// `tessera status` (its help: `Command::Status`).
+#[derive(clap::Args)]
+pub struct StatusArgs {
+    /// One JSON object instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+// `tessera decommission` (its help: `Command::Decommission`).
+#[derive(clap::Args)]
+pub struct DecommissionArgs {
+    /// The server's id, as `tessera status` lists it.
+    #[arg(long)]
+    server: u64,
+}
 
 /// Regions each server holds and heads, over every subspace of every space.
 fn regions_per_server(config: &Configuration) -> BTreeMap<ServerId, (u64, u64)> {
@@ -70,7 +87,9 @@ fn count(n: usize, what: &str) -> String {
 
 /// `tessera decommission --server ID`: asks the coordinators to drain the server, then says
 /// what they did.
-pub async fn decommission(client: &Client, server: ServerId) -> Result<(), Failure> {
+pub async fn decommission(args: DecommissionArgs, target: &Target) -> Result<(), Failure> {
+    let client = connect(target).await?;
+    let server = ServerId(args.server);
     client.decommission(server).await?;
     let config = client.refresh().await?;
     if config.server(server).is_none() {
@@ -177,8 +196,10 @@ pub async fn status_json(client: &Client) -> serde_json::Value {
     })
 }
 
-pub async fn status(client: &Client, json: bool) -> Result<(), Failure> {
-    if json {
+/// `tessera status`: the cluster as text, or as one JSON object.
+pub async fn status(args: StatusArgs, target: &Target) -> Result<(), Failure> {
+    let client = &connect(target).await?;
+    if args.json {
         println!("{}", status_json(client).await);
         return Ok(());
     }
