@@ -10,8 +10,8 @@ use std::sync::Arc;
 use tessera_geometry::{RegionIndex, Tessellation};
 use tessera_protocol::constants::{DESCRIPTION_BYTES_MAX, KEYS_PER_REQUEST_MAX};
 use tessera_protocol::{
-    funcall_status, predicate_status, sort_status, ErrorReply, Request, RequestFrame, Response,
-    SortOrder, Status,
+    funcall_status, predicate_status, sort_status, ErrorReply, ModelConstants, Request,
+    RequestFrame, Response, SortOrder, SpaceChange, Status, WriteMode,
 };
 use tessera_replication::KeyWrite;
 
@@ -20,8 +20,8 @@ use tessera_types::constants::KEY_BYTES_MAX;
 use tessera_types::funcall::FuncallCheckError;
 use tessera_types::predicate::PredicateError;
 use tessera_types::{
-    parse_space, CheckedFuncall, CheckedPredicate, FormulaError, FuncallOp, Predicate, SortKey,
-    SubspaceId, Value, FORMULA_INDEX,
+    parse_space, CheckedFuncall, CheckedPredicate, Epoch, FormulaError, Funcall, FuncallOp,
+    Predicate, SortKey, SubspaceId, Value, FORMULA_INDEX,
 };
 
 use crate::group::GroupWrite;
@@ -136,27 +136,7 @@ pub fn validate(frame: RequestFrame, view: &View) -> Result<Job, ErrorReply> {
                 last_reader,
             })
         }
-        Request::GetMany { space: name, keys } => {
-            if keys.len() > KEYS_PER_REQUEST_MAX {
-                return Err(ErrorReply::new(
-                    Status::TooLarge,
-                    format!(
-                        "{} keys in one multi_get request, over its {KEYS_PER_REQUEST_MAX}",
-                        keys.len()
-                    ),
-                ));
-            }
-            let space = space(&name)?;
-            let keys = keys
-                .into_iter()
-                .map(|k| check_led_key(&space, k, view))
-                .collect::<Result<Vec<_>, _>>()?;
-            Ok(Job::Search {
-                space,
-                predicates: vec![],
-                kind: SearchKind::Keys(keys),
-            })
-        }
+        Request::GetMany { space: name, keys } => get_many(space(&name)?, keys, view),
         Request::Explain {
             space: name,
             predicates,
@@ -180,13 +160,7 @@ pub fn validate(frame: RequestFrame, view: &View) -> Result<Job, ErrorReply> {
             limit,
             order,
         } => search(space(&name)?, &predicates, |space, _| {
-            let by = SortKey::of(&space.config().schema, &sort_by)
-                .map_err(|e| ErrorReply::new(sort_status(&e), e.to_string()))?;
-            Ok(SearchKind::Sorted {
-                by,
-                limit: limit as usize,
-                order,
-            })
+            sorted(space, &sort_by, limit, order)
         }),
         Request::SearchRegions {
             space: name,
@@ -194,70 +168,12 @@ pub fn validate(frame: RequestFrame, view: &View) -> Result<Job, ErrorReply> {
             subspace,
             regions,
         } => search(space(&name)?, &predicates, |space, checked| {
-            // A dynamic space's search is planned from the shapes the client knew; documents
-            // of a shape registered since are acknowledged only once every live server knows
-            // the shape (the coordinators answer its registration then), so this server can
-            // tell the client that its plan may miss them.
-            if space.config().shapes_since_matter(frame.epoch.0, checked) {
-                return Err(ErrorReply::new(
-                    Status::StaleEpoch,
-                    format!(
-                        "space {name:?} has shapes of document registered after epoch {}: refresh the configuration and plan again",
-                        frame.epoch
-                    ),
-                ));
-            }
-            // A key region split since the client's configuration holds only part of what
-            // the client thinks it does: the rest is in the new region, which it did not ask.
-            if subspace == SubspaceId::KEY && space.config().key_split_since(frame.epoch.0) {
-                return Err(ErrorReply::new(
-                    Status::StaleEpoch,
-                    format!(
-                        "a key region of space {name:?} was split after epoch {}: refresh the configuration and plan again",
-                        frame.epoch
-                    ),
-                ));
-            }
-            Ok(SearchKind::Regions {
-                subspace,
-                regions: check_regions(space, subspace, &regions)?,
-            })
+            search_regions(space, checked, frame.epoch, subspace, &regions)
         }),
-        Request::AddSpace { description } => {
-            if description.len() > DESCRIPTION_BYTES_MAX {
-                return Err(ErrorReply::new(
-                    Status::TooLarge,
-                    format!("descriptions are at most {DESCRIPTION_BYTES_MAX} bytes"),
-                ));
-            }
-            let schema = parse_space(&description)
-                .map_err(|e| ErrorReply::new(Status::BadDescription, e.to_string()))?;
-            Ok(Job::Change(LocalChange::AddSpace(schema)))
-        }
+        Request::AddSpace { description } => add_space(&description),
         Request::RmSpace { name } => Ok(Job::Change(LocalChange::RmSpace(name))),
-        Request::AlterSpace { space, change } => {
-            // Bounded as the coordinators bound it: an adaptation's names stay in the log.
-            let bytes = space.len() + change.name_bytes();
-            if bytes > DESCRIPTION_BYTES_MAX {
-                return Err(ErrorReply::new(
-                    Status::TooLarge,
-                    format!("alteration of {bytes} bytes is over the {DESCRIPTION_BYTES_MAX}-byte limit"),
-                ));
-            }
-            Ok(Job::Change(LocalChange::AlterSpace {
-                name: space,
-                change,
-            }))
-        }
-        Request::SetModel { constants } => {
-            if !constants.is_usable() {
-                return Err(ErrorReply::new(
-                    Status::Malformed,
-                    format!("model constants {constants:?} would make some prediction free or impossible"),
-                ));
-            }
-            Ok(Job::Change(LocalChange::SetModel(constants)))
-        }
+        Request::AlterSpace { space, change } => alter_space(space, change),
+        Request::SetModel { constants } => set_model(constants),
         Request::KeyRegionLoads { space: name } => Ok(Job::KeyRegionLoads {
             space: space(&name)?,
         }),
@@ -304,23 +220,7 @@ pub fn validate(frame: RequestFrame, view: &View) -> Result<Job, ErrorReply> {
             mode,
             conditions,
             funcalls,
-        } => {
-            let space = space(&name)?;
-            let key = check_key(&space, key)?;
-            let conditions = check_predicates(&space, &conditions)?;
-            let funcalls = CheckedFuncall::check_all(&space.config().schema, &funcalls)
-                .map_err(funcall_error)?;
-            check_formula(&space, &funcalls)?;
-            Ok(Job::Write {
-                space,
-                write: KeyWrite::Put {
-                    key,
-                    mode,
-                    conditions,
-                    funcalls,
-                },
-            })
-        }
+        } => put(space(&name)?, key, mode, &conditions, &funcalls),
         Request::Del {
             space: name,
             key,
@@ -350,27 +250,7 @@ pub fn validate(frame: RequestFrame, view: &View) -> Result<Job, ErrorReply> {
             space: name,
             predicates,
             funcalls,
-        } => {
-            let space = space(&name)?;
-            let predicates = check_predicates(&space, &predicates)?;
-            match CheckedFuncall::check_all(&space.config().schema, &funcalls) {
-                Ok(funcalls) if funcalls.iter().any(|f| writes_formula(&space, f)) => {
-                    Err(ErrorReply::new(
-                        Status::WrongType,
-                        "a group update cannot change documents' formula: put each document",
-                    ))
-                }
-                Ok(funcalls) => Ok(Job::Group {
-                    space,
-                    predicates,
-                    write: GroupWrite::Update(funcalls),
-                }),
-                // A group update skips the objects its operations cannot apply to; one that
-                // fits no object's type applies to none.
-                Err(e) if e.is_atomic_mismatch() => Ok(Job::Answer(Response::Count(0))),
-                Err(e) => Err(funcall_error(e)),
-            }
-        }
+        } => group_update(space(&name)?, &predicates, &funcalls),
     }
 }
 
@@ -444,6 +324,161 @@ fn search(
         predicates,
         kind,
     })
+}
+
+/// A multi_get: at most [`KEYS_PER_REQUEST_MAX`] keys, each of a key region this server leads.
+fn get_many(space: Arc<ServedSpace>, keys: Vec<Value>, view: &View) -> Result<Job, ErrorReply> {
+    if keys.len() > KEYS_PER_REQUEST_MAX {
+        return Err(ErrorReply::new(
+            Status::TooLarge,
+            format!(
+                "{} keys in one multi_get request, over its {KEYS_PER_REQUEST_MAX}",
+                keys.len()
+            ),
+        ));
+    }
+    let keys = keys
+        .into_iter()
+        .map(|k| check_led_key(&space, k, view))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Job::Search {
+        space,
+        predicates: vec![],
+        kind: SearchKind::Keys(keys),
+    })
+}
+
+/// A sorted search's attribute, limit and order.
+fn sorted(
+    space: &ServedSpace,
+    sort_by: &str,
+    limit: u32,
+    order: SortOrder,
+) -> Result<SearchKind, ErrorReply> {
+    let by = SortKey::of(&space.config().schema, sort_by)
+        .map_err(|e| ErrorReply::new(sort_status(&e), e.to_string()))?;
+    Ok(SearchKind::Sorted {
+        by,
+        limit: limit as usize,
+        order,
+    })
+}
+
+/// A search of the regions a client planned on its configuration of epoch `planned`.
+fn search_regions(
+    space: &ServedSpace,
+    checked: &[CheckedPredicate],
+    planned: Epoch,
+    subspace: SubspaceId,
+    regions: &[u32],
+) -> Result<SearchKind, ErrorReply> {
+    let name = space.config().schema.name.as_str();
+    // A dynamic space's search is planned from the shapes the client knew; documents of a
+    // shape registered since are acknowledged only once every live server knows the shape
+    // (the coordinators answer its registration then), so this server can tell the client
+    // that its plan may miss them.
+    if space.config().shapes_since_matter(planned.0, checked) {
+        return Err(ErrorReply::new(
+            Status::StaleEpoch,
+            format!(
+                "space {name:?} has shapes of document registered after epoch {planned}: refresh the configuration and plan again"
+            ),
+        ));
+    }
+    // A key region split since the client's configuration holds only part of what the client
+    // thinks it does: the rest is in the new region, which it did not ask.
+    if subspace == SubspaceId::KEY && space.config().key_split_since(planned.0) {
+        return Err(ErrorReply::new(
+            Status::StaleEpoch,
+            format!(
+                "a key region of space {name:?} was split after epoch {planned}: refresh the configuration and plan again"
+            ),
+        ));
+    }
+    Ok(SearchKind::Regions {
+        subspace,
+        regions: check_regions(space, subspace, regions)?,
+    })
+}
+
+fn add_space(description: &str) -> Result<Job, ErrorReply> {
+    if description.len() > DESCRIPTION_BYTES_MAX {
+        return Err(ErrorReply::new(
+            Status::TooLarge,
+            format!("descriptions are at most {DESCRIPTION_BYTES_MAX} bytes"),
+        ));
+    }
+    let schema = parse_space(description)
+        .map_err(|e| ErrorReply::new(Status::BadDescription, e.to_string()))?;
+    Ok(Job::Change(LocalChange::AddSpace(schema)))
+}
+
+fn alter_space(name: String, change: SpaceChange) -> Result<Job, ErrorReply> {
+    // Bounded as the coordinators bound it: an adaptation's names stay in the log.
+    let bytes = name.len() + change.name_bytes();
+    if bytes > DESCRIPTION_BYTES_MAX {
+        return Err(ErrorReply::new(
+            Status::TooLarge,
+            format!("alteration of {bytes} bytes is over the {DESCRIPTION_BYTES_MAX}-byte limit"),
+        ));
+    }
+    Ok(Job::Change(LocalChange::AlterSpace { name, change }))
+}
+
+fn set_model(constants: ModelConstants) -> Result<Job, ErrorReply> {
+    if !constants.is_usable() {
+        return Err(ErrorReply::new(
+            Status::Malformed,
+            format!("model constants {constants:?} would make some prediction free or impossible"),
+        ));
+    }
+    Ok(Job::Change(LocalChange::SetModel(constants)))
+}
+
+fn put(
+    space: Arc<ServedSpace>,
+    key: Value,
+    mode: WriteMode,
+    conditions: &[Predicate],
+    funcalls: &[Funcall],
+) -> Result<Job, ErrorReply> {
+    let key = check_key(&space, key)?;
+    let conditions = check_predicates(&space, conditions)?;
+    let funcalls =
+        CheckedFuncall::check_all(&space.config().schema, funcalls).map_err(funcall_error)?;
+    check_formula(&space, &funcalls)?;
+    Ok(Job::Write {
+        space,
+        write: KeyWrite::Put {
+            key,
+            mode,
+            conditions,
+            funcalls,
+        },
+    })
+}
+
+fn group_update(
+    space: Arc<ServedSpace>,
+    predicates: &[Predicate],
+    funcalls: &[Funcall],
+) -> Result<Job, ErrorReply> {
+    let predicates = check_predicates(&space, predicates)?;
+    match CheckedFuncall::check_all(&space.config().schema, funcalls) {
+        Ok(funcalls) if funcalls.iter().any(|f| writes_formula(&space, f)) => Err(ErrorReply::new(
+            Status::WrongType,
+            "a group update cannot change documents' formula: put each document",
+        )),
+        Ok(funcalls) => Ok(Job::Group {
+            space,
+            predicates,
+            write: GroupWrite::Update(funcalls),
+        }),
+        // A group update skips the objects its operations cannot apply to; one that fits no
+        // object's type applies to none.
+        Err(e) if e.is_atomic_mismatch() => Ok(Job::Answer(Response::Count(0))),
+        Err(e) => Err(funcall_error(e)),
+    }
 }
 
 fn predicate_error(e: PredicateError) -> ErrorReply {
