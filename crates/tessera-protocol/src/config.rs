@@ -1178,189 +1178,78 @@ impl Configuration {
     /// be tessellated, one replica set per region, each non-empty, of distinct servers that the
     /// configuration lists. Without this, a bad configuration would make indexing panic.
     pub fn check(&self) -> Result<(), ConfigurationError> {
-        let fail = |reason: String| {
-            Err(ConfigurationError {
-                epoch: self.epoch,
-                reason,
-            })
-        };
+        self.check_spaces().map_err(|reason| ConfigurationError {
+            epoch: self.epoch,
+            reason,
+        })
+    }
+
+    /// [`Configuration::check`], saying why not.
+    fn check_spaces(&self) -> Result<(), String> {
         if self.model.is_some_and(|m| !m.is_usable()) {
-            return fail(format!("model constants {:?} are not usable", self.model));
+            return Err(format!("model constants {:?} are not usable", self.model));
         }
         let mut names = std::collections::BTreeSet::new();
         let mut ids = std::collections::BTreeSet::new();
         for space in &self.spaces {
             let schema = &space.schema;
             if !names.insert(&schema.name) || !ids.insert(space.id) {
-                return fail(format!(
+                return Err(format!(
                     "space {:?} (id {}) is listed twice",
                     schema.name, space.id
                 ));
             }
-            if schema.attributes.is_empty()
-                || schema.subspaces.is_empty()
-                || schema.subspaces.len() > tessera_types::constants::SUBSPACES_MAX
-                || !(1..=tessera_types::constants::PARTITIONS_MAX).contains(&schema.partitions)
-            {
-                return fail(format!("space {:?} has an impossible schema", schema.name));
-            }
-            for s in &schema.subspaces {
-                let dims_ok = (1..=tessera_types::constants::SUBSPACE_DIMENSIONS_MAX)
-                    .contains(&s.dimensions.len())
-                    && s.dimensions
-                        .iter()
-                        .all(|d| d.get() < schema.attributes.len());
-                if !dims_ok {
-                    return fail(format!(
-                        "space {:?} has a subspace with impossible dimensions",
-                        schema.name
-                    ));
-                }
-            }
-            // A placement the geometry can lay out (tag curve, ordered domain), before any
-            // tessellation is made of it.
-            if let Err(e) = schema.check_placement() {
-                return fail(format!("space {:?}: {e}", schema.name));
-            }
-            // Cut points the tessellation can use, domains of ordered values.
-            if let Err(e) = schema.check_cuts() {
-                return fail(format!("space {:?}: {e}", schema.name));
-            }
-            // Splits of an ordered space only (each at a key inside the region it splits:
-            // checked with the tessellations below).
-            if schema.key_splits.len() > KEY_SPLITS_MAX
-                || (!schema.key_splits.is_empty() && !schema.keys_ordered())
-            {
-                return fail(format!("space {:?} has impossible key splits", schema.name));
-            }
-            // Overlays and formulas: weights the tessellation can cut by, axes that match the
-            // subspace, formulas naming overlays of this space, one history per formula.
-            for s in &schema.subspaces {
-                if let Some(o) = &s.overlay {
-                    let ok = schema.is_dynamic()
-                        && o.axes.len() == s.dimensions.len()
-                        && o.axes.iter().all(|a| {
-                            (1..=tessera_types::constants::FORMULA_WEIGHT_MAX).contains(&a.weight)
-                        });
-                    if !ok {
-                        return fail(format!("space {:?} has an impossible overlay", schema.name));
-                    }
-                }
-            }
-            let formulas_ok = space.formula_entries.len() == schema.formulas.len()
-                && schema.formulas.iter().all(|f| {
-                    !f.overlays.is_empty()
-                        && f.overlays.iter().all(|o| {
-                            schema
-                                .subspaces
-                                .get(o.get())
-                                .is_some_and(|s| s.overlay.is_some())
-                        })
-                });
-            if !formulas_ok {
-                return fail(format!("space {:?} has an impossible formula", schema.name));
-            }
-            if space.replicas.len() != schema.subspaces.len() {
-                return fail(format!(
-                    "space {:?}: replica sets for {} subspaces",
-                    schema.name,
-                    space.replicas.len()
-                ));
-            }
-            let tessellations = space.tessellations();
-            // The geometry leaves out a split at a key outside its region (storage would refuse
-            // it): then the key subspace has fewer regions than the splits say.
-            if schema.keys_ordered()
-                && tessellations[0].regions_count() as usize
-                    != schema.partitions as usize + schema.key_splits.len()
-            {
-                return fail(format!("space {:?} has impossible key splits", schema.name));
-            }
-            for (n, (sets, t)) in space.replicas.iter().zip(tessellations).enumerate() {
-                let regions = if schema.subspaces[n].is_written() {
-                    t.regions_count() as usize
-                } else {
-                    0
-                };
-                if sets.len() != regions {
-                    return fail(format!(
-                        "space {:?} subspace {n}: {} replica sets for {regions} regions",
-                        schema.name,
-                        sets.len(),
-                    ));
-                }
-                for set in sets {
-                    let mut members: Vec<ServerId> = set.clone();
-                    members.sort();
-                    members.dedup();
-                    if set.is_empty()
-                        || members.len() != set.len()
-                        || set.iter().any(|s| self.server(*s).is_none())
-                    {
-                        return fail(format!("space {:?} subspace {n}: replica set {set:?} is empty, repeats a server or names an unknown one", schema.name));
-                    }
-                }
-            }
-            let building: Vec<SubspaceId> = schema
-                .subspace_ids()
-                .filter(|id| schema.subspace(*id).state == SubspaceState::Building)
-                .collect();
-            let build_fits = match &space.build {
-                None => building.is_empty(),
-                Some(b) => {
-                    building == [b.subspace]
-                        && b.since <= self.epoch.0
-                        && b.done.windows(2).all(|w| w[0] < w[1])
-                        && b.done
-                            .iter()
-                            .all(|&r| (r as usize) < space.replicas[0].len())
-                        // A re-cut replaces another subspace over the same attributes.
-                        && b.replaces.is_none_or(|old| {
-                            old.get() > 0
-                                && schema.subspaces.get(old.get()).is_some_and(|o| {
-                                    let new = schema.subspace(b.subspace);
-                                    o.dimensions == new.dimensions && o.overlay == new.overlay
-                                })
-                        })
-                }
+            check_schema(space)?;
+            self.check_replica_sets(space)?;
+            check_build(space, self.epoch)?;
+            check_records(space)?;
+        }
+        Ok(())
+    }
+
+    /// A space's replica sets: one per region of every written subspace, each naming known
+    /// servers, none twice.
+    fn check_replica_sets(&self, space: &SpaceConfig) -> Result<(), String> {
+        let schema = &space.schema;
+        if space.replicas.len() != schema.subspaces.len() {
+            return Err(format!(
+                "space {:?}: replica sets for {} subspaces",
+                schema.name,
+                space.replicas.len()
+            ));
+        }
+        let tessellations = space.tessellations();
+        // The geometry leaves out a split at a key outside its region (storage would refuse
+        // it): then the key subspace has fewer regions than the splits say.
+        if schema.keys_ordered()
+            && tessellations[0].regions_count() as usize
+                != schema.partitions as usize + schema.key_splits.len()
+        {
+            return Err(format!("space {:?} has impossible key splits", schema.name));
+        }
+        for (n, (sets, t)) in space.replicas.iter().zip(tessellations).enumerate() {
+            let regions = if schema.subspaces[n].is_written() {
+                t.regions_count() as usize
+            } else {
+                0
             };
-            if schema.subspaces[0].state != SubspaceState::Serving || !build_fits {
-                return fail(format!(
-                    "space {:?}: its subspaces' states do not fit its build {:?}",
-                    schema.name, space.build
-                ));
-            }
-            let mut regions = std::collections::BTreeSet::new();
-            for t in &space.transfers {
-                let set = space.replica_set(t.subspace, t.region);
-                let fits = set.is_some_and(|set| {
-                    set.len() >= 2
-                        && set.last() == Some(&t.to)
-                        && t.replaces.is_none_or(|r| r != t.to && set.contains(&r))
-                });
-                if !fits || !regions.insert((t.subspace, t.region)) {
-                    return fail(format!(
-                        "space {:?}: transfer {t:?} does not fit its region's replica set",
-                        schema.name
-                    ));
-                }
-            }
-            let mut members = std::collections::BTreeSet::new();
-            for j in &space.joined {
-                let member = space.holds(j.subspace, j.region, j.server);
-                if !member || !members.insert((j.subspace, j.region, j.server)) {
-                    return fail(format!(
-                        "space {:?}: join record {j:?} names no member of its region",
-                        schema.name
-                    ));
-                }
-            }
-            if space.adaptations.len() > ADAPTATIONS_KEPT {
-                return fail(format!(
-                    "space {:?}: {} adaptations logged, at most {ADAPTATIONS_KEPT}",
+            if sets.len() != regions {
+                return Err(format!(
+                    "space {:?} subspace {n}: {} replica sets for {regions} regions",
                     schema.name,
-                    space.adaptations.len()
+                    sets.len(),
                 ));
+            }
+            for set in sets {
+                let mut members: Vec<ServerId> = set.clone();
+                members.sort();
+                members.dedup();
+                if set.is_empty()
+                    || members.len() != set.len()
+                    || set.iter().any(|s| self.server(*s).is_none())
+                {
+                    return Err(format!("space {:?} subspace {n}: replica set {set:?} is empty, repeats a server or names an unknown one", schema.name));
+                }
             }
         }
         Ok(())
@@ -1381,6 +1270,151 @@ impl Configuration {
     pub fn encoded_bytes(&self) -> usize {
         postcard::to_allocvec(self).map_or(usize::MAX, |v| v.len())
     }
+}
+
+/// A space's schema as the geometry needs it: attributes, subspaces and their dimensions,
+/// placement, cuts, key splits, overlays and formulas.
+fn check_schema(space: &SpaceConfig) -> Result<(), String> {
+    let schema = &space.schema;
+    if schema.attributes.is_empty()
+        || schema.subspaces.is_empty()
+        || schema.subspaces.len() > tessera_types::constants::SUBSPACES_MAX
+        || !(1..=tessera_types::constants::PARTITIONS_MAX).contains(&schema.partitions)
+    {
+        return Err(format!("space {:?} has an impossible schema", schema.name));
+    }
+    for s in &schema.subspaces {
+        let dims_ok = (1..=tessera_types::constants::SUBSPACE_DIMENSIONS_MAX)
+            .contains(&s.dimensions.len())
+            && s.dimensions
+                .iter()
+                .all(|d| d.get() < schema.attributes.len());
+        if !dims_ok {
+            return Err(format!(
+                "space {:?} has a subspace with impossible dimensions",
+                schema.name
+            ));
+        }
+    }
+    // A placement the geometry can lay out (tag curve, ordered domain), before any
+    // tessellation is made of it.
+    if let Err(e) = schema.check_placement() {
+        return Err(format!("space {:?}: {e}", schema.name));
+    }
+    // Cut points the tessellation can use, domains of ordered values.
+    if let Err(e) = schema.check_cuts() {
+        return Err(format!("space {:?}: {e}", schema.name));
+    }
+    // Splits of an ordered space only (each at a key inside the region it splits:
+    // checked with the tessellations below).
+    if schema.key_splits.len() > KEY_SPLITS_MAX
+        || (!schema.key_splits.is_empty() && !schema.keys_ordered())
+    {
+        return Err(format!("space {:?} has impossible key splits", schema.name));
+    }
+    // Overlays and formulas: weights the tessellation can cut by, axes that match the
+    // subspace, formulas naming overlays of this space, one history per formula.
+    for s in &schema.subspaces {
+        if let Some(o) = &s.overlay {
+            let ok = schema.is_dynamic()
+                && o.axes.len() == s.dimensions.len()
+                && o.axes.iter().all(|a| {
+                    (1..=tessera_types::constants::FORMULA_WEIGHT_MAX).contains(&a.weight)
+                });
+            if !ok {
+                return Err(format!("space {:?} has an impossible overlay", schema.name));
+            }
+        }
+    }
+    let formulas_ok = space.formula_entries.len() == schema.formulas.len()
+        && schema.formulas.iter().all(|f| {
+            !f.overlays.is_empty()
+                && f.overlays.iter().all(|o| {
+                    schema
+                        .subspaces
+                        .get(o.get())
+                        .is_some_and(|s| s.overlay.is_some())
+                })
+        });
+    if !formulas_ok {
+        return Err(format!("space {:?} has an impossible formula", schema.name));
+    }
+    Ok(())
+}
+
+/// A space's build, if any: the one building subspace, its key regions done in order, and
+/// for a re-cut, the subspace it replaces.
+fn check_build(space: &SpaceConfig, epoch: Epoch) -> Result<(), String> {
+    let schema = &space.schema;
+    let building: Vec<SubspaceId> = schema
+        .subspace_ids()
+        .filter(|id| schema.subspace(*id).state == SubspaceState::Building)
+        .collect();
+    let build_fits = match &space.build {
+        None => building.is_empty(),
+        Some(b) => {
+            building == [b.subspace]
+                && b.since <= epoch.0
+                && b.done.windows(2).all(|w| w[0] < w[1])
+                && b.done
+                    .iter()
+                    .all(|&r| (r as usize) < space.replicas[0].len())
+                // A re-cut replaces another subspace over the same attributes.
+                && b.replaces.is_none_or(|old| {
+                    old.get() > 0
+                        && schema.subspaces.get(old.get()).is_some_and(|o| {
+                            let new = schema.subspace(b.subspace);
+                            o.dimensions == new.dimensions && o.overlay == new.overlay
+                        })
+                })
+        }
+    };
+    if schema.subspaces[0].state != SubspaceState::Serving || !build_fits {
+        return Err(format!(
+            "space {:?}: its subspaces' states do not fit its build {:?}",
+            schema.name, space.build
+        ));
+    }
+    Ok(())
+}
+
+/// A space's records: transfers that fit their regions' replica sets, join records that
+/// name members, at most [`ADAPTATIONS_KEPT`] adaptations.
+fn check_records(space: &SpaceConfig) -> Result<(), String> {
+    let schema = &space.schema;
+    let mut regions = std::collections::BTreeSet::new();
+    for t in &space.transfers {
+        let set = space.replica_set(t.subspace, t.region);
+        let fits = set.is_some_and(|set| {
+            set.len() >= 2
+                && set.last() == Some(&t.to)
+                && t.replaces.is_none_or(|r| r != t.to && set.contains(&r))
+        });
+        if !fits || !regions.insert((t.subspace, t.region)) {
+            return Err(format!(
+                "space {:?}: transfer {t:?} does not fit its region's replica set",
+                schema.name
+            ));
+        }
+    }
+    let mut members = std::collections::BTreeSet::new();
+    for j in &space.joined {
+        let member = space.holds(j.subspace, j.region, j.server);
+        if !member || !members.insert((j.subspace, j.region, j.server)) {
+            return Err(format!(
+                "space {:?}: join record {j:?} names no member of its region",
+                schema.name
+            ));
+        }
+    }
+    if space.adaptations.len() > ADAPTATIONS_KEPT {
+        return Err(format!(
+            "space {:?}: {} adaptations logged, at most {ADAPTATIONS_KEPT}",
+            schema.name,
+            space.adaptations.len()
+        ));
+    }
+    Ok(())
 }
 
 #[cfg(test)]
