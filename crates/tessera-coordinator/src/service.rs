@@ -13,11 +13,11 @@ use tessera_protocol::handshake::{fresh_nonce, Dialer};
 use tessera_protocol::listener::{next_frame, open_socket, ConnectionLimits, Listener, Slot, Stop};
 use tessera_protocol::tls::{ServerTls, WriteHalf};
 use tessera_protocol::{
-    decode_request, encode_response, Configuration, CoordinatorStatus, ErrorReply, FrameError,
-    Request, RequestFrame, Response, ResponseFrame, SpaceChange, Status,
+    decode_request, encode_response, BackfillRef, Configuration, CoordinatorStatus, ErrorReply,
+    FrameError, Request, RequestFrame, Response, ResponseFrame, SpaceChange, Status, TransferRef,
 };
 use tessera_protocol::{Gate, Session};
-use tessera_types::{parse_space, parse_space_tolerating, Epoch};
+use tessera_types::{parse_space, parse_space_tolerating, Epoch, ServerId};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, watch, Semaphore};
 use tokio::time::Instant;
@@ -358,39 +358,8 @@ fn error(status: Status, message: impl Into<String>) -> Response {
 async fn handle(shared: &Arc<Shared>, request: Request, received: Instant) -> Response {
     match request {
         Request::GetConfig => Response::Config(Box::new((**shared.config.borrow()).clone())),
-        Request::WaitConfig { after, timeout_ms } => {
-            let timeout = Duration::from_millis(timeout_ms as u64).min(WAIT_CONFIG_MAX);
-            let mut rx = shared.config.clone();
-            tokio::select! {
-                _ = shared.cancel.cancelled() => {}
-                _ = tokio::time::timeout(timeout, rx.wait_for(|c| c.epoch > after)) => {}
-            }
-            let config = (**shared.config.borrow()).clone();
-            Response::Config(Box::new(config))
-        }
-        Request::AddSpace { description } => {
-            if description.len() > DESCRIPTION_BYTES_MAX {
-                return error(
-                    Status::TooLarge,
-                    format!(
-                        "description of {} bytes is over the {DESCRIPTION_BYTES_MAX}-byte limit",
-                        description.len()
-                    ),
-                );
-            }
-            let parsed = match shared.default_tolerate {
-                Some(t) => parse_space_tolerating(&description, t),
-                None => parse_space(&description),
-            };
-            match parsed {
-                Ok(schema) => {
-                    let what = format!("space {:?} created", schema.name);
-                    let lagging = ("does not serve it yet", "do not serve it yet");
-                    write_acknowledged(shared, Command::AddSpace { schema }, &what, lagging).await
-                }
-                Err(e) => error(Status::BadDescription, e.to_string()),
-            }
-        }
+        Request::WaitConfig { after, timeout_ms } => wait_config(shared, after, timeout_ms).await,
+        Request::AddSpace { description } => add_space(shared, &description).await,
         Request::RmSpace { name } => {
             let what = format!("space {name:?} removed");
             write_acknowledged(
@@ -401,49 +370,7 @@ async fn handle(shared: &Arc<Shared>, request: Request, received: Instant) -> Re
             )
             .await
         }
-        Request::AlterSpace { space, change } => {
-            // Bounded like a description: a request this large names nothing a space has, and
-            // would only burden the log.
-            let bytes = space.len() + change.name_bytes();
-            if bytes > DESCRIPTION_BYTES_MAX {
-                return error(
-                    Status::TooLarge,
-                    format!(
-                        "alteration of {bytes} bytes is over the {DESCRIPTION_BYTES_MAX}-byte limit"
-                    ),
-                );
-            }
-            // Ready once every live server knows it (see `SpaceConfig::shape_entries`).
-            let registered = {
-                let config = shared.config.borrow();
-                let space = config.space(&space);
-                match &change {
-                    SpaceChange::ShapeReady(shape) => space
-                        .and_then(|s| s.shape_entry(shape))
-                        .map(|e| (e.since, "shape")),
-                    SpaceChange::FormulaReady(id) => space
-                        .and_then(|s| s.formula_entry(id))
-                        .map(|e| (e.since, "formula")),
-                    _ => None,
-                }
-            };
-            if let Some((since, what)) = registered {
-                if let Some(refused) = not_known_everywhere(shared, since, what) {
-                    return refused;
-                }
-            }
-            let what = format!("space {space:?} altered");
-            write_acknowledged(
-                shared,
-                Command::AlterSpace {
-                    name: space,
-                    change,
-                },
-                &what,
-                ("does not act on it yet", "do not act on it yet"),
-            )
-            .await
-        }
+        Request::AlterSpace { space, change } => alter_space(shared, space, change).await,
         Request::SetModel { constants } => write(shared, Command::SetModel { constants }).await,
         Request::RegisterServer {
             token,
@@ -485,43 +412,130 @@ async fn handle(shared: &Arc<Shared>, request: Request, received: Instant) -> Re
             incarnation,
             done,
             backfilled,
-        } => {
-            let current = match detector::identify(&shared.detector, server, token, incarnation) {
-                Ok(current) => current,
-                Err(refused) => return refused,
-            };
-            if done.is_empty() && backfilled.is_empty() {
-                return Response::Done;
-            }
-            // (A later incarnation than the one registered here goes on to the command, which
-            // refuses it where it applies.)
-            if incarnation == current && !shared.detector.lease_current(server, incarnation) {
-                // It may have failed since it reported; the report comes again after the
-                // heartbeat that renews its lease, or its removal ends the transfers.
-                return error(
-                    Status::Unavailable,
-                    format!("server {server} holds no current lease here: send the report again after a heartbeat"),
-                );
-            }
-            // The command checks the incarnation again where it applies, and ignores
-            // references that name no transfer into this server or no build under way (a
-            // repeated report).
-            write(
-                shared,
-                Command::CompleteTransfers {
-                    id: server,
-                    incarnation,
-                    done,
-                    backfilled,
-                },
-            )
-            .await
-        }
+        } => transfers_done(shared, (server, token, incarnation), done, backfilled).await,
         Request::Decommission { server } => {
             write(shared, Command::Decommission { id: server }).await
         }
         _ => error(Status::Malformed, "that request is for a server"),
     }
+}
+
+/// Answers once the configuration is past `after`, or after `timeout_ms` (at most
+/// [`WAIT_CONFIG_MAX`]) with the current one.
+async fn wait_config(shared: &Arc<Shared>, after: Epoch, timeout_ms: u32) -> Response {
+    let timeout = Duration::from_millis(timeout_ms as u64).min(WAIT_CONFIG_MAX);
+    let mut rx = shared.config.clone();
+    tokio::select! {
+        _ = shared.cancel.cancelled() => {}
+        _ = tokio::time::timeout(timeout, rx.wait_for(|c| c.epoch > after)) => {}
+    }
+    let config = (**shared.config.borrow()).clone();
+    Response::Config(Box::new(config))
+}
+
+async fn add_space(shared: &Arc<Shared>, description: &str) -> Response {
+    if description.len() > DESCRIPTION_BYTES_MAX {
+        return error(
+            Status::TooLarge,
+            format!(
+                "description of {} bytes is over the {DESCRIPTION_BYTES_MAX}-byte limit",
+                description.len()
+            ),
+        );
+    }
+    let parsed = match shared.default_tolerate {
+        Some(t) => parse_space_tolerating(&description, t),
+        None => parse_space(&description),
+    };
+    match parsed {
+        Ok(schema) => {
+            let what = format!("space {:?} created", schema.name);
+            let lagging = ("does not serve it yet", "do not serve it yet");
+            write_acknowledged(shared, Command::AddSpace { schema }, &what, lagging).await
+        }
+        Err(e) => error(Status::BadDescription, e.to_string()),
+    }
+}
+
+async fn alter_space(shared: &Arc<Shared>, space: String, change: SpaceChange) -> Response {
+    // Bounded like a description: a request this large names nothing a space has, and
+    // would only burden the log.
+    let bytes = space.len() + change.name_bytes();
+    if bytes > DESCRIPTION_BYTES_MAX {
+        return error(
+            Status::TooLarge,
+            format!("alteration of {bytes} bytes is over the {DESCRIPTION_BYTES_MAX}-byte limit"),
+        );
+    }
+    // Ready once every live server knows it (see `SpaceConfig::shape_entries`).
+    let registered = {
+        let config = shared.config.borrow();
+        let space = config.space(&space);
+        match &change {
+            SpaceChange::ShapeReady(shape) => space
+                .and_then(|s| s.shape_entry(shape))
+                .map(|e| (e.since, "shape")),
+            SpaceChange::FormulaReady(id) => space
+                .and_then(|s| s.formula_entry(id))
+                .map(|e| (e.since, "formula")),
+            _ => None,
+        }
+    };
+    if let Some((since, what)) = registered {
+        if let Some(refused) = not_known_everywhere(shared, since, what) {
+            return refused;
+        }
+    }
+    let what = format!("space {space:?} altered");
+    write_acknowledged(
+        shared,
+        Command::AlterSpace {
+            name: space,
+            change,
+        },
+        &what,
+        ("does not act on it yet", "do not act on it yet"),
+    )
+    .await
+}
+
+/// A server's report of the state transfers into it completed and the backfills it finished.
+async fn transfers_done(
+    shared: &Arc<Shared>,
+    (server, token, incarnation): (ServerId, u128, u64),
+    done: Vec<TransferRef>,
+    backfilled: Vec<BackfillRef>,
+) -> Response {
+    let current = match detector::identify(&shared.detector, server, token, incarnation) {
+        Ok(current) => current,
+        Err(refused) => return refused,
+    };
+    if done.is_empty() && backfilled.is_empty() {
+        return Response::Done;
+    }
+    // (A later incarnation than the one registered here goes on to the command, which
+    // refuses it where it applies.)
+    if incarnation == current && !shared.detector.lease_current(server, incarnation) {
+        // It may have failed since it reported; the report comes again after the
+        // heartbeat that renews its lease, or its removal ends the transfers.
+        return error(
+            Status::Unavailable,
+            format!("server {server} holds no current lease here: send the report again after a heartbeat"),
+        );
+    }
+    // The command checks the incarnation again where it applies, and ignores
+    // references that name no transfer into this server or no build under way (a
+    // repeated report).
+    write(
+        shared,
+        Command::CompleteTransfers {
+            id: server,
+            incarnation,
+            done,
+            backfilled,
+        },
+    )
+    .await
 }
 
 pub(crate) fn status(shared: &Shared) -> CoordinatorStatus {
