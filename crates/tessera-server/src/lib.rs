@@ -223,52 +223,18 @@ impl Server {
             runtime,
         );
         let mut tasks = vec![tokio::spawn(chain::tick(shared.clone()))];
-        let mut lease_keeper = None;
-        if let (Some(c), Some(coordinators)) = (&options.cluster, &coordinators) {
-            let stopping = shared.clone();
-            tasks.push(tokio::spawn(coordination::follow_configuration(
-                coordinators.clone(),
-                shared.view().epoch(),
-                shared.chain.clone(),
-                move || stopping.is_shutting_down(),
-            )));
-            let address = coordination::advertised(c, local_addr)?;
-            let token = coordination::load_or_make_token(&options.data_dir)?;
-            if let Some(reported) = reported {
-                let (viewing, stopping) = (shared.clone(), shared.clone());
-                tasks.push(tokio::spawn(transfers::report_transfers(
-                    coordinators.clone(),
+        let lease_keeper = match (&options.cluster, &coordinators, reported) {
+            (Some(c), Some(coordinators), Some(reported)) => {
+                let member = Member {
                     me,
-                    token,
                     incarnation,
-                    reported,
-                    move |done| transfers::may_be_under_way(&viewing.view().config, me, done),
-                    move || stopping.is_shutting_down(),
-                )));
+                    address: coordination::advertised(c, local_addr)?,
+                    token: coordination::load_or_make_token(&options.data_dir)?,
+                };
+                Some(follow_cluster(&shared, coordinators, member, reported, &mut tasks).await?)
             }
-            let (viewing, stopping) = (shared.clone(), shared.clone());
-            let keeping = lease::keep_lease(
-                coordinators.clone(),
-                me,
-                token,
-                incarnation,
-                address,
-                shared.lease.clone(),
-                shared.storage_failed_flag(),
-                move || viewing.view().epoch(),
-                move || stopping.is_shutting_down(),
-            );
-            lease_keeper = Some(lease::LeaseKeeper::start(keeping).map_err(ServerError::Io)?);
-            // Serve once the coordinators granted a lease (normally within one heartbeat);
-            // until then gets and writes are refused as retryable anyway.
-            for _ in 0..100 {
-                if shared.lease.is_valid() {
-                    break;
-                }
-                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-            }
-            tracing::info!(server = %me, lease = shared.lease.is_valid(), "joined the cluster");
-        }
+            _ => None,
+        };
         let limits = options
             .limits
             .fit_to_descriptors(connection::descriptor_limit());
@@ -352,4 +318,68 @@ impl Server {
         }
         tracing::warn!("the store is still in use 5 s after shutdown");
     }
+}
+
+/// Who this server is to the coordinators.
+struct Member {
+    me: tessera_types::ServerId,
+    incarnation: u64,
+    address: String,
+    token: u128,
+}
+
+/// A cluster member's tasks: following the configuration, reporting completed transfers and
+/// keeping the lease (serving once it is granted, normally within one heartbeat; until then
+/// gets and writes are refused as retryable anyway).
+async fn follow_cluster(
+    shared: &Arc<state::Shared>,
+    coordinators: &coordination::Coordinators,
+    member: Member,
+    reported: tokio::sync::mpsc::UnboundedReceiver<transfers::Report>,
+    tasks: &mut Vec<tokio::task::JoinHandle<()>>,
+) -> Result<lease::LeaseKeeper, ServerError> {
+    let Member {
+        me,
+        incarnation,
+        address,
+        token,
+    } = member;
+    let stopping = shared.clone();
+    tasks.push(tokio::spawn(coordination::follow_configuration(
+        coordinators.clone(),
+        shared.view().epoch(),
+        shared.chain.clone(),
+        move || stopping.is_shutting_down(),
+    )));
+    let (viewing, stopping) = (shared.clone(), shared.clone());
+    tasks.push(tokio::spawn(transfers::report_transfers(
+        coordinators.clone(),
+        me,
+        token,
+        incarnation,
+        reported,
+        move |done| transfers::may_be_under_way(&viewing.view().config, me, done),
+        move || stopping.is_shutting_down(),
+    )));
+    let (viewing, stopping) = (shared.clone(), shared.clone());
+    let keeping = lease::keep_lease(
+        coordinators.clone(),
+        me,
+        token,
+        incarnation,
+        address,
+        shared.lease.clone(),
+        shared.storage_failed_flag(),
+        move || viewing.view().epoch(),
+        move || stopping.is_shutting_down(),
+    );
+    let keeper = lease::LeaseKeeper::start(keeping).map_err(ServerError::Io)?;
+    for _ in 0..100 {
+        if shared.lease.is_valid() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    tracing::info!(server = %me, lease = shared.lease.is_valid(), "joined the cluster");
+    Ok(keeper)
 }
