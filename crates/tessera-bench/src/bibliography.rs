@@ -330,12 +330,6 @@ impl Bibliography {
         if !per_mille(&mut rng, NO_YEAR_PERMILLE) {
             props.insert("year", Val::Int(year));
         }
-        let people = |rng: &mut SmallRng, most: u32| {
-            let k = 1 + rng.random_range(0..most) as usize;
-            let mut names: Vec<String> = (0..k).map(|_| self.person(rng)).collect();
-            names.dedup();
-            Val::List(names)
-        };
         // Titles: four words from a large vocabulary; duplicates are possible but rare.
         let title = (0..4)
             .map(|_| word(rng.random_range(0..2_000_000), 3))
@@ -351,100 +345,11 @@ impl Bibliography {
                 rng.random_range(1..=28)
             )),
         );
-        let venue;
-        let key;
-        match ty {
-            "article" => {
-                let j = skewed(&mut rng, JOURNALS);
-                venue = capitalised(word(j * 7919, 2)) + "J";
-                key = format!("journals/{}/e{n}", venue.to_lowercase());
-                props.insert("journal", s(venue.clone()));
-                if per_mille(&mut rng, VOLUME_PERMILLE) {
-                    props.insert("volume", s(rng.random_range(1..=60).to_string()));
-                }
-                if per_mille(&mut rng, NUMBER_PERMILLE) {
-                    props.insert("number", s(rng.random_range(1..=12).to_string()));
-                }
-            }
-            "inproceedings" | "proceedings" | "incollection" => {
-                let c = skewed(&mut rng, CONFERENCES);
-                venue = word(c * 104_729, 2).to_uppercase();
-                key = format!("conf/{}/e{n}", venue.to_lowercase());
-                let proceedings = ty == "proceedings";
-                // Proceedings volumes name their venue in the title and, on ~60%, a booktitle.
-                if !proceedings || per_mille(&mut rng, 600) {
-                    props.insert("booktitle", s(venue.clone()));
-                }
-                if !proceedings && per_mille(&mut rng, CROSSREF_PERMILLE) {
-                    props.insert(
-                        "crossref",
-                        s(format!("conf/{}/{year}", venue.to_lowercase())),
-                    );
-                }
-                if proceedings || ty == "incollection" {
-                    if per_mille(&mut rng, 900) {
-                        props.insert("publisher", s(word(skewed(&mut rng, PUBLISHERS), 3)));
-                    }
-                    if per_mille(&mut rng, 700) {
-                        props.insert(
-                            "isbn",
-                            s(format!("978-{}", rng.random_range(0..1_000_000_000u64))),
-                        );
-                    }
-                    if per_mille(&mut rng, 500) {
-                        props.insert("series", s(capitalised(word(skewed(&mut rng, SERIES), 2))));
-                    }
-                }
-                if proceedings {
-                    props.insert("editor", people(&mut rng, 4));
-                    if per_mille(&mut rng, 400) {
-                        props.insert("volume", s(rng.random_range(1..=9000).to_string()));
-                    }
-                }
-            }
-            "book" => {
-                venue = word(skewed(&mut rng, PUBLISHERS), 3);
-                key = format!("books/{venue}/e{n}");
-                props.insert("publisher", s(venue.clone()));
-                if per_mille(&mut rng, 800) {
-                    props.insert(
-                        "isbn",
-                        s(format!("978-{}", rng.random_range(0..1_000_000_000u64))),
-                    );
-                }
-                if per_mille(&mut rng, 400) {
-                    props.insert("series", s(capitalised(word(skewed(&mut rng, SERIES), 2))));
-                }
-                if per_mille(&mut rng, 200) {
-                    props.insert("volume", s(rng.random_range(1..=500).to_string()));
-                }
-                if per_mille(&mut rng, 150) {
-                    props.insert("edition", s(rng.random_range(2..=5).to_string()));
-                }
-                if per_mille(&mut rng, 300) {
-                    props.insert("editor", people(&mut rng, 3));
-                }
-            }
-            _ => {
-                // Theses.
-                venue = capitalised(word(skewed(&mut rng, SCHOOLS) * 31, 3)) + "U";
-                key = format!("phd/{}/e{n}", venue.to_lowercase());
-                props.insert("school", s(venue.clone()));
-                if per_mille(&mut rng, 100) {
-                    props.insert("publisher", s(word(skewed(&mut rng, PUBLISHERS), 3)));
-                }
-                if per_mille(&mut rng, 200) {
-                    props.insert(
-                        "isbn",
-                        s(format!("978-{}", rng.random_range(0..1_000_000_000u64))),
-                    );
-                }
-            }
-        }
+        let key = self.venue(&mut rng, ty, n, year, &mut props);
         // Authors: on everything but most proceedings volumes (which have editors instead).
         let authored = ty != "proceedings" || per_mille(&mut rng, 100);
         if authored && !per_mille(&mut rng, NO_AUTHOR_PERMILLE) {
-            props.insert("author", people(&mut rng, 5));
+            props.insert("author", self.people(&mut rng, 5));
         }
         if !per_mille(&mut rng, NO_URL_PERMILLE) {
             props.insert("url", s(format!("db/{key}.html")));
@@ -469,31 +374,147 @@ impl Bibliography {
             );
         }
         if per_mille(&mut rng, RARE_PERMILLE) {
-            let choice = RARE[rng.random_range(0..RARE.len())];
-            for &name in choice {
-                let value = match name {
-                    "cite" => Val::List(
-                        (0..rng.random_range(1..=4))
-                            .map(|_| format!("e{}", rng.random_range(0..self.entries.max(1))))
-                            .collect(),
-                    ),
-                    "chapter" => Val::Int(rng.random_range(1..=20)),
-                    "month" => s(
-                        ["January", "April", "July", "October"][rng.random_range(0..4)].to_owned(),
-                    ),
-                    "archiveprefix" => s("arXiv".to_owned()),
-                    "language" => {
-                        s(["German", "French", "Chinese"][rng.random_range(0..3)].to_owned())
-                    }
-                    "publtype" => {
-                        s(["informal", "survey", "withdrawn"][rng.random_range(0..3)].to_owned())
-                    }
-                    _ => s(word(rng.random_range(0..10_000_000), 4)),
-                };
-                props.insert(name, value);
-            }
+            self.rare(&mut rng, &mut props);
         }
         Entry { key, props }
+    }
+
+    /// One to `most` people's names (a name drawn twice in a row is kept once).
+    fn people(&self, rng: &mut SmallRng, most: u32) -> Val {
+        let k = 1 + rng.random_range(0..most) as usize;
+        let mut names: Vec<String> = (0..k).map(|_| self.person(rng)).collect();
+        names.dedup();
+        Val::List(names)
+    }
+
+    /// The venue of an entry of type `ty` (journal, conference, publisher or school) and its
+    /// properties; returns the entry's key.
+    fn venue(
+        &self,
+        rng: &mut SmallRng,
+        ty: &str,
+        n: u64,
+        year: i64,
+        props: &mut BTreeMap<&'static str, Val>,
+    ) -> String {
+        let s = |v: String| Val::Str(v);
+        let venue;
+        let key;
+        match ty {
+            "article" => {
+                let j = skewed(rng, JOURNALS);
+                venue = capitalised(word(j * 7919, 2)) + "J";
+                key = format!("journals/{}/e{n}", venue.to_lowercase());
+                props.insert("journal", s(venue.clone()));
+                if per_mille(rng, VOLUME_PERMILLE) {
+                    props.insert("volume", s(rng.random_range(1..=60).to_string()));
+                }
+                if per_mille(rng, NUMBER_PERMILLE) {
+                    props.insert("number", s(rng.random_range(1..=12).to_string()));
+                }
+            }
+            "inproceedings" | "proceedings" | "incollection" => {
+                let c = skewed(rng, CONFERENCES);
+                venue = word(c * 104_729, 2).to_uppercase();
+                key = format!("conf/{}/e{n}", venue.to_lowercase());
+                let proceedings = ty == "proceedings";
+                // Proceedings volumes name their venue in the title and, on ~60%, a booktitle.
+                if !proceedings || per_mille(rng, 600) {
+                    props.insert("booktitle", s(venue.clone()));
+                }
+                if !proceedings && per_mille(rng, CROSSREF_PERMILLE) {
+                    props.insert(
+                        "crossref",
+                        s(format!("conf/{}/{year}", venue.to_lowercase())),
+                    );
+                }
+                if proceedings || ty == "incollection" {
+                    if per_mille(rng, 900) {
+                        props.insert("publisher", s(word(skewed(rng, PUBLISHERS), 3)));
+                    }
+                    if per_mille(rng, 700) {
+                        props.insert(
+                            "isbn",
+                            s(format!("978-{}", rng.random_range(0..1_000_000_000u64))),
+                        );
+                    }
+                    if per_mille(rng, 500) {
+                        props.insert("series", s(capitalised(word(skewed(rng, SERIES), 2))));
+                    }
+                }
+                if proceedings {
+                    props.insert("editor", self.people(rng, 4));
+                    if per_mille(rng, 400) {
+                        props.insert("volume", s(rng.random_range(1..=9000).to_string()));
+                    }
+                }
+            }
+            "book" => {
+                venue = word(skewed(rng, PUBLISHERS), 3);
+                key = format!("books/{venue}/e{n}");
+                props.insert("publisher", s(venue.clone()));
+                if per_mille(rng, 800) {
+                    props.insert(
+                        "isbn",
+                        s(format!("978-{}", rng.random_range(0..1_000_000_000u64))),
+                    );
+                }
+                if per_mille(rng, 400) {
+                    props.insert("series", s(capitalised(word(skewed(rng, SERIES), 2))));
+                }
+                if per_mille(rng, 200) {
+                    props.insert("volume", s(rng.random_range(1..=500).to_string()));
+                }
+                if per_mille(rng, 150) {
+                    props.insert("edition", s(rng.random_range(2..=5).to_string()));
+                }
+                if per_mille(rng, 300) {
+                    props.insert("editor", self.people(rng, 3));
+                }
+            }
+            _ => {
+                // Theses.
+                venue = capitalised(word(skewed(rng, SCHOOLS) * 31, 3)) + "U";
+                key = format!("phd/{}/e{n}", venue.to_lowercase());
+                props.insert("school", s(venue.clone()));
+                if per_mille(rng, 100) {
+                    props.insert("publisher", s(word(skewed(rng, PUBLISHERS), 3)));
+                }
+                if per_mille(rng, 200) {
+                    props.insert(
+                        "isbn",
+                        s(format!("978-{}", rng.random_range(0..1_000_000_000u64))),
+                    );
+                }
+            }
+        }
+        key
+    }
+
+    /// One of the rare combinations of properties ([`RARE`]).
+    fn rare(&self, rng: &mut SmallRng, props: &mut BTreeMap<&'static str, Val>) {
+        let s = |v: String| Val::Str(v);
+        let choice = RARE[rng.random_range(0..RARE.len())];
+        for &name in choice {
+            let value = match name {
+                "cite" => Val::List(
+                    (0..rng.random_range(1..=4))
+                        .map(|_| format!("e{}", rng.random_range(0..self.entries.max(1))))
+                        .collect(),
+                ),
+                "chapter" => Val::Int(rng.random_range(1..=20)),
+                "month" => {
+                    s(["January", "April", "July", "October"][rng.random_range(0..4)].to_owned())
+                }
+                "archiveprefix" => s("arXiv".to_owned()),
+                "language" => s(["German", "French", "Chinese"][rng.random_range(0..3)].to_owned()),
+                "publtype" => {
+                    s(["informal", "survey", "withdrawn"][rng.random_range(0..3)].to_owned())
+                }
+                _ => s(word(rng.random_range(0..10_000_000), 4)),
+            };
+            props.insert(name, value);
+        }
     }
 
     /// The kind every property has (for a typed space's attributes).
