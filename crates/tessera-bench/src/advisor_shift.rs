@@ -232,54 +232,15 @@ pub(crate) async fn measure(
     };
     let (from_run, to_run) = (shared(&options.from), shared(&options.to));
 
-    // The sampler: every second, the operations finished since and the configuration.
     let started = Instant::now();
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let sampler = {
-        let (from_run, to_run, stop) = (
-            Arc::clone(&from_run),
-            Arc::clone(&to_run),
-            Arc::clone(&stop),
-        );
-        let client = client.clone();
-        let progress = settings.progress;
-        tokio::spawn(async move {
-            let mut timeline = Vec::new();
-            let mut ticks = tokio::time::interval(Duration::from_secs(1));
-            ticks.tick().await;
-            let mut last = (0, started);
-            while !stop.load(Ordering::Relaxed) {
-                ticks.tick().await;
-                let (f, t) = (
-                    from_run.finished.load(Ordering::Relaxed),
-                    to_run.finished.load(Ordering::Relaxed),
-                );
-                let now = Instant::now();
-                let ops_s = (f + t - last.0) as f64 / now.duration_since(last.1).as_secs_f64();
-                last = (f + t, now);
-                let (subspaces, building, _) = configuration_of(&client).await?;
-                let sample = ShiftSample {
-                    t_s: now.duration_since(started).as_secs_f64(),
-                    workload: if t > 0 { "to" } else { "from" }.into(),
-                    ops_s,
-                    subspaces,
-                    building,
-                };
-                if progress && timeline.len() % 10 == 0 {
-                    eprintln!(
-                        "advisor-shift: {:.0} s, {}: {:.0} ops/s, subspaces {:?}{}",
-                        sample.t_s,
-                        sample.workload,
-                        sample.ops_s,
-                        sample.subspaces,
-                        if sample.building { " (building)" } else { "" }
-                    );
-                }
-                timeline.push(sample);
-            }
-            Ok::<_, TargetError>(timeline)
-        })
-    };
+    let sampler = spawn_sampler(
+        client.clone(),
+        [Arc::clone(&from_run), Arc::clone(&to_run)],
+        Arc::clone(&stop),
+        started,
+        settings.progress,
+    );
     run_mix(
         &client,
         &from_run,
@@ -365,6 +326,53 @@ pub(crate) async fn measure(
         hotels_checked: hotels.count(),
         writes_lost,
         timeline,
+    })
+}
+
+/// Every second until `stop`: the operations the two runs finished since, and the space's
+/// configuration.
+fn spawn_sampler(
+    client: Client,
+    [from_run, to_run]: [Arc<RunShared>; 2],
+    stop: Arc<std::sync::atomic::AtomicBool>,
+    started: Instant,
+    progress: bool,
+) -> tokio::task::JoinHandle<Result<Vec<ShiftSample>, TargetError>> {
+    tokio::spawn(async move {
+        let mut timeline = Vec::new();
+        let mut ticks = tokio::time::interval(Duration::from_secs(1));
+        ticks.tick().await;
+        let mut last = (0, started);
+        while !stop.load(Ordering::Relaxed) {
+            ticks.tick().await;
+            let (f, t) = (
+                from_run.finished.load(Ordering::Relaxed),
+                to_run.finished.load(Ordering::Relaxed),
+            );
+            let now = Instant::now();
+            let ops_s = (f + t - last.0) as f64 / now.duration_since(last.1).as_secs_f64();
+            last = (f + t, now);
+            let (subspaces, building, _) = configuration_of(&client).await?;
+            let sample = ShiftSample {
+                t_s: now.duration_since(started).as_secs_f64(),
+                workload: if t > 0 { "to" } else { "from" }.into(),
+                ops_s,
+                subspaces,
+                building,
+            };
+            if progress && timeline.len() % 10 == 0 {
+                eprintln!(
+                    "advisor-shift: {:.0} s, {}: {:.0} ops/s, subspaces {:?}{}",
+                    sample.t_s,
+                    sample.workload,
+                    sample.ops_s,
+                    sample.subspaces,
+                    if sample.building { " (building)" } else { "" }
+                );
+            }
+            timeline.push(sample);
+        }
+        Ok::<_, TargetError>(timeline)
     })
 }
 

@@ -444,8 +444,8 @@ async fn add_space(shared: &Arc<Shared>, description: &str) -> Response {
         );
     }
     let parsed = match shared.default_tolerate {
-        Some(t) => parse_space_tolerating(&description, t),
-        None => parse_space(&description),
+        Some(t) => parse_space_tolerating(description, t),
+        None => parse_space(description),
     };
     match parsed {
         Ok(schema) => {
