@@ -423,326 +423,393 @@ fn write_mode(name: &str) -> PyResult<WriteMode> {
     }
 }
 
+/// Every operation `call`, `submit`, `call_async` and `call_batched` take: its name (the one
+/// `tesseradb/_operations.py` gives as `native`), how many arguments it takes, and the function
+/// of [`ops`] that parses them into a future. Adding an operation is a line here and that
+/// function. Exported as `CALL_OPS` (the Python tests check the table against it).
+const CALL_OPS: &[(&str, usize, ops::Parse)] = &[
+    ("get", 2, ops::get),
+    ("multi_get", 2, ops::multi_get),
+    ("multi_put", 2, ops::multi_put),
+    ("put", 6, ops::put),
+    ("del", 3, ops::del),
+    ("count", 2, ops::count),
+    ("search", 2, ops::search),
+    ("get_by_range", 4, ops::get_by_range),
+    ("get_by_tags", 2, ops::get_by_tags),
+    ("sorted_search", 5, ops::sorted_search),
+    ("group_del", 2, ops::group_del),
+    ("group_update", 3, ops::group_update),
+    ("explain", 2, ops::explain),
+    ("add_space", 1, ops::add_space),
+    ("rm_space", 1, ops::rm_space),
+    ("add_subspace", 2, ops::add_subspace),
+    ("add_formula", 3, ops::add_formula),
+    ("drop_subspace", 2, ops::drop_subspace),
+    ("set_adapt", 2, ops::set_adapt),
+    ("adaptations", 1, ops::adaptations),
+    ("subspaces", 1, ops::subspaces),
+    ("wait_built", 2, ops::wait_built),
+    ("list_spaces", 0, ops::list_spaces),
+    ("config", 0, ops::config),
+    ("coordinators", 0, ops::coordinators),
+];
+
 /// Parses `op(args)` into a future that owns everything it needs (so it can run without the
 /// GIL, on any thread).
 fn operation(client: &Client, op: &str, args: &Bound<'_, PyTuple>) -> PyResult<Operation> {
-    let c = client.clone();
-    let arity = |n: usize| -> PyResult<()> {
-        if args.len() == n {
-            Ok(())
-        } else {
-            Err(bad_argument(format!(
-                "{op} takes {n} arguments, got {}",
-                args.len()
-            )))
-        }
+    let Some(&(_, arity, parse)) = CALL_OPS.iter().find(|(name, ..)| *name == op) else {
+        return Err(bad_argument(format!("unknown operation {op:?}")));
     };
-    let s = |i: usize| -> PyResult<String> { args.get_item(i)?.extract::<String>() };
-    let v = |i: usize| -> PyResult<Value> { to_value(&args.get_item(i)?) };
-    let p = |i: usize| -> PyResult<Vec<Predicate>> { to_predicates(&args.get_item(i)?) };
-    let f = |i: usize| -> PyResult<Vec<Funcall>> { to_funcalls(&args.get_item(i)?) };
-    Ok(match op {
-        "get" => {
-            arity(2)?;
-            let (space, key) = (s(0)?, v(1)?);
-            Box::pin(async move { Ok(Outcome::Object(c.get(&space, key).await?)) })
+    if args.len() != arity {
+        return Err(bad_argument(format!(
+            "{op} takes {arity} arguments, got {}",
+            args.len()
+        )));
+    }
+    parse(client.clone(), &Args(args))
+}
+
+/// An operation's arguments, as Python gave them (as many as its row of [`CALL_OPS`] says).
+struct Args<'a, 'py>(&'a Bound<'py, PyTuple>);
+
+impl<'py> Args<'_, 'py> {
+    fn item(&self, i: usize) -> PyResult<Bound<'py, PyAny>> {
+        self.0.get_item(i)
+    }
+
+    fn string(&self, i: usize) -> PyResult<String> {
+        self.item(i)?.extract()
+    }
+
+    fn value(&self, i: usize) -> PyResult<Value> {
+        to_value(&self.item(i)?)
+    }
+
+    fn predicates(&self, i: usize) -> PyResult<Vec<Predicate>> {
+        to_predicates(&self.item(i)?)
+    }
+
+    fn funcalls(&self, i: usize) -> PyResult<Vec<Funcall>> {
+        to_funcalls(&self.item(i)?)
+    }
+}
+
+/// One function per row of [`CALL_OPS`]: its arguments parsed (with the GIL held, so a bad
+/// one raises at once), then the future that runs it on `c`.
+mod ops {
+    use super::*;
+
+    pub(super) type Parse = fn(Client, &Args<'_, '_>) -> PyResult<Operation>;
+
+    /// The future of an operation whose arguments were all taken.
+    fn run<F>(operation: F) -> PyResult<Operation>
+    where
+        F: Future<Output = Result<Outcome, Failure>> + Send + 'static,
+    {
+        Ok(Box::pin(operation))
+    }
+
+    /// Whether `space` is dynamic, if the client's configuration knows it yet.
+    fn known_dynamic(c: &Client, space: &str) -> Option<bool> {
+        c.configuration()
+            .space(space)
+            .map(|s| s.schema.is_dynamic())
+    }
+
+    /// Whether `space` is dynamic: `known`, or asked of the cluster.
+    async fn dynamic(c: &Client, space: &str, known: Option<bool>) -> Result<bool, Failure> {
+        Ok(match known {
+            Some(d) => d,
+            None => c.describe_space(space).await?.is_dynamic(),
+        })
+    }
+
+    /// Records answered with the space's key under its name.
+    async fn records<F>(c: &Client, space: &str, read: F) -> Result<Outcome, Failure>
+    where
+        F: Future<Output = Result<Vec<Record>, ClientError>>,
+    {
+        let key_name = c.describe_space(space).await?.key().name.clone();
+        Ok(Outcome::Records {
+            key_name,
+            records: read.await?,
+        })
+    }
+
+    fn unknown_space(space: &str) -> Failure {
+        Failure {
+            symbol: "UNKNOWNSPACE".into(),
+            code: tessera_client::Status::UnknownSpace.code(),
+            message: format!("no space named {space:?}"),
         }
-        "multi_get" => {
-            arity(2)?;
-            let space = s(0)?;
-            let keys = args
-                .get_item(1)?
-                .extract::<Vec<Bound<'_, PyAny>>>()?
-                .iter()
-                .map(to_value)
-                .collect::<PyResult<Vec<Value>>>()?;
-            Box::pin(async move { Ok(Outcome::Objects(c.multi_get(&space, keys).await?)) })
-        }
-        "multi_put" => {
-            arity(2)?;
-            let space = s(0)?;
-            let known = c
-                .configuration()
-                .space(&space)
-                .map(|s| s.schema.is_dynamic());
-            let items = args
-                .get_item(1)?
-                .extract::<Vec<(Bound<'_, PyAny>, Bound<'_, PyAny>)>>()?
-                .iter()
-                .map(|(k, changes)| Ok((to_value(k)?, Writes::new(changes, known)?)))
-                .collect::<PyResult<Vec<(Value, Writes)>>>()?;
-            Box::pin(async move {
-                let dynamic = match known {
-                    Some(d) => d,
-                    None => c.describe_space(&space).await?.is_dynamic(),
-                };
-                let mut puts = Vec::with_capacity(items.len());
-                for (key, writes) in items {
-                    puts.push((key, writes.funcalls(dynamic, None)?));
-                }
-                let outcomes = c.multi_put(&space, puts).await;
-                Ok(Outcome::PerItem(
-                    outcomes
-                        .into_iter()
-                        .map(|o| o.err().map(Failure::from))
-                        .collect(),
-                ))
-            })
-        }
-        "put" => {
-            arity(6)?;
-            let (space, key, mode, conditions) = (s(0)?, v(1)?, write_mode(&s(2)?)?, p(3)?);
-            let formula: Option<String> = args.get_item(5)?.extract().map_err(|_| {
-                Failure::wrong_type("formula= is a formula id (a str) or None").into_py()
-            })?;
-            let known = c
-                .configuration()
-                .space(&space)
-                .map(|s| s.schema.is_dynamic());
-            let writes = Writes::new(&args.get_item(4)?, known)?;
-            Box::pin(async move {
-                let dynamic = match known {
-                    Some(d) => d,
-                    None => c.describe_space(&space).await?.is_dynamic(),
-                };
-                let funcalls = writes.funcalls(dynamic, formula)?;
-                c.write(&space, key, mode, conditions, funcalls).await?;
-                Ok(Outcome::Done)
-            })
-        }
-        "del" => {
-            arity(3)?;
-            let (space, key, conditions) = (s(0)?, v(1)?, p(2)?);
-            Box::pin(async move {
-                c.cond_del(&space, key, conditions).await?;
-                Ok(Outcome::Done)
-            })
-        }
-        "count" => {
-            arity(2)?;
-            let (space, predicates) = (s(0)?, p(1)?);
-            Box::pin(async move { Ok(Outcome::Count(c.count(&space, predicates).await?)) })
-        }
-        "search" => {
-            arity(2)?;
-            let (space, predicates) = (s(0)?, p(1)?);
-            Box::pin(async move {
-                let key_name = c.describe_space(&space).await?.key().name.clone();
-                Ok(Outcome::Records {
-                    key_name,
-                    records: c.search(&space, predicates).await?,
-                })
-            })
-        }
-        "get_by_range" => {
-            arity(4)?;
-            let (space, from, to) = (s(0)?, v(1)?, v(2)?);
-            let limit: Option<u32> = args.get_item(3)?.extract()?;
-            Box::pin(async move {
-                let key_name = c.describe_space(&space).await?.key().name.clone();
-                let records = c.get_by_range(&space, from, to, limit).await?;
-                Ok(Outcome::Records { key_name, records })
-            })
-        }
-        "get_by_tags" => {
-            arity(2)?;
-            let space = s(0)?;
-            let tags: Vec<String> = args.get_item(1)?.extract()?;
-            Box::pin(async move {
-                let key_name = c.describe_space(&space).await?.key().name.clone();
-                let records = c.get_by_tags(&space, tags).await?;
-                Ok(Outcome::Records { key_name, records })
-            })
-        }
-        "sorted_search" => {
-            arity(5)?;
-            let (space, predicates, sort_by) = (s(0)?, p(1)?, s(2)?);
-            let limit: u32 = args.get_item(3)?.extract()?;
-            let order = if args.get_item(4)?.is_truthy()? {
-                SortOrder::Descending
-            } else {
-                SortOrder::Ascending
+    }
+
+    pub(super) fn get(c: Client, a: &Args<'_, '_>) -> PyResult<Operation> {
+        let (space, key) = (a.string(0)?, a.value(1)?);
+        run(async move { Ok(Outcome::Object(c.get(&space, key).await?)) })
+    }
+
+    pub(super) fn multi_get(c: Client, a: &Args<'_, '_>) -> PyResult<Operation> {
+        let space = a.string(0)?;
+        let keys = a
+            .item(1)?
+            .extract::<Vec<Bound<'_, PyAny>>>()?
+            .iter()
+            .map(to_value)
+            .collect::<PyResult<Vec<Value>>>()?;
+        run(async move { Ok(Outcome::Objects(c.multi_get(&space, keys).await?)) })
+    }
+
+    pub(super) fn multi_put(c: Client, a: &Args<'_, '_>) -> PyResult<Operation> {
+        let space = a.string(0)?;
+        let known = known_dynamic(&c, &space);
+        let items = a
+            .item(1)?
+            .extract::<Vec<(Bound<'_, PyAny>, Bound<'_, PyAny>)>>()?
+            .iter()
+            .map(|(k, changes)| Ok((to_value(k)?, Writes::new(changes, known)?)))
+            .collect::<PyResult<Vec<(Value, Writes)>>>()?;
+        run(async move {
+            let dynamic = dynamic(&c, &space, known).await?;
+            let mut puts = Vec::with_capacity(items.len());
+            for (key, writes) in items {
+                puts.push((key, writes.funcalls(dynamic, None)?));
+            }
+            let outcomes = c.multi_put(&space, puts).await;
+            Ok(Outcome::PerItem(
+                outcomes
+                    .into_iter()
+                    .map(|o| o.err().map(Failure::from))
+                    .collect(),
+            ))
+        })
+    }
+
+    pub(super) fn put(c: Client, a: &Args<'_, '_>) -> PyResult<Operation> {
+        let (space, key) = (a.string(0)?, a.value(1)?);
+        let (mode, conditions) = (write_mode(&a.string(2)?)?, a.predicates(3)?);
+        let formula: Option<String> = a.item(5)?.extract().map_err(|_| {
+            Failure::wrong_type("formula= is a formula id (a str) or None").into_py()
+        })?;
+        let known = known_dynamic(&c, &space);
+        let writes = Writes::new(&a.item(4)?, known)?;
+        run(async move {
+            let dynamic = dynamic(&c, &space, known).await?;
+            let funcalls = writes.funcalls(dynamic, formula)?;
+            c.write(&space, key, mode, conditions, funcalls).await?;
+            Ok(Outcome::Done)
+        })
+    }
+
+    pub(super) fn del(c: Client, a: &Args<'_, '_>) -> PyResult<Operation> {
+        let (space, key, conditions) = (a.string(0)?, a.value(1)?, a.predicates(2)?);
+        run(async move {
+            c.cond_del(&space, key, conditions).await?;
+            Ok(Outcome::Done)
+        })
+    }
+
+    pub(super) fn count(c: Client, a: &Args<'_, '_>) -> PyResult<Operation> {
+        let (space, predicates) = (a.string(0)?, a.predicates(1)?);
+        run(async move { Ok(Outcome::Count(c.count(&space, predicates).await?)) })
+    }
+
+    pub(super) fn search(c: Client, a: &Args<'_, '_>) -> PyResult<Operation> {
+        let (space, predicates) = (a.string(0)?, a.predicates(1)?);
+        run(async move { records(&c, &space, c.search(&space, predicates)).await })
+    }
+
+    pub(super) fn get_by_range(c: Client, a: &Args<'_, '_>) -> PyResult<Operation> {
+        let (space, from, to) = (a.string(0)?, a.value(1)?, a.value(2)?);
+        let limit: Option<u32> = a.item(3)?.extract()?;
+        run(async move { records(&c, &space, c.get_by_range(&space, from, to, limit)).await })
+    }
+
+    pub(super) fn get_by_tags(c: Client, a: &Args<'_, '_>) -> PyResult<Operation> {
+        let space = a.string(0)?;
+        let tags: Vec<String> = a.item(1)?.extract()?;
+        run(async move { records(&c, &space, c.get_by_tags(&space, tags)).await })
+    }
+
+    pub(super) fn sorted_search(c: Client, a: &Args<'_, '_>) -> PyResult<Operation> {
+        let (space, predicates, sort_by) = (a.string(0)?, a.predicates(1)?, a.string(2)?);
+        let limit: u32 = a.item(3)?.extract()?;
+        let order = if a.item(4)?.is_truthy()? {
+            SortOrder::Descending
+        } else {
+            SortOrder::Ascending
+        };
+        run(async move {
+            let read = c.sorted_search(&space, predicates, &sort_by, limit, order);
+            records(&c, &space, read).await
+        })
+    }
+
+    pub(super) fn group_del(c: Client, a: &Args<'_, '_>) -> PyResult<Operation> {
+        let (space, predicates) = (a.string(0)?, a.predicates(1)?);
+        run(async move { Ok(Outcome::Count(c.group_del(&space, predicates).await?)) })
+    }
+
+    pub(super) fn group_update(c: Client, a: &Args<'_, '_>) -> PyResult<Operation> {
+        let (space, predicates, funcalls) = (a.string(0)?, a.predicates(1)?, a.funcalls(2)?);
+        run(async move {
+            Ok(Outcome::Count(
+                c.group_update(&space, predicates, funcalls).await?,
+            ))
+        })
+    }
+
+    pub(super) fn explain(c: Client, a: &Args<'_, '_>) -> PyResult<Operation> {
+        let (space, predicates) = (a.string(0)?, a.predicates(1)?);
+        run(async move { Ok(Outcome::Explain(c.explain(&space, predicates).await?)) })
+    }
+
+    pub(super) fn add_space(c: Client, a: &Args<'_, '_>) -> PyResult<Operation> {
+        let description = a.string(0)?;
+        run(async move {
+            c.add_space(&description).await?;
+            Ok(Outcome::Done)
+        })
+    }
+
+    pub(super) fn rm_space(c: Client, a: &Args<'_, '_>) -> PyResult<Operation> {
+        let name = a.string(0)?;
+        run(async move {
+            c.rm_space(&name).await?;
+            Ok(Outcome::Done)
+        })
+    }
+
+    pub(super) fn add_subspace(c: Client, a: &Args<'_, '_>) -> PyResult<Operation> {
+        let space = a.string(0)?;
+        let attributes: Vec<String> = a.item(1)?.extract()?;
+        run(async move {
+            let change = SpaceChange::AddSubspace {
+                attributes: attributes.clone(),
             };
-            Box::pin(async move {
-                let key_name = c.describe_space(&space).await?.key().name.clone();
-                let records = c
-                    .sorted_search(&space, predicates, &sort_by, limit, order)
-                    .await?;
-                Ok(Outcome::Records { key_name, records })
-            })
-        }
-        "group_del" => {
-            arity(2)?;
-            let (space, predicates) = (s(0)?, p(1)?);
-            Box::pin(async move { Ok(Outcome::Count(c.group_del(&space, predicates).await?)) })
-        }
-        "group_update" => {
-            arity(3)?;
-            let (space, predicates, funcalls) = (s(0)?, p(1)?, f(2)?);
-            Box::pin(async move {
-                Ok(Outcome::Count(
-                    c.group_update(&space, predicates, funcalls).await?,
-                ))
-            })
-        }
-        "explain" => {
-            arity(2)?;
-            let (space, predicates) = (s(0)?, p(1)?);
-            Box::pin(async move { Ok(Outcome::Explain(c.explain(&space, predicates).await?)) })
-        }
-        "add_space" => {
-            arity(1)?;
-            let description = s(0)?;
-            Box::pin(async move {
-                c.add_space(&description).await?;
-                Ok(Outcome::Done)
-            })
-        }
-        "rm_space" => {
-            arity(1)?;
-            let name = s(0)?;
-            Box::pin(async move {
-                c.rm_space(&name).await?;
-                Ok(Outcome::Done)
-            })
-        }
-        "add_subspace" => {
-            arity(2)?;
-            let space = s(0)?;
-            let attributes: Vec<String> = args.get_item(1)?.extract()?;
-            Box::pin(async move {
-                let change = SpaceChange::AddSubspace {
-                    attributes: attributes.clone(),
-                };
-                c.alter_space(&space, change).await?;
-                let mut config = c.configuration();
-                if added_id(&config, &space, &attributes).is_none() {
-                    config = c.refresh().await?;
-                }
-                let id = added_id(&config, &space, &attributes).ok_or_else(|| Failure {
-                    symbol: "PROTOCOL".into(),
-                    code: CODE_PROTOCOL,
-                    message: format!(
-                        "the subspace over {attributes:?} was added to {space:?}, but the \
-                         configuration fetched since does not show it"
-                    ),
-                })?;
-                Ok(Outcome::Count(u64::from(id.0)))
-            })
-        }
-        "add_formula" => {
-            arity(3)?;
-            let space = s(0)?;
-            let overlays: Vec<String> = args.get_item(1)?.extract()?;
-            let id: Option<String> = args.get_item(2)?.extract()?;
-            let texts: Vec<&str> = overlays.iter().map(String::as_str).collect();
-            // A malformed overlay is refused here, as the server would refuse it.
-            let spec = FormulaSpec::parse(id.as_deref(), &texts).map_err(|e| {
-                Failure {
-                    symbol: tessera_client::Status::BadAlteration.symbol().into(),
-                    code: tessera_client::Status::BadAlteration.code(),
-                    message: e.to_string(),
-                }
-                .into_py()
+            c.alter_space(&space, change).await?;
+            let mut config = c.configuration();
+            if added_id(&config, &space, &attributes).is_none() {
+                config = c.refresh().await?;
+            }
+            let id = added_id(&config, &space, &attributes).ok_or_else(|| Failure {
+                symbol: "PROTOCOL".into(),
+                code: CODE_PROTOCOL,
+                message: format!(
+                    "the subspace over {attributes:?} was added to {space:?}, but the \
+                     configuration fetched since does not show it"
+                ),
             })?;
-            Box::pin(async move { Ok(Outcome::Text(c.add_formula(&space, spec).await?)) })
-        }
-        "drop_subspace" => {
-            arity(2)?;
-            let space = s(0)?;
-            let subspace: u16 = args.get_item(1)?.extract().map_err(|_| {
-                Failure::wrong_type("a subspace id is an int from 1 to 65535").into_py()
-            })?;
-            Box::pin(async move {
-                c.alter_space(&space, SpaceChange::DropSubspace { subspace })
-                    .await?;
-                Ok(Outcome::Count(u64::from(subspace)))
-            })
-        }
-        "set_adapt" => {
-            arity(2)?;
-            let space = s(0)?;
-            let on: bool = args
-                .get_item(1)?
-                .extract()
-                .map_err(|_| Failure::wrong_type("adapt is True or False").into_py())?;
-            Box::pin(async move {
-                c.alter_space(&space, SpaceChange::SetAdapt { on }).await?;
-                Ok(Outcome::Done)
-            })
-        }
-        "adaptations" => {
-            arity(1)?;
-            let space = s(0)?;
-            Box::pin(async move {
-                let config = c.refresh().await?;
-                let found = config.space(&space).ok_or_else(|| Failure {
-                    symbol: "UNKNOWNSPACE".into(),
-                    code: tessera_client::Status::UnknownSpace.code(),
-                    message: format!("no space named {space:?}"),
-                })?;
-                Ok(Outcome::Adaptations(found.adaptations.clone()))
-            })
-        }
-        "subspaces" => {
-            arity(1)?;
-            let space = s(0)?;
-            Box::pin(async move {
-                let config = c.refresh().await?;
-                let found = config.space(&space).cloned().ok_or_else(|| Failure {
-                    symbol: "UNKNOWNSPACE".into(),
-                    code: tessera_client::Status::UnknownSpace.code(),
-                    message: format!("no space named {space:?}"),
-                })?;
-                Ok(Outcome::Subspaces(Box::new(found)))
-            })
-        }
-        "wait_built" => {
-            arity(2)?;
-            let space = s(0)?;
-            let timeout: Option<f64> = args.get_item(1)?.extract()?;
-            let timeout = match timeout {
-                None => None,
-                Some(t) if t.is_finite() && t >= 0.0 => Some(std::time::Duration::from_secs_f64(t)),
-                Some(t) => {
-                    return Err(pyo3::exceptions::PyValueError::new_err(format!(
-                        "timeout must be a number of seconds >= 0 or None, not {t}"
-                    )))
-                }
-            };
-            Box::pin(async move {
-                Ok(Outcome::Subspaces(Box::new(
-                    c.wait_built(&space, timeout).await?,
+            Ok(Outcome::Count(u64::from(id.0)))
+        })
+    }
+
+    pub(super) fn add_formula(c: Client, a: &Args<'_, '_>) -> PyResult<Operation> {
+        let space = a.string(0)?;
+        let overlays: Vec<String> = a.item(1)?.extract()?;
+        let id: Option<String> = a.item(2)?.extract()?;
+        let texts: Vec<&str> = overlays.iter().map(String::as_str).collect();
+        // A malformed overlay is refused here, as the server would refuse it.
+        let spec = FormulaSpec::parse(id.as_deref(), &texts).map_err(|e| {
+            Failure {
+                symbol: tessera_client::Status::BadAlteration.symbol().into(),
+                code: tessera_client::Status::BadAlteration.code(),
+                message: e.to_string(),
+            }
+            .into_py()
+        })?;
+        run(async move { Ok(Outcome::Text(c.add_formula(&space, spec).await?)) })
+    }
+
+    pub(super) fn drop_subspace(c: Client, a: &Args<'_, '_>) -> PyResult<Operation> {
+        let space = a.string(0)?;
+        let subspace: u16 = a.item(1)?.extract().map_err(|_| {
+            Failure::wrong_type("a subspace id is an int from 1 to 65535").into_py()
+        })?;
+        run(async move {
+            c.alter_space(&space, SpaceChange::DropSubspace { subspace })
+                .await?;
+            Ok(Outcome::Count(u64::from(subspace)))
+        })
+    }
+
+    pub(super) fn set_adapt(c: Client, a: &Args<'_, '_>) -> PyResult<Operation> {
+        let space = a.string(0)?;
+        let on: bool = a
+            .item(1)?
+            .extract()
+            .map_err(|_| Failure::wrong_type("adapt is True or False").into_py())?;
+        run(async move {
+            c.alter_space(&space, SpaceChange::SetAdapt { on }).await?;
+            Ok(Outcome::Done)
+        })
+    }
+
+    pub(super) fn adaptations(c: Client, a: &Args<'_, '_>) -> PyResult<Operation> {
+        let space = a.string(0)?;
+        run(async move {
+            let config = c.refresh().await?;
+            let found = config.space(&space).ok_or_else(|| unknown_space(&space))?;
+            Ok(Outcome::Adaptations(found.adaptations.clone()))
+        })
+    }
+
+    pub(super) fn subspaces(c: Client, a: &Args<'_, '_>) -> PyResult<Operation> {
+        let space = a.string(0)?;
+        run(async move {
+            let config = c.refresh().await?;
+            let found = config
+                .space(&space)
+                .cloned()
+                .ok_or_else(|| unknown_space(&space))?;
+            Ok(Outcome::Subspaces(Box::new(found)))
+        })
+    }
+
+    pub(super) fn wait_built(c: Client, a: &Args<'_, '_>) -> PyResult<Operation> {
+        let space = a.string(0)?;
+        let timeout: Option<f64> = a.item(1)?.extract()?;
+        let timeout = match timeout {
+            None => None,
+            Some(t) if t.is_finite() && t >= 0.0 => Some(std::time::Duration::from_secs_f64(t)),
+            Some(t) => {
+                return Err(pyo3::exceptions::PyValueError::new_err(format!(
+                    "timeout must be a number of seconds >= 0 or None, not {t}"
                 )))
+            }
+        };
+        run(async move {
+            Ok(Outcome::Subspaces(Box::new(
+                c.wait_built(&space, timeout).await?,
+            )))
+        })
+    }
+
+    pub(super) fn list_spaces(c: Client, _: &Args<'_, '_>) -> PyResult<Operation> {
+        run(async move { Ok(Outcome::Spaces(c.list_spaces().await?)) })
+    }
+
+    pub(super) fn config(c: Client, _: &Args<'_, '_>) -> PyResult<Operation> {
+        run(async move {
+            Ok(Outcome::Config {
+                config: c.refresh().await?,
+                cluster: c.is_cluster(),
             })
-        }
-        "list_spaces" => {
-            arity(0)?;
-            Box::pin(async move { Ok(Outcome::Spaces(c.list_spaces().await?)) })
-        }
-        "config" => {
-            arity(0)?;
-            Box::pin(async move {
-                Ok(Outcome::Config {
-                    config: c.refresh().await?,
-                    cluster: c.is_cluster(),
-                })
-            })
-        }
-        "coordinators" => {
-            arity(0)?;
-            Box::pin(async move {
-                let statuses = c.coordinator_statuses().await;
-                Ok(Outcome::Coordinators(
-                    statuses
-                        .into_iter()
-                        .map(|(address, s)| (address, s.map_err(Failure::from)))
-                        .collect(),
-                ))
-            })
-        }
-        other => return Err(bad_argument(format!("unknown operation {other:?}"))),
-    })
+        })
+    }
+
+    pub(super) fn coordinators(c: Client, _: &Args<'_, '_>) -> PyResult<Operation> {
+        run(async move {
+            let statuses = c.coordinator_statuses().await;
+            Ok(Outcome::Coordinators(
+                statuses
+                    .into_iter()
+                    .map(|(address, s)| (address, s.map_err(Failure::from)))
+                    .collect(),
+            ))
+        })
+    }
 }
 
 /// The written subspace of `space` (not the key's) over exactly `attributes`, in any order.
@@ -1381,6 +1448,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("NativeError", m.py().get_type::<NativeError>())?;
     let names: Vec<&str> = FUNCALL_OPS.iter().map(|(name, _)| *name).collect();
     m.add("FUNCALL_OPS", names)?;
+    let names: Vec<&str> = CALL_OPS.iter().map(|(name, ..)| *name).collect();
+    m.add("CALL_OPS", names)?;
     m.add_class::<NativeClient>()?;
     m.add_class::<NativeDeferred>()?;
     m.add_class::<NativeCompletions>()?;

@@ -5,6 +5,9 @@ from typing import Any, Awaitable, Dict, Iterator, List, Optional, Tuple
 
 #: The atomic operations the module takes, by name (see _operations.py).
 FUNCALL_OPS: List[str]
+#: The operations NativeClient.call (submit, call_async, call_batched) takes, by name: the
+#: ``native`` of _operations.CALLS, and those the hand-written methods call.
+CALL_OPS: List[str]
 
 class NativeError(Exception):
     """args == (symbol, code, message), e.g. ("UNKNOWNSPACE", 8003, "no space named 'x'").
