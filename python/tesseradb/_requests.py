@@ -2,7 +2,11 @@
 ``Deferred``, ``tesseradb.aio.Client`` and ``Admin``.
 
 A ``Request`` names the native operation, its arguments, what to make of its result, and
-whether NOTFOUND and CMPFAIL are answers (``None`` and ``False``) rather than errors.
+whether NOTFOUND and CMPFAIL are answers (``None`` and ``False``) rather than errors. Every
+operation's builder is written at the end of this file by ``scripts/gen-python-ops.py`` from
+its row of ``_operations.CALLS``; the atomic operations' two are written by hand below, one
+for all 32. By hand too: the checks and conversions of arguments and of results that the
+table names.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ from typing import (
 )
 
 from ._operations import OPERATIONS
-from .errors import ClientError, error_class, from_native
+from .errors import ClientError, UnknownSpaceError, error_class, from_native
 from .predicates import Predicates, to_native
 
 T = TypeVar("T")
@@ -36,18 +40,6 @@ Attributes = Mapping[str, Any]
 Object = Dict[str, Any]
 
 NativeFuncall = Tuple[str, str, Any]
-
-
-def _identity(result: Any) -> Any:
-    return result
-
-
-def _true(result: Any) -> bool:
-    return True
-
-
-def _int(result: Any) -> int:
-    return int(result)
 
 
 class Request(Generic[T]):
@@ -82,37 +74,24 @@ class Request(Generic[T]):
         raise error from None
 
 
-# Atomic families: the HyperDex method name -> the native funcall op (from the one table).
-ATOMICS: Dict[str, str] = {op.name: op.native for op in OPERATIONS}
+# ---- results: what each operation makes of the native module's answer ----------------------
 
 
-def funcalls(op: str, attrs: Attributes) -> List[NativeFuncall]:
-    if not isinstance(attrs, Mapping):
-        raise TypeError(f"attributes must be a dict {{name: value}}, not {type(attrs).__name__}")
-    out: List[NativeFuncall] = []
-    for attr, value in attrs.items():
-        if not isinstance(attr, str):
-            raise TypeError(f"attribute names are str, not {type(attr).__name__}: {attr!r}")
-        out.append((attr, op, value))
-    return out
+def identity(result: Any) -> Any:
+    return result
 
 
-def get(space: str, key: Key) -> Request[Optional[Object]]:
-    return Request("get", (space, key), _identity, answers=True)
+def true(result: Any) -> bool:
+    return True
 
 
-def multi_get(space: str, keys: Sequence[Key]) -> Request[List[Optional[Object]]]:
-    if isinstance(keys, (str, bytes)):
-        raise TypeError("multi_get takes a list of keys, not one key")
-    return Request("multi_get", (space, list(keys)), _identity)
-
-
-def get_partial(space: str, key: Key, attrs: Sequence[str]) -> Request[Optional[Object]]:
+def pick(attrs: Sequence[str]) -> Callable[[Optional[Object]], Optional[Object]]:
+    """get_partial's result: only ``attrs`` of the object (each must be an attribute)."""
     if isinstance(attrs, str):
         raise TypeError("get_partial takes a list of attribute names, not one str")
     wanted = list(attrs)
 
-    def pick(result: Optional[Object]) -> Optional[Object]:
+    def picked(result: Optional[Object]) -> Optional[Object]:
         if result is None:
             return None
         missing = [a for a in wanted if a not in result]
@@ -122,40 +101,18 @@ def get_partial(space: str, key: Key, attrs: Sequence[str]) -> Request[Optional[
             raise error_class("UNKNOWNATTR")(8005, "UNKNOWNATTR", message)
         return {a: result[a] for a in wanted}
 
-    return Request("get", (space, key), pick, answers=True)
+    return picked
 
 
-def write(
-    space: str,
-    key: Key,
-    mode: str,
-    conditions: Predicates,
-    calls: List[NativeFuncall],
-    formula: Optional[str] = None,
-) -> Request[Optional[bool]]:
-    if formula is not None and not isinstance(formula, str):
-        raise TypeError(f"formula= is a formula id (a str), not {type(formula).__name__}")
-    args = (space, key, mode, to_native(conditions), calls, formula)
-    return Request("put", args, _true, answers=True)
-
-
-def put(
-    space: str, key: Key, attrs: Attributes, formula: Optional[str] = None
-) -> Request[Optional[bool]]:
-    return write(space, key, "upsert", None, funcalls("set", attrs), formula)
-
-
-def multi_put(
-    space: str, items: Mapping[Key, Attributes]
-) -> Request[Dict[Key, Optional[ClientError]]]:
-    if not isinstance(items, Mapping):
-        raise TypeError("multi_put takes a dict of key -> attributes")
+def per_key(
+    items: Mapping[Key, Attributes],
+) -> Callable[[List[Any]], Dict[Key, Optional[ClientError]]]:
+    """multi_put's result: per key of ``items``, None when stored, else the error."""
     keys = list(items)
-    native = [(k, funcalls("set", items[k])) for k in keys]
 
-    def per_key(outcomes: List[Any]) -> Dict[Key, Optional[ClientError]]:
+    def outcomes(native: List[Any]) -> Dict[Key, Optional[ClientError]]:
         result: Dict[Key, Optional[ClientError]] = {}
-        for key, outcome in zip(keys, outcomes):
+        for key, outcome in zip(keys, native):
             if outcome is None:
                 result[key] = None
             else:
@@ -163,80 +120,7 @@ def multi_put(
                 result[key] = error_class(symbol)(code, symbol, message)
         return result
 
-    return Request("multi_put", (space, native), per_key)
-
-
-def put_if_not_exist(
-    space: str, key: Key, attrs: Attributes, formula: Optional[str] = None
-) -> Request[Optional[bool]]:
-    return write(space, key, "create", None, funcalls("set", attrs), formula)
-
-
-def cond_put(
-    space: str, key: Key, predicates: Predicates, attrs: Attributes, formula: Optional[str] = None
-) -> Request[Optional[bool]]:
-    return write(space, key, "update", predicates, funcalls("set", attrs), formula)
-
-
-def cond_put_or_create(
-    space: str, key: Key, predicates: Predicates, attrs: Attributes, formula: Optional[str] = None
-) -> Request[Optional[bool]]:
-    return write(space, key, "upsert", predicates, funcalls("set", attrs), formula)
-
-
-def atomic(
-    space: str, key: Key, op: str, attrs: Attributes, predicates: Predicates = None
-) -> Request[Optional[bool]]:
-    return write(space, key, "update", predicates, funcalls(op, attrs))
-
-
-def group_atomic(space: str, predicates: Predicates, op: str, attrs: Attributes) -> Request[int]:
-    return Request("group_update", (space, to_native(predicates), funcalls(op, attrs)), _int)
-
-
-def delete(space: str, key: Key, predicates: Predicates = None) -> Request[Optional[bool]]:
-    return Request("del", (space, key, to_native(predicates)), _true, answers=True)
-
-
-def group_del(space: str, predicates: Predicates) -> Request[int]:
-    return Request("group_del", (space, to_native(predicates)), _int)
-
-
-def count(space: str, predicates: Predicates) -> Request[int]:
-    return Request("count", (space, to_native(predicates)), _int)
-
-
-def search(space: str, predicates: Predicates) -> Request[List[Object]]:
-    return Request("search", (space, to_native(predicates)), list)
-
-
-def sorted_search(
-    space: str, predicates: Predicates, sort_by: str, limit: int, maxmin: str
-) -> Request[List[Object]]:
-    if maxmin not in ("max", "min"):
-        raise ValueError(f'sorted_search direction must be "max" or "min", not {maxmin!r}')
-    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
-        raise ValueError(f"sorted_search limit must be a non-negative int, not {limit!r}")
-    args = (space, to_native(predicates), sort_by, limit, maxmin == "max")
-    return Request("sorted_search", args, list)
-
-
-def get_by_range(
-    space: str, start: Key, end: Key, limit: Optional[int] = None
-) -> Request[List[Object]]:
-    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
-        raise ValueError(f"get_by_range limit must be a non-negative int or None, not {limit!r}")
-    return Request("get_by_range", (space, start, end, limit), list)
-
-
-def get_by_tags(space: str, tags: Sequence[str]) -> Request[List[Object]]:
-    if isinstance(tags, (str, bytes)):
-        raise TypeError("get_by_tags takes a list of tags, not one str")
-    tags = list(tags)
-    for t in tags:
-        if not isinstance(t, str):
-            raise TypeError(f"tags are str, not {type(t).__name__}: {t!r}")
-    return Request("get_by_tags", (space, tags), list)
+    return outcomes
 
 
 def describe_explanation(e: Mapping[str, Any]) -> str:
@@ -279,5 +163,280 @@ def describe_explanation(e: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def space_names(spaces: List[Dict[str, Any]]) -> List[str]:
+    return [s["name"] for s in spaces]
+
+
+def _space(spaces: List[Dict[str, Any]], space: str) -> Dict[str, Any]:
+    for s in spaces:
+        if s["name"] == space:
+            return s
+    raise UnknownSpaceError(8003, "UNKNOWNSPACE", f"no space named {space!r}")
+
+
+def subspaces_of(space: str) -> Callable[[List[Dict[str, Any]]], List[List[str]]]:
+    """list_subspaces's result, from every space's schema: the key's subspace first."""
+
+    def subspaces(spaces: List[Dict[str, Any]]) -> List[List[str]]:
+        s = _space(spaces, space)
+        return [[s["key"]]] + [list(sub) for sub in s["subspaces"]]
+
+    return subspaces
+
+
+def schema_of(space: str) -> Callable[[List[Dict[str, Any]]], Dict[str, Any]]:
+    """describe_space's result, from every space's schema."""
+    return lambda spaces: dict(_space(spaces, space))
+
+
+# ---- arguments: checked and converted before anything is sent ------------------------------
+
+
+def funcalls(op: str, attrs: Attributes) -> List[NativeFuncall]:
+    if not isinstance(attrs, Mapping):
+        raise TypeError(f"attributes must be a dict {{name: value}}, not {type(attrs).__name__}")
+    out: List[NativeFuncall] = []
+    for attr, value in attrs.items():
+        if not isinstance(attr, str):
+            raise TypeError(f"attribute names are str, not {type(attr).__name__}: {attr!r}")
+        out.append((attr, op, value))
+    return out
+
+
+def write(
+    space: str,
+    key: Key,
+    mode: str,
+    conditions: Predicates,
+    calls: List[NativeFuncall],
+    formula: Optional[str] = None,
+) -> Tuple[Any, ...]:
+    """The native put's arguments (the changes are checked first, by ``funcalls``)."""
+    if formula is not None and not isinstance(formula, str):
+        raise TypeError(f"formula= is a formula id (a str), not {type(formula).__name__}")
+    return (space, key, mode, to_native(conditions), calls, formula)
+
+
+def key_list(keys: Sequence[Key]) -> List[Key]:
+    if isinstance(keys, (str, bytes)):
+        raise TypeError("multi_get takes a list of keys, not one key")
+    return list(keys)
+
+
+def puts(items: Mapping[Key, Attributes]) -> List[Tuple[Key, List[NativeFuncall]]]:
+    if not isinstance(items, Mapping):
+        raise TypeError("multi_put takes a dict of key -> attributes")
+    return [(k, funcalls("set", items[k])) for k in list(items)]
+
+
+def check_sorted(limit: int, maxmin: str) -> None:
+    if maxmin not in ("max", "min"):
+        raise ValueError(f'sorted_search direction must be "max" or "min", not {maxmin!r}')
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
+        raise ValueError(f"sorted_search limit must be a non-negative int, not {limit!r}")
+
+
+def range_limit(limit: Optional[int]) -> Optional[int]:
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
+        raise ValueError(f"get_by_range limit must be a non-negative int or None, not {limit!r}")
+    return limit
+
+
+def tag_list(tags: Sequence[str]) -> List[str]:
+    if isinstance(tags, (str, bytes)):
+        raise TypeError("get_by_tags takes a list of tags, not one str")
+    tags = list(tags)
+    for t in tags:
+        if not isinstance(t, str):
+            raise TypeError(f"tags are str, not {type(t).__name__}: {t!r}")
+    return tags
+
+
+def overlay_list(overlays: Sequence[str]) -> List[str]:
+    if isinstance(overlays, (str, bytes)) or not all(isinstance(o, str) for o in overlays):
+        raise TypeError('overlays is a list of overlays, e.g. ["year*4,venue.name", "doi"]')
+    return list(overlays)
+
+
+def formula_id(id: Optional[str]) -> Optional[str]:
+    if id is not None and not isinstance(id, str):
+        raise TypeError(f"id is a str or None, not {type(id).__name__}")
+    return id
+
+
+def flag(on: bool) -> bool:
+    if not isinstance(on, bool):
+        raise TypeError("on is True or False")
+    return on
+
+
+def seconds(timeout: Optional[float]) -> Optional[float]:
+    if timeout is not None and not (isinstance(timeout, (int, float)) and timeout >= 0):
+        raise ValueError(f"timeout must be a number of seconds >= 0 or None, not {timeout!r}")
+    return None if timeout is None else float(timeout)
+
+
+# ---- the atomic operations: two builders for the 32 rows of _operations.OPERATIONS ---------
+
+# Atomic families: the HyperDex method name -> the native funcall op (from the one table).
+ATOMICS: Dict[str, str] = {op.name: op.native for op in OPERATIONS}
+
+
+def atomic(
+    space: str, key: Key, op: str, attrs: Attributes, predicates: Predicates = None
+) -> Request[Optional[bool]]:
+    args = write(space, key, "update", predicates, funcalls(op, attrs))
+    return Request("put", args, true, answers=True)
+
+
+def group_atomic(space: str, predicates: Predicates, op: str, attrs: Attributes) -> Request[int]:
+    return Request("group_update", (space, to_native(predicates), funcalls(op, attrs)), int)
+
+
+# ---- every other operation's request, from its row of _operations.CALLS --------------------
+
+# BEGIN GENERATED by scripts/gen-python-ops.py from _operations.py: the requests. Do not edit.
+def get(space: str, key: Key) -> Request[Optional[Object]]:
+    return Request("get", (space, key), identity, answers=True)
+
+
+def get_partial(space: str, key: Key, attrs: Sequence[str]) -> Request[Optional[Object]]:
+    return Request("get", (space, key), pick(attrs), answers=True)
+
+
+def multi_get(space: str, keys: Sequence[Key]) -> Request[List[Optional[Object]]]:
+    return Request("multi_get", (space, key_list(keys)), identity)
+
+
+def multi_put(
+    space: str, items: Mapping[Key, Attributes]
+) -> Request[Dict[Key, Optional[ClientError]]]:
+    return Request("multi_put", (space, puts(items)), per_key(items))
+
+
+def put(
+    space: str, key: Key, attrs: Attributes, formula: Optional[str] = None
+) -> Request[Optional[bool]]:
+    return Request(
+        "put",
+        write(space, key, "upsert", None, funcalls("set", attrs), formula),
+        true,
+        answers=True,
+    )
+
+
+def put_if_not_exist(
+    space: str, key: Key, attrs: Attributes, formula: Optional[str] = None
+) -> Request[Optional[bool]]:
+    return Request(
+        "put",
+        write(space, key, "create", None, funcalls("set", attrs), formula),
+        true,
+        answers=True,
+    )
+
+
+def cond_put(
+    space: str, key: Key, predicates: Predicates, attrs: Attributes, formula: Optional[str] = None
+) -> Request[Optional[bool]]:
+    return Request(
+        "put",
+        write(space, key, "update", predicates, funcalls("set", attrs), formula),
+        true,
+        answers=True,
+    )
+
+
+def cond_put_or_create(
+    space: str, key: Key, predicates: Predicates, attrs: Attributes, formula: Optional[str] = None
+) -> Request[Optional[bool]]:
+    return Request(
+        "put",
+        write(space, key, "upsert", predicates, funcalls("set", attrs), formula),
+        true,
+        answers=True,
+    )
+
+
+def delete(space: str, key: Key) -> Request[Optional[bool]]:
+    return Request("del", (space, key, []), true, answers=True)
+
+
+def cond_del(space: str, key: Key, predicates: Predicates) -> Request[Optional[bool]]:
+    return Request("del", (space, key, to_native(predicates)), true, answers=True)
+
+
+def group_del(space: str, predicates: Predicates) -> Request[int]:
+    return Request("group_del", (space, to_native(predicates)), int)
+
+
+def count(space: str, predicates: Predicates) -> Request[int]:
+    return Request("count", (space, to_native(predicates)), int)
+
+
+def search(space: str, predicates: Predicates) -> Request[List[Object]]:
+    return Request("search", (space, to_native(predicates)), list)
+
+
+def sorted_search(
+    space: str, predicates: Predicates, sort_by: str, limit: int, maxmin: str
+) -> Request[List[Object]]:
+    check_sorted(limit, maxmin)
+    return Request(
+        "sorted_search", (space, to_native(predicates), sort_by, limit, maxmin == "max"), list
+    )
+
+
+def get_by_range(
+    space: str, start: Key, end: Key, limit: Optional[int] = None
+) -> Request[List[Object]]:
+    return Request("get_by_range", (space, start, end, range_limit(limit)), list)
+
+
+def get_by_tags(space: str, tags: Sequence[str]) -> Request[List[Object]]:
+    return Request("get_by_tags", (space, tag_list(tags)), list)
+
+
 def search_describe(space: str, predicates: Predicates) -> Request[str]:
     return Request("explain", (space, to_native(predicates)), describe_explanation)
+
+
+def add_space(description: str) -> Request[bool]:
+    return Request("add_space", (description,), true)
+
+
+def rm_space(space: str) -> Request[bool]:
+    return Request("rm_space", (space,), true)
+
+
+def add_formula(space: str, overlays: Sequence[str], id: Optional[str] = None) -> Request[str]:
+    return Request("add_formula", (space, overlay_list(overlays), formula_id(id)), str)
+
+
+def set_adapt(space: str, on: bool) -> Request[bool]:
+    return Request("set_adapt", (space, flag(on)), true)
+
+
+def adaptations(space: str) -> Request[List[Dict[str, Any]]]:
+    return Request("adaptations", (space,), list)
+
+
+def subspaces(space: str) -> Request[List[Dict[str, Any]]]:
+    return Request("subspaces", (space,), list)
+
+
+def wait_built(space: str, timeout: Optional[float] = 60.0) -> Request[List[Dict[str, Any]]]:
+    return Request("wait_built", (space, seconds(timeout)), list)
+
+
+def list_spaces() -> Request[List[str]]:
+    return Request("list_spaces", (), space_names)
+
+
+def list_subspaces(space: str) -> Request[List[List[str]]]:
+    return Request("list_spaces", (), subspaces_of(space))
+
+
+def describe_space(space: str) -> Request[Dict[str, Any]]:
+    return Request("list_spaces", (), schema_of(space))
+# END GENERATED: the requests

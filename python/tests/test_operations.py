@@ -57,3 +57,34 @@ def test_the_generated_sections_are_what_the_table_gives() -> None:
         text=True,
     )
     assert run.returncode == 0, run.stderr
+
+
+def test_the_native_module_takes_every_operation_of_the_calls_table() -> None:
+    from tesseradb._operations import CALLS
+
+    # The table's, the atomic operations' (put, group_update), and the hand-written methods'.
+    used = {c.native for c in CALLS} | {"put", "group_update"}
+    used |= {"add_subspace", "drop_subspace", "config", "coordinators"}
+    assert set(_native.CALL_OPS) == used
+
+
+def test_every_call_is_on_the_surfaces_its_row_names() -> None:
+    from tesseradb._operations import CALLS
+
+    surfaces = {
+        "client": (tesseradb.Client, "", ""),
+        "async_": (tesseradb.Client, "async_", "Deferred["),
+        "aio": (tesseradb.aio.Client, "", "Answer["),
+        "admin": (tesseradb.Admin, "", ""),
+    }
+    for call in CALLS:
+        assert call.forms and set(call.forms) <= set(surfaces), call.name
+        for form, (cls, prefix, wrapper) in surfaces.items():
+            method = getattr(cls, prefix + call.name, None)
+            if form not in call.forms:
+                # Only the surfaces the row names (Client.search streams, by hand).
+                assert method is None or (form, call.name) == ("client", "search"), call.name
+                continue
+            assert method is not None, (form, call.name)
+            answers = str(inspect.signature(method).return_annotation)
+            assert answers == f"{wrapper}{call.returns}{']' if wrapper else ''}", (form, answers)
