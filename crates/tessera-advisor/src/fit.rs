@@ -267,7 +267,7 @@ pub fn relocation_factor(write_base_s: f64, write_hop_s: f64, w: &WriteMeasureme
 }
 
 /// The servers of an update's chain when it leaves the object in place in `unmoved` subspaces
-/// and moves it in `moved` (DESIGN §8): K(1 + |N| + 2|M|).
+/// and moves it in `moved` (docs/design.md §8): K(1 + |N| + 2|M|).
 pub fn chain_length(replicas: u32, unmoved: u32, moved: u32) -> u32 {
     replicas * (1 + unmoved + 2 * moved)
 }

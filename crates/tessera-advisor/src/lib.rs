@@ -1,4 +1,4 @@
-//! Tessera's performance model and automatic configurator (DESIGN §8; seed 000 ch. 4 and 5,
+//! Tessera's performance model and automatic configurator (docs/design.md §8; seed 000 ch. 4 and 5,
 //! rebuilt for how Tessera works). Pure: no I/O, no clocks, no network.
 //!
 //! Given a space (its attributes, partitions and tolerance), a workload (query classes with

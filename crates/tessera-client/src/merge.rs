@@ -1,7 +1,7 @@
 //! Combining the answers of a search's servers (cluster mode), as pure functions.
 //!
-//! Every server answers for the regions it was asked for. While an update relocates an object
-//! from one region to another, both can hold it committed for a moment (DESIGN §5): the client
+//! Every server answers for the regions it was asked for. While an update relocates an object from
+//! one region to another, both can hold it committed for a moment (docs/design.md §5): the client
 //! keeps one object per key, the one with the highest version.
 
 use std::collections::btree_map::Entry;

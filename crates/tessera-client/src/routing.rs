@@ -1,15 +1,15 @@
 //! Routing as pure functions (cluster mode): which server a key's requests go to, which
 //! replica serves each region a search crosses, and the checks a cluster client makes itself
-//! because no single server sees the whole request (DESIGN §4-§5).
+//! because no single server sees the whole request (docs/design.md §4-§5).
 //!
 //! * A key's requests go to its **point leader**: the first server of the replica set of the
 //!   key's region in the key subspace (subspace 0). Never a state transfer's target, which is
 //!   always the set's last member, after at least one other.
-//! * A search runs on the subspace `tessera_geometry::choose_subspace` picks (every client and server makes the
-//!   same choice), crosses the regions of its box there, and asks **one replica per region**
-//!   among those that hold all of it ([`SpaceConfig::complete_replicas`]: not a transfer's
-//!   target still catching up, which would miss what it has not received yet): search number
-//!   `turn` asks complete replica `(turn + region) mod K` of each region, so successive
+//! * A search runs on the subspace `tessera_geometry::choose_subspace` picks (every client and
+//!   server makes the same choice), crosses the regions of its box there, and asks **one replica
+//!   per region** among those that hold all of it ([`SpaceConfig::complete_replicas`]: not a
+//!   transfer's target still catching up, which would miss what it has not received yet): search
+//!   number `turn` asks complete replica `(turn + region) mod K` of each region, so successive
 //!   searches rotate over every complete replica.
 //! * Predicates, keys, sort attributes and funcalls are checked against the schema with the
 //!   functions the server uses, and refused with the statuses a server would answer.

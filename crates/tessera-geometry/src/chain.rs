@@ -1,4 +1,4 @@
-//! Value-dependent chains (DESIGN §5 item 2).
+//! Value-dependent chains (docs/design.md §5.2).
 //!
 //! An update of one key visits the key region's replicas first (its head is the point leader,
 //! which orders every update of the key), then, subspace by subspace in declaration order, the
@@ -224,7 +224,7 @@ mod tests {
     }
 
     proptest! {
-        /// DESIGN §8: K(1 + |N| + 2|M|), where M are the subspaces the update relocates the
+        /// docs/design.md §8: K(1 + |N| + 2|M|), where M are the subspaces the update relocates the
         /// object in and N the others; an insert or a delete is K(1 + subspaces).
         #[test]
         fn chain_length(k in 1u64..4, old in prop::option::of((any::<i64>(), any::<i64>())),

@@ -1,5 +1,5 @@
-//! Unispace hashing: documents of a dynamic space as points, and searches as boxes (DESIGN
-//! §9, seed 004 §3).
+//! Unispace hashing: documents of a dynamic space as points, and searches as boxes
+//! (docs/design.md §9, seed 004 §3).
 //!
 //! A dynamic space has `D` axes. A property's axis is the hash of its path modulo `D`; the
 //! coordinate on an axis is that of the value of the document's *owner* of the axis: its

@@ -1,4 +1,4 @@
-//! Hyperspace hashing as pure functions (DESIGN §4-5). No I/O.
+//! Hyperspace hashing as pure functions (docs/design.md §4-5). No I/O.
 //!
 //! * [`coordinate()`]: a primitive value onto its axis (`u64`): strings hashed (equality only),
 //!   ints and floats order-preserving, so a range of values is an interval of the axis.

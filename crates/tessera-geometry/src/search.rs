@@ -1,4 +1,4 @@
-//! Search boxes, the regions they cross, and the choice of subspace (DESIGN §4, §8).
+//! Search boxes, the regions they cross, and the choice of subspace (docs/design.md §4, §8).
 //!
 //! A conjunction of predicates selects, in each subspace, an axis-aligned box of coordinates:
 //! equality fixes a dimension to one coordinate, a range on an order-preserving (int or float,
@@ -390,11 +390,11 @@ fn typed_boxes(
         .collect()
 }
 
-/// In a typed space, the subspace whose box crosses the fewest regions (each region costs a
-/// server a scan, so this is the cheapest search, DESIGN §8), among the serving ones. Ties go
-/// to the subspace with fewer dimensions, then to the first declared, so the choice is
-/// deterministic and every client makes the same one. `tessellations[i]` is the tessellation
-/// of `schema.subspaces[i]`. (`crate::plan::choose_subspace` plans either kind of space.)
+/// In a typed space, the subspace whose box crosses the fewest regions (each region costs a server
+/// a scan, so this is the cheapest search, docs/design.md §8), among the serving ones. Ties go to
+/// the subspace with fewer dimensions, then to the first declared, so the choice is deterministic
+/// and every client makes the same one. `tessellations[i]` is the tessellation of
+/// `schema.subspaces[i]`. (`crate::plan::choose_subspace` plans either kind of space.)
 pub fn choose_typed_subspace(
     schema: &SpaceSchema,
     tessellations: &[Tessellation],
@@ -897,7 +897,7 @@ mod tests {
 
         /// (e) and (f): fixing every dimension is one region; on a hashed subspace of d
         /// dimensions cut into n^d regions, fixing |S| - |E| dimensions crosses
-        /// CR(Q) = R^(|E|/|S|) = n^|E| regions (DESIGN §8).
+        /// CR(Q) = R^(|E|/|S|) = n^|E| regions (docs/design.md §8).
         #[test]
         fn regions_contacted_match_the_model(d in 1usize..=3, n in 1u32..=6, fixed in prop::collection::vec(any::<bool>(), 3),
                                              values in prop::collection::vec(prop::sample::select(&STRINGS[..]), 3)) {

@@ -1,4 +1,4 @@
-//! Z-order (Morton order) of subspace points, for storage (DESIGN §7).
+//! Z-order (Morton order) of subspace points, for storage (docs/design.md §7).
 //!
 //! Storage orders a region's objects by the interleaving of their coordinates, so that a search
 //! box is a few runs of the key order rather than the whole region. Interleaving takes the most
@@ -14,12 +14,12 @@ const _: () = assert!(DIMENSIONS_MAX <= 16);
 
 /// `SPREAD[d - 1][byte]`: the bits of `byte` spread `d` apart (bit j to bit j·d).
 ///
-/// Interleaving works a byte of every coordinate at a time: the k-th bytes (most significant
-/// first) of the d coordinates make the k-th group of 8·d bits of the Z-value (its bytes k·d to
-/// k·d + d − 1), in which bit j of dimension `dim`'s byte sits at j·d + (d − 1 − dim) counting
-/// from the group's least significant bit. So a group is Σ SPREAD[d − 1][byte_dim] << (d − 1 − dim),
-/// a table look-up per byte instead of a branch per bit (a branch on a hashed coordinate's bit
-/// is mispredicted half the time: the bit-by-bit loop was half of a partial-match search's CPU).
+/// Interleaving works a byte of every coordinate at a time: the k-th bytes (most significant first)
+/// of the d coordinates make the k-th group of 8·d bits of the Z-value (its bytes k·d to k·d + d −
+/// 1), in which bit j of dimension `dim`'s byte sits at j·d + (d − 1 − dim) counting from the
+/// group's least significant bit. So a group is Σ SPREAD[d − 1][byte_dim] << (d − 1 − dim), a table
+/// look-up per byte instead of a branch per bit (a branch on a hashed coordinate's bit is
+/// mispredicted half the time: the bit-by-bit loop was half of a partial-match search's CPU).
 static SPREAD: [[u128; 256]; DIMENSIONS_MAX] = spread_tables();
 
 const fn spread_tables() -> [[u128; 256]; DIMENSIONS_MAX] {

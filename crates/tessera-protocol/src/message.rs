@@ -102,8 +102,8 @@ pub enum Request {
     },
     /// A cluster client's share of a search: every committed object matching `predicates` in
     /// `regions` of `subspace`, streamed like `Search`. The client planned the search from its
-    /// configuration (DESIGN §4) and sends each server the regions it picked that server for;
-    /// a server that does not own one of them answers `StaleEpoch`.
+    /// configuration (docs/design.md §4) and sends each server the regions it picked that server
+    /// for; a server that does not own one of them answers `StaleEpoch`.
     SearchRegions {
         space: String,
         predicates: Vec<Predicate>,

@@ -1,7 +1,7 @@
-//! The shapes of the requests servers served, per space: what `tessera trace` prints and what
-//! the advisor reads as a workload (DESIGN §8, issue 9). A shape keeps what decides a request's
-//! cost under a subspace configuration, and nothing of its values: which attributes a search
-//! fixes by equality or bounds by a range, which attributes a write sets.
+//! The shapes of the requests servers served, per space: what `tessera trace` prints and what the
+//! advisor reads as a workload (docs/design.md §8, issue 9). A shape keeps what decides a request's
+//! cost under a subspace configuration, and nothing of its values: which attributes a search fixes
+//! by equality or bounds by a range, which attributes a write sets.
 
 use std::collections::BTreeMap;
 

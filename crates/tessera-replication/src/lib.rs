@@ -1,4 +1,4 @@
-//! Value-dependent chain replication (DESIGN §5, seed 002 §4.1) as a deterministic state
+//! Value-dependent chain replication (docs/design.md §5, seed 002 §4.1) as a deterministic state
 //! machine. No sockets, no clocks, no files: the server is the I/O shell around
 //! [`Replica`], and `tests/simulation/` runs many of them over a seeded, hostile network.
 //!

@@ -4,7 +4,7 @@ use serde::{Deserialize, Serialize};
 use tessera_geometry::RegionIndex;
 use tessera_types::{Epoch, Object, ServerId, StoredObject, SubspaceId, Value, Version};
 
-/// An update travelling down its value-dependent chain (DESIGN §5 items 2–4).
+/// An update travelling down its value-dependent chain (docs/design.md §5.2–5.4).
 ///
 /// It carries both the old and the new object, so every hop can recompute the chain and tell
 /// which of its regions the update leaves, enters or stays in, without reading its storage.
@@ -13,7 +13,7 @@ pub struct ChainUpdate {
     /// `SpaceConfig::id`: a space dropped and created again under its name is another space.
     pub space: u64,
     /// The configuration the chain was built on: the point leader's when it ordered the update,
-    /// or a later one when a hop sent it again after a configuration change (DESIGN §5.7).
+    /// or a later one when a hop sent it again after a configuration change (docs/design.md §5.7).
     pub epoch: Epoch,
     pub version: Version,
     /// A version every hop that does not *enter* a region must have applied before this one,

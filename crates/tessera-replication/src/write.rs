@@ -1,5 +1,5 @@
 //! What a key write does to the key's latest object: the point leader's evaluation of a
-//! request (DESIGN §5.1). Pure; shared by the standalone server's write loop and the chain.
+//! request (docs/design.md §5.1). Pure; shared by the standalone server's write loop and the chain.
 
 use tessera_protocol::{ErrorReply, Status, WriteMode};
 use tessera_types::constants::OBJECT_BYTES_MAX;

@@ -76,7 +76,7 @@ impl Meter {
     }
 
     /// A chain this server started as a point leader, by its hops (one per region a write
-    /// visits, over every subspace: DESIGN §5).
+    /// visits, over every subspace: docs/design.md §5).
     pub fn chain(&self, hops: usize) {
         histogram!("tessera_chain_hops", "server" => self.server.clone()).record(hops as f64);
     }

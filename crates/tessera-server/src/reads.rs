@@ -1,10 +1,10 @@
 //! Reads from committed state: get, the matches of a search (decoded, or in their stored
 //! encoding for a search that passes them on), sorted search, explain.
 //!
-//! A search runs on the subspace whose box crosses the fewest regions (DESIGN §4), reads only
-//! the regions this server owns among them, and filters what storage returns by every
-//! predicate: storage returns the objects whose point lies in the box, which includes string
-//! hash collisions and ignores predicates on attributes that are not dimensions.
+//! A search runs on the subspace whose box crosses the fewest regions (docs/design.md §4), reads
+//! only the regions this server owns among them, and filters what storage returns by every
+//! predicate: storage returns the objects whose point lies in the box, which includes string hash
+//! collisions and ignores predicates on attributes that are not dimensions.
 //!
 //! A dynamic space's *pointer* overlay holds stubs (the key, the formula, the overlay's own
 //! properties), which decide only some predicates ([`tessera_types::Overlay::decides`]): a

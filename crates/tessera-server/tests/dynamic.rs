@@ -1,5 +1,5 @@
-//! Dynamic spaces (DESIGN §9) against an in-process standalone server: documents put, merged,
-//! read and deleted; searches by value and by structure compared with a model of the
+//! Dynamic spaces (docs/design.md §9) against an in-process standalone server: documents put,
+//! merged, read and deleted; searches by value and by structure compared with a model of the
 //! semantics written here (flattened paths, not the server's code); explain's shapes; shapes
 //! surviving a restart; and bad input refused with nothing changed.
 

@@ -1,7 +1,7 @@
-//! Fail-stop (DESIGN §7): after a failed commit a server acknowledges nothing of what it could
-//! not persist, refuses every later write with `READONLY`, sends its peers nothing more, and
-//! says so (`storage_failed`, which the heartbeats report so the coordinators take it out of
-//! its chains). Reads go on; a restart recovers the store.
+//! Fail-stop (docs/design.md §7): after a failed commit a server acknowledges nothing of what it
+//! could not persist, refuses every later write with `READONLY`, sends its peers nothing more, and
+//! says so (`storage_failed`, which the heartbeats report so the coordinators take it out of its
+//! chains). Reads go on; a restart recovers the store.
 //!
 //! The failure is real as far as the server can tell: the store is made to fail every write
 //! (`Server::inject_storage_failure`, the `fault-injection` feature), exactly as after a failed

@@ -1,7 +1,7 @@
 //! Every operation of the client API against an in-process server, with exact expected
 //! results: spaces, key operations, every atomic family and its failures, every predicate kind
 //! (compared with brute-force filtering of what was inserted), count, sorted search, group
-//! delete, explain (regions per DESIGN §8's CR formula), pipelining, versions, restart.
+//! delete, explain (regions per docs/design.md §8's CR formula), pipelining, versions, restart.
 //!
 //! Versions: the contract is that a key's versions grow strictly with every update and are
 //! never used again after a delete (the point leader's clock issues them); the tests assert

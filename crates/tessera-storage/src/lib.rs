@@ -1,4 +1,4 @@
-//! A Tessera server's durable store (DESIGN §7), on the LSM engine `fjall` 3.
+//! A Tessera server's durable store (docs/design.md §7), on the LSM engine `fjall` 3.
 //!
 //! # Layout
 //!
@@ -32,12 +32,12 @@
 //! # Durability contract
 //!
 //! * [`Store::commit`] applies all its writes in one fjall batch across keyspaces: after a crash
-//!   either all of them are there or none. With [`FsyncPolicy::Always`] (the default) the
-//!   journal is fdatasynced (`PersistMode::SyncData`: the data and the file size, which is all an append needs) before `commit` returns, so every acknowledged
-//!   write survives `kill -9` and power loss. `Periodic` fsyncs from a background thread every
-//!   `interval_ms` (a power loss may lose the last interval; a process crash loses nothing,
-//!   since every batch is handed to the OS before `commit` returns); `Never` only hands batches
-//!   to the OS.
+//!   either all of them are there or none. With [`FsyncPolicy::Always`] (the default) the journal
+//!   is fdatasynced (`PersistMode::SyncData`: the data and the file size, which is all an append
+//!   needs) before `commit` returns, so every acknowledged write survives `kill -9` and power loss.
+//!   `Periodic` fsyncs from a background thread every `interval_ms` (a power loss may lose the last
+//!   interval; a process crash loses nothing, since every batch is handed to the OS before `commit`
+//!   returns); `Never` only hands batches to the OS.
 //! * [`Store::commit_buffered`] writes the same batch without an fsync: it is readable at once
 //!   and durable with the next fsynced commit (the journal keeps batches in order, and a crash
 //!   keeps a prefix of them). A chain's hop uses it for commits whose update is durable in the
@@ -782,11 +782,11 @@ impl Store {
         self.versions.lookup(at, &codec::key_bytes(key), scan)
     }
 
-    /// How many objects key region `region` of `space` holds, and where to split it so that
-    /// its halves hold about as many: the first key from the middle one up whose position
-    /// (`tessera_geometry::KeyPosition`) lies above its smallest key's, so both halves hold
-    /// keys (`None` when there is none: fewer than two keys). Reads the region whole, in key order (its entries are:
-    /// `region | key bytes`, and key bytes keep the order of an ordered key axis).
+    /// How many objects key region `region` of `space` holds, and where to split it so that its
+    /// halves hold about as many: the first key from the middle one up whose position
+    /// (`tessera_geometry::KeyPosition`) lies above its smallest key's, so both halves hold keys
+    /// (`None` when there is none: fewer than two keys). Reads the region whole, in key order (its
+    /// entries are: `region | key bytes`, and key bytes keep the order of an ordered key axis).
     pub fn key_region_load(
         &self,
         space: &str,

@@ -16,7 +16,7 @@ pub const OBJECT_BYTES_MAX: usize = 1024 * 1024;
 pub const ATTRIBUTES_MAX: usize = 64;
 
 /// Most subspaces in a space, the key subspace included. Every subspace lengthens the chain of
-/// every update (DESIGN §5), so a space rarely wants more than a handful.
+/// every update (docs/design.md §5), so a space rarely wants more than a handful.
 pub const SUBSPACES_MAX: usize = 32;
 
 /// Most dimensions in one subspace. Z-order keys interleave 64 bits per dimension.

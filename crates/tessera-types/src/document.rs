@@ -1,4 +1,4 @@
-//! Documents: the objects of a dynamic space (DESIGN §9, seed 004).
+//! Documents: the objects of a dynamic space (docs/design.md §9, seed 004).
 //!
 //! A document is a JSON object: named properties whose values are strings, ints, floats,
 //! bools, lists of anything, or nested documents. A property is addressed by its *path*, the

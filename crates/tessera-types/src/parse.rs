@@ -19,8 +19,8 @@
 //! set(string) attribute ATTR on a Hilbert curve through up to N tags, each stretch of the
 //! curve spread over N regions).
 //!
-//! A dynamic space (documents of any properties, DESIGN §9) says `dynamic` after its name and
-//! declares no attributes or subspaces:
+//! A dynamic space (documents of any properties, docs/design.md §9) says `dynamic` after its name
+//! and declares no attributes or subspaces:
 //!
 //! ```text
 //! space papers dynamic

@@ -283,7 +283,7 @@ pub enum Placement {
 
 /// What a space holds.
 ///
-/// A *dynamic* space (DESIGN §9, seed 004's unispace hashing) has two attributes, its key
+/// A *dynamic* space (docs/design.md §9, seed 004's unispace hashing) has two attributes, its key
 /// and [`DOCUMENT_ATTRIBUTE`], a JSON document with any properties, and two subspaces: the
 /// key subspace and the *unispace*, whose `dimensions` axes are all fed by the document.
 /// A property's axis is the hash of its path modulo `dimensions` (tessera-geometry says

@@ -265,11 +265,11 @@ pub enum Command {
     /// Example: `tessera trace hotels --minutes 10 > workload.jsonl`
     Trace(advise::TraceArgs),
     /// Rank subspace configurations of a space for a workload with Tessera's performance model
-    /// (DESIGN §8): every configuration within the bounds is scored, equal scores are grouped,
-    /// and the baselines (no subspace, one hyperspace, one subspace per attribute, dominant,
-    /// greedy, and the space's current configuration) are scored beside them. Prints one JSON
-    /// object: the ranked groups with each configuration's subspaces, predicted throughput and,
-    /// per query class, the terms behind it (subspace used, regions contacted, objects read,
+    /// (docs/design.md §8): every configuration within the bounds is scored, equal scores are
+    /// grouped, and the baselines (no subspace, one hyperspace, one subspace per attribute,
+    /// dominant, greedy, and the space's current configuration) are scored beside them. Prints one
+    /// JSON object: the ranked groups with each configuration's subspaces, predicted throughput
+    /// and, per query class, the terms behind it (subspace used, regions contacted, objects read,
     /// chain length).
     ///
     /// The workload is a file of JSON lines (`--workload`; format in

@@ -105,7 +105,7 @@ pub struct Outputs {
     ///    log record (or, at the tail, its commit) is durable, and an update is answered only
     ///    once every hop has acknowledged it. So the hops' fsyncs overlap. If this server
     ///    then loses the writes (a crash, a failed commit), it leaves the chains and the hops
-    ///    around it carry on, as after any failure (DESIGN §5.7).
+    ///    around it carry on, as after any failure (docs/design.md §5.7).
     pub forwards: Vec<(ServerId, Envelope)>,
     /// 1. Write these (one atomic batch, readable at once), then report it with
     ///    [`Replica::advance`] (or [`Replica::fail`] if that failed) before the next step.

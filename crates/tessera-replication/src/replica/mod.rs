@@ -8,7 +8,7 @@
 //! etcd-raft's `Advance`) or failed ([`Replica::fail`]). Nothing here touches a socket, a
 //! clock or a file; the only reads are of committed state, through [`CommittedReader`].
 //!
-//! The protocol (DESIGN §5, seed 002 §4.1, §4.3):
+//! The protocol (docs/design.md §5, seed 002 §4.1, §4.3):
 //! - The point leader (head of the key region's replica set) orders a key's writes: it
 //!   evaluates each against the key's latest object, pending writes included, gives it the next
 //!   version and sends it down the chain computed from the old and new objects.

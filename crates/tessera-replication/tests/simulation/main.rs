@@ -1,4 +1,4 @@
-//! Deterministic simulation of value-dependent chain replication (DESIGN §5, §6).
+//! Deterministic simulation of value-dependent chain replication (docs/design.md §5, §6).
 //!
 //! Several servers run [`Replica`] over a seeded network that delays, reorders, duplicates and
 //! drops messages, while clients write and read a few hot keys and search. A get goes to any
@@ -56,7 +56,7 @@
 //! does). The convergence check covers the added subspace and finds nothing left of a dropped
 //! one.
 //!
-//! A third of the runs use a dynamic space instead (DESIGN §9): the same operations on
+//! A third of the runs use a dynamic space instead (docs/design.md §9): the same operations on
 //! documents `{a, b, c}` whose `b` and `c` are absent when 0 and "", so documents change shape
 //! as they are written. The point leader holds back a write whose new document has a shape the
 //! configuration has not made ready (`Outputs::unknown_shapes`); the model coordinator registers

@@ -11,8 +11,8 @@ use tempfile::TempDir;
 use tessera_client::{Client, ClientError, Record, Status, Value};
 use tessera_server::{Server, ServerOptions};
 
-/// The hotels space of DESIGN §3, with a few more attribute types so every atomic family has
-/// an attribute to work on.
+/// The hotels space of docs/design.md §3, with a few more attribute types so every atomic family
+/// has an attribute to work on.
 pub const HOTELS: &str = "
 space hotels
 key id
