@@ -29,10 +29,7 @@ pub async fn explain(args: ExplainArgs, target: &Target) -> Result<(), Failure> 
     } = args;
     let client = connect(target).await?;
     let schema = client.describe_space(&space).await?;
-    let preds = texts
-        .iter()
-        .map(|t| predicates::parse_predicate(&schema, t))
-        .collect::<Result<Vec<_>, _>>()?;
+    let preds = predicates::parse_predicates(&schema, &texts)?;
     let paths: Vec<String> = preds.iter().map(|p| p.attr.clone()).collect();
     let e = client.explain(&space, preds.clone()).await?;
     if let tessera_types::SpaceKind::Dynamic { dimensions } = schema.kind {

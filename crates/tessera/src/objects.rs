@@ -298,10 +298,7 @@ pub async fn search(args: SearchArgs, target: &Target) -> Result<(), Failure> {
     } = args;
     let client = connect(target).await?;
     let schema = client.describe_space(&space).await?;
-    let preds = texts
-        .iter()
-        .map(|t| predicates::parse_predicate(&schema, t))
-        .collect::<Result<Vec<_>, _>>()?;
+    let preds = predicates::parse_predicates(&schema, &texts)?;
     let mut stream = client.search_stream(&space, preds).await?;
     while let Some(record) = stream.next().await? {
         print_line(&json::object_to_json(
@@ -321,10 +318,7 @@ pub async fn count(args: CountArgs, target: &Target) -> Result<(), Failure> {
     } = args;
     let client = connect(target).await?;
     let schema = client.describe_space(&space).await?;
-    let preds = texts
-        .iter()
-        .map(|t| predicates::parse_predicate(&schema, t))
-        .collect::<Result<Vec<_>, _>>()?;
+    let preds = predicates::parse_predicates(&schema, &texts)?;
     println!("{}", client.count(&space, preds).await?);
     Ok(())
 }

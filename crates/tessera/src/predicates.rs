@@ -6,6 +6,11 @@ use tessera_types::{AttributeType, Predicate, PredicateOp, SpaceSchema, Value};
 
 use crate::json::{from_json, primitive_from_text, with_article};
 
+/// Every predicate of a command line, as [`parse_predicate`] reads each.
+pub fn parse_predicates(schema: &SpaceSchema, texts: &[String]) -> Result<Vec<Predicate>, String> {
+    texts.iter().map(|t| parse_predicate(schema, t)).collect()
+}
+
 pub fn parse_predicate(schema: &SpaceSchema, text: &str) -> Result<Predicate, String> {
     if schema.is_dynamic() {
         return parse_document_predicate(text);
