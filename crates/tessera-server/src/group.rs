@@ -19,7 +19,7 @@ use tessera_types::{CheckedFuncall, CheckedPredicate, Value};
 use tokio::sync::oneshot;
 
 use crate::queue::LoopInput;
-use crate::reads;
+use crate::reads::Scan;
 use crate::state::Shared;
 use crate::view::ServedSpace;
 
@@ -44,7 +44,8 @@ pub fn run(
     let mut keys = Vec::with_capacity(CHUNK);
     let mut written = 0;
     let mut failure = None;
-    reads::for_each_match(&shared.store, space, predicates, |o| {
+    let scan = Scan::whole(space.clone(), predicates.to_vec());
+    scan.decoded(&shared.store, |o| {
         let mut values = o.object.values;
         keys.push(values.swap_remove(0));
         if keys.len() == CHUNK {

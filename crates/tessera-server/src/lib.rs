@@ -19,7 +19,8 @@
 //! * `queue`: the chain loop's inputs and the handle that queues them.
 //! * `state`: what every task shares (the store, the view, the chain loop's handle, whether
 //!   storage failed) and the configuration persisted in the data directory.
-//! * `reads`: get, search, count, sorted search and explain, from committed state.
+//! * `reads`: get, a search's `Scan` (planned once, whatever it answers with) and
+//!   explain, from committed state.
 //! * `peers`: outgoing links to peers; checking and queueing what a peer sends.
 //! * `coordination`: registration with the coordinators and following their configuration.
 //! * `transfers`: reporting completed state transfers to the coordinators, off the chain
@@ -29,7 +30,9 @@
 //! * `chain`: the chain loop, the only write path; fail-stop when storage fails.
 //! * `group`: a standalone server's group delete and update, as per-key conditional writes.
 //! * `validate`: a request checked against the view into a typed job, or an error. Pure.
-//! * `connection`: accepting, framing, routing each job to what runs it; searches.
+//! * `search`: a search from its job to its frames: its scan, where it runs, how its matches
+//!   travel.
+//! * `connection`: accepting, framing, routing each job to what runs it.
 
 #![forbid(unsafe_code)]
 

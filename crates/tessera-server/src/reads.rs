@@ -1,5 +1,10 @@
-//! Reads from committed state: get, the matches of a search (decoded, or in their stored
-//! encoding for a search that passes them on), sorted search, explain.
+//! Reads from committed state: get, multi_get, the matches of a search (decoded, or in their
+//! stored encoding for a search that passes them on), sorted search, explain, and the loads,
+//! counts and statistics of regions.
+//!
+//! Every read of a search's matches goes through a [`Scan`], planned once: the search's parts
+//! and the regions of each this server reads. Whatever the search answers with (its matches,
+//! their count, the first of them in an order) is up to its caller (`search`, `group`).
 //!
 //! A search runs on the subspace whose box crosses the fewest regions (docs/design.md §4), reads
 //! only the regions this server owns among them, and filters what storage returns by every
@@ -15,6 +20,7 @@
 
 use std::collections::HashMap;
 use std::ops::ControlFlow;
+use std::sync::Arc;
 
 use tessera_geometry::{part_keeps, pointer_answers, RegionIndex, SearchPlan, Sketch};
 use tessera_protocol::{
@@ -30,6 +36,7 @@ use tessera_types::{
 };
 
 use crate::errors::storage_error;
+use crate::trace::share_of_search;
 use crate::view::ServedSpace;
 
 pub fn get(
@@ -164,41 +171,13 @@ pub fn wire(o: StoredObject) -> WireObject {
 
 /// What a search does with the stubs it finds in a pointer overlay.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Pointers {
+enum Pointers {
     /// Reads each stub's document from this server's store by key, and keeps it if it still
     /// has the stub's formula and matches every predicate.
     Follow,
     /// Returns the stubs that match the predicates they decide: a cluster client's share of a
     /// search, whose client reads the documents from their point leaders.
     Return,
-}
-
-/// Calls `f` with every committed object that matches all `predicates`, until it breaks:
-/// each part of the plan, in the regions this server owns.
-pub fn for_each_match(
-    store: &Store,
-    space: &ServedSpace,
-    predicates: &[CheckedPredicate],
-    mut f: impl FnMut(StoredObject) -> ControlFlow<()>,
-) -> Result<(), ErrorReply> {
-    // Whether `f` broke or not, the read is over.
-    let _ = for_each_owned_part(space, &plan(space, predicates), |part, regions| {
-        for_each_match_in(
-            store,
-            space,
-            part,
-            regions,
-            predicates,
-            Pointers::Follow,
-            &mut f,
-        )
-    })?;
-    Ok(())
-}
-
-/// How a search of `space` by `predicates` runs: the subspaces it reads and their boxes.
-pub fn plan(space: &ServedSpace, predicates: &[CheckedPredicate]) -> Vec<SearchPlan> {
-    space.config().plan(space.tessellations(), predicates)
 }
 
 /// How many entries of the store a read of matches may go through: a search tried on the
@@ -219,68 +198,192 @@ pub enum Stop {
     OverBudget,
 }
 
-/// Calls `f` with every committed object that matches all `predicates`, in its stored
-/// encoding, until it breaks: what a search streams to its client.
-pub fn for_each_encoded_match(
-    store: &Store,
-    space: &ServedSpace,
-    predicates: &[CheckedPredicate],
-    f: impl FnMut(EncodedObject) -> ControlFlow<()>,
-) -> Result<(), ErrorReply> {
-    let plan = plan(space, predicates);
-    // Without a budget, only `f` stops it: the read is over either way.
-    let _ = for_each_encoded_match_planned(store, space, &plan, predicates, Budget::Unlimited, f)?;
-    Ok(())
+/// What a search reads, planned once: each part of its plan with the regions of it this server
+/// reads, and what becomes of a pointer overlay's stubs. Every read of matches goes through
+/// one — a search, count or sorted search of the whole space, a cluster client's share of a
+/// search, a group operation's — whatever it answers with.
+pub struct Scan {
+    space: Arc<ServedSpace>,
+    predicates: Vec<CheckedPredicate>,
+    parts: Vec<(SearchPlan, Vec<RegionIndex>)>,
+    pointers: Pointers,
+    /// How many regions the search's boxes cross (the meter counts them).
+    crossed: usize,
+    /// The share of the whole search this server answers (the trace counts it).
+    share: f64,
 }
 
-/// [`for_each_encoded_match`] with the plan already made, within `budget` over all its parts.
-pub fn for_each_encoded_match_planned(
-    store: &Store,
-    space: &ServedSpace,
-    plan: &[SearchPlan],
-    predicates: &[CheckedPredicate],
-    mut budget: Budget,
-    mut f: impl FnMut(EncodedObject) -> ControlFlow<()>,
-) -> Result<ControlFlow<Stop>, ErrorReply> {
-    for_each_owned_part(space, plan, |part, regions| {
-        for_each_encoded_match_in(
-            store,
-            space,
-            part,
-            regions,
-            predicates,
-            Pointers::Follow,
-            &mut budget,
-            &mut f,
-        )
-    })
-}
-
-/// Runs `read` on each part of `plan` with the regions this server owns among those the
-/// part's boxes cross, until one breaks.
-fn for_each_owned_part<B>(
-    space: &ServedSpace,
-    plan: &[SearchPlan],
-    mut read: impl FnMut(&SearchPlan, &[RegionIndex]) -> Result<ControlFlow<B>, ErrorReply>,
-) -> Result<ControlFlow<B>, ErrorReply> {
-    for part in plan {
-        let regions: Vec<_> = part
-            .regions(&space.tessellations()[part.subspace.get()])
+impl Scan {
+    /// A search of the whole space: each part of its plan (the subspace whose boxes cross the
+    /// fewest regions, or a dynamic space's parts), in the regions this server owns; a stub's
+    /// document is read from this store (standalone, it holds every document).
+    pub fn whole(space: Arc<ServedSpace>, predicates: Vec<CheckedPredicate>) -> Scan {
+        let plan = space.config().plan(space.tessellations(), &predicates);
+        let crossed = plan.iter().map(|p| p.regions_count as usize).sum();
+        let parts = plan
             .into_iter()
-            .filter(|&r| space.owns(part.subspace, r))
+            .map(|part| {
+                let regions = part
+                    .regions(&space.tessellations()[part.subspace.get()])
+                    .into_iter()
+                    .filter(|&r| space.owns(part.subspace, r))
+                    .collect();
+                (part, regions)
+            })
             .collect();
-        if let ControlFlow::Break(b) = read(part, &regions)? {
-            return Ok(ControlFlow::Break(b));
+        Scan {
+            space,
+            predicates,
+            parts,
+            pointers: Pointers::Follow,
+            crossed,
+            share: 1.0,
         }
     }
-    Ok(ControlFlow::Continue(()))
+
+    /// A cluster client's share of a search: `regions` of `subspace`, which the client planned
+    /// and this server holds; stubs are returned as they are (the client reads their documents
+    /// from their point leaders).
+    pub fn regions(
+        space: Arc<ServedSpace>,
+        predicates: Vec<CheckedPredicate>,
+        subspace: SubspaceId,
+        regions: Vec<RegionIndex>,
+    ) -> Scan {
+        let part = space
+            .config()
+            .part_in(space.tessellations(), subspace, &predicates);
+        let share = share_of_search(&space, subspace, &predicates, &regions);
+        Scan {
+            crossed: regions.len(),
+            space,
+            predicates,
+            parts: vec![(part, regions)],
+            pointers: Pointers::Return,
+            share,
+        }
+    }
+
+    pub fn space(&self) -> &ServedSpace {
+        &self.space
+    }
+
+    pub fn predicates(&self) -> &[CheckedPredicate] {
+        &self.predicates
+    }
+
+    /// How many regions the search's boxes cross, this server's or not.
+    pub fn crossed(&self) -> usize {
+        self.crossed
+    }
+
+    /// The share of the whole search this server answers: all of it, or for a cluster client's
+    /// share, the fraction of the regions its box crosses that this server was sent.
+    pub fn share(&self) -> f64 {
+        self.share
+    }
+
+    /// Whether it names a single point of its one subspace (every dimension fixed by equality)
+    /// or nothing at all: such a search reads one cell of one region, so it is cheap enough to
+    /// answer on the connection's own task.
+    pub fn is_point(&self) -> bool {
+        match self.parts.as_slice() {
+            [(only, _)] => only.is_point(),
+            parts => parts.iter().all(|(p, _)| p.boxes.is_empty()),
+        }
+    }
+
+    /// Calls `f` with every match in its stored encoding, until it breaks, within `budget`
+    /// over all the parts: what a search streams to its client.
+    pub fn encoded(
+        &self,
+        store: &Store,
+        mut budget: Budget,
+        mut f: impl FnMut(EncodedObject) -> ControlFlow<()>,
+    ) -> Result<ControlFlow<Stop>, ErrorReply> {
+        for (part, regions) in &self.parts {
+            let flow = for_each_encoded_match_in(
+                store,
+                &self.space,
+                part,
+                regions,
+                &self.predicates,
+                self.pointers,
+                &mut budget,
+                &mut f,
+            )?;
+            if flow.is_break() {
+                return Ok(flow);
+            }
+        }
+        Ok(ControlFlow::Continue(()))
+    }
+
+    /// Calls `f` with every match, decoded, until it breaks.
+    pub fn decoded(
+        &self,
+        store: &Store,
+        mut f: impl FnMut(StoredObject) -> ControlFlow<()>,
+    ) -> Result<(), ErrorReply> {
+        for (part, regions) in &self.parts {
+            let flow = for_each_match_in(
+                store,
+                &self.space,
+                part,
+                regions,
+                &self.predicates,
+                self.pointers,
+                &mut f,
+            )?;
+            if flow.is_break() {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// At most `limit` matches ordered by `sort_by` (ties broken by key), keeping only about
+    /// `2 * limit` objects in memory however many match. In a dynamic space only the documents
+    /// with a string or a number at the path rank (`tessera_types::sort`).
+    pub fn sorted(
+        &self,
+        store: &Store,
+        sort_by: &SortKey,
+        limit: usize,
+        order: SortOrder,
+    ) -> Result<Vec<WireObject>, ErrorReply> {
+        let mut kept: Vec<(SortValue, StoredObject)> = Vec::new();
+        let sort = |kept: &mut Vec<(SortValue, StoredObject)>| {
+            let rank = |(v, o): &(SortValue, StoredObject)| (v.clone(), o.object.key().clone());
+            match order {
+                SortOrder::Ascending => kept.sort_by_cached_key(rank),
+                SortOrder::Descending => kept.sort_by_cached_key(|k| std::cmp::Reverse(rank(k))),
+            }
+        };
+        if limit == 0 {
+            return Ok(vec![]);
+        }
+        self.decoded(store, |o| {
+            if let Some(v) = sort_by.rank_object(&o.object) {
+                kept.push((v, o));
+            }
+            if kept.len() >= 2 * limit {
+                sort(&mut kept);
+                kept.truncate(limit);
+            }
+            ControlFlow::Continue(())
+        })?;
+        sort(&mut kept);
+        kept.truncate(limit);
+        Ok(kept.into_iter().map(|(_, o)| wire(o)).collect())
+    }
 }
 
 /// Calls `f` with every committed object of `regions` of `part.subspace` that lies in one of
 /// the part's boxes, is one the part keeps (in a dynamic space, of one of its formulas) and
 /// matches all `predicates`, each once, until it breaks. In a pointer overlay, `pointers` says
 /// whether `f` gets the documents or the stubs.
-pub fn for_each_match_in(
+fn for_each_match_in(
     store: &Store,
     space: &ServedSpace,
     part: &SearchPlan,
@@ -344,7 +447,7 @@ pub fn for_each_match_in(
 /// box, so nothing comes twice) checks them on the encoded objects and decodes none
 /// ([`EncodedFilter`]); others decode, check and encode again, and only without a limit.
 #[allow(clippy::too_many_arguments)]
-pub fn for_each_encoded_match_in(
+fn for_each_encoded_match_in(
     store: &Store,
     space: &ServedSpace,
     part: &SearchPlan,
@@ -417,53 +520,6 @@ pub fn for_each_of_keys(
         }
     }
     Ok(())
-}
-
-/// Whether the search names a single point of its one subspace (every dimension fixed by
-/// equality) or nothing at all: such a search reads one cell of one region, so it is cheap
-/// enough to answer on the connection's own task.
-pub fn is_point_search(plan: &[SearchPlan]) -> bool {
-    match plan {
-        [only] => only.is_point(),
-        parts => parts.iter().all(|p| p.boxes.is_empty()),
-    }
-}
-
-/// At most `limit` matches ordered by `sort_by` (ties broken by key), keeping only about
-/// `2 * limit` objects in memory however many match. In a dynamic space only the documents
-/// with a string or a number at the path rank (`tessera_types::sort`).
-pub fn sorted_search(
-    store: &Store,
-    space: &ServedSpace,
-    predicates: &[CheckedPredicate],
-    sort_by: &SortKey,
-    limit: usize,
-    order: SortOrder,
-) -> Result<Vec<WireObject>, ErrorReply> {
-    let mut kept: Vec<(SortValue, StoredObject)> = Vec::new();
-    let sort = |kept: &mut Vec<(SortValue, StoredObject)>| {
-        let rank = |(v, o): &(SortValue, StoredObject)| (v.clone(), o.object.key().clone());
-        match order {
-            SortOrder::Ascending => kept.sort_by_cached_key(rank),
-            SortOrder::Descending => kept.sort_by_cached_key(|k| std::cmp::Reverse(rank(k))),
-        }
-    };
-    if limit == 0 {
-        return Ok(vec![]);
-    }
-    for_each_match(store, space, predicates, |o| {
-        if let Some(v) = sort_by.rank_object(&o.object) {
-            kept.push((v, o));
-        }
-        if kept.len() >= 2 * limit {
-            sort(&mut kept);
-            kept.truncate(limit);
-        }
-        ControlFlow::Continue(())
-    })?;
-    sort(&mut kept);
-    kept.truncate(limit);
-    Ok(kept.into_iter().map(|(_, o)| wire(o)).collect())
 }
 
 pub fn explain(space: &ServedSpace, predicates: &[CheckedPredicate]) -> Explanation {

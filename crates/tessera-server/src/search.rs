@@ -2,25 +2,26 @@
 //! task when it names a single point, a few keys, or finds at most [`INLINE_MATCHES_MAX`]
 //! matches within [`INLINE_READS_MAX`] reads; otherwise on the blocking pool, from the start,
 //! at most [`crate::connection::SEARCHES_IN_FLIGHT_MAX`] of a connection at once), what it reads
-//! ([`crate::reads`]), and how its matches travel: in their stored encoding, straight from
-//! storage into `SearchItems` frames of about [`SEARCH_BATCH_BYTES`], with backpressure from a
-//! slow client. The connection hands a search here and hears nothing more of it.
+//! (a [`Scan`], planned once here: the whole space, or a cluster client's share), and how its
+//! matches travel: in their stored encoding, straight from storage into `SearchItems` frames of
+//! about [`SEARCH_BATCH_BYTES`], with backpressure from a slow client. The connection hands a
+//! search here and hears nothing more of it.
 //!
 //! Counts and sorted searches answer one frame; a search that returns its matches streams
 //! `SearchItems`* then `SearchDone`. Whatever answers, a read that an installed configuration
-//! overlapped is refused at the end (the client searches again).
+//! overlapped is refused at the end (the client searches again). A multi_get reads its keys as
+//! gets do and answers as a search.
 
 use std::ops::ControlFlow;
 use std::sync::Arc;
 
-use tessera_geometry::SearchPlan;
 use tessera_protocol::constants::SEARCH_BATCH_BYTES;
-use tessera_protocol::{ErrorReply, Response, SearchItemsBuilder};
+use tessera_protocol::{ErrorReply, Response, SearchItemsBuilder, SortOrder, WireObject};
 use tessera_storage::EncodedObject;
-use tessera_types::{CheckedPredicate, Epoch};
+use tessera_types::{CheckedPredicate, Epoch, SortKey, Value};
 
 use crate::outbox::{Outbox, Replier};
-use crate::reads::{self, Budget, Pointers};
+use crate::reads::{self, Budget, Scan};
 use crate::state::Shared;
 use crate::trace;
 use crate::validate::SearchKind;
@@ -36,6 +37,17 @@ const INLINE_READS_MAX: u64 = 512;
 /// A multi_get of at most this many keys is answered on the connection's task, as gets are.
 const INLINE_KEYS_MAX: usize = 16;
 
+/// What a search answers with, whatever it reads.
+enum Answer {
+    Matches,
+    Count,
+    Sorted {
+        by: SortKey,
+        limit: usize,
+        order: SortOrder,
+    },
+}
+
 /// Runs a search: answered right here if it is cheap, else on the blocking pool once one of the
 /// connection's search slots is free (waiting for it stops the connection's reader, so a
 /// client that pipelines searches and reads nothing holds at most that many threads).
@@ -47,229 +59,214 @@ pub async fn run(
     kind: SearchKind,
     replier: Replier,
 ) {
-    // Planned once here: the meter counts its regions, and `inline` reads by it.
-    let plan = matches!(
-        kind,
-        SearchKind::All | SearchKind::Count | SearchKind::Sorted { .. }
-    )
-    .then(|| reads::plan(&space, &predicates));
-    let regions = match (&kind, &plan) {
-        (SearchKind::Regions { regions, .. }, _) => Some(regions.len()),
-        (_, Some(plan)) => Some(plan.iter().map(|p| p.regions_count as usize).sum()),
-        _ => None,
+    let (regions, answer) = match kind {
+        SearchKind::Keys(keys) => return multi_get(shared, stamp, space, keys, replier).await,
+        SearchKind::Regions { subspace, regions } => (Some((subspace, regions)), Answer::Matches),
+        SearchKind::All => (None, Answer::Matches),
+        SearchKind::Count => (None, Answer::Count),
+        SearchKind::Sorted { by, limit, order } => (None, Answer::Sorted { by, limit, order }),
     };
-    if let Some(regions) = regions {
-        shared.meter.search(regions);
-    }
-    if let SearchKind::Keys(keys) = &kind {
-        if let Err(e) = shared.keys_readable(space.config().id, keys).await {
-            return replier.fail(shared.view().epoch(), e);
-        }
-    }
-    let inlined = inline(shared, stamp, &space, &predicates, plan, kind, replier);
-    let Some((kind, replier)) = inlined else {
+    let scan = match regions {
+        Some((subspace, regions)) => Scan::regions(space, predicates, subspace, regions),
+        None => Scan::whole(space, predicates),
+    };
+    shared.meter.search(scan.crossed());
+    let Some(replier) = inline(shared, stamp, &scan, &answer, replier) else {
         return;
     };
     let slot = replier.outbox.search_slot().await;
     let shared = shared.clone();
     tokio::task::spawn_blocking(move || {
         let _slot = slot;
-        on_pool(&shared, stamp, &space, &predicates, kind, replier);
+        on_pool(&shared, stamp, &scan, &answer, replier);
     });
 }
 
-/// Answers a search or count that names a single point of a subspace right here, without the
-/// hand-off to the blocking pool (which cost a search four thread switches: docs/benchmarks.md).
-/// Gives the search back if it is not such a search or has too many matches.
+/// Answers a search or count right here when it names a single point, or finds at most
+/// [`INLINE_MATCHES_MAX`] matches within [`INLINE_READS_MAX`] reads, without the hand-off to
+/// the blocking pool (which cost a search four thread switches: docs/benchmarks.md). Gives the
+/// replier back otherwise (nothing was sent): the search starts again on the pool.
 fn inline(
     shared: &Shared,
     stamp: u64,
-    space: &ServedSpace,
-    predicates: &[CheckedPredicate],
-    plan: Option<Vec<SearchPlan>>,
-    kind: SearchKind,
+    scan: &Scan,
+    answer: &Answer,
     replier: Replier,
-) -> Option<(SearchKind, Replier)> {
+) -> Option<Replier> {
+    if matches!(answer, Answer::Sorted { .. }) {
+        return Some(replier);
+    }
+    let budget = if scan.is_point() {
+        Budget::Unlimited
+    } else {
+        Budget::Entries(INLINE_READS_MAX)
+    };
     let mut found = Vec::new();
-    let mut collect = |o| {
+    let read = scan.encoded(&shared.store, budget, |o| {
         found.push(o);
         if found.len() > INLINE_MATCHES_MAX {
             ControlFlow::Break(())
         } else {
             ControlFlow::Continue(())
         }
-    };
-    let store = &shared.store;
-    // A point reads one cell; anything else is tried within a budget of reads.
-    let budget = |point: bool| {
-        if point {
-            Budget::Unlimited
-        } else {
-            Budget::Entries(INLINE_READS_MAX)
-        }
-    };
-    let scanned = match &kind {
-        SearchKind::All | SearchKind::Count => {
-            let plan = plan.unwrap_or_else(|| reads::plan(space, predicates));
-            let budget = budget(reads::is_point_search(&plan));
-            reads::for_each_encoded_match_planned(
-                store,
-                space,
-                &plan,
-                predicates,
-                budget,
-                &mut collect,
-            )
-        }
-        // A cluster client's share of a search.
-        SearchKind::Regions { subspace, regions } => {
-            let part = space
-                .config()
-                .part_in(space.tessellations(), *subspace, predicates);
-            let mut budget = budget(matches!(part.boxes.as_slice(), [b] if b.is_point()));
-            reads::for_each_encoded_match_in(
-                store,
-                space,
-                &part,
-                regions,
-                predicates,
-                Pointers::Return,
-                &mut budget,
-                &mut collect,
-            )
-        }
-        SearchKind::Sorted { .. } => return Some((kind, replier)),
-        // A few keys are as cheap as as many gets; more go to the pool, streamed.
-        SearchKind::Keys(keys) if keys.len() <= INLINE_KEYS_MAX => {
-            reads::for_each_of_keys(store, space, keys, |o| {
-                collect(EncodedObject::from_stored(&o))
-            })
-            .map(|()| ControlFlow::Continue(()))
-        }
-        SearchKind::Keys(_) => return Some((kind, replier)),
-    };
-    // Too many matches or reads for here: again from the start, on the pool (nothing was sent).
-    if matches!(scanned, Ok(ControlFlow::Break(_))) {
-        return Some((kind, replier));
+    });
+    if matches!(read, Ok(ControlFlow::Break(_))) {
+        return Some(replier);
     }
-    let scanned = scanned.map(drop);
+    let read = read.map(drop);
+    if read.is_ok() {
+        record_search(shared, scan, found.len() as u64);
+    }
+    let count = matches!(answer, Answer::Count);
+    answer_found(shared, stamp, read, &found, count, replier);
+    None
+}
+
+/// Runs a search on a thread of the blocking pool: it may read many objects, and streams them
+/// to a client that may be slow to read.
+fn on_pool(shared: &Shared, stamp: u64, scan: &Scan, answer: &Answer, replier: Replier) {
     let epoch = shared.view().epoch();
-    if scanned.is_ok() {
-        record(
-            shared,
-            space,
-            predicates,
-            &kind,
-            share(space, predicates, &kind),
-            found.len() as u64,
-        );
+    let store = &shared.store;
+    let mut matched = 0u64;
+    let outcome = match answer {
+        Answer::Count => scan
+            .encoded(store, Budget::Unlimited, |_| {
+                matched += 1;
+                ControlFlow::Continue(())
+            })
+            .map(|_| Some(Response::Count(matched))),
+        Answer::Sorted { by, limit, order } => {
+            let found = scan.sorted(store, by, *limit, *order);
+            send_sorted(&replier, epoch, found, &mut matched)
+        }
+        Answer::Matches => stream(&replier, epoch, &mut matched, |f| {
+            scan.encoded(store, Budget::Unlimited, f).map(drop)
+        }),
+    };
+    if matches!(outcome, Ok(Some(_))) {
+        record_search(shared, scan, matched);
     }
-    // A configuration installed meanwhile may have dropped what the search read (a subspace
-    // gone from storage is an error then): the client plans again on the new one.
-    match (scanned, kind) {
+    answer_last(shared, stamp, epoch, outcome, replier);
+}
+
+/// A multi_get: a few keys are as cheap as as many gets, read right here; more go to the pool,
+/// streamed.
+async fn multi_get(
+    shared: &Arc<Shared>,
+    stamp: u64,
+    space: Arc<ServedSpace>,
+    keys: Vec<Value>,
+    replier: Replier,
+) {
+    if let Err(e) = shared.keys_readable(space.config().id, &keys).await {
+        return replier.fail(shared.view().epoch(), e);
+    }
+    if keys.len() <= INLINE_KEYS_MAX {
+        let mut found = Vec::new();
+        let read = reads::for_each_of_keys(&shared.store, &space, &keys, |o| {
+            found.push(EncodedObject::from_stored(&o));
+            ControlFlow::Continue(())
+        });
+        if read.is_ok() {
+            record_gets(shared, &space, keys.len(), found.len() as u64);
+        }
+        return answer_found(shared, stamp, read, &found, false, replier);
+    }
+    let slot = replier.outbox.search_slot().await;
+    let shared = shared.clone();
+    tokio::task::spawn_blocking(move || {
+        let _slot = slot;
+        let epoch = shared.view().epoch();
+        let mut matched = 0u64;
+        let outcome = stream(&replier, epoch, &mut matched, |f| {
+            reads::for_each_of_keys(&shared.store, &space, &keys, |o| {
+                f(EncodedObject::from_stored(&o))
+            })
+        });
+        if matches!(outcome, Ok(Some(_))) {
+            record_gets(&shared, &space, keys.len(), matched);
+        }
+        answer_last(&shared, stamp, epoch, outcome, replier);
+    });
+}
+
+/// Answers a search read on the connection's task: its count, or its matches in one
+/// `SearchItems` frame and `SearchDone`. A configuration installed meanwhile may have dropped
+/// what it read (a subspace gone from storage is an error then): the client plans again on
+/// the new one.
+fn answer_found(
+    shared: &Shared,
+    stamp: u64,
+    read: Result<(), ErrorReply>,
+    found: &[EncodedObject],
+    count: bool,
+    replier: Replier,
+) {
+    let epoch = shared.view().epoch();
+    match read {
         _ if !shared.read_still_valid(stamp) => {
             replier.fail(epoch, shared.read_overlapped_install())
         }
-        (Err(e), _) => replier.fail(epoch, e),
-        (Ok(()), SearchKind::Count) => replier.send(epoch, Response::Count(found.len() as u64)),
-        (Ok(()), _) => {
+        Err(e) => replier.fail(epoch, e),
+        Ok(()) if count => replier.send(epoch, Response::Count(found.len() as u64)),
+        Ok(()) => {
             let mut frames = Vec::with_capacity(2);
             if !found.is_empty() {
                 let mut items = SearchItemsBuilder::new();
-                for o in &found {
+                for o in found {
                     items.push(o.version, o.object_bytes());
                 }
                 match items.take_frame(replier.id, epoch) {
                     Ok(frame) => frames.push(frame),
-                    Err(e) => {
-                        replier.fail(epoch, Outbox::encoding_error(e));
-                        return None;
-                    }
+                    Err(e) => return replier.fail(epoch, Outbox::encoding_error(e)),
                 }
             }
             frames.push(Outbox::frame(replier.id, epoch, Response::SearchDone));
             replier.outbox.send_all_nowait(frames, Some(replier.permit));
         }
     }
-    None
 }
 
-/// Runs a search on a thread of the blocking pool: it may read many objects, and streams them
-/// to a client that may be slow to read.
-fn on_pool(
+/// Answers a search read on the pool with its last frame (`Ok(None)`: the client went away).
+/// What was streamed already is dropped by the client when the read overlapped an install
+/// (an error too may come of one: a subspace dropped from storage); it makes the search again.
+fn answer_last(
     shared: &Shared,
     stamp: u64,
-    space: &ServedSpace,
-    predicates: &[CheckedPredicate],
-    kind: SearchKind,
+    epoch: Epoch,
+    outcome: Result<Option<Response>, ErrorReply>,
     replier: Replier,
 ) {
-    let epoch = shared.view().epoch();
-    let store = &shared.store;
-    let mut matched = 0u64;
-    let outcome = (|| -> Result<Option<Response>, ErrorReply> {
-        match &kind {
-            SearchKind::Count => {
-                reads::for_each_encoded_match(store, space, predicates, |_| {
-                    matched += 1;
-                    ControlFlow::Continue(())
-                })?;
-                Ok(Some(Response::Count(matched)))
-            }
-            SearchKind::Sorted { by, limit, order } => {
-                let found = reads::sorted_search(store, space, predicates, by, *limit, *order)?;
-                matched = found.len() as u64;
-                for chunk in found.chunks(256) {
-                    if replier
-                        .outbox
-                        .send_blocking(replier.id, epoch, Response::SearchItems(chunk.to_vec()))
-                        .is_err()
-                    {
-                        return Ok(None);
-                    }
-                }
-                Ok(Some(Response::SearchDone))
-            }
-            SearchKind::All => stream(&replier, epoch, &mut matched, |f| {
-                reads::for_each_encoded_match(store, space, predicates, f)
-            }),
-            SearchKind::Keys(keys) => stream(&replier, epoch, &mut matched, |f| {
-                reads::for_each_of_keys(store, space, keys, |o| f(EncodedObject::from_stored(&o)))
-            }),
-            SearchKind::Regions { subspace, regions } => {
-                let part = space
-                    .config()
-                    .part_in(space.tessellations(), *subspace, predicates);
-                stream(&replier, epoch, &mut matched, |f| {
-                    reads::for_each_encoded_match_in(
-                        store,
-                        space,
-                        &part,
-                        regions,
-                        predicates,
-                        Pointers::Return,
-                        &mut Budget::Unlimited,
-                        f,
-                    )
-                    .map(drop)
-                })
-            }
-        }
-    })();
-    if matches!(outcome, Ok(Some(_))) {
-        let share = share(space, predicates, &kind);
-        record(shared, space, predicates, &kind, share, matched);
-    }
     match outcome {
-        // What was streamed already is dropped by the client, which makes the search again
-        // (an error too may come of an install: a subspace dropped from storage).
         Ok(Some(_)) | Err(_) if !shared.read_still_valid(stamp) => {
             replier.fail(epoch, shared.read_overlapped_install())
         }
         Ok(Some(last)) => replier.send(epoch, last),
-        Ok(None) => {} // the client went away mid-search
+        Ok(None) => {}
         Err(e) => replier.fail(epoch, e),
     }
+}
+
+/// Sends a sorted search's matches in frames of 256; `Ok(None)` when the client went away.
+fn send_sorted(
+    replier: &Replier,
+    epoch: Epoch,
+    found: Result<Vec<WireObject>, ErrorReply>,
+    matched: &mut u64,
+) -> Result<Option<Response>, ErrorReply> {
+    let found = found?;
+    *matched = found.len() as u64;
+    for chunk in found.chunks(256) {
+        let items = Response::SearchItems(chunk.to_vec());
+        if replier
+            .outbox
+            .send_blocking(replier.id, epoch, items)
+            .is_err()
+        {
+            return Ok(None);
+        }
+    }
+    Ok(Some(Response::SearchDone))
 }
 
 thread_local! {
@@ -319,41 +316,20 @@ fn stream(
     }
 }
 
-/// Counts a search this server answered in the trace: all of it, or for a cluster client's
-/// share, the fraction of its regions this server was sent. A multi_get counts as that many
-/// gets.
-fn record(
-    shared: &Shared,
-    space: &ServedSpace,
-    predicates: &[CheckedPredicate],
-    kind: &SearchKind,
-    share: f64,
-    matched: u64,
-) {
-    if let Some(keys) = kind.gets() {
-        let found = matched as f64 / keys.max(1) as f64;
-        for _ in 0..keys {
-            shared
-                .trace
-                .record(space, tessera_protocol::RequestShape::Get, 1.0, found);
-        }
-        return;
-    }
-    shared.trace.record(
-        space,
-        trace::search_shape(space, predicates),
-        share,
-        matched as f64,
-    );
+/// Counts a search this server answered in the trace, by its share of the whole search.
+fn record_search(shared: &Shared, scan: &Scan, matched: u64) {
+    let shape = trace::search_shape(scan.space(), scan.predicates());
+    shared
+        .trace
+        .record(scan.space(), shape, scan.share(), matched as f64);
 }
 
-/// The share of a search this server answers: all of it, or for a cluster client's share,
-/// the fraction of the regions its box crosses that this server was sent.
-fn share(space: &ServedSpace, predicates: &[CheckedPredicate], kind: &SearchKind) -> f64 {
-    match kind {
-        SearchKind::Regions { subspace, regions } => {
-            trace::share_of_search(space, *subspace, predicates, regions)
-        }
-        _ => 1.0,
+/// Counts a multi_get in the trace as that many gets.
+fn record_gets(shared: &Shared, space: &ServedSpace, keys: usize, matched: u64) {
+    let found = matched as f64 / keys.max(1) as f64;
+    for _ in 0..keys {
+        shared
+            .trace
+            .record(space, tessera_protocol::RequestShape::Get, 1.0, found);
     }
 }

@@ -97,16 +97,6 @@ pub enum SearchKind {
     Keys(Vec<Value>),
 }
 
-impl SearchKind {
-    /// How many keys a multi_get reads; `None` for a search.
-    pub fn gets(&self) -> Option<usize> {
-        match self {
-            SearchKind::Keys(keys) => Some(keys.len()),
-            _ => None,
-        }
-    }
-}
-
 /// Checks `frame` against `view`.
 pub fn validate(frame: RequestFrame, view: &View) -> Result<Job, ErrorReply> {
     let epoch = view.epoch();
