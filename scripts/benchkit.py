@@ -1,28 +1,76 @@
-"""What the benchmark scripts share (scripts/bench-documents.sh, scripts/bench-peers.sh,
-scripts/bench-memory.sh, scripts/bench-cluster.sh's disk probe, scripts/fsync-interference.py):
-free ports, the disk's own fdatasync latency, CPU accounting from /proc, waiting for a quiet machine, a
-PostgreSQL cluster of its own in a temporary directory, a fresh `tessera dev`, a Redis server,
-an etcd member and a Cassandra node of their own, medians and ratios.
+"""The one benchmark harness: every script in scripts/bench-* (and fsync-interference.py) starts
+its servers, pins CPUs, waits for a quiet machine and records provenance through this module.
 
-A script calls `configure(...)` once, then uses the rest. Only 127.0.0.1 is ever used.
+* pinning: `pin(cpu)` is the `taskset -c CPU` prefix (none when taskset is missing or cpu is
+  empty); `cpus(server, client)` reads the SERVER_CPU/CLIENT_CPU knobs with a script's defaults;
+* servers: a fresh `tessera dev` (`Tessera`, with any `dev` flags, e.g. a cluster in one process),
+  PostgreSQL, Redis, etcd and Cassandra of their own, all pinned to SERVER_CPU and stopped by
+  `stop()`;
+* quiet: `wait_quiet(own)` waits until processes other than `own` (a pid or a list) use fewer
+  than QUIET_CORES cores, at most QUIET_MAX_WAIT seconds;
+* recording: `stamp(row, quiet)` adds one "provenance" object (other_cores_before, git, commit,
+  bin, server_cpu, client_cpu, date) to a result row;
+* free ports, CPU accounting from /proc, the disk's own fdatasync latency, medians and ratios.
+
+A script calls `configure(...)` once, then uses the rest. Shell scripts without Python use the
+command line: `benchkit.py pin CPU`, `quiet [--cores C] [--max-wait S] [PID...]` (prints the
+other cores), `watch OUT PID...` (their timeline while the last PID runs), `port`, and
+`stamp --bin B --server-cpu S --client-cpu C [--quiet X]` (a JSON row on stdin, stamped on
+stdout). Only 127.0.0.1 is ever used.
 """
-import glob, os, pwd, shutil, signal, socket, statistics, subprocess, sys, tempfile, time
+import atexit, functools, glob, json, os, pwd, shutil, signal, socket, statistics, subprocess, sys, tempfile, time
 import urllib.request
 
 NAME = "bench"
 OUT = BIN = None
 SERVER_CPU = "0"
+CLIENT_CPU = "1"
 QUIET_CORES = 0.3
 QUIET_MAX_WAIT = 300.0
 CLK = os.sysconf("SC_CLK_TCK")
 
 
-def configure(name, out, bin_, server_cpu, quiet_cores=0.3, quiet_max_wait=300.0):
+def configure(name, out, bin_, server_cpu, quiet_cores=0.3, quiet_max_wait=300.0, client_cpu="1"):
     """The script's name (for messages), its working directory, the tessera binary, the CPU
-    list servers are pinned to, and what counts as a quiet machine."""
-    global NAME, OUT, BIN, SERVER_CPU, QUIET_CORES, QUIET_MAX_WAIT
-    NAME, OUT, BIN, SERVER_CPU = name, out, bin_, server_cpu
+    lists servers and clients are pinned to, and what counts as a quiet machine."""
+    global NAME, OUT, BIN, SERVER_CPU, CLIENT_CPU, QUIET_CORES, QUIET_MAX_WAIT
+    NAME, OUT, BIN, SERVER_CPU, CLIENT_CPU = name, out, bin_, server_cpu, client_cpu
     QUIET_CORES, QUIET_MAX_WAIT = quiet_cores, quiet_max_wait
+
+
+def cpus(server="0", client="1"):
+    """The SERVER_CPU and CLIENT_CPU knobs, with the script's defaults ("" means unpinned)."""
+    return os.environ.get("SERVER_CPU", server), os.environ.get("CLIENT_CPU", client)
+
+def pin(cpu):
+    """`taskset -c CPU` to put before a command; nothing when cpu is empty or taskset is
+    missing, so a script still runs (unpinned) where taskset is not installed."""
+    return ["taskset", "-c", cpu] if cpu and shutil.which("taskset") else []
+
+def git(*args):
+    return subprocess.run(["git", *args], capture_output=True, text=True,
+                          cwd=os.path.dirname(os.path.abspath(__file__))).stdout.strip()
+
+@functools.lru_cache(maxsize=None)
+def _source():
+    # Once per script: the checkout does not change under a run (or the run says so by "-dirty").
+    return git("describe", "--always", "--dirty"), git("rev-parse", "HEAD")
+
+def provenance(quiet=None, bin_=None, server_cpu=None, client_cpu=None):
+    """What every result row records about where it came from. Pins are None when unpinned."""
+    server_cpu = SERVER_CPU if server_cpu is None else server_cpu
+    client_cpu = CLIENT_CPU if client_cpu is None else client_cpu
+    described, commit = _source()
+    return {"other_cores_before": None if quiet is None else round(quiet, 3),
+            "git": described, "commit": commit, "bin": bin_ or BIN,
+            "server_cpu": server_cpu if pin(server_cpu) else None,
+            "client_cpu": client_cpu if pin(client_cpu) else None,
+            "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+
+def stamp(row, quiet=None, **kw):
+    """Adds the provenance to a result row (a dict) and returns the row."""
+    row["provenance"] = provenance(quiet, **kw)
+    return row
 
 
 def log(*a):
@@ -68,19 +116,26 @@ def cpu_s(pid):
             pass
     return total
 
-def wait_quiet(server_pid):
+def other_cores(own=(), seconds=2.0):
+    """Cores used over `seconds` by every process but `own` (pids, with their children)."""
+    b0 = machine_busy_jiffies(); s0 = sum(map(cpu_s, own)); t0 = time.time()
+    time.sleep(seconds)
+    b1 = machine_busy_jiffies(); s1 = sum(map(cpu_s, own))
+    return max(0.0, (b1 - b0) / CLK - (s1 - s0)) / (time.time() - t0)
+
+def wait_quiet(own=(), sample_s=2.0, pause_s=5.0):
+    """Waits until processes other than `own` (a pid or a list: our idle servers) use fewer than
+    QUIET_CORES cores, at most QUIET_MAX_WAIT seconds; returns the last sample (other cores)."""
+    own = [own] if isinstance(own, int) else list(own)
     start = time.time()
     while True:
-        b0 = machine_busy_jiffies(); s0 = cpu_s(server_pid); t0 = time.time()
-        time.sleep(2)
-        b1 = machine_busy_jiffies(); s1 = cpu_s(server_pid); dt = time.time() - t0
-        other = max(0.0, (b1 - b0) / CLK - (s1 - s0)) / dt
+        other = other_cores(own, sample_s)
         if other < QUIET_CORES or time.time() - start > QUIET_MAX_WAIT:
             if other >= QUIET_CORES:
                 log(f"machine still busy ({other:.2f} other cores); running anyway")
             return other
-        log(f"machine busy ({other:.2f} other cores); waiting")
-        time.sleep(5)
+        log(f"machine busy ({other:.2f} other cores, load {os.getloadavg()[0]:.2f}); waiting")
+        time.sleep(pause_s)
 
 # --- PostgreSQL: its own cluster in a temporary directory ---------------------------------------
 def pg_bin(name):
@@ -119,7 +174,7 @@ class Postgres:
                     f"-c unix_socket_directories={self.root}")
             try:
                 # taskset on pg_ctl: the postmaster and every backend inherit the CPU list.
-                self.run(["taskset", "-c", SERVER_CPU, pg_bin("pg_ctl"), "-D", self.data,
+                self.run([*pin(SERVER_CPU), pg_bin("pg_ctl"), "-D", self.data,
                           "-l", self.log, "-w", "-t", "60", "-o", opts, "start"])
                 with open(os.path.join(self.data, "postmaster.pid")) as f:
                     self.pid = int(f.readline())
@@ -162,7 +217,10 @@ def dir_bytes(path):
 
 # --- Tessera: a fresh `tessera dev` per run and system ------------------------------------------
 class Tessera:
-    def __init__(self, name, args=()):
+    """A fresh `tessera dev` (any `dev` flags in `args`: `--servers 4 --replicas 2` is a cluster
+    in one process) on a free port, pinned to SERVER_CPU, its data under OUT/name. Every one
+    started is in LIVE until stopped, and its pid in OUT/pids (a shell trap may stop leftovers)."""
+    def __init__(self, name, args=(), bin_=None, env=None):
         self.name = name
         for attempt in range(5):
             self.dir = os.path.join(OUT, name)
@@ -171,27 +229,42 @@ class Tessera:
             port = free_port()
             self.logf = open(os.path.join(OUT, name + ".log"), "w")
             self.proc = subprocess.Popen(
-                ["taskset", "-c", SERVER_CPU, BIN, "dev", "--data-dir", os.path.join(self.dir, "data"),
+                [*pin(SERVER_CPU), bin_ or BIN, "dev", "--data-dir", os.path.join(self.dir, "data"),
                  "--listen", f"127.0.0.1:{port}", *args],
-                stdout=subprocess.PIPE, stderr=self.logf, text=True)
-            line = self.proc.stdout.readline()
+                stdout=subprocess.PIPE, stderr=self.logf, text=True, env=env)
+            self.pid = self.proc.pid
+            with open(os.path.join(OUT, "pids"), "a") as f:
+                f.write(f"{self.pid}\n")
+            LIVE.append(self)
+            line = self.proc.stdout.readline()  # "tessera dev: ready on ADDR ...", or EOF
             if f"ready on 127.0.0.1:{port}" in line and self.proc.poll() is None:
-                self.url = f"tessera://127.0.0.1:{port}"
-                self.pid = self.proc.pid
+                self.addr = f"127.0.0.1:{port}"
+                self.url = f"tessera://{self.addr}"
                 return
-            self.proc.wait()
-            log(f"tessera dev did not start on port {port} (attempt {attempt + 1})")
+            self.stop()
+            log(f"tessera dev did not start on port {port} (attempt {attempt + 1}): see {self.logf.name}")
         sys.exit(f"{NAME}: cannot start tessera dev")
 
-    def stop(self):
+    def stop(self, sig=signal.SIGTERM):
         if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
+            self.proc.send_signal(sig)
             try:
                 self.proc.wait(60)
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
+        if self in LIVE:
+            LIVE.remove(self)
+        self.logf.close()
         shutil.rmtree(self.dir, ignore_errors=True)
+
+LIVE = []
+
+@atexit.register
+def stop_all():
+    """Whatever a script started and did not stop (an exception, a signal turned into exit)."""
+    for t in list(LIVE):
+        t.stop()
 
 
 # --- Redis: a server of its own, every write fsynced -------------------------------------------
@@ -201,12 +274,13 @@ class Redis:
     `appendfsync="everysec"` it fsyncs once a second instead (a write acknowledged before it is
     durable): the issue's baseline for YCSB E."""
     def __init__(self, name, appendfsync="always"):
+        self.name = name
         self.root = tempfile.mkdtemp(prefix="tessera-redis.")
         self.proc = self.pid = self.port = None
         for attempt in range(5):
             self.port = free_port()
             self.proc = subprocess.Popen(
-                ["taskset", "-c", SERVER_CPU, "redis-server", "--port", str(self.port),
+                [*pin(SERVER_CPU), "redis-server", "--port", str(self.port),
                  "--bind", "127.0.0.1", "--dir", self.root, "--save", "", "--appendonly", "yes",
                  "--appendfsync", appendfsync, "--daemonize", "no",
                  "--logfile", os.path.join(OUT, name + ".log")],
@@ -260,7 +334,7 @@ class Etcd:
             shutil.rmtree(os.path.join(self.root, "data"), ignore_errors=True)
             self.logf = open(os.path.join(OUT, name + ".log"), "w")
             self.proc = subprocess.Popen(
-                ["taskset", "-c", SERVER_CPU, "etcd", "--name", "bench",
+                [*pin(SERVER_CPU), "etcd", "--name", "bench",
                  "--data-dir", os.path.join(self.root, "data"),
                  "--listen-client-urls", client_url, "--advertise-client-urls", client_url,
                  "--listen-peer-urls", peer_url, "--initial-advertise-peer-urls", peer_url,
@@ -372,3 +446,54 @@ def latency_percentiles(lat):
 def ratio(a, b):
     """a/b to 3 significant digits (ratios here span 0.001 to 10), None without b."""
     return float(f"{a / b:.3g}") if b else None
+
+
+def watch(out, pids):
+    """The other cores' timeline while pids[-1] runs; a sample during which one of `pids` ended
+    is dropped (its CPU would count as someone else's)."""
+    samples = []
+    while os.path.exists(f"/proc/{pids[-1]}"):
+        o = other_cores(pids)
+        if all(os.path.exists(f"/proc/{p}") for p in pids):
+            samples.append([round(time.time(), 1), round(o, 3)])
+    with open(out, "w") as f:
+        json.dump(samples, f)
+
+def main(argv):
+    """The command line, for scripts in plain shell (see the module's docstring)."""
+    import argparse
+    ap = argparse.ArgumentParser(prog="benchkit.py")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    p = sub.add_parser("pin", help="print the taskset prefix for a CPU list (nothing without taskset)")
+    p.add_argument("cpu")
+    q = sub.add_parser("quiet", help="wait for a quiet machine; print the other cores' last sample")
+    q.add_argument("--cores", type=float, default=QUIET_CORES)
+    q.add_argument("--max-wait", type=float, default=QUIET_MAX_WAIT)
+    q.add_argument("pids", nargs="*", type=int)
+    sub.add_parser("port", help="print a free loopback port")
+    w = sub.add_parser("watch", help="sample the other cores every 2 s while the last pid lives; "
+                                     "write [[unix time, cores], ...] to OUT")
+    w.add_argument("out")
+    w.add_argument("pids", nargs="+", type=int)
+    r = sub.add_parser("stamp", help="add the provenance to the JSON object on stdin")
+    r.add_argument("--bin", required=True)
+    r.add_argument("--server-cpu", default="")
+    r.add_argument("--client-cpu", default="")
+    r.add_argument("--quiet", type=float)
+    a = ap.parse_args(argv)
+    if a.cmd == "pin":
+        print(" ".join(pin(a.cpu)))
+    elif a.cmd == "port":
+        print(free_port())
+    elif a.cmd == "watch":
+        watch(a.out, a.pids)
+    elif a.cmd == "quiet":
+        configure("benchkit.py", None, None, "", a.cores, a.max_wait)
+        print(round(wait_quiet(a.pids), 3))
+    else:
+        row = stamp(json.load(sys.stdin), a.quiet, bin_=a.bin, server_cpu=a.server_cpu,
+                    client_cpu=a.client_cpu)
+        print(json.dumps(row))
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
