@@ -50,13 +50,13 @@
 #   TESSERA_BIN=path    measure this binary instead of building this checkout's (an A/B run
 #                       against an older build)
 #
-# Needs: cargo, python3, taskset. Only 127.0.0.1 is used. Every process it starts is stopped
+# Needs: cargo, python3; taskset if available. Only 127.0.0.1 is used. Every process it starts is stopped
 # on exit, failure or Ctrl-C (the Python driver's finally/signal handlers, and a bash trap that
 # kills whatever PID it recorded in $OUT/pids and is still running this binary).
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
-for tool in cargo python3 taskset; do
+for tool in python3; do
     command -v "$tool" >/dev/null || { echo "bench-cluster.sh: $tool not found" >&2; exit 2; }
 done
 
@@ -90,7 +90,7 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 
 python3 - "$@" <<'PY'
-import atexit, json, os, random, resource, shutil, signal, socket, statistics, subprocess, sys, time
+import json, os, resource, signal, statistics, subprocess, sys, time
 
 sys.path.insert(0, os.path.join(os.getcwd(), "scripts"))
 import benchkit
@@ -116,12 +116,11 @@ PACED_CONFIGS = env("PACED_CONFIGS", "cluster4k2").split()
 PACED_FRACTION = float(env("PACED_FRACTION", 0.5))
 PACED_DURATION_S = float(env("PACED_DURATION_S", 20))
 FSYNC_PROBES = int(env("FSYNC_PROBES", 2000))
-SERVER_CPU = env("SERVER_CPU", "0")
-CLIENT_CPU = env("CLIENT_CPU", "1")
+SERVER_CPU, CLIENT_CPU = benchkit.cpus("0", "1")
 QUIET_CORES = float(env("QUIET_CORES", 0.3))
 QUIET_MAX_WAIT = float(env("QUIET_MAX_WAIT", 600))
 MANY_OPS = 1_000_000_000  # run phases end by --duration-s
-CLK = os.sysconf("SC_CLK_TCK")
+CLK = benchkit.CLK
 BASELINE = "standalone"
 # The coordinators' adaptive re-cut and key-region splits are off: a re-cut rebuilds a subspace
 # (every object backfilled) whenever its period comes, in the middle of a measurement or not.
@@ -142,101 +141,30 @@ for c in set(YCSB_CONFIGS + SUB_CONFIGS + SEARCH_CONFIGS + PACED_CONFIGS):
     if c not in CONFIGS:
         sys.exit(f"bench-cluster.sh: unknown configuration {c!r} ({', '.join(CONFIGS)})")
 
-def log(*a):
-    print("bench-cluster.sh:", *a, file=sys.stderr, flush=True)
+benchkit.configure("bench-cluster.sh", OUT, BIN, SERVER_CPU, QUIET_CORES, QUIET_MAX_WAIT, CLIENT_CPU)
+from benchkit import Tessera, cpu_s, log, machine_busy_jiffies, pin, stop_all, wait_quiet
 
-# --- process hygiene: every server started is stopped, whatever happens -----------------------
-LIVE = []
-
-def stop_all():
-    for s in list(LIVE):
-        s.stop()
-
-atexit.register(stop_all)
+# Every server started is stopped, whatever happens: benchkit stops what is left at exit, and a
+# signal becomes an exit.
 def on_signal(signum, _frame):
     raise SystemExit(128 + signum)
 signal.signal(signal.SIGTERM, on_signal)
 signal.signal(signal.SIGINT, on_signal)
 
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-def machine_jiffies():
-    with open("/proc/stat") as f:
-        v = [int(x) for x in f.readline().split()[1:]]
-    return sum(v[:8]) - (v[3] + v[4])
-
-def proc_cpu_s(pid):
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / CLK
-
-def wait_quiet(server_pid):
-    """Waits until processes other than our (idle) server use < QUIET_CORES."""
-    start = time.time()
-    while True:
-        b0 = machine_jiffies(); s0 = proc_cpu_s(server_pid); t0 = time.time()
-        time.sleep(2)
-        b1 = machine_jiffies(); s1 = proc_cpu_s(server_pid); dt = time.time() - t0
-        other = max(0.0, (b1 - b0) / CLK - (s1 - s0)) / dt
-        if other < QUIET_CORES:
-            return other
-        if time.time() - start > QUIET_MAX_WAIT:
-            log(f"machine still busy ({other:.2f} other cores) after {QUIET_MAX_WAIT:.0f} s; running anyway")
-            return other
-        log(f"machine busy ({other:.2f} other cores, load {os.getloadavg()[0]:.2f}); waiting")
-        time.sleep(8)
-
-class Server:
-    def __init__(self, config, name, proc, addr, data_dir):
-        self.config, self.name, self.proc, self.addr, self.data_dir = config, name, proc, addr, data_dir
-
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(60)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        if self in LIVE:
-            LIVE.remove(self)
-        shutil.rmtree(self.data_dir, ignore_errors=True)
-
 def start(config, name):
-    for attempt in range(5):
-        d = os.path.join(OUT, name)
-        shutil.rmtree(d, ignore_errors=True)
-        os.makedirs(d)
-        port = free_port()
-        cmd = ["taskset", "-c", SERVER_CPU, BIN, "dev", "--data-dir", os.path.join(d, "data"),
-               "--listen", f"127.0.0.1:{port}"] + CONFIGS[config]
-        logf = open(os.path.join(OUT, name + ".log"), "w")
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=logf, text=True)
-        with open(os.path.join(OUT, "pids"), "a") as f:
-            f.write(f"{proc.pid}\n")
-        srv = Server(config, name, proc, f"127.0.0.1:{port}", d)
-        LIVE.append(srv)
-        line = proc.stdout.readline()  # "tessera dev: ready on ADDR ...", or EOF on failure
-        if f"ready on 127.0.0.1:{port}" in line and proc.poll() is None:
-            return srv
-        srv.stop()
-        log(f"{config} did not start on port {port} (attempt {attempt + 1}): see {logf.name}")
-    sys.exit(f"bench-cluster.sh: cannot start {config}")
+    srv = Tessera(name, CONFIGS[config])
+    srv.config = config
+    return srv
 
 def bench(srv, args, label):
     """One `tessera bench` invocation pinned to CLIENT_CPU; its report plus what else ran."""
-    quiet = wait_quiet(srv.proc.pid)
-    cmd = ["taskset", "-c", CLIENT_CPU, BIN, "bench", "--target", f"tessera://{srv.addr}",
+    quiet = wait_quiet(srv.pid, pause_s=8)
+    cmd = [*pin(CLIENT_CPU), BIN, "bench", "--target", srv.url,
            "--progress", "never"] + [str(a) for a in args]
     ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
-    b0 = machine_jiffies(); s0 = proc_cpu_s(srv.proc.pid); t0 = time.time()
+    b0 = machine_busy_jiffies(); s0 = cpu_s(srv.pid); t0 = time.time()
     res = subprocess.run(cmd, capture_output=True, text=True)
-    b1 = machine_jiffies(); s1 = proc_cpu_s(srv.proc.pid); wall = time.time() - t0
+    b1 = machine_busy_jiffies(); s1 = cpu_s(srv.pid); wall = time.time() - t0
     ru1 = resource.getrusage(resource.RUSAGE_CHILDREN)
     if res.returncode != 0:
         sys.exit(f"bench-cluster.sh: {' '.join(cmd)} failed ({res.returncode}): {res.stderr.strip()}")
@@ -251,6 +179,7 @@ def bench(srv, args, label):
         "wall_s": round(wall, 3),
         "loadavg_1m_before": round(os.getloadavg()[0], 2),
     }
+    benchkit.stamp(report, quiet)
     for phase in ("load", "run"):
         ph = report.get(phase)
         if ph:
@@ -294,8 +223,7 @@ def fit(xs, ys):
     r2 = (sxy * sxy) / (sxx * syy) if sxx and syy else 1.0
     return b, a, r2
 
-def git(*a):
-    return subprocess.run(["git", *a], capture_output=True, text=True).stdout.strip()
+git = benchkit.git
 
 raw = {"config": {"runs": RUNS, "records": RECORDS, "threads": THREADS, "duration_s": DURATION_S,
                   "sub_s": SUB_S, "sub_records": SUB_RECORDS, "sub_threads": SUB_THREADS,
@@ -304,7 +232,7 @@ raw = {"config": {"runs": RUNS, "records": RECORDS, "threads": THREADS, "duratio
                   "paced_fraction": PACED_FRACTION, "paced_duration_s": PACED_DURATION_S,
                   "server_cpu": SERVER_CPU, "client_cpu": CLIENT_CPU, "nproc": os.cpu_count(),
                   "configs": {c: ["tessera", "dev"] + CONFIGS[c] for c in CONFIGS},
-                  "git": git("describe", "--always", "--dirty"), "commit": git("rev-parse", "HEAD"),
+                  "git": git("describe", "--always", "--dirty"), "commit": git("rev-parse", "HEAD"), "bin": BIN,
                   "cpu": next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?"),
                   "started": time.strftime("%Y-%m-%dT%H:%M:%S%z")},
        "ycsb": {}, "subspaces": {}, "search": {}, "paced": {}}
@@ -467,8 +395,8 @@ try:
                                        "--duration-s", DURATION_S, "--threads", THREADS, "--seed", run + 1],
                                  f"{config} A closed loop")
                     rate = max(1, round(PACED_FRACTION * peak["run"]["overall_throughput"]))
-                    wait_quiet(srv.proc.pid)
-                    disk = fdatasync_probe(srv.data_dir)
+                    wait_quiet(srv.pid, pause_s=8)
+                    disk = fdatasync_probe(srv.dir)
                     log(f"  disk fdatasync p50 {disk['p50_us']} µs, p99 {disk['p99_us']} µs")
                     paced = bench(srv, ["-w", "a", "--phase", "run", "--records", RECORDS, "--operations", MANY_OPS,
                                         "--duration-s", PACED_DURATION_S, "--threads", THREADS, "--rate", rate,

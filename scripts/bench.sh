@@ -19,26 +19,34 @@
 #   QUIET_CORES=0.3     before each measured phase, wait until other processes use less than
 #   QUIET_MAX_WAIT=600    this many cores (sampled over 2 s), at most this many seconds
 #   OUT=$(mktemp -d)    where data directories, logs and raw.json go
+#   TESSERA_BIN=path    use this binary instead of building one
 #
-# Needs: cargo, python3, taskset, redis-server (Debian: apt-get install redis-server).
+# Needs: cargo, python3, redis-server (Debian: apt-get install redis-server); taskset if available.
 # Only 127.0.0.1 is ever used.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
-for tool in cargo python3 taskset redis-server; do
+for tool in python3 redis-server; do
     command -v "$tool" >/dev/null || { echo "bench.sh: $tool not found" >&2; exit 2; }
 done
 
-echo "bench.sh: cargo build --release --locked -p tessera --features peers" >&2
-cargo build --release --locked -p tessera --features peers >&2
-
-export BIN="$PWD/target/release/tessera"
+if [ -n "${TESSERA_BIN:-}" ]; then
+    export BIN="$TESSERA_BIN"
+else
+    echo "bench.sh: cargo build --release --locked -p tessera --features peers" >&2
+    cargo build --release --locked -p tessera --features peers >&2
+    export BIN="$PWD/target/release/tessera"
+fi
 export OUT="${OUT:-$(mktemp -d /tmp/tessera-bench.XXXXXX)}"
 mkdir -p "$OUT"
 echo "bench.sh: working directory $OUT" >&2
 
 exec python3 - "$@" <<'PY'
-import json, os, resource, shutil, signal, socket, statistics, subprocess, sys, time
+import json, os, resource, statistics, subprocess, sys, time
+
+sys.path.insert(0, os.path.join(os.getcwd(), "scripts"))
+import benchkit
+from benchkit import Redis, Tessera, cpu_s, log, machine_busy_jiffies, pin, wait_quiet
 
 BIN = os.environ["BIN"]
 OUT = os.environ["OUT"]
@@ -48,41 +56,16 @@ OPS = int(os.environ.get("OPS", 500_000))
 E_OPS = int(os.environ.get("E_OPS", 100_000))
 THREADS = int(os.environ.get("THREADS", 16))
 RUNS = int(os.environ.get("RUNS", 3))
-SERVER_CPU = os.environ.get("SERVER_CPU", "0")
-CLIENT_CPU = os.environ.get("CLIENT_CPU", "1")
+SERVER_CPU, CLIENT_CPU = benchkit.cpus("0", "1")
 CACHE_MB = int(os.environ.get("CACHE_MB", 64))
 QUIET_CORES = float(os.environ.get("QUIET_CORES", 0.3))
 QUIET_MAX_WAIT = float(os.environ.get("QUIET_MAX_WAIT", 600))
-CLK = os.sysconf("SC_CLK_TCK")
-PAGE = os.sysconf("SC_PAGE_SIZE")
+CLK = benchkit.CLK
+benchkit.configure("bench.sh", OUT, BIN, SERVER_CPU, QUIET_CORES, QUIET_MAX_WAIT, CLIENT_CPU)
 parts = sys.argv[1:] or ["ycsb", "search", "memory"]
 for p in parts:
     if p not in ("ycsb", "search", "memory"):
         sys.exit(f"bench.sh: unknown part {p!r} (ycsb, search, memory)")
-
-def log(*a):
-    print("bench.sh:", *a, file=sys.stderr, flush=True)
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-def machine_jiffies():
-    """(busy, total) jiffies of all CPUs since boot."""
-    with open("/proc/stat") as f:
-        v = [int(x) for x in f.readline().split()[1:]]
-    idle = v[3] + v[4]
-    total = sum(v[:8])
-    return total - idle, total
-
-def proc_cpu_s(pid):
-    """user+system CPU seconds of a live process (all threads)."""
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / CLK
 
 def proc_status(pid):
     out = {}
@@ -93,96 +76,22 @@ def proc_status(pid):
                 out[k] = int(v.split()[0]) * 1024
     return out
 
-def wait_quiet(server_pid):
-    """Waits until processes other than our idle server use < QUIET_CORES; returns the last sample."""
-    start = time.time()
-    while True:
-        b0, _ = machine_jiffies(); s0 = proc_cpu_s(server_pid); t0 = time.time()
-        time.sleep(2)
-        b1, _ = machine_jiffies(); s1 = proc_cpu_s(server_pid); dt = time.time() - t0
-        other = max(0.0, (b1 - b0) / CLK - (s1 - s0)) / dt
-        if other < QUIET_CORES:
-            return other
-        if time.time() - start > QUIET_MAX_WAIT:
-            log(f"machine still busy ({other:.2f} other cores) after {QUIET_MAX_WAIT:.0f} s; running anyway")
-            return other
-        log(f"machine busy ({other:.2f} other cores, load {os.getloadavg()[0]:.2f}); waiting")
-        time.sleep(8)
-
-class Server:
-    def __init__(self, kind, name, proc, addr, data_dir):
-        self.kind, self.name, self.proc, self.addr, self.data_dir = kind, name, proc, addr, data_dir
-
-    @property
-    def url(self):
-        return f"{self.kind}://{self.addr}"
-
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(60)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        shutil.rmtree(self.data_dir, ignore_errors=True)
-
-def fresh_dir(name):
-    d = os.path.join(OUT, name)
-    shutil.rmtree(d, ignore_errors=True)
-    os.makedirs(d)
-    return d
-
 def start_tessera(name, cache_mb=None):
-    for attempt in range(5):
-        d = fresh_dir(name)
-        port = free_port()
-        cmd = ["taskset", "-c", SERVER_CPU, BIN, "dev", "--data-dir", os.path.join(d, "data"),
-               "--listen", f"127.0.0.1:{port}"]
-        if cache_mb is not None:
-            cmd += ["--cache-mb", str(cache_mb)]
-        logf = open(os.path.join(OUT, name + ".log"), "w")
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=logf, text=True)
-        line = proc.stdout.readline()  # "tessera dev: ready on ADDR, data in DIR", or EOF on failure
-        if f"ready on 127.0.0.1:{port}" in line and proc.poll() is None:
-            return Server("tessera", name, proc, f"127.0.0.1:{port}", d)
-        proc.wait()
-        log(f"tessera dev did not start on port {port} (attempt {attempt + 1}): see {logf.name}")
-    sys.exit("bench.sh: cannot start tessera dev")
+    return Tessera(name, [] if cache_mb is None else ["--cache-mb", str(cache_mb)])
 
 def start_redis(name, appendfsync):
-    for attempt in range(5):
-        d = fresh_dir(name)
-        port = free_port()
-        cmd = ["taskset", "-c", SERVER_CPU, "redis-server", "--port", str(port), "--bind", "127.0.0.1",
-               "--dir", d, "--save", "", "--appendonly", "yes", "--appendfsync", appendfsync,
-               "--daemonize", "no", "--logfile", os.path.join(OUT, name + ".log")]
-        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.time() + 10
-        while time.time() < deadline and proc.poll() is None:
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=1) as s:
-                    s.sendall(b"PING\r\n")
-                    if s.recv(16).startswith(b"+PONG"):
-                        break
-            except OSError:
-                time.sleep(0.05)
-        time.sleep(0.2)
-        if proc.poll() is None:
-            return Server("redis", name, proc, f"127.0.0.1:{port}", d)
-        log(f"redis-server did not start on port {port} (attempt {attempt + 1})")
-    sys.exit("bench.sh: cannot start redis-server")
+    return Redis(name, appendfsync)
 
 def bench(server, workload, phase, records, ops):
     """Runs one `tessera bench` phase pinned to CLIENT_CPU; returns its report plus what else ran."""
-    quiet = wait_quiet(server.proc.pid)
-    cmd = ["taskset", "-c", CLIENT_CPU, BIN, "bench", "--target", server.url, "-w", workload,
+    quiet = wait_quiet(server.pid, pause_s=8)
+    cmd = [*pin(CLIENT_CPU), BIN, "bench", "--target", server.url, "-w", workload,
            "--phase", phase, "--records", str(records), "--operations", str(ops),
            "--threads", str(THREADS), "--progress", "never"]
     ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
-    b0, _ = machine_jiffies(); s0 = proc_cpu_s(server.proc.pid); t0 = time.time()
+    b0 = machine_busy_jiffies(); s0 = cpu_s(server.pid); t0 = time.time()
     res = subprocess.run(cmd, capture_output=True, text=True)
-    b1, _ = machine_jiffies(); s1 = proc_cpu_s(server.proc.pid); wall = time.time() - t0
+    b1 = machine_busy_jiffies(); s1 = cpu_s(server.pid); wall = time.time() - t0
     ru1 = resource.getrusage(resource.RUSAGE_CHILDREN)
     if res.returncode != 0:
         sys.exit(f"bench.sh: {' '.join(cmd)} failed ({res.returncode}): {res.stderr.strip()}")
@@ -196,8 +105,9 @@ def bench(server, workload, phase, records, ops):
         "server_cpu_s": round(server_s, 3),
         "client_cpu_s": round(client_s, 3),
         "loadavg_1m_before": round(os.getloadavg()[0], 2),
-        "server": proc_status(server.proc.pid),
+        "server": proc_status(server.pid),
     }
+    benchkit.stamp(report, quiet)
     ph = report[phase]
     log(f"  {server.name} {workload} {phase}: {ph['overall_throughput']:.0f} ops/s, errors {ph['errors']}, "
         f"other cores {report['env']['other_cores_during']}")
@@ -236,7 +146,7 @@ raw = {"config": {"records": RECORDS, "big_records": BIG_RECORDS, "ops": OPS, "e
                   "threads": THREADS, "runs": RUNS, "server_cpu": SERVER_CPU, "client_cpu": CLIENT_CPU,
                   "cache_mb": CACHE_MB, "nproc": os.cpu_count(),
                   "redis": subprocess.run(["redis-server", "--version"], capture_output=True, text=True).stdout.strip(),
-                  "git": subprocess.run(["git", "describe", "--always", "--dirty"], capture_output=True, text=True).stdout.strip(),
+                  "git": benchkit.git("describe", "--always", "--dirty"), "bin": BIN,
                   "cpu": next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?"),
                   "started": time.strftime("%Y-%m-%dT%H:%M:%S%z")},
        "ycsb": {}, "search": {}, "memory": {}}
@@ -295,17 +205,17 @@ if "search" in parts or "memory" in parts:
             try:
                 load = bench(srv, "c", "load", size, OPS)
                 time.sleep(2)
-                after = proc_status(srv.proc.pid)
+                after = proc_status(srv.pid)
                 entry = {"load": load["load"], "load_env": load["env"],
                          "memory": {"vmhwm_after_load": after["VmHWM"], "vmrss_after_load": after["VmRSS"],
-                                    "data_dir_bytes": du(srv.data_dir)[0],
-                                    "data_dir_apparent_bytes": du(srv.data_dir)[1]}}
+                                    "data_dir_bytes": du(srv.dir)[0],
+                                    "data_dir_apparent_bytes": du(srv.dir)[1]}}
                 if "search" in parts:
                     # Alternate the order so warm-up and drift do not favour one side.
                     order = ["c", "s"] if run % 2 == 0 else ["s", "c"]
                     for w in order:
                         entry[w] = bench(srv, w, "run", size, OPS)
-                end = proc_status(srv.proc.pid)
+                end = proc_status(srv.pid)
                 entry["memory"].update({"vmhwm_end": end["VmHWM"], "vmrss_end": end["VmRSS"]})
                 raw["search"].setdefault(str(size), []).append(entry)
             finally:
