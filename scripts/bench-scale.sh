@@ -46,13 +46,13 @@
 # Smoke run (about a minute): SERVERS=2 RECORDS=500 DURATION_S=1 EPOCHS=2 IDLE_S=2 \
 #   PLAN_SERVERS=2,4 PLAN_OPS=5000 scripts/bench-scale.sh
 #
-# Needs: cargo, python3, taskset. Only 127.0.0.1 is used. Every process started is stopped on
+# Needs: cargo, python3; taskset if available. Only 127.0.0.1 is used. Every process started is stopped on
 # exit, failure or Ctrl-C (by the PIDs the driver recorded, and only while they still run
 # this binary).
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
-for tool in python3 taskset; do
+for tool in python3; do
     command -v "$tool" >/dev/null || { echo "bench-scale.sh: $tool not found" >&2; exit 2; }
 done
 
@@ -82,7 +82,11 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 
 python3 - <<'PY'
-import calendar, json, os, re, resource, shutil, signal, socket, statistics, subprocess, sys, time
+import calendar, json, os, re, resource, shutil, signal, statistics, subprocess, sys, time
+
+sys.path.insert(0, os.path.join(os.getcwd(), "scripts"))
+import benchkit
+from benchkit import cpu_s, free_port, git, log, pin
 
 BIN, OUT = os.environ["BIN"], os.environ["OUT"]
 env = os.environ.get
@@ -98,14 +102,12 @@ EPOCHS = int(env("EPOCHS", 6))
 GAP_S = float(env("GAP_S", 1.0))
 IDLE_S = float(env("IDLE_S", 10))
 CACHE_MB = int(env("CACHE_MB", 8))
-SERVER_CPU = env("SERVER_CPU", "0")
-CLIENT_CPU = env("CLIENT_CPU", "1")
+SERVER_CPU, CLIENT_CPU = benchkit.cpus("0", "1")
 PLAN_SERVERS = env("PLAN_SERVERS", "8,16,32,64,128")
 PLAN_OPS = int(env("PLAN_OPS", 200_000))
 QUIET_CORES = float(env("QUIET_CORES", 0.5))
 QUIET_MAX_WAIT = float(env("QUIET_MAX_WAIT", 5))
 MANY_OPS = 1_000_000_000  # timed runs end by --duration-s
-CLK = os.sysconf("SC_CLK_TCK")
 PROBE = "space probe key id attributes int a subspace a create 16 partitions"
 if COORDINATORS not in (1, 3, 5):
     sys.exit("bench-scale.sh: COORDINATORS must be 1, 3 or 5")
@@ -115,36 +117,15 @@ if min(SERVERS) < REPLICAS:
 LOG_ENV = dict(os.environ, NO_COLOR="1",
                RUST_LOG="warn,openraft=error,tessera_server::chain=info,tessera_coordinator::sm_store=debug")
 
-def log(*a):
-    print("bench-scale.sh:", *a, file=sys.stderr, flush=True)
+benchkit.configure("bench-scale.sh", OUT, BIN, SERVER_CPU, QUIET_CORES, QUIET_MAX_WAIT, CLIENT_CPU)
 
 def on_signal(signum, _frame):
     raise SystemExit(128 + signum)
 signal.signal(signal.SIGTERM, on_signal)
 signal.signal(signal.SIGINT, on_signal)
 
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-def cpu_s(pid):
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / CLK
-    except (OSError, IndexError, ValueError):
-        return 0.0
-
 def machine_busy_s():
-    with open("/proc/stat") as f:
-        v = [int(x) for x in f.readline().split()[1:]]
-    return (sum(v[:8]) - v[3] - v[4]) / CLK
-
-def git(*a):
-    return subprocess.run(["git", *a], capture_output=True, text=True).stdout.strip()
+    return benchkit.machine_busy_jiffies() / benchkit.CLK
 
 def med(xs):
     return statistics.median(xs) if xs else None
@@ -178,7 +159,7 @@ class Cluster:
     def spawn(self, name, args):
         data = os.path.join(self.dir, name)
         logf = open(os.path.join(self.dir, name + ".log"), "w")
-        p = subprocess.Popen(["taskset", "-c", SERVER_CPU, BIN, *args, "--data-dir", data],
+        p = subprocess.Popen([*pin(SERVER_CPU), BIN, *args, "--data-dir", data],
                              stdout=subprocess.PIPE, stderr=logf, text=True, env=LOG_ENV)
         p.name, p.log = name, logf.name
         with open(os.path.join(OUT, "pids"), "a") as f:
@@ -237,20 +218,13 @@ def threads(n):
     return max(THREADS, THREADS_PER_SERVER * n)
 
 def wait_quiet(own):
-    """Other processes' cores, waiting (at most QUIET_MAX_WAIT) until below QUIET_CORES."""
-    start = time.time()
-    while True:
-        b0 = machine_busy_s(); o0 = sum(cpu_s(p) for p in own); t0 = time.time()
-        time.sleep(1.0)
-        other = max(0.0, (machine_busy_s() - b0) - (sum(cpu_s(p) for p in own) - o0)) / (time.time() - t0)
-        if other < QUIET_CORES or time.time() - start > QUIET_MAX_WAIT:
-            return round(other, 2)
-        log(f"machine busy ({other:.2f} other cores); waiting")
+    """Other processes' cores (benchkit's, sampled over 1 s: QUIET_MAX_WAIT is a few seconds here)."""
+    return round(benchkit.wait_quiet(own, sample_s=1.0, pause_s=0), 2)
 
 def bench(cluster, args, label, idle_servers_per_s):
     """One `tessera bench` on CLIENT_CPU against the cluster: its report and what it cost."""
     quiet = wait_quiet(cluster.pids())
-    cmd = ["taskset", "-c", CLIENT_CPU, BIN, "bench", "--target", f"tessera://{cluster.addr}",
+    cmd = [*pin(CLIENT_CPU), BIN, "bench", "--target", f"tessera://{cluster.addr}",
            "--progress", "never", "--threads", str(threads(cluster.n)), "--records", str(RECORDS)] + [str(a) for a in args]
     ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     c0 = cluster.cpu(); b0 = machine_busy_s(); t0 = time.time()
@@ -281,6 +255,7 @@ def bench(cluster, args, label, idle_servers_per_s):
         "other_cores_during": round(max(0.0, (b1 - b0) - servers_s - client_s - coord_s) / wall, 2),
         "wall_s": round(wall, 2),
     }
+    benchkit.stamp(out, quiet)
     if report.get("secondary"):
         out["secondary"] = {k: report["secondary"].get(k) for k in ("query", "agreement_samples", "mean_expected_matches")}
     log(f"  N={cluster.n} {label}: {out['ops_per_s']} ops/s, server {out['server_cpu_us_per_op']} µs/op "
@@ -437,7 +412,7 @@ def run_cluster(n):
 def plan_bench():
     log(f"planning benchmark over computed clusters of {PLAN_SERVERS} servers, CPU {CLIENT_CPU}")
     wait_quiet([])
-    cmd = ["taskset", "-c", CLIENT_CPU, BIN, "bench", "-w", "plan", "--plan-servers", PLAN_SERVERS,
+    cmd = [*pin(CLIENT_CPU), BIN, "bench", "-w", "plan", "--plan-servers", PLAN_SERVERS,
            "--plan-replicas", str(REPLICAS), "--operations", str(PLAN_OPS), "--progress", "never"]
     res = subprocess.run(cmd, capture_output=True, text=True)
     if res.returncode != 0:
@@ -491,7 +466,7 @@ raw = {"config": {"servers": SERVERS, "coordinators": COORDINATORS, "replicas": 
                   "lease_ms": LEASE_MS, "epochs": EPOCHS, "gap_s": GAP_S, "idle_s": IDLE_S,
                   "cache_mb": CACHE_MB, "server_cpu": SERVER_CPU, "client_cpu": CLIENT_CPU,
                   "plan_servers": PLAN_SERVERS, "plan_ops": PLAN_OPS, "nproc": os.cpu_count(),
-                  "git": git("describe", "--always", "--dirty"), "commit": git("rev-parse", "HEAD"),
+                  "git": git("describe", "--always", "--dirty"), "commit": git("rev-parse", "HEAD"), "bin": BIN,
                   "cpu": next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?"),
                   "started": time.strftime("%Y-%m-%dT%H:%M:%S%z")},
        "clusters": []}
