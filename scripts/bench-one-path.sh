@@ -8,14 +8,20 @@
 #
 # Usage: scripts/bench-one-path.sh
 # Knobs: BASE=d300ab4 RECORDS=100000 OPS=200000 THREADS=16 RUNS=3 SERVER_CPU=0 CLIENT_CPU=1
-#        BASE_BIN=<an already built old binary> OUT=$(mktemp -d)
+#        QUIET_CORES=0.3 QUIET_MAX_WAIT=600 (wait for a quiet machine before each run phase)
+#        BASE_BIN=<an already built old binary> TESSERA_BIN=<the new one, skips its build>
+#        OUT=$(mktemp -d)
 # Only 127.0.0.1 is used.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BASE="${BASE:-d300ab4}"
 export OUT="${OUT:-$(mktemp -d /tmp/tessera-one-path.XXXXXX)}"
-cargo build --release --locked -p tessera >&2
-export NEW_BIN="$PWD/target/release/tessera"
+if [ -n "${TESSERA_BIN:-}" ]; then
+    export NEW_BIN="$TESSERA_BIN"
+else
+    cargo build --release --locked -p tessera >&2
+    export NEW_BIN="$PWD/target/release/tessera"
+fi
 if [ -z "${BASE_BIN:-}" ]; then
     git worktree add --force "$OUT/base" "$BASE" >&2
     (cd "$OUT/base" && CARGO_TARGET_DIR="$OUT/base-target" cargo build --release --locked -p tessera >&2)
@@ -25,7 +31,11 @@ export BASE_BIN
 export GIT_NEW="$(git describe --always --dirty)" GIT_BASE="$BASE"
 
 exec python3 - <<'PY'
-import json, os, shutil, signal, socket, statistics, subprocess, sys, time
+import json, os, statistics, subprocess, sys
+
+sys.path.insert(0, os.path.join(os.getcwd(), "scripts"))
+import benchkit
+from benchkit import Tessera, log, pin, wait_quiet
 
 OUT = os.environ["OUT"]
 BINS = {"old": os.environ["BASE_BIN"], "new": os.environ["NEW_BIN"]}
@@ -33,29 +43,13 @@ RECORDS = int(os.environ.get("RECORDS", 100_000))
 OPS = int(os.environ.get("OPS", 200_000))
 THREADS = int(os.environ.get("THREADS", 16))
 RUNS = int(os.environ.get("RUNS", 3))
-SERVER_CPU = os.environ.get("SERVER_CPU", "0")
-CLIENT_CPU = os.environ.get("CLIENT_CPU", "1")
+SERVER_CPU, CLIENT_CPU = benchkit.cpus("0", "1")
+benchkit.configure("bench-one-path", OUT, BINS["new"], SERVER_CPU,
+                   float(os.environ.get("QUIET_CORES", 0.3)), float(os.environ.get("QUIET_MAX_WAIT", 600)),
+                   CLIENT_CPU)
 
-def log(*a):
-    print("bench-one-path:", *a, file=sys.stderr, flush=True)
-
-def free_port():
-    s = socket.socket(); s.bind(("127.0.0.1", 0)); p = s.getsockname()[1]; s.close(); return p
-
-def start(which):
-    d = os.path.join(OUT, f"data-{which}")
-    shutil.rmtree(d, ignore_errors=True)
-    port = free_port()
-    proc = subprocess.Popen(["taskset", "-c", SERVER_CPU, BINS[which], "dev", "--data-dir", d,
-                             "--listen", f"127.0.0.1:{port}"],
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    line = proc.stdout.readline()
-    if "ready on" not in line:
-        sys.exit(f"{which} server did not start: {line!r}")
-    return proc, f"127.0.0.1:{port}", d
-
-def bench(which, addr, workload, phase):
-    cmd = ["taskset", "-c", CLIENT_CPU, BINS[which], "bench", "--target", f"tessera://{addr}",
+def bench(which, srv, workload, phase):
+    cmd = [*pin(CLIENT_CPU), BINS[which], "bench", "--target", srv.url,
            "-w", workload, "--phase", phase, "--records", str(RECORDS), "--operations", str(OPS),
            "--threads", str(THREADS), "--progress", "never"]
     res = subprocess.run(cmd, capture_output=True, text=True)
@@ -64,16 +58,21 @@ def bench(which, addr, workload, phase):
     return json.loads(res.stdout)[phase]
 
 runs = {w: {"old": [], "new": []} for w in "abc"}
+rows = []
 for run in range(RUNS):
     for which in (["old", "new"] if run % 2 == 0 else ["new", "old"]):
         for w in "abc":
-            proc, addr, d = start(which)
+            srv = Tessera(f"data-{which}", bin_=BINS[which])
             try:
-                bench(which, addr, w, "load")
-                ph = bench(which, addr, w, "run")
+                bench(which, srv, w, "load")
+                quiet = wait_quiet(srv.pid)
+                ph = bench(which, srv, w, "run")
             finally:
-                proc.send_signal(signal.SIGTERM); proc.wait(60); shutil.rmtree(d, ignore_errors=True)
+                srv.stop()
             runs[w][which].append(round(ph["overall_throughput"]))
+            rows.append(benchkit.stamp({"binary": which, "workload": w, "run": run,
+                                        "ops_s": round(ph["overall_throughput"]), "errors": ph["errors"]},
+                                       quiet, bin_=BINS[which]))
             log(f"run {run + 1} {which} {w}: {ph['overall_throughput']:.0f} ops/s, errors {ph['errors']}")
 
 summary = {}
@@ -83,5 +82,6 @@ for w, r in runs.items():
                   "ratio_new_over_old": round(new / old, 3)}
 print(json.dumps({"benchmark": "one write path (tessera dev standalone)", "base": os.environ["GIT_BASE"],
                   "new": os.environ["GIT_NEW"], "records": RECORDS, "ops": OPS, "threads": THREADS,
-                  "runs": RUNS, "server_cpu": SERVER_CPU, "client_cpu": CLIENT_CPU, "ycsb": summary}))
+                  "runs": RUNS, "server_cpu": SERVER_CPU, "client_cpu": CLIENT_CPU, "ycsb": summary,
+                  "rows": rows}))
 PY
