@@ -28,7 +28,7 @@ use tessera_client::{
 };
 
 use crate::failure::Failure;
-use crate::{advise, alter, calibrate, json};
+use crate::{advice, alter, json};
 
 /// Longest the driver waits for one subspace to be built before it gives up on the change
 /// (the build goes on; the next observation sees it under way).
@@ -97,7 +97,7 @@ async fn observe_all(
     let calibration = config
         .model
         .as_ref()
-        .map_or_else(Calibration::default, calibrate::from_model);
+        .map_or_else(Calibration::default, advice::from_model);
     let adaptive: Vec<SpaceConfig> = config
         .spaces
         .iter()
@@ -153,8 +153,8 @@ async fn observe(
         return Ok(None);
     }
     let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
-    let advice = advise::advice_for(client, name, &text, 1, calibration).await?;
-    let best = advise::best_subspaces(&advice)?;
+    let advice = advice::advice_for(client, name, &text, 1, calibration).await?;
+    let best = advice::best_subspaces(&advice)?;
     let best_ops_s = advice
         .clusters
         .first()

@@ -94,21 +94,6 @@ pub fn to_model(c: &Calibration) -> ModelConstants {
     }
 }
 
-/// The constants the configuration keeps, for the model.
-pub fn from_model(m: &ModelConstants) -> Calibration {
-    let s = |ns: u64| ns as f64 * 1e-9;
-    Calibration {
-        write_base_s: s(m.write_base_ns),
-        write_hop_s: s(m.write_hop_ns),
-        relocation_factor: m.relocation_factor_milli as f64 * 1e-3,
-        get_s: s(m.get_ns),
-        search_base_s: s(m.search_base_ns),
-        search_region_s: s(m.search_region_ns),
-        search_object_s: s(m.search_object_ns),
-        search_skip_s: s(m.search_skip_ns),
-    }
-}
-
 /// `tessera calibrate`: the constants measured and fitted, kept with the configuration (unless
 /// `--no-store`) and written to `--save`'s file, then printed with the measurements.
 pub async fn calibrate(args: CalibrateArgs, target: &Target) -> Result<(), Failure> {

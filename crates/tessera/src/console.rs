@@ -73,7 +73,7 @@ impl Console {
         // Each answer reads the newest configuration: the console watches a changing cluster.
         client.refresh().await.map_err(unavailable)?;
         match path {
-            "cluster" => Ok(crate::status::status_json(&client).await),
+            "cluster" => Ok(crate::overview::status_json(&client).await),
             "regions" => regions(&client, query).await,
             "search" => search(&client, query).await,
             "chain" => chain(&client, query).await,
@@ -282,7 +282,7 @@ async fn search(client: &Client, query: &Query) -> Result<Json, ConsoleError> {
         .explain(&schema.name, predicates)
         .await
         .map_err(unavailable)?;
-    let mut out = crate::explain::typed_explanation(schema, &explanation, true);
+    let mut out = crate::explanation::typed_explanation(schema, &explanation, true);
     if !schema.is_dynamic() {
         let tessellations = space.tessellations();
         let t = &tessellations[explanation.subspace.get()];

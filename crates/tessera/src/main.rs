@@ -1,9 +1,9 @@
 //! `tessera`: run the local database, talk to it, benchmark it.
 //!
 //! The command line and every command's help are in cli.rs; each command's flags and code are
-//! in its module (listed below), and `run` hands each command its arguments. No module imports
-//! from this file, and the helpers every command shares (failure.rs, stdio.rs, target.rs,
-//! signals.rs) import no command.
+//! in its module (listed below), and `run` hands each command its arguments. The modules are
+//! listed in layers, each importing only those listed below it: no module imports from this
+//! file, no command from another command, and what the commands build on imports no command.
 
 #![forbid(unsafe_code)]
 
@@ -23,30 +23,46 @@ mod spaces; // add-space, rm-space, list-spaces, stats, recut, key-regions, spli
             // alter-space
 mod status; // status, decommission
 
-// What the commands build on: the cluster's daemons, the drivers (adaptation, splits, re-cuts)
-// and what they share with the commands (subspaces altered, cut points), the HTTP port and its
-// web console, the flags the daemons share, values and predicates as the command line writes
-// them.
-mod adapt;
-mod alter;
+// What the commands build on, in layers from the top, each importing only the layers below
+// it. The cluster's daemons,
 mod cluster;
-mod console;
-mod driver;
-mod fitting;
+
+// their HTTP port,
 mod http;
-mod json;
-mod limits;
-mod predicates;
+
+// its web console,
+mod console;
+
+// the drivers (adaptation, re-cuts, key splits), the cluster's state as status and the console
+// show it, the daemons' TLS and tokens,
+mod adapt;
+mod overview;
 mod recut;
 mod security;
 mod splits;
 
-// What every command shares: how it fails, its input and output, where it connects, how a
-// daemon is told to stop.
-mod failure;
+// what the drivers share with the commands: the advisor asked about a live space, subspaces
+// altered, a search's plan as JSON, predicates as the command line writes them,
+mod advice;
+mod alter;
+mod explanation;
+mod predicates;
+
+// and below them: the drivers' ticks and client, cut points, values as JSON, the flags that
+// bound what clients may hold of a daemon.
+mod driver;
+mod fitting;
+mod json;
+mod limits;
+
+// What every command shares: how a daemon is told to stop, its input and output, where it
+// connects,
 mod signals;
 mod stdio;
 mod target;
+
+// and how it fails.
+mod failure;
 
 use std::process::ExitCode;
 

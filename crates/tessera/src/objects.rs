@@ -10,7 +10,7 @@ use tessera_client::{Client, Predicate, Record, SpaceSchema};
 use crate::failure::Failure;
 use crate::stdio::{print_line, read_text};
 use crate::target::{connect, Target};
-use crate::{explain, json, predicates};
+use crate::{json, predicates};
 
 // `tessera put` (its help: `Command::Put`).
 #[derive(clap::Args)]
@@ -343,5 +343,5 @@ async fn explain_read(
     predicates: Vec<Predicate>,
 ) -> Result<(), Failure> {
     let e = client.explain(space, predicates).await?;
-    print_line(&explain::typed_explanation(schema, &e, true))
+    print_line(&crate::explanation::typed_explanation(schema, &e, true))
 }

@@ -4,15 +4,12 @@
 //! `tessera status` lists each space's subspaces by id with their states (serving, building
 //! with its progress, dropped): see [`crate::alter`].
 
-use std::collections::BTreeMap;
-use std::sync::Arc;
-
-use tessera_client::Client;
-use tessera_protocol::{Configuration, CoordinatorStatus, ServerLiveness};
-use tessera_types::{ServerId, SubspaceId};
+use tessera_protocol::ServerLiveness;
+use tessera_types::ServerId;
 
 use crate::alter;
 use crate::failure::Failure;
+use crate::overview::{gather_status, regions_per_server, status_json};
 use crate::target::{connect, Target};
 
 // `tessera status` (its help: `Command::Status`).
@@ -29,44 +26,6 @@ pub struct DecommissionArgs {
     /// The server's id, as `tessera status` lists it.
     #[arg(long)]
     server: u64,
-}
-
-/// Regions each server holds and heads, over every subspace of every space.
-fn regions_per_server(config: &Configuration) -> BTreeMap<ServerId, (u64, u64)> {
-    let mut counts: BTreeMap<ServerId, (u64, u64)> =
-        config.servers.iter().map(|s| (s.id, (0, 0))).collect();
-    for space in &config.spaces {
-        // A dropped subspace keeps its slot, with no replica set.
-        for (n, regions) in space.replicas.iter().enumerate() {
-            let subspace = SubspaceId(n as u16);
-            for set in regions {
-                for (i, server) in set.iter().enumerate() {
-                    let entry = counts.entry(*server).or_default();
-                    entry.0 += 1;
-                    if i == 0 && subspace == SubspaceId::KEY {
-                        entry.1 += 1;
-                    }
-                }
-            }
-        }
-    }
-    counts
-}
-
-/// When the leader last heard each server, and the epoch the server said it acts on, from the
-/// status of the coordinator that leads.
-fn last_heard(
-    coordinators: &[(
-        String,
-        Result<CoordinatorStatus, tessera_client::ClientError>,
-    )],
-) -> BTreeMap<ServerId, ServerLiveness> {
-    coordinators
-        .iter()
-        .filter_map(|(_, s)| s.as_ref().ok())
-        .find(|s| s.leader == Some(s.id))
-        .map(|s| s.servers.iter().map(|l| (l.id, l.clone())).collect())
-        .unwrap_or_default()
 }
 
 /// The epoch a server reported, or "-" when the leader has not heard it (or is unknown).
@@ -125,75 +84,6 @@ fn heard_text(heard_ms_ago: Option<u64>) -> String {
         Some(ms) => format!("{:.1} s ago", ms as f64 / 1000.0),
         None => "-".into(),
     }
-}
-
-/// The configuration, the coordinators' answers, regions (held, led) per server, liveness.
-type StatusInputs = (
-    Arc<Configuration>,
-    Vec<(
-        String,
-        Result<CoordinatorStatus, tessera_client::ClientError>,
-    )>,
-    BTreeMap<ServerId, (u64, u64)>,
-    BTreeMap<ServerId, ServerLiveness>,
-);
-
-/// What `status` shows: the configuration, every coordinator's answer (asked now; none for a
-/// standalone server), the regions each server holds and leads, and when the leader last
-/// heard each server.
-async fn gather_status(client: &Client) -> StatusInputs {
-    let config = client.configuration();
-    let coordinators = if client.is_cluster() {
-        client.coordinator_statuses().await
-    } else {
-        Vec::new()
-    };
-    let regions = regions_per_server(&config);
-    let heard = last_heard(&coordinators);
-    (config, coordinators, regions, heard)
-}
-
-/// The cluster's state as `tessera status --json` prints it and the web console shows it:
-/// coordinators (asked now), servers with the regions they hold and when the leader last heard
-/// them, spaces with their subspaces.
-pub async fn status_json(client: &Client) -> serde_json::Value {
-    let (config, coordinators, regions, heard) = gather_status(client).await;
-    serde_json::json!({
-        "mode": if client.is_cluster() { "cluster" } else { "standalone" },
-        "epoch": config.epoch.0,
-        // What every server and client fetches at each epoch (docs/scale.md).
-        "configuration_bytes": config.encoded_bytes(),
-        "coordinators": coordinators.iter().map(|(address, s)| match s {
-            Ok(s) => serde_json::json!({
-                "address": address, "id": s.id, "leader": s.leader, "term": s.term,
-                "last_applied": s.last_applied, "epoch": s.epoch.0,
-            }),
-            Err(e) => serde_json::json!({ "address": address, "error": e.to_string() }),
-        }).collect::<Vec<_>>(),
-        "servers": config.servers.iter().map(|s| {
-            let (held, led) = regions.get(&s.id).copied().unwrap_or_default();
-            let liveness = heard.get(&s.id);
-            serde_json::json!({
-                "id": s.id.0, "address": s.address, "state": format!("{:?}", s.state).to_lowercase(),
-                "regions": held, "key_regions_led": led,
-                "heard_ms_ago": liveness.and_then(|l| l.heard_ms_ago),
-                "epoch": liveness.and_then(|l| l.epoch).map(|e| e.0),
-            })
-        }).collect::<Vec<_>>(),
-        "spaces": config.spaces.iter().map(|s| serde_json::json!({
-            "name": s.schema.name, "id": s.id, "replicas": s.schema.tolerate + 1,
-            // Those writes go through (serving and building); `subspace_list` has them all.
-            "subspaces": alter::written_count(s),
-            "regions": s.replicas.iter().map(Vec::len).sum::<usize>(),
-            "transfers": s.transfers.len(),
-            "subspace_list": alter::subspaces_json(s),
-            "build": alter::build_json(s),
-            "adapt": s.schema.adapt,
-            "adaptations": &s.adaptations,
-        })).collect::<Vec<_>>(),
-        // What `tessera calibrate` kept, if it ran; `tessera advise` uses it.
-            "model": config.model,
-    })
 }
 
 /// `tessera status`: the cluster as text, or as one JSON object.
@@ -305,6 +195,8 @@ pub async fn status(args: StatusArgs, target: &Target) -> Result<(), Failure> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::overview::last_heard;
+    use tessera_protocol::CoordinatorStatus;
     use tessera_types::Epoch;
 
     #[test]
