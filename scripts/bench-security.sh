@@ -8,15 +8,25 @@
 #
 # Usage: scripts/bench-security.sh
 # Knobs (environment): RECORDS=20000 OPS=200000 THREADS=16 RUNS=3 SERVER_CPU=0 CLIENT_CPU=1
+#   QUIET_CORES=0.3 QUIET_MAX_WAIT=600 (wait for a quiet machine before each run), TESSERA_BIN=path
+#   (skips the build). Pinning, the wait and each run's provenance come from scripts/benchkit.py.
 # Only 127.0.0.1 is used; data, certificates and logs go to $OUT (default: a fresh temp dir).
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
-cargo build --release --locked -p tessera --features peers >&2
-BIN="$PWD/target/release/tessera"
+if [ -n "${TESSERA_BIN:-}" ]; then
+    BIN="$TESSERA_BIN"
+else
+    cargo build --release --locked -p tessera --features peers >&2
+    BIN="$PWD/target/release/tessera"
+fi
 OUT="${OUT:-$(mktemp -d /tmp/tessera-bench-security.XXXXXX)}"
 RECORDS="${RECORDS:-20000}" OPS="${OPS:-200000}" THREADS="${THREADS:-16}" RUNS="${RUNS:-3}"
 SERVER_CPU="${SERVER_CPU:-0}" CLIENT_CPU="${CLIENT_CPU:-1}"
+QUIET_CORES="${QUIET_CORES:-0.3}" QUIET_MAX_WAIT="${QUIET_MAX_WAIT:-600}"
+KIT=scripts/benchkit.py
+read -ra PIN_SERVER <<<"$(python3 "$KIT" pin "$SERVER_CPU")"
+read -ra PIN_CLIENT <<<"$(python3 "$KIT" pin "$CLIENT_CPU")"
 echo "bench-security.sh: working directory $OUT" >&2
 
 "$BIN" certs "$OUT/tls" --host 127.0.0.1 >/dev/null 2>&1
@@ -24,8 +34,8 @@ TOKEN="bench-0123456789abcdef0123"
 echo "$TOKEN admin" >"$OUT/tokens"
 TLS_FLAGS=(--tls-cert "$OUT/tls/127.0.0.1.pem" --tls-key "$OUT/tls/127.0.0.1.key" --tls-ca "$OUT/tls/ca.pem")
 
-# One run: start a fresh daemon with the configuration's flags, load, run, stop; the run
-# phase's JSON on stdout.
+# One run: start a fresh daemon with the configuration's flags, load, wait for a quiet machine,
+# run, stop; one result row (the run phase's throughput and p50s, and provenance) on stdout.
 run_once() {
     local config=$1 workload=$2 n=$3
     local dir="$OUT/$config-$workload-$n" daemon=() client=()
@@ -39,18 +49,24 @@ run_once() {
             client=(--token "$TOKEN" --tls-ca "$OUT/tls/ca.pem") ;;
     esac
     mkdir -p "$dir"
-    taskset -c "$SERVER_CPU" "$BIN" --log warn dev --listen 127.0.0.1:0 --data-dir "$dir/data" --fsync never \
+    "${PIN_SERVER[@]}" "$BIN" --log warn dev --listen 127.0.0.1:0 --data-dir "$dir/data" --fsync never \
         "${daemon[@]}" >"$dir/ready" 2>"$dir/log" &
     local pid=$!
     for _ in $(seq 100); do grep -q "ready on" "$dir/ready" 2>/dev/null && break; sleep 0.1; done
     local addr
     addr=$(sed -n 's/.*ready on \([0-9.:]*\).*/\1/p' "$dir/ready")
     local target="tessera://$addr"
-    taskset -c "$CLIENT_CPU" "$BIN" "${client[@]}" bench --target "$target" -w "$workload" \
+    "${PIN_CLIENT[@]}" "$BIN" "${client[@]}" bench --target "$target" -w "$workload" --phase load \
+        --records "$RECORDS" --operations "$OPS" --threads "$THREADS" >/dev/null
+    local quiet
+    quiet=$(python3 "$KIT" quiet --cores "$QUIET_CORES" --max-wait "$QUIET_MAX_WAIT" "$pid")
+    "${PIN_CLIENT[@]}" "$BIN" "${client[@]}" bench --target "$target" -w "$workload" --phase run \
         --records "$RECORDS" --operations "$OPS" --threads "$THREADS" >"$dir/bench.json"
     kill "$pid"
     wait "$pid" 2>/dev/null || true
-    cat "$dir/bench.json"
+    python3 -c 'import json,sys; r=json.load(sys.stdin)["run"]; print(json.dumps({"config": sys.argv[1], "workload": sys.argv[2], "throughput": r["overall_throughput"], "errors": r["errors"], "p50_us": {k: v["p50_us"] for k, v in r["ops"].items()}}))' \
+        "$config" "$workload" <"$dir/bench.json" |
+        python3 "$KIT" stamp --bin "$BIN" --server-cpu "$SERVER_CPU" --client-cpu "$CLIENT_CPU" --quiet "$quiet"
 }
 
 exec 3>"$OUT/runs.jsonl"
@@ -58,9 +74,7 @@ for workload in c a; do
     for n in $(seq "$RUNS"); do
         for config in open no-metrics tokens tls tls+tokens; do
             echo "bench-security.sh: $workload run $n: $config" >&2
-            run_once "$config" "$workload" "$n" |
-                python3 -c 'import json,sys; r=json.load(sys.stdin)["run"]; print(json.dumps({"config": sys.argv[1], "workload": sys.argv[2], "throughput": r["overall_throughput"], "errors": r["errors"], "p50_us": {k: v["p50_us"] for k, v in r["ops"].items()}}))' \
-                    "$config" "$workload" >&3
+            run_once "$config" "$workload" "$n" >&3
         done
     done
 done
