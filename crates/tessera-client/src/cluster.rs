@@ -1229,11 +1229,7 @@ impl Cluster {
             match outcome {
                 Ok(Response::Done) => done += 1,
                 Ok(other) => return Err(unexpected(other)),
-                Err(e)
-                    if matches!(
-                        e.status(),
-                        Some(Status::NotFound | Status::CmpFail | Status::TooLarge)
-                    ) => {}
+                Err(e) if e.status().is_some_and(Status::skipped_by_group_write) => {}
                 Err(e) => return Err(e),
             }
         }

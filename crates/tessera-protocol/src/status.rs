@@ -69,6 +69,14 @@ pub enum Status {
 }
 
 impl Status {
+    /// Whether a group delete or group update skips an object whose conditional write was
+    /// refused with this status — deleted meanwhile, no longer matching or the operation
+    /// cannot apply to it, or the update would make it too large — rather than stopping there.
+    /// The one rule of both executors: a standalone server's and a cluster client's.
+    pub fn skipped_by_group_write(self) -> bool {
+        matches!(self, Status::NotFound | Status::CmpFail | Status::TooLarge)
+    }
+
     /// The stable numeric code.
     pub fn code(self) -> u16 {
         match self {

@@ -65,14 +65,6 @@ pub fn run(
     Ok(written + write_each(shared, space, predicates, write, &mut keys)?)
 }
 
-/// Whether a group operation skips a key whose write was refused with `status`.
-fn skipped(status: Status) -> bool {
-    matches!(
-        status,
-        Status::NotFound | Status::CmpFail | Status::TooLarge
-    )
-}
-
 /// Writes every key of `keys` (emptying it) through the chain loop and waits for the answers.
 fn write_each(
     shared: &Shared,
@@ -113,7 +105,7 @@ fn write_each(
     for answer in answers.blocking_recv().map_err(|_| stopped())? {
         match answer {
             Ok(()) => written += 1,
-            Err(e) if skipped(e.status) => {}
+            Err(e) if e.status.skipped_by_group_write() => {}
             Err(e) => return Err(e),
         }
     }
