@@ -28,12 +28,15 @@ use tessera_types::{Epoch, Funcall, Object, Predicate, ServerId, SpaceSchema, Su
 use tokio::time::Instant;
 
 use crate::connection::{CallError, Connection};
+use crate::error::{unexpected, ClientError};
+use crate::merge;
+use crate::options::ClientOptions;
 use crate::pool::Pool;
 use crate::routing::{self, Fanout, ReadFrom, Routes};
-use crate::{merge, unexpected, ClientError, Explanation, Status, WriteMode};
+use tessera_protocol::{Explanation, Status, WriteMode};
 
 /// How long a request may take, retries included, unless the client was given another
-/// deadline ([`crate::ClientOptions::timeout`]).
+/// deadline ([`ClientOptions::timeout`]).
 pub(crate) const RETRY_BUDGET: Duration = Duration::from_secs(10);
 /// Longest one attempt of a read waits for its server before another is tried: a server that
 /// stopped (SIGSTOP, a partition) must not take a read's whole deadline.
@@ -179,7 +182,7 @@ impl Cluster {
         addresses: &[String],
         (address, connection): (String, Arc<Connection>),
         status: &CoordinatorStatus,
-        options: &crate::ClientOptions,
+        options: &ClientOptions,
     ) -> Result<Arc<Cluster>, ClientError> {
         let empty = Configuration {
             model: None,

@@ -22,7 +22,7 @@ use tessera_types::Epoch;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::codec::{FramedRead, FramedWrite};
 
-use crate::ClientError;
+use crate::error::ClientError;
 
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 const OUTBOX_FRAMES: usize = 1024;

@@ -1,4 +1,4 @@
-use tessera_protocol::{ErrorReply, Status};
+use tessera_protocol::{ErrorReply, Response, Status};
 
 /// Why a request failed.
 ///
@@ -67,4 +67,9 @@ impl From<ErrorReply> for ClientError {
             message: e.message,
         }
     }
+}
+
+/// An answer that is not one the request can have.
+pub(crate) fn unexpected(response: Response) -> ClientError {
+    ClientError::Protocol(format!("unexpected response {response:?}"))
 }

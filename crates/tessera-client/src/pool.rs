@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use tessera_protocol::handshake::Dialer;
 
 use crate::connection::Connection;
-use crate::ClientError;
+use crate::error::ClientError;
 
 /// Requests in flight on the least busy connection that make a request open another. High:
 /// while one server core is the limit, a second connection costs it more than it saves the

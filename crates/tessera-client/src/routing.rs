@@ -28,7 +28,7 @@ use tessera_types::{
     ServerId, SortKey, SpaceSchema, SubspaceId, Value,
 };
 
-use crate::ClientError;
+use crate::error::ClientError;
 
 /// A configuration and what routing derives from it, computed once per epoch.
 #[derive(Debug)]

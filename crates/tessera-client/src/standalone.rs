@@ -9,8 +9,8 @@ use tessera_types::Epoch;
 use tokio::sync::mpsc;
 
 use crate::connection::Connection;
+use crate::error::{unexpected, ClientError};
 use crate::pool::Pool;
-use crate::{unexpected, ClientError};
 
 /// The first pause before a request refused because the configuration changed under it is
 /// sent again (doubling up to [`STALE_PAUSE_MAX`], until the request's deadline): while a
