@@ -2,7 +2,7 @@
 //! machine. No sockets, no clocks, no files: the server is the I/O shell around
 //! [`Replica`], and `tests/simulation/` runs many of them over a seeded, hostile network.
 //!
-//! - [`write`]: how a write changes a key's object (shared with the standalone server);
+//! - [`write`](mod@write): how a write changes a key's object (shared with the standalone server);
 //! - [`message`]: what servers send each other;
 //! - [`link`]: exactly-once, in-order delivery per pair of servers;
 //! - [`replica`]: one server's part in every chain;

@@ -1,38 +1,18 @@
 //! Backfills: a point leader rewrites every object of a key region through its chain, so a
 //! subspace being built gets its copy of each.
 
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet};
 
 use tessera_geometry::RegionIndex;
 use tessera_protocol::BackfillRef;
 use tessera_types::{SubspaceId, Value};
 
+use super::io::ClientId;
 use super::io::CommittedReader;
-use super::keys::KeyState;
 use super::space::SpaceRuntime;
-use super::{ClientId, Replica, BACKFILL_CHUNK_BYTES, BACKFILL_WINDOW};
+use super::state::{Backfill, KeyState};
+use super::{Replica, BACKFILL_CHUNK_BYTES, BACKFILL_WINDOW};
 use crate::write::KeyWrite;
-
-/// A key region this server leads, being backfilled into the subspace its space is building
-/// (see `tessera_protocol::Build`): every object of the region is rewritten through its
-/// chain, which now has hops in the new subspace.
-#[derive(Debug)]
-pub(super) struct Backfill {
-    /// `Build::since`.
-    pub(super) since: u64,
-    pub(super) subspace: SubspaceId,
-    /// Keys to rewrite next: those with unfinished work here when the backfill began, then
-    /// those of the chunk of the region last read.
-    queue: VecDeque<Value>,
-    /// Where the next read of the region starts; `None` before the first.
-    pub(super) cursor: Option<Vec<u8>>,
-    /// The whole region was read.
-    scanned: bool,
-    /// Keys whose rewrite is not committed yet.
-    outstanding: BTreeSet<Value>,
-    /// Reported done (until a configuration records it).
-    reported: bool,
-}
 
 impl Replica {
     /// Starts and forgets backfills as the configuration's builds and point leaders say: this

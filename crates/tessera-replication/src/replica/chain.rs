@@ -8,10 +8,12 @@ use tessera_geometry::ChainHop;
 use tessera_protocol::{ErrorReply, Status};
 use tessera_types::{Epoch, ServerId, StoredObject, SubspaceId, Value, Version};
 
+use super::io::ClientId;
 use super::io::{CommittedReader, EntryWrite, LogId, StoreWrite, UnknownShape};
-use super::keys::Pending;
+use super::space::Location;
 use super::space::SpaceRuntime;
-use super::{ClientId, Location, Replica, CHAIN_RESEND_TICKS, TOMBSTONE_TICKS};
+use super::state::Pending;
+use super::{Replica, CHAIN_RESEND_TICKS, TOMBSTONE_TICKS};
 use crate::message::{ChainAck, ChainUpdate, PeerMessage};
 use crate::read_gate::ReadFence;
 use crate::write::{evaluate, KeyWrite};

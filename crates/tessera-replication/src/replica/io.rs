@@ -7,7 +7,6 @@ use tessera_geometry::RegionIndex;
 use tessera_protocol::{BackfillRef, Configuration, ErrorReply, TransferRef};
 use tessera_types::{Object, ServerId, Shape, StoredObject, SubspaceId, Value, Version};
 
-use super::ClientId;
 use crate::message::Envelope;
 use crate::read_gate::ReadFence;
 use crate::write::KeyWrite;
@@ -108,7 +107,7 @@ pub struct Outputs {
     ///    around it carry on, as after any failure (docs/design.md §5.7).
     pub forwards: Vec<(ServerId, Envelope)>,
     /// 1. Write these (one atomic batch, readable at once), then report it with
-    ///    [`Replica::advance`] (or [`Replica::fail`] if that failed) before the next step.
+    ///    [`Replica::advance`](super::Replica::advance) (or [`Replica::fail`](super::Replica::fail) if that failed) before the next step.
     ///    If [`Outputs::must_sync`], they must be durable before anything below is carried
     ///    out; the shell may fsync on another thread and step on meanwhile.
     pub writes: Vec<StoreWrite>,
@@ -217,4 +216,14 @@ pub trait CommittedReader {
         after: Option<&[u8]>,
         max_bytes: usize,
     ) -> Result<RegionChunk, ErrorReply>;
+}
+
+/// The shell's handle on a client request, returned with its reply.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ClientId(pub u64);
+
+impl ClientId {
+    /// The state machine's own rewrites of a backfill ([`KeyWrite::Rewrite`]): their replies
+    /// are never handed to the shell.
+    pub(super) const BACKFILL: ClientId = ClientId(u64::MAX);
 }

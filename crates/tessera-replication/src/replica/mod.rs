@@ -40,7 +40,7 @@
 //!   the last member of the region's replica set from the epoch that starts the transfer, so
 //!   it takes part in every chain through the region from then on, and the member before it
 //!   (the source) is its only predecessor there. The source streams the region's committed
-//!   entries in chunks over the same FIFO link ([`TransferChunk`]), read from storage only
+//!   entries in chunks over the same FIFO link ([`TransferChunk`](crate::message::TransferChunk)), read from storage only
 //!   when everything this machine produced is durable, and leaving out keys with an update
 //!   pending at the source's hop: that update, sent to the target on the chain, carries the
 //!   key's object. So no chunk carries an entry older than an update the target already
@@ -50,14 +50,15 @@ mod backfill;
 mod chain;
 mod install;
 mod io;
-mod keys;
 mod messages;
 mod space;
 mod splits;
+mod state;
 mod transfers;
 
 pub use io::{
-    CommittedReader, EntryWrite, Input, LogId, Outputs, RegionChunk, StoreWrite, UnknownShape,
+    ClientId, CommittedReader, EntryWrite, Input, LogId, Outputs, RegionChunk, StoreWrite,
+    UnknownShape,
 };
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
@@ -65,30 +66,12 @@ use std::sync::Arc;
 
 use tessera_geometry::RegionIndex;
 use tessera_protocol::{Configuration, ErrorReply, Status};
-use tessera_types::{Epoch, ServerId, SubspaceId, Value, Version};
+use tessera_types::{Epoch, ServerId, Value, Version};
 
 use crate::link::Link;
 use crate::message::{Envelope, PeerMessage};
-use backfill::Backfill;
-use keys::KeyState;
-use space::SpaceRuntime;
-use transfers::{Incoming, Outgoing};
-
-/// The shell's handle on a client request, returned with its reply.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct ClientId(pub u64);
-
-impl ClientId {
-    /// The state machine's own rewrites of a backfill ([`KeyWrite::Rewrite`]): their replies
-    /// are never handed to the shell.
-    const BACKFILL: ClientId = ClientId(u64::MAX);
-}
-
-/// A region of a subspace: where one hop of a chain keeps its copy.
-type Location = (SubspaceId, RegionIndex);
-
-/// A state transfer: the space's id, the region, and the transfer's id.
-type TransferKey = (u64, Location, u64);
+use space::{Location, SpaceRuntime};
+use state::{Backfill, Incoming, KeyState, Outgoing, TransferKey};
 
 /// Chunk messages of a transfer a source lets go unacknowledged on its link to the target
 /// (with the chain messages on that link): the flow control that keeps a transfer from

@@ -12,7 +12,6 @@ use tessera_types::{
 };
 
 use super::io::{CommittedReader, EntryWrite};
-use super::Location;
 use crate::message::ChainUpdate;
 
 /// A space of the configuration with its tessellations, and the shapes it may store.
@@ -203,3 +202,6 @@ impl SpaceRuntime {
             .is_some_and(|v| v >= u.version))
     }
 }
+
+/// A region of a subspace: where one hop of a chain keeps its copy.
+pub(super) type Location = (SubspaceId, RegionIndex);

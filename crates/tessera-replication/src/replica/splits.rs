@@ -4,8 +4,9 @@
 use tessera_geometry::RegionIndex;
 use tessera_types::{Epoch, SubspaceId, Value};
 
+use super::space::Location;
 use super::space::SpaceRuntime;
-use super::{Location, Replica};
+use super::Replica;
 
 impl Replica {
     /// A key region of space `id` split between `before` and `now` (`SpaceChange::

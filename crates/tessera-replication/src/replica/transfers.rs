@@ -10,32 +10,11 @@ use tessera_types::{Epoch, ServerId, StoredObject, Value, Version};
 
 use super::chain::drop_pending;
 use super::io::{CommittedReader, EntryWrite, StoreWrite};
-use super::{Location, Replica, TransferKey, TRANSFER_CHUNK_BYTES, TRANSFER_WINDOW};
+use super::space::Location;
+use super::state::{Incoming, Outgoing, TransferKey};
+use super::{Replica, TRANSFER_CHUNK_BYTES, TRANSFER_WINDOW};
 use crate::link::Link;
 use crate::message::{PeerMessage, TransferChunk};
-
-/// Where a transfer into this server stands.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(super) enum Incoming {
-    /// Chunks are coming.
-    Receiving,
-    /// The last chunk came. The source left out keys with an update pending at it, which it
-    /// had sent here first; until those updates commit here, this region's committed state
-    /// lacks those keys, so the transfer is not reported yet. Listed: (key, version).
-    Settling(Vec<(Value, Version)>),
-    /// Reported complete (the target is a full replica once the coordinators agree).
-    Reported,
-}
-
-/// A transfer this server is the source of.
-#[derive(Debug)]
-pub(super) struct Outgoing {
-    pub(super) to: ServerId,
-    /// Where the next chunk starts; `None` before the first.
-    pub(super) cursor: Option<Vec<u8>>,
-    /// The last chunk was sent.
-    finished: bool,
-}
 
 impl Replica {
     /// Starts and forgets transfers as the configuration lists them. A transfer into this

@@ -1,13 +1,15 @@
-//! What the replica remembers of a key while work on it is unfinished: as its point leader
-//! (versions issued, updates in flight, held writes) and as any hop (pending updates).
+//! What the replica keeps between steps besides its spaces: each key's unfinished work, as its
+//! point leader (versions issued, updates in flight, held writes) and as any hop (pending
+//! updates); each backfill this server leads; each state transfer into or out of it. The steps
+//! that change them are in chain.rs, backfill.rs and transfers.rs.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use tessera_protocol::ErrorReply;
-use tessera_types::{ServerId, StoredObject, Version};
+use tessera_types::{ServerId, StoredObject, SubspaceId, Value, Version};
 
-use super::io::LogId;
-use super::{ClientId, Location};
+use super::io::{ClientId, LogId};
+use super::space::Location;
 use crate::message::ChainUpdate;
 use crate::write::KeyWrite;
 
@@ -76,9 +78,56 @@ pub(super) struct Pending {
     /// at the same location has (chains of successive versions differ where one relocates,
     /// so acknowledgements can overtake each other).
     pub(super) acked: bool,
-    /// When it was last sent on (see [`CHAIN_RESEND_TICKS`]).
+    /// When it was last sent on (see [`CHAIN_RESEND_TICKS`](super::CHAIN_RESEND_TICKS)).
     pub(super) sent_tick: u64,
     /// Its record in this server's log ([`StoreWrite::Log`]); `None` where it was committed
     /// as soon as applied (the tail).
     pub(super) log: Option<LogId>,
+}
+
+/// A state transfer: the space's id, the region, and the transfer's id.
+pub(super) type TransferKey = (u64, Location, u64);
+
+/// A key region this server leads, being backfilled into the subspace its space is building
+/// (see `tessera_protocol::Build`): every object of the region is rewritten through its
+/// chain, which now has hops in the new subspace.
+#[derive(Debug)]
+pub(super) struct Backfill {
+    /// `Build::since`.
+    pub(super) since: u64,
+    pub(super) subspace: SubspaceId,
+    /// Keys to rewrite next: those with unfinished work here when the backfill began, then
+    /// those of the chunk of the region last read.
+    pub(super) queue: VecDeque<Value>,
+    /// Where the next read of the region starts; `None` before the first.
+    pub(super) cursor: Option<Vec<u8>>,
+    /// The whole region was read.
+    pub(super) scanned: bool,
+    /// Keys whose rewrite is not committed yet.
+    pub(super) outstanding: BTreeSet<Value>,
+    /// Reported done (until a configuration records it).
+    pub(super) reported: bool,
+}
+
+/// Where a transfer into this server stands.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) enum Incoming {
+    /// Chunks are coming.
+    Receiving,
+    /// The last chunk came. The source left out keys with an update pending at it, which it
+    /// had sent here first; until those updates commit here, this region's committed state
+    /// lacks those keys, so the transfer is not reported yet. Listed: (key, version).
+    Settling(Vec<(Value, Version)>),
+    /// Reported complete (the target is a full replica once the coordinators agree).
+    Reported,
+}
+
+/// A transfer this server is the source of.
+#[derive(Debug)]
+pub(super) struct Outgoing {
+    pub(super) to: ServerId,
+    /// Where the next chunk starts; `None` before the first.
+    pub(super) cursor: Option<Vec<u8>>,
+    /// The last chunk was sent.
+    pub(super) finished: bool,
 }
