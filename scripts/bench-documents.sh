@@ -32,27 +32,31 @@
 #   SERVER_CPU=0 CLIENT_CPU=1   taskset CPU lists of the servers and of the bench client
 #   QUIET_CORES=0.3 QUIET_MAX_WAIT=300   wait for a quiet machine before each measurement
 #   OUT=$(mktemp -d)    where data directories, logs and raw.json go
+#   TESSERA_BIN=path    use this binary instead of building one
 #
-# Needs: cargo, python3, taskset, PostgreSQL 15's initdb/pg_ctl/postgres (Debian: apt-get
+# Needs: cargo, python3, PostgreSQL 15's initdb/pg_ctl/postgres (Debian: apt-get
 # install postgresql; found on PATH or in /usr/lib/postgresql/*/bin). Run as root, the cluster
-# runs as user postgres (initdb refuses root). Only 127.0.0.1 is ever used.
+# runs as user postgres (initdb refuses root); taskset if available. Only 127.0.0.1 is ever used.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
-for tool in cargo python3 taskset; do
+for tool in python3; do
     command -v "$tool" >/dev/null || { echo "bench-documents.sh: $tool not found" >&2; exit 2; }
 done
 
-echo "bench-documents.sh: cargo build --release --locked -p tessera --features peers" >&2
-cargo build --release --locked -p tessera --features peers >&2
-
-export BIN="$PWD/target/release/tessera"
+if [ -n "${TESSERA_BIN:-}" ]; then
+    export BIN="$TESSERA_BIN"
+else
+    echo "bench-documents.sh: cargo build --release --locked -p tessera --features peers" >&2
+    cargo build --release --locked -p tessera --features peers >&2
+    export BIN="$PWD/target/release/tessera"
+fi
 export OUT="${OUT:-$(mktemp -d /tmp/tessera-bench-docs.XXXXXX)}"
 mkdir -p "$OUT"
 echo "bench-documents.sh: working directory $OUT" >&2
 
 exec python3 - "$@" <<'PY'
-import glob, json, os, pwd, shutil, signal, socket, statistics, subprocess, sys, tempfile, time
+import json, os, signal, subprocess, sys, time
 
 BIN, OUT = os.environ["BIN"], os.environ["OUT"]
 ENTRIES = int(os.environ.get("ENTRIES", 50_000))
@@ -63,8 +67,9 @@ THREADS = int(os.environ.get("THREADS", 16))
 RUNS = int(os.environ.get("RUNS", 3))
 SYSTEMS = os.environ.get("SYSTEMS", "dynamic typed postgres formula").split()
 FORMULA_DIMS = [int(d) for d in os.environ.get("FORMULA_DIMS", "1 3 5").split()]
-SERVER_CPU = os.environ.get("SERVER_CPU", "0")
-CLIENT_CPU = os.environ.get("CLIENT_CPU", "1")
+sys.path.insert(0, os.path.join(os.getcwd(), "scripts"))
+import benchkit
+SERVER_CPU, CLIENT_CPU = benchkit.cpus("0", "1")
 QUIET_CORES = float(os.environ.get("QUIET_CORES", 0.3))
 QUIET_MAX_WAIT = float(os.environ.get("QUIET_MAX_WAIT", 300))
 CLK = os.sysconf("SC_CLK_TCK")
@@ -76,23 +81,18 @@ for s in SYSTEMS:
     if s not in ("dynamic", "typed", "postgres", "formula", "pointers"):
         sys.exit(f"bench-documents.sh: unknown system {s!r} (dynamic, typed, postgres, formula, pointers)")
 
-def log(*a):
-    print("bench-documents.sh:", *a, file=sys.stderr, flush=True)
-
 # SIGTERM (and SIGHUP) unwind like Ctrl-C, so the finally below stops what was started.
 def _raise(signum, frame):
     raise KeyboardInterrupt(f"signal {signum}")
 signal.signal(signal.SIGTERM, _raise)
 signal.signal(signal.SIGHUP, _raise)
 
-sys.path.insert(0, os.path.join(os.getcwd(), "scripts"))
-import benchkit
-from benchkit import Postgres, Tessera, cpu_s, dir_bytes, machine_busy_jiffies, med, ratio, wait_quiet
-benchkit.configure("bench-documents.sh", OUT, BIN, SERVER_CPU, QUIET_CORES, QUIET_MAX_WAIT)
+from benchkit import Postgres, Tessera, cpu_s, dir_bytes, log, machine_busy_jiffies, med, pin, ratio, wait_quiet
+benchkit.configure("bench-documents.sh", OUT, BIN, SERVER_CPU, QUIET_CORES, QUIET_MAX_WAIT, CLIENT_CPU)
 
 def bench(url, pid, system, workload, dims=None):
     quiet = wait_quiet(pid)
-    cmd = ["taskset", "-c", CLIENT_CPU, BIN, "bench", "--target", url, "-w", workload,
+    cmd = [*pin(CLIENT_CPU), BIN, "bench", "--target", url, "-w", workload,
            "--threads", str(THREADS), "--progress", "never", "--query-duration-s", str(QUERY_S)]
     if system != "postgres":
         cmd += ["--doc-space", system]
@@ -112,6 +112,7 @@ def bench(url, pid, system, workload, dims=None):
     report["env"] = {"other_cores_before": round(quiet, 3), "wall_s": round(wall, 1),
                      "server_cpu_s": round(s1 - s0, 1),
                      "machine_busy_cores": round((b1 - b0) / CLK / wall, 2)}
+    benchkit.stamp(report, quiet)
     d = report["documents"]
     errors = report["load"]["errors"] + sum(q["errors"] for q in d["queries"].values())
     log(f"  {system} {workload}: load {report['load']['overall_throughput']:.0f}/s, "
@@ -125,7 +126,7 @@ def bench(url, pid, system, workload, dims=None):
 raw = {"config": {"entries": ENTRIES, "micro_records": MICRO_RECORDS, "micro_reads": MICRO_READS,
                   "query_s": QUERY_S, "threads": THREADS, "runs": RUNS, "systems": SYSTEMS,
                   "server_cpu": SERVER_CPU, "client_cpu": CLIENT_CPU, "nproc": os.cpu_count(),
-                  "git": subprocess.run(["git", "describe", "--always", "--dirty"], capture_output=True, text=True).stdout.strip(),
+                  "git": benchkit.git("describe", "--always", "--dirty"), "bin": BIN,
                   "started": time.strftime("%Y-%m-%dT%H:%M:%S%z")},
        "runs": {}}
 

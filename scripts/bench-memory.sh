@@ -23,14 +23,15 @@
 #   THREADS=16                closed-loop clients of the load
 #   SAMPLE_S=5 SETTLE_S=30 READ_S=30
 #   SERVER_CPU=0 CLIENT_CPU=1 taskset CPU lists of the server and of the bench client
+#   QUIET_CORES=0.3 QUIET_MAX_WAIT=300   wait for a quiet machine before each size's load
 #   BIN=                      a tessera binary to use instead of building target/release's
 #   OUT=$(mktemp -d)          data directories (removed after each size), logs, raw.json
 # 10 M objects take about 3.5 GB on disk and 15 minutes here (2 cores).
-# Needs: cargo, python3, taskset. Only 127.0.0.1 is used.
+# Needs: cargo, python3; taskset if available. Only 127.0.0.1 is used.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
-for tool in python3 taskset; do
+for tool in python3; do
     command -v "$tool" >/dev/null || { echo "bench-memory.sh: $tool not found" >&2; exit 2; }
 done
 if [ -z "${BIN:-}" ]; then
@@ -48,7 +49,7 @@ import json, os, subprocess, sys, threading, time
 
 sys.path.insert(0, os.path.join(os.getcwd(), "scripts"))
 import benchkit
-from benchkit import Tessera, log
+from benchkit import Tessera, log, pin, wait_quiet
 
 BIN = os.environ["BIN"]
 OUT = os.environ["OUT"]
@@ -60,10 +61,10 @@ THREADS = int(os.environ.get("THREADS", 16))
 SAMPLE_S = float(os.environ.get("SAMPLE_S", 5))
 SETTLE_S = float(os.environ.get("SETTLE_S", 30))
 READ_S = int(os.environ.get("READ_S", 30))
-SERVER_CPU = os.environ.get("SERVER_CPU", "0")
-CLIENT_CPU = os.environ.get("CLIENT_CPU", "1")
+SERVER_CPU, CLIENT_CPU = benchkit.cpus("0", "1")
 MIB = 2**20
-benchkit.configure("bench-memory.sh", OUT, BIN, SERVER_CPU)
+benchkit.configure("bench-memory.sh", OUT, BIN, SERVER_CPU, float(os.environ.get("QUIET_CORES", 0.3)),
+                   float(os.environ.get("QUIET_MAX_WAIT", 300)), CLIENT_CPU)
 
 def status(pid):
     out = {}
@@ -88,7 +89,7 @@ def disk(path):
     return alloc, tables
 
 def bench(url, phase, records, extra=()):
-    cmd = ["taskset", "-c", CLIENT_CPU, BIN, "bench", "--target", url, "-w", "secondary",
+    cmd = [*pin(CLIENT_CPU), BIN, "bench", "--target", url, "-w", "secondary",
            "--phase", phase, "--records", str(records), "--threads", str(THREADS),
            "--progress", "never", "--recut-wait-s", "0", *extra]
     res = subprocess.run(cmd, capture_output=True, text=True)
@@ -113,6 +114,7 @@ def measure(size):
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
     try:
+        quiet = wait_quiet(srv.pid)
         log(f"{size}: loading")
         load = bench(srv.url, "load", size)
         after_load = status(proc.pid)
@@ -145,6 +147,7 @@ def measure(size):
          "eq2_searches_per_s": round(read["overall_throughput"]) if read else None,
          "threads": end["Threads"],
          "samples": samples}
+    benchkit.stamp(r, quiet)
     log(f"{size}: peak {r['peak_rss_mib']} MiB, after reads {r['rss_after_reads_mib']} MiB, "
         f"data {r['data_dir_mib']} MiB in {tables} tables")
     return r
@@ -156,8 +159,7 @@ for size in SIZES:
         json.dump(results, f, indent=1)
 summary = {"config": {"sizes": SIZES, "cache_mb": CACHE_MB, "fsync": FSYNC, "threads": THREADS,
                       "server_cpu": SERVER_CPU, "client_cpu": CLIENT_CPU, "read_s": READ_S,
-                      "git": subprocess.run(["git", "describe", "--always", "--dirty"],
-                                            capture_output=True, text=True).stdout.strip(),
+                      "git": benchkit.git("describe", "--always", "--dirty"), "bin": BIN,
                       "started": time.strftime("%Y-%m-%dT%H:%M:%S%z")},
            "sizes": {str(r["objects"]): {k: v for k, v in r.items() if k != "samples"} for r in results}}
 if len(results) > 1:
