@@ -35,16 +35,16 @@
 # Usage: scripts/bench-peers.sh [secondary] [ycsb]       (default: both)
 # Knobs (environment): RECORDS=100000 DURATION_S=10 RUNS=3 THREADS=16 SERVER_CPU=1
 #   CLIENT_CPU=0 PEOPLE_SUBSPACES=grid SYSTEMS="tessera postgres redis redis-everysec etcd cassandra" YCSB="a c e"
-#   OUT=$(mktemp -d)
+#   QUIET_CORES=0.3 QUIET_MAX_WAIT=300 (wait for a quiet machine before each timed run) OUT=$(mktemp -d)
 #   TESSERA_BIN (a built `tessera` to use instead of building one; CARGO_TARGET_DIR is honoured)
-# Needs: cargo, python3, taskset, and for the systems asked: PostgreSQL 15's initdb/pg_ctl/
+# Needs: cargo, python3, taskset if available, and for the systems asked: PostgreSQL 15's initdb/pg_ctl/
 # postgres (Debian: apt-get install postgresql), redis-server, etcd (etcd-server), java 17 and
 # mvn (openjdk-17-jre-headless, maven). Run as root, PostgreSQL runs as user postgres. Only
 # 127.0.0.1 is used.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
-for tool in cargo python3 taskset; do
+for tool in python3; do
     command -v "$tool" >/dev/null || { echo "bench-peers.sh: $tool not found" >&2; exit 2; }
 done
 
@@ -60,11 +60,11 @@ mkdir -p "$OUT"
 echo "bench-peers.sh: working directory $OUT" >&2
 
 exec python3 - "$@" <<'PY'
-import json, os, resource, shutil, signal, statistics, subprocess, sys, time
+import json, os, resource, signal, statistics, subprocess, sys, time
 
 sys.path.insert(0, os.path.join(os.getcwd(), "scripts"))
 import benchkit
-from benchkit import Cassandra, Etcd, Postgres, Redis, Tessera, cpu_s, log, med, ratio, wait_quiet
+from benchkit import Cassandra, Etcd, Postgres, Redis, Tessera, cpu_s, log, med, pin, ratio, wait_quiet
 
 BIN, OUT = os.environ["BIN"], os.environ["OUT"]
 RECORDS = int(os.environ.get("RECORDS", 100_000))
@@ -72,11 +72,11 @@ DURATION_S = float(os.environ.get("DURATION_S", 10))
 RUNS = int(os.environ.get("RUNS", 3))
 THREADS = int(os.environ.get("THREADS", 16))
 PEOPLE_SUBSPACES = os.environ.get("PEOPLE_SUBSPACES", "grid")
-SERVER_CPU = os.environ.get("SERVER_CPU", "1")
-CLIENT_CPU = os.environ.get("CLIENT_CPU", "0")
+SERVER_CPU, CLIENT_CPU = benchkit.cpus("1", "0")
 ALL_SYSTEMS = ["tessera", "postgres", "redis", "redis-everysec", "etcd", "cassandra"]
 SYSTEMS = os.environ.get("SYSTEMS", " ".join(ALL_SYSTEMS)).split()
-benchkit.configure("bench-peers.sh", OUT, BIN, SERVER_CPU)
+benchkit.configure("bench-peers.sh", OUT, BIN, SERVER_CPU, float(os.environ.get("QUIET_CORES", 0.3)),
+                   float(os.environ.get("QUIET_MAX_WAIT", 300)), CLIENT_CPU)
 PARTS = {"secondary": ["eq1", "eq2", "range"], "ycsb": os.environ.get("YCSB", "a c e").split()}
 # The systems that can express each part: Redis and etcd have no search on values.
 CAN = {"secondary": {"tessera", "postgres", "cassandra"}, "ycsb": set(ALL_SYSTEMS)}
@@ -98,7 +98,7 @@ signal.signal(signal.SIGHUP, _raise)
 
 def bench(url, pid, args):
     """One `tessera bench` run on CLIENT_CPU; its report, with the server's CPU seconds."""
-    cmd = ["taskset", "-c", CLIENT_CPU, BIN, "bench", "--target", url, "--threads", str(THREADS),
+    cmd = [*pin(CLIENT_CPU), BIN, "bench", "--target", url, "--threads", str(THREADS),
            "--records", str(RECORDS), "--progress", "never", *args]
     s0, t0 = cpu_s(pid), time.time()
     c0 = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -137,10 +137,11 @@ def load(system, url, pid, part):
     return rep
 
 def timed(system, url, pid, part, kind, run):
-    wait_quiet(pid)
+    quiet = wait_quiet(pid)
     args = (["-w", "secondary", "--query", kind] if part == "secondary" else ["-w", kind])
     rep = bench(url, pid, args + ["--phase", "run", "--operations", "1000000000",
                                   "--duration-s", str(DURATION_S), "--seed", str(run + 1)])
+    benchkit.stamp(rep, quiet)
     r = rep["run"]
     log(f"  {system} {part} {kind}: {r['overall_throughput']:.0f} ops/s, errors {r['errors']}")
     return rep
@@ -148,7 +149,7 @@ def timed(system, url, pid, part, kind, run):
 raw = {"config": {"records": RECORDS, "duration_s": DURATION_S, "runs": RUNS, "threads": THREADS,
                   "server_cpu": SERVER_CPU, "people_subspaces": PEOPLE_SUBSPACES, "client_cpu": CLIENT_CPU, "systems": SYSTEMS,
                   "nproc": os.cpu_count(),
-                  "git": subprocess.run(["git", "describe", "--always", "--dirty"], capture_output=True, text=True).stdout.strip(),
+                  "git": benchkit.git("describe", "--always", "--dirty"), "bin": BIN,
                   "started": time.strftime("%Y-%m-%dT%H:%M:%S%z")},
        "runs": {}}
 
