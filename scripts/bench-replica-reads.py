@@ -19,7 +19,8 @@ the hottest key answers at most 1/K + 10 % of the gets of it (the `hot` phase's 
 
 Prints a summary (medians of RUNS) on stdout and the raw figures as JSON after it.
 Knobs (environment): RECORDS=20000 RUNS=3 DURATION_S=10 HOT_DURATION_S=5 THREADS=16
-SERVER_CPU=0 CLIENT_CPU=1 OUT=$(mktemp -d) TESSERA_BIN=path (else this checkout's release build);
+SERVER_CPU=0 CLIENT_CPU=1 QUIET_CORES=0.3 QUIET_MAX_WAIT=300 OUT=$(mktemp -d)
+TESSERA_BIN=path (else this checkout's release build);
 CLIENT_BIN=path runs the benchmark client from another build than the cluster (to measure a
 server from before reads went to every replica: MODES=leader with this checkout's client);
 MODES="leader any" (the read modes measured).
@@ -34,8 +35,7 @@ RUNS = int(os.environ.get("RUNS", "3"))
 DURATION_S = float(os.environ.get("DURATION_S", "10"))
 HOT_DURATION_S = float(os.environ.get("HOT_DURATION_S", "5"))
 THREADS = int(os.environ.get("THREADS", "16"))
-SERVER_CPU = os.environ.get("SERVER_CPU", "0")
-CLIENT_CPU = os.environ.get("CLIENT_CPU", "1")
+SERVER_CPU, CLIENT_CPU = kit.cpus("0", "1")
 MODES = os.environ.get("MODES", "leader any").split()
 K = 2
 
@@ -58,7 +58,7 @@ def gets_by_server(http):
 
 def bench(url, *args, workload="c"):
     client = os.environ.get("CLIENT_BIN") or kit.BIN
-    cmd = ["taskset", "-c", CLIENT_CPU, client, "bench", "--target", url, "-w", workload,
+    cmd = [*kit.pin(CLIENT_CPU), client, "bench", "--target", url, "-w", workload,
            "--threads", str(THREADS), "--progress", "never", *args]
     out = subprocess.run(cmd, capture_output=True, text=True)
     if out.returncode != 0:
@@ -88,7 +88,8 @@ def main():
     if not binary:
         subprocess.run(["cargo", "build", "--release", "-q", "-p", "tessera"], check=True)
         binary = os.path.abspath("target/release/tessera")
-    kit.configure("bench-replica-reads", out, binary, SERVER_CPU)
+    kit.configure("bench-replica-reads", out, binary, SERVER_CPU, float(os.environ.get("QUIET_CORES", 0.3)),
+                  float(os.environ.get("QUIET_MAX_WAIT", 300)), CLIENT_CPU)
     http = f"127.0.0.1:{kit.free_port()}"
     cluster = kit.Tessera("cluster4k2", ["--servers", "4", "--replicas", str(K), "--coordinators",
                                          "1", "--recut-period-s", "0", "--split-period-s", "0",
@@ -99,11 +100,11 @@ def main():
         bench(cluster.url, "--records", str(RECORDS), "--phase", "load")
         for run in range(RUNS):
             for mode in MODES if run % 2 == 0 else MODES[::-1]:
-                kit.wait_quiet(cluster.pid)
-                zipf = phase(cluster.url, http, mode, RECORDS, DURATION_S)
-                hot = phase(cluster.url, http, mode, 1, HOT_DURATION_S)
-                kit.wait_quiet(cluster.pid)
-                mixed = phase(cluster.url, http, mode, RECORDS, DURATION_S, workload="a")
+                quiet = kit.wait_quiet(cluster.pid)
+                zipf = kit.stamp(phase(cluster.url, http, mode, RECORDS, DURATION_S), quiet)
+                hot = kit.stamp(phase(cluster.url, http, mode, 1, HOT_DURATION_S), quiet)
+                quiet = kit.wait_quiet(cluster.pid)
+                mixed = kit.stamp(phase(cluster.url, http, mode, RECORDS, DURATION_S, workload="a"), quiet)
                 kit.log(f"run {run + 1} {mode}: zipf {zipf}, hot {hot}, mixed {mixed}")
                 results[mode].append({"zipf": zipf, "hot": hot, "mixed": mixed})
     finally:

@@ -14,7 +14,9 @@ write). Prints JSON: per case the log's fdatasync p50/p99/p999/max in µs and th
 throughput in MB/s.
 
 Knobs (environment): DIR=. (the directory measured: put it on the disk you care about)
-PROBES=2000 SECONDS=8 TABLE_MB=32 CHUNK_MB=1 RATE_MB_S=20
+PROBES=2000 SECONDS=8 TABLE_MB=32 CHUNK_MB=1 RATE_MB_S=20 QUIET_CORES=0.3 QUIET_MAX_WAIT=300
+(it waits for a quiet machine first; the JSON's "provenance" is scripts/benchkit.py's, as every
+benchmark script's is)
 """
 import json
 import os
@@ -23,6 +25,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import benchkit  # noqa: E402
 from benchkit import fdatasync_latencies, latency_percentiles  # noqa: E402
 
 DIR = os.environ.get("DIR", ".")
@@ -80,13 +83,17 @@ def case(sync_every_mb, rate=None):
 
 
 def main():
+    # No server and no client to pin: only the disk is measured.
+    benchkit.configure("fsync-interference", None, None, "", float(os.environ.get("QUIET_CORES", 0.3)),
+                       float(os.environ.get("QUIET_MAX_WAIT", 300)), "")
+    quiet = benchkit.wait_quiet()
     result = {"dir": os.path.abspath(DIR), "probes": PROBES, "table_mb": TABLE_MB}
     result["idle"] = case(None)
     for rate in (None, RATE_MB_S):
         pace = f"at {rate:g} MB/s" if rate else "at full speed"
         result[f"tables fsynced every {TABLE_MB} MiB {pace}"] = case(TABLE_MB, rate)
         result[f"tables fsynced every {CHUNK_MB} MiB {pace}"] = case(CHUNK_MB, rate)
-    print(json.dumps(result, indent=1))
+    print(json.dumps(benchkit.stamp(result, quiet), indent=1))
 
 
 if __name__ == "__main__":
