@@ -26,26 +26,37 @@
 #   PARTITIONS=32               regions per subspace of a live run's spaces
 #   ROUTED_OPS=20000            operations routed per computed cluster
 #   RUNS=3                      live runs per configuration; the summary quotes medians
+#   SERVER_CPU= CLIENT_CPU=     taskset CPU lists of `tessera dev` and the bench client (unset:
+#                               unpinned; five servers in one process would share one core)
+#   QUIET_CORES=0.3 QUIET_MAX_WAIT=600   wait for a quiet machine before each live run
 #   OUT=$(mktemp -d)            data directories, logs and raw.json
+#   TESSERA_BIN=path            use this binary instead of building one
 #
-# Needs: cargo, python3. Only 127.0.0.1 is used.
+# Needs: cargo, python3; taskset if pinning. Only 127.0.0.1 is used.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
-for tool in cargo python3; do
+for tool in python3; do
     command -v "$tool" >/dev/null || { echo "bench-twitter.sh: $tool not found" >&2; exit 2; }
 done
 
-echo "bench-twitter.sh: cargo build --release --locked -p tessera --features peers" >&2
-cargo build --release --locked -p tessera --features peers >&2
-
-export BIN="$PWD/target/release/tessera"
+if [ -n "${TESSERA_BIN:-}" ]; then
+    export BIN="$TESSERA_BIN"
+else
+    echo "bench-twitter.sh: cargo build --release --locked -p tessera --features peers" >&2
+    cargo build --release --locked -p tessera --features peers >&2
+    export BIN="$PWD/target/release/tessera"
+fi
 export OUT="${OUT:-$(mktemp -d /tmp/tessera-bench-twitter.XXXXXX)}"
 mkdir -p "$OUT"
 echo "bench-twitter.sh: working directory $OUT" >&2
 
 exec python3 - "$@" <<'PY'
-import json, os, shutil, signal, socket, statistics, subprocess, sys, time
+import json, os, signal, statistics, subprocess, sys
+
+sys.path.insert(0, os.path.join(os.getcwd(), "scripts"))
+import benchkit
+from benchkit import Tessera, log, pin, wait_quiet
 
 BIN, OUT = os.environ["BIN"], os.environ["OUT"]
 USERS = int(os.environ.get("USERS", 2000))
@@ -56,6 +67,9 @@ THREADS = int(os.environ.get("THREADS", 16))
 PARTITIONS = int(os.environ.get("PARTITIONS", 32))
 ROUTED_OPS = int(os.environ.get("ROUTED_OPS", 20000))
 RUNS = int(os.environ.get("RUNS", 3))
+SERVER_CPU, CLIENT_CPU = benchkit.cpus("", "")
+benchkit.configure("bench-twitter.sh", OUT, BIN, SERVER_CPU, float(os.environ.get("QUIET_CORES", 0.3)),
+                   float(os.environ.get("QUIET_MAX_WAIT", 600)), CLIENT_CPU)
 parts = sys.argv[1:] or ["live", "routed"]
 for p in parts:
     if p not in ("live", "routed"):
@@ -64,53 +78,16 @@ PLACEMENTS = ["random", "ordered", "tagged"]
 FIELDS = ["throughput", "p50_us", "p99_us", "servers_fewest", "servers_each_region",
           "requests_fewest", "requests_each_region", "returned"]
 
-def log(*a):
-    print("bench-twitter.sh:", *a, file=sys.stderr, flush=True)
-
 def _raise(signum, frame):
     raise KeyboardInterrupt(f"signal {signum}")
 signal.signal(signal.SIGTERM, _raise)
 signal.signal(signal.SIGHUP, _raise)
 
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
 def bench(args):
-    out = subprocess.run([BIN, "bench", "-w", "twitter", "--progress", "never",
+    out = subprocess.run([*pin(CLIENT_CPU), BIN, "bench", "-w", "twitter", "--progress", "never",
                           "--twitter-users", str(USERS)] + args,
                          check=True, capture_output=True, text=True)
     return json.loads(out.stdout)["twitter"]
-
-class Dev:
-    """A fresh `tessera dev --servers 5 --replicas K` on a free port, stopped at the end."""
-    def __init__(self, replicas, name):
-        self.port = free_port()
-        self.dir = os.path.join(OUT, name)
-        shutil.rmtree(self.dir, ignore_errors=True)
-        self.log = open(os.path.join(OUT, name + ".log"), "w")
-        self.proc = subprocess.Popen(
-            [BIN, "dev", "--servers", "5", "--replicas", str(replicas),
-             "--listen", f"127.0.0.1:{self.port}", "--data-dir", self.dir],
-            stdout=subprocess.PIPE, stderr=self.log, text=True)
-        line = self.proc.stdout.readline()
-        if "ready" not in line:
-            self.stop()
-            sys.exit(f"bench-twitter.sh: tessera dev did not start: {line!r} (log {self.log.name})")
-
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGINT)
-            try:
-                self.proc.wait(30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self.log.close()
-        shutil.rmtree(self.dir, ignore_errors=True)
 
 def medians(reports):
     ops = {}
@@ -129,9 +106,10 @@ try:
                     reports = []
                     for run in range(RUNS):
                         log(f"live {name} run {run + 1}/{RUNS}")
-                        dev = Dev(k, name)
+                        dev = Tessera(name, ["--servers", "5", "--replicas", str(k)])
                         try:
-                            r = bench(["--target", f"tessera://127.0.0.1:{dev.port}",
+                            quiet = wait_quiet(dev.pid)
+                            r = bench(["--target", dev.url,
                                        "--twitter-placement", placement,
                                        "--twitter-tolerate", str(k - 1),
                                        "--twitter-fanout", fanout,
@@ -140,8 +118,8 @@ try:
                                        "--duration-s", str(DURATION_S),
                                        "--threads", str(THREADS), "--seed", str(run + 1)])
                         finally:
-                            dev.stop()
-                        raw["live"].append({"config": name, "run": run, "report": r})
+                            dev.stop(signal.SIGINT)
+                        raw["live"].append(benchkit.stamp({"config": name, "run": run, "report": r}, quiet))
                         reports.append(r)
                     summary["live"][name] = {
                         "servers": reports[0]["servers"],
@@ -160,7 +138,7 @@ try:
                                "--twitter-placement", placement,
                                "--twitter-tolerate", str(k - 1),
                                "--records", str(TWEETS), "--operations", str(ROUTED_OPS)])
-                    raw["routed"].append({"config": name, "report": r})
+                    raw["routed"].append(benchkit.stamp({"config": name, "report": r}))
                     summary["routed"][name] = {
                         op: {f: round(v[f], 2) for f in FIELDS if "servers" in f or "requests" in f}
                         for op, v in r["ops"].items()}
