@@ -24,6 +24,7 @@
 #   SHIFT_BEFORE=60 SHIFT_AFTER=240 SHIFT_REFERENCE=30   seconds of each part
 #   ADAPT_PERIOD=10   the server's --adapt-period-s (three periods decide an adaptation)
 #   SERVER_CPU=0 CLIENT_CPU=1   taskset CPU lists (ignored without taskset)
+#   TESSERA_BIN=path  use this binary instead of building one
 #   QUIET_CORES=0.3   before calibrating and before the evaluation, wait until other processes
 #   QUIET_MAX_WAIT=600  use less than this many cores (at most this many seconds); during the
 #                     evaluation their use is sampled every 2 s into raw.json's "env"
@@ -55,16 +56,19 @@ PYTHON="${PYTHON:-python3}"
 
 log() { echo "bench-advisor: $*" >&2; }
 
-log "$CARGO build --release --locked -p tessera"
-"$CARGO" build --release --locked -p tessera >&2
-BIN="${CARGO_TARGET_DIR:-$PWD/target}/release/tessera"
+if [ -n "${TESSERA_BIN:-}" ]; then
+    BIN="$TESSERA_BIN"
+else
+    log "$CARGO build --release --locked -p tessera"
+    "$CARGO" build --release --locked -p tessera >&2
+    BIN="${CARGO_TARGET_DIR:-$PWD/target}/release/tessera"
+fi
 [ -x "$BIN" ] || { log "no binary at $BIN"; exit 2; }
 
-pin_server=() pin_client=()
-if command -v taskset >/dev/null; then
-    pin_server=(taskset -c "$SERVER_CPU")
-    pin_client=(taskset -c "$CLIENT_CPU")
-fi
+# Pinning, waiting for a quiet machine and provenance: scripts/benchkit.py's command line.
+KIT=scripts/benchkit.py
+read -ra pin_server <<<"$("$PYTHON" "$KIT" pin "$SERVER_CPU")"
+read -ra pin_client <<<"$("$PYTHON" "$KIT" pin "$CLIENT_CPU")"
 
 WORK="$(mktemp -d /tmp/tessera-bench-advisor.XXXXXX)"
 SERVER_PID=""
@@ -77,69 +81,21 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# Other processes' CPU use (cores), from /proc: `wait SERVER_PID` returns once they use less
-# than QUIET_CORES over 2 s (at most QUIET_MAX_WAIT s); `watch OUT PID…` samples every 2 s while
-# the last PID lives and writes the timeline (Unix time, cores used by anything but PIDs).
+# `monitor wait PID` returns (printing the other cores' last sample) once processes other than
+# PID use less than QUIET_CORES over 2 s (at most QUIET_MAX_WAIT s); `monitor watch OUT PID…`
+# samples every 2 s while the last PID lives and writes the timeline (Unix time, cores used by
+# anything but PIDs).
 QUIET_CORES="${QUIET_CORES:-0.3}"
 QUIET_MAX_WAIT="${QUIET_MAX_WAIT:-600}"
 monitor() {
-    "$PYTHON" - "$QUIET_CORES" "$QUIET_MAX_WAIT" "$@" <<'PY'
-import json, os, sys, time
-quiet, max_wait, mode = float(sys.argv[1]), float(sys.argv[2]), sys.argv[3]
-CLK = os.sysconf("SC_CLK_TCK")
-
-def busy():
-    with open("/proc/stat") as f:
-        v = [int(x) for x in f.readline().split()[1:]]
-    return sum(v[:8]) - v[3] - v[4]
-
-def cpu(pids):
-    """CPU jiffies of `pids`, or None once one of them is gone."""
-    total = 0
-    for pid in pids:
-        try:
-            with open(f"/proc/{pid}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-            total += int(fields[11]) + int(fields[12])
-        except OSError:
-            return None
-    return total
-
-def other(pids, seconds=2.0):
-    """Cores used by anything but `pids` over `seconds`; None if one of them ended meanwhile
-    (its jiffies would count as someone else's)."""
-    b0, c0, t0 = busy(), cpu(pids), time.time()
-    time.sleep(seconds)
-    b1, c1, t1 = busy(), cpu(pids), time.time()
-    if c0 is None or c1 is None:
-        return None
-    return max(0.0, (b1 - b0 - (c1 - c0)) / CLK / (t1 - t0))
-
-if mode == "wait":
-    pids, start = sys.argv[4:], time.time()
-    while True:
-        o = other(pids)
-        if o is None or o < quiet:
-            break
-        if time.time() - start > max_wait:
-            print(f"bench-advisor: machine still busy ({o:.2f} other cores) after {max_wait:.0f} s; running anyway", file=sys.stderr)
-            break
-        print(f"bench-advisor: machine busy ({o:.2f} other cores); waiting", file=sys.stderr)
-        time.sleep(8)
-else:
-    out, pids = sys.argv[4], sys.argv[5:]
-    samples = []
-    while os.path.exists(f"/proc/{pids[-1]}"):
-        o = other(pids)
-        if o is not None:
-            samples.append([round(time.time(), 1), round(o, 3)])
-    with open(out, "w") as f:
-        json.dump(samples, f)
-PY
+    case $1 in
+        wait) shift; "$PYTHON" "$KIT" quiet --cores "$QUIET_CORES" --max-wait "$QUIET_MAX_WAIT" "$@" ;;
+        watch) shift; "$PYTHON" "$KIT" watch "$@" ;;
+    esac
 }
 
 free_port() {
-    "$PYTHON" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+    "$PYTHON" "$KIT" port
 }
 
 # Start the server; its stdout says when it is ready ("tessera dev: ready on ADDR, …").
@@ -170,7 +126,7 @@ log "tessera dev on $ADDR (pid $SERVER_PID), data in $WORK/data"
 mkdir -p "$OUT_DIR"
 load_before="$(cut -d' ' -f1 /proc/loadavg)"
 started="$(date -u +%Y-%m-%dT%H:%M:%SZ)"
-monitor wait "$SERVER_PID"
+monitor wait "$SERVER_PID" >/dev/null
 calibration_args=()
 if [ "$CALIBRATE" = 1 ]; then
     log "tessera calibrate"
@@ -183,7 +139,7 @@ workload_args=()
 
 evaluate() {
 log "tessera bench -w advisor-eval: $HOTELS hotels, $RUNS x ${SECONDS_RUN}s after ${WARMUP}s, $THREADS clients"
-monitor wait "$SERVER_PID"
+quiet="$(monitor wait "$SERVER_PID")"
 "${pin_client[@]}" "$BIN" bench --target "tessera://$ADDR" -w advisor-eval \
     --records "$HOTELS" --threads "$THREADS" --duration-s "$SECONDS_RUN" --warmup-s "$WARMUP" \
     --repetitions "$RUNS" "${calibration_args[@]}" "${workload_args[@]}" \
@@ -195,15 +151,19 @@ wait "$CLIENT_PID" || { log "tessera bench failed"; exit 2; }
 wait "$MONITOR_PID" || true
 
 # Where and when it ran, beside the measurements.
-"$PYTHON" - "$WORK/raw.json" "$OUT_DIR/raw.json" "$load_before" "$started" "$WORK/other.json" "$QUIET_CORES" <<'PY'
-import json, os, subprocess, sys, time
+"$PYTHON" - "$WORK/raw.json" "$OUT_DIR/raw.json" "$load_before" "$started" "$WORK/other.json" "$QUIET_CORES" \
+    "$quiet" "$BIN" "$SERVER_CPU" "$CLIENT_CPU" <<'PY'
+import json, os, sys, time
+sys.path.insert(0, "scripts")
+import benchkit
 raw = json.load(open(sys.argv[1]))
 try:
     other = json.load(open(sys.argv[5]))
 except (OSError, ValueError):
     other = []
 cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
-git = subprocess.run(["git", "describe", "--always", "--dirty"], capture_output=True, text=True).stdout.strip()
+git = benchkit.git("describe", "--always", "--dirty")
+benchkit.stamp(raw, float(sys.argv[7]), bin_=sys.argv[8], server_cpu=sys.argv[9], client_cpu=sys.argv[10])
 raw["env"] = {"git": git, "cpu": cpu, "nproc": os.cpu_count(), "started": sys.argv[4],
               "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
               "loadavg_1m_before": float(sys.argv[3]), "loadavg_1m_after": os.getloadavg()[0],
@@ -221,7 +181,7 @@ PY
 
 if [ "$SHIFT" = 1 ]; then
     log "tessera bench -w advisor-shift: $SHIFT_FROM for ${SHIFT_BEFORE}s, then $SHIFT_TO for ${SHIFT_AFTER}s, adapt period ${ADAPT_PERIOD}s"
-    monitor wait "$SERVER_PID"
+    monitor wait "$SERVER_PID" >/dev/null
     "${pin_client[@]}" "$BIN" bench --target "tessera://$ADDR" -w advisor-shift \
         --records "$HOTELS" --threads "$THREADS" --warmup-s "$WARMUP" "${calibration_args[@]}" \
         --shift-from "$SHIFT_FROM" --shift-to "$SHIFT_TO" --shift-before-s "$SHIFT_BEFORE" \
