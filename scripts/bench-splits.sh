@@ -16,6 +16,9 @@
 # their max / mean, and how many regions and servers a range read of 1 % of the names asks.
 #
 # Knobs (environment): KEYS=20000 MIN_OBJECTS=1000 SETTLE_S=5 PREFIX=user OUT=$(mktemp -d)
+#   SERVER_CPU= (the taskset CPU list of `tessera dev`; unset: unpinned, as it counts objects,
+#   not time) TESSERA_BIN=path (skips the build). The summary's "provenance" (commit, binary,
+#   pin, date) comes from scripts/benchkit.py, as every benchmark script's does.
 # Needs: cargo, python3. Only 127.0.0.1 is used.
 set -euo pipefail
 
@@ -30,12 +33,19 @@ PREFIX=${PREFIX:-user}
 OUT=${OUT:-$(mktemp -d)}
 mkdir -p "$OUT"
 
-echo "bench-splits.sh: cargo build --release --locked -p tessera --features peers" >&2
-cargo build --release --locked -p tessera --features peers >&2
-TESSERA=$PWD/target/release/tessera
+if [ -n "${TESSERA_BIN:-}" ]; then
+    TESSERA=$TESSERA_BIN
+else
+    echo "bench-splits.sh: cargo build --release --locked -p tessera --features peers" >&2
+    cargo build --release --locked -p tessera --features peers >&2
+    TESSERA=$PWD/target/release/tessera
+fi
+SERVER_CPU=${SERVER_CPU:-}
+KIT=scripts/benchkit.py
+read -ra PIN_SERVER <<<"$(python3 "$KIT" pin "$SERVER_CPU")"
 
 free_port() {
-    python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+    python3 "$KIT" port
 }
 
 python3 - "$KEYS" "$PREFIX" > "$OUT/users.jsonl" <<'PY'
@@ -52,7 +62,7 @@ run() {
     port=$(free_port)
     dir="$OUT/$label"
     rm -rf "$dir"
-    "$TESSERA" dev --servers 5 --replicas 2 --data-dir "$dir" --listen "127.0.0.1:$port" \
+    "${PIN_SERVER[@]}" "$TESSERA" dev --servers 5 --replicas 2 --data-dir "$dir" --listen "127.0.0.1:$port" \
         --split-period-s "$period" --split-min-objects "$MIN_OBJECTS" > "$OUT/$label.log" 2>&1 &
     pid=$!
     trap 'kill $pid 2>/dev/null || true' RETURN
@@ -86,8 +96,10 @@ run off 0
 echo "bench-splits.sh: splits on" >&2
 run on 1
 
-python3 - "$OUT" "$KEYS" "$MIN_OBJECTS" "$PREFIX" <<'PY'
+python3 - "$OUT" "$KEYS" "$MIN_OBJECTS" "$PREFIX" "$TESSERA" "$SERVER_CPU" <<'PY'
 import json, statistics, sys
+sys.path.insert(0, "scripts")
+import benchkit
 out, keys, min_objects = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 summary = {"keys": keys, "min_objects": min_objects, "servers": 5, "replicas": 2,
            "prefix": sys.argv[4]}
@@ -123,5 +135,6 @@ for label in ("off", "on"):
         "range_1pct_regions": explain["regions_contacted"],
         "range_1pct_servers": explain["servers_contacted"],
     }
+benchkit.stamp(summary, bin_=sys.argv[5], server_cpu=sys.argv[6], client_cpu="")
 print(json.dumps(summary, indent=2))
 PY
