@@ -9,7 +9,10 @@ used before), RUNS runs each, interleaved. Prints JSON: every run's operations p
 way's median, asyncio's ratio to the handles and to the baseline at the same N.
 
 Usage: TESSERA_BIN=target/release/tessera .venv/bin/python scripts/bench-python-aio.py
-Knobs (environment): OPS=20000 RUNS=3 KEYS=1000 INFLIGHT=1,16,256,1024
+Knobs (environment): OPS=20000 RUNS=3 KEYS=1000 INFLIGHT=1,16,256,1024, SERVER_CPU= CLIENT_CPU=
+(unset: unpinned; the client is this process), QUIET_CORES=0.3 QUIET_MAX_WAIT=600 (wait for a
+quiet machine before each round). The server, pinning, the wait and the JSON's "provenance" are
+scripts/benchkit.py's, as every benchmark script's are.
 """
 
 from __future__ import annotations
@@ -17,10 +20,8 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import re
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -29,23 +30,22 @@ from typing import Callable, Dict, List
 import tesseradb
 import tesseradb.aio
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import benchkit  # noqa: E402
+
 OPS = int(os.environ.get("OPS", "20000"))
 RUNS = int(os.environ.get("RUNS", "3"))
 KEYS = int(os.environ.get("KEYS", "1000"))
 INFLIGHT = [int(n) for n in os.environ.get("INFLIGHT", "1,16,256,1024").split(",")]
 
 
-def start_dev(binary: str, data: str) -> "tuple[subprocess.Popen[bytes], int]":
-    process = subprocess.Popen(
-        [binary, "--log", "error", "dev", "--listen", "127.0.0.1:0", "--http", "off",
-         "--fsync", "never", "--data-dir", data],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-    )
-    assert process.stdout is not None
-    line = process.stdout.readline().decode()
-    port = int(re.search(r"ready on [0-9.]+:(\d+)", line).group(1))  # type: ignore[union-attr]
-    return process, port
+def cpu_list(spec: str) -> "set[int]":
+    """taskset's CPU list syntax ("0", "0,2", "1-3") as a set."""
+    cpus: "set[int]" = set()
+    for part in spec.split(","):
+        lo, _, hi = part.partition("-")
+        cpus.update(range(int(lo), int(hi or lo) + 1))
+    return cpus
 
 
 def timed(run: Callable[[], None]) -> float:
@@ -135,7 +135,15 @@ def aio_per_operation_way(port: int, op: str, inflight: int) -> Callable[[], Non
 def main() -> None:
     binary = os.environ.get("TESSERA_BIN") or shutil.which("tessera") or "target/release/tessera"
     data = tempfile.mkdtemp(prefix="tessera-bench-aio-")
-    process, port = start_dev(binary, data)
+    server_cpu, client_cpu = benchkit.cpus("", "")
+    benchkit.configure("bench-python-aio", data, binary, server_cpu,
+                       float(os.environ.get("QUIET_CORES", 0.3)),
+                       float(os.environ.get("QUIET_MAX_WAIT", 600)), client_cpu)
+    if benchkit.pin(client_cpu):
+        # The client is this process: pin it as taskset would.
+        os.sched_setaffinity(0, cpu_list(client_cpu))
+    server = benchkit.Tessera("dev", ["--log", "error", "--http", "off", "--fsync", "never"])
+    port = int(server.addr.rsplit(":", 1)[1])
     try:
         admin = tesseradb.Admin("127.0.0.1", port)
         admin.add_space("space b key k attributes int n")
@@ -151,7 +159,9 @@ def main() -> None:
                 ways[f"{op} aio-coro x{n}"] = aio_coroutine_way(port, op, n)
                 ways[f"{op} aio-per-op x{n}"] = aio_per_operation_way(port, op, n)
         runs: Dict[str, List[float]] = {name: [] for name in ways}
+        quiet: List[float] = []
         for r in range(RUNS):
+            quiet.append(benchkit.wait_quiet(server.pid))
             for name, run in ways.items():
                 runs[name].append(round(timed(run)))
                 print(f"bench-python-aio: run {r + 1}: {name}: {runs[name][-1]}/s", file=sys.stderr)
@@ -171,12 +181,12 @@ def main() -> None:
             for op in ["get", "put"]
             for n in INFLIGHT
         }
-        print(json.dumps({"ops": OPS, "runs": runs, "median_ops_per_s": medians,
-                          "aio_to_handles": ratios,
-                          "aio_coro_to_handles": coroutine_ratios, "aio_to_aio_per_op": gains}, indent=1))
+        print(json.dumps(benchkit.stamp({"ops": OPS, "runs": runs, "median_ops_per_s": medians,
+                                         "aio_to_handles": ratios,
+                                         "aio_coro_to_handles": coroutine_ratios, "aio_to_aio_per_op": gains},
+                                        max(quiet)), indent=1))
     finally:
-        process.terminate()
-        process.wait()
+        server.stop()
         shutil.rmtree(data, ignore_errors=True)
 
 
