@@ -92,7 +92,7 @@ pub fn chain_for_update(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::point;
+    use crate::coordinate::point;
     use proptest::prelude::*;
     use tessera_types::{parse_space, Value};
 
@@ -129,7 +129,7 @@ mod tests {
     fn setup(k: u64) -> (SpaceSchema, Vec<Tessellation>, Synthetic) {
         let s = parse_space("space t key k attributes int x, int y, string z subspace x subspace y create 4 partitions")
             .expect("valid space");
-        let ts = crate::tessellations(&s);
+        let ts = crate::tessellation::tessellations(&s);
         let r = Synthetic::new(&ts, k);
         (s, ts, r)
     }

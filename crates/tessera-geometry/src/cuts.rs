@@ -60,7 +60,7 @@ pub fn cuts_from_data_weighted(
     if weights.windows(2).all(|w| w[0] == w[1]) {
         return cuts_from_data(axes, partitions);
     }
-    let grid = crate::Tessellation::weighted(weights, partitions);
+    let grid = crate::tessellation::Tessellation::weighted(weights, partitions);
     axes.iter()
         .enumerate()
         .map(|(d, axis)| {
@@ -120,7 +120,7 @@ pub fn predicted_fullest_share(axes: &[AxisData], cuts: &[AxisCuts]) -> f64 {
 /// The share of an axis's values its fullest interval holds.
 fn fullest_interval_share(axis: &AxisData, cut: &AxisCuts) -> f64 {
     // Equal slices of an ordered axis are cuts like any other.
-    let t = crate::Tessellation::with_cuts(std::slice::from_ref(cut));
+    let t = crate::tessellation::Tessellation::with_cuts(std::slice::from_ref(cut));
     (0..t.intervals(0))
         .map(|i| {
             let (lo, hi) = t.interval_bounds(0, i);
@@ -217,7 +217,7 @@ fn cut_axis(axis: &AxisData, n: u32) -> AxisCuts {
         .cut_quantiles(n)
         .into_iter()
         .filter(|q| q.is_finite())
-        .map(|q| crate::coordinate(&value_at(ty, q)))
+        .map(|q| crate::coordinate::coordinate(&value_at(ty, q)))
         .collect();
     at.sort_unstable();
     at.dedup();
@@ -252,7 +252,7 @@ fn value_at(ty: PrimitiveType, q: f64) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::Tessellation;
+    use crate::tessellation::Tessellation;
     use proptest::prelude::*;
 
     #[test]
@@ -301,8 +301,8 @@ mod tests {
             panic!("{cuts:?}")
         };
         assert!(at.len() <= 15 && at.len() >= 10, "{at:?}");
-        let first = crate::coordinate(&Value::Int(1985));
-        let last = crate::coordinate(&Value::Int(2024));
+        let first = crate::coordinate::coordinate(&Value::Int(1985));
+        let last = crate::coordinate::coordinate(&Value::Int(2024));
         assert!(at.iter().all(|&c| c > first && c <= last), "{at:?}");
         // Equal weights cut as a typed subspace's axes.
         assert_eq!(
@@ -327,7 +327,7 @@ mod tests {
         ] {
             let t = Tessellation::with_cuts(&cuts);
             let shares: Vec<f64> = (0..t.regions_count())
-                .map(|r| region_share(&axes, &t.region_bounds(crate::RegionIndex(r))))
+                .map(|r| region_share(&axes, &t.region_bounds(crate::tessellation::RegionIndex(r))))
                 .collect();
             let total: f64 = shares.iter().sum();
             assert!((total - 1.0).abs() < 1e-6, "{total}");
@@ -396,13 +396,19 @@ mod tests {
         // Coordinates back to values.
         for v in [-5i64, 0, 7, i64::MAX, i64::MIN] {
             assert_eq!(
-                value_of(PrimitiveType::Int, crate::coordinate(&Value::Int(v))),
+                value_of(
+                    PrimitiveType::Int,
+                    crate::coordinate::coordinate(&Value::Int(v))
+                ),
                 v as f64
             );
         }
         for x in [-2.5f64, 0.0, 1e300, -1e-300, 3.25] {
             assert_eq!(
-                value_of(PrimitiveType::Float, crate::coordinate(&Value::Float(x))),
+                value_of(
+                    PrimitiveType::Float,
+                    crate::coordinate::coordinate(&Value::Float(x))
+                ),
                 x
             );
         }
@@ -421,7 +427,7 @@ mod tests {
             let t = Tessellation::with_cuts(&cuts);
             let mut held = vec![0usize; t.regions_count() as usize];
             for v in &values {
-                held[t.region_of(&[crate::coordinate(v)]).0 as usize] += 1;
+                held[t.region_of(&[crate::coordinate::coordinate(v)]).0 as usize] += 1;
             }
             let distinct: std::collections::BTreeSet<i64> =
                 values.iter().map(|v| match v { Value::Int(i) => *i, _ => unreachable!() }).collect();
@@ -470,7 +476,7 @@ mod tests {
                 let t = Tessellation::with_cuts(&cuts_from_data(&axes, 64));
                 let mut held = vec![0usize; t.regions_count() as usize];
                 for (c, p) in cities.iter().zip(&prices) {
-                    held[t.region_of(&[crate::coordinate(c), crate::coordinate(p)]).0 as usize] += 1;
+                    held[t.region_of(&[crate::coordinate::coordinate(c), crate::coordinate::coordinate(p)]).0 as usize] += 1;
                 }
                 *held.iter().max().unwrap() as f64 / 20_000.0
             };
@@ -497,7 +503,7 @@ mod tests {
             prop_assert!(u64::from(t.regions_count()) * cuts[2].intervals() >= 48, "{:?}", cuts);
             let mut held = vec![0usize; t.regions_count() as usize];
             for (age, rating) in ages.iter().zip(&ratings) {
-                let point = [crate::coordinate(age), crate::coordinate(rating)];
+                let point = [crate::coordinate::coordinate(age), crate::coordinate::coordinate(rating)];
                 held[t.region_of(&point).0 as usize] += 1;
             }
             let mean = ages.len() as f64 / held.len() as f64;

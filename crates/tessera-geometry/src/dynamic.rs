@@ -488,7 +488,7 @@ mod tests {
                 subspaces.dedup();
                 schema.formulas.push(Formula { id: format!("f{i}"), overlays: subspaces });
             }
-            let ts = crate::tessellations(&schema);
+            let ts = crate::tessellation::tessellations(&schema);
             let checked: Vec<CheckedPredicate> = predicates
                 .iter()
                 .filter_map(|p| CheckedPredicate::check(&schema, p).ok())
@@ -503,8 +503,8 @@ mod tests {
                 docs.iter().map(|(d, f)| d.shape_in(&formula_of(*f))).collect();
             shapes.sort();
             shapes.dedup();
-            let index = crate::PropertyIndex::new(&schema, &shapes);
-            let plan = crate::plan_search(&schema, &ts, &shapes, &index, &checked);
+            let index = crate::index::PropertyIndex::new(&schema, &shapes);
+            let plan = crate::plan::plan_search(&schema, &ts, &shapes, &index, &checked);
             for (doc, f) in &docs {
                 let formula = formula_of(*f);
                 let object = Object { values: vec![
@@ -515,16 +515,16 @@ mod tests {
                 // document does.
                 for s in schema.subspace_ids() {
                     let (Some(overlay), Some(at)) =
-                        (schema.pointer_overlay(s), crate::point(&schema, s, &object))
+                        (schema.pointer_overlay(s), crate::coordinate::point(&schema, s, &object))
                     else {
                         continue;
                     };
-                    let stub = schema.stub_in(s, &object).unwrap();
-                    prop_assert_eq!(crate::point(&schema, s, &stub), Some(at));
+                    let stub = object.stub_in(&schema, s).unwrap();
+                    prop_assert_eq!(crate::coordinate::point(&schema, s, &stub), Some(at));
                     for part in &plan {
                         prop_assert_eq!(
-                            crate::part_keeps(&schema, part, &stub),
-                            crate::part_keeps(&schema, part, &object)
+                            crate::plan::part_keeps(&schema, part, &stub),
+                            crate::plan::part_keeps(&schema, part, &object)
                         );
                     }
                     for p in checked.iter().filter(|p| p.is_decided_by(overlay)) {
@@ -536,12 +536,12 @@ mod tests {
                 }
                 let keeping: Vec<_> = plan
                     .iter()
-                    .filter(|part| crate::point(&schema, part.subspace, &object).is_some())
-                    .filter(|part| crate::part_keeps(&schema, part, &object))
+                    .filter(|part| crate::coordinate::point(&schema, part.subspace, &object).is_some())
+                    .filter(|part| crate::plan::part_keeps(&schema, part, &object))
                     .collect();
                 prop_assert_eq!(keeping.len(), 1, "{} of formula {:?} in {:?}", doc, formula, plan);
                 let part = keeping[0];
-                let point = crate::point(&schema, part.subspace, &object).unwrap();
+                let point = crate::coordinate::point(&schema, part.subspace, &object).unwrap();
                 prop_assert!(part.boxes.iter().any(|b| b.contains(&point)),
                     "{doc} at {point:?} outside {:?}", part.boxes);
                 let t = &ts[part.subspace.get()];
@@ -563,7 +563,7 @@ mod tests {
         );
         let o = tessera_types::FormulaSpec::parse(None, &["year*2,open,editor"]).unwrap();
         assert_eq!(
-            crate::overlay_point(&o.overlays[0], &doc),
+            crate::coordinate::overlay_point(&o.overlays[0], &doc),
             vec![coordinate(&2007.into()), 0, 0]
         );
     }

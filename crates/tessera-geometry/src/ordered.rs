@@ -3,7 +3,7 @@
 //! the run of regions it overlaps; the regions start as equal slices of the axis (or of the
 //! declared domain). Real keys are skewed (user names, timestamps, ids with a common
 //! prefix), so a region that outgrows the others is split at its middle key
-//! ([`crate::Tessellation::split_key_region`]) until the regions hold about as many keys:
+//! ([`crate::tessellation::Tessellation::split_key_region`]) until the regions hold about as many keys:
 //! their boundaries follow the data, chosen from the keys.
 
 use crate::tessellation::RegionIndex;
@@ -28,7 +28,9 @@ pub fn region_to_split(counts: &[u64], min_objects: u64) -> Option<RegionIndex> 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{key_region, ordered_key_position, Tessellation};
+    use crate::coordinate::ordered_key_position;
+    use crate::tessellation::key_region;
+    use crate::tessellation::Tessellation;
     use proptest::prelude::*;
     use tessera_types::Value;
 

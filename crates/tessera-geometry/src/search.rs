@@ -268,7 +268,8 @@ impl KeyInterval {
     fn of_predicates(predicates: &[CheckedPredicate], key_type: PrimitiveType) -> KeyInterval {
         let mut keys = KeyInterval::default();
         let position = |v: &Value| {
-            (v.primitive_type() == Some(key_type)).then(|| crate::ordered_key_position(v))
+            (v.primitive_type() == Some(key_type))
+                .then(|| crate::coordinate::ordered_key_position(v))
         };
         for p in predicates.iter().filter(|p| p.attr == AttrIndex::KEY) {
             let (from, to) = match &p.op {
@@ -425,7 +426,7 @@ pub fn choose_typed_subspace(
 mod tests {
     use super::*;
     use crate::coordinate::point;
-    use crate::tessellations;
+    use crate::tessellation::tessellations;
     use proptest::prelude::*;
     use tessera_types::{parse_space, Attribute, AttributeType, AxisCuts, Object, Predicate};
 
@@ -514,7 +515,7 @@ mod tests {
             Some(SearchBox::full(1))
         );
         let k_eq = check(&s, "k", PredicateOp::Equals(5.into()));
-        let c = crate::key_coordinate(&5.into());
+        let c = crate::coordinate::key_coordinate(&5.into());
         assert_eq!(
             SearchBox::for_predicates(&s, SubspaceId::KEY, &[k_eq]),
             Some(SearchBox {
@@ -587,7 +588,7 @@ mod tests {
                 epoch: 1,
             });
         }
-        let t = &crate::tessellations(&s)[0];
+        let t = &crate::tessellation::tessellations(&s)[0];
         let range = |lo: u32, hi: u32| {
             let predicates = [
                 check(&s, "k", PredicateOp::GreaterEqual(key(lo))),
@@ -714,7 +715,11 @@ mod tests {
             let pick = (seed >> (8 * i)) as usize;
             let at = keys[(pick >> 4) % keys.len()].clone();
             // Mostly the region holding the key, so the split applies.
-            let holding = crate::key_region(&crate::tessellations(schema)[0], &at).0;
+            let holding = crate::tessellation::key_region(
+                &crate::tessellation::tessellations(schema)[0],
+                &at,
+            )
+            .0;
             schema.key_splits.push(tessera_types::KeySplit {
                 region: if pick.is_multiple_of(4) {
                     (pick >> 2) as u32 % schema.partitions
@@ -836,7 +841,7 @@ mod tests {
                 let matched = predicates.iter().all(|p| p.matches(o));
                 for (id, t) in s.subspace_ids().zip(&ts) {
                     let p = point(&s, id, o).expect("a typed space places every object");
-                    let region = crate::region_of_object(&s, id, t, o).expect("placed");
+                    let region = crate::tessellation::region_of_object(&s, id, t, o).expect("placed");
                     let holding: Vec<RegionIndex> = (0..t.regions_count()).map(RegionIndex)
                         .filter(|&r| t.region_bounds(r).iter().zip(&p).all(|((lo, hi), c)| lo <= c && c <= hi))
                         .collect();

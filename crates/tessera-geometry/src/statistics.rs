@@ -251,8 +251,8 @@ impl Sketch {
         self.max.as_ref()
     }
 
-    /// The value at rank fraction q in [0,1] among the numeric values, None if none.
-    /// (q is clamped into [0,1]; a NaN q has no value.)
+    /// The value at rank fraction q in `[0, 1]` among the numeric values, None if none.
+    /// (q is clamped into `[0, 1]`; a NaN q has no value.)
     pub fn quantile(&self, q: f64) -> Option<f64> {
         if q.is_nan() {
             return None;
@@ -278,7 +278,7 @@ impl Sketch {
     }
 
     /// Estimated fraction of the numeric values within [low, high] (inclusive, either end may be
-    /// unbounded as None), in [0,1].
+    /// unbounded as None), in `[0, 1]`.
     ///
     /// Each centroid counts whole where its mean falls (rounded, when every value is a whole
     /// number, since that is where its values mostly are), so a value repeated many times (an

@@ -18,7 +18,7 @@ use tessera_types::{
     AxisCuts, Object, Placement, SpaceSchema, Subspace, SubspaceId, TagCurve, Value,
 };
 
-use crate::KeyPosition;
+use crate::coordinate::KeyPosition;
 
 /// A region's number within its subspace: `0..Tessellation::regions_count()`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -37,7 +37,7 @@ pub struct Tessellation {
     /// `u64::MAX` (an ordered key axis over a declared domain of keys).
     domain: Option<(u64, u64)>,
     /// Whether this is an ordered key subspace: keys lie on its axis by
-    /// [`crate::ordered_key_coordinate`], which keeps their order, not by their hash.
+    /// [`crate::coordinate::ordered_key_coordinate`], which keeps their order, not by their hash.
     ordered_keys: bool,
     /// An ordered key axis whose regions were split ([`Tessellation::split_key_region`]): its
     /// ranges, which replace the equal intervals. `None` until the first split.
@@ -188,7 +188,7 @@ impl Tessellation {
         if !self.ordered_keys || region.0 >= self.regions_count() {
             return false;
         }
-        let at = crate::ordered_key_position(at);
+        let at = crate::coordinate::ordered_key_position(at);
         let place = self.cells_of(region)[0] as usize;
         let n = self.intervals[0];
         let split_before = self.ranges.is_some();
@@ -254,9 +254,9 @@ impl Tessellation {
     /// its order-keeping coordinate.
     pub fn key_coordinate(&self, key: &tessera_types::Value) -> u64 {
         if self.ordered_keys {
-            crate::ordered_key_coordinate(key)
+            crate::coordinate::ordered_key_coordinate(key)
         } else {
-            crate::key_coordinate(key)
+            crate::coordinate::key_coordinate(key)
         }
     }
 
@@ -454,7 +454,7 @@ impl Tessellation {
 /// the range holding the key's [`KeyPosition`].
 pub fn key_region(key_tessellation: &Tessellation, key: &Value) -> RegionIndex {
     if let Some(r) = &key_tessellation.ranges {
-        let position = crate::ordered_key_position(key);
+        let position = crate::coordinate::ordered_key_position(key);
         return RegionIndex(r.regions[r.starts.partition_point(|s| *s <= position)]);
     }
     key_tessellation.region_of(&[key_tessellation.key_coordinate(key)])
@@ -469,7 +469,7 @@ pub fn region_of_object(
     tessellation: &Tessellation,
     object: &Object,
 ) -> Option<RegionIndex> {
-    let point = crate::point(schema, subspace, object)?;
+    let point = crate::coordinate::point(schema, subspace, object)?;
     Some(region_of_point(
         subspace,
         tessellation,
@@ -479,7 +479,7 @@ pub fn region_of_object(
 }
 
 /// The region of `subspace` holding the object of key `key` at `point` (its
-/// [`crate::point`] there): the key subspace places an object by its key ([`key_region`]),
+/// [`crate::coordinate::point`] there): the key subspace places an object by its key ([`key_region`]),
 /// which a split ordered key axis needs, and every other subspace by its point.
 pub fn region_of_point(
     subspace: SubspaceId,
@@ -550,8 +550,8 @@ pub fn tessellations(schema: &SpaceSchema) -> Vec<Tessellation> {
     if let Placement::Ordered { domain } = &schema.placement {
         let domain = domain.as_ref().map(|(from, to)| {
             (
-                crate::ordered_key_coordinate(from),
-                crate::ordered_key_coordinate(to),
+                crate::coordinate::ordered_key_coordinate(from),
+                crate::coordinate::ordered_key_coordinate(to),
             )
         });
         all[0] = Tessellation::ordered_keys(schema.partitions, domain);
@@ -662,7 +662,7 @@ mod tests {
         for k in keys {
             let r = key_region(&t, &value(k));
             prop_assert_eq!(r.0, model_region(&model, k));
-            let c = crate::ordered_key_coordinate(&value(k));
+            let c = crate::coordinate::ordered_key_coordinate(&value(k));
             let (lo, hi) = t.region_bounds(r)[0];
             prop_assert!(lo <= c && c <= hi);
             // A box of the key's coordinate alone crosses its region.
@@ -700,7 +700,7 @@ mod tests {
             keys in prop::collection::vec(prop_oneof![-1200i64..1200, any::<i64>()], 1..60),
         ) {
             use tessera_types::Value;
-            let coordinate = |k: i64| crate::ordered_key_coordinate(&Value::Int(k));
+            let coordinate = |k: i64| crate::coordinate::ordered_key_coordinate(&Value::Int(k));
             let t = Tessellation::ordered_keys(partitions, Some((coordinate(-1000), coordinate(1000))));
             // The model starts from the equal slices, read off the tessellation's bounds.
             let mut model: Vec<(i64, u32)> = vec![(i64::MIN, 0)];
@@ -774,7 +774,7 @@ mod tests {
                     prop_assert!(l <= c && c <= h, "{c} outside interval {i} = [{l}, {h}]");
                 }
                 if a.primitive_type() == b.primitive_type() && a <= b {
-                    prop_assert!(crate::key_region(&t, &a) <= crate::key_region(&t, &b));
+                    prop_assert!(crate::tessellation::key_region(&t, &a) <= crate::tessellation::key_region(&t, &b));
                 }
             }
         }

@@ -12,8 +12,11 @@ use tokio_util::codec::{FramedWrite, LengthDelimitedCodec};
 use crate::constants::FRAME_BYTES_MAX;
 use crate::message::{RequestFrame, Response, ResponseFrame};
 use crate::status::ErrorReply;
-use crate::PROTOCOL_VERSION;
 use tessera_types::{Epoch, Version};
+
+/// The protocol version this build speaks: every frame's first byte. A frame with another
+/// version is refused with [`Status::UnsupportedProtocol`](crate::Status::UnsupportedProtocol).
+pub const PROTOCOL_VERSION: u8 = 1;
 
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -236,8 +239,8 @@ mod tests {
     #[test]
     fn heartbeats_round_trip_and_server_states_keep_their_indices() {
         use crate::config::ServerState;
+        use crate::message::CoordinatorStatus;
         use crate::message::{HeartbeatReply, ServerLiveness};
-        use crate::CoordinatorStatus;
         use tessera_types::ServerId;
         let frame = RequestFrame {
             id: 3,
@@ -337,7 +340,7 @@ mod tests {
             let expected = encode_response(&ResponseFrame {
                 id,
                 epoch: Epoch(epoch),
-                response: Response::SearchItems(objects.iter().map(|(v, values)| crate::WireObject {
+                response: Response::SearchItems(objects.iter().map(|(v, values)| crate::message::WireObject {
                     version: tessera_types::Version(*v),
                     values: values.clone(),
                 }).collect()),

@@ -41,7 +41,7 @@ pub use config::{
 #[cfg(feature = "frame")]
 pub use frame::{
     codec, decode_request, decode_response, encode_request, encode_response, FrameError,
-    SearchItemsBuilder,
+    SearchItemsBuilder, PROTOCOL_VERSION,
 };
 pub use message::{
     CoordinatorStatus, ExplainedPart, Explanation, HeartbeatReply, KeyRegionLoad, RegionCount,
@@ -51,7 +51,3 @@ pub use message::{
 pub use space_map::SpaceMap;
 pub use status::{funcall_status, predicate_status, sort_status, ErrorReply, Status};
 pub use trace::{Constraint, RequestShape, ShapeCount, SpaceTrace};
-
-/// The protocol version this build speaks. A frame with another version is refused with
-/// [`Status::UnsupportedProtocol`].
-pub const PROTOCOL_VERSION: u8 = 1;

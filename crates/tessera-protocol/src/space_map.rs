@@ -5,7 +5,9 @@
 use tessera_geometry::{key_region, region_of_object, RegionIndex, Tessellation};
 use tessera_types::{Object, ServerId, SubspaceId, Value};
 
-use crate::{ErrorReply, SpaceConfig, Status};
+use crate::config::SpaceConfig;
+use crate::status::ErrorReply;
+use crate::status::Status;
 
 /// A space's configuration and the tessellations that say where its objects lie, computed once
 /// per configuration (tessellating is far dearer than any lookup made with it).
@@ -75,7 +77,7 @@ impl SpaceMap {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::SpaceChange;
+    use crate::config::SpaceChange;
     use tessera_types::parse_space;
 
     fn map() -> SpaceMap {

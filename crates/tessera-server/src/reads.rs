@@ -12,7 +12,7 @@
 //! collisions and ignores predicates on attributes that are not dimensions.
 //!
 //! A dynamic space's *pointer* overlay holds stubs (the key, the formula, the overlay's own
-//! properties), which decide only some predicates ([`tessera_types::Overlay::decides`]): a
+//! properties), which decide only some predicates ([`tessera_types::CheckedPredicate::is_decided_by`]): a
 //! search there filters the stubs by those, then follows each to its document — here, from
 //! this server's store ([`Pointers::Follow`]: standalone, it holds every document), or in the
 //! cluster client ([`Pointers::Return`]: the documents' point leaders hold them) — and checks

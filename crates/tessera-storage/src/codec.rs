@@ -13,7 +13,8 @@
 use tessera_geometry::{coordinate, point, region_of_point, zorder, RegionIndex, Tessellation};
 use tessera_types::{Object, SpaceSchema, SubspaceId, Value, Version};
 
-use crate::{StorageError, StoredObject};
+use crate::error::StorageError;
+use tessera_types::StoredObject;
 
 pub(crate) const REGION_BYTES: usize = 4;
 const VERSION_BYTES: usize = 8;

@@ -13,7 +13,7 @@
 use tessera_types::constants::DOCUMENT_NESTING_MAX;
 use tessera_types::{AttrIndex, CheckedPredicate, PredicateOp, Value};
 
-use crate::StorageError;
+use crate::error::StorageError;
 
 /// Variant indices of `Value` and `DocValue`, in declaration order.
 mod variant {

@@ -66,7 +66,7 @@
 //! for their flush, and the journal is capped at [`JOURNAL_BYTES_MAX`] (64 MiB, fjall's
 //! minimum): past it, fjall flushes the memtables that pin the oldest journal, so unflushed data
 //! stays around 64 MiB whatever the number of spaces. A memtable that writes stopped filling is
-//! sealed within a few seconds all the same ([`seal_quiet_memtables`]): searches read tables
+//! sealed within a few seconds all the same (`seal_quiet_memtables`): searches read tables
 //! faster than memtables. Background work runs on [`WORKER_THREADS`] fjall threads, plus the
 //! store's own: one that seals quiet memtables, and one fsync thread under `Periodic`.
 
@@ -74,7 +74,9 @@
 
 pub mod codec;
 pub mod encoded;
+mod error;
 mod search;
+mod stats;
 mod versions;
 
 use std::borrow::Cow;
@@ -82,7 +84,7 @@ use std::collections::hash_map::Entry;
 use std::collections::{BTreeMap, HashMap};
 use std::ops::Bound;
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, RwLock};
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -91,8 +93,12 @@ use fjall::{AbstractTree, Database, Keyspace, KeyspaceCreateOptions, PersistMode
 use tessera_geometry::{key_region, ordered_key_position, RegionIndex, SearchBox, Tessellation};
 use tessera_types::{Object, SpaceSchema, SubspaceId, Value, Version};
 
+pub use error::StorageError;
 use search::RegionBox;
 pub use search::{EncodedObject, SearchIter, SEEK_BY_READING_MAX};
+pub use stats::StoreStats;
+
+use stats::Counters;
 use versions::RegionVersions;
 
 /// Memtable size at which fjall would seal a keyspace's memtable and flush it (stored with the
@@ -120,9 +126,9 @@ pub const JOURNAL_BYTES_MAX: u64 = 64 * 1024 * 1024;
 /// worker flushes and compacts in turn, which is plenty for the two cores the reference
 /// machine has.
 pub const WORKER_THREADS: usize = 1;
-/// How often the store looks for quiet memtables to seal ([`seal_quiet_memtables`]).
+/// How often the store looks for quiet memtables to seal (`seal_quiet_memtables`).
 pub const QUIET_PERIOD: Duration = Duration::from_secs(1);
-/// Memtables smaller than this are left to fill ([`seal_quiet_memtables`]): their entries are
+/// Memtables smaller than this are left to fill (`seal_quiet_memtables`): their entries are
 /// few, and sealing them would make many small tables.
 pub const QUIET_SEAL_MIN_BYTES: u64 = 256 * 1024;
 /// A quiet keyspace is merged into one sorted run once its runs above the bottom one hold at
@@ -238,75 +244,6 @@ struct LogRecord<'a> {
     insert: Option<Cow<'a, StoredObject>>,
 }
 
-/// Why a storage operation failed.
-#[derive(thiserror::Error, Debug)]
-#[non_exhaustive]
-pub enum StorageError {
-    /// The file system failed.
-    #[error("I/O error: {0}")]
-    Io(#[from] std::io::Error),
-    /// The engine failed for another reason (bad journal, ...).
-    #[error("storage engine error: {0}")]
-    Engine(fjall::Error),
-    /// Another process has the data directory open.
-    #[error(
-        "{0} is in use by another process (another tessera dev or server on the same --data-dir?)"
-    )]
-    InUse(std::path::PathBuf),
-    /// Stored bytes do not decode: the disk or a bug corrupted them.
-    #[error("corrupt storage: {0}")]
-    Corrupt(String),
-    /// No space of that name.
-    #[error("unknown space {0:?}")]
-    UnknownSpace(String),
-    /// `create_space` of a name that exists.
-    #[error("space {0:?} exists")]
-    SpaceExists(String),
-    /// The request does not fit the space's schema (wrong key type, object shape, subspace,
-    /// region or box dimensions). Nothing was written.
-    #[error("invalid request: {0}")]
-    Invalid(String),
-    /// A write or fsync failed earlier: the store refuses writes until the process restarts.
-    #[error("storage is poisoned by an earlier failed write or fsync; restart to recover")]
-    Poisoned,
-}
-
-impl From<fjall::Error> for StorageError {
-    fn from(e: fjall::Error) -> StorageError {
-        match e {
-            fjall::Error::Poisoned => StorageError::Poisoned,
-            fjall::Error::Io(io) => StorageError::Io(io),
-            other => StorageError::Engine(other),
-        }
-    }
-}
-
-/// Counters since `open`.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct StoreStats {
-    /// Storage entries searches placed against their boxes: in the box, out of it (each then
-    /// followed by a seek), and past its end (which ends the box).
-    pub keys_scanned: u64,
-    /// Storage entries searches read past while seeking by reading on
-    /// (`search::SEEK_BY_READING_MAX`), not placed.
-    pub keys_passed: u64,
-    /// Scans of the LSM tree that searches opened: one per search, and one per seek that
-    /// reading on did not finish (`search::SEEK_BY_READING_MAX`).
-    pub scans_opened: u64,
-    pub searches: u64,
-    /// Non-empty `commit` calls that succeeded, and the object writes they held.
-    pub commits: u64,
-    pub object_writes: u64,
-    /// Approximate number of stored objects, over all spaces.
-    pub objects_count_estimate: u64,
-    /// Bytes in the keyspaces' active memtables (fjall's estimate): the write buffers not yet
-    /// sealed (see "Memory" above).
-    pub memtable_bytes: u64,
-    /// Sorted runs in the keyspaces' tables (each of level 0's tables, and each deeper level
-    /// holding any): a search's scan merges them and seeks in each ([`merge_worth_it`]).
-    pub sorted_runs: u64,
-}
-
 /// A space's schema with its tessellations and keyspace handles, one per subspace (none for a
 /// dropped subspace: its storage is gone).
 struct Space {
@@ -344,16 +281,6 @@ impl Space {
         }
         Ok((keyspace, tessellation))
     }
-}
-
-#[derive(Default)]
-struct Counters {
-    keys_scanned: AtomicU64,
-    keys_passed: AtomicU64,
-    scans_opened: AtomicU64,
-    searches: AtomicU64,
-    commits: AtomicU64,
-    object_writes: AtomicU64,
 }
 
 /// A background thread of the store that runs a task every period until the store is
@@ -1058,7 +985,7 @@ impl Store {
                 if let (Some(new_key), Some(new)) = (new_key, new) {
                     debug_assert!(value.is_some() && new.version != Version::NONE);
                     // A pointer overlay stores the stub: the same entry key, less of the value.
-                    let value = match space.schema.stub_in(subspace, &new.object) {
+                    let value = match new.object.stub_in(&space.schema, subspace) {
                         Some(stub) => {
                             Some(fjall::Slice::from(codec::encode_value(&StoredObject {
                                 version: new.version,

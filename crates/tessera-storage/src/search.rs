@@ -21,7 +21,9 @@ use tessera_types::Version;
 use crate::codec::{self, REGION_BYTES};
 use tessera_geometry::zorder;
 
-use crate::{Counters, StorageError, StoredObject};
+use crate::error::StorageError;
+use crate::stats::Counters;
+use tessera_types::StoredObject;
 
 /// Entries a seek reads past before it opens a new scan at its target instead.
 pub const SEEK_BY_READING_MAX: u32 = 2;

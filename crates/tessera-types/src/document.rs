@@ -190,17 +190,6 @@ impl DocValue {
         self.kind().map_or("null", PropertyKind::name)
     }
 
-    /// The value as a typed space would hold it, for a string, an int or a float (the kinds
-    /// that have a coordinate); `None` for the others.
-    pub fn primitive(&self) -> Option<crate::Value> {
-        match self {
-            DocValue::String(s) => Some(crate::Value::from(s.as_str())),
-            DocValue::Int(i) => Some(crate::Value::Int(*i)),
-            DocValue::Float(f) => Some(crate::Value::Float(*f)),
-            _ => None,
-        }
-    }
-
     /// Length as the length predicates see it: bytes of a string, elements of a list,
     /// properties of a nested document.
     pub fn length(&self) -> Option<u64> {

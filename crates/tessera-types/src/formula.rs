@@ -12,7 +12,7 @@
 //! nowhere else) or, marked `&`, a *pointer*: only the key, the formula and the overlay's own
 //! properties (the stub, [`Overlay::stub_of`]). A pointer overlay costs a fraction of a copy's
 //! storage and write bytes for large documents; a search that reads it filters the stubs by the
-//! predicates they can decide ([`Overlay::decides`]) and then reads each remaining document by
+//! predicates they can decide ([`CheckedPredicate::is_decided_by`](crate::predicate::CheckedPredicate::is_decided_by)) and then reads each remaining document by
 //! its key, where every predicate is checked.
 //!
 //! Text form, as the CLI takes it: one overlay per argument, `[&]path[*weight]` joined by

@@ -482,7 +482,7 @@ pub fn apply_all(funcalls: &[CheckedFuncall], object: &Object) -> Result<Object,
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::parse_space;
+    use crate::parse::parse_space;
 
     fn schema() -> SpaceSchema {
         parse_space(

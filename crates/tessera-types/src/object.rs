@@ -2,8 +2,9 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::ids::SubspaceId;
 use crate::ids::Version;
-use crate::schema::{AttrIndex, SpaceSchema};
+use crate::schema::{AttrIndex, SpaceSchema, DOCUMENT_INDEX};
 use crate::value::Value;
 
 /// An object with the version of the update that produced it, as storage holds it and as
@@ -60,5 +61,21 @@ impl Object {
             .iter()
             .zip(&self.values[1..])
             .map(|(a, v)| (a.name.as_str(), v))
+    }
+
+    /// What subspace `id` of `schema` stores of this object when that is not the object
+    /// itself: in a pointer overlay, its stub (the key, the formula, the document cut to the
+    /// overlay's properties: [`Overlay::stub_of`](crate::formula::Overlay::stub_of)). `None` for
+    /// every other subspace.
+    pub fn stub_in(&self, schema: &SpaceSchema, id: SubspaceId) -> Option<Object> {
+        let overlay = schema.pointer_overlay(id)?;
+        let values = self.values.iter().enumerate();
+        let values = values.map(|(i, v)| match v {
+            Value::Document(d) if i == DOCUMENT_INDEX.get() => Value::Document(overlay.stub_of(d)),
+            v => v.clone(),
+        });
+        Some(Object {
+            values: values.collect(),
+        })
     }
 }

@@ -829,7 +829,7 @@ tolerate 1 failure
         assert_eq!(
             s.placement,
             Placement::Tagged {
-                attribute: crate::AttrIndex(2),
+                attribute: crate::schema::AttrIndex(2),
                 curve: TagCurve {
                     axes: TAG_AXES_DEFAULT,
                     spread: 4
@@ -1048,7 +1048,7 @@ mod properties {
                     },
                     (1, _) => Placement::Ordered { domain: None },
                     (2, Some(t)) => Placement::Tagged {
-                        attribute: crate::AttrIndex(t as u16),
+                        attribute: crate::schema::AttrIndex(t as u16),
                         curve: TagCurve {
                             axes: 1 + (seed >> 50) as u8 % 4,
                             spread: 1 + (seed >> 52) as u32 % partitions,

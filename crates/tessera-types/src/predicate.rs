@@ -434,7 +434,7 @@ pub fn matches_all(predicates: &[CheckedPredicate], object: &Object) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::parse_space;
+    use crate::parse::parse_space;
 
     fn schema() -> SpaceSchema {
         parse_space(
@@ -641,7 +641,8 @@ mod tests {
 
     #[test]
     fn a_pointer_decides_the_predicates_on_its_axes_only() {
-        use crate::{parse_space, FormulaSpec};
+        use crate::formula::FormulaSpec;
+        use crate::parse::parse_space;
         let schema = parse_space("space p dynamic key id").unwrap();
         let overlay = &FormulaSpec::parse(None, &["&year,venue.name"])
             .unwrap()

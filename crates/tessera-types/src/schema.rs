@@ -212,7 +212,7 @@ impl Subspace {
 }
 
 /// A space: a table with a key, typed attributes, subspaces, a partition count and a fault
-/// tolerance level. Built by [`crate::parse_space`] or [`SpaceSchema::new`], both of which
+/// tolerance level. Built by [`crate::parse::parse_space`] or [`SpaceSchema::new`], both of which
 /// validate it; a `SpaceSchema` in hand is always valid.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SpaceSchema {
@@ -771,23 +771,6 @@ impl SpaceSchema {
             .overlay
             .as_ref()
             .filter(|o| o.pointer)
-    }
-
-    /// What subspace `id` stores of `object` when that is not the object itself: in a pointer
-    /// overlay, its stub (the key, the formula, the document cut to the overlay's properties:
-    /// [`Overlay::stub_of`]). `None` for every other subspace.
-    pub fn stub_in(&self, id: SubspaceId, object: &crate::Object) -> Option<crate::Object> {
-        let overlay = self.pointer_overlay(id)?;
-        let values = object.values.iter().enumerate();
-        let values = values.map(|(i, v)| match v {
-            crate::Value::Document(d) if i == DOCUMENT_INDEX.get() => {
-                crate::Value::Document(overlay.stub_of(d))
-            }
-            v => v.clone(),
-        });
-        Some(crate::Object {
-            values: values.collect(),
-        })
     }
 
     /// Every subspace slot, dropped ones included.

@@ -119,7 +119,7 @@ impl Ord for SortValue {
 mod tests {
     use super::*;
     use crate::document::Document;
-    use crate::parse_space;
+    use crate::parse::parse_space;
 
     #[test]
     fn documents_rank_numbers_then_strings_and_skip_the_rest() {

@@ -7,7 +7,7 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 use crate::bytestring::ByteString;
-use crate::document::Document;
+use crate::document::{DocValue, Document};
 
 /// The type of a single value that can be a dimension, a container element, or a map key.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -343,6 +343,20 @@ impl From<i64> for Value {
 impl From<f64> for Value {
     fn from(x: f64) -> Self {
         Value::Float(x)
+    }
+}
+
+// Here rather than in document.rs: a value may hold a document, so values sit above them.
+impl DocValue {
+    /// The value as a typed space would hold it, for a string, an int or a float (the kinds
+    /// that have a coordinate); `None` for the others.
+    pub fn primitive(&self) -> Option<Value> {
+        match self {
+            DocValue::String(s) => Some(Value::from(s.as_str())),
+            DocValue::Int(i) => Some(Value::Int(*i)),
+            DocValue::Float(f) => Some(Value::Float(*f)),
+            _ => None,
+        }
     }
 }
 
