@@ -28,6 +28,10 @@ for the same seed) in the space of docs/cuts.md:
    "not found or condition failed", which neither command should answer) is counted apart;
 5. runs `tessera recut listings` (if step 4 did not), then measures 2 and 3 again.
 
+SERVER_CPU (unset: unpinned, as today) pins `tessera dev`; before the mixed workload it waits
+for a quiet machine (QUIET_CORES=0.3, QUIET_MAX_WAIT=600); the JSON's "provenance" (commit,
+binary, pin, other cores, date) is scripts/benchkit.py's, as every benchmark script's is.
+
 Prints tables to stdout, progress to stderr, and everything as JSON to --out. Exit status 1
 when the re-cut, the load or any operation failed (the results are still printed and
 written), 2 when the cluster could not be started.
@@ -45,7 +49,6 @@ import os
 import random
 import shutil
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -55,6 +58,10 @@ import time
 import urllib.error
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import benchkit  # noqa: E402  scripts/benchkit.py: pinning, quiet, provenance
+from benchkit import free_port, log, pin  # noqa: E402
 
 SPACE = "listings"
 DESCRIPTION = (
@@ -335,16 +342,6 @@ def recut_lines(recut):
 # ---- the cluster and the CLI ----------------------------------------------------------------
 
 
-def log(*parts):
-    print("bench-spread:", *parts, file=sys.stderr, flush=True)
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 class Cluster:
     """A `tessera dev` of its own: started by start(), stopped by stop()."""
 
@@ -361,7 +358,7 @@ class Cluster:
     def start(self, timeout=120.0):
         with open(self.out_path, "wb") as out, open(self.err_path, "wb") as err:
             self.process = subprocess.Popen(
-                [self.binary, "dev", "--servers", str(SERVERS), "--replicas", str(REPLICAS),
+                [*pin(benchkit.SERVER_CPU), self.binary, "dev", "--servers", str(SERVERS), "--replicas", str(REPLICAS),
                  "--data-dir", os.path.join(self.root, "data"), "--listen", self.addr,
                  "--http", f"127.0.0.1:{self.http}", "--recut-period-s", "0"],
                 stdin=subprocess.DEVNULL, stdout=out, stderr=err,
@@ -605,8 +602,12 @@ def main(argv=None):
     binary = os.path.abspath(args.bin)
     if not os.access(binary, os.X_OK):
         sys.exit(f"bench-spread: no tessera binary at {binary} (make bench-build)")
+    server_cpu, _ = benchkit.cpus("", "")
+    benchkit.configure("bench-spread", None, binary, server_cpu,
+                       float(os.environ.get("QUIET_CORES", 0.3)),
+                       float(os.environ.get("QUIET_MAX_WAIT", 600)), client_cpu="")
+    quiet = None
 
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import listings  # scripts/listings.py: the same objects as `scripts/listings.py N SEED`
 
     def interrupted(signum, _frame):
@@ -650,6 +651,7 @@ def main(argv=None):
             log("tessera recut listings")
             recut = run_recut(cluster)
         else:
+            quiet = benchkit.wait_quiet(cluster.process.pid)
             results["mixed"], recut = mixed_workload(cluster, keys, count_ranges, args.seed)
             if results["mixed"]["errors"]:
                 problems.append(f"mixed workload: {results['mixed']['errors']} failed operations")
@@ -666,6 +668,7 @@ def main(argv=None):
         shutil.rmtree(root, ignore_errors=True)
     results["seconds"] = round(time.monotonic() - begun, 1)
     results["problems"] = problems
+    benchkit.stamp(results, quiet)
 
     out = sys.stdout
     ld = results["load"]
