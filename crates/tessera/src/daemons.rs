@@ -27,6 +27,56 @@ pub enum Fsync {
     Never,
 }
 
+/// The flags of a server's store, shared by `tessera dev` and `tessera server`.
+#[derive(clap::Args)]
+pub struct StorageArgs {
+    /// When writes reach the disk.
+    #[arg(long, value_enum, default_value = "always")]
+    fsync: Fsync,
+    /// Storage block cache, in MiB. Resident memory is about this plus a fixed overhead.
+    #[arg(long, default_value_t = 64)]
+    cache_mb: u64,
+}
+
+impl StorageArgs {
+    /// Storage settings of a server: (fsync policy, cache bytes).
+    fn options(&self) -> (FsyncPolicy, u64) {
+        let policy = match self.fsync {
+            Fsync::Always => FsyncPolicy::Always,
+            Fsync::Periodic => FsyncPolicy::Periodic { interval_ms: 1000 },
+            Fsync::Never => FsyncPolicy::Never,
+        };
+        (policy, self.cache_mb * 1024 * 1024)
+    }
+}
+
+/// The coordinators' flags of timing, shared by `tessera dev` and `tessera coordinator`.
+#[derive(clap::Args)]
+pub struct CoordinationArgs {
+    /// Server lease, in milliseconds: a server serves only while the coordinators' leader
+    /// renewed its lease within this long (it heartbeats every quarter lease), and the leader
+    /// takes a server it has not heard from for this long plus half of it (the clock-drift
+    /// margin) out of every replica set, so the next replica leads. Give every coordinator of
+    /// a cluster the same value (`tessera dev`: with --servers above 1 only).
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..))]
+    lease_ms: u64,
+    /// Seconds of each observation of the spaces declared `adapt on`: every period, the
+    /// workload each one served is scored by the advisor, and a space is re-subspaced once
+    /// another configuration is predicted at least 20 % faster three periods running.
+    #[arg(long, default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..=86400))]
+    adapt_period_s: u64,
+}
+
+impl CoordinationArgs {
+    /// The adaptation driver's options: the period given, the advisor's default policy.
+    fn adapt_options(&self) -> adapt::AdaptOptions {
+        adapt::AdaptOptions {
+            period: std::time::Duration::from_secs(self.adapt_period_s),
+            policy: tessera_advisor::AdaptPolicy::default(),
+        }
+    }
+}
+
 // `tessera dev` (its help: `Command::Dev`).
 #[derive(clap::Args)]
 pub struct DevArgs {
@@ -36,12 +86,8 @@ pub struct DevArgs {
     /// Address to listen on.
     #[arg(long, default_value = "127.0.0.1:1982")]
     listen: SocketAddr,
-    /// When writes reach the disk.
-    #[arg(long, value_enum, default_value = "always")]
-    fsync: Fsync,
-    /// Storage block cache, in MiB. Resident memory is about this plus a fixed overhead.
-    #[arg(long, default_value_t = 64)]
-    cache_mb: u64,
+    #[command(flatten)]
+    storage: StorageArgs,
     /// Servers: 1 runs standalone; more runs a local cluster.
     #[arg(long, default_value_t = 1)]
     servers: u32,
@@ -52,17 +98,8 @@ pub struct DevArgs {
     /// Coordinators of the local cluster (1, 3 or 5).
     #[arg(long, default_value_t = 1)]
     coordinators: u32,
-    /// Server lease, in milliseconds: a server serves only while the coordinators' leader
-    /// renewed its lease within this long (it heartbeats every quarter lease), and the leader
-    /// takes a server it has not heard from for this long plus half of it (the clock-drift
-    /// margin) out of every replica set, so the next replica leads. Cluster only.
-    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..))]
-    lease_ms: u64,
-    /// Seconds of each observation of the spaces declared `adapt on`: every period, the
-    /// workload each one served is scored by the advisor, and a space is re-subspaced once
-    /// another configuration is predicted at least 20 % faster three periods running.
-    #[arg(long, default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..=86400))]
-    adapt_period_s: u64,
+    #[command(flatten)]
+    coordination: CoordinationArgs,
     #[command(flatten)]
     splits: splits::SplitArgs,
     #[command(flatten)]
@@ -91,17 +128,8 @@ pub struct CoordinatorArgs {
     /// Failures a space tolerates when its description does not say.
     #[arg(long)]
     default_tolerate: Option<u32>,
-    /// Server lease, in milliseconds: a server serves only while the coordinators' leader
-    /// renewed its lease within this long (it heartbeats every quarter lease), and the leader
-    /// takes a server it has not heard from for this long plus half of it (the clock-drift
-    /// margin) out of every replica set, so the next replica leads. Give every coordinator the same value.
-    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..))]
-    lease_ms: u64,
-    /// Seconds of each observation of the spaces declared `adapt on`: every period, the
-    /// workload each one served is scored by the advisor, and a space is re-subspaced once
-    /// another configuration is predicted at least 20 % faster three periods running.
-    #[arg(long, default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..=86400))]
-    adapt_period_s: u64,
+    #[command(flatten)]
+    coordination: CoordinationArgs,
     #[command(flatten)]
     splits: splits::SplitArgs,
     #[command(flatten)]
@@ -128,10 +156,8 @@ pub struct ServerArgs {
     /// which must then not be 0.0.0.0).
     #[arg(long)]
     advertise: Option<String>,
-    #[arg(long, value_enum, default_value = "always")]
-    fsync: Fsync,
-    #[arg(long, default_value_t = 64)]
-    cache_mb: u64,
+    #[command(flatten)]
+    storage: StorageArgs,
     /// MB per second this server reads and sends of the regions it copies to other servers
     /// (re-replication after a failure, a joining server's share, decommission), all copies
     /// together. Higher: fewer seconds a replica short, but more of the CPU and disk that
@@ -154,21 +180,19 @@ pub async fn dev(mut args: DevArgs, target: &Target) -> Result<(), Failure> {
     let DevArgs {
         data_dir,
         listen,
-        fsync,
-        cache_mb,
+        storage,
         servers,
         replicas,
         coordinators,
-        lease_ms,
-        adapt_period_s,
+        coordination,
         splits,
         recut,
         limits,
         security,
         http,
     } = args;
-    let adapt = adapt_options(adapt_period_s);
-    let storage = storage_options(fsync, cache_mb);
+    let adapt = coordination.adapt_options();
+    let storage = storage.options();
     if servers <= 1 {
         return standalone(
             data_dir,
@@ -186,7 +210,7 @@ pub async fn dev(mut args: DevArgs, target: &Target) -> Result<(), Failure> {
         servers,
         replicas,
         coordinators,
-        lease_ms,
+        lease_ms: coordination.lease_ms,
         adapt,
         splits: splits.options(),
         recut: recut.options(),
@@ -206,8 +230,7 @@ pub async fn coordinator(mut args: CoordinatorArgs, target: &Target) -> Result<(
         listen,
         peers,
         default_tolerate,
-        lease_ms,
-        adapt_period_s,
+        coordination,
         splits,
         recut,
         limits,
@@ -219,8 +242,8 @@ pub async fn coordinator(mut args: CoordinatorArgs, target: &Target) -> Result<(
         data_dir,
         listen,
         default_tolerate,
-        lease_ms,
-        adapt: adapt_options(adapt_period_s),
+        lease_ms: coordination.lease_ms,
+        adapt: coordination.adapt_options(),
         splits: splits.options(),
         recut: recut.options(),
         limits: limits.options(),
@@ -238,42 +261,22 @@ pub async fn server(mut args: ServerArgs, target: &Target) -> Result<(), Failure
         listen,
         coordinators,
         advertise,
-        fsync,
-        cache_mb,
+        storage,
         transfer_mb_s,
         limits,
         security,
         http,
     } = args;
-    let storage = storage_options(fsync, cache_mb);
     cluster::server(
         data_dir,
         listen,
         &coordinators,
         advertise,
-        storage,
+        storage.options(),
         transfer_mb_s * 1_000_000,
         (limits.options(), &security, &http),
     )
     .await
-}
-
-/// Storage settings of a server: (fsync policy, cache bytes).
-fn storage_options(fsync: Fsync, cache_mb: u64) -> (FsyncPolicy, u64) {
-    let policy = match fsync {
-        Fsync::Always => FsyncPolicy::Always,
-        Fsync::Periodic => FsyncPolicy::Periodic { interval_ms: 1000 },
-        Fsync::Never => FsyncPolicy::Never,
-    };
-    (policy, cache_mb * 1024 * 1024)
-}
-
-/// The adaptation driver's options: the period given, the advisor's default policy.
-fn adapt_options(period_s: u64) -> adapt::AdaptOptions {
-    adapt::AdaptOptions {
-        period: std::time::Duration::from_secs(period_s),
-        policy: tessera_advisor::AdaptPolicy::default(),
-    }
 }
 
 /// `tessera dev` without `--servers`: one server, every region's only replica, in the
