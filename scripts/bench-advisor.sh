@@ -56,13 +56,7 @@ PYTHON="${PYTHON:-python3}"
 
 log() { echo "bench-advisor: $*" >&2; }
 
-if [ -n "${TESSERA_BIN:-}" ]; then
-    BIN="$TESSERA_BIN"
-else
-    log "$CARGO build --release --locked -p tessera"
-    "$CARGO" build --release --locked -p tessera >&2
-    BIN="${CARGO_TARGET_DIR:-$PWD/target}/release/tessera"
-fi
+BIN="$(python3 scripts/benchkit.py bin bench-advisor.sh)" || exit 1
 [ -x "$BIN" ] || { log "no binary at $BIN"; exit 2; }
 
 # Pinning, waiting for a quiet machine and provenance: scripts/benchkit.py's command line.

@@ -60,13 +60,8 @@ for tool in python3; do
     command -v "$tool" >/dev/null || { echo "bench-cluster.sh: $tool not found" >&2; exit 2; }
 done
 
-if [ -n "${TESSERA_BIN:-}" ]; then
-    export BIN="$TESSERA_BIN"
-else
-    echo "bench-cluster.sh: cargo build --release --locked -p tessera --features peers" >&2
-    cargo build --release --locked -p tessera --features peers >&2
-    export BIN="$PWD/target/release/tessera"
-fi
+BIN="$(python3 scripts/benchkit.py bin bench-cluster.sh)" || exit 1
+export BIN
 export OUT="${OUT:-$(mktemp -d /tmp/tessera-bench-cluster.XXXXXX)}"
 mkdir -p "$OUT"
 : > "$OUT/pids"

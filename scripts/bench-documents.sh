@@ -44,13 +44,8 @@ for tool in python3; do
     command -v "$tool" >/dev/null || { echo "bench-documents.sh: $tool not found" >&2; exit 2; }
 done
 
-if [ -n "${TESSERA_BIN:-}" ]; then
-    export BIN="$TESSERA_BIN"
-else
-    echo "bench-documents.sh: cargo build --release --locked -p tessera --features peers" >&2
-    cargo build --release --locked -p tessera --features peers >&2
-    export BIN="$PWD/target/release/tessera"
-fi
+BIN="$(python3 scripts/benchkit.py bin bench-documents.sh)" || exit 1
+export BIN
 export OUT="${OUT:-$(mktemp -d /tmp/tessera-bench-docs.XXXXXX)}"
 mkdir -p "$OUT"
 echo "bench-documents.sh: working directory $OUT" >&2

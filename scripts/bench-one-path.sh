@@ -16,12 +16,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 BASE="${BASE:-d300ab4}"
 export OUT="${OUT:-$(mktemp -d /tmp/tessera-one-path.XXXXXX)}"
-if [ -n "${TESSERA_BIN:-}" ]; then
-    export NEW_BIN="$TESSERA_BIN"
-else
-    cargo build --release --locked -p tessera >&2
-    export NEW_BIN="$PWD/target/release/tessera"
-fi
+NEW_BIN="$(python3 scripts/benchkit.py bin bench-one-path.sh)" || exit 1
+export NEW_BIN
 if [ -z "${BASE_BIN:-}" ]; then
     git worktree add --force "$OUT/base" "$BASE" >&2
     (cd "$OUT/base" && CARGO_TARGET_DIR="$OUT/base-target" cargo build --release --locked -p tessera >&2)

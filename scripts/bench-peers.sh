@@ -48,13 +48,8 @@ for tool in python3; do
     command -v "$tool" >/dev/null || { echo "bench-peers.sh: $tool not found" >&2; exit 2; }
 done
 
-if [ -n "${TESSERA_BIN:-}" ]; then
-    export BIN="$TESSERA_BIN"
-else
-    echo "bench-peers.sh: cargo build --release --locked -p tessera --features peers" >&2
-    cargo build --release --locked -p tessera --features peers >&2
-    export BIN="${CARGO_TARGET_DIR:-$PWD/target}/release/tessera"
-fi
+BIN="$(python3 scripts/benchkit.py bin bench-peers.sh)" || exit 1
+export BIN
 export OUT="${OUT:-$(mktemp -d /tmp/tessera-bench-peers.XXXXXX)}"
 mkdir -p "$OUT"
 echo "bench-peers.sh: working directory $OUT" >&2

@@ -14,12 +14,7 @@
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
-if [ -n "${TESSERA_BIN:-}" ]; then
-    BIN="$TESSERA_BIN"
-else
-    cargo build --release --locked -p tessera --features peers >&2
-    BIN="$PWD/target/release/tessera"
-fi
+BIN="$(python3 scripts/benchkit.py bin bench-security.sh)" || exit 1
 OUT="${OUT:-$(mktemp -d /tmp/tessera-bench-security.XXXXXX)}"
 RECORDS="${RECORDS:-20000}" OPS="${OPS:-200000}" THREADS="${THREADS:-16}" RUNS="${RUNS:-3}"
 SERVER_CPU="${SERVER_CPU:-0}" CLIENT_CPU="${CLIENT_CPU:-1}"

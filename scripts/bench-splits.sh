@@ -33,13 +33,7 @@ PREFIX=${PREFIX:-user}
 OUT=${OUT:-$(mktemp -d)}
 mkdir -p "$OUT"
 
-if [ -n "${TESSERA_BIN:-}" ]; then
-    TESSERA=$TESSERA_BIN
-else
-    echo "bench-splits.sh: cargo build --release --locked -p tessera --features peers" >&2
-    cargo build --release --locked -p tessera --features peers >&2
-    TESSERA=$PWD/target/release/tessera
-fi
+TESSERA="$(python3 scripts/benchkit.py bin bench-splits.sh)" || exit 1
 SERVER_CPU=${SERVER_CPU:-}
 KIT=scripts/benchkit.py
 read -ra PIN_SERVER <<<"$(python3 "$KIT" pin "$SERVER_CPU")"

@@ -40,13 +40,8 @@ for tool in python3; do
     command -v "$tool" >/dev/null || { echo "bench-twitter.sh: $tool not found" >&2; exit 2; }
 done
 
-if [ -n "${TESSERA_BIN:-}" ]; then
-    export BIN="$TESSERA_BIN"
-else
-    echo "bench-twitter.sh: cargo build --release --locked -p tessera --features peers" >&2
-    cargo build --release --locked -p tessera --features peers >&2
-    export BIN="$PWD/target/release/tessera"
-fi
+BIN="$(python3 scripts/benchkit.py bin bench-twitter.sh)" || exit 1
+export BIN
 export OUT="${OUT:-$(mktemp -d /tmp/tessera-bench-twitter.XXXXXX)}"
 mkdir -p "$OUT"
 echo "bench-twitter.sh: working directory $OUT" >&2

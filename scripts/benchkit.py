@@ -1,6 +1,8 @@
 """The one benchmark harness: every script in scripts/bench-* (and fsync-interference.py) starts
 its servers, pins CPUs, waits for a quiet machine and records provenance through this module.
 
+* the binary: `release_bin(script)` is TESSERA_BIN, or the release build (with the peer stores'
+  clients), built then;
 * pinning: `pin(cpu)` is the `taskset -c CPU` prefix (none when taskset is missing or cpu is
   empty); `cpus(server, client)` reads the SERVER_CPU/CLIENT_CPU knobs with a script's defaults;
 * servers: a fresh `tessera dev` (`Tessera`, with any `dev` flags, e.g. a cluster in one process),
@@ -13,7 +15,7 @@ its servers, pins CPUs, waits for a quiet machine and records provenance through
 * free ports, CPU accounting from /proc, the disk's own fdatasync latency, medians and ratios.
 
 A script calls `configure(...)` once, then uses the rest. Shell scripts without Python use the
-command line: `benchkit.py pin CPU`, `quiet [--cores C] [--max-wait S] [PID...]` (prints the
+command line: `benchkit.py bin SCRIPT` (the binary's path), `pin CPU`, `quiet [--cores C] [--max-wait S] [PID...]` (prints the
 other cores), `watch OUT PID...` (their timeline while the last PID runs), `port`, and
 `stamp --bin B --server-cpu S --client-cpu C [--quiet X]` (a JSON row on stdin, stamped on
 stdout). Only 127.0.0.1 is ever used.
@@ -459,6 +461,21 @@ def watch(out, pids):
     with open(out, "w") as f:
         json.dump(samples, f)
 
+def release_bin(script):
+    """The tessera binary a benchmark runs: TESSERA_BIN if given, else the release build with
+    the peer stores' clients (as `make bench-build`), built now by $CARGO (cargo), its output
+    on stderr."""
+    given = os.environ.get("TESSERA_BIN")
+    if given:
+        return given
+    cmd = [os.environ.get("CARGO", "cargo"), "build", "--release", "--locked", "-p", "tessera",
+           "--features", "peers"]
+    print(f"{script}:", *cmd, file=sys.stderr, flush=True)
+    subprocess.run(cmd, check=True, stdout=sys.stderr)
+    target = os.environ.get("CARGO_TARGET_DIR") or os.path.join(os.getcwd(), "target")
+    return os.path.join(target, "release", "tessera")
+
+
 def main(argv):
     """The command line, for scripts in plain shell (see the module's docstring)."""
     import argparse
@@ -471,6 +488,9 @@ def main(argv):
     q.add_argument("--max-wait", type=float, default=QUIET_MAX_WAIT)
     q.add_argument("pids", nargs="*", type=int)
     sub.add_parser("port", help="print a free loopback port")
+    b = sub.add_parser("bin", help="print the tessera binary to run: TESSERA_BIN, or the release "
+                                   "build, built now")
+    b.add_argument("script", help="the calling script's name, for the build's log line")
     w = sub.add_parser("watch", help="sample the other cores every 2 s while the last pid lives; "
                                      "write [[unix time, cores], ...] to OUT")
     w.add_argument("out")
@@ -485,6 +505,8 @@ def main(argv):
         print(" ".join(pin(a.cpu)))
     elif a.cmd == "port":
         print(free_port())
+    elif a.cmd == "bin":
+        print(release_bin(a.script))
     elif a.cmd == "watch":
         watch(a.out, a.pids)
     elif a.cmd == "quiet":
