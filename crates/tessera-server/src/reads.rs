@@ -302,16 +302,7 @@ impl Scan {
         mut f: impl FnMut(EncodedObject) -> ControlFlow<()>,
     ) -> Result<ControlFlow<Stop>, ErrorReply> {
         for (part, regions) in &self.parts {
-            let flow = for_each_encoded_match_in(
-                store,
-                &self.space,
-                part,
-                regions,
-                &self.predicates,
-                self.pointers,
-                &mut budget,
-                &mut f,
-            )?;
+            let flow = self.encoded_in(store, part, regions, &mut budget, &mut f)?;
             if flow.is_break() {
                 return Ok(flow);
             }
@@ -326,15 +317,7 @@ impl Scan {
         mut f: impl FnMut(StoredObject) -> ControlFlow<()>,
     ) -> Result<(), ErrorReply> {
         for (part, regions) in &self.parts {
-            let flow = for_each_match_in(
-                store,
-                &self.space,
-                part,
-                regions,
-                &self.predicates,
-                self.pointers,
-                &mut f,
-            )?;
+            let flow = self.decoded_in(store, part, regions, &mut f)?;
             if flow.is_break() {
                 break;
             }
@@ -377,128 +360,128 @@ impl Scan {
         kept.truncate(limit);
         Ok(kept.into_iter().map(|(_, o)| wire(o)).collect())
     }
-}
 
-/// Calls `f` with every committed object of `regions` of `part.subspace` that lies in one of
-/// the part's boxes, is one the part keeps (in a dynamic space, of one of its formulas) and
-/// matches all `predicates`, each once, until it breaks. In a pointer overlay, `pointers` says
-/// whether `f` gets the documents or the stubs.
-fn for_each_match_in(
-    store: &Store,
-    space: &ServedSpace,
-    part: &SearchPlan,
-    regions: &[RegionIndex],
-    predicates: &[CheckedPredicate],
-    pointers: Pointers,
-    mut f: impl FnMut(StoredObject) -> ControlFlow<()>,
-) -> Result<ControlFlow<()>, ErrorReply> {
-    let boxes = &part.boxes;
-    if boxes.is_empty() || regions.is_empty() {
-        return Ok(ControlFlow::Continue(()));
-    }
-    let schema = &space.config().schema;
-    let found = store
-        .search_boxes(&schema.name, part.subspace, regions, boxes)
-        .map_err(storage_error)?;
-    // Overlapping boxes (a dynamic space's, one per shape) can hold an object twice.
-    let mut seen = (boxes.len() > 1).then(std::collections::BTreeSet::new);
-    for item in found {
-        let object = item.map_err(storage_error)?;
-        if !part_keeps(schema, part, &object.object) {
-            continue;
+    /// Calls `f` with every committed object of `regions` of `part.subspace` that lies in one of
+    /// the part's boxes, is one the part keeps (in a dynamic space, of one of its formulas) and
+    /// matches all the predicates, each once, until it breaks. In a pointer overlay, `pointers` says
+    /// whether `f` gets the documents or the stubs.
+    fn decoded_in(
+        &self,
+        store: &Store,
+        part: &SearchPlan,
+        regions: &[RegionIndex],
+        mut f: impl FnMut(StoredObject) -> ControlFlow<()>,
+    ) -> Result<ControlFlow<()>, ErrorReply> {
+        let (space, predicates, pointers) = (&self.space, &self.predicates, self.pointers);
+        let boxes = &part.boxes;
+        if boxes.is_empty() || regions.is_empty() {
+            return Ok(ControlFlow::Continue(()));
         }
-        if let Some(seen) = &mut seen {
-            if !seen.insert(object.object.key().clone()) {
+        let schema = &space.config().schema;
+        let found = store
+            .search_boxes(&schema.name, part.subspace, regions, boxes)
+            .map_err(storage_error)?;
+        // Overlapping boxes (a dynamic space's, one per shape) can hold an object twice.
+        let mut seen = (boxes.len() > 1).then(std::collections::BTreeSet::new);
+        for item in found {
+            let object = item.map_err(storage_error)?;
+            if !part_keeps(schema, part, &object.object) {
                 continue;
             }
-        }
-        let object = match schema.pointer_overlay(part.subspace) {
-            None if matches_all(predicates, &object.object) => object,
-            None => continue,
-            Some(overlay) => {
-                let mut decided = predicates.iter().filter(|p| p.is_decided_by(overlay));
-                if !decided.all(|p| p.matches(&object.object)) {
+            if let Some(seen) = &mut seen {
+                if !seen.insert(object.object.key().clone()) {
                     continue;
                 }
-                match pointers {
-                    Pointers::Return => object,
-                    Pointers::Follow => {
-                        let document = store
-                            .get(&schema.name, object.object.key())
-                            .map_err(storage_error)?;
-                        match document {
-                            Some(d) if pointer_answers(&object.object, &d.object, predicates) => d,
-                            _ => continue,
+            }
+            let object = match schema.pointer_overlay(part.subspace) {
+                None if matches_all(predicates, &object.object) => object,
+                None => continue,
+                Some(overlay) => {
+                    let mut decided = predicates.iter().filter(|p| p.is_decided_by(overlay));
+                    if !decided.all(|p| p.matches(&object.object)) {
+                        continue;
+                    }
+                    match pointers {
+                        Pointers::Return => object,
+                        Pointers::Follow => {
+                            let document = store
+                                .get(&schema.name, object.object.key())
+                                .map_err(storage_error)?;
+                            match document {
+                                Some(d)
+                                    if pointer_answers(&object.object, &d.object, predicates) =>
+                                {
+                                    d
+                                }
+                                _ => continue,
+                            }
                         }
                     }
                 }
+            };
+            if f(object).is_break() {
+                return Ok(ControlFlow::Break(()));
             }
-        };
-        if f(object).is_break() {
-            return Ok(ControlFlow::Break(()));
         }
+        Ok(ControlFlow::Continue(()))
     }
-    Ok(ControlFlow::Continue(()))
-}
 
-/// [`for_each_match_in`] for a search that passes its matches on: `f` gets each in its stored
-/// encoding, and the read spends `budget` (what is left of it after, for the next part). A
-/// part that needs nothing but the predicates (a typed space's, or any key subspace's; one
-/// box, so nothing comes twice) checks them on the encoded objects and decodes none
-/// ([`EncodedFilter`]); others decode, check and encode again, and only without a limit.
-#[allow(clippy::too_many_arguments)]
-fn for_each_encoded_match_in(
-    store: &Store,
-    space: &ServedSpace,
-    part: &SearchPlan,
-    regions: &[RegionIndex],
-    predicates: &[CheckedPredicate],
-    pointers: Pointers,
-    budget: &mut Budget,
-    mut f: impl FnMut(EncodedObject) -> ControlFlow<()>,
-) -> Result<ControlFlow<Stop>, ErrorReply> {
-    let schema = &space.config().schema;
-    let predicates_only = part.boxes.len() == 1
-        && schema.pointer_overlay(part.subspace).is_none()
-        && (!schema.is_dynamic() || part.subspace == SubspaceId::KEY);
-    if !predicates_only {
-        if *budget != Budget::Unlimited {
-            return Ok(ControlFlow::Break(Stop::OverBudget));
+    /// [`Scan::decoded_in`] for a search that passes its matches on: `f` gets each in its stored
+    /// encoding, and the read spends `budget` (what is left of it after, for the next part). A
+    /// part that needs nothing but the predicates (a typed space's, or any key subspace's; one
+    /// box, so nothing comes twice) checks them on the encoded objects and decodes none
+    /// ([`EncodedFilter`]); others decode, check and encode again, and only without a limit.
+    fn encoded_in(
+        &self,
+        store: &Store,
+        part: &SearchPlan,
+        regions: &[RegionIndex],
+        budget: &mut Budget,
+        mut f: impl FnMut(EncodedObject) -> ControlFlow<()>,
+    ) -> Result<ControlFlow<Stop>, ErrorReply> {
+        let (space, predicates) = (&self.space, &self.predicates);
+        let schema = &space.config().schema;
+        let predicates_only = part.boxes.len() == 1
+            && schema.pointer_overlay(part.subspace).is_none()
+            && (!schema.is_dynamic() || part.subspace == SubspaceId::KEY);
+        if !predicates_only {
+            if *budget != Budget::Unlimited {
+                return Ok(ControlFlow::Break(Stop::OverBudget));
+            }
+            let flow =
+                self.decoded_in(store, part, regions, |o| f(EncodedObject::from_stored(&o)))?;
+            return Ok(flow.map_break(|()| Stop::Caller));
         }
-        let flow = for_each_match_in(store, space, part, regions, predicates, pointers, |o| {
-            f(EncodedObject::from_stored(&o))
-        })?;
-        return Ok(flow.map_break(|()| Stop::Caller));
-    }
-    if regions.is_empty() {
-        return Ok(ControlFlow::Continue(()));
-    }
-    let mut found = store
-        .search_boxes(&schema.name, part.subspace, regions, &part.boxes)
-        .map_err(storage_error)?;
-    let filter = EncodedFilter::new(predicates);
-    if let Budget::Entries(n) = *budget {
-        found.limit_reads(n);
-    }
-    let mut flow = ControlFlow::Continue(());
-    while let Some(object) = found.next_encoded() {
-        let object = object.map_err(storage_error)?;
-        if filter
-            .matches(object.object_bytes())
-            .map_err(storage_error)?
-            && f(object).is_break()
-        {
-            flow = ControlFlow::Break(Stop::Caller);
-            break;
+        if regions.is_empty() {
+            return Ok(ControlFlow::Continue(()));
         }
+        let mut found = store
+            .search_boxes(&schema.name, part.subspace, regions, &part.boxes)
+            .map_err(storage_error)?;
+        let filter = EncodedFilter::new(predicates);
+        if let Budget::Entries(n) = *budget {
+            found.limit_reads(n);
+        }
+        let mut flow = ControlFlow::Continue(());
+        while let Some(object) = found.next_encoded() {
+            let object = object.map_err(storage_error)?;
+            if filter
+                .matches(object.object_bytes())
+                .map_err(storage_error)?
+                && f(object).is_break()
+            {
+                flow = ControlFlow::Break(Stop::Caller);
+                break;
+            }
+        }
+        if found.over_limit() {
+            flow = ControlFlow::Break(Stop::OverBudget);
+        }
+        if let Budget::Entries(n) = budget {
+            *n = n.saturating_sub(found.entries_read());
+        }
+        Ok(flow)
     }
-    if found.over_limit() {
-        flow = ControlFlow::Break(Stop::OverBudget);
-    }
-    if let Budget::Entries(n) = budget {
-        *n = n.saturating_sub(found.entries_read());
-    }
-    Ok(flow)
 }
 
 /// Calls `f` with the committed object of each of `keys` that has one, in the keys' order,
