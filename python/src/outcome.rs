@@ -31,25 +31,13 @@ fn outcome_to_py(py: Python<'_>, outcome: Outcome) -> PyResult<Py<PyAny>> {
         Outcome::Object(Some(r)) => record_to_py(py, &r, None)?.into_any(),
         Outcome::PerItem(outcomes) => per_item_to_py(py, outcomes)?.into_any(),
         Outcome::Objects(found) => objects_to_py(py, &found)?.into_any(),
-        Outcome::Records { key_name, records } => PyList::new(
-            py,
-            records
-                .iter()
-                .map(|r| record_to_py(py, r, Some(&key_name)))
-                .collect::<PyResult<Vec<_>>>()?,
-        )?
-        .into_any(),
+        Outcome::Records { key_name, records } => {
+            list_of(py, &records, |r| record_to_py(py, r, Some(&key_name)))?
+        }
         Outcome::Count(n) => n.into_pyobject(py)?.into_any(),
         Outcome::Text(t) => t.into_pyobject(py)?.into_any(),
         Outcome::Explain(e) => explanation_to_py(py, e)?.into_any(),
-        Outcome::Spaces(spaces) => PyList::new(
-            py,
-            spaces
-                .iter()
-                .map(|s| schema_to_py(py, s))
-                .collect::<PyResult<Vec<_>>>()?,
-        )?
-        .into_any(),
+        Outcome::Spaces(spaces) => list_of(py, &spaces, |s| schema_to_py(py, s))?,
         Outcome::Config { config, cluster } => config_to_py(py, &config, cluster)?.into_any(),
         Outcome::Subspaces(space) => subspaces_to_py(py, &space)?.into_any(),
         Outcome::Adaptations(records) => adaptations_to_py(py, records)?.into_any(),
@@ -257,14 +245,7 @@ fn value_to_py<'py>(py: Python<'py>, value: &Value) -> PyResult<Bound<'py, PyAny
         },
         Value::Int(i) => i.into_pyobject(py)?.into_any(),
         Value::Float(f) => PyFloat::new(py, *f).into_any(),
-        Value::List(items) => PyList::new(
-            py,
-            items
-                .iter()
-                .map(|x| value_to_py(py, x))
-                .collect::<PyResult<Vec<_>>>()?,
-        )?
-        .into_any(),
+        Value::List(items) => list_of(py, items, |x| value_to_py(py, x))?,
         Value::Set(items) => PySet::new(
             py,
             items
@@ -303,14 +284,7 @@ fn doc_value_to_py<'py>(py: Python<'py>, value: &DocValue) -> PyResult<Bound<'py
         DocValue::Int(i) => i.into_pyobject(py)?.into_any(),
         DocValue::Float(f) => PyFloat::new(py, *f).into_any(),
         DocValue::String(s) => PyString::new(py, s).into_any(),
-        DocValue::List(items) => PyList::new(
-            py,
-            items
-                .iter()
-                .map(|x| doc_value_to_py(py, x))
-                .collect::<PyResult<Vec<_>>>()?,
-        )?
-        .into_any(),
+        DocValue::List(items) => list_of(py, items, |x| doc_value_to_py(py, x))?,
         DocValue::Object(o) => properties_to_py(py, o)?.into_any(),
     })
 }
@@ -389,4 +363,17 @@ fn state_name(state: SubspaceState) -> &'static str {
         SubspaceState::Building => "building",
         SubspaceState::Dropped => "dropped",
     }
+}
+
+/// A Python list of `items`, each converted by `convert`.
+fn list_of<'py, T, O: IntoPyObject<'py>>(
+    py: Python<'py>,
+    items: impl IntoIterator<Item = T>,
+    convert: impl FnMut(T) -> PyResult<O>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let items = items
+        .into_iter()
+        .map(convert)
+        .collect::<PyResult<Vec<_>>>()?;
+    Ok(PyList::new(py, items)?.into_any())
 }
