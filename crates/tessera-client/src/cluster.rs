@@ -1,8 +1,10 @@
-//! Cluster mode: the coordinators, the cached configuration, a pool of connections per server
+//! The cluster a client talks to — coordinators and servers, or a standalone server as the
+//! one-server cluster — the cached configuration, a pool of connections per server
 //! ([`crate::pool`]), and the retry loop every request runs in.
 //!
 //! * Admin requests (add/remove/alter a space, the configuration, coordinator status) go to the
-//!   coordinators, the one that answered last first, then each other in turn.
+//!   coordinators, the one that answered last first, then each other in turn; standalone, to
+//!   the server, which has no long poll for a newer configuration: it is asked again.
 //! * Key requests go to the key's point leader, searches to one replica per region
 //!   ([`crate::routing`]); every frame carries the cached epoch.
 //! * A request refused with `StaleEpoch` or `Unavailable` was not applied: the client refreshes
@@ -21,8 +23,8 @@ use std::time::Duration;
 use futures::StreamExt;
 use tessera_protocol::constants::KEYS_PER_REQUEST_MAX;
 use tessera_protocol::{
-    Configuration, CoordinatorStatus, KeyRegionLoad, RegionCount, Request, Response, ServerState,
-    SortOrder, SpaceMap, SpaceStatistics, SpaceTrace, WireObject,
+    Configuration, CoordinatorStatus, KeyRegionLoad, RegionCount, Request, Response, SearchAnswer,
+    ServerState, SortOrder, SpaceMap, SpaceStatistics, SpaceTrace, WireObject,
 };
 use tessera_types::{Epoch, Funcall, Object, Predicate, ServerId, SpaceSchema, SubspaceId, Value};
 use tokio::time::Instant;
@@ -45,6 +47,8 @@ const BACKOFF_FIRST: Duration = Duration::from_millis(10);
 const BACKOFF_MAX: Duration = Duration::from_millis(500);
 /// How long one `WaitConfig` asks a coordinator to wait for a newer configuration.
 const WAIT_CONFIG: Duration = Duration::from_secs(1);
+/// How often a standalone server, which has no long poll, is asked for a newer configuration.
+const STANDALONE_POLL: Duration = Duration::from_millis(100);
 /// Writes a group delete or group update has in flight at once.
 const GROUP_WRITES_IN_FLIGHT: usize = 64;
 /// Documents a search that read a pointer overlay reads by key at once.
@@ -148,8 +152,13 @@ fn is_connection_error(e: &ClientError) -> bool {
 }
 
 pub(crate) struct Cluster {
-    /// Every coordinator address known: those given, then those the coordinators named.
+    /// Every coordinator address known: those given, then those the coordinators named. A
+    /// standalone server's address alone when `standalone`.
     coordinators: RwLock<Vec<String>>,
+    /// The address of a standalone server, when the client talks to one: it is then the
+    /// configuration's source, takes the changes of spaces itself, and is every server of the
+    /// configuration (the one-server cluster), reached at this address.
+    standalone: Option<String>,
     /// The coordinator that answered last (an index into `coordinators`).
     preferred: AtomicUsize,
     routes: RwLock<Arc<Routes>>,
@@ -175,6 +184,63 @@ pub(crate) struct Cluster {
 /// What one server answers about the regions it leads: (region, item) pairs.
 type RegionItems<T> = Vec<(u32, T)>;
 
+/// What a search, or one server's share of it, answers.
+enum Found {
+    Objects(Vec<WireObject>),
+    Count(u64),
+}
+
+/// What an attempt at a search gathered from its servers.
+enum Gathered {
+    /// One server's answer to the whole search ([`routing::asks`]).
+    Whole(Found),
+    /// Each server's matches, apart from the stubs of pointer overlays.
+    Parts {
+        found: Vec<WireObject>,
+        stubs: Vec<WireObject>,
+    },
+}
+
+impl Gathered {
+    /// Adds the answer of the request for `subspace` (the first part it named), refusing
+    /// objects that do not fit `schema`.
+    fn add(
+        &mut self,
+        schema: &SpaceSchema,
+        whole: bool,
+        subspace: Option<SubspaceId>,
+        answered: Found,
+    ) -> Result<(), ClientError> {
+        if let Found::Objects(objects) = &answered {
+            if let Some(bad) = objects
+                .iter()
+                .find(|o| o.values.len() != schema.attributes.len())
+            {
+                return Err(ClientError::Protocol(format!(
+                    "an object of {:?} with {} values does not fit its schema",
+                    schema.name,
+                    bad.values.len()
+                )));
+            }
+        }
+        match (self, answered) {
+            (gathered, answered) if whole => *gathered = Gathered::Whole(answered),
+            (Gathered::Parts { stubs, .. }, Found::Objects(objects))
+                if subspace.is_some_and(|s| schema.pointer_overlay(s).is_some()) =>
+            {
+                stubs.extend(objects)
+            }
+            (Gathered::Parts { found, .. }, Found::Objects(objects)) => found.extend(objects),
+            _ => {
+                return Err(ClientError::Protocol(
+                    "a count answered a share of a search".into(),
+                ))
+            }
+        }
+        Ok(())
+    }
+}
+
 impl Cluster {
     /// Starts from a coordinator that answered `status` on `connection`, knowing the
     /// coordinators at `addresses` too, and fetches the configuration.
@@ -184,16 +250,41 @@ impl Cluster {
         status: &CoordinatorStatus,
         options: &ClientOptions,
     ) -> Result<Arc<Cluster>, ClientError> {
+        let cluster = Cluster::new((address.clone(), connection), None, options);
+        cluster.learn_coordinators(std::iter::once(&address).chain(addresses));
+        cluster.learn_coordinators(status.members.iter().map(|(_, a)| a));
+        cluster.refresh(None, &mut Backoff::new()).await?;
+        Ok(cluster)
+    }
+
+    /// Starts from a standalone server at `address` (which answered on `connection` that it
+    /// is no coordinator) and fetches its configuration.
+    pub(crate) async fn standalone(
+        (address, connection): (String, Arc<Connection>),
+        options: &ClientOptions,
+    ) -> Result<Arc<Cluster>, ClientError> {
+        let cluster = Cluster::new((address.clone(), connection), Some(&address), options);
+        cluster.learn_coordinators([&address]);
+        cluster.refresh(None, &mut Backoff::new()).await?;
+        Ok(cluster)
+    }
+
+    fn new(
+        (address, connection): (String, Arc<Connection>),
+        standalone: Option<&str>,
+        options: &ClientOptions,
+    ) -> Arc<Cluster> {
         let empty = Configuration {
             model: None,
             epoch: Epoch(0),
             servers: vec![],
             spaces: vec![],
         };
-        let cluster = Arc::new(Cluster {
+        Arc::new(Cluster {
             coordinators: RwLock::new(vec![]),
+            standalone: standalone.map(str::to_owned),
             preferred: AtomicUsize::new(0),
-            routes: RwLock::new(Arc::new(Routes::new(Arc::new(empty)))),
+            routes: RwLock::new(Arc::new(Routes::new(Arc::new(empty), standalone))),
             refreshing: tokio::sync::Mutex::new(()),
             refreshes: AtomicU64::new(0),
             connections: Mutex::new(HashMap::from([(
@@ -205,11 +296,12 @@ impl Cluster {
             fanout: options.fanout,
             read_from: options.read_from,
             dialer: options.dialer(),
-        });
-        cluster.learn_coordinators(std::iter::once(&address).chain(addresses));
-        cluster.learn_coordinators(status.members.iter().map(|(_, a)| a));
-        cluster.refresh(None, &mut Backoff::new()).await?;
-        Ok(cluster)
+        })
+    }
+
+    /// Whether this client talks to coordinators (not to a standalone server).
+    pub(crate) fn has_coordinators(&self) -> bool {
+        self.standalone.is_none()
     }
 
     fn learn_coordinators<'a>(&self, addresses: impl IntoIterator<Item = &'a String>) {
@@ -309,7 +401,9 @@ impl Cluster {
                 _ => {}
             }
             let request = match wanted {
+                // A standalone server has no long poll: it is asked again after a pause.
                 None => Request::GetConfig,
+                Some(_) if self.standalone.is_some() => Request::GetConfig,
                 Some(e) => {
                     let left = backoff.deadline.saturating_duration_since(Instant::now());
                     let timeout_ms = WAIT_CONFIG.min(left).as_millis() as u32;
@@ -328,7 +422,9 @@ impl Cluster {
             self.refreshes.fetch_add(1, Ordering::Release);
             match wanted {
                 Some(e) if installed.config.epoch < e && Instant::now() < backoff.deadline => {
-                    continue
+                    if self.standalone.is_some() && !backoff.wait().await {
+                        return Ok(installed);
+                    }
                 }
                 _ => return Ok(installed),
             }
@@ -339,7 +435,7 @@ impl Cluster {
     fn install(&self, config: Configuration) -> Arc<Routes> {
         let mut slot = self.routes.write().expect("routes lock");
         if config.epoch >= slot.config.epoch {
-            *slot = Arc::new(Routes::new(Arc::new(config)));
+            *slot = Arc::new(Routes::new(Arc::new(config), self.standalone.as_deref()));
         }
         slot.clone()
     }
@@ -375,6 +471,10 @@ impl Cluster {
         let cached = self.routes();
         if cached.config.epoch > after {
             return Ok(cached.config.clone());
+        }
+        if self.standalone.is_some() {
+            tokio::time::sleep(wait.min(STANDALONE_POLL)).await;
+            return self.refresh_now().await;
         }
         let request = Request::WaitConfig {
             after,
@@ -412,6 +512,9 @@ impl Cluster {
     pub(crate) async fn coordinator_statuses(
         &self,
     ) -> Vec<(String, Result<CoordinatorStatus, ClientError>)> {
+        if self.standalone.is_some() {
+            return vec![];
+        }
         let mut statuses: Vec<(String, Result<CoordinatorStatus, ClientError>)> = Vec::new();
         loop {
             let unasked: Vec<String> = self
@@ -546,11 +649,10 @@ impl Cluster {
                 }
             }
         };
-        let left = deadline.saturating_duration_since(Instant::now());
         let wait = if write {
-            left
+            deadline.saturating_duration_since(Instant::now())
         } else {
-            left.min(READ_ATTEMPT_MAX)
+            self.read_patience(deadline)
         };
         let Ok(answer) = tokio::time::timeout(wait, connection.try_call(request, epoch)).await
         else {
@@ -614,7 +716,7 @@ impl Cluster {
             .servers
             .iter()
             .filter(|s| s.state != ServerState::Offline)
-            .map(|s| s.address.clone())
+            .filter_map(|s| routes.address(s.id).map(str::to_owned))
             .collect();
         let request = Request::Trace {
             space: space.to_owned(),
@@ -732,8 +834,7 @@ impl Cluster {
             sets.iter().filter_map(|set| set.first().copied()).collect();
         let addresses: Vec<String> = leaders
             .iter()
-            .filter_map(|id| routes.config.server(*id))
-            .map(|s| s.address.clone())
+            .filter_map(|id| routes.address(*id).map(str::to_owned))
             .collect();
         let answers = futures::future::join_all(addresses.iter().map(|address| {
             let request = request.clone();
@@ -868,7 +969,11 @@ impl Cluster {
             let mut found = Vec::new();
             for read in futures::future::join_all(reads).await {
                 match read {
-                    Attempt::Done(objects) => found.extend(objects),
+                    Attempt::Done(Found::Objects(objects)) => found.extend(objects),
+                    Attempt::Done(Found::Count(_)) => {
+                        let message = "a count answered a multi_get".to_owned();
+                        return Attempt::Fail(ClientError::Protocol(message));
+                    }
                     Attempt::Retry {
                         error,
                         server_epoch,
@@ -889,26 +994,110 @@ impl Cluster {
     // ---- searches ------------------------------------------------------------------------
 
     /// Every object matching `predicates`, one per key at its highest version, with the schema
-    /// they were read with. The stubs a dynamic space's pointer overlays answer with are
-    /// followed to their documents ([`Self::follow_pointers`]).
+    /// they were read with.
     pub(crate) async fn search(
         self: &Arc<Self>,
         space: &str,
         predicates: &[Predicate],
     ) -> Result<(SpaceSchema, Vec<WireObject>), ClientError> {
+        match self
+            .search_as(space, predicates, SearchAnswer::Matches)
+            .await?
+        {
+            (schema, Found::Objects(objects)) => Ok((schema, objects)),
+            (_, Found::Count(_)) => Err(ClientError::Protocol(
+                "a count answered a search for objects".into(),
+            )),
+        }
+    }
+
+    /// How many objects match `predicates`.
+    pub(crate) async fn count(
+        self: &Arc<Self>,
+        space: &str,
+        predicates: &[Predicate],
+    ) -> Result<u64, ClientError> {
+        match self
+            .search_as(space, predicates, SearchAnswer::Count)
+            .await?
+        {
+            (_, Found::Count(n)) => Ok(n),
+            (_, Found::Objects(objects)) => Ok(objects.len() as u64),
+        }
+    }
+
+    /// At most `limit` matching objects ordered by `sort_by`.
+    pub(crate) async fn sorted_search(
+        self: &Arc<Self>,
+        space: &str,
+        predicates: &[Predicate],
+        sort_by: &str,
+        limit: u32,
+        order: SortOrder,
+    ) -> Result<(SpaceSchema, Vec<WireObject>), ClientError> {
+        // Refused before any server is asked, predicates first, as a server checks them.
+        let routes = self.routes_with(space).await?;
+        let config = routes
+            .space(space)
+            .ok_or_else(|| routing::unknown_space(space))?
+            .config();
+        routing::check_predicates(&config.schema, predicates)?;
+        routing::check_sort_attribute(&config.schema, sort_by)?;
+        let answer = SearchAnswer::Sorted {
+            sort_by: sort_by.to_owned(),
+            limit,
+            order,
+        };
+        match self.search_as(space, predicates, answer).await? {
+            (schema, Found::Objects(objects)) => Ok((schema, objects)),
+            (_, Found::Count(_)) => Err(ClientError::Protocol(
+                "a count answered a sorted search".into(),
+            )),
+        }
+    }
+
+    /// A search answered as `answer` says: by its one server whole when one server answers
+    /// every region of its plan ([`routing::asks`]); otherwise from every server's matches,
+    /// merged here (one object per key, at its highest version), the stubs a dynamic space's
+    /// pointer overlays answer with followed to their documents ([`Self::follow_pointers`]),
+    /// then counted or sorted.
+    async fn search_as(
+        self: &Arc<Self>,
+        space: &str,
+        predicates: &[Predicate],
+        answer: SearchAnswer,
+    ) -> Result<(SpaceSchema, Found), ClientError> {
         self.routes_with(space).await?;
-        let (schema, mut found, stubs) = self
+        let answer = &answer;
+        let (schema, gathered) = self
             .with_retries(|routes, deadline| {
-                self.search_attempt(routes, space, predicates, deadline)
+                self.search_attempt(routes, space, predicates, answer, deadline)
             })
             .await?;
+        let (mut found, stubs) = match gathered {
+            Gathered::Whole(found) => return Ok((schema, found)),
+            Gathered::Parts { found, stubs } => (found, stubs),
+        };
         if !stubs.is_empty() {
             found.extend(
                 self.follow_pointers(space, &schema, predicates, stubs)
                     .await?,
             );
         }
-        Ok((schema, merge::merge_highest_version(found)))
+        let found = merge::merge_highest_version(found);
+        let found = match answer {
+            SearchAnswer::Matches => Found::Objects(found),
+            SearchAnswer::Count => Found::Count(found.len() as u64),
+            SearchAnswer::Sorted {
+                sort_by,
+                limit,
+                order,
+            } => {
+                let attr = routing::check_sort_attribute(&schema, sort_by)?;
+                Found::Objects(merge::sort_limit(found, &attr, *limit as usize, *order))
+            }
+        };
+        Ok((schema, found))
     }
 
     /// The documents the stubs of a pointer overlay point to, each read from its point leader
@@ -956,15 +1145,15 @@ impl Cluster {
         Ok(documents)
     }
 
-    /// One attempt at a search: the objects found, and apart from them the stubs found in
-    /// pointer overlays.
+    /// One attempt at a search: what its servers answered.
     async fn search_attempt(
         self: &Arc<Self>,
         routes: Arc<Routes>,
         space: &str,
         predicates: &[Predicate],
+        answer: &SearchAnswer,
         deadline: Instant,
-    ) -> Attempt<(SpaceSchema, Vec<WireObject>, Vec<WireObject>)> {
+    ) -> Attempt<(SpaceSchema, Gathered)> {
         let Some(map) = routes.space(space) else {
             return Attempt::Fail(routing::unknown_space(space));
         };
@@ -974,8 +1163,7 @@ impl Cluster {
             Err(e) => return Attempt::Fail(e),
         };
         let turn = self.turn.fetch_add(1, Ordering::Relaxed);
-        let fanout = self.fanout;
-        let route_parts = match routing::route_search_by(map, &checked, turn, fanout) {
+        let planned = match routing::route_search_by(map, &checked, turn, self.fanout) {
             Ok(r) => r,
             Err(error) => {
                 return Attempt::Retry {
@@ -984,33 +1172,38 @@ impl Cluster {
                 }
             }
         };
+        let (asks, whole) = routing::asks(map.config(), planned, answer);
         let epoch = routes.config.epoch;
-        let parts =
-            routing::contacts(route_parts)
-                .into_iter()
-                .map(|(server, subspace, regions)| {
-                    let routes = &routes;
-                    let request = Request::SearchRegions {
-                        space: space.to_owned(),
-                        predicates: predicates.to_vec(),
-                        subspace,
-                        regions,
-                    };
-                    async move {
-                        let answer = self
-                            .stream_from(routes, server, request, epoch, deadline)
-                            .await;
-                        (subspace, answer)
-                    }
-                });
-        let (mut found, mut stubs) = (Vec::new(), Vec::new());
+        let parts = asks.into_iter().map(|ask| {
+            let routes = &routes;
+            // Asked per subspace unless whole: which part answered tells stubs from documents.
+            let subspace = ask.parts.first().map(|p| p.subspace);
+            let request = Request::SearchRegions {
+                space: space.to_owned(),
+                predicates: predicates.to_vec(),
+                parts: ask.parts,
+                answer: ask.answer,
+                follow_stubs: ask.follow_stubs,
+            };
+            async move {
+                let answered = self
+                    .stream_from(routes, ask.server, request, epoch, deadline)
+                    .await;
+                (subspace, answered)
+            }
+        });
+        let mut gathered = Gathered::Parts {
+            found: Vec::new(),
+            stubs: Vec::new(),
+        };
         let mut retry: Option<(ClientError, Option<Epoch>)> = None;
         for (subspace, part) in futures::future::join_all(parts).await {
             match part {
-                Attempt::Done(objects) if schema.pointer_overlay(subspace).is_some() => {
-                    stubs.extend(objects)
+                Attempt::Done(answered) => {
+                    if let Err(e) = gathered.add(schema, whole, subspace, answered) {
+                        return Attempt::Fail(e);
+                    }
                 }
-                Attempt::Done(objects) => found.extend(objects),
                 Attempt::Fail(e) => return Attempt::Fail(e),
                 Attempt::Retry {
                     error,
@@ -1029,18 +1222,7 @@ impl Cluster {
                 server_epoch,
             };
         }
-        if let Some(bad) = found
-            .iter()
-            .chain(&stubs)
-            .find(|o| o.values.len() != schema.attributes.len())
-        {
-            let message = format!(
-                "an object of {space:?} with {} values does not fit its schema",
-                bad.values.len()
-            );
-            return Attempt::Fail(ClientError::Protocol(message));
-        }
-        Attempt::Done((schema.clone(), found, stubs))
+        Attempt::Done((schema.clone(), gathered))
     }
 
     /// [`Self::search_part`] from `server`, which must have an address in `routes`.
@@ -1051,23 +1233,24 @@ impl Cluster {
         request: Request,
         epoch: Epoch,
         deadline: Instant,
-    ) -> Attempt<Vec<WireObject>> {
+    ) -> Attempt<Found> {
         match routes.address(server) {
             Some(address) => self.search_part(address, request, epoch, deadline).await,
             None => no_address(server),
         }
     }
 
-    /// One server's share of a search: everything it streams. A server silent for
-    /// [`READ_ATTEMPT_MAX`] is given up on: the search is made again, and the next one asks
-    /// another replica of each region (replicas are taken in turn).
+    /// One server's share of a search: everything it streams, or its count. A server silent
+    /// for [`READ_ATTEMPT_MAX`] is given up on (unless it is a standalone server, which nobody
+    /// else could stand in for): the search is made again, and the next one asks another
+    /// replica of each region (replicas are taken in turn).
     async fn search_part(
         self: &Arc<Self>,
         address: &str,
         request: Request,
         epoch: Epoch,
         deadline: Instant,
-    ) -> Attempt<Vec<WireObject>> {
+    ) -> Attempt<Found> {
         let retry = |error| Attempt::Retry {
             error,
             server_epoch: None,
@@ -1083,9 +1266,7 @@ impl Cluster {
         };
         let mut objects = Vec::new();
         loop {
-            let wait = deadline
-                .saturating_duration_since(Instant::now())
-                .min(READ_ATTEMPT_MAX);
+            let wait = self.read_patience(deadline);
             let Ok(frame) = tokio::time::timeout(wait, frames.recv()).await else {
                 let message = format!("server {address} sent nothing for {wait:?}");
                 return retry(ClientError::Server {
@@ -1093,18 +1274,17 @@ impl Cluster {
                     message,
                 });
             };
-            match frame {
+            let (last, server) = match frame {
                 None => return retry(ClientError::ConnectionClosed),
                 // A search changes nothing: a broken one is simply made again.
                 Some(Err(e)) if is_connection_error(&e) => return retry(e),
                 Some(Err(e)) => return Attempt::Fail(e),
-                Some(Ok((Response::SearchItems(items), _))) => objects.extend(items),
-                Some(Ok((Response::SearchDone, server))) => {
-                    if server > epoch {
-                        self.refresh_soon(server);
-                    }
-                    return Attempt::Done(objects);
+                Some(Ok((Response::SearchItems(items), _))) => {
+                    objects.extend(items);
+                    continue;
                 }
+                Some(Ok((Response::SearchDone, server))) => (Found::Objects(objects), server),
+                Some(Ok((Response::Count(n), server))) => (Found::Count(n), server),
                 Some(Ok((Response::Error(e), server))) if e.status.is_retryable() => {
                     return Attempt::Retry {
                         error: e.into(),
@@ -1113,33 +1293,22 @@ impl Cluster {
                 }
                 Some(Ok((Response::Error(e), _))) => return Attempt::Fail(e.into()),
                 Some(Ok((other, _))) => return Attempt::Fail(unexpected(other)),
+            };
+            if server > epoch {
+                self.refresh_soon(server);
             }
+            return Attempt::Done(last);
         }
     }
 
-    /// At most `limit` matching objects ordered by `sort_by`.
-    pub(crate) async fn sorted_search(
-        self: &Arc<Self>,
-        space: &str,
-        predicates: &[Predicate],
-        sort_by: &str,
-        limit: u32,
-        order: SortOrder,
-    ) -> Result<(SpaceSchema, Vec<WireObject>), ClientError> {
-        // Refused before any server is asked, in the order a standalone server checks.
-        let routes = self.routes_with(space).await?;
-        let config = routes
-            .space(space)
-            .ok_or_else(|| routing::unknown_space(space))?
-            .config();
-        routing::check_predicates(&config.schema, predicates)?;
-        routing::check_sort_attribute(&config.schema, sort_by)?;
-        let (schema, objects) = self.search(space, predicates).await?;
-        let attr = routing::check_sort_attribute(&schema, sort_by)?;
-        Ok((
-            schema,
-            merge::sort_limit(objects, &attr, limit as usize, order),
-        ))
+    /// How long one attempt of a read waits for its server's next answer, given the
+    /// request's deadline: at most [`READ_ATTEMPT_MAX`] when another server could stand in.
+    fn read_patience(&self, deadline: Instant) -> Duration {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match self.standalone {
+            Some(_) => left,
+            None => left.min(READ_ATTEMPT_MAX),
+        }
     }
 
     /// How a search would run (nothing is contacted).

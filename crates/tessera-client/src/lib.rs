@@ -42,16 +42,17 @@
 //! [`Client::connect`] takes `host:port` or a comma-separated list of them and asks the first
 //! that accepts a connection for its coordinator status:
 //!
-//! * **Standalone** (a `tessera dev` server, which answers that it is no coordinator): that
-//!   server owns every region, and every request goes to it as it is; the server plans
-//!   searches, counts, sorts, group operations and explanations itself. A request refused
-//!   because the configuration changed under it is retried a few times; a search, until its
-//!   deadline (see [`SearchStream`]: configurations change often while a
-//!   subspace is being built).
+//! * **Standalone** (a `tessera dev` server, which answers that it is no coordinator): the
+//!   one-server cluster. The server is the configuration's source and takes the changes of
+//!   spaces itself; every region and every key is its own, so the routing below sends it
+//!   everything, and every search whole (its count or order computed by the server).
 //! * **Cluster** (a coordinator answered): the client knows the coordinators given and those
 //!   they name, caches the configuration (fetched from any coordinator), and talks to each
 //!   server it needs, connecting when first needed. [`Client::is_cluster`] says which mode a
 //!   client is in.
+//!
+//! Reads, writes, searches and group operations take one path in both modes: the routing and
+//! the retries below.
 //!
 //! Either way, the requests to one address share a pool of connections: a request goes on the
 //! connection with the fewest requests in flight, and opens another (at most 4 per address)
@@ -59,10 +60,10 @@
 //! and a broken one is replaced at the next request. One connection carries a deep pipeline
 //! well: on one server core, more connections cost the server more than they save the client.
 //!
-//! # Routing (cluster mode)
+//! # Routing
 //!
 //! * Space changes and configuration requests go to the coordinators (the last one that
-//!   answered first, then each other). After [`Client::add_space`], [`Client::rm_space`] or
+//!   answered first, then each other), or to the standalone server. After [`Client::add_space`], [`Client::rm_space`] or
 //!   [`Client::alter_space`] the client waits for the configuration that includes the change.
 //! * A key's requests — [`Client::get`] and every write — go to its **point leader**: the first
 //!   server of the replica set of the key's region in the key subspace. Frames carry the
@@ -73,28 +74,30 @@
 //!   of those regions** — successive searches rotate over the replicas that hold all of the
 //!   region, never a state transfer's target still catching up — sending every server it
 //!   picked one `SearchRegions` request for its regions, all at once. Predicates that
-//!   contradict each other contact nobody. The answers are merged: one object per key, the
-//!   highest version (an object moving between regions can be in both for a moment).
-//!   [`Client::count`], [`Client::sorted_search`] and [`Client::search_stream`] are that
-//!   search, counted, sorted or streamed by the client; [`Client::group_del`] and
-//!   [`Client::group_update`] are that search followed by one conditional write per object
-//!   found (conditioned on the predicates), each to its point leader; [`Client::explain`] is
-//!   computed by the client.
+//!   contradict each other contact nobody. When one server answers every region (always,
+//!   standalone) its answer is the search's: it counts ([`Client::count`]), orders and cuts
+//!   ([`Client::sorted_search`]) and follows a pointer overlay's stubs itself. Otherwise the
+//!   answers are merged — one object per key, the highest version (an object moving between
+//!   regions can be in both for a moment) — then counted or sorted by the client.
+//!   [`Client::group_del`] and [`Client::group_update`] are that search followed by one
+//!   conditional write per object found (conditioned on the predicates), each to its point
+//!   leader; [`Client::explain`] is computed by the client.
 //!
-//! # Retries and deadlines (cluster mode)
+//! # Retries and deadlines
 //!
 //! A request refused with `StaleEpoch` (`RECONFIGURE`: the client or the server is behind) or
 //! `Unavailable` was not applied: the client fetches the configuration when needed, waits
 //! 10 ms (doubling up to 500 ms) and sends it again. Reads are resent the same way after a
 //! broken connection, and after 2 s without an answer (a stopped or partitioned server), so
-//! the next attempt can reach the key's new point leader, or another replica of a region. A
+//! the next attempt can reach the key's new point leader, or another replica of a region
+//! (standalone, where nobody could stand in, a read waits for its server until its deadline). A
 //! write whose connection broke after it was sent may have been applied: it fails with
 //! [`ClientError::Io`] or [`ClientError::ConnectionClosed`] and is never resent. A search that
 //! any of its servers refuses, or leaves silent for 2 s, is made again whole. When no
 //! coordinator can be reached, configuration requests fail with [`ClientError::NoCoordinator`].
 //!
 //! Every request has a deadline, retries included ([`ClientOptions::timeout`], 10 s by
-//! default; standalone mode too). Past it the request fails with [`Status::Timeout`]: a write
+//! default). Past it the request fails with [`Status::Timeout`]: a write
 //! that was sent and never answered "may or may not have been applied"; a request whose every
 //! attempt was refused "was not applied", and the message names the last refusal.
 //!
@@ -110,9 +113,8 @@ mod merge;
 mod options;
 mod pool;
 mod routing;
-mod standalone;
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 pub use error::ClientError;
@@ -129,23 +131,17 @@ pub use tessera_types::{
     ServerId, Shape, SpaceSchema, SubspaceId, SubspaceState, Value, Version, FORMULA_ATTRIBUTE,
 };
 
-use tessera_protocol::constants::KEYS_PER_REQUEST_MAX;
-
 /// Puts a [`Client::multi_put`] has in flight at once.
 pub const MULTI_PUT_IN_FLIGHT: usize = 64;
 use tessera_protocol::{Request, Response, WireObject};
 use tessera_types::Epoch;
-use tokio::sync::mpsc;
 
 use crate::cluster::Cluster;
 use crate::connection::Connection;
 use crate::error::unexpected;
-use crate::standalone::Standalone;
 
 /// Longest one step of [`Client::wait_built`] waits for a newer configuration.
 const WAIT_BUILT_POLL_MAX: std::time::Duration = std::time::Duration::from_secs(1);
-/// How often [`Client::wait_built`] asks a standalone server for its configuration.
-const STANDALONE_POLL: std::time::Duration = std::time::Duration::from_millis(100);
 
 /// An object as the client returns it.
 #[derive(Clone, Debug, PartialEq)]
@@ -185,13 +181,8 @@ pub fn tags_predicates(
 /// the cached configuration and the retry state.
 #[derive(Clone)]
 pub struct Client {
-    mode: Mode,
-}
-
-#[derive(Clone)]
-enum Mode {
-    Standalone(Arc<Standalone>),
-    Cluster(Arc<Cluster>),
+    /// A cluster, or a standalone server as the one-server cluster.
+    cluster: Arc<Cluster>,
 }
 
 impl Client {
@@ -231,9 +222,7 @@ impl Client {
                     let cluster =
                         Cluster::start(&given, (address.clone(), connection), &status, &options)
                             .await?;
-                    return Ok(Client {
-                        mode: Mode::Cluster(cluster),
-                    });
+                    return Ok(Client { cluster });
                 }
                 // A coordinator without a leader, or a server shutting down: try another.
                 Ok(Response::Error(e)) if e.status == Status::Unavailable => last = e.into(),
@@ -241,12 +230,9 @@ impl Client {
                 Ok(Response::Error(e)) if e.status == Status::Unauthorized => return Err(e.into()),
                 // A server: it answers that this request is for a coordinator.
                 Ok(Response::Error(_)) => {
-                    let first = (address.as_str(), connection);
-                    let standalone =
-                        Standalone::start(first, options.dialer(), options.timeout).await?;
-                    return Ok(Client {
-                        mode: Mode::Standalone(Arc::new(standalone)),
-                    });
+                    let first = (address.clone(), connection);
+                    let cluster = Cluster::standalone(first, &options).await?;
+                    return Ok(Client { cluster });
                 }
                 Ok(other) => last = unexpected(other),
                 Err(e) => last = e,
@@ -258,7 +244,7 @@ impl Client {
     /// Whether this client talks to a cluster (coordinators and servers) rather than to one
     /// standalone server.
     pub fn is_cluster(&self) -> bool {
-        matches!(self.mode, Mode::Cluster(_))
+        self.cluster.has_coordinators()
     }
 
     /// Every known coordinator's view of the coordinator group, each asked once (coordinators
@@ -266,26 +252,17 @@ impl Client {
     pub async fn coordinator_statuses(
         &self,
     ) -> Vec<(String, Result<CoordinatorStatus, ClientError>)> {
-        match &self.mode {
-            Mode::Standalone(_) => vec![],
-            Mode::Cluster(c) => c.coordinator_statuses().await,
-        }
+        self.cluster.coordinator_statuses().await
     }
 
     /// The configuration as last fetched.
     pub fn configuration(&self) -> Arc<Configuration> {
-        match &self.mode {
-            Mode::Standalone(s) => s.configuration(),
-            Mode::Cluster(c) => c.configuration(),
-        }
+        self.cluster.configuration()
     }
 
     /// Fetches the configuration again (from the server, or from a coordinator).
     pub async fn refresh(&self) -> Result<Arc<Configuration>, ClientError> {
-        match &self.mode {
-            Mode::Standalone(s) => s.refresh().await,
-            Mode::Cluster(c) => c.refresh_now().await,
-        }
+        self.cluster.refresh_now().await
     }
 
     /// A request about one key: to the server as it is, or to the key's point leader (with
@@ -297,10 +274,7 @@ impl Client {
         write: bool,
         make: impl Fn(Value) -> Request,
     ) -> Result<Response, ClientError> {
-        match &self.mode {
-            Mode::Standalone(s) => s.call(make(key)).await,
-            Mode::Cluster(c) => c.key_call(space, key, write, make).await,
-        }
+        self.cluster.key_call(space, key, write, make).await
     }
 
     async fn write_key(
@@ -359,16 +333,7 @@ impl Client {
     /// Sends a request that changes the spaces, then waits for the configuration with the
     /// change in it.
     async fn change_spaces(&self, request: Request) -> Result<(), ClientError> {
-        match &self.mode {
-            Mode::Standalone(s) => match s.call(request).await? {
-                Response::Done => {
-                    s.refresh().await?;
-                    Ok(())
-                }
-                other => Err(unexpected(other)),
-            },
-            Mode::Cluster(c) => c.change_spaces(request).await,
-        }
+        self.cluster.change_spaces(request).await
     }
 
     // ---- spaces -------------------------------------------------------------------------
@@ -479,13 +444,7 @@ impl Client {
                 });
             }
             let wait = left.min(WAIT_BUILT_POLL_MAX);
-            config = match &self.mode {
-                Mode::Standalone(s) => {
-                    tokio::time::sleep(wait.min(STANDALONE_POLL)).await;
-                    s.refresh().await?
-                }
-                Mode::Cluster(c) => c.wait_config(config.epoch, wait).await?,
-            };
+            config = self.cluster.wait_config(config.epoch, wait).await?;
         }
     }
 
@@ -501,15 +460,17 @@ impl Client {
     /// server and in
     /// standalone mode.
     pub async fn decommission(&self, server: ServerId) -> Result<(), ClientError> {
-        match &self.mode {
-            Mode::Standalone(_) => Err(ClientError::Server {
+        if !self.is_cluster() {
+            return Err(ClientError::Server {
                 status: Status::Malformed,
                 message: "decommission is for a cluster: a standalone server has nobody to hand \
                           its regions to"
                     .into(),
-            }),
-            Mode::Cluster(c) => c.change_spaces(Request::Decommission { server }).await,
+            });
         }
+        self.cluster
+            .change_spaces(Request::Decommission { server })
+            .await
     }
 
     /// Every space, freshly fetched.
@@ -550,37 +511,19 @@ impl Client {
     /// The objects stored under `keys`, in the keys' order (`None` where there is none), each
     /// read as [`Client::get`] reads it: from its point leader, linearizable key by key (not
     /// a snapshot of all of them). A cluster client asks each point leader once for all the
-    /// keys it leads, [`KEYS_PER_REQUEST_MAX`] a request. Keys of the wrong type, or an unknown
+    /// keys it leads, [`KEYS_PER_REQUEST_MAX`](tessera_protocol::constants::KEYS_PER_REQUEST_MAX) a request. Keys of the wrong type, or an unknown
     /// space, fail the whole call before anything is read.
     pub async fn multi_get(
         &self,
         space: &str,
         keys: Vec<Value>,
     ) -> Result<Vec<Option<Record>>, ClientError> {
-        let (schema, objects) = match &self.mode {
-            Mode::Standalone(s) => {
-                let schema = self.space(space).await?;
-                let mut objects = Vec::new();
-                for chunk in keys.chunks(KEYS_PER_REQUEST_MAX) {
-                    let request = Request::GetMany {
-                        space: space.to_owned(),
-                        keys: chunk.to_vec(),
-                    };
-                    let responses = s.stream(request).await?;
-                    let stream = SearchStream::streaming(schema.clone(), responses);
-                    objects.extend(stream.collect().await?);
-                }
-                (schema, objects)
-            }
-            Mode::Cluster(c) => {
-                let (schema, objects) = c.multi_get(space, &keys).await?;
-                let records = objects.into_iter().map(|o| to_record(&schema, o));
-                let records = records.collect();
-                (schema, records)
-            }
-        };
-        let found: BTreeMap<Value, Record> =
-            objects.into_iter().map(|r| (r.key.clone(), r)).collect();
+        let (schema, objects) = self.cluster.multi_get(space, &keys).await?;
+        let found: BTreeMap<Value, Record> = objects
+            .into_iter()
+            .map(|o| to_record(&schema, o))
+            .map(|r| (r.key.clone(), r))
+            .collect();
         let ty = schema.key().ty;
         Ok(keys
             .into_iter()
@@ -814,53 +757,21 @@ impl Client {
         self.search_stream(space, predicates).await?.collect().await
     }
 
-    /// Like [`Client::search`], but yields objects as the server streams them (in cluster
-    /// mode, once every server has answered and the answers are merged).
+    /// Like [`Client::search`], but yields the objects one at a time, as [`Record`]s made
+    /// when they are taken (the search is complete, every server answered, before the first).
     pub async fn search_stream(
         &self,
         space: &str,
         predicates: Vec<Predicate>,
     ) -> Result<SearchStream, ClientError> {
-        match &self.mode {
-            Mode::Standalone(s) => {
-                let schema = self.space(space).await?;
-                let request = Request::Search {
-                    space: space.to_owned(),
-                    predicates,
-                };
-                let responses = s.stream(request.clone()).await?;
-                let mut stream = SearchStream::streaming(schema, responses);
-                stream.again = Some(Again {
-                    server: s.clone(),
-                    request,
-                    deadline: tokio::time::Instant::now() + s.timeout(),
-                    yielded: Vec::new(),
-                    earlier: BTreeSet::new(),
-                });
-                Ok(stream)
-            }
-            Mode::Cluster(c) => {
-                let (schema, objects) = c.search(space, &predicates).await?;
-                Ok(SearchStream::gathered(schema, objects))
-            }
-        }
+        let (schema, objects) = self.cluster.search(space, &predicates).await?;
+        Ok(SearchStream::gathered(schema, objects))
     }
 
-    /// How many objects match.
+    /// How many objects match (counted by the server when one server answers the whole search,
+    /// as a standalone server always does).
     pub async fn count(&self, space: &str, predicates: Vec<Predicate>) -> Result<u64, ClientError> {
-        match &self.mode {
-            Mode::Standalone(s) => match s
-                .call(Request::Count {
-                    space: space.to_owned(),
-                    predicates,
-                })
-                .await?
-            {
-                Response::Count(n) => Ok(n),
-                other => Err(unexpected(other)),
-            },
-            Mode::Cluster(c) => Ok(c.search(space, &predicates).await?.1.len() as u64),
-        }
+        self.cluster.count(space, &predicates).await
     }
 
     // ---- multi-item reads (seed 003: get_by_range, get_by_tags) ---------------------------
@@ -918,111 +829,41 @@ impl Client {
         limit: u32,
         order: SortOrder,
     ) -> Result<Vec<Record>, ClientError> {
-        match &self.mode {
-            Mode::Standalone(s) => {
-                let schema = self.space(space).await?;
-                let request = Request::SortedSearch {
-                    space: space.to_owned(),
-                    predicates,
-                    sort_by: sort_by.to_owned(),
-                    limit,
-                    order,
-                };
-                // Refused because the server's configuration changed while it read (often
-                // while a subspace is built): made again whole, until the deadline.
-                let deadline = tokio::time::Instant::now() + s.timeout();
-                loop {
-                    let stream =
-                        SearchStream::streaming(schema.clone(), s.stream(request.clone()).await?);
-                    match stream.collect().await {
-                        Err(e)
-                            if e.status() == Some(Status::StaleEpoch)
-                                && tokio::time::Instant::now() < deadline =>
-                        {
-                            s.refresh().await?;
-                            tokio::time::sleep(SEARCH_AGAIN_PAUSE).await;
-                        }
-                        outcome => return outcome,
-                    }
-                }
-            }
-            Mode::Cluster(c) => {
-                let (schema, objects) = c
-                    .sorted_search(space, &predicates, sort_by, limit, order)
-                    .await?;
-                SearchStream::gathered(schema, objects).collect().await
-            }
-        }
+        let (schema, objects) = self
+            .cluster
+            .sorted_search(space, &predicates, sort_by, limit, order)
+            .await?;
+        Ok(objects.into_iter().map(|o| to_record(&schema, o)).collect())
     }
 
-    /// Deletes every matching object; returns how many. In cluster mode each object found is
-    /// deleted on the condition that it still matches; an error stops the deletions part way.
+    /// Deletes every matching object; returns how many. Each object found is deleted on the
+    /// condition that it still matches; an error stops the deletions part way.
     pub async fn group_del(
         &self,
         space: &str,
         predicates: Vec<Predicate>,
     ) -> Result<u64, ClientError> {
-        match &self.mode {
-            Mode::Standalone(s) => match s
-                .call(Request::GroupDel {
-                    space: space.to_owned(),
-                    predicates,
-                })
-                .await?
-            {
-                Response::Count(n) => Ok(n),
-                other => Err(unexpected(other)),
-            },
-            Mode::Cluster(c) => c.group_del(space, predicates).await,
-        }
+        self.cluster.group_del(space, predicates).await
     }
 
     /// Applies `funcalls` to every matching object, all of them to an object or none;
     /// returns how many objects were updated (those on which an operation cannot apply, by
-    /// integer overflow for instance, are left as they were and not counted). In cluster mode
-    /// each object found is updated on the condition that it still matches; an error stops
-    /// the updates part way.
+    /// integer overflow for instance, are left as they were and not counted). Each object found
+    /// is updated on the condition that it still matches; an error stops the updates part way.
     pub async fn group_update(
         &self,
         space: &str,
         predicates: Vec<Predicate>,
         funcalls: Vec<Funcall>,
     ) -> Result<u64, ClientError> {
-        match &self.mode {
-            Mode::Standalone(s) => {
-                match s
-                    .call(Request::GroupUpdate {
-                        space: space.to_owned(),
-                        predicates,
-                        funcalls,
-                    })
-                    .await?
-                {
-                    Response::Count(n) => Ok(n),
-                    other => Err(unexpected(other)),
-                }
-            }
-            Mode::Cluster(c) => c.group_update(space, predicates, funcalls).await,
-        }
+        self.cluster.group_update(space, predicates, funcalls).await
     }
 
     /// The shapes of the requests served in `space` over the last `minutes` minutes (at most
     /// 15): which attributes searches fixed or bounded and how many objects they matched, which
     /// attributes writes set. In a cluster every server is asked and the answers merged.
     pub async fn trace(&self, space: &str, minutes: u32) -> Result<SpaceTrace, ClientError> {
-        match &self.mode {
-            Mode::Standalone(s) => match s
-                .call(Request::Trace {
-                    space: space.to_owned(),
-                    minutes,
-                })
-                .await?
-            {
-                Response::Trace(t) => Ok(t),
-                other => Err(unexpected(other)),
-            },
-            Mode::Cluster(c) => c.trace(space, minutes).await,
-        }
+        self.cluster.trace(space, minutes).await
     }
 
     /// The load of each key region of `space`, in region order: objects held, and the key
@@ -1030,18 +871,7 @@ impl Client {
     /// from committed state (each reads its regions whole). In a cluster a region whose
     /// leader does not answer is missing from the list.
     pub async fn key_region_loads(&self, space: &str) -> Result<Vec<KeyRegionLoad>, ClientError> {
-        match &self.mode {
-            Mode::Standalone(s) => match s
-                .call(Request::KeyRegionLoads {
-                    space: space.to_owned(),
-                })
-                .await?
-            {
-                Response::KeyRegionLoads(loads) => Ok(loads),
-                other => Err(unexpected(other)),
-            },
-            Mode::Cluster(c) => c.key_region_loads(space).await,
-        }
+        self.cluster.key_region_loads(space).await
     }
 
     /// How many objects each region of subspace `subspace` of `space` holds, in region order,
@@ -1052,19 +882,7 @@ impl Client {
         space: &str,
         subspace: SubspaceId,
     ) -> Result<Vec<RegionCount>, ClientError> {
-        match &self.mode {
-            Mode::Standalone(s) => match s
-                .call(Request::RegionCounts {
-                    space: space.to_owned(),
-                    subspace,
-                })
-                .await?
-            {
-                Response::RegionCounts(counts) => Ok(counts),
-                other => Err(unexpected(other)),
-            },
-            Mode::Cluster(c) => c.region_counts(space, subspace).await,
-        }
+        self.cluster.region_counts(space, subspace).await
     }
 
     /// Statistics of the values of every attribute of `space` (count, distinct values,
@@ -1073,18 +891,7 @@ impl Client {
     /// answer are missing from `regions`. Statistics from a server that do not pass their
     /// check are refused (`Malformed`).
     pub async fn statistics(&self, space: &str) -> Result<SpaceStatistics, ClientError> {
-        let parts = match &self.mode {
-            Mode::Standalone(s) => {
-                let request = Request::Statistics {
-                    space: space.to_owned(),
-                };
-                match s.call(request).await? {
-                    Response::Statistics(part) => vec![part],
-                    other => return Err(unexpected(other)),
-                }
-            }
-            Mode::Cluster(c) => c.statistics(space).await?,
-        };
+        let parts = self.cluster.statistics(space).await?;
         let attributes = self.describe_space(space).await?.attributes.len();
         let mut merged = SpaceStatistics::empty(attributes);
         for part in parts {
@@ -1119,121 +926,33 @@ impl Client {
         space: &str,
         predicates: Vec<Predicate>,
     ) -> Result<Explanation, ClientError> {
-        match &self.mode {
-            Mode::Standalone(s) => match s
-                .call(Request::Explain {
-                    space: space.to_owned(),
-                    predicates,
-                })
-                .await?
-            {
-                Response::Explain(e) => Ok(*e),
-                other => Err(unexpected(other)),
-            },
-            Mode::Cluster(c) => c.explain(space, &predicates).await,
-        }
+        self.cluster.explain(space, &predicates).await
     }
 }
 
-/// Objects of a search, as the server streams them (standalone mode) or as the client merged
-/// them (cluster mode).
-///
-/// Standalone, a server refuses a search whose read overlapped a change of its configuration
-/// (`StaleEpoch`, at the end of the stream: it may have missed objects), which happens often
-/// while a subspace is being built. The stream then makes the search again, until the
-/// client's deadline, and yields only the objects whose keys it has not yielded yet.
+/// The objects of a search, made into [`Record`]s one at a time as they are taken.
 pub struct SearchStream {
     schema: SpaceSchema,
-    /// The server's frames, until the last; `None` when every object is in `buffered`.
-    responses: Option<mpsc::UnboundedReceiver<Result<(Response, Epoch), ClientError>>>,
-    buffered: std::vec::IntoIter<WireObject>,
-    /// Standalone: how to make the search again.
-    again: Option<Again>,
+    objects: std::vec::IntoIter<WireObject>,
 }
-
-/// A standalone search to make again when the server refuses it with `StaleEpoch`.
-struct Again {
-    server: Arc<Standalone>,
-    request: Request,
-    deadline: tokio::time::Instant,
-    /// The keys yielded by this attempt (a push per object: a set is built only if the
-    /// search is made again) ...
-    yielded: Vec<Value>,
-    /// ... and by the earlier ones: the search made again does not yield them twice.
-    earlier: BTreeSet<Value>,
-}
-
-/// The pause before a standalone search refused with `StaleEpoch` is made again.
-const SEARCH_AGAIN_PAUSE: std::time::Duration = std::time::Duration::from_millis(10);
 
 impl SearchStream {
-    fn streaming(
-        schema: SpaceSchema,
-        responses: mpsc::UnboundedReceiver<Result<(Response, Epoch), ClientError>>,
-    ) -> SearchStream {
-        SearchStream {
-            schema,
-            responses: Some(responses),
-            buffered: Vec::new().into_iter(),
-            again: None,
-        }
-    }
-
     fn gathered(schema: SpaceSchema, objects: Vec<WireObject>) -> SearchStream {
         SearchStream {
             schema,
-            responses: None,
-            buffered: objects.into_iter(),
-            again: None,
+            objects: objects.into_iter(),
         }
     }
 
     /// Every remaining object.
-    pub async fn collect(mut self) -> Result<Vec<Record>, ClientError> {
-        let mut out = Vec::new();
-        while let Some(r) = self.next().await? {
-            out.push(r);
-        }
-        Ok(out)
+    pub async fn collect(self) -> Result<Vec<Record>, ClientError> {
+        let schema = &self.schema;
+        Ok(self.objects.map(|o| to_record(schema, o)).collect())
     }
 
     /// The next object, or `None` at the end.
     pub async fn next(&mut self) -> Result<Option<Record>, ClientError> {
-        loop {
-            if let Some(o) = self.buffered.next() {
-                if let (Some(again), Some(key)) = (&mut self.again, o.values.first()) {
-                    if again.earlier.contains(key) {
-                        continue; // yielded by an earlier attempt
-                    }
-                    again.yielded.push(key.clone());
-                }
-                return Ok(Some(to_record(&self.schema, o)));
-            }
-            let Some(responses) = &mut self.responses else {
-                return Ok(None);
-            };
-            match responses.recv().await {
-                None => return Err(ClientError::ConnectionClosed),
-                Some(Err(e)) => return Err(e),
-                Some(Ok((Response::SearchItems(items), _))) => self.buffered = items.into_iter(),
-                Some(Ok((Response::SearchDone, _))) => self.responses = None,
-                Some(Ok((Response::Error(e), _))) if e.status == Status::StaleEpoch => {
-                    let Some(again) = self
-                        .again
-                        .as_mut()
-                        .filter(|a| tokio::time::Instant::now() < a.deadline)
-                    else {
-                        return Err(e.into());
-                    };
-                    again.earlier.extend(again.yielded.drain(..));
-                    again.server.refresh().await?;
-                    tokio::time::sleep(SEARCH_AGAIN_PAUSE).await;
-                    self.responses = Some(again.server.stream(again.request.clone()).await?);
-                }
-                Some(Ok((Response::Error(e), _))) => return Err(e.into()),
-                Some(Ok((other, _))) => return Err(unexpected(other)),
-            }
-        }
+        Ok(self.objects.next().map(|o| to_record(&self.schema, o)))
     }
 }
 

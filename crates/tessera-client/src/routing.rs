@@ -1,4 +1,4 @@
-//! Routing as pure functions (cluster mode): which server a key's requests go to, which
+//! Routing as pure functions: which server a key's requests go to, which
 //! replica serves each region a search crosses, and the checks a cluster client makes itself
 //! because no single server sees the whole request (docs/design.md §4-§5).
 //!
@@ -14,13 +14,13 @@
 //! * Predicates, keys, sort attributes and funcalls are checked against the schema with the
 //!   functions the server uses, and refused with the statuses a server would answer.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
 use tessera_geometry::{cover_regions, RegionIndex};
 use tessera_protocol::{
     funcall_status, predicate_status, sort_status, Configuration, ErrorReply, Explanation,
-    SpaceConfig, SpaceMap, Status,
+    RegionsOf, SearchAnswer, SpaceConfig, SpaceMap, Status,
 };
 use tessera_types::constants::KEY_BYTES_MAX;
 use tessera_types::{
@@ -36,16 +36,25 @@ pub(crate) struct Routes {
     pub(crate) config: Arc<Configuration>,
     /// Per space name, its configuration with the tessellations of its subspaces.
     spaces: HashMap<String, SpaceMap>,
+    /// The one address every server of the configuration is reached at, if there is one: a
+    /// standalone server's, which the client knows by the address it was given (the server
+    /// records the one it listens on).
+    via: Option<String>,
 }
 
 impl Routes {
-    pub(crate) fn new(config: Arc<Configuration>) -> Routes {
+    pub(crate) fn new(config: Arc<Configuration>, via: Option<&str>) -> Routes {
         let spaces = config
             .spaces
             .iter()
             .map(|s| (s.schema.name.clone(), SpaceMap::new(s.clone())))
             .collect();
-        Routes { config, spaces }
+        let via = via.map(str::to_owned);
+        Routes {
+            config,
+            spaces,
+            via,
+        }
     }
 
     /// A space of this configuration, by name.
@@ -55,7 +64,8 @@ impl Routes {
 
     /// The address of a server, if this configuration names it.
     pub(crate) fn address(&self, server: ServerId) -> Option<&str> {
-        self.config.server(server).map(|s| s.address.as_str())
+        let info = self.config.server(server)?;
+        Some(self.via.as_deref().unwrap_or(&info.address))
     }
 }
 
@@ -365,6 +375,77 @@ pub(crate) fn contacts(routes: Vec<SearchRoute>) -> Vec<(ServerId, SubspaceId, V
         .collect()
 }
 
+/// One request of a search: the regions of `parts`, asked of `server`, answered as `answer`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Ask {
+    pub(crate) server: ServerId,
+    pub(crate) parts: Vec<RegionsOf>,
+    pub(crate) answer: SearchAnswer,
+    pub(crate) follow_stubs: bool,
+}
+
+/// The requests of a search routed as `routes`, and whether their answer is the search's
+/// (`whole`). When one server answers every region of the plan (a standalone server always
+/// does) it is sent them all in one request answered as `answer` says — a count, the first
+/// matches in an order — and follows a pointer overlay's stubs itself; but stubs are followed
+/// only by a server that leads every key region (it holds every document), so a plan that
+/// reads a pointer overlay is whole only on such a server. Otherwise each server is asked for
+/// its matches, one request per subspace, and the client merges them (an object moving between
+/// regions meanwhile may be met twice, at two versions), follows the stubs, counts and sorts.
+pub(crate) fn asks(
+    space: &SpaceConfig,
+    routes: Vec<SearchRoute>,
+    answer: &SearchAnswer,
+) -> (Vec<Ask>, bool) {
+    let servers: BTreeSet<ServerId> = routes
+        .iter()
+        .flat_map(|r| r.regions.keys().copied())
+        .collect();
+    let reads_stubs = routes
+        .iter()
+        .any(|r| space.schema.pointer_overlay(r.subspace).is_some());
+    let whole = match servers.iter().collect::<Vec<_>>().as_slice() {
+        [only] => !reads_stubs || leads_every_key_region(space, **only),
+        _ => false,
+    };
+    if whole {
+        let server = *servers.first().expect("one server");
+        let parts = routes
+            .into_iter()
+            .flat_map(|r| {
+                let subspace = r.subspace;
+                r.regions
+                    .into_values()
+                    .map(move |regions| RegionsOf { subspace, regions })
+            })
+            .collect();
+        let ask = Ask {
+            server,
+            parts,
+            answer: answer.clone(),
+            follow_stubs: reads_stubs,
+        };
+        return (vec![ask], true);
+    }
+    let asks = contacts(routes)
+        .into_iter()
+        .map(|(server, subspace, regions)| Ask {
+            server,
+            parts: vec![RegionsOf { subspace, regions }],
+            answer: SearchAnswer::Matches,
+            follow_stubs: false,
+        })
+        .collect();
+    (asks, false)
+}
+
+/// Whether `server` is the point leader of every key region of `space`.
+fn leads_every_key_region(space: &SpaceConfig, server: ServerId) -> bool {
+    space.replicas[SubspaceId::KEY.get()]
+        .iter()
+        .all(|set| set.first() == Some(&server))
+}
+
 /// The point leaders a `multi_get` or `multi_put` of `keys` asks, from the configuration alone.
 pub fn key_leaders(
     space: &SpaceConfig,
@@ -495,7 +576,7 @@ mod tests {
                 .collect(),
             spaces: vec![space.clone()],
         };
-        let routes = Routes::new(Arc::new(config));
+        let routes = Routes::new(Arc::new(config), None);
         let found = routes.space("hotels").expect("indexed");
         assert_eq!(found.config(), &space);
         assert_eq!(found.tessellations(), space.tessellations().as_slice());
@@ -924,7 +1005,7 @@ mod tests {
             servers: vec![],
             spaces: vec![only_key.clone()],
         };
-        let routes = Routes::new(Arc::new(config));
+        let routes = Routes::new(Arc::new(config), None);
         let found = routes.space("hotels").unwrap();
         assert_eq!(
             found.tessellations().len(),
@@ -1018,6 +1099,54 @@ mod tests {
     }
 
     proptest! {
+        /// A search is answered whole, as asked, by its server exactly when one server answers
+        /// every region of its routes (the hotels have no pointer overlay); otherwise every
+        /// server is asked for its matches once per subspace. Either way each (server, subspace,
+        /// region) of the routes is asked exactly once.
+        #[test]
+        fn one_server_answers_a_search_whole(
+            routes in proptest::collection::vec(
+                (0..3u16, proptest::collection::btree_map(0..4u64, proptest::collection::vec(0..8u32, 0..3), 0..3)),
+                0..3,
+            ),
+            count in any::<bool>(),
+        ) {
+            let routes: Vec<SearchRoute> = routes
+                .into_iter()
+                .map(|(s, by)| SearchRoute {
+                    subspace: SubspaceId(s),
+                    regions: by.into_iter().map(|(k, v)| (ServerId(k), v)).collect(),
+                })
+                .collect();
+            let answer = if count { SearchAnswer::Count } else { SearchAnswer::Matches };
+            let mut expected: Vec<(ServerId, SubspaceId, Vec<u32>)> = Vec::new();
+            for route in &routes {
+                for (server, regions) in &route.regions {
+                    expected.push((*server, route.subspace, regions.clone()));
+                }
+            }
+            let servers: BTreeSet<ServerId> = expected.iter().map(|(s, _, _)| *s).collect();
+            let (asks, whole) = asks(&space_with(|_, _| vec![ServerId(1)]), routes, &answer);
+            prop_assert_eq!(whole, servers.len() == 1);
+            let mut asked: Vec<(ServerId, SubspaceId, Vec<u32>)> = Vec::new();
+            for ask in &asks {
+                prop_assert!(!ask.follow_stubs);
+                if whole {
+                    prop_assert_eq!(&ask.answer, &answer);
+                } else {
+                    prop_assert_eq!(&ask.answer, &SearchAnswer::Matches);
+                    prop_assert_eq!(ask.parts.len(), 1);
+                }
+                for part in &ask.parts {
+                    asked.push((ask.server, part.subspace, part.regions.clone()));
+                }
+            }
+            prop_assert_eq!(asks.len(), if whole { 1 } else { expected.len() });
+            asked.sort();
+            expected.sort();
+            prop_assert_eq!(asked, expected);
+        }
+
         /// The point leader is the head of the replica set of the region the key hashes to.
         #[test]
         fn point_leader_heads_the_key_region(space in any_space(), key in any_key()) {

@@ -17,7 +17,8 @@ use tessera_client::{
 use tessera_geometry::{point, RegionIndex, Tessellation};
 use tessera_protocol::{
     codec, decode_request, encode_response, BackfillRef, Configuration, CoordinatorStatus,
-    ErrorReply, Request, Response, ResponseFrame, ServerInfo, ServerState, SpaceConfig, WireObject,
+    ErrorReply, RegionsOf, Request, Response, ResponseFrame, SearchAnswer, ServerInfo, ServerState,
+    SpaceConfig, WireObject,
 };
 use tessera_types::{
     apply_all, matches_all, parse_space, CheckedFuncall, CheckedPredicate, Epoch, Object, ServerId,
@@ -320,24 +321,32 @@ fn serve_as(id: ServerId, world: &Shared, request: Request) -> Answer {
         }
         Request::SearchRegions {
             predicates,
-            subspace,
-            regions,
+            parts,
+            answer,
             ..
         } => {
-            let owned = |r: &u32| {
+            let owned = |subspace, r: &u32| {
                 space
                     .replicas_of(subspace, tessera_geometry::RegionIndex(*r))
                     .contains(&id)
             };
-            if !regions.iter().all(owned) {
+            if !parts
+                .iter()
+                .all(|p| p.regions.iter().all(|r| owned(p.subspace, r)))
+            {
                 return not_mine();
             }
+            let read = |o: &WireObject| {
+                parts
+                    .iter()
+                    .any(|p| p.regions.contains(&region_of(p.subspace, &o.values).0))
+            };
             let predicates = check(&predicates);
-            let found: Vec<WireObject> = w
+            let mut found: Vec<WireObject> = w
                 .objects
                 .values()
                 .chain(w.ghosts.get(&id).into_iter().flatten())
-                .filter(|o| regions.contains(&region_of(subspace, &o.values).0))
+                .filter(|o| read(o))
                 .filter(|o| {
                     matches_all(
                         &predicates,
@@ -348,6 +357,33 @@ fn serve_as(id: ServerId, world: &Shared, request: Request) -> Answer {
                 })
                 .cloned()
                 .collect();
+            match answer {
+                SearchAnswer::Matches => {}
+                SearchAnswer::Count => {
+                    return Answer::Frames(vec![Response::Count(found.len() as u64)])
+                }
+                // A model of the order: by the attribute's value, then by key.
+                SearchAnswer::Sorted {
+                    sort_by,
+                    limit,
+                    order,
+                } => {
+                    let at = schema
+                        .attributes
+                        .iter()
+                        .position(|a| a.name == sort_by)
+                        .unwrap();
+                    found.sort_by(|a, b| {
+                        let ordered =
+                            (&a.values[at], &a.values[0]).cmp(&(&b.values[at], &b.values[0]));
+                        match order {
+                            SortOrder::Ascending => ordered,
+                            SortOrder::Descending => ordered.reverse(),
+                        }
+                    });
+                    found.truncate(limit as usize);
+                }
+            }
             // Two frames of items when there are several, to exercise the stream.
             let half = found.len() / 2;
             let mut frames: Vec<Response> = [&found[..half], &found[half..]]
@@ -449,9 +485,10 @@ async fn a_search_asks_the_fewest_servers() {
         assert_eq!(servers.len(), fewest, "{asked:?}");
         let mut regions: Vec<u32> = vec![];
         for (server, request) in asked {
-            let Request::SearchRegions { regions: r, .. } = request else {
+            let Request::SearchRegions { parts, .. } = request else {
                 panic!("{request:?}")
             };
+            let r: Vec<u32> = parts.into_iter().flat_map(|p| p.regions).collect();
             for &region in &r {
                 assert!(holders[region as usize].contains(&server));
             }
@@ -617,11 +654,10 @@ async fn a_search_asks_one_replica_per_region_and_merges() {
         let received = log(&world);
         let server_of = |region: u32| {
             received.iter().find_map(|(server, r)| match r {
-                Request::SearchRegions {
-                    subspace: SubspaceId(1),
-                    regions,
-                    ..
-                } => regions.contains(&region).then_some(*server),
+                Request::SearchRegions { parts, .. } => parts
+                    .iter()
+                    .any(|p| p.subspace == SubspaceId(1) && p.regions.contains(&region))
+                    .then_some(*server),
                 other => panic!("{other:?}"),
             })
         };
@@ -639,15 +675,18 @@ async fn a_search_asks_one_replica_per_region_and_merges() {
         let servers: BTreeSet<ServerId> = search.iter().map(|(s, _)| *s).collect();
         assert_eq!(servers.len(), search.len(), "one request per server");
         for (server, request) in search {
-            let Request::SearchRegions {
-                subspace,
-                regions: r,
-                ..
-            } = request
-            else {
+            let Request::SearchRegions { parts, .. } = request else {
                 panic!("{request:?}")
             };
-            assert_eq!(subspace, SubspaceId::KEY);
+            let [RegionsOf {
+                subspace,
+                regions: r,
+            }] = &parts[..]
+            else {
+                panic!("{parts:?}")
+            };
+            assert_eq!(*subspace, SubspaceId::KEY);
+            let r = r.clone();
             regions.extend(r.iter().copied());
             for region in r {
                 asked.entry(region).or_default().insert(server);
@@ -671,7 +710,7 @@ async fn a_search_asks_one_replica_per_region_and_merges() {
     let received = log(&world);
     assert_eq!(received.len(), 1);
     assert!(
-        matches!(&received[0].1, Request::SearchRegions { subspace: SubspaceId(1), regions, .. } if regions.len() == 1)
+        matches!(&received[0].1, Request::SearchRegions { parts, .. } if parts == &[RegionsOf { subspace: SubspaceId(1), regions: parts[0].regions.clone() }] && parts[0].regions.len() == 1)
     );
     let e = client
         .explain("s", vec![Predicate::equals("n", 2i64)])
@@ -1028,9 +1067,11 @@ fn searched_subspaces(world: &Shared) -> BTreeSet<u16> {
     log(world)
         .into_iter()
         .filter_map(|(_, r)| match r {
-            Request::SearchRegions { subspace, .. } => Some(subspace.0),
+            Request::SearchRegions { parts, .. } => Some(parts),
             _ => None,
         })
+        .flatten()
+        .map(|p| p.subspace.0)
         .collect()
 }
 

@@ -49,19 +49,13 @@ impl Request {
             | Request::CoordinatorStatus
             | Request::Get { .. }
             | Request::GetMany { .. }
-            | Request::Search { .. }
             | Request::SearchRegions { .. }
-            | Request::Count { .. }
-            | Request::SortedSearch { .. }
-            | Request::Explain { .. }
             | Request::Trace { .. }
             | Request::KeyRegionLoads { .. }
             | Request::RegionCounts { .. }
             | Request::Statistics { .. } => Access::Role(Role::Read),
             Request::Put { .. }
-            | Request::Del { .. }
-            | Request::GroupDel { .. }
-            | Request::GroupUpdate { .. } => Access::Role(Role::Write),
+            | Request::Del { .. } => Access::Role(Role::Write),
             Request::AddSpace { .. }
             | Request::RmSpace { .. }
             | Request::AlterSpace { .. }
@@ -226,7 +220,7 @@ fn refuse_member(message: &str) -> Admission {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::message::SortOrder;
+    use crate::message::{SearchAnswer, SortOrder};
     use tessera_types::{ServerId, Value};
 
     const READER: &str = "reader-token-0123456789";
@@ -274,9 +268,12 @@ mod tests {
                 Some(Role::Read),
             ),
             (
-                Request::Search {
+                Request::SearchRegions {
                     space: space(),
                     predicates: vec![],
+                    parts: vec![],
+                    answer: SearchAnswer::Matches,
+                    follow_stubs: false,
                 },
                 Some(Role::Read),
             ),
@@ -284,32 +281,13 @@ mod tests {
                 Request::SearchRegions {
                     space: space(),
                     predicates: vec![],
-                    subspace: tessera_types::SubspaceId(0),
-                    regions: vec![],
-                },
-                Some(Role::Read),
-            ),
-            (
-                Request::Count {
-                    space: space(),
-                    predicates: vec![],
-                },
-                Some(Role::Read),
-            ),
-            (
-                Request::SortedSearch {
-                    space: space(),
-                    predicates: vec![],
-                    sort_by: "a".into(),
-                    limit: 1,
-                    order: SortOrder::Ascending,
-                },
-                Some(Role::Read),
-            ),
-            (
-                Request::Explain {
-                    space: space(),
-                    predicates: vec![],
+                    parts: vec![],
+                    answer: SearchAnswer::Sorted {
+                        sort_by: "a".into(),
+                        limit: 1,
+                        order: SortOrder::Ascending,
+                    },
+                    follow_stubs: true,
                 },
                 Some(Role::Read),
             ),
@@ -344,21 +322,6 @@ mod tests {
                     space: space(),
                     key: Value::Int(1),
                     conditions: vec![],
-                },
-                Some(Role::Write),
-            ),
-            (
-                Request::GroupDel {
-                    space: space(),
-                    predicates: vec![],
-                },
-                Some(Role::Write),
-            ),
-            (
-                Request::GroupUpdate {
-                    space: space(),
-                    predicates: vec![],
-                    funcalls: vec![],
                 },
                 Some(Role::Write),
             ),

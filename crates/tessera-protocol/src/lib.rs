@@ -45,7 +45,8 @@ pub use frame::{
 };
 pub use message::{
     CoordinatorStatus, ExplainedPart, Explanation, HeartbeatReply, KeyRegionLoad, RegionCount,
-    Request, RequestFrame, Response, ResponseFrame, ServerLiveness, SortOrder, SpaceStatistics,
+    RegionsOf, Request, RequestFrame, Response, ResponseFrame, SearchAnswer, ServerLiveness,
+    SortOrder, SpaceStatistics,
     WireObject, WriteMode, PATH_STATISTICS_MAX,
 };
 pub use space_map::SpaceMap;

@@ -35,6 +35,29 @@ pub enum SortOrder {
     Descending,
 }
 
+/// Regions of one subspace that a search reads on one server.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RegionsOf {
+    pub subspace: SubspaceId,
+    pub regions: Vec<u32>,
+}
+
+/// What a search answers with.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum SearchAnswer {
+    /// Every match: `SearchItems`* then `SearchDone`.
+    Matches,
+    /// How many match: one `Count`.
+    Count,
+    /// At most `limit` matches ordered by `sort_by` (a string, int or float attribute; ties by
+    /// key), smallest or largest first: `SearchItems`* then `SearchDone`.
+    Sorted {
+        sort_by: String,
+        limit: u32,
+        order: SortOrder,
+    },
+}
+
 /// A request from a client.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum Request {
@@ -66,49 +89,23 @@ pub enum Request {
         key: Value,
         conditions: Vec<Predicate>,
     },
-    /// Streams every matching object: `SearchItems`* then `SearchDone`.
-    Search {
-        space: String,
-        predicates: Vec<Predicate>,
-    },
-    Count {
-        space: String,
-        predicates: Vec<Predicate>,
-    },
-    /// At most `limit` matching objects, ordered by `sort_by`.
-    SortedSearch {
-        space: String,
-        predicates: Vec<Predicate>,
-        sort_by: String,
-        limit: u32,
-        order: SortOrder,
-    },
-    /// Deletes every matching object; answers how many.
-    GroupDel {
-        space: String,
-        predicates: Vec<Predicate>,
-    },
-    /// Applies the funcalls to every matching object; answers how many were updated (an object
-    /// on which they cannot apply, by overflow for instance, is left as it was and not counted).
-    GroupUpdate {
-        space: String,
-        predicates: Vec<Predicate>,
-        funcalls: Vec<Funcall>,
-    },
-    /// How a search would run: the subspace chosen and the regions it contacts.
-    Explain {
-        space: String,
-        predicates: Vec<Predicate>,
-    },
-    /// A cluster client's share of a search: every committed object matching `predicates` in
-    /// `regions` of `subspace`, streamed like `Search`. The client planned the search from its
-    /// configuration (docs/design.md §4) and sends each server the regions it picked that server
-    /// for; a server that does not own one of them answers `StaleEpoch`.
+    /// A search, or the share of one that this server answers: every committed object matching
+    /// `predicates` in the regions of `parts` (each a subspace and regions of it), answered as
+    /// `answer` says. The client planned the search from its configuration (docs/design.md §4)
+    /// and sends each server the regions it picked that server for; a server that does not own
+    /// one of them answers `StaleEpoch`. A standalone server is the one-server case: it is sent
+    /// every region of the plan.
+    ///
+    /// `follow_stubs`: read the documents that a pointer overlay's stubs point to from this
+    /// server's store and answer with them, as a client would (the server must lead every key
+    /// region of the space: it holds every document). Without it stubs are answered as they
+    /// are, and only with [`SearchAnswer::Matches`]: a count or an order of stubs means nothing.
     SearchRegions {
         space: String,
         predicates: Vec<Predicate>,
-        subspace: SubspaceId,
-        regions: Vec<u32>,
+        parts: Vec<RegionsOf>,
+        answer: SearchAnswer,
+        follow_stubs: bool,
     },
     /// To a coordinator, from a server: join the cluster, or come back after a restart.
     /// `token` is the server's identity, chosen at random on its first start and kept in its
@@ -253,13 +250,11 @@ impl Request {
             Request::GetMany { .. } => "get_many",
             Request::Put { .. } => "put",
             Request::Del { .. } => "del",
-            Request::Search { .. } => "search",
-            Request::SearchRegions { .. } => "search_regions",
-            Request::Count { .. } => "count",
-            Request::SortedSearch { .. } => "sorted_search",
-            Request::GroupDel { .. } => "group_del",
-            Request::GroupUpdate { .. } => "group_update",
-            Request::Explain { .. } => "explain",
+            Request::SearchRegions { answer, .. } => match answer {
+                SearchAnswer::Matches => "search",
+                SearchAnswer::Count => "count",
+                SearchAnswer::Sorted { .. } => "sorted_search",
+            },
             Request::Trace { .. } => "trace",
             Request::KeyRegionLoads { .. } => "key_region_loads",
             Request::RegisterServer { .. } => "register_server",
@@ -296,13 +291,7 @@ impl Request {
             Request::Get { space, .. }
             | Request::Put { space, .. }
             | Request::Del { space, .. }
-            | Request::Search { space, .. }
             | Request::SearchRegions { space, .. }
-            | Request::Count { space, .. }
-            | Request::SortedSearch { space, .. }
-            | Request::GroupDel { space, .. }
-            | Request::GroupUpdate { space, .. }
-            | Request::Explain { space, .. }
             | Request::Trace { space, .. }
             | Request::AlterSpace { space, .. }
             | Request::GetMany { space, .. }
