@@ -4,9 +4,8 @@
 //! in every chain. A standalone server is the one-server case: every region's replica set is
 //! `[this server]`, so each chain is this server's hops only and a write completes within
 //! the step that takes it. The loop:
-//! - takes every input that has queued (client writes, a group operation's writes, envelopes
-//!   from peers, a new configuration, clock ticks; at most [`BATCH_MAX`]) and steps the state
-//!   machine with each;
+//! - takes every input that has queued (client writes, envelopes from peers, a new
+//!   configuration, clock ticks; at most [`BATCH_MAX`]) and steps the state machine with each;
 //! - sends the updates those steps pass down their chains (`Outputs::forwards`: they vouch for
 //!   nothing on this server's disk, so the next hop's fsync overlaps this one's);
 //! - writes the storage writes those steps produced as one atomic batch (readable at once)
@@ -59,7 +58,7 @@ use tessera_replication::{
 };
 use tessera_storage::{ObjectWrite, Store, StoredObject};
 use tessera_types::{Epoch, Object, Shape, SpaceSchema, SubspaceId, Value, Version};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::mpsc;
 
 use crate::errors::{read_only, storage_error};
 use crate::outbox::Replier;
@@ -109,8 +108,6 @@ pub fn spawn(
         peers,
         waiting: HashMap::new(),
         next_client: 0,
-        groups: HashMap::new(),
-        next_group: 0,
         failure: None,
         reports,
         backfilled: Vec::new(),
@@ -182,30 +179,15 @@ impl FsyncThread {
     }
 }
 
-/// Who waits for the answer to a write the state machine took.
-enum Waiter {
-    Client(Replier),
-    /// The write at this index of a group operation's chunk.
-    Group(u64, usize),
-}
-
-/// A chunk of a group operation's writes, answered once each of them is.
-struct GroupChunk {
-    answers: Vec<Option<Result<(), ErrorReply>>>,
-    outstanding: usize,
-    done: oneshot::Sender<Vec<Result<(), ErrorReply>>>,
-}
-
 struct ChainLoop {
     shared: Arc<Shared>,
     /// The view this loop acts on: the connections' view, which only this loop changes.
     view: Arc<View>,
     replica: Replica,
     peers: Peers,
-    waiting: HashMap<u64, Waiter>,
+    /// The client waiting for the answer to each write the state machine took.
+    waiting: HashMap<u64, Replier>,
     next_client: u64,
-    groups: HashMap<u64, GroupChunk>,
-    next_group: u64,
     /// Set when storage failed: the server takes no more writes.
     failure: Option<ErrorReply>,
     /// Where completed state transfers go, to be reported to the coordinators.
@@ -320,14 +302,9 @@ impl ChainLoop {
                         write,
                         reply,
                     } => {
-                        let client = self.wait(Waiter::Client(reply));
+                        let client = self.wait(reply);
                         self.on_write(client, &space, write);
                     }
-                    LoopInput::Writes {
-                        space,
-                        writes,
-                        done,
-                    } => self.on_writes(&space, writes, done),
                     // Answered once the configuration is installed (persisted, in the view).
                     LoopInput::Change { change, reply } => {
                         let result = match change {
@@ -400,34 +377,20 @@ impl ChainLoop {
     }
 
     /// Registers who waits for a write's answer.
-    fn wait(&mut self, waiter: Waiter) -> ClientId {
+    fn wait(&mut self, replier: Replier) -> ClientId {
         let id = self.next_client;
         self.next_client += 1;
-        self.waiting.insert(id, waiter);
+        self.waiting.insert(id, replier);
         ClientId(id)
     }
 
     fn answer(&mut self, client: ClientId, result: Result<(), ErrorReply>) {
         match self.waiting.remove(&client.0) {
-            Some(Waiter::Client(replier)) => {
+            Some(replier) => {
                 replier.send(
                     self.view.epoch(),
                     result.map_or_else(Response::Error, |()| Response::Done),
                 );
-            }
-            Some(Waiter::Group(id, at)) => {
-                let chunk = self.groups.get_mut(&id).expect("a waiting group chunk");
-                chunk.answers[at] = Some(result);
-                chunk.outstanding -= 1;
-                if chunk.outstanding == 0 {
-                    let chunk = self.groups.remove(&id).expect("found above");
-                    let answers = chunk
-                        .answers
-                        .into_iter()
-                        .map(|a| a.expect("every write answered"))
-                        .collect();
-                    let _ = chunk.done.send(answers);
-                }
             }
             None => tracing::error!(client = client.0, "an answer for a write nobody waits for"),
         }
@@ -447,30 +410,6 @@ impl ChainLoop {
             space: space.name().to_owned(),
             write,
         });
-    }
-
-    fn on_writes(
-        &mut self,
-        space: &ServedSpace,
-        writes: Vec<KeyWrite>,
-        done: oneshot::Sender<Vec<Result<(), ErrorReply>>>,
-    ) {
-        if writes.is_empty() {
-            let _ = done.send(vec![]);
-            return;
-        }
-        let id = self.next_group;
-        self.next_group += 1;
-        let chunk = GroupChunk {
-            answers: vec![None; writes.len()],
-            outstanding: writes.len(),
-            done,
-        };
-        self.groups.insert(id, chunk);
-        for (at, write) in writes.into_iter().enumerate() {
-            let client = self.wait(Waiter::Group(id, at));
-            self.on_write(client, space, write);
-        }
     }
 
     /// A standalone server's add-space: a configuration change it makes itself.

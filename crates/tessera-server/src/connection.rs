@@ -3,16 +3,16 @@
 //! Each connection has a reader (this module's [`serve`]) and a writer task
 //! ([`crate::outbox`]). The reader decodes each frame, validates it against the current view
 //! ([`crate::validate`]) and routes the job: gets are answered here; writes go to the chain
-//! loop; searches go to [`crate::search`], group operations to the blocking pool. A connection that begins with `PeerHello` carries a
-//! peer's envelopes from then on ([`crate::peers::serve_peer`]).
+//! loop; searches (and multi_gets) go to [`crate::search`]. A connection that begins with
+//! `PeerHello` carries a peer's envelopes from then on ([`crate::peers::serve_peer`]).
 //!
 //! A frame that decodes badly but arrived whole is answered with `Malformed` and the
 //! connection goes on: its length prefix still marks where the next frame starts. A frame
 //! over the size limit, or of another protocol version, is answered and the connection is
 //! closed, because nothing after it can be trusted. At most [`IN_FLIGHT_MAX`] requests of
 //! one connection are in progress at once; the reader stops reading until one completes.
-//! Of those, at most [`SEARCHES_IN_FLIGHT_MAX`] are searches or group operations: each holds a
-//! thread of the blocking pool while it runs (a search waits for its client to read), so a
+//! Of those, at most [`SEARCHES_IN_FLIGHT_MAX`] are searches on the blocking pool: each holds a
+//! thread of it while it runs (a search waits for its client to read), so a
 //! client that pipelines searches and reads nothing must not take every such thread from
 //! everyone else.
 
@@ -27,12 +27,11 @@ use tessera_protocol::{
     codec, decode_request, ErrorReply, FrameError, Request, RequestFrame, RequestShape, Response,
     SpaceStatistics, Status,
 };
-use tessera_types::{CheckedPredicate, Value};
+use tessera_types::Value;
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::sync::Semaphore;
 use tokio_util::codec::FramedRead;
 
-use crate::group::{self, GroupWrite};
 use crate::outbox::{Outbox, Replier};
 use crate::peers;
 use crate::queue::LoopInput;
@@ -46,8 +45,8 @@ use crate::view::{Mode, ServedSpace};
 /// Requests of one connection in progress at once.
 pub const IN_FLIGHT_MAX: usize = 1024;
 
-/// Searches and group operations of one connection in progress at once (each holds a
-/// blocking-pool thread, of which tokio has 512 by default).
+/// Searches of one connection in progress at once on the blocking pool (each holds one of its
+/// threads, of which tokio has 512 by default).
 pub const SEARCHES_IN_FLIGHT_MAX: usize = 16;
 
 /// Accepts connections until aborted; aborting it aborts every connection it accepted (they
@@ -293,25 +292,11 @@ async fn route(shared: &Arc<Shared>, frame: RequestFrame, replier: Replier) {
             });
             return;
         }
-        Job::Explain { space, predicates } => {
-            return replier.send(
-                epoch,
-                Response::Explain(Box::new(reads::explain(&space, &predicates))),
-            );
-        }
         Job::Search {
             space,
             predicates,
             kind,
         } => return search::run(shared, stamp, space, predicates, kind, replier).await,
-        Job::Group {
-            space,
-            predicates,
-            write,
-        } => {
-            let slot = replier.outbox.search_slot().await;
-            return group(shared, space, predicates, write, replier, slot);
-        }
         Job::Write { space, write } => {
             shared
                 .trace
@@ -342,23 +327,4 @@ fn statistics(shared: &Shared, space: &ServedSpace) -> Result<SpaceStatistics, E
     let scan = || reads::statistics(&shared.store, space);
     let alive = |id: u64| shared.view().config.spaces.iter().any(|s| s.id == id);
     shared.statistics.get_or_scan(space, scan, alive)
-}
-
-/// Runs a group operation on the blocking pool ([`crate::group`]).
-fn group(
-    shared: &Arc<Shared>,
-    space: Arc<ServedSpace>,
-    predicates: Vec<CheckedPredicate>,
-    write: GroupWrite,
-    replier: Replier,
-    slot: OwnedSemaphorePermit,
-) {
-    let shared = shared.clone();
-    tokio::task::spawn_blocking(move || {
-        let _slot = slot;
-        let outcome = group::run(&shared, &space, &predicates, &write);
-        // The epoch after the writes: a space removed meanwhile shows in it.
-        let epoch = shared.view().epoch();
-        replier.send(epoch, outcome.map_or_else(Response::Error, Response::Count));
-    });
 }

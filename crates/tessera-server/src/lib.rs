@@ -6,9 +6,11 @@
 //! storage writes the steps produced as one group commit, then sends their envelopes, then
 //! answers their clients. A standalone server is the one-server cluster: its chains are its
 //! own hops, its add-space and rm-space are configurations it makes itself and installs as a
-//! cluster server installs the coordinators', and its group operations are one conditional
-//! write per match, as a cluster client sends them. Every guarantee tested on one covers the
-//! other.
+//! cluster server installs the coordinators', and its reads are a cluster server's: the client
+//! plans each search and sends it every region of the plan (`SearchRegions`, answered with the
+//! matches, their count or the first of them in an order), explains searches itself, and runs
+//! a group delete or update as a search then one conditional write per match. Every guarantee
+//! tested on one covers the other.
 //!
 //! Modules, each importing only those above it:
 //! * `errors`: why a server stops ([`ServerError`]); storage errors as clients see them.
@@ -19,8 +21,8 @@
 //! * `queue`: the chain loop's inputs and the handle that queues them.
 //! * `state`: what every task shares (the store, the view, the chain loop's handle, whether
 //!   storage failed) and the configuration persisted in the data directory.
-//! * `reads`: get, a search's `Scan` (planned once, whatever it answers with) and
-//!   explain, from committed state.
+//! * `reads`: get, a search's `Scan` (planned once, whatever it answers with), from committed
+//!   state.
 //! * `peers`: outgoing links to peers; checking and queueing what a peer sends.
 //! * `coordination`: registration with the coordinators and following their configuration.
 //! * `transfers`: reporting completed state transfers to the coordinators, off the chain
@@ -28,7 +30,6 @@
 //! * `shapes`: registering the shapes of a dynamic space's documents with the coordinators,
 //!   off the chain loop's thread.
 //! * `chain`: the chain loop, the only write path; fail-stop when storage fails.
-//! * `group`: a standalone server's group delete and update, as per-key conditional writes.
 //! * `validate`: a request checked against the view into a typed job, or an error. Pure.
 //! * `search`: a search from its job to its frames: its scan, where it runs, how its matches
 //!   travel.
@@ -40,7 +41,6 @@ mod chain;
 mod connection;
 mod coordination;
 mod errors;
-mod group;
 pub mod lease;
 mod observe;
 mod outbox;

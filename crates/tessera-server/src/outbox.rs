@@ -50,8 +50,7 @@ pub struct Outbox {
     /// Free bytes of the queue, one permit per byte (fair: waiters are served in order).
     room: Arc<Semaphore>,
     runtime: tokio::runtime::Handle,
-    /// The connection's search slots (a search or group operation holds one while it runs on
-    /// the blocking pool).
+    /// The connection's search slots (a search holds one while it runs on the blocking pool).
     pub searches: Arc<Semaphore>,
 }
 
@@ -162,8 +161,8 @@ impl Outbox {
         drop(self.room.acquire().await.expect("never closed"));
     }
 
-    /// One of the connection's slots for searches and group operations, waiting while all
-    /// are taken (which stops the connection's reader: see `connection::SEARCHES_IN_FLIGHT_MAX`).
+    /// One of the connection's slots for searches on the blocking pool, waiting while all are
+    /// taken (which stops the connection's reader: see `connection::SEARCHES_IN_FLIGHT_MAX`).
     pub async fn search_slot(&self) -> OwnedSemaphorePermit {
         self.searches
             .clone()

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use tessera_protocol::{Configuration, ErrorReply, ModelConstants, SpaceChange};
 use tessera_replication::{Envelope, KeyWrite};
 use tessera_types::{Shape, SpaceSchema};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::mpsc;
 
 use crate::outbox::Replier;
 use crate::view::ServedSpace;
@@ -30,13 +30,6 @@ pub enum LoopInput {
         space: Arc<ServedSpace>,
         write: KeyWrite,
         reply: Replier,
-    },
-    /// Writes of a group operation, one per key; `done` gets every write's outcome, in order,
-    /// once each has been answered.
-    Writes {
-        space: Arc<ServedSpace>,
-        writes: Vec<KeyWrite>,
-        done: oneshot::Sender<Vec<Result<(), ErrorReply>>>,
     },
     /// Standalone only: a configuration change the server makes itself, answered once the
     /// new configuration is installed.
@@ -70,8 +63,7 @@ impl LoopInput {
     fn into_replier(self) -> Option<Replier> {
         match self {
             LoopInput::Write { reply, .. } | LoopInput::Change { reply, .. } => Some(reply),
-            LoopInput::Writes { .. }
-            | LoopInput::Peer(_)
+            LoopInput::Peer(_)
             | LoopInput::Config(_)
             | LoopInput::ShapeRegistered { .. }
             | LoopInput::Tick

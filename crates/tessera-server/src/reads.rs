@@ -1,22 +1,27 @@
 //! Reads from committed state: get, multi_get, the matches of a search (decoded, or in their
-//! stored encoding for a search that passes them on), sorted search, explain, and the loads,
-//! counts and statistics of regions.
+//! stored encoding for a search that passes them on), sorted search, and the loads, counts and
+//! statistics of regions.
 //!
-//! Every read of a search's matches goes through a [`Scan`], planned once: the search's parts
-//! and the regions of each this server reads. Whatever the search answers with (its matches,
-//! their count, the first of them in an order) is up to its caller (`search`, `group`).
+//! Every read of a search's matches goes through a [`Scan`], planned once: the parts the
+//! client sent (a subspace and the regions of it this server reads) and what each reads there.
+//! Whatever the search answers with (its matches, their count, the first of them in an order)
+//! is up to its caller (`search`).
 //!
-//! A search runs on the subspace whose box crosses the fewest regions (docs/design.md §4), reads
-//! only the regions this server owns among them, and filters what storage returns by every
-//! predicate: storage returns the objects whose point lies in the box, which includes string hash
-//! collisions and ignores predicates on attributes that are not dimensions.
+//! The client plans a search (docs/design.md §4: in a typed space the subspace whose box
+//! crosses the fewest regions, in a dynamic space one part per subspace its formulas' documents
+//! are read in) and sends each server the regions it picked that server for; a standalone
+//! server is sent every region of the plan. The server reads those regions and filters what
+//! storage returns by every predicate: storage returns the objects whose point lies in the
+//! box, which includes string hash collisions and ignores predicates on attributes that are
+//! not dimensions.
 //!
 //! A dynamic space's *pointer* overlay holds stubs (the key, the formula, the overlay's own
 //! properties), which decide only some predicates ([`tessera_types::CheckedPredicate::is_decided_by`]): a
 //! search there filters the stubs by those, then follows each to its document — here, from
-//! this server's store ([`Pointers::Follow`]: standalone, it holds every document), or in the
-//! cluster client ([`Pointers::Return`]: the documents' point leaders hold them) — and checks
-//! every predicate on the document.
+//! this server's store ([`Pointers::Follow`], when the search asks: only a server that leads
+//! every key region, so holds every document, as a standalone server does, takes such a
+//! search), or in the client ([`Pointers::Return`]: the documents' point leaders hold them) —
+//! and checks every predicate on the document.
 
 use std::collections::HashMap;
 use std::ops::ControlFlow;
@@ -24,7 +29,7 @@ use std::sync::Arc;
 
 use tessera_geometry::{part_keeps, pointer_answers, RegionIndex, SearchPlan, Sketch};
 use tessera_protocol::{
-    ErrorReply, Explanation, KeyRegionLoad, RegionCount, SortOrder, SpaceStatistics, WireObject,
+    ErrorReply, KeyRegionLoad, RegionCount, SortOrder, SpaceStatistics, WireObject,
     PATH_STATISTICS_MAX,
 };
 use tessera_storage::encoded::EncodedFilter;
@@ -36,7 +41,6 @@ use tessera_types::{
 };
 
 use crate::errors::storage_error;
-use crate::trace::share_of_search;
 use crate::view::ServedSpace;
 
 pub fn get(
@@ -175,8 +179,8 @@ enum Pointers {
     /// Reads each stub's document from this server's store by key, and keeps it if it still
     /// has the stub's formula and matches every predicate.
     Follow,
-    /// Returns the stubs that match the predicates they decide: a cluster client's share of a
-    /// search, whose client reads the documents from their point leaders.
+    /// Returns the stubs that match the predicates they decide: the client reads the documents
+    /// from their point leaders.
     Return,
 }
 
@@ -198,68 +202,56 @@ pub enum Stop {
     OverBudget,
 }
 
-/// What a search reads, planned once: each part of its plan with the regions of it this server
-/// reads, and what becomes of a pointer overlay's stubs. Every read of matches goes through
-/// one — a search, count or sorted search of the whole space, a cluster client's share of a
-/// search, a group operation's — whatever it answers with.
+/// What a search reads, planned once: each part the client sent with the regions of it this
+/// server reads, and what becomes of a pointer overlay's stubs. Every read of matches goes
+/// through one — a search, count or sorted search, all of it or a cluster client's share —
+/// whatever it answers with.
 pub struct Scan {
     space: Arc<ServedSpace>,
     predicates: Vec<CheckedPredicate>,
     parts: Vec<(SearchPlan, Vec<RegionIndex>)>,
     pointers: Pointers,
-    /// How many regions the search's boxes cross (the meter counts them).
+    /// How many regions the search reads here (the meter counts them).
     crossed: usize,
     /// The share of the whole search this server answers (the trace counts it).
     share: f64,
 }
 
 impl Scan {
-    /// A search of the whole space: each part of its plan (the subspace whose boxes cross the
-    /// fewest regions, or a dynamic space's parts), in the regions this server owns; a stub's
-    /// document is read from this store (standalone, it holds every document).
-    pub fn whole(space: Arc<ServedSpace>, predicates: Vec<CheckedPredicate>) -> Scan {
-        let plan = space.config().plan(space.tessellations(), &predicates);
-        let crossed = plan.iter().map(|p| p.regions_count as usize).sum();
-        let parts = plan
+    /// A search's `parts`, as its client planned them (a cluster client: the regions it picked
+    /// this server for; a standalone server's client: every region of the plan), each read as
+    /// [`tessera_protocol::SpaceConfig::part_in`] says. With `follow_stubs` a pointer overlay's
+    /// stubs are followed to their documents in this server's store (it leads every key
+    /// region, so it holds every document); without, they are returned as they are (the client
+    /// reads the documents from their point leaders).
+    pub fn of_parts(
+        space: Arc<ServedSpace>,
+        predicates: Vec<CheckedPredicate>,
+        parts: Vec<(SubspaceId, Vec<RegionIndex>)>,
+        follow_stubs: bool,
+    ) -> Scan {
+        let crossed = parts.iter().map(|(_, regions)| regions.len()).sum();
+        let parts: Vec<_> = parts
             .into_iter()
-            .map(|part| {
-                let regions = part
-                    .regions(&space.tessellations()[part.subspace.get()])
-                    .into_iter()
-                    .filter(|&r| space.owns(part.subspace, r))
-                    .collect();
+            .map(|(subspace, regions)| {
+                let part = space
+                    .config()
+                    .part_in(space.tessellations(), subspace, &predicates);
                 (part, regions)
             })
             .collect();
+        let share = share_of_parts(&space, &parts);
+        let pointers = if follow_stubs {
+            Pointers::Follow
+        } else {
+            Pointers::Return
+        };
         Scan {
             space,
             predicates,
             parts,
-            pointers: Pointers::Follow,
+            pointers,
             crossed,
-            share: 1.0,
-        }
-    }
-
-    /// A cluster client's share of a search: `regions` of `subspace`, which the client planned
-    /// and this server holds; stubs are returned as they are (the client reads their documents
-    /// from their point leaders).
-    pub fn regions(
-        space: Arc<ServedSpace>,
-        predicates: Vec<CheckedPredicate>,
-        subspace: SubspaceId,
-        regions: Vec<RegionIndex>,
-    ) -> Scan {
-        let part = space
-            .config()
-            .part_in(space.tessellations(), subspace, &predicates);
-        let share = share_of_search(&space, subspace, &predicates, &regions);
-        Scan {
-            crossed: regions.len(),
-            space,
-            predicates,
-            parts: vec![(part, regions)],
-            pointers: Pointers::Return,
             share,
         }
     }
@@ -272,13 +264,13 @@ impl Scan {
         &self.predicates
     }
 
-    /// How many regions the search's boxes cross, this server's or not.
+    /// How many regions the search reads here (the regions it was sent).
     pub fn crossed(&self) -> usize {
         self.crossed
     }
 
-    /// The share of the whole search this server answers: all of it, or for a cluster client's
-    /// share, the fraction of the regions its box crosses that this server was sent.
+    /// The share of the whole search this server answers: all of it when it was sent every
+    /// region of the plan (standalone), or the fraction it was sent ([`share_of_parts`]).
     pub fn share(&self) -> f64 {
         self.share
     }
@@ -505,11 +497,64 @@ pub fn for_each_of_keys(
     Ok(())
 }
 
-pub fn explain(space: &ServedSpace, predicates: &[CheckedPredicate]) -> Explanation {
-    Explanation::of(
-        space.config(),
-        space.tessellations(),
-        predicates,
-        |subspace, r| space.config().replicas_of(subspace, r).first().copied(),
-    )
+/// The share of a whole search that a server answers when it was sent `parts`: for each part,
+/// the fraction of the regions the part reads that this server was sent, averaged over the
+/// parts. A server sent every region of the plan (a standalone server, or one that answers a
+/// whole search in a cluster) answers all of it; a cluster client that asks for each part's
+/// regions separately gets fractions that add up to one per part over its servers.
+fn share_of_parts(space: &ServedSpace, parts: &[(SearchPlan, Vec<RegionIndex>)]) -> f64 {
+    if parts.is_empty() {
+        return 1.0;
+    }
+    let fraction = |(part, sent): &(SearchPlan, Vec<RegionIndex>)| {
+        let read = part
+            .regions(&space.tessellations()[part.subspace.get()])
+            .len();
+        if read == 0 {
+            1.0
+        } else {
+            (sent.len() as f64 / read as f64).min(1.0)
+        }
+    };
+    parts.iter().map(fraction).sum::<f64>() / parts.len() as f64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tessera_protocol::SpaceConfig;
+    use tessera_types::{parse_space, ServerId};
+
+    fn share(parts: Vec<(u16, Vec<u32>)>) -> f64 {
+        let schema =
+            parse_space("space t key k attributes int x subspace x create 4 partitions").unwrap();
+        let config = SpaceConfig::owned_by(1, schema, &[ServerId(1)]);
+        let space = Arc::new(ServedSpace::new(config, ServerId(1)));
+        assert_eq!(space.tessellations()[0].regions_count(), 4);
+        let parts = parts
+            .into_iter()
+            .map(|(s, regions)| {
+                (
+                    SubspaceId(s),
+                    regions.into_iter().map(RegionIndex).collect(),
+                )
+            })
+            .collect();
+        Scan::of_parts(space, vec![], parts, false).share()
+    }
+
+    #[test]
+    fn a_server_sent_every_region_of_the_plan_answers_the_whole_search() {
+        assert_eq!(share(vec![(0, vec![0, 1, 2, 3])]), 1.0);
+        assert_eq!(share(vec![(1, vec![0, 1, 2, 3])]), 1.0);
+        // Every region of two parts (as a dynamic space's plan has): still one search.
+        assert_eq!(
+            share(vec![(0, vec![0, 1, 2, 3]), (1, vec![0, 1, 2, 3])]),
+            1.0
+        );
+        assert_eq!(share(vec![]), 1.0);
+        // A cluster client's share: the fraction of the part's regions this server was sent.
+        assert_eq!(share(vec![(0, vec![1])]), 0.25);
+        assert_eq!(share(vec![(1, vec![0, 3])]), 0.5);
+    }
 }

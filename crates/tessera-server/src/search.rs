@@ -2,29 +2,31 @@
 //! task when it names a single point, a few keys, or finds at most [`INLINE_MATCHES_MAX`]
 //! matches within [`INLINE_READS_MAX`] reads; otherwise on the blocking pool, from the start,
 //! at most [`crate::connection::SEARCHES_IN_FLIGHT_MAX`] of a connection at once), what it reads
-//! (a [`Scan`], planned once here: the whole space, or a cluster client's share), and how its
-//! matches travel: in their stored encoding, straight from storage into `SearchItems` frames of
-//! about [`SEARCH_BATCH_BYTES`], with backpressure from a slow client. The connection hands a
-//! search here and hears nothing more of it.
+//! (a [`Scan`], planned once here: the regions of each part the client sent — a cluster
+//! client's share of a search, or every region of the plan, as a standalone server is always
+//! sent), and how its matches travel: in their stored encoding, straight from storage into
+//! `SearchItems` frames of about [`SEARCH_BATCH_BYTES`], with backpressure from a slow client.
+//! The connection hands a search here and hears nothing more of it.
 //!
-//! Counts and sorted searches answer one frame; a search that returns its matches streams
-//! `SearchItems`* then `SearchDone`. Whatever answers, a read that an installed configuration
-//! overlapped is refused at the end (the client searches again). A multi_get reads its keys as
-//! gets do and answers as a search.
+//! What it answers is what the request's [`SearchAnswer`](tessera_protocol::SearchAnswer)
+//! asks: a count answers one frame; a search of matches streams `SearchItems`* then
+//! `SearchDone`, and a sorted search sends its first matches in order the same way.
+//! Whatever answers, a read that an installed configuration overlapped is refused at the end
+//! (the client searches again). A multi_get reads its keys as gets do and answers as a search.
 
 use std::ops::ControlFlow;
 use std::sync::Arc;
 
 use tessera_protocol::constants::SEARCH_BATCH_BYTES;
-use tessera_protocol::{ErrorReply, Response, SearchItemsBuilder, SortOrder, WireObject};
+use tessera_protocol::{ErrorReply, Response, SearchItemsBuilder, WireObject};
 use tessera_storage::EncodedObject;
-use tessera_types::{CheckedPredicate, Epoch, SortKey, Value};
+use tessera_types::{CheckedPredicate, Epoch, Value};
 
 use crate::outbox::{Outbox, Replier};
 use crate::reads::{self, Budget, Scan};
 use crate::state::Shared;
 use crate::trace;
-use crate::validate::SearchKind;
+use crate::validate::{Answer, SearchKind};
 use crate::view::ServedSpace;
 
 /// Most matches a search answered on the connection's task may have; past it the search starts
@@ -37,17 +39,6 @@ const INLINE_READS_MAX: u64 = 512;
 /// A multi_get of at most this many keys is answered on the connection's task, as gets are.
 const INLINE_KEYS_MAX: usize = 16;
 
-/// What a search answers with, whatever it reads.
-enum Answer {
-    Matches,
-    Count,
-    Sorted {
-        by: SortKey,
-        limit: usize,
-        order: SortOrder,
-    },
-}
-
 /// Runs a search: answered right here if it is cheap, else on the blocking pool once one of the
 /// connection's search slots is free (waiting for it stops the connection's reader, so a
 /// client that pipelines searches and reads nothing holds at most that many threads).
@@ -59,16 +50,16 @@ pub async fn run(
     kind: SearchKind,
     replier: Replier,
 ) {
-    let (regions, answer) = match kind {
+    let (scan, answer) = match kind {
         SearchKind::Keys(keys) => return multi_get(shared, stamp, space, keys, replier).await,
-        SearchKind::Regions { subspace, regions } => (Some((subspace, regions)), Answer::Matches),
-        SearchKind::All => (None, Answer::Matches),
-        SearchKind::Count => (None, Answer::Count),
-        SearchKind::Sorted { by, limit, order } => (None, Answer::Sorted { by, limit, order }),
-    };
-    let scan = match regions {
-        Some((subspace, regions)) => Scan::regions(space, predicates, subspace, regions),
-        None => Scan::whole(space, predicates),
+        SearchKind::Regions {
+            parts,
+            answer,
+            follow_stubs,
+        } => (
+            Scan::of_parts(space, predicates, parts, follow_stubs),
+            answer,
+        ),
     };
     shared.meter.search(scan.crossed());
     let Some(replier) = inline(shared, stamp, &scan, &answer, replier) else {

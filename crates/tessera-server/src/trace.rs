@@ -7,12 +7,10 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use tessera_geometry::RegionIndex;
-use tessera_geometry::SearchBox;
 use tessera_protocol::constants::TRACE_MINUTES_MAX;
 use tessera_protocol::{Constraint, RequestShape, ShapeCount, SpaceTrace};
 use tessera_replication::KeyWrite;
-use tessera_types::{CheckedPredicate, PredicateOp, SubspaceId};
+use tessera_types::{CheckedPredicate, PredicateOp};
 
 use crate::view::ServedSpace;
 
@@ -175,26 +173,6 @@ pub fn write_shape(space: &ServedSpace, write: &KeyWrite) -> RequestShape {
         KeyWrite::Del { .. } => RequestShape::Del,
         // A backfill's, made by the state machine: never a client's.
         KeyWrite::Rewrite { .. } => RequestShape::Write(Vec::new()),
-    }
-}
-
-/// This server's share of a cluster client's search: the regions it was sent over all the
-/// regions the search's box crosses in `subspace` (each server of the search counts its share,
-/// so that the search counts once over the cluster).
-pub fn share_of_search(
-    space: &ServedSpace,
-    subspace: SubspaceId,
-    predicates: &[CheckedPredicate],
-    regions: &[RegionIndex],
-) -> f64 {
-    let crossed = SearchBox::for_predicates(&space.config().schema, subspace, predicates)
-        .map_or(0, |b| {
-            b.regions_count(&space.tessellations()[subspace.get()])
-        });
-    if crossed == 0 {
-        1.0
-    } else {
-        (regions.len() as f64 / crossed as f64).min(1.0)
     }
 }
 

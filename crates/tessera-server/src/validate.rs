@@ -4,14 +4,20 @@
 //! Pure: no I/O, no locks. Everything after it meets only well-typed work (attributes exist,
 //! types fit, operations apply, keys and descriptions within their limits, and this server is
 //! the one to ask); what remains to fail depends on the data (a condition, an overflow).
+//!
+//! Every search, count and sorted search arrives as a `SearchRegions`: the regions the client
+//! planned on its configuration, which this server must serve reads of. A standalone server is
+//! the one-server cluster: it is sent every region of the plan, and is refused what a cluster
+//! server would refuse (regions it does not have, a plan made before shapes or key splits that
+//! change it).
 
 use std::sync::Arc;
 
 use tessera_geometry::{RegionIndex, Tessellation};
 use tessera_protocol::constants::{DESCRIPTION_BYTES_MAX, KEYS_PER_REQUEST_MAX};
 use tessera_protocol::{
-    funcall_status, predicate_status, sort_status, ErrorReply, ModelConstants, Request,
-    RequestFrame, Response, SortOrder, SpaceChange, Status, WriteMode,
+    funcall_status, predicate_status, sort_status, ErrorReply, ModelConstants, RegionsOf, Request,
+    RequestFrame, Response, SearchAnswer, SortOrder, SpaceChange, Status, WriteMode,
 };
 use tessera_replication::KeyWrite;
 
@@ -24,7 +30,6 @@ use tessera_types::{
     Predicate, SortKey, SubspaceId, Value, FORMULA_INDEX,
 };
 
-use crate::group::GroupWrite;
 use crate::view::{Mode, ServedSpace, View};
 
 /// A request, validated.
@@ -39,10 +44,6 @@ pub enum Job {
         key: Value,
         last_reader: bool,
     },
-    Explain {
-        space: Arc<ServedSpace>,
-        predicates: Vec<CheckedPredicate>,
-    },
     Search {
         space: Arc<ServedSpace>,
         predicates: Vec<CheckedPredicate>,
@@ -51,12 +52,6 @@ pub enum Job {
     Write {
         space: Arc<ServedSpace>,
         write: KeyWrite,
-    },
-    /// Standalone: group delete and group update.
-    Group {
-        space: Arc<ServedSpace>,
-        predicates: Vec<CheckedPredicate>,
-        write: GroupWrite,
     },
     /// The shapes of the requests served in a space (`tessera trace`).
     Trace {
@@ -76,25 +71,36 @@ pub enum Job {
     Change(LocalChange),
 }
 
-/// What a search returns.
+/// What a search reads.
 #[derive(Debug)]
 pub enum SearchKind {
-    /// Every match (standalone: of every region).
-    All,
+    /// A search, or a cluster client's share of one: the regions of each part (a subspace,
+    /// and regions of it this server serves reads of) as the client planned them — a
+    /// standalone server is sent every region of the plan — answered as `answer` says.
+    /// `follow_stubs`: a pointer overlay's stubs are followed to their documents in this
+    /// server's store (it leads every key region); otherwise they are answered as they are.
+    Regions {
+        parts: Vec<(SubspaceId, Vec<RegionIndex>)>,
+        answer: Answer,
+        follow_stubs: bool,
+    },
+    /// `multi_get`: the objects of these keys, which this server leads (no predicates).
+    Keys(Vec<Value>),
+}
+
+/// What a search answers with ([`SearchAnswer`], its sort attribute checked).
+#[derive(Debug)]
+pub enum Answer {
+    /// Every match.
+    Matches,
+    /// How many match.
     Count,
+    /// At most `limit` matches ordered by `by`, ties by key.
     Sorted {
         by: SortKey,
         limit: usize,
         order: SortOrder,
     },
-    /// A cluster client's share of a search: the matches in these regions, which this server
-    /// holds.
-    Regions {
-        subspace: SubspaceId,
-        regions: Vec<RegionIndex>,
-    },
-    /// `multi_get`: the objects of these keys, which this server leads (no predicates).
-    Keys(Vec<Value>),
 }
 
 /// Checks `frame` against `view`.
@@ -127,39 +133,30 @@ pub fn validate(frame: RequestFrame, view: &View) -> Result<Job, ErrorReply> {
             })
         }
         Request::GetMany { space: name, keys } => get_many(space(&name)?, keys, view),
-        Request::Explain {
-            space: name,
-            predicates,
-        } => {
-            let space = space(&name)?;
-            let predicates = check_predicates(&space, &predicates)?;
-            Ok(Job::Explain { space, predicates })
-        }
-        Request::Search {
-            space: name,
-            predicates,
-        } => search(space(&name)?, &predicates, |_, _| Ok(SearchKind::All)),
-        Request::Count {
-            space: name,
-            predicates,
-        } => search(space(&name)?, &predicates, |_, _| Ok(SearchKind::Count)),
-        Request::SortedSearch {
-            space: name,
-            predicates,
-            sort_by,
-            limit,
-            order,
-        } => search(space(&name)?, &predicates, |space, _| {
-            sorted(space, &sort_by, limit, order)
-        }),
         Request::SearchRegions {
             space: name,
             predicates,
-            subspace,
-            regions,
-        } => search(space(&name)?, &predicates, |space, checked| {
-            search_regions(space, checked, frame.epoch, subspace, &regions)
-        }),
+            parts,
+            answer,
+            follow_stubs,
+        } => {
+            let space = space(&name)?;
+            let predicates = check_predicates(&space, &predicates)?;
+            let answer = check_answer(&space, answer)?;
+            let kind = search_regions(
+                &space,
+                &predicates,
+                frame.epoch,
+                parts,
+                answer,
+                follow_stubs,
+            )?;
+            Ok(Job::Search {
+                space,
+                predicates,
+                kind,
+            })
+        }
         Request::AddSpace { description } => add_space(&description),
         Request::RmSpace { name } => Ok(Job::Change(LocalChange::RmSpace(name))),
         Request::AlterSpace { space, change } => alter_space(space, change),
@@ -224,23 +221,6 @@ pub fn validate(frame: RequestFrame, view: &View) -> Result<Job, ErrorReply> {
                 write: KeyWrite::Del { key, conditions },
             })
         }
-        Request::GroupDel {
-            space: name,
-            predicates,
-        } => {
-            let space = space(&name)?;
-            let predicates = check_predicates(&space, &predicates)?;
-            Ok(Job::Group {
-                space,
-                predicates,
-                write: GroupWrite::Del,
-            })
-        }
-        Request::GroupUpdate {
-            space: name,
-            predicates,
-            funcalls,
-        } => group_update(space(&name)?, &predicates, &funcalls),
     }
 }
 
@@ -278,42 +258,19 @@ fn check_formula(space: &ServedSpace, funcalls: &[CheckedFuncall]) -> Result<(),
     Ok(())
 }
 
-/// What a cluster server leaves to others: space changes to the coordinators, whole searches
-/// and group operations to cluster clients (which send each server its regions).
+/// What a cluster server leaves to others: space changes to the coordinators.
 fn refuse_in_cluster(request: &Request) -> Result<(), ErrorReply> {
     let why = match request {
         Request::AddSpace { .. }
         | Request::RmSpace { .. }
         | Request::AlterSpace { .. }
         | Request::SetModel { .. } => "send configuration changes to a coordinator",
-        Request::Search { .. }
-        | Request::Count { .. }
-        | Request::SortedSearch { .. }
-        | Request::GroupDel { .. }
-        | Request::GroupUpdate { .. }
-        | Request::Explain { .. } => {
-            "searches go through a cluster client, which sends each server its regions (SearchRegions)"
-        }
         _ => return Ok(()),
     };
     Err(ErrorReply::new(
         Status::Malformed,
         format!("this server is part of a cluster: {why}"),
     ))
-}
-
-fn search(
-    space: Arc<ServedSpace>,
-    predicates: &[Predicate],
-    kind: impl FnOnce(&ServedSpace, &[CheckedPredicate]) -> Result<SearchKind, ErrorReply>,
-) -> Result<Job, ErrorReply> {
-    let predicates = check_predicates(&space, predicates)?;
-    let kind = kind(&space, &predicates)?;
-    Ok(Job::Search {
-        space,
-        predicates,
-        kind,
-    })
 }
 
 /// A multi_get: at most [`KEYS_PER_REQUEST_MAX`] keys, each of a key region this server leads.
@@ -338,19 +295,22 @@ fn get_many(space: Arc<ServedSpace>, keys: Vec<Value>, view: &View) -> Result<Jo
     })
 }
 
-/// A sorted search's attribute, limit and order.
-fn sorted(
-    space: &ServedSpace,
-    sort_by: &str,
-    limit: u32,
-    order: SortOrder,
-) -> Result<SearchKind, ErrorReply> {
-    let by = SortKey::of(&space.config().schema, sort_by)
-        .map_err(|e| ErrorReply::new(sort_status(&e), e.to_string()))?;
-    Ok(SearchKind::Sorted {
-        by,
-        limit: limit as usize,
-        order,
+/// A search's answer, its sort attribute one of the space's that sorts (the statuses a
+/// client's check of it gives too).
+fn check_answer(space: &ServedSpace, answer: SearchAnswer) -> Result<Answer, ErrorReply> {
+    Ok(match answer {
+        SearchAnswer::Matches => Answer::Matches,
+        SearchAnswer::Count => Answer::Count,
+        SearchAnswer::Sorted {
+            sort_by,
+            limit,
+            order,
+        } => Answer::Sorted {
+            by: SortKey::of(&space.config().schema, &sort_by)
+                .map_err(|e| ErrorReply::new(sort_status(&e), e.to_string()))?,
+            limit: limit as usize,
+            order,
+        },
     })
 }
 
@@ -359,10 +319,23 @@ fn search_regions(
     space: &ServedSpace,
     checked: &[CheckedPredicate],
     planned: Epoch,
-    subspace: SubspaceId,
-    regions: &[u32],
+    parts: Vec<RegionsOf>,
+    answer: Answer,
+    follow_stubs: bool,
 ) -> Result<SearchKind, ErrorReply> {
-    let name = space.config().schema.name.as_str();
+    let schema = &space.config().schema;
+    let name = schema.name.as_str();
+    // Stubs decide only some predicates, and order nothing: only their documents can be
+    // counted or sorted.
+    let reads_stubs = parts
+        .iter()
+        .any(|p| schema.pointer_overlay(p.subspace).is_some());
+    if reads_stubs && !follow_stubs && !matches!(answer, Answer::Matches) {
+        return Err(ErrorReply::new(
+            Status::Malformed,
+            "a count or sorted search of a pointer overlay must follow its stubs",
+        ));
+    }
     // A dynamic space's search is planned from the shapes the client knew; documents of a
     // shape registered since are acknowledged only once every live server knows the shape
     // (the coordinators answer its registration then), so this server can tell the client
@@ -377,7 +350,8 @@ fn search_regions(
     }
     // A key region split since the client's configuration holds only part of what the client
     // thinks it does: the rest is in the new region, which it did not ask.
-    if subspace == SubspaceId::KEY && space.config().key_split_since(planned.0) {
+    let reads_keys = parts.iter().any(|p| p.subspace == SubspaceId::KEY);
+    if reads_keys && space.config().key_split_since(planned.0) {
         return Err(ErrorReply::new(
             Status::StaleEpoch,
             format!(
@@ -385,9 +359,24 @@ fn search_regions(
             ),
         ));
     }
+    let parts = parts
+        .into_iter()
+        .map(|p| Ok((p.subspace, check_regions(space, p.subspace, &p.regions)?)))
+        .collect::<Result<Vec<_>, ErrorReply>>()?;
+    // Only the point leader of every key region holds every document a stub may point to
+    // (a client of this configuration asks such a server, or follows the stubs itself).
+    if follow_stubs && !space.leads_every_key_region() {
+        return Err(ErrorReply::new(
+            Status::StaleEpoch,
+            format!(
+                "this server does not lead every key region of space {name:?}, so it cannot follow stubs to their documents; refresh the configuration"
+            ),
+        ));
+    }
     Ok(SearchKind::Regions {
-        subspace,
-        regions: check_regions(space, subspace, regions)?,
+        parts,
+        answer,
+        follow_stubs,
     })
 }
 
@@ -446,29 +435,6 @@ fn put(
             funcalls,
         },
     })
-}
-
-fn group_update(
-    space: Arc<ServedSpace>,
-    predicates: &[Predicate],
-    funcalls: &[Funcall],
-) -> Result<Job, ErrorReply> {
-    let predicates = check_predicates(&space, predicates)?;
-    match CheckedFuncall::check_all(&space.config().schema, funcalls) {
-        Ok(funcalls) if funcalls.iter().any(|f| writes_formula(&space, f)) => Err(ErrorReply::new(
-            Status::WrongType,
-            "a group update cannot change documents' formula: put each document",
-        )),
-        Ok(funcalls) => Ok(Job::Group {
-            space,
-            predicates,
-            write: GroupWrite::Update(funcalls),
-        }),
-        // A group update skips the objects its operations cannot apply to; one that fits no
-        // object's type applies to none.
-        Err(e) if e.is_atomic_mismatch() => Ok(Job::Answer(Response::Count(0))),
-        Err(e) => Err(funcall_error(e)),
-    }
 }
 
 fn predicate_error(e: PredicateError) -> ErrorReply {
@@ -624,16 +590,11 @@ fn check_regions(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tessera_protocol::{Configuration, ServerInfo, ServerState, SpaceConfig};
-    use tessera_types::{Epoch, ServerId};
+    use tessera_protocol::{Configuration, ServerInfo, ServerState, ShapeEntry, SpaceConfig};
+    use tessera_types::{Epoch, Formula, FormulaSpec, ServerId, SpaceSchema, Subspace};
 
-    /// A cluster view of server `me`: servers 1 and 2 hold every region, and region 1 of
-    /// subspace 1 is gaining server 3 by state transfer.
-    fn view_of(me: u64) -> View {
-        let schema =
-            parse_space("space t key k attributes int x subspace x create 4 partitions").unwrap();
-        let mut space = SpaceConfig::owned_by(1, schema, &[ServerId(1), ServerId(2)]);
-        space.start_transfer(5, SubspaceId(1), RegionIndex(1), ServerId(3), None);
+    /// A view of server `me` of a configuration of epoch 5 with `space`, servers 1 to 3.
+    fn view_with(space: SpaceConfig, me: u64, mode: Mode) -> View {
         let servers = (1..=3)
             .map(|i| ServerInfo {
                 id: ServerId(i),
@@ -650,15 +611,67 @@ mod tests {
         config
             .check()
             .expect("a configuration a coordinator could make");
-        View::new(Arc::new(config), ServerId(me), Mode::Cluster)
+        View::new(Arc::new(config), ServerId(me), mode)
     }
 
-    fn search_regions(view: &View, regions: Vec<u32>) -> Result<Job, ErrorReply> {
+    /// A cluster view of server `me`: servers 1 and 2 hold every region (server 1 first, so
+    /// it leads every key region), and region 1 of subspace 1 is gaining server 3 by state
+    /// transfer.
+    fn view_of(me: u64) -> View {
+        let schema = parse_space(
+            "space t key k attributes int x, set(string) tags subspace x create 4 partitions",
+        )
+        .unwrap();
+        let mut space = SpaceConfig::owned_by(1, schema, &[ServerId(1), ServerId(2)]);
+        space.start_transfer(5, SubspaceId(1), RegionIndex(1), ServerId(3), None);
+        view_with(space, me, Mode::Cluster)
+    }
+
+    /// A standalone view of a dynamic space whose formula `f` places documents in a pointer
+    /// overlay (subspace 2: stubs by year) and a copy overlay (subspace 3: by title).
+    fn papers() -> View {
+        let mut schema: SpaceSchema =
+            parse_space("space papers dynamic key id dimensions 4 create 4 partitions").unwrap();
+        let spec = FormulaSpec::parse(Some("f"), &["&year", "title"]).unwrap();
+        let first = schema.subspaces.len() as u16;
+        for o in &spec.overlays {
+            schema.subspaces.push(Subspace::overlay(o.clone()));
+        }
+        schema.formulas.push(Formula {
+            id: "f".into(),
+            overlays: vec![SubspaceId(first), SubspaceId(first + 1)],
+        });
+        assert!(schema.pointer_overlay(SubspaceId(first)).is_some());
+        assert!(schema.pointer_overlay(SubspaceId(first + 1)).is_none());
+        let mut space = SpaceConfig::owned_by(1, schema, &[ServerId(1)]);
+        space.formula_entries.push(ShapeEntry {
+            since: 1,
+            ready: true,
+        });
+        view_with(space, 1, Mode::Standalone)
+    }
+
+    /// A `SearchRegions` of `space` on epoch 5.
+    fn ask(
+        view: &View,
+        space: &str,
+        parts: Vec<(u16, Vec<u32>)>,
+        answer: SearchAnswer,
+        follow_stubs: bool,
+    ) -> Result<Job, ErrorReply> {
+        let parts = parts
+            .into_iter()
+            .map(|(subspace, regions)| RegionsOf {
+                subspace: SubspaceId(subspace),
+                regions,
+            })
+            .collect();
         let request = Request::SearchRegions {
-            space: "t".into(),
+            space: space.into(),
             predicates: vec![],
-            subspace: SubspaceId(1),
-            regions,
+            parts,
+            answer,
+            follow_stubs,
         };
         validate(
             RequestFrame {
@@ -670,16 +683,45 @@ mod tests {
         )
     }
 
-    fn regions_of(job: Result<Job, ErrorReply>) -> Vec<RegionIndex> {
+    fn search_regions(view: &View, regions: Vec<u32>) -> Result<Job, ErrorReply> {
+        ask(view, "t", vec![(1, regions)], SearchAnswer::Matches, false)
+    }
+
+    /// The parts, answer and `follow_stubs` of a validated search.
+    fn kind_of(
+        job: Result<Job, ErrorReply>,
+    ) -> (Vec<(SubspaceId, Vec<RegionIndex>)>, Answer, bool) {
         match job {
             Ok(Job::Search {
-                kind: SearchKind::Regions { subspace, regions },
+                kind:
+                    SearchKind::Regions {
+                        parts,
+                        answer,
+                        follow_stubs,
+                    },
                 ..
-            }) => {
-                assert_eq!(subspace, SubspaceId(1));
-                regions
-            }
+            }) => (parts, answer, follow_stubs),
             other => panic!("expected a search of regions, got {other:?}"),
+        }
+    }
+
+    fn regions_of(job: Result<Job, ErrorReply>) -> Vec<RegionIndex> {
+        match kind_of(job) {
+            (parts, Answer::Matches, false) => match parts.as_slice() {
+                [(subspace, regions)] => {
+                    assert_eq!(*subspace, SubspaceId(1));
+                    regions.clone()
+                }
+                other => panic!("expected one part, got {other:?}"),
+            },
+            other => panic!("expected the matches of one part, got {other:?}"),
+        }
+    }
+
+    fn status_of(job: Result<Job, ErrorReply>) -> (Status, String) {
+        match job {
+            Err(e) => (e.status, e.message),
+            Ok(job) => panic!("expected a refusal, got {job:?}"),
         }
     }
 
@@ -712,6 +754,151 @@ mod tests {
         assert_eq!(
             search_regions(&target, vec![4]).unwrap_err().status,
             Status::Malformed
+        );
+    }
+
+    #[test]
+    fn every_part_is_checked_and_kept_with_its_regions() {
+        let member = view_of(2);
+        let (parts, answer, follow) = kind_of(ask(
+            &member,
+            "t",
+            vec![(0, vec![0, 2]), (1, vec![3])],
+            SearchAnswer::Count,
+            false,
+        ));
+        assert_eq!(
+            parts,
+            vec![
+                (SubspaceId(0), vec![RegionIndex(0), RegionIndex(2)]),
+                (SubspaceId(1), vec![RegionIndex(3)])
+            ]
+        );
+        assert!(matches!(answer, Answer::Count) && !follow);
+        // One bad part refuses the whole search.
+        let target = view_of(3);
+        let (status, message) = status_of(ask(
+            &target,
+            "t",
+            vec![(1, vec![1]), (0, vec![0])],
+            SearchAnswer::Matches,
+            false,
+        ));
+        assert_eq!(status, Status::StaleEpoch, "{message}");
+        let (status, _) = status_of(ask(
+            &member,
+            "t",
+            vec![(1, vec![0]), (9, vec![0])],
+            SearchAnswer::Matches,
+            false,
+        ));
+        assert_eq!(status, Status::Malformed);
+        // No part at all: a search that finds nothing.
+        let (parts, answer, _) = kind_of(ask(&member, "t", vec![], SearchAnswer::Count, false));
+        assert!(parts.is_empty() && matches!(answer, Answer::Count));
+    }
+
+    #[test]
+    fn following_stubs_needs_the_lead_of_every_key_region() {
+        let every_key_region = || vec![(0, vec![0, 1, 2, 3])];
+        // Server 2 holds every key region, but server 1 leads them.
+        let (status, message) = status_of(ask(
+            &view_of(2),
+            "t",
+            every_key_region(),
+            SearchAnswer::Count,
+            true,
+        ));
+        assert_eq!(status, Status::StaleEpoch, "{message}");
+        assert!(message.contains("refresh"), "{message}");
+        let (_, _, follow) = kind_of(ask(
+            &view_of(1),
+            "t",
+            every_key_region(),
+            SearchAnswer::Count,
+            true,
+        ));
+        assert!(follow);
+        // A standalone server leads every key region.
+        let (parts, answer, follow) = kind_of(ask(
+            &papers(),
+            "papers",
+            vec![(2, vec![0, 1])],
+            SearchAnswer::Count,
+            true,
+        ));
+        assert_eq!(parts.len(), 1);
+        assert!(matches!(answer, Answer::Count) && follow);
+    }
+
+    #[test]
+    fn a_count_or_sorted_search_of_a_pointer_overlay_must_follow_its_stubs() {
+        let papers = papers();
+        let by_year = || SearchAnswer::Sorted {
+            sort_by: "year".into(),
+            limit: 3,
+            order: SortOrder::Ascending,
+        };
+        for answer in [SearchAnswer::Count, by_year()] {
+            for parts in [vec![(2, vec![0])], vec![(3, vec![0]), (2, vec![])]] {
+                let (status, message) =
+                    status_of(ask(&papers, "papers", parts, answer.clone(), false));
+                assert_eq!(status, Status::Malformed, "{answer:?}: {message}");
+                assert!(message.contains("follow its stubs"), "{message}");
+            }
+        }
+        // Its stubs as they are, for a client that follows them; a copy overlay's documents
+        // counted or sorted as they are.
+        let (_, answer, follow) = kind_of(ask(
+            &papers,
+            "papers",
+            vec![(2, vec![0])],
+            SearchAnswer::Matches,
+            false,
+        ));
+        assert!(matches!(answer, Answer::Matches) && !follow);
+        for answer in [SearchAnswer::Count, by_year()] {
+            kind_of(ask(&papers, "papers", vec![(3, vec![0])], answer, false));
+        }
+        let (_, answer, _) = kind_of(ask(&papers, "papers", vec![(2, vec![0])], by_year(), true));
+        assert!(matches!(answer, Answer::Sorted { limit: 3, .. }));
+    }
+
+    #[test]
+    fn a_sorted_search_needs_an_attribute_that_sorts() {
+        let sorted = |by: &str| SearchAnswer::Sorted {
+            sort_by: by.into(),
+            limit: 10,
+            order: SortOrder::Descending,
+        };
+        let view = view_of(1);
+        let parts = || vec![(1, vec![0])];
+        assert_eq!(
+            status_of(ask(&view, "t", parts(), sorted("nope"), false)).0,
+            Status::UnknownAttribute
+        );
+        assert_eq!(
+            status_of(ask(&view, "t", parts(), sorted("tags"), false)).0,
+            Status::WrongType
+        );
+        // The attribute is checked before the regions: a stale plan by an unknown attribute
+        // is refused for the attribute.
+        assert_eq!(
+            status_of(ask(&view_of(3), "t", parts(), sorted("nope"), false)).0,
+            Status::UnknownAttribute
+        );
+        let (_, answer, _) = kind_of(ask(&view, "t", parts(), sorted("x"), false));
+        assert!(matches!(
+            answer,
+            Answer::Sorted {
+                limit: 10,
+                order: SortOrder::Descending,
+                ..
+            }
+        ));
+        assert_eq!(
+            status_of(ask(&papers(), "papers", vec![], sorted("a..b"), true)).0,
+            Status::BadPredicate
         );
     }
 }

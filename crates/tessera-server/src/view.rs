@@ -13,11 +13,9 @@ use tessera_types::{Epoch, ServerId, SubspaceId};
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Mode {
     /// One server, every region's replica set `[this server]` (`tessera dev`). It changes its
-    /// own configuration (add and remove space) and runs searches and group operations for
-    /// its clients.
+    /// own configuration (add and remove space).
     Standalone,
-    /// A member of a cluster run by coordinators: configurations come from them, and searches
-    /// and group operations are planned by cluster clients.
+    /// A member of a cluster run by coordinators: configurations come from them.
     Cluster,
 }
 
@@ -56,6 +54,14 @@ impl ServedSpace {
             .filter(|(_, set)| set.first() == Some(&self.me))
             .map(|(r, _)| RegionIndex(r as u32))
             .collect()
+    }
+
+    /// Whether this server leads every key region (first of every replica set of the key
+    /// subspace): it holds every object of the space, as a standalone server does.
+    pub fn leads_every_key_region(&self) -> bool {
+        self.config().replicas[SubspaceId::KEY.get()]
+            .iter()
+            .all(|set| set.first() == Some(&self.me))
     }
 
     /// Whether this server holds `region` of `subspace`: it is a member of the region's
