@@ -15,7 +15,7 @@ use tessera_client::{
 use tessera_protocol::constants::{DESCRIPTION_BYTES_MAX, FRAME_BYTES_MAX};
 use tessera_protocol::{
     codec, decode_response, encode_request, Request, RequestFrame, Response, ResponseFrame,
-    WriteMode,
+    SearchAnswer, WriteMode,
 };
 use tessera_types::constants::{KEY_BYTES_MAX, OBJECT_BYTES_MAX};
 use tessera_types::{Epoch, SpaceSchema, SubspaceId};
@@ -811,15 +811,13 @@ async fn clients_that_disconnect_mid_request_leave_whole_objects_or_none() {
         }));
     }
     // And a search whose results nobody reads.
+    let config = client.refresh().await.unwrap();
     let mut search = raw(&server).await;
     send(
         &mut search,
         7,
         Epoch(0),
-        Request::Search {
-            space: "hotels".into(),
-            predicates: vec![],
-        },
+        search_everything(&config, "hotels", SearchAnswer::Matches),
     )
     .await;
     drop(search);
@@ -865,7 +863,8 @@ async fn clients_that_disconnect_mid_request_leave_whole_objects_or_none() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_epoch_from_the_future_is_stale() {
     let (server, client) = setup().await;
-    let current = client.refresh().await.unwrap().epoch;
+    let config = client.refresh().await.unwrap();
+    let current = config.epoch;
     unchanged(&server, &client, async {
         let mut conn = raw(&server).await;
         for (id, request) in [
@@ -886,10 +885,7 @@ async fn an_epoch_from_the_future_is_stale() {
             ),
             (
                 12,
-                Request::GroupDel {
-                    space: "hotels".into(),
-                    predicates: vec![],
-                },
+                search_everything(&config, "hotels", SearchAnswer::Count),
             ),
             (
                 13,
@@ -1077,14 +1073,14 @@ async fn a_client_that_never_reads_its_searches_does_not_starve_others() {
     let socket = tokio::net::TcpSocket::new_v4().unwrap();
     socket.set_recv_buffer_size(4096).unwrap();
     let mut conn = Framed::new(socket.connect(server.addr()).await.unwrap(), codec());
+    let config = client.refresh().await.unwrap();
     for id in 1..=1000u64 {
-        let request = Request::SortedSearch {
-            space: "probe".into(),
-            predicates: vec![],
+        let sorted = SearchAnswer::Sorted {
             sort_by: "n".into(),
             limit: 2000, // six frames of results each
             order: SortOrder::Ascending,
         };
+        let request = search_everything(&config, "probe", sorted);
         conn.feed(
             encode_request(&RequestFrame {
                 id,

@@ -9,7 +9,7 @@ use std::time::Duration;
 use common::cluster::{ask, peer_connection, server, Cluster};
 use futures::{SinkExt, StreamExt};
 use tessera_client::{Funcall, FuncallOp, Status, Value};
-use tessera_protocol::{Configuration, Request, Response};
+use tessera_protocol::{Configuration, RegionsOf, Request, Response, SearchAnswer};
 use tessera_server::Server;
 use tessera_types::{ServerId, SubspaceId};
 
@@ -105,8 +105,9 @@ async fn a_cluster_server_answers_only_for_what_it_owns() {
     let search = |subspace, regions: Vec<u32>| Request::SearchRegions {
         space: "t".into(),
         predicates: vec![],
-        subspace,
-        regions,
+        parts: vec![RegionsOf { subspace, regions }],
+        answer: SearchAnswer::Matches,
+        follow_stubs: false,
     };
     if let Some(r) = not_owned {
         let (status, message) = status_of(ask(other.local_addr(), epoch, search(x, vec![r])).await);
@@ -115,8 +116,12 @@ async fn a_cluster_server_answers_only_for_what_it_owns() {
         let point = Request::SearchRegions {
             space: "t".into(),
             predicates: vec![tessera_types::Predicate::equals("x", 5i64)],
-            subspace: x,
-            regions: vec![r],
+            parts: vec![RegionsOf {
+                subspace: x,
+                regions: vec![r],
+            }],
+            answer: SearchAnswer::Matches,
+            follow_stubs: false,
         };
         let (status, message) = status_of(ask(other.local_addr(), epoch, point).await);
         assert_eq!(status, Status::StaleEpoch, "{message}");
@@ -129,18 +134,80 @@ async fn a_cluster_server_answers_only_for_what_it_owns() {
         status_of(ask(other.local_addr(), epoch, search(SubspaceId(9), vec![0])).await);
     assert_eq!(status, Status::Malformed);
 
-    // What belongs to coordinators or to cluster clients is refused with a reason.
+    // A search of the whole space, as a client sends the one server that holds it all (every
+    // key region), is refused by a server that does not hold some key region: the client acts
+    // on another configuration.
+    let key_regions = space.replicas[0].len() as u32;
+    let count_all = Request::SearchRegions {
+        space: "t".into(),
+        predicates: vec![],
+        parts: vec![RegionsOf {
+            subspace: SubspaceId::KEY,
+            regions: (0..key_regions).collect(),
+        }],
+        answer: SearchAnswer::Count,
+        follow_stubs: false,
+    };
+    // Two replicas of each region among three servers: some server lacks one.
+    let lacking = cluster
+        .servers
+        .iter()
+        .find(|s| {
+            (0..key_regions).any(|r| {
+                !space
+                    .replicas_of(SubspaceId::KEY, tessera_geometry::RegionIndex(r))
+                    .contains(&s.id())
+            })
+        })
+        .expect("a server without some key region");
+    let (status, message) = status_of(ask(lacking.local_addr(), epoch, count_all).await);
+    assert_eq!(status, Status::StaleEpoch, "{message}");
+    // Only a server that leads every key region follows stubs to their documents: `other`
+    // does not lead the key region of "a", so it refuses to, even for regions it holds.
+    let held: Vec<u32> = (0..regions)
+        .filter(|&r| {
+            space
+                .replicas_of(x, tessera_geometry::RegionIndex(r))
+                .contains(&other.id())
+        })
+        .collect();
+    let follow = Request::SearchRegions {
+        space: "t".into(),
+        predicates: vec![],
+        parts: vec![RegionsOf {
+            subspace: x,
+            regions: held.clone(),
+        }],
+        answer: SearchAnswer::Count,
+        follow_stubs: true,
+    };
+    let (status, message) = status_of(ask(other.local_addr(), epoch, follow).await);
+    assert_eq!(status, Status::StaleEpoch, "{message}");
+    assert!(message.contains("refresh"), "{message}");
+    // Without following stubs (a typed space has none) it counts its share: the one object,
+    // x = 5, if `other` holds its region of x.
+    let of_a =
+        space.tessellations()[x.get()].region_of(&[tessera_geometry::coordinate(&Value::Int(5))]);
+    let expected = u64::from(held.contains(&of_a.0));
+    let count_held = Request::SearchRegions {
+        space: "t".into(),
+        predicates: vec![],
+        parts: vec![RegionsOf {
+            subspace: x,
+            regions: held,
+        }],
+        answer: SearchAnswer::Count,
+        follow_stubs: false,
+    };
+    match ask(other.local_addr(), epoch, count_held).await {
+        Response::Count(n) => assert_eq!(n, expected),
+        other => panic!("a count of regions it holds: {other:?}"),
+    }
+
+    // What belongs to coordinators is refused with a reason.
     for request in [
         Request::AddSpace {
             description: "space u key k".into(),
-        },
-        Request::Search {
-            space: "t".into(),
-            predicates: vec![],
-        },
-        Request::Count {
-            space: "t".into(),
-            predicates: vec![],
         },
         Request::RegisterServer {
             token: 1,

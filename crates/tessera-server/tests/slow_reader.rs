@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use common::*;
 use futures::{SinkExt, StreamExt};
-use tessera_protocol::{codec, encode_request, Request, RequestFrame};
+use tessera_protocol::{codec, encode_request, Configuration, RequestFrame, SearchAnswer};
 use tessera_types::Epoch;
 use tokio::net::TcpStream;
 use tokio_util::codec::{Framed, LengthDelimitedCodec};
@@ -30,18 +30,19 @@ fn rss_mib() -> f64 {
     kib / 1024.0
 }
 
-/// Sends `SEARCHES_EACH` searches for every object and reads nothing back.
-async fn slow_reader(server: &TestServer) -> Framed<TcpStream, LengthDelimitedCodec> {
+/// Sends `SEARCHES_EACH` searches for every object (every region of the key subspace of
+/// `config`, as a client would) and reads nothing back.
+async fn slow_reader(
+    server: &TestServer,
+    config: &Configuration,
+) -> Framed<TcpStream, LengthDelimitedCodec> {
     let stream = TcpStream::connect(server.addr()).await.unwrap();
     let mut conn = Framed::new(stream, codec());
     for id in 1..=SEARCHES_EACH {
         let frame = encode_request(&RequestFrame {
             id,
             epoch: Epoch(0),
-            request: Request::Search {
-                space: "blobs".into(),
-                predicates: vec![],
-            },
+            request: search_everything(config, "blobs", SearchAnswer::Matches),
         })
         .unwrap();
         conn.send(frame).await.unwrap();
@@ -86,12 +87,13 @@ async fn a_client_that_never_reads_its_searches_holds_little_server_memory() {
 
     // Warm the search path once, fully read, so what it allocates for good is in the baseline.
     assert_eq!(client.search("blobs", vec![]).await.unwrap().len(), OBJECTS);
+    let config = client.refresh().await.unwrap();
     let before = rss_mib();
 
     // Buffering every result would hold SLOW_CONNECTIONS × SEARCHES_EACH × ~20 MiB.
     let mut slow = Vec::new();
     for _ in 0..SLOW_CONNECTIONS {
-        slow.push(slow_reader(&server).await);
+        slow.push(slow_reader(&server, &config).await);
     }
     let mut peak = before;
     for _ in 0..20 {
@@ -137,7 +139,8 @@ async fn a_client_that_takes_nothing_for_the_frame_timeout_is_closed() {
     let _serial = ONE_AT_A_TIME.lock().await;
     let server = TestServer::start_with(|o| o.limits.frame_timeout = Duration::from_secs(1)).await;
     let client = load(&server).await;
-    let mut slow = slow_reader(&server).await;
+    let config = client.refresh().await.unwrap();
+    let mut slow = slow_reader(&server, &config).await;
     tokio::time::sleep(Duration::from_secs(3)).await;
 
     // What the server wrote before it gave up is still in the socket; then the stream ends,

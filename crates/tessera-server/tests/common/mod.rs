@@ -9,7 +9,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use tempfile::TempDir;
 use tessera_client::{Client, ClientError, Record, Status, Value};
+use tessera_protocol::{Configuration, RegionsOf, Request, SearchAnswer};
 use tessera_server::{Server, ServerOptions};
+use tessera_types::SubspaceId;
 
 /// The hotels space of docs/design.md §3, with a few more attribute types so every atomic family
 /// has an attribute to work on.
@@ -140,6 +142,30 @@ pub async fn snapshot(client: &Client, space: &str) -> Vec<Record> {
         .expect("search everything");
     all.sort_by(|a, b| a.key.cmp(&b.key));
     all
+}
+
+/// The parts a client sends a standalone server (which holds every region) for a search of
+/// every object of `space` planned on the key subspace: each region of it, as many as
+/// `config` has replica sets for.
+pub fn every_key_region(config: &Configuration, space: &str) -> Vec<RegionsOf> {
+    let space = config.space(space).expect("a space of the configuration");
+    let regions = space.replicas[SubspaceId::KEY.get()].len() as u32;
+    vec![RegionsOf {
+        subspace: SubspaceId::KEY,
+        regions: (0..regions).collect(),
+    }]
+}
+
+/// The request a client sends a standalone server for every object of `space`, answered as
+/// `answer` says (a typed space: no stubs to follow).
+pub fn search_everything(config: &Configuration, space: &str, answer: SearchAnswer) -> Request {
+    Request::SearchRegions {
+        space: space.into(),
+        predicates: vec![],
+        parts: every_key_region(config, space),
+        answer,
+        follow_stubs: false,
+    }
 }
 
 pub fn s(x: &str) -> Value {
