@@ -173,10 +173,11 @@ class Client:
             raise from_native(e) from None
         return Deferred(native, request)
 
-    # By hand: not one request but a stream (HyperDex's search is an iterator), read as the
-    # servers answer through the native module's search_iter; so no async_search either.
+    # By hand: an iterator (HyperDex's search is one), over the native module's search_iter,
+    # which makes each object a Python dict as it is taken; so no async_search either.
     def search(self, space: str, predicates: Predicates) -> Iterator[Object]:
-        """Every object matching predicates, key included, streamed as the servers answer.
+        """Every object matching predicates, key included, one at a time (the search is
+        complete, every server answered, before the first).
 
         Errors (an unknown space or attribute...) are raised by the call or by the first
         ``next()``."""

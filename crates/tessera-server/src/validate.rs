@@ -359,6 +359,20 @@ fn search_regions(
             ),
         ));
     }
+    // A region read twice would count and return its objects twice.
+    let mut named = std::collections::HashSet::new();
+    if let Some(p) = parts
+        .iter()
+        .find(|p| !p.regions.iter().all(|&r| named.insert((p.subspace, r))))
+    {
+        return Err(ErrorReply::new(
+            Status::Malformed,
+            format!(
+                "a search names a region of subspace {} twice",
+                p.subspace.get()
+            ),
+        ));
+    }
     let parts = parts
         .into_iter()
         .map(|p| Ok((p.subspace, check_regions(space, p.subspace, &p.regions)?)))
@@ -793,6 +807,14 @@ mod tests {
             false,
         ));
         assert_eq!(status, Status::Malformed);
+        // A region named twice, in one part or in two of the same subspace, would be read twice.
+        for twice in [
+            vec![(1, vec![0, 0])],
+            vec![(1, vec![0]), (0, vec![0]), (1, vec![2, 0])],
+        ] {
+            let (status, message) = status_of(ask(&member, "t", twice, SearchAnswer::Count, false));
+            assert_eq!(status, Status::Malformed, "{message}");
+        }
         // No part at all: a search that finds nothing.
         let (parts, answer, _) = kind_of(ask(&member, "t", vec![], SearchAnswer::Count, false));
         assert!(parts.is_empty() && matches!(answer, Answer::Count));
