@@ -1311,13 +1311,15 @@ impl Cluster {
         }
     }
 
-    /// How a search would run (nothing is contacted).
+    /// How a search would run on the current configuration, fetched first (no server is
+    /// contacted): an explanation is asked for rarely, and a cached configuration may predate a
+    /// subspace built since.
     pub(crate) async fn explain(
         &self,
         space: &str,
         predicates: &[Predicate],
     ) -> Result<Explanation, ClientError> {
-        let routes = self.routes_with(space).await?;
+        let routes = self.refresh(None, &mut Backoff::new()).await?;
         let map = routes
             .space(space)
             .ok_or_else(|| routing::unknown_space(space))?;

@@ -919,8 +919,8 @@ impl Client {
             .await
     }
 
-    /// How a search would run: the subspace chosen and the regions and servers it contacts
-    /// (in cluster mode computed by the client, contacting nobody).
+    /// How a search would run: the subspace chosen and the regions and servers it contacts,
+    /// computed by the client on the configuration it fetches first (nothing is searched).
     pub async fn explain(
         &self,
         space: &str,

@@ -54,8 +54,7 @@ impl Request {
             | Request::KeyRegionLoads { .. }
             | Request::RegionCounts { .. }
             | Request::Statistics { .. } => Access::Role(Role::Read),
-            Request::Put { .. }
-            | Request::Del { .. } => Access::Role(Role::Write),
+            Request::Put { .. } | Request::Del { .. } => Access::Role(Role::Write),
             Request::AddSpace { .. }
             | Request::RmSpace { .. }
             | Request::AlterSpace { .. }

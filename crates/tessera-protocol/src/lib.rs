@@ -46,8 +46,7 @@ pub use frame::{
 pub use message::{
     CoordinatorStatus, ExplainedPart, Explanation, HeartbeatReply, KeyRegionLoad, RegionCount,
     RegionsOf, Request, RequestFrame, Response, ResponseFrame, SearchAnswer, ServerLiveness,
-    SortOrder, SpaceStatistics,
-    WireObject, WriteMode, PATH_STATISTICS_MAX,
+    SortOrder, SpaceStatistics, WireObject, WriteMode, PATH_STATISTICS_MAX,
 };
 pub use space_map::SpaceMap;
 pub use status::{funcall_status, predicate_status, sort_status, ErrorReply, Status};
