@@ -464,7 +464,7 @@ mod tests {
     proptest! {
         /// With compression formulas: every matching document lies, in the one part of the
         /// plan that keeps it (its formula's), in a box and a region that part reads; no other
-        /// part keeps it. For any formulas (overlays, weights, shared overlays), documents of
+        /// part keeps it; and a server sent the plan's subspaces reads the same parts. For any formulas (overlays, weights, shared overlays), documents of
         /// any formula, and predicates.
         #[test]
         fn every_match_lies_in_its_formulas_part(
@@ -505,6 +505,10 @@ mod tests {
             shapes.dedup();
             let index = crate::index::PropertyIndex::new(&schema, &shapes);
             let plan = crate::plan::plan_search(&schema, &ts, &shapes, &index, &checked);
+            // A server sent the plan's parts reads each as the plan does.
+            let subspaces: Vec<SubspaceId> = plan.iter().map(|p| p.subspace).collect();
+            let read = crate::plan::parts_in(&schema, &ts, &shapes, &index, &subspaces, &checked);
+            prop_assert_eq!(&read, &plan);
             for (doc, f) in &docs {
                 let formula = formula_of(*f);
                 let object = Object { values: vec![

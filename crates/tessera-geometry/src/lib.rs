@@ -56,7 +56,7 @@ pub use cuts::{cuts_from_data, cuts_from_data_weighted, AxisData};
 pub use dynamic::{overlay_boxes, unispace_boxes};
 pub use hilbert::{hilbert_cell, hilbert_index};
 pub use index::{PropertyIndex, ShapeSet};
-pub use plan::{part_in, part_keeps, plan_search, pointer_answers};
+pub use plan::{part_in, part_keeps, parts_in, plan_search, pointer_answers};
 pub use search::{choose_typed_subspace, KeyInterval, SearchBox, SearchPlan};
 pub use tags::{tag_point, tag_positions};
 

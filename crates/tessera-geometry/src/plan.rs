@@ -159,24 +159,57 @@ pub fn part_in(
     subspace: SubspaceId,
     predicates: &[CheckedPredicate],
 ) -> SearchPlan {
-    let empty = SearchPlan {
+    let mut parts = parts_in(
+        schema,
+        tessellations,
+        shapes,
+        index,
+        &[subspace],
+        predicates,
+    );
+    parts.pop().expect("one part per subspace asked")
+}
+
+/// [`part_in`] for each of `subspaces`, in their order, planning a dynamic space's search once
+/// for all of them (a plan tests every shape that could match: the cost of a search there).
+pub fn parts_in(
+    schema: &SpaceSchema,
+    tessellations: &[Tessellation],
+    shapes: &[Shape],
+    index: &PropertyIndex,
+    subspaces: &[SubspaceId],
+    predicates: &[CheckedPredicate],
+) -> Vec<SearchPlan> {
+    let empty = |subspace| SearchPlan {
         subspace,
         boxes: vec![],
         regions_count: 0,
         formulas: vec![],
         keys: None,
     };
-    match schema.kind {
-        SpaceKind::Typed => {
-            crate::search::typed_part(schema, &tessellations[subspace.get()], subspace, predicates)
-        }
-        SpaceKind::Dynamic { .. } if subspace == SubspaceId::KEY => SearchPlan {
-            boxes: vec![SearchBox::full(1)],
-            ..empty
-        },
-        SpaceKind::Dynamic { .. } => plan_search(schema, tessellations, shapes, index, predicates)
-            .into_iter()
-            .find(|p| p.subspace == subspace)
-            .unwrap_or(empty),
+    let mut plan: Option<Vec<SearchPlan>> = None;
+    let mut parts = Vec::with_capacity(subspaces.len());
+    for &subspace in subspaces {
+        parts.push(match schema.kind {
+            SpaceKind::Typed => crate::search::typed_part(
+                schema,
+                &tessellations[subspace.get()],
+                subspace,
+                predicates,
+            ),
+            SpaceKind::Dynamic { .. } if subspace == SubspaceId::KEY => SearchPlan {
+                boxes: vec![SearchBox::full(1)],
+                ..empty(subspace)
+            },
+            SpaceKind::Dynamic { .. } => plan
+                .get_or_insert_with(|| {
+                    plan_search(schema, tessellations, shapes, index, predicates)
+                })
+                .iter()
+                .find(|p| p.subspace == subspace)
+                .cloned()
+                .unwrap_or_else(|| empty(subspace)),
+        });
     }
+    parts
 }

@@ -8,7 +8,8 @@
 use serde::{Deserialize, Serialize};
 use tessera_geometry::dynamic::shape_box;
 use tessera_geometry::{
-    part_in, plan_search, tessellation_of, PropertyIndex, RegionIndex, SearchPlan, Tessellation,
+    part_in, parts_in, plan_search, tessellation_of, PropertyIndex, RegionIndex, SearchPlan,
+    Tessellation,
 };
 use tessera_types::{
     constants::{FORMULAS_MAX, KEY_SPLITS_MAX, SHAPES_MAX, SUBSPACES_MAX},
@@ -851,6 +852,24 @@ impl SpaceConfig {
             &self.shapes,
             &self.property_index(),
             subspace,
+            predicates,
+        )
+    }
+
+    /// [`Self::part_in`] for each of `subspaces`, in their order, planning once (a server
+    /// sent several parts of a dynamic space's search).
+    pub fn parts_in(
+        &self,
+        tessellations: &[Tessellation],
+        subspaces: &[SubspaceId],
+        predicates: &[CheckedPredicate],
+    ) -> Vec<SearchPlan> {
+        parts_in(
+            &self.schema,
+            tessellations,
+            &self.shapes,
+            &self.property_index(),
+            subspaces,
             predicates,
         )
     }

@@ -220,8 +220,8 @@ pub struct Scan {
 impl Scan {
     /// A search's `parts`, as its client planned them (a cluster client: the regions it picked
     /// this server for; a standalone server's client: every region of the plan), each read as
-    /// [`tessera_protocol::SpaceConfig::part_in`] says. With `follow_stubs` a pointer overlay's
-    /// stubs are followed to their documents in this server's store (it leads every key
+    /// [`tessera_protocol::SpaceConfig::parts_in`] says (a dynamic space's search planned once,
+    /// however many parts it has). With `follow_stubs` a pointer overlay's stubs are followed to their documents in this server's store (it leads every key
     /// region, so it holds every document); without, they are returned as they are (the client
     /// reads the documents from their point leaders).
     pub fn of_parts(
@@ -231,14 +231,14 @@ impl Scan {
         follow_stubs: bool,
     ) -> Scan {
         let crossed = parts.iter().map(|(_, regions)| regions.len()).sum();
-        let parts: Vec<_> = parts
+        let subspaces: Vec<SubspaceId> = parts.iter().map(|(s, _)| *s).collect();
+        let planned = space
+            .config()
+            .parts_in(space.tessellations(), &subspaces, &predicates);
+        let parts: Vec<_> = planned
             .into_iter()
-            .map(|(subspace, regions)| {
-                let part = space
-                    .config()
-                    .part_in(space.tessellations(), subspace, &predicates);
-                (part, regions)
-            })
+            .zip(parts)
+            .map(|(part, (_, regions))| (part, regions))
             .collect();
         let share = share_of_parts(&space, &parts);
         let pointers = if follow_stubs {
