@@ -23,8 +23,8 @@ use std::time::Duration;
 use futures::StreamExt;
 use tessera_protocol::constants::KEYS_PER_REQUEST_MAX;
 use tessera_protocol::{
-    Configuration, CoordinatorStatus, KeyRegionLoad, RegionCount, Request, Response, SearchAnswer,
-    ServerState, SortOrder, SpaceMap, SpaceStatistics, SpaceTrace, WireObject,
+    Configuration, CoordinatorStatus, KeyRegionLoad, KeysChange, RegionCount, Request, Response,
+    SearchAnswer, ServerState, SortOrder, SpaceMap, SpaceStatistics, SpaceTrace, WireObject,
 };
 use tessera_types::{Epoch, Funcall, Object, Predicate, ServerId, SpaceSchema, SubspaceId, Value};
 use tokio::time::Instant;
@@ -49,8 +49,11 @@ const BACKOFF_MAX: Duration = Duration::from_millis(500);
 const WAIT_CONFIG: Duration = Duration::from_secs(1);
 /// How often a standalone server, which has no long poll, is asked for a newer configuration.
 const STANDALONE_POLL: Duration = Duration::from_millis(100);
-/// Writes a group delete or group update has in flight at once.
+/// Single writes a group delete or group update has in flight at once (those its `WriteKeys`
+/// requests could not make).
 const GROUP_WRITES_IN_FLIGHT: usize = 64;
+/// `WriteKeys` requests a group delete or group update has in flight at once.
+const GROUP_REQUESTS_IN_FLIGHT: usize = 8;
 /// Documents a search that read a pointer overlay reads by key at once.
 const POINTER_READS_IN_FLIGHT: usize = 64;
 
@@ -1340,12 +1343,8 @@ impl Cluster {
         predicates: Vec<Predicate>,
     ) -> Result<u64, ClientError> {
         let (_, objects) = self.search(space, &predicates).await?;
-        self.write_each(space, objects, |key| Request::Del {
-            space: space.to_owned(),
-            key,
-            conditions: predicates.clone(),
-        })
-        .await
+        self.write_each(space, objects, &predicates, &KeysChange::Delete)
+            .await
     }
 
     /// Applies `funcalls` to every matching object, each with the predicates as its
@@ -1366,37 +1365,128 @@ impl Cluster {
             return Ok(0);
         }
         let (_, objects) = self.search(space, &predicates).await?;
-        self.write_each(space, objects, |key| Request::Put {
-            space: space.to_owned(),
-            key,
-            mode: WriteMode::UpdateOnly,
-            conditions: predicates.clone(),
-            funcalls: funcalls.clone(),
-        })
-        .await
+        let change = KeysChange::Update(funcalls);
+        self.write_each(space, objects, &predicates, &change).await
     }
 
-    /// Sends `make(key)` for the key of every object to its point leader, a few at a time;
-    /// counts those `Done`, skips those refused with `NotFound` or `CmpFail` (the object
-    /// changed since the search, or the operation cannot apply to it) or `TooLarge` (the update
-    /// would make it too large), stops at any other error. A standalone server runs its group
-    /// operations the same way, with the same skips.
+    /// Makes `change` to the key of every object, on `conditions`, as one write per key to its
+    /// point leader would: the keys go to their point leaders [`KEYS_PER_REQUEST_MAX`] to a
+    /// `WriteKeys` request, [`GROUP_REQUESTS_IN_FLIGHT`] requests at a time. Counts the keys
+    /// answered `Done`, skips those refused `NotFound`, `CmpFail` or `TooLarge` (the object
+    /// changed since the search, or the change cannot apply to it or would make it too large:
+    /// [`Status::skipped_by_group_write`]), writes again one by one (with the retries of a
+    /// single write) those refused as not applied (their leader moved, a lease lapsed), and
+    /// stops at any other error.
     async fn write_each(
         self: &Arc<Self>,
         space: &str,
         objects: Vec<WireObject>,
-        make: impl Fn(Value) -> Request,
+        conditions: &[Predicate],
+        change: &KeysChange,
     ) -> Result<u64, ClientError> {
+        let routes = self.routes_with(space).await?;
+        let map = routes
+            .space(space)
+            .ok_or_else(|| routing::unknown_space(space))?;
+        let mut by_leader: BTreeMap<ServerId, Vec<Value>> = BTreeMap::new();
+        let mut one_by_one = Vec::new();
+        for object in objects {
+            let key = object
+                .values
+                .into_iter()
+                .next()
+                .expect("an object has its key");
+            match led_key::<()>(map, key.clone()) {
+                Ok((key, leader)) => by_leader.entry(leader).or_default().push(key),
+                Err(_) => one_by_one.push(key),
+            }
+        }
+        let requests = by_leader.into_iter().flat_map(|(leader, keys)| {
+            keys.chunks(KEYS_PER_REQUEST_MAX)
+                .map(|chunk| (leader, chunk.to_vec()))
+                .collect::<Vec<_>>()
+        });
+        let routes = &routes;
+        let mut sent = futures::stream::iter(requests)
+            .map(|(leader, keys)| self.write_keys(routes, space, leader, keys, conditions, change))
+            .buffer_unordered(GROUP_REQUESTS_IN_FLIGHT);
+        let mut done = 0;
+        while let Some(outcome) = sent.next().await {
+            let (written, again) = outcome?;
+            done += written;
+            one_by_one.extend(again);
+        }
+        Ok(done
+            + self
+                .write_one_by_one(space, one_by_one, conditions, change)
+                .await?)
+    }
+
+    /// One `WriteKeys` of `keys` to their point leader `leader`: how many were written, and
+    /// the keys to write again one by one (refused, not applied, by the request or the key).
+    async fn write_keys(
+        self: &Arc<Self>,
+        routes: &Routes,
+        space: &str,
+        leader: ServerId,
+        keys: Vec<Value>,
+        conditions: &[Predicate],
+        change: &KeysChange,
+    ) -> Result<(u64, Vec<Value>), ClientError> {
+        let request = Request::WriteKeys {
+            space: space.to_owned(),
+            keys: keys.clone(),
+            conditions: conditions.to_vec(),
+            change: change.clone(),
+        };
+        let deadline = Instant::now() + self.timeout;
+        let outcomes = match self.send_to(routes, leader, request, true, deadline).await {
+            Attempt::Done(Response::Outcomes(o)) if o.len() == keys.len() => o,
+            Attempt::Done(Response::Error(e)) => return Err(e.into()),
+            Attempt::Done(other) => return Err(unexpected(other)),
+            // Refused whole, or never sent: nothing was written.
+            Attempt::Retry { .. } => return Ok((0, keys)),
+            Attempt::Fail(e) => return Err(e),
+        };
+        let mut written = 0;
+        let mut again = Vec::new();
+        for (key, outcome) in keys.into_iter().zip(outcomes) {
+            match outcome {
+                Ok(()) => written += 1,
+                Err(e) if e.status.skipped_by_group_write() => {}
+                Err(e) if e.status.is_retryable() => again.push(key),
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Ok((written, again))
+    }
+
+    /// Makes `change` to each of `keys` with a write of its own to its point leader, a few at
+    /// a time, counting and skipping as [`Self::write_each`] does.
+    async fn write_one_by_one(
+        self: &Arc<Self>,
+        space: &str,
+        keys: Vec<Value>,
+        conditions: &[Predicate],
+        change: &KeysChange,
+    ) -> Result<u64, ClientError> {
+        let make = |key| match change {
+            KeysChange::Delete => Request::Del {
+                space: space.to_owned(),
+                key,
+                conditions: conditions.to_vec(),
+            },
+            KeysChange::Update(funcalls) => Request::Put {
+                space: space.to_owned(),
+                key,
+                mode: WriteMode::UpdateOnly,
+                conditions: conditions.to_vec(),
+                funcalls: funcalls.clone(),
+            },
+        };
         let make = &make;
-        let mut writes = futures::stream::iter(objects)
-            .map(|o| async move {
-                let key = o
-                    .values
-                    .into_iter()
-                    .next()
-                    .expect("every object found has its key");
-                self.key_call(space, key, true, make).await
-            })
+        let mut writes = futures::stream::iter(keys)
+            .map(|key| async move { self.key_call(space, key, true, make).await })
             .buffer_unordered(GROUP_WRITES_IN_FLIGHT);
         let mut done = 0;
         while let Some(outcome) = writes.next().await {

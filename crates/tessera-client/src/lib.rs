@@ -80,8 +80,8 @@
 //!   answers are merged — one object per key, the highest version (an object moving between
 //!   regions can be in both for a moment) — then counted or sorted by the client.
 //!   [`Client::group_del`] and [`Client::group_update`] are that search followed by one
-//!   conditional write per object found (conditioned on the predicates), each to its point
-//!   leader; [`Client::explain`] is computed by the client.
+//!   conditional write per object found (conditioned on the predicates), sent to each point
+//!   leader many keys to a `WriteKeys` request; [`Client::explain`] is computed by the client.
 //!
 //! # Retries and deadlines
 //!

@@ -17,8 +17,8 @@ use tessera_client::{
 use tessera_geometry::{point, RegionIndex, Tessellation};
 use tessera_protocol::{
     codec, decode_request, encode_response, BackfillRef, Configuration, CoordinatorStatus,
-    ErrorReply, RegionsOf, Request, Response, ResponseFrame, SearchAnswer, ServerInfo, ServerState,
-    SpaceConfig, WireObject,
+    ErrorReply, KeysChange, RegionsOf, Request, Response, ResponseFrame, SearchAnswer, ServerInfo,
+    ServerState, SpaceConfig, WireObject,
 };
 use tessera_types::{
     apply_all, matches_all, parse_space, CheckedFuncall, CheckedPredicate, Epoch, Object, ServerId,
@@ -210,8 +210,51 @@ fn coordinate(world: &Shared, request: Request) -> Answer {
     Answer::Frames(vec![response])
 }
 
+/// Server `id`'s answer to a `WriteKeys`: what that many single writes would be answered
+/// (each served, and logged, as one), or the first answer that is no answer.
+fn write_keys_as(id: ServerId, world: &Shared, request: Request) -> Answer {
+    let Request::WriteKeys {
+        space,
+        keys,
+        conditions,
+        change,
+    } = request
+    else {
+        unreachable!("only WriteKeys")
+    };
+    let mut outcomes = Vec::new();
+    for key in keys {
+        let single = match &change {
+            KeysChange::Delete => Request::Del {
+                space: space.clone(),
+                key,
+                conditions: conditions.clone(),
+            },
+            KeysChange::Update(funcalls) => Request::Put {
+                space: space.clone(),
+                key,
+                mode: WriteMode::UpdateOnly,
+                conditions: conditions.clone(),
+                funcalls: funcalls.clone(),
+            },
+        };
+        match serve_as(id, world, single) {
+            Answer::Frames(frames) => match frames.into_iter().next() {
+                Some(Response::Done) => outcomes.push(Ok(())),
+                Some(Response::Error(e)) => outcomes.push(Err(e)),
+                other => panic!("a single write answered {other:?}"),
+            },
+            other => return other,
+        }
+    }
+    Answer::Frames(vec![Response::Outcomes(outcomes)])
+}
+
 /// Server `id`'s answer, from the configuration the world is in.
 fn serve_as(id: ServerId, world: &Shared, request: Request) -> Answer {
+    if let Request::WriteKeys { .. } = request {
+        return write_keys_as(id, world, request);
+    }
     let mut w = world.lock().unwrap();
     w.log.push((id, request.clone()));
     if w.hang_up.remove(&id) {

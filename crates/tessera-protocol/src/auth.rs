@@ -54,7 +54,9 @@ impl Request {
             | Request::KeyRegionLoads { .. }
             | Request::RegionCounts { .. }
             | Request::Statistics { .. } => Access::Role(Role::Read),
-            Request::Put { .. } | Request::Del { .. } => Access::Role(Role::Write),
+            Request::Put { .. } | Request::Del { .. } | Request::WriteKeys { .. } => {
+                Access::Role(Role::Write)
+            }
             Request::AddSpace { .. }
             | Request::RmSpace { .. }
             | Request::AlterSpace { .. }
@@ -321,6 +323,15 @@ mod tests {
                     space: space(),
                     key: Value::Int(1),
                     conditions: vec![],
+                },
+                Some(Role::Write),
+            ),
+            (
+                Request::WriteKeys {
+                    space: space(),
+                    keys: vec![Value::Int(1)],
+                    conditions: vec![],
+                    change: crate::message::KeysChange::Delete,
                 },
                 Some(Role::Write),
             ),

@@ -44,9 +44,9 @@ pub use frame::{
     SearchItemsBuilder, PROTOCOL_VERSION,
 };
 pub use message::{
-    CoordinatorStatus, ExplainedPart, Explanation, HeartbeatReply, KeyRegionLoad, RegionCount,
-    RegionsOf, Request, RequestFrame, Response, ResponseFrame, SearchAnswer, ServerLiveness,
-    SortOrder, SpaceStatistics, WireObject, WriteMode, PATH_STATISTICS_MAX,
+    CoordinatorStatus, ExplainedPart, Explanation, HeartbeatReply, KeyRegionLoad, KeysChange,
+    RegionCount, RegionsOf, Request, RequestFrame, Response, ResponseFrame, SearchAnswer,
+    ServerLiveness, SortOrder, SpaceStatistics, WireObject, WriteMode, PATH_STATISTICS_MAX,
 };
 pub use space_map::SpaceMap;
 pub use status::{funcall_status, predicate_status, sort_status, ErrorReply, Status};

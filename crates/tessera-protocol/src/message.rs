@@ -58,6 +58,15 @@ pub enum SearchAnswer {
     },
 }
 
+/// What [`Request::WriteKeys`] does to each key.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum KeysChange {
+    /// Deletes the object.
+    Delete,
+    /// Applies the funcalls to the object, all of them or none (an absent object is `NotFound`).
+    Update(Vec<Funcall>),
+}
+
 /// A request from a client.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum Request {
@@ -88,6 +97,18 @@ pub enum Request {
         space: String,
         key: Value,
         conditions: Vec<Predicate>,
+    },
+    /// One change made to each of `keys`, which this server leads, on `conditions`: exactly
+    /// what that many `Put`s (mode `UpdateOnly`, the same funcalls) or `Del`s would do, each key
+    /// on its own — a group update's or group delete's writes, sent to each point leader in a
+    /// few frames rather than one per key. Answered by `Outcomes`, one per key in order. At
+    /// most `KEYS_PER_REQUEST_MAX` keys; a key of the wrong type, or conditions or funcalls a
+    /// `Put` would refuse, refuse the whole request (nothing is written).
+    WriteKeys {
+        space: String,
+        keys: Vec<Value>,
+        conditions: Vec<Predicate>,
+        change: KeysChange,
     },
     /// A search, or the share of one that this server answers: every committed object matching
     /// `predicates` in the regions of `parts` (each a subspace and regions of it), answered as
@@ -250,6 +271,7 @@ impl Request {
             Request::GetMany { .. } => "get_many",
             Request::Put { .. } => "put",
             Request::Del { .. } => "del",
+            Request::WriteKeys { .. } => "write_keys",
             Request::SearchRegions { answer, .. } => match answer {
                 SearchAnswer::Matches => "search",
                 SearchAnswer::Count => "count",
@@ -291,6 +313,7 @@ impl Request {
             Request::Get { space, .. }
             | Request::Put { space, .. }
             | Request::Del { space, .. }
+            | Request::WriteKeys { space, .. }
             | Request::SearchRegions { space, .. }
             | Request::Trace { space, .. }
             | Request::AlterSpace { space, .. }
@@ -477,6 +500,9 @@ pub enum Response {
     RegionCounts(Vec<RegionCount>),
     /// `Statistics`: of the key regions this server leads.
     Statistics(SpaceStatistics),
+    /// `WriteKeys`: each key's outcome, in the request's order (`Done` or the error a single
+    /// write would have been answered with).
+    Outcomes(Vec<Result<(), ErrorReply>>),
 }
 
 /// Statistics of a space's values (`Request::Statistics`): of the objects of the key regions

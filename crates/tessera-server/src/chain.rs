@@ -4,8 +4,9 @@
 //! in every chain. A standalone server is the one-server case: every region's replica set is
 //! `[this server]`, so each chain is this server's hops only and a write completes within
 //! the step that takes it. The loop:
-//! - takes every input that has queued (client writes, envelopes from peers, a new
-//!   configuration, clock ticks; at most [`BATCH_MAX`]) and steps the state machine with each;
+//! - takes every input that has queued (client writes, alone or a `WriteKeys`' many, envelopes
+//!   from peers, a new configuration, clock ticks; at most [`BATCH_MAX`]) and steps the state
+//!   machine with each;
 //! - sends the updates those steps pass down their chains (`Outputs::forwards`: they vouch for
 //!   nothing on this server's disk, so the next hop's fsync overlaps this one's);
 //! - writes the storage writes those steps produced as one atomic batch (readable at once)
@@ -107,6 +108,8 @@ pub fn spawn(
         replica,
         peers,
         waiting: HashMap::new(),
+        batches: HashMap::new(),
+        next_batch: 0,
         next_client: 0,
         failure: None,
         reports,
@@ -179,14 +182,31 @@ impl FsyncThread {
     }
 }
 
+/// Who waits for the answer to a write the state machine took.
+enum Waiter {
+    Client(Replier),
+    /// The write at this index of a batch.
+    Batch(u64, usize),
+}
+
+/// The writes of one `Request::WriteKeys`, answered together once each of them is.
+struct Batch {
+    outcomes: Vec<Option<Result<(), ErrorReply>>>,
+    outstanding: usize,
+    reply: Replier,
+}
+
 struct ChainLoop {
     shared: Arc<Shared>,
     /// The view this loop acts on: the connections' view, which only this loop changes.
     view: Arc<View>,
     replica: Replica,
     peers: Peers,
-    /// The client waiting for the answer to each write the state machine took.
-    waiting: HashMap<u64, Replier>,
+    /// Who waits for the answer to each write the state machine took.
+    waiting: HashMap<u64, Waiter>,
+    /// The writes of each `Request::WriteKeys` still unanswered, by id.
+    batches: HashMap<u64, Batch>,
+    next_batch: u64,
     next_client: u64,
     /// Set when storage failed: the server takes no more writes.
     failure: Option<ErrorReply>,
@@ -294,7 +314,9 @@ impl ChainLoop {
                 match input {
                     // Ordered only under a lease: one that lapsed while the write queued may
                     // mean another server leads the key by now.
-                    LoopInput::Write { reply, .. } if !self.shared.lease.is_valid() => {
+                    LoopInput::Write { reply, .. } | LoopInput::Writes { reply, .. }
+                        if !self.shared.lease.is_valid() =>
+                    {
                         reply.fail(self.view.epoch(), crate::lease::lapsed_error());
                     }
                     LoopInput::Write {
@@ -302,9 +324,14 @@ impl ChainLoop {
                         write,
                         reply,
                     } => {
-                        let client = self.wait(reply);
+                        let client = self.wait(Waiter::Client(reply));
                         self.on_write(client, &space, write);
                     }
+                    LoopInput::Writes {
+                        space,
+                        writes,
+                        reply,
+                    } => self.on_writes(&space, writes, reply),
                     // Answered once the configuration is installed (persisted, in the view).
                     LoopInput::Change { change, reply } => {
                         let result = match change {
@@ -377,22 +404,59 @@ impl ChainLoop {
     }
 
     /// Registers who waits for a write's answer.
-    fn wait(&mut self, replier: Replier) -> ClientId {
+    fn wait(&mut self, waiter: Waiter) -> ClientId {
         let id = self.next_client;
         self.next_client += 1;
-        self.waiting.insert(id, replier);
+        self.waiting.insert(id, waiter);
         ClientId(id)
     }
 
     fn answer(&mut self, client: ClientId, result: Result<(), ErrorReply>) {
         match self.waiting.remove(&client.0) {
-            Some(replier) => {
+            Some(Waiter::Client(replier)) => {
                 replier.send(
                     self.view.epoch(),
                     result.map_or_else(Response::Error, |()| Response::Done),
                 );
             }
+            Some(Waiter::Batch(id, at)) => self.answer_in_batch(id, at, result),
             None => tracing::error!(client = client.0, "an answer for a write nobody waits for"),
+        }
+    }
+
+    /// Records the outcome of write `at` of batch `id`; answers the batch once it has all.
+    fn answer_in_batch(&mut self, id: u64, at: usize, result: Result<(), ErrorReply>) {
+        let Some(batch) = self.batches.get_mut(&id) else {
+            return tracing::error!(batch = id, "an answer for a batch nobody waits for");
+        };
+        batch.outcomes[at] = Some(result);
+        batch.outstanding -= 1;
+        if batch.outstanding > 0 {
+            return;
+        }
+        let batch = self.batches.remove(&id).expect("found above");
+        let outcomes = batch.outcomes.into_iter().flatten().collect();
+        batch
+            .reply
+            .send(self.view.epoch(), Response::Outcomes(outcomes));
+    }
+
+    /// The writes of a `Request::WriteKeys`, each taken as its own write is.
+    fn on_writes(&mut self, space: &ServedSpace, writes: Vec<KeyWrite>, reply: Replier) {
+        if writes.is_empty() {
+            return reply.send(self.view.epoch(), Response::Outcomes(vec![]));
+        }
+        let id = self.next_batch;
+        self.next_batch += 1;
+        let batch = Batch {
+            outcomes: vec![None; writes.len()],
+            outstanding: writes.len(),
+            reply,
+        };
+        self.batches.insert(id, batch);
+        for (at, write) in writes.into_iter().enumerate() {
+            let client = self.wait(Waiter::Batch(id, at));
+            self.on_write(client, space, write);
         }
     }
 

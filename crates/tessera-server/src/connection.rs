@@ -221,7 +221,7 @@ async fn route(shared: &Arc<Shared>, frame: RequestFrame, replier: Replier) {
     };
     let needs_lease = matches!(
         job,
-        Job::Get { .. } | Job::Search { .. } | Job::Write { .. }
+        Job::Get { .. } | Job::Search { .. } | Job::Write { .. } | Job::Writes { .. }
     );
     if needs_lease && !shared.lease.is_valid() {
         return replier.fail(epoch, crate::lease::lapsed_error());
@@ -305,6 +305,19 @@ async fn route(shared: &Arc<Shared>, frame: RequestFrame, replier: Replier) {
             LoopInput::Write {
                 space,
                 write,
+                reply: replier,
+            }
+        }
+        Job::Writes { space, writes } => {
+            for write in &writes {
+                shared
+                    .trace
+                    .record(&space, trace::write_shape(&space, write), 1.0, 0.0);
+                shared.statistics.note_write();
+            }
+            LoopInput::Writes {
+                space,
+                writes,
                 reply: replier,
             }
         }

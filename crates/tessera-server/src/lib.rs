@@ -9,7 +9,8 @@
 //! cluster server installs the coordinators', and its reads are a cluster server's: the client
 //! plans each search and sends it every region of the plan (`SearchRegions`, answered with the
 //! matches, their count or the first of them in an order), explains searches itself, and runs
-//! a group delete or update as a search then one conditional write per match. Every guarantee
+//! a group delete or update as a search then one conditional write per match (`WriteKeys`,
+//! many keys to a request, each key's write its own). Every guarantee
 //! tested on one covers the other.
 //!
 //! Modules, each importing only those above it:

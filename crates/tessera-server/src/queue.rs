@@ -31,6 +31,13 @@ pub enum LoopInput {
         write: KeyWrite,
         reply: Replier,
     },
+    /// A client's writes to several keys (`Request::WriteKeys`), each as its own `Write`;
+    /// answered once every one of them is, with their outcomes in order.
+    Writes {
+        space: Arc<ServedSpace>,
+        writes: Vec<KeyWrite>,
+        reply: Replier,
+    },
     /// Standalone only: a configuration change the server makes itself, answered once the
     /// new configuration is installed.
     Change {
@@ -62,7 +69,9 @@ impl LoopInput {
     /// The client waiting for this input's answer, if one is.
     fn into_replier(self) -> Option<Replier> {
         match self {
-            LoopInput::Write { reply, .. } | LoopInput::Change { reply, .. } => Some(reply),
+            LoopInput::Write { reply, .. }
+            | LoopInput::Writes { reply, .. }
+            | LoopInput::Change { reply, .. } => Some(reply),
             LoopInput::Peer(_)
             | LoopInput::Config(_)
             | LoopInput::ShapeRegistered { .. }

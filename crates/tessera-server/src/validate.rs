@@ -16,8 +16,9 @@ use std::sync::Arc;
 use tessera_geometry::{RegionIndex, Tessellation};
 use tessera_protocol::constants::{DESCRIPTION_BYTES_MAX, KEYS_PER_REQUEST_MAX};
 use tessera_protocol::{
-    funcall_status, predicate_status, sort_status, ErrorReply, ModelConstants, RegionsOf, Request,
-    RequestFrame, Response, SearchAnswer, SortOrder, SpaceChange, Status, WriteMode,
+    funcall_status, predicate_status, sort_status, ErrorReply, KeysChange, ModelConstants,
+    RegionsOf, Request, RequestFrame, Response, SearchAnswer, SortOrder, SpaceChange, Status,
+    WriteMode,
 };
 use tessera_replication::KeyWrite;
 
@@ -52,6 +53,11 @@ pub enum Job {
     Write {
         space: Arc<ServedSpace>,
         write: KeyWrite,
+    },
+    /// `WriteKeys`: one write per key, each taken as a `Write` is.
+    Writes {
+        space: Arc<ServedSpace>,
+        writes: Vec<KeyWrite>,
     },
     /// The shapes of the requests served in a space (`tessera trace`).
     Trace {
@@ -221,7 +227,63 @@ pub fn validate(frame: RequestFrame, view: &View) -> Result<Job, ErrorReply> {
                 write: KeyWrite::Del { key, conditions },
             })
         }
+        Request::WriteKeys {
+            space: name,
+            keys,
+            conditions,
+            change,
+        } => write_keys(space(&name)?, keys, &conditions, change),
     }
+}
+
+/// A `WriteKeys`: every key checked as a single write's is, the conditions and funcalls once;
+/// anything wrong refuses the whole request. Whether this server leads each key is the chain's
+/// to say, key by key, as for a single write.
+fn write_keys(
+    space: Arc<ServedSpace>,
+    keys: Vec<Value>,
+    conditions: &[Predicate],
+    change: KeysChange,
+) -> Result<Job, ErrorReply> {
+    if keys.len() > KEYS_PER_REQUEST_MAX {
+        return Err(ErrorReply::new(
+            Status::TooLarge,
+            format!(
+                "{} keys in one write_keys request, over its {KEYS_PER_REQUEST_MAX}",
+                keys.len()
+            ),
+        ));
+    }
+    let keys = keys
+        .into_iter()
+        .map(|k| check_key(&space, k))
+        .collect::<Result<Vec<_>, _>>()?;
+    let conditions = check_predicates(&space, conditions)?;
+    let funcalls = match change {
+        KeysChange::Delete => None,
+        KeysChange::Update(funcalls) => {
+            let funcalls = CheckedFuncall::check_all(&space.config().schema, &funcalls)
+                .map_err(funcall_error)?;
+            check_formula(&space, &funcalls)?;
+            Some(funcalls)
+        }
+    };
+    let writes = keys
+        .into_iter()
+        .map(|key| match &funcalls {
+            None => KeyWrite::Del {
+                key,
+                conditions: conditions.clone(),
+            },
+            Some(funcalls) => KeyWrite::Put {
+                key,
+                mode: WriteMode::UpdateOnly,
+                conditions: conditions.clone(),
+                funcalls: funcalls.clone(),
+            },
+        })
+        .collect();
+    Ok(Job::Writes { space, writes })
 }
 
 /// A formula id: text.

@@ -13,8 +13,8 @@ use common::*;
 use futures::{SinkExt, StreamExt};
 use tessera_client::{Client, ClientOptions, Status};
 use tessera_protocol::{
-    codec, decode_response, encode_request, Configuration, Gate, Policy, Request, RequestFrame,
-    Response, SearchAnswer, SortOrder, SpaceChange, TokenTable, WriteMode,
+    codec, decode_response, encode_request, Configuration, Gate, KeysChange, Policy, Request,
+    RequestFrame, Response, SearchAnswer, SortOrder, SpaceChange, TokenTable, WriteMode,
 };
 use tessera_types::funcall::{Funcall, FuncallOp};
 use tessera_types::{Epoch, Value};
@@ -84,7 +84,7 @@ fn refused(response: &Response) -> bool {
 
 /// Every request a client may send to a standalone server, with the role it needs; searches
 /// as a client of `config` sends them (every region of the key subspace). A group delete or
-/// update is a search, then a put or a delete per match: no request of its own.
+/// update is a search, then `WriteKeys` to each point leader.
 fn requests(config: &Configuration) -> Vec<(&'static str, Request, &'static str)> {
     let hotels = || "hotels".to_string();
     let search = |answer| search_everything(config, "hotels", answer);
@@ -145,6 +145,16 @@ fn requests(config: &Configuration) -> Vec<(&'static str, Request, &'static str)
                 space: hotels(),
                 key: s("h1"),
                 conditions: vec![],
+            },
+            "write",
+        ),
+        (
+            "write keys",
+            Request::WriteKeys {
+                space: hotels(),
+                keys: vec![s("h1"), s("h2")],
+                conditions: vec![],
+                change: KeysChange::Delete,
             },
             "write",
         ),

@@ -14,8 +14,8 @@ use tessera_client::{
 };
 use tessera_protocol::constants::{DESCRIPTION_BYTES_MAX, FRAME_BYTES_MAX};
 use tessera_protocol::{
-    codec, decode_response, encode_request, Request, RequestFrame, Response, ResponseFrame,
-    SearchAnswer, WriteMode,
+    codec, decode_response, encode_request, KeysChange, Request, RequestFrame, Response,
+    ResponseFrame, SearchAnswer, WriteMode,
 };
 use tessera_types::constants::{KEY_BYTES_MAX, OBJECT_BYTES_MAX};
 use tessera_types::{Epoch, SpaceSchema, SubspaceId};
@@ -1198,5 +1198,123 @@ async fn bad_multi_gets_are_refused_whole() {
         expect_working(&mut conn, 8).await;
     })
     .await;
+    server.shutdown().await;
+}
+
+/// A `WriteKeys` with too many keys, a key of the wrong type, conditions or funcalls a `Put`
+/// would refuse, is refused whole: nothing written, the connection goes on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_write_keys_are_refused_whole() {
+    let (server, client) = setup().await;
+    unchanged(&server, &client, async {
+        let mut conn = raw(&server).await;
+        let write_keys = |keys: Vec<Value>, conditions, change| Request::WriteKeys {
+            space: "hotels".into(),
+            keys,
+            conditions,
+            change,
+        };
+        let add = |attr: &str, v| {
+            KeysChange::Update(vec![Funcall::new(
+                attr,
+                FuncallOp::Num(tessera_types::NumOp::Add),
+                v,
+            )])
+        };
+        let too_many = (0..=tessera_protocol::constants::KEYS_PER_REQUEST_MAX)
+            .map(|n| s(&format!("h{n}")))
+            .collect();
+        let cases = [
+            (
+                write_keys(too_many, vec![], KeysChange::Delete),
+                Status::TooLarge,
+            ),
+            (
+                write_keys(vec![s("h1"), i(3)], vec![], KeysChange::Delete),
+                Status::WrongType,
+            ),
+            (
+                write_keys(
+                    vec![s("h1")],
+                    vec![Predicate::equals("nope", 1i64)],
+                    KeysChange::Delete,
+                ),
+                Status::UnknownAttribute,
+            ),
+            (
+                write_keys(vec![s("h1"), s("h2")], vec![], add("nope", i(1))),
+                Status::UnknownAttribute,
+            ),
+            (
+                // As a single put of it is refused: the operation cannot apply.
+                write_keys(vec![s("h1"), s("h2")], vec![], add("city", i(1))),
+                Status::CmpFail,
+            ),
+        ];
+        for (n, (request, expected)) in cases.into_iter().enumerate() {
+            let id = 20 + n as u64;
+            send(&mut conn, id, Epoch(0), request).await;
+            expect_error(&receive(&mut conn).await, id, expected);
+        }
+        expect_working(&mut conn, 40).await;
+    })
+    .await;
+    server.shutdown().await;
+}
+
+/// A `WriteKeys` answers each key as a single write would: written, absent, or its condition
+/// not holding, in the request's order; only the written keys change.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn write_keys_answers_each_key_as_a_single_write() {
+    let (server, client) = setup().await;
+    let mut conn = raw(&server).await;
+    // h1 and h3 are in Oslo, h2 in Ithaca, h99 does not exist.
+    let request = Request::WriteKeys {
+        space: "hotels".into(),
+        keys: vec![s("h1"), s("h2"), s("h99"), s("h3")],
+        conditions: vec![Predicate::equals("city", "Oslo")],
+        change: KeysChange::Update(vec![Funcall::new(
+            "stars",
+            FuncallOp::Num(tessera_types::NumOp::Add),
+            i(10),
+        )]),
+    };
+    send(&mut conn, 1, Epoch(0), request).await;
+    let frame = receive(&mut conn).await;
+    let Response::Outcomes(outcomes) = &frame.response else {
+        panic!("{:?}", frame.response)
+    };
+    let statuses: Vec<Option<Status>> = outcomes
+        .iter()
+        .map(|o| o.as_ref().err().map(|e| e.status))
+        .collect();
+    assert_eq!(
+        statuses,
+        vec![None, Some(Status::CmpFail), Some(Status::NotFound), None]
+    );
+    let stars = |key: &str| {
+        let client = &client;
+        let key = key.to_owned();
+        async move { client.get("hotels", key).await.unwrap().unwrap().attributes["stars"].clone() }
+    };
+    // Hotel n has n % 5 stars.
+    assert_eq!(
+        (stars("h1").await, stars("h2").await, stars("h3").await),
+        (i(11), i(2), i(13))
+    );
+    let request = Request::WriteKeys {
+        space: "hotels".into(),
+        keys: vec![s("h1"), s("h99")],
+        conditions: vec![],
+        change: KeysChange::Delete,
+    };
+    send(&mut conn, 2, Epoch(0), request).await;
+    let frame = receive(&mut conn).await;
+    let Response::Outcomes(outcomes) = &frame.response else {
+        panic!("{:?}", frame.response)
+    };
+    assert!(outcomes[0].is_ok(), "{outcomes:?}");
+    assert_eq!(outcomes[1].as_ref().unwrap_err().status, Status::NotFound);
+    assert_eq!(client.get("hotels", "h1").await.unwrap(), None);
     server.shutdown().await;
 }
