@@ -35,7 +35,7 @@ use crate::merge;
 use crate::options::ClientOptions;
 use crate::pool::Pool;
 use crate::routing::{self, Fanout, ReadFrom, Routes};
-use tessera_protocol::{Explanation, Status, WriteMode};
+use tessera_protocol::{Explanation, Status};
 
 /// How long a request may take, retries included, unless the client was given another
 /// deadline ([`ClientOptions::timeout`]).
@@ -1470,20 +1470,7 @@ impl Cluster {
         conditions: &[Predicate],
         change: &KeysChange,
     ) -> Result<u64, ClientError> {
-        let make = |key| match change {
-            KeysChange::Delete => Request::Del {
-                space: space.to_owned(),
-                key,
-                conditions: conditions.to_vec(),
-            },
-            KeysChange::Update(funcalls) => Request::Put {
-                space: space.to_owned(),
-                key,
-                mode: WriteMode::UpdateOnly,
-                conditions: conditions.to_vec(),
-                funcalls: funcalls.clone(),
-            },
-        };
+        let make = |key| change.single_write(space, key, conditions);
         let make = &make;
         let mut writes = futures::stream::iter(keys)
             .map(|key| async move { self.key_call(space, key, true, make).await })

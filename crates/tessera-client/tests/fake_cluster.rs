@@ -17,8 +17,8 @@ use tessera_client::{
 use tessera_geometry::{point, RegionIndex, Tessellation};
 use tessera_protocol::{
     codec, decode_request, encode_response, BackfillRef, Configuration, CoordinatorStatus,
-    ErrorReply, KeysChange, RegionsOf, Request, Response, ResponseFrame, SearchAnswer, ServerInfo,
-    ServerState, SpaceConfig, WireObject,
+    ErrorReply, RegionsOf, Request, Response, ResponseFrame, SearchAnswer, ServerInfo, ServerState,
+    SpaceConfig, WireObject,
 };
 use tessera_types::{
     apply_all, matches_all, parse_space, CheckedFuncall, CheckedPredicate, Epoch, Object, ServerId,
@@ -224,21 +224,7 @@ fn write_keys_as(id: ServerId, world: &Shared, request: Request) -> Answer {
     };
     let mut outcomes = Vec::new();
     for key in keys {
-        let single = match &change {
-            KeysChange::Delete => Request::Del {
-                space: space.clone(),
-                key,
-                conditions: conditions.clone(),
-            },
-            KeysChange::Update(funcalls) => Request::Put {
-                space: space.clone(),
-                key,
-                mode: WriteMode::UpdateOnly,
-                conditions: conditions.clone(),
-                funcalls: funcalls.clone(),
-            },
-        };
-        match serve_as(id, world, single) {
+        match serve_as(id, world, change.single_write(&space, key, &conditions)) {
             Answer::Frames(frames) => match frames.into_iter().next() {
                 Some(Response::Done) => outcomes.push(Ok(())),
                 Some(Response::Error(e)) => outcomes.push(Err(e)),

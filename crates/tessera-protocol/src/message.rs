@@ -67,6 +67,28 @@ pub enum KeysChange {
     Update(Vec<Funcall>),
 }
 
+impl KeysChange {
+    /// The single write that makes this change to `key` on `conditions`: what a
+    /// [`Request::WriteKeys`] does to each of its keys.
+    pub fn single_write(&self, space: &str, key: Value, conditions: &[Predicate]) -> Request {
+        let (space, conditions) = (space.to_owned(), conditions.to_vec());
+        match self {
+            KeysChange::Delete => Request::Del {
+                space,
+                key,
+                conditions,
+            },
+            KeysChange::Update(funcalls) => Request::Put {
+                space,
+                key,
+                mode: WriteMode::UpdateOnly,
+                conditions,
+                funcalls: funcalls.clone(),
+            },
+        }
+    }
+}
+
 /// A request from a client.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum Request {

@@ -245,15 +245,7 @@ fn write_keys(
     conditions: &[Predicate],
     change: KeysChange,
 ) -> Result<Job, ErrorReply> {
-    if keys.len() > KEYS_PER_REQUEST_MAX {
-        return Err(ErrorReply::new(
-            Status::TooLarge,
-            format!(
-                "{} keys in one write_keys request, over its {KEYS_PER_REQUEST_MAX}",
-                keys.len()
-            ),
-        ));
-    }
+    check_key_count(&keys, "write_keys")?;
     let keys = keys
         .into_iter()
         .map(|k| check_key(&space, k))
@@ -335,17 +327,23 @@ fn refuse_in_cluster(request: &Request) -> Result<(), ErrorReply> {
     ))
 }
 
-/// A multi_get: at most [`KEYS_PER_REQUEST_MAX`] keys, each of a key region this server leads.
-fn get_many(space: Arc<ServedSpace>, keys: Vec<Value>, view: &View) -> Result<Job, ErrorReply> {
+/// At most [`KEYS_PER_REQUEST_MAX`] keys in one `request` (`TooLarge` otherwise).
+fn check_key_count(keys: &[Value], request: &str) -> Result<(), ErrorReply> {
     if keys.len() > KEYS_PER_REQUEST_MAX {
         return Err(ErrorReply::new(
             Status::TooLarge,
             format!(
-                "{} keys in one multi_get request, over its {KEYS_PER_REQUEST_MAX}",
+                "{} keys in one {request} request, over its {KEYS_PER_REQUEST_MAX}",
                 keys.len()
             ),
         ));
     }
+    Ok(())
+}
+
+/// A multi_get: at most [`KEYS_PER_REQUEST_MAX`] keys, each of a key region this server leads.
+fn get_many(space: Arc<ServedSpace>, keys: Vec<Value>, view: &View) -> Result<Job, ErrorReply> {
+    check_key_count(&keys, "multi_get")?;
     let keys = keys
         .into_iter()
         .map(|k| check_led_key(&space, k, view))
