@@ -120,11 +120,12 @@ use std::sync::Arc;
 pub use error::ClientError;
 pub use options::ClientOptions;
 pub use routing::{key_leaders, plan_search, search_contacts, Fanout, ReadFrom};
+pub use tessera_protocol::process_cpu_seconds;
 pub use tessera_protocol::{
     Adaptation, AdaptationRecord, Build, Configuration, Constraint, CoordinatorStatus,
     ExplainedPart, Explanation, KeyRegionLoad, ModelConstants, RegionCount, RequestShape,
-    ServerInfo, ServerState, ShapeCount, SortOrder, SpaceChange, SpaceConfig, SpaceMap,
-    SpaceStatistics, SpaceTrace, Status, WriteMode,
+    ServerInfo, ServerState, ServerWork, ShapeCount, SortOrder, SpaceChange, SpaceConfig, SpaceMap,
+    SpaceStatistics, SpaceTrace, Status, WorkDone, WriteMode,
 };
 pub use tessera_types::{
     ByteString, DocValue, Document, FormulaSpec, Funcall, FuncallOp, NumOp, Predicate, PredicateOp,

@@ -50,4 +50,6 @@ pub use message::{
 };
 pub use space_map::SpaceMap;
 pub use status::{funcall_status, predicate_status, sort_status, ErrorReply, Status};
-pub use trace::{Constraint, RequestShape, ShapeCount, SpaceTrace};
+pub use trace::{
+    process_cpu_seconds, Constraint, RequestShape, ServerWork, ShapeCount, SpaceTrace, WorkDone,
+};

@@ -57,6 +57,100 @@ pub struct SpaceTrace {
     /// How many servers' samples are merged here.
     pub servers: u32,
     pub shapes: Vec<ShapeCount>,
+    /// What each server merged here has done since it started, in every space: what
+    /// `tessera calibrate` and the advisor's evaluation measure the model's constants by.
+    pub work: Vec<ServerWork>,
+}
+
+/// What one server has done since it started, whatever the space: the CPU its process used
+/// and the commits of its chain loop. Totals: two samples' difference is a period's.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ServerWork {
+    /// Names the server's process: the servers of one process (`tessera dev --servers N`)
+    /// share it, and its CPU.
+    pub process: u64,
+    /// CPU seconds (user and system, every thread) of the process; 0 where the platform does
+    /// not say (it is read from `/proc/self/stat`).
+    pub cpu_s: f64,
+    /// Group commits of the chain loop, and the object writes they made durable together.
+    pub commits: u64,
+    pub committed_writes: u64,
+    /// fsyncs of the store, and the seconds spent in them.
+    pub fsyncs: u64,
+    pub fsync_s: f64,
+}
+
+/// The work of several servers together: CPU counted once per process.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct WorkDone {
+    pub cpu_s: f64,
+    pub commits: f64,
+    pub committed_writes: f64,
+    pub fsyncs: f64,
+    pub fsync_s: f64,
+}
+
+impl WorkDone {
+    /// The sum of `work`, the CPU of servers sharing a process counted once.
+    pub fn of(work: &[ServerWork]) -> WorkDone {
+        let mut cpu: BTreeMap<u64, f64> = BTreeMap::new();
+        let mut done = WorkDone::default();
+        for w in work {
+            let c = cpu.entry(w.process).or_default();
+            *c = c.max(w.cpu_s);
+            done.commits += w.commits as f64;
+            done.committed_writes += w.committed_writes as f64;
+            done.fsyncs += w.fsyncs as f64;
+            done.fsync_s += w.fsync_s;
+        }
+        done.cpu_s = cpu.values().sum();
+        done
+    }
+
+    /// What was done between `earlier` and this.
+    pub fn minus(&self, earlier: &WorkDone) -> WorkDone {
+        WorkDone {
+            cpu_s: self.cpu_s - earlier.cpu_s,
+            commits: self.commits - earlier.commits,
+            committed_writes: self.committed_writes - earlier.committed_writes,
+            fsyncs: self.fsyncs - earlier.fsyncs,
+            fsync_s: self.fsync_s - earlier.fsync_s,
+        }
+    }
+}
+
+/// CPU seconds this process has used, user and system, all threads: `/proc/self/stat`'s
+/// utime and stime, in the kernel's fixed 100 ticks a second (`USER_HZ`); 0 where there is no
+/// such file.
+pub fn process_cpu_seconds() -> f64 {
+    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else {
+        return 0.0;
+    };
+    // The command name (field 2) may hold spaces: count fields after its closing parenthesis.
+    let Some(after) = stat.rfind(')').map(|i| &stat[i + 1..]) else {
+        return 0.0;
+    };
+    let fields: Vec<&str> = after.split_whitespace().collect();
+    // Fields 14 and 15 of the line (utime, stime) are the 12th and 13th after the name.
+    let tick = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|f| f.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    (tick(11) + tick(12)) as f64 / 100.0
+}
+
+/// A number that names this process among others (its id and start time), the same for every
+/// call.
+pub fn process_tag() -> u64 {
+    static TAG: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    *TAG.get_or_init(|| {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64);
+        (u64::from(std::process::id()) << 32) ^ nanos
+    })
 }
 
 impl SpaceTrace {
@@ -77,6 +171,7 @@ impl SpaceTrace {
             })
             .collect();
         self.servers += other.servers;
+        self.work.extend(other.work);
     }
 
     /// Every request counted, all shapes together.
@@ -115,6 +210,9 @@ impl SpaceTrace {
             minutes: 0,
             servers: self.servers,
             shapes,
+            // Not differenced (the servers' order is the merge's): `WorkDone::of` of both
+            // traces, then `WorkDone::minus`.
+            work: Vec::new(),
         })
     }
 }
@@ -137,6 +235,7 @@ mod tests {
             minutes: 0,
             servers,
             shapes,
+            work: Vec::new(),
         }
     }
 
@@ -164,6 +263,42 @@ mod tests {
     }
 
     #[test]
+    fn servers_of_one_process_count_its_cpu_once() {
+        let server = |process, cpu_s, commits| ServerWork {
+            process,
+            cpu_s,
+            commits,
+            committed_writes: 2 * commits,
+            fsyncs: commits,
+            fsync_s: 0.001 * commits as f64,
+        };
+        let before = WorkDone::of(&[server(7, 1.0, 10), server(7, 1.0, 5), server(9, 2.0, 1)]);
+        assert_eq!(before.cpu_s, 3.0);
+        assert_eq!(before.commits, 16.0);
+        assert_eq!(before.committed_writes, 32.0);
+        let after = WorkDone::of(&[server(9, 2.5, 3), server(7, 1.5, 10), server(7, 1.5, 9)]);
+        let done = after.minus(&before);
+        assert_eq!((done.cpu_s, done.commits, done.fsyncs), (1.0, 6.0, 6.0));
+        assert!((done.fsync_s - 0.006).abs() < 1e-12);
+    }
+
+    #[test]
+    fn this_process_cpu_is_read() {
+        let before = process_cpu_seconds();
+        let started = std::time::Instant::now();
+        let mut x = 0u64;
+        while started.elapsed() < std::time::Duration::from_millis(300) {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
+        }
+        std::hint::black_box(x);
+        let used = process_cpu_seconds() - before;
+        if cfg!(target_os = "linux") {
+            // 0.3 s of spinning, on a busy machine perhaps less of it on a CPU.
+            assert!(used > 0.05 && used < 5.0, "{used}");
+        }
+    }
+
+    #[test]
     fn equality_is_the_strongest_constraint() {
         use Constraint::*;
         assert_eq!(Range.strongest(Eq), Eq);
@@ -182,6 +317,7 @@ mod tests {
                 count(RequestShape::Get, 10.0, 9.0),
                 count(city.clone(), 0.5, 40.0),
             ],
+            work: Vec::new(),
         };
         let b = SpaceTrace {
             space: "hotels".into(),
@@ -191,6 +327,7 @@ mod tests {
                 count(city.clone(), 0.5, 60.0),
                 count(RequestShape::Del, 3.0, 0.0),
             ],
+            work: Vec::new(),
         };
         a.merge(b);
         assert_eq!(a.servers, 3);

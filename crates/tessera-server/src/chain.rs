@@ -98,10 +98,13 @@ pub fn spawn(
     let per_tick = transfer_bytes_per_second.saturating_mul(TICK.as_millis() as u64) / 1000;
     replica.set_transfer_rate(usize::try_from(per_tick).unwrap_or(usize::MAX).max(1));
     let peers = Peers::new(shared.clone(), runtime);
-    let fsync = shared
-        .store
-        .syncs_commits()
-        .then(|| FsyncThread::spawn(shared.store.clone(), shared.chain.clone()));
+    let fsync = shared.store.syncs_commits().then(|| {
+        FsyncThread::spawn(
+            shared.store.clone(),
+            shared.chain.clone(),
+            shared.trace.work.clone(),
+        )
+    });
     let chain = ChainLoop {
         shared,
         view,
@@ -159,7 +162,11 @@ struct FsyncThread {
 }
 
 impl FsyncThread {
-    fn spawn(store: Arc<tessera_storage::Store>, chain: crate::queue::ChainSender) -> FsyncThread {
+    fn spawn(
+        store: Arc<tessera_storage::Store>,
+        chain: crate::queue::ChainSender,
+        work: Arc<crate::trace::WorkCounters>,
+    ) -> FsyncThread {
         let (requests, rx) = std::sync::mpsc::channel::<u64>();
         std::thread::Builder::new()
             .name("tessera-fsync".into())
@@ -168,7 +175,9 @@ impl FsyncThread {
                     while let Ok(more) = rx.try_recv() {
                         upto = upto.max(more);
                     }
+                    let started = std::time::Instant::now();
                     let result = store.sync().map_err(|e| e.to_string());
+                    work.fsync(started.elapsed());
                     if chain
                         .blocking_send(LoopInput::Synced { upto, result })
                         .is_err()
@@ -788,6 +797,7 @@ impl ChainLoop {
             self.shared
                 .meter
                 .group_commit(writes.len(), started.elapsed());
+            self.shared.trace.work.commit(writes.len());
             if self.fsync.is_some() && sync {
                 self.syncs_wanted += 1;
             }
@@ -834,7 +844,9 @@ impl ChainLoop {
         if self.failure.is_some() || self.deferred.is_empty() {
             return;
         }
+        let started = std::time::Instant::now();
         let result = self.shared.store.sync().map_err(|e| e.to_string());
+        self.shared.trace.work.fsync(started.elapsed());
         self.syncs_asked = self.syncs_wanted;
         self.on_synced(self.syncs_wanted, result);
     }

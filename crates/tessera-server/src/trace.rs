@@ -4,10 +4,12 @@
 //! the server started (the adaptation driver subtracts two totals to get any period's).
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::Mutex;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use tessera_protocol::constants::TRACE_MINUTES_MAX;
+use tessera_protocol::trace::{process_cpu_seconds, process_tag, ServerWork};
 use tessera_protocol::{Constraint, RequestShape, ShapeCount, SpaceTrace};
 use tessera_replication::KeyWrite;
 use tessera_types::{CheckedPredicate, PredicateOp};
@@ -36,6 +38,45 @@ struct Counts {
 #[derive(Default)]
 pub struct Trace {
     counts: Mutex<Counts>,
+    /// The chain loop's commits and the fsync thread's fsyncs, shared with that thread.
+    pub work: Arc<WorkCounters>,
+}
+
+/// Counts of the write path's work since the server started (`ServerWork`).
+#[derive(Default)]
+pub struct WorkCounters {
+    commits: AtomicU64,
+    committed_writes: AtomicU64,
+    fsyncs: AtomicU64,
+    fsync_ns: AtomicU64,
+}
+
+impl WorkCounters {
+    /// A group commit of `writes` object writes.
+    pub fn commit(&self, writes: usize) {
+        self.commits.fetch_add(1, Ordering::Relaxed);
+        self.committed_writes
+            .fetch_add(writes as u64, Ordering::Relaxed);
+    }
+
+    /// An fsync that took `took`.
+    pub fn fsync(&self, took: Duration) {
+        self.fsyncs.fetch_add(1, Ordering::Relaxed);
+        self.fsync_ns
+            .fetch_add(took.as_nanos() as u64, Ordering::Relaxed);
+    }
+
+    /// The totals, with this process's CPU.
+    pub fn sample(&self) -> ServerWork {
+        ServerWork {
+            process: process_tag(),
+            cpu_s: process_cpu_seconds(),
+            commits: self.commits.load(Ordering::Relaxed),
+            committed_writes: self.committed_writes.load(Ordering::Relaxed),
+            fsyncs: self.fsyncs.load(Ordering::Relaxed),
+            fsync_s: self.fsync_ns.load(Ordering::Relaxed) as f64 * 1e-9,
+        }
+    }
 }
 
 impl Tally {
@@ -129,6 +170,7 @@ impl Trace {
             minutes,
             servers: 1,
             shapes,
+            work: vec![self.work.sample()],
         }
     }
 }

@@ -511,6 +511,7 @@ mod tests {
             space: "hotels".into(),
             minutes: 5,
             servers: 2,
+            work: vec![],
             shapes: vec![
                 ShapeCount {
                     shape: RequestShape::Get,
