@@ -262,11 +262,16 @@ pub fn advise(
                 .collect(),
         )
     };
-    let clusters = clusters(&ranked, &options, |s| {
-        let prediction = model.predict(&configuration_of(s));
-        debug_assert!((prediction.throughput_ops_s * s.cost_s - 1.0).abs() < 1e-9);
-        prediction
-    });
+    let clusters = clusters(
+        &ranked,
+        &options,
+        |cost| model.throughput(cost),
+        |s| {
+            let prediction = model.predict(&configuration_of(s));
+            debug_assert!((prediction.capacity_ops_s * s.cost_s - 1.0).abs() < 1e-9);
+            prediction
+        },
+    );
     let best = &ranked[0];
     let best_space = configuration_of(best)
         .to_schema(schema)
@@ -278,7 +283,7 @@ pub fn advise(
             let prediction = model.predict(&configuration);
             Baseline {
                 name,
-                relative_to_best: prediction.throughput_ops_s * best.cost_s,
+                relative_to_best: prediction.throughput_ops_s / model.throughput(best.cost_s),
                 prediction,
             }
         })
@@ -524,6 +529,7 @@ impl Enumeration<'_> {
 fn clusters(
     ranked: &[Scored],
     options: &AdvisorOptions,
+    throughput: impl Fn(f64) -> f64,
     mut predict: impl FnMut(&Scored) -> Prediction,
 ) -> Vec<Cluster> {
     let mut clusters = Vec::new();
@@ -538,8 +544,8 @@ fn clusters(
                 .count();
         clusters.push(Cluster {
             rank: clusters.len() + 1,
-            throughput_ops_s_max: 1.0 / ranked[start].cost_s,
-            throughput_ops_s_min: 1.0 / ranked[end - 1].cost_s,
+            throughput_ops_s_max: throughput(ranked[start].cost_s),
+            throughput_ops_s_min: throughput(ranked[end - 1].cost_s),
             configurations_count: (end - start) as u64,
             configurations: ranked[start..end]
                 .iter()

@@ -52,6 +52,37 @@ pub struct Calibration {
     /// search fixing one of them, at 4.8 ms a search (2.8 µs an entry; 0.7 µs when read in
     /// sequence without seeking), after the Z-order codec was made table-driven.
     pub search_skip_s: f64,
+    /// How long one fsync of a server's store takes: what a write waits for beyond CPU
+    /// (`crate::closed_loop`). Constants saved before it existed get the default.
+    #[serde(default = "default_fsync_s")]
+    pub fsync_s: f64,
+    /// Server CPU of one fsync (the syscall, waking the chain loop, releasing the answers),
+    /// shared by the writes of its group.
+    #[serde(default)]
+    pub fsync_cpu_s: f64,
+    /// Client CPU per request, and per object a request returns.
+    #[serde(default = "default_client_s")]
+    pub client_s: f64,
+    #[serde(default)]
+    pub client_object_s: f64,
+    /// What a request spends in neither side's CPU (the network's round trip, scheduling).
+    #[serde(default)]
+    pub round_trip_s: f64,
+    /// CPU cores each server computes on (the most it was seen using at once).
+    #[serde(default = "default_server_cores")]
+    pub server_cores: f64,
+}
+
+fn default_fsync_s() -> f64 {
+    Calibration::default().fsync_s
+}
+
+fn default_client_s() -> f64 {
+    Calibration::default().client_s
+}
+
+fn default_server_cores() -> f64 {
+    1.0
 }
 
 impl Default for Calibration {
@@ -65,6 +96,12 @@ impl Default for Calibration {
             search_region_s: 10e-6,
             search_object_s: 0.7e-6,
             search_skip_s: 2.8e-6,
+            fsync_s: 1e-3,
+            fsync_cpu_s: 0.0,
+            client_s: 10e-6,
+            client_object_s: 0.0,
+            round_trip_s: 0.0,
+            server_cores: 1.0,
         }
     }
 }
@@ -87,6 +124,9 @@ pub enum CalibrationError {
     /// cost nothing (a search contacts at least one region).
     #[error("search_base_s and search_region_s are both 0: a search would be free")]
     FreeSearch,
+    /// `server_cores` is below 1 (or not a number): a server computes on one core at least.
+    #[error("calibration constant server_cores is {0}: it must be at least 1")]
+    TooFewCores(f64),
 }
 
 impl Calibration {
@@ -106,6 +146,11 @@ impl Calibration {
             ("search_object_s", self.search_object_s),
             ("search_skip_s", self.search_skip_s),
             ("write_base_s", self.write_base_s),
+            ("fsync_s", self.fsync_s),
+            ("fsync_cpu_s", self.fsync_cpu_s),
+            ("client_s", self.client_s),
+            ("client_object_s", self.client_object_s),
+            ("round_trip_s", self.round_trip_s),
         ];
         for (name, value) in all {
             if !value.is_finite() {
@@ -130,6 +175,9 @@ impl Calibration {
         }
         if self.search_base_s + self.search_region_s <= 0.0 {
             return Err(CalibrationError::FreeSearch);
+        }
+        if !(self.server_cores.is_finite() && self.server_cores >= 1.0) {
+            return Err(CalibrationError::TooFewCores(self.server_cores));
         }
         Ok(())
     }

@@ -90,14 +90,22 @@
 //! base + hop · K(1 + |S|).
 //! **Get**: one server, the point leader; cost g.
 //!
-//! **Mix** (eq. 4.6-4.7): T = 1 / Σ_i p_i · cost_i = 1 / Σ_i (p_i / T_i).
+//! **Mix** (eq. 4.6-4.7): the capacity, T = 1 / Σ_i p_i · cost_i = 1 / Σ_i (p_i / T_i).
+//!
+//! Every cost is seconds of the servers' CPU (`tessera calibrate` measures them so, from the
+//! servers' own account of their CPU, not from throughput). A workload that names its
+//! closed-loop clients (`{"clients": N}`) gets, instead of the capacity, what those N clients
+//! get of it ([`closed_loop`]): each waits for its answer, a write also for the fsync that
+//! makes it durable (shared by the writes that arrive during the one before), and every
+//! request for the client's own CPU and the round trip. The map from capacity to that
+//! throughput is the same for every configuration of one workload and falls as the cost rises,
+//! so it ranks configurations exactly as the capacity does.
 //!
 //! The model counts the cluster's work, as the seed's does: it assumes requests spread over the
-//! servers. Skewed data breaks that, and one case is built into Tessera: an int or float
-//! dimension is cut into equal slices of the whole i64 or f64 axis, so values of ordinary size
-//! (prices, counts, timestamps) sit in one or two slices, and so in 1/n of the subspace's
-//! regions and servers. `spread` lets the model count the regions such a dimension costs, but
-//! it does not see the hot spot.
+//! servers. Tessera cuts every axis where the data is (ints and floats at their values'
+//! quantiles, strings at their hashes' quantiles, once the statistics are in: docs/cuts.md),
+//! so a subspace's regions hold about equal shares; `spread` (default 1) remains for axes still
+//! in equal slices of the whole i64 or f64 axis, where ordinary values sit in one or two slices.
 //!
 //! # The configurator
 //!
@@ -120,6 +128,7 @@ pub mod adapt;
 pub mod advisor;
 pub mod baselines;
 pub mod calibration;
+pub mod closed_loop;
 pub mod configuration;
 pub mod constants;
 pub mod fit;

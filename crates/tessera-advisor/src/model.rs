@@ -9,6 +9,7 @@ use tessera_geometry::Tessellation;
 use tessera_types::{AttrIndex, PrimitiveType, SpaceSchema};
 
 use crate::calibration::{Calibration, CalibrationError};
+use crate::closed_loop::{closed_loop, Durability, MixDemands};
 use crate::configuration::Configuration;
 use crate::prediction::{ClassPrediction, ClassTerms, Prediction};
 use crate::workload::{Operation, PredicateKind, Workload};
@@ -44,6 +45,10 @@ pub struct Model<'a> {
     calibration: Calibration,
     /// How the key subspace, present in every configuration, serves each class.
     key: SubspaceTerms,
+    /// What the mix asks of the disk and the clients whatever the configuration: the share
+    /// of writes, and the client's CPU per operation (`crate::closed_loop`).
+    writes: f64,
+    client_s: f64,
 }
 
 /// Why a model cannot be built.
@@ -129,8 +134,22 @@ impl<'a> Model<'a> {
                 dimensions: 1,
                 classes: vec![],
             },
+            writes: 0.0,
+            client_s: 0.0,
         };
         model.key = model.terms(&[AttrIndex::KEY], true);
+        let (mut writes, mut returned) = (0.0, 0.0);
+        for (class, terms) in workload.classes().iter().zip(&model.key.classes) {
+            match terms {
+                ClassInSubspace::Search {
+                    objects_matched, ..
+                } => returned += class.probability * objects_matched,
+                ClassInSubspace::Write { .. } => writes += class.probability,
+                ClassInSubspace::Get => returned += class.probability,
+            }
+        }
+        let c = &model.calibration;
+        (model.writes, model.client_s) = (writes, c.client_s + c.client_object_s * returned);
         Ok(model)
     }
 
@@ -207,9 +226,34 @@ impl<'a> Model<'a> {
         });
         Prediction {
             subspaces: configuration.names(self.schema),
-            throughput_ops_s: 1.0 / totals.cost_s,
+            throughput_ops_s: self.throughput(totals.cost_s),
+            capacity_ops_s: 1.0 / totals.cost_s,
+            clients: self.workload.clients(),
             classes,
         }
+    }
+
+    /// Operations a second of a mix that costs `cost_s` seconds of the servers' capacity per
+    /// operation: that capacity, 1 / cost, or, when the workload names its closed-loop clients,
+    /// what they get of it ([`closed_loop`]: the fsyncs writes wait for, the clients' own CPU,
+    /// the round trip). Either way it falls as the cost grows, so both rank configurations
+    /// alike.
+    pub fn throughput(&self, cost_s: f64) -> f64 {
+        let Some(clients) = self.workload.clients() else {
+            return 1.0 / cost_s;
+        };
+        let c = &self.calibration;
+        let demands = MixDemands {
+            server_s: cost_s,
+            writes: self.writes,
+            client_s: self.client_s,
+            round_trip_s: c.round_trip_s,
+        };
+        let durability = Durability {
+            fsync_s: c.fsync_s,
+            fsync_cpu_s: c.fsync_cpu_s,
+        };
+        closed_loop(clients, c.server_cores, &demands, Some(durability)).throughput_ops_s
     }
 
     /// How the key subspace serves each class.

@@ -27,6 +27,9 @@
 //!   (int and float attributes only: fraction of the i64 or f64 axis their values occupy, in
 //!   (0, 1]). At most one line per attribute.
 //! * `objects`: how many objects the space holds, at most once.
+//! * `clients`: how many clients run the workload in a closed loop, each waiting for its
+//!   answer before it asks again (at most once, ≥ 1). The prediction is then what they get
+//!   (`crate::closed_loop`); without it, the servers' capacity.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -42,6 +45,7 @@ use crate::workload::{
 /// Parses a workload file and checks it against `schema`.
 pub fn parse_workload(text: &str, schema: &SpaceSchema) -> Result<Workload, WorkloadError> {
     let mut objects: Option<(u64, usize)> = None;
+    let mut clients: Option<(u32, usize)> = None;
     let mut classes = Vec::new();
     let mut statistics: BTreeMap<AttrIndex, AttributeStatistics> = BTreeMap::new();
     for (i, text) in text.lines().enumerate() {
@@ -72,6 +76,15 @@ pub fn parse_workload(text: &str, schema: &SpaceSchema) -> Result<Workload, Work
                     return Err(WorkloadError::BadObjects { line });
                 }
                 objects = Some((count, line));
+            }
+            LineKind::Clients(count) => {
+                if let Some((_, first_line)) = clients {
+                    return Err(WorkloadError::DuplicateClients { line, first_line });
+                }
+                if count == 0 {
+                    return Err(WorkloadError::BadClients { line });
+                }
+                clients = Some((count, line));
             }
             LineKind::Statistics {
                 attribute,
@@ -127,7 +140,10 @@ pub fn parse_workload(text: &str, schema: &SpaceSchema) -> Result<Workload, Work
             }
         }
     }
-    Workload::new(schema, objects.map(|(count, _)| count), classes, statistics)
+    Ok(
+        Workload::new(schema, objects.map(|(count, _)| count), classes, statistics)?
+            .with_clients(clients.map(|(count, _)| count)),
+    )
 }
 
 /// serde_json's message without its " at line 1 column N" (every line is parsed alone, so its
@@ -157,10 +173,12 @@ struct RawLine {
     selectivity: Option<f64>,
     spread: Option<f64>,
     objects: Option<u64>,
+    clients: Option<u32>,
 }
 
 enum LineKind {
     Objects(u64),
+    Clients(u32),
     Statistics {
         attribute: String,
         distinct: Option<u64>,
@@ -210,8 +228,18 @@ impl RawLine {
         let (class, stats, objects) = (
             first(&class_fields),
             first(&statistics_fields),
-            self.objects.is_some().then_some("objects"),
+            first(&[
+                ("objects", self.objects.is_some()),
+                ("clients", self.clients.is_some()),
+            ]),
         );
+        if let (Some(_), Some(_)) = (self.objects, self.clients) {
+            return Err(WorkloadError::MixedLine {
+                line,
+                first: "objects",
+                second: "clients",
+            });
+        }
         match (class, stats, objects) {
             (Some(first), Some(second), _)
             | (Some(first), None, Some(second))
@@ -221,7 +249,10 @@ impl RawLine {
                 second,
             }),
             (None, None, None) => Err(WorkloadError::UnknownLine { line }),
-            (None, None, Some(_)) => Ok(LineKind::Objects(self.objects.expect("present"))),
+            (None, None, Some(_)) => Ok(match self.objects {
+                Some(count) => LineKind::Objects(count),
+                None => LineKind::Clients(self.clients.expect("present")),
+            }),
             (None, Some(_), None) => {
                 let attribute = self
                     .attribute

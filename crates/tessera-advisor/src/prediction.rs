@@ -7,8 +7,15 @@ use serde::{Deserialize, Serialize};
 pub struct Prediction {
     /// The configuration's subspaces (besides the key subspace), in declaration order.
     pub subspaces: Vec<Vec<String>>,
-    /// Operations a second of the whole mix: 1 / Σ p_i · cost_i.
+    /// Operations a second of the whole mix: the capacity, or what the workload's closed-loop
+    /// clients get of it when it names them (`crate::Model::throughput`).
     pub throughput_ops_s: f64,
+    /// The servers' capacity for the mix: 1 / Σ p_i · cost_i.
+    #[serde(default)]
+    pub capacity_ops_s: f64,
+    /// The closed-loop clients the throughput is for, if the workload names them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clients: Option<u32>,
     /// One entry per query class, in the workload's order.
     pub classes: Vec<ClassPrediction>,
 }

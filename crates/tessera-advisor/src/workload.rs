@@ -74,6 +74,8 @@ pub struct Workload {
     space: String,
     attributes_count: usize,
     objects: u64,
+    /// Closed-loop clients, when the workload says (`{"clients": N}`).
+    clients: Option<u32>,
     classes: Vec<QueryClass>,
     statistics: BTreeMap<AttrIndex, AttributeStatistics>,
 }
@@ -190,6 +192,12 @@ pub enum WorkloadError {
     /// An object count of 0 (line 0: not from a file).
     #[error("line {line}: objects must be at least 1")]
     BadObjects { line: usize },
+    /// The client count given twice.
+    #[error("line {line}: the client count is already given on line {first_line}")]
+    DuplicateClients { line: usize, first_line: usize },
+    /// A client count of 0.
+    #[error("line {line}: clients must be at least 1")]
+    BadClients { line: usize },
 }
 
 impl Workload {
@@ -225,6 +233,7 @@ impl Workload {
             space: schema.name.clone(),
             attributes_count: schema.attributes.len(),
             objects,
+            clients: None,
             classes,
             statistics,
         })
@@ -242,6 +251,17 @@ impl Workload {
 
     pub fn objects(&self) -> u64 {
         self.objects
+    }
+
+    /// The closed-loop clients running the workload, if it says.
+    pub fn clients(&self) -> Option<u32> {
+        self.clients
+    }
+
+    /// The same workload run by `clients` closed-loop clients (`None`: open, at capacity).
+    pub fn with_clients(mut self, clients: Option<u32>) -> Workload {
+        self.clients = clients.filter(|&n| n > 0);
+        self
     }
 
     pub fn classes(&self) -> &[QueryClass] {

@@ -265,6 +265,7 @@ fn calibration() -> impl Strategy<Value = Calibration> {
                 search_base_s,
                 search_region_s,
                 search_object_s,
+                ..Calibration::default()
             },
         )
 }

@@ -159,6 +159,7 @@ fn calibration() -> impl Strategy<Value = Calibration> {
                     search_region_s,
                     search_object_s,
                     search_skip_s: search_object_s * skip_share,
+                    ..Calibration::default()
                 };
                 c.check().is_ok().then_some(c)
             },

@@ -123,7 +123,7 @@ fn every_refusal() {
             r#"{"p": 1, "get": true, "weight": 2}"#,
             WorkloadError::Json {
                 line: 1,
-                message: "unknown field `weight`, expected one of `p`, `search`, `update`, `get`, `put`, `del`, `matches`, `attribute`, `distinct`, `selectivity`, `spread`, `objects` (column 30)".into(),
+                message: "unknown field `weight`, expected one of `p`, `search`, `update`, `get`, `put`, `del`, `matches`, `attribute`, `distinct`, `selectivity`, `spread`, `objects`, `clients` (column 30)".into(),
             },
             "line 1: unknown field `weight`",
         ),
@@ -278,6 +278,17 @@ fn every_refusal() {
             "line 3: the object count is already given on line 1",
         ),
         ("{\"objects\": 0}", WorkloadError::BadObjects { line: 1 }, "line 1: objects must be at least 1"),
+        (
+            "{\"clients\": 16}\n{\"p\": 1, \"get\": true}\n{\"clients\": 8}",
+            WorkloadError::DuplicateClients { line: 3, first_line: 1 },
+            "line 3: the client count is already given on line 1",
+        ),
+        ("{\"clients\": 0}", WorkloadError::BadClients { line: 1 }, "line 1: clients must be at least 1"),
+        (
+            "{\"objects\": 5, \"clients\": 16}",
+            WorkloadError::MixedLine { line: 1, first: "objects", second: "clients" },
+            "line 1:",
+        ),
         (
             "{\"objects\": -3}",
             WorkloadError::Json { line: 1, message: "invalid value: integer `-3`, expected u64 (column 14)".into() },

@@ -1554,6 +1554,12 @@ fn model_constants_are_kept_with_the_configuration() {
         search_region_ns: 10_000,
         search_object_ns: 700,
         search_skip_ns: 2_800,
+        fsync_ns: 300_000,
+        fsync_cpu_ns: 20_000,
+        client_ns: 20_000,
+        client_object_ns: 200,
+        round_trip_ns: 40_000,
+        server_cores_milli: 1_000,
     };
     let before = st.epoch;
     assert_eq!(

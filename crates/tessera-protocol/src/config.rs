@@ -1170,6 +1170,16 @@ pub struct ModelConstants {
     pub search_object_ns: u64,
     /// A search's cost per storage entry read outside its box (a partial match's skips).
     pub search_skip_ns: u64,
+    /// An fsync's duration, and the server CPU it costs.
+    pub fsync_ns: u64,
+    pub fsync_cpu_ns: u64,
+    /// A client's CPU per request and per object returned.
+    pub client_ns: u64,
+    pub client_object_ns: u64,
+    /// What a request spends in neither side's CPU.
+    pub round_trip_ns: u64,
+    /// Cores each server computes on, in thousandths.
+    pub server_cores_milli: u64,
 }
 
 impl ModelConstants {

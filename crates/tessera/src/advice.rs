@@ -20,6 +20,12 @@ pub fn from_model(m: &ModelConstants) -> Calibration {
         search_region_s: s(m.search_region_ns),
         search_object_s: s(m.search_object_ns),
         search_skip_s: s(m.search_skip_ns),
+        fsync_s: s(m.fsync_ns),
+        fsync_cpu_s: s(m.fsync_cpu_ns),
+        client_s: s(m.client_ns),
+        client_object_s: s(m.client_object_ns),
+        round_trip_s: s(m.round_trip_ns),
+        server_cores: (m.server_cores_milli as f64 * 1e-3).max(1.0),
     }
 }
 

@@ -16,10 +16,11 @@ use std::time::{Duration, Instant};
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 
+use tessera_advisor::fit::{FsyncMeasurement, RunMeasurement};
 use tessera_advisor::{
     fit, partial_match_entries, Calibration, Measurements, SearchMeasurement, WriteMeasurement,
 };
-use tessera_client::{Client, ModelConstants, Predicate, Value};
+use tessera_client::{process_cpu_seconds, Client, ModelConstants, Predicate, Value, WorkDone};
 
 use crate::failure::Failure;
 use crate::stdio::print_line;
@@ -35,7 +36,7 @@ const SPACES: [(&str, &str); 4] = [
     ),
     (
         "tessera_calibrate_m",
-        "key int k attributes string c, string u, string v, string w \
+        "key int k attributes string c, string u, string v, string w, string pad \
          subspace c, u subspace w, u, v",
     ),
     (
@@ -91,6 +92,12 @@ pub fn to_model(c: &Calibration) -> ModelConstants {
         search_region_ns: ns(c.search_region_s),
         search_object_ns: ns(c.search_object_s),
         search_skip_ns: ns(c.search_skip_s),
+        fsync_ns: ns(c.fsync_s),
+        fsync_cpu_ns: ns(c.fsync_cpu_s),
+        client_ns: ns(c.client_s),
+        client_object_ns: ns(c.client_object_s),
+        round_trip_ns: ns(c.round_trip_s),
+        server_cores_milli: (c.server_cores * 1e3).round().max(1e3) as u64,
     }
 }
 
@@ -182,12 +189,18 @@ async fn measure_and_fit(
     unreachable!("the last attempt returns")
 }
 
-/// Object k of `_s`: g10 = k mod 10, g100 = k mod 100, pad = "x".
+/// What every scratch object carries besides its coordinates, so that it is about the size
+/// of a typical record (a hotel of the advisor's evaluation: six attributes, about 100 bytes):
+/// a search's cost per object read is mostly decoding, filtering and sending it.
+const PAD: &str =
+    "calibration padding: about the bytes a typical record holds besides the attributes searched";
+
+/// Object k of `_s`: g10 = k mod 10, g100 = k mod 100, pad = [`PAD`].
 fn object_s(k: i64) -> Vec<(&'static str, Value)> {
     vec![
         ("g10", Value::Int(k % 10)),
         ("g100", Value::Int(k % 100)),
-        ("pad", Value::from("x")),
+        ("pad", Value::from(PAD)),
     ]
 }
 
@@ -198,6 +211,7 @@ fn object_m(k: i64) -> Vec<(&'static str, Value)> {
         ("u", Value::from(format!("u{k}"))),
         ("v", Value::from(format!("v{k}"))),
         ("w", Value::from(format!("w{}", k % 47))),
+        ("pad", Value::from(PAD)),
     ]
 }
 
@@ -302,7 +316,7 @@ async fn measure(client: &Arc<Client>, options: CalibrateOptions) -> Result<Meas
             (
                 space,
                 vec![
-                    ("pad", Value::from("x")),
+                    ("pad", Value::from(PAD)),
                     ("s1", Value::from(format!("a{k}"))),
                     ("s2", Value::from(format!("b{k}"))),
                 ],
@@ -311,12 +325,20 @@ async fn measure(client: &Arc<Client>, options: CalibrateOptions) -> Result<Meas
         .await?;
     }
     let mut m = Measurements::default();
-    m.gets.push(
-        closed_loop(client, options, |c, k| async move {
-            c.get(SPACES[0].0, k).await.map(|_| ())
-        })
-        .await?,
-    );
+    let get = |c: Arc<Client>, k| async move {
+        c.get(SPACES[0].0, k)
+            .await
+            .map(|found| u64::from(found.is_some()))
+    };
+    let gets = closed_loop(client, options, options.concurrency, get).await?;
+    m.gets.push(gets.server_s());
+    // One client alone: what a request spends in neither side's CPU.
+    let alone = closed_loop(client, options, 1, get).await?;
+    m.round_trips_s
+        .push(alone.latency_s() - alone.server_s() - alone.client_s());
+    for run in [&gets, &alone] {
+        m.add_run(run.observed());
+    }
     // Searches in `_s`: 1 region reading 10 %, 1 region reading 1 %, `g100 = v and g10 = v`
     // (which runs in {g10}: both subspaces cross one region, and the rule then takes fewer
     // dimensions, so it reads 10 %), and all 16 regions (pad is no dimension). In `_m`: c
@@ -345,40 +367,45 @@ async fn measure(client: &Arc<Client>, options: CalibrateOptions) -> Result<Meas
         // groups (k mod 50 and k mod 47 differ by one object at most).
         let (regions, objects, skipped) = planned(client, options, &search, 1).await?;
         let search = Arc::new(search);
-        let throughput_ops_s = closed_loop(client, options, move |c, k| {
+        let run = closed_loop(client, options, options.concurrency, move |c, k| {
             let search = search.clone();
             async move {
                 c.search(search.space, search.predicates(k))
                     .await
-                    .map(|_| ())
+                    .map(|found| found.len() as u64)
             }
         })
         .await?;
+        m.add_run(run.observed());
         m.searches.push(SearchMeasurement {
             regions,
             objects,
             skipped,
-            throughput_ops_s,
+            server_s: run.server_s(),
         });
     }
     // Writes: `pad` is in no subspace (nothing moves); `s1` and `s2` get new values (the object
-    // moves in both subspaces of `_w2`, but for the 1 in 16 that hash to the same slice).
+    // moves in both subspaces of `_w2`, but for the 1 in 16 that hash to the same slice). The
+    // chain of one alone, one client: every write fsynced by itself, which tells an fsync's CPU
+    // from the write's.
     let fresh = Arc::new(AtomicU64::new(0));
-    for (space, subspaces, moved) in [
-        (SPACES[2].0, 0, false),
-        (SPACES[3].0, 2, false),
-        (SPACES[3].0, 2, true),
+    for (space, subspaces, moved, concurrency) in [
+        (SPACES[2].0, 0, false, options.concurrency),
+        (SPACES[2].0, 0, false, 1),
+        (SPACES[3].0, 2, false, options.concurrency),
+        (SPACES[3].0, 2, true, options.concurrency),
     ] {
         let fresh = fresh.clone();
-        let throughput_ops_s = closed_loop(client, options, move |c, k| {
+        let run = closed_loop(client, options, concurrency, move |c, k| {
             let v = fresh.fetch_add(1, Ordering::Relaxed);
             async move {
-                if moved {
+                let written = if moved {
                     c.put(space, k, [("s1", format!("c{v}")), ("s2", format!("d{v}"))])
                         .await
                 } else {
                     c.put(space, k, [("pad", format!("p{v}"))]).await
-                }
+                };
+                written.map(|()| 0)
             }
         })
         .await?;
@@ -387,11 +414,17 @@ async fn measure(client: &Arc<Client>, options: CalibrateOptions) -> Result<Meas
         } else {
             (subspaces, 0)
         };
+        m.add_run(run.observed());
+        m.fsyncs.push(FsyncMeasurement {
+            fsyncs: run.work.fsyncs,
+            seconds: run.work.fsync_s,
+        });
         m.writes.push(WriteMeasurement {
             replicas: 1,
             subspaces_unmoved,
             subspaces_moved,
-            throughput_ops_s,
+            server_s: run.server_s(),
+            fsyncs_per_write: run.work.fsyncs / run.operations.max(1) as f64,
         });
     }
     Ok(m)
@@ -426,31 +459,84 @@ where
     Ok(())
 }
 
-/// Runs `op` on keys spread over the objects, `concurrency` at a time, for `seconds`; returns
-/// the requests completed per second. Any error ends the calibration.
+/// What one micro-workload did: its operations and their latency, the objects they returned,
+/// the servers' work and this client's CPU over it.
+struct Run {
+    operations: u64,
+    elapsed_s: f64,
+    latency_total_s: f64,
+    returned: u64,
+    work: WorkDone,
+    client_cpu_s: f64,
+}
+
+impl Run {
+    fn per_operation(&self, total: f64) -> f64 {
+        total / self.operations.max(1) as f64
+    }
+
+    /// Server CPU seconds per operation.
+    fn server_s(&self) -> f64 {
+        self.per_operation(self.work.cpu_s)
+    }
+
+    fn client_s(&self) -> f64 {
+        self.per_operation(self.client_cpu_s)
+    }
+
+    fn latency_s(&self) -> f64 {
+        self.per_operation(self.latency_total_s)
+    }
+
+    /// What every run tells of the client's cost and of the servers' cores.
+    fn observed(&self) -> RunMeasurement {
+        RunMeasurement {
+            returned: self.per_operation(self.returned as f64),
+            client_s: self.client_s(),
+            server_busy: self.work.cpu_s / self.elapsed_s.max(1e-9),
+        }
+    }
+}
+
+/// The servers' work so far (CPU, commits, fsyncs), every server's, from their trace.
+async fn work_now(client: &Client) -> Result<WorkDone, Failure> {
+    Ok(WorkDone::of(&client.trace(SPACES[0].0, 1).await?.work))
+}
+
+/// Runs `op` (returning the objects it found) on keys spread over the objects, `concurrency`
+/// at a time, for `seconds`. Any error ends the calibration.
 async fn closed_loop<F, Fut>(
     client: &Arc<Client>,
     options: CalibrateOptions,
+    concurrency: usize,
     op: F,
-) -> Result<f64, Failure>
+) -> Result<Run, Failure>
 where
     F: Fn(Arc<Client>, i64) -> Fut + Send + Sync + 'static,
-    Fut: std::future::Future<Output = Result<(), tessera_client::ClientError>> + Send,
+    Fut: std::future::Future<Output = Result<u64, tessera_client::ClientError>> + Send,
 {
     let op = Arc::new(op);
-    let (done, stop) = (
+    let (done, returned, latency_ns, stop) = (
+        Arc::new(AtomicU64::new(0)),
+        Arc::new(AtomicU64::new(0)),
         Arc::new(AtomicU64::new(0)),
         Arc::new(AtomicBool::new(false)),
     );
+    let work_before = work_now(client).await?;
+    let cpu_before = process_cpu_seconds();
     let started = Instant::now();
-    let tasks: Vec<_> = (0..options.concurrency as u64)
+    let tasks: Vec<_> = (0..concurrency as u64)
         .map(|t| {
-            let (client, op, done, stop) = (client.clone(), op.clone(), done.clone(), stop.clone());
+            let (client, op, stop) = (client.clone(), op.clone(), stop.clone());
+            let (done, returned, latency_ns) = (done.clone(), returned.clone(), latency_ns.clone());
             tokio::spawn(async move {
                 let mut k = (t * 7919) as i64;
                 while !stop.load(Ordering::Relaxed) {
                     k = (k + 104_729) % options.objects.max(1);
-                    op(client.clone(), k).await?;
+                    let asked = Instant::now();
+                    let found = op(client.clone(), k).await?;
+                    latency_ns.fetch_add(asked.elapsed().as_nanos() as u64, Ordering::Relaxed);
+                    returned.fetch_add(found, Ordering::Relaxed);
                     done.fetch_add(1, Ordering::Relaxed);
                 }
                 Ok::<(), Failure>(())
@@ -463,5 +549,15 @@ where
         t.await
             .map_err(|e| Failure::Error(format!("a worker failed: {e}")))??;
     }
-    Ok(done.load(Ordering::Relaxed) as f64 / started.elapsed().as_secs_f64())
+    let elapsed_s = started.elapsed().as_secs_f64();
+    let client_cpu_s = process_cpu_seconds() - cpu_before;
+    let work = work_now(client).await?.minus(&work_before);
+    Ok(Run {
+        operations: done.load(Ordering::Relaxed),
+        elapsed_s,
+        latency_total_s: latency_ns.load(Ordering::Relaxed) as f64 * 1e-9,
+        returned: returned.load(Ordering::Relaxed),
+        work,
+        client_cpu_s,
+    })
 }

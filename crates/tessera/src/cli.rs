@@ -288,14 +288,17 @@ pub enum Command {
     /// Example: `tessera advise hotels --workload workload.jsonl --top 3`
     #[command(group(clap::ArgGroup::new("source").required(true).args(["workload", "from_trace"])))]
     Advise(advise::AdviseArgs),
-    /// Measure the performance model's constants on this database: creates three scratch
+    /// Measure the performance model's constants on this database: creates four scratch
     /// spaces (tessera_calibrate_*; one copy of each region), loads them, runs short closed-loop
     /// gets, searches (contacting one to every region) and writes (through no or two subspaces,
-    /// moving the object or not), fits the constants and drops the spaces. Prints the constants
-    /// and the measurements as JSON, and keeps the constants with the configuration (standalone
-    /// or cluster), where `tessera advise` and `tessera status` find them (`--no-store`: only
-    /// print them); `--save FILE` also writes them for `tessera advise --calibration FILE`.
-    /// Takes about 8 × --seconds plus the loading; measure on an otherwise idle database.
+    /// moving the object or not; one client alone too), reads the servers' CPU and fsyncs
+    /// around each, fits the constants (CPU per operation; the fsync, the client and the round
+    /// trip for closed-loop predictions) and drops the spaces. Prints the constants and the
+    /// measurements as JSON, and keeps the constants with the configuration (standalone or
+    /// cluster), where `tessera advise` and `tessera status` find them (`--no-store`: only print
+    /// them); `--save FILE` also writes them for `tessera advise --calibration FILE`. Takes
+    /// about 14 × --seconds plus the loading (half a minute by default); measure on an
+    /// otherwise idle database.
     Calibrate(calibrate::CalibrateArgs),
     /// Benchmark with the YCSB core workloads (against Tessera or, to compare, Redis).
     // Boxed: its options are most of the size of a `Command`.
