@@ -5,9 +5,11 @@
 //!
 //! An observation is one period's workload (the trace's counts over the period) scored by the
 //! advisor: the predicted throughput of the space's current subspaces and of the best
-//! configuration. The space changes once the best is predicted at least `gain_min` faster in
-//! `observations` observations running: a burst does not reconfigure a space, a lasting change
-//! of workload does. A period with too few requests to say anything, or one where the current
+//! configuration, and how far the model was from what the servers measured in the period. The
+//! space changes once the best is predicted faster, by at least `gain_min` and by more than the
+//! model's measured error, in `observations` observations running: a burst does not
+//! reconfigure a space, a lasting change of workload does, and a gain the model cannot vouch
+//! for does not. A period with too few requests to say anything, or one where the current
 //! configuration is (nearly) the best, breaks the run.
 
 use crate::constants::{ADAPT_GAIN_MIN_DEFAULT, ADAPT_OBSERVATIONS_DEFAULT, ADAPT_REQUESTS_MIN};
@@ -45,6 +47,9 @@ pub struct Observation {
     pub best_ops_s: f64,
     /// The best configuration's subspaces, by attribute names (the key subspace left out).
     pub best: Vec<Vec<String>>,
+    /// |predicted − measured| / measured of the servers' CPU per operation under the current
+    /// configuration over the period, if the servers said what they spent.
+    pub model_error: Option<f64>,
 }
 
 impl Observation {
@@ -67,12 +72,17 @@ pub enum Verdict {
     Adapt { to: Vec<Vec<String>>, streak: u32 },
 }
 
+/// Observations whose model error the gain must beat: the largest of the last few, so that one
+/// lucky period does not vouch for the model.
+const ERRORS_KEPT: usize = 3;
+
 /// The policy's state for one space: how many observations running found a better
-/// configuration.
+/// configuration, and the model's error in the last observations.
 #[derive(Clone, Debug)]
 pub struct Adapter {
     policy: AdaptPolicy,
     streak: u32,
+    errors: std::collections::VecDeque<f64>,
 }
 
 impl Adapter {
@@ -82,7 +92,20 @@ impl Adapter {
             "a gain threshold is a non-negative number"
         );
         assert!(policy.observations >= 1, "at least one observation");
-        Adapter { policy, streak: 0 }
+        Adapter {
+            policy,
+            streak: 0,
+            errors: std::collections::VecDeque::new(),
+        }
+    }
+
+    /// The gain a better configuration must be predicted to bring: `gain_min`, or the model's
+    /// largest measured error of the last observations if that is more.
+    pub fn gain_needed(&self) -> f64 {
+        self.errors
+            .iter()
+            .copied()
+            .fold(self.policy.gain_min, f64::max)
     }
 
     pub fn policy(&self) -> &AdaptPolicy {
@@ -102,6 +125,17 @@ impl Adapter {
     /// Judges one observation. After an `Adapt`, the run starts over.
     pub fn observe(&mut self, observation: &Observation) -> Verdict {
         let o = observation;
+        // A quiet period's error says little (a handful of requests against the servers' idle
+        // CPU).
+        if let Some(e) = o
+            .model_error
+            .filter(|e| e.is_finite() && *e >= 0.0 && o.requests >= self.policy.requests_min)
+        {
+            if self.errors.len() == ERRORS_KEPT {
+                self.errors.pop_front();
+            }
+            self.errors.push_back(e);
+        }
         let scored = o.current_ops_s.is_finite()
             && o.current_ops_s > 0.0
             && o.best_ops_s.is_finite()
@@ -112,7 +146,7 @@ impl Adapter {
             self.streak = 0;
             return Verdict::TooQuiet;
         }
-        if o.best_ops_s < o.current_ops_s * (1.0 + self.policy.gain_min) {
+        if o.best_ops_s < o.current_ops_s * (1.0 + self.gain_needed()) {
             self.streak = 0;
             return Verdict::Keep;
         }
@@ -141,6 +175,7 @@ mod tests {
             current_ops_s: current,
             best_ops_s: best,
             best: vec![vec!["city".into()]],
+            model_error: None,
         }
     }
 
@@ -210,6 +245,27 @@ mod tests {
             Verdict::Better { streak: 1, .. }
         ));
         assert!(matches!(a.observe(&better), Verdict::Adapt { .. }));
+    }
+
+    #[test]
+    fn a_gain_within_the_models_measured_error_is_not_taken() {
+        let mut a = Adapter::new(policy(1));
+        let with_error = |best: f64, error: f64| Observation {
+            model_error: Some(error),
+            ..seen(1000.0, 100.0, best)
+        };
+        // 30 % better, but the model was 40 % off this period: kept.
+        assert_eq!(a.observe(&with_error(130.0, 0.4)), Verdict::Keep);
+        assert_eq!(a.gain_needed(), 0.4);
+        // The largest of the last three errors counts: two good periods do not clear it.
+        assert_eq!(a.observe(&with_error(130.0, 0.05)), Verdict::Keep);
+        assert_eq!(a.observe(&with_error(130.0, 0.05)), Verdict::Keep);
+        // The 40 % is now four periods old: 30 % clears the 20 % floor and the 5 % errors.
+        assert!(matches!(
+            a.observe(&with_error(130.0, 0.05)),
+            Verdict::Adapt { .. }
+        ));
+        assert_eq!(a.gain_needed(), 0.2);
     }
 
     #[test]

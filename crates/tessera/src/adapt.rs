@@ -8,9 +8,11 @@
 //!    (`Request::Trace` with 0 minutes) and subtract the previous period's: the workload served
 //!    in this period (`SpaceTrace::since`);
 //! 2. rank configurations for it with the advisor (the constants kept with the configuration,
-//!    the space's live object count), and hand the current configuration's and the best's
-//!    predictions to the policy (`tessera_advisor::Adapter`: at least 20 % faster, three
-//!    periods running, by default);
+//!    the space's live object count and distinct values), and hand the current configuration's
+//!    and the best's predictions to the policy with the model's error this period (the current
+//!    configuration's predicted CPU per request against what the servers' trace says they
+//!    spent: `ServerWork`) (`tessera_advisor::Adapter`: at least 20 % faster and more than the
+//!    model's error in the last three periods, three periods running, by default);
 //! 3. when it says so, log the decision in the configuration (`SpaceChange::LogAdaptation`,
 //!    shown by `tessera status`), then add the missing subspaces one build at a time and drop
 //!    the others (`alter::apply_with`), printing each change on stderr.
@@ -25,6 +27,7 @@ use std::time::Duration;
 use tessera_advisor::{AdaptPolicy, Adapter, Calibration, Observation, Verdict};
 use tessera_client::{
     Adaptation, AdaptationRecord, Client, ClientOptions, SpaceChange, SpaceConfig, SpaceTrace,
+    WorkDone,
 };
 
 use crate::failure::Failure;
@@ -165,11 +168,26 @@ async fn observe(
         .iter()
         .find(|b| b.name == tessera_advisor::BaselineName::Current)
         .map_or(0.0, |b| b.prediction.throughput_ops_s);
+    let current_cost_s = advice
+        .baselines
+        .iter()
+        .find(|b| b.name == tessera_advisor::BaselineName::Current)
+        .map(|b| 1.0 / b.prediction.capacity_ops_s);
+    // What the servers spent per request of this space over the period (their whole CPU: other
+    // spaces' work makes the model look worse, never better, so it only holds a change back).
+    let spent = WorkDone::of(&total.work).minus(&WorkDone::of(&earlier.work));
+    let model_error = current_cost_s
+        .filter(|_| spent.cpu_s > 0.0 && requests > 0.0)
+        .map(|predicted| {
+            let measured = spent.cpu_s / requests;
+            (predicted - measured).abs() / measured
+        });
     let observation = Observation {
         requests,
         current_ops_s,
         best_ops_s,
         best,
+        model_error,
     };
     let verdict = watch.adapter.observe(&observation);
     tracing::info!(
@@ -177,6 +195,8 @@ async fn observe(
         requests,
         current_ops_s,
         best_ops_s,
+        ?model_error,
+        gain_needed = watch.adapter.gain_needed(),
         ?verdict,
         "adaptation: observed"
     );
