@@ -64,7 +64,7 @@ pub struct Durability {
 }
 
 /// The steady state of a closed loop: its throughput, and what it implies.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ClosedLoop {
     pub throughput_ops_s: f64,
     /// Writes per fsync (1 when writes arrive one at a time, more as they queue).
@@ -204,6 +204,47 @@ mod tests {
         // Without fsyncs the same clients run at the CPU's pace.
         let none = closed_loop(16, 1.0, &writes, None);
         assert!(none.throughput_ops_s > many.throughput_ops_s, "{none:?}");
+    }
+
+    #[test]
+    fn a_workload_naming_its_clients_is_predicted_below_its_capacity_in_the_same_order() {
+        use crate::{parse_workload, Calibration, Configuration, Model};
+        let schema = tessera_types::parse_space(
+            "space h key id attributes string city, string tel create 16 partitions",
+        )
+        .expect("schema");
+        let text =
+            "{\"p\": 0.8, \"search\": {\"city\": \"eq\"}}\n{\"p\": 0.2, \"update\": [\"tel\"]}\n";
+        let open = parse_workload(text, &schema).expect("parses");
+        let closed =
+            parse_workload(&format!("{text}{{\"clients\": 4}}\n"), &schema).expect("parses");
+        assert_eq!((open.clients(), closed.clients()), (None, Some(4)));
+        let c = Calibration {
+            fsync_cpu_s: 100e-6,
+            ..Calibration::default()
+        };
+        let (open, closed) = (
+            Model::new(&schema, &open, c).expect("model"),
+            Model::new(&schema, &closed, c).expect("model"),
+        );
+        let city = schema.attribute_index("city").expect("city");
+        let configurations = [
+            Configuration::none(),
+            Configuration::new(&schema, vec![vec![city]]).expect("ok"),
+        ];
+        let mut ranks = Vec::new();
+        for configuration in &configurations {
+            let (o, k) = (open.predict(configuration), closed.predict(configuration));
+            assert_eq!(o.throughput_ops_s, o.capacity_ops_s);
+            assert!(o.closed_loop.is_none());
+            let l = k.closed_loop.expect("four clients make a closed loop");
+            assert_eq!(k.capacity_ops_s, o.capacity_ops_s);
+            assert!(k.throughput_ops_s < k.capacity_ops_s, "{k:?}");
+            // The fsyncs' CPU is in the closed loop's, not in the capacity's cost.
+            assert!(l.server_s > 1.0 / k.capacity_ops_s);
+            ranks.push((o.throughput_ops_s, k.throughput_ops_s));
+        }
+        assert_eq!(ranks[0].0 < ranks[1].0, ranks[0].1 < ranks[1].1);
     }
 
     #[test]

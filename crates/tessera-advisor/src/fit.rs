@@ -442,10 +442,12 @@ const MIX_CONSTANTS: [fn(&mut Calibration) -> &mut f64; 8] = [
     |c| &mut c.get_s,
 ];
 
-/// Seed 000 §4.5's calibration on mixes: the constants (but α, kept from `start`) whose
-/// Σ_i p_i · cost_i best predicts each run's measured CPU per operation, in relative terms,
-/// all ≥ 0. A constant no run depends on (no get among the classes, say) is kept from
-/// `start`. Single-operation micro-workloads are mixes of one class; runs of real mixes add
+/// Seed 000 §4.5's calibration on mixes: the constants whose Σ_i p_i · cost_i best predicts
+/// each run's measured CPU per operation, in relative terms, all ≥ 0. α and an fsync's CPU
+/// are kept from `start` (the fsync's share subtracted first): mixes of many clients group
+/// their writes about alike, so they cannot tell an fsync's CPU from a write's, which
+/// `tessera calibrate`'s writes by one client alone do. A constant no run depends on (no get
+/// among the classes, say) is kept from `start` too. Single-operation micro-workloads are mixes of one class; runs of real mixes add
 /// what those do not show (flushes and compactions after the writes, a search's cost over the
 /// tables the writes left, smaller groups per fsync).
 pub fn fit_mixes(mixes: &[MixMeasurement], start: Calibration) -> Result<Calibration, FitError> {
@@ -498,7 +500,17 @@ pub fn fit_mixes(mixes: &[MixMeasurement], start: Calibration) -> Result<Calibra
                 *r += p * f;
             }
         }
-        rows.push((row, cost));
+        // The fsync's share is known: take it off, and fit the rest.
+        let rest = cost - row[6] * start.fsync_cpu_s;
+        row[6] = 0.0;
+        if rest <= 0.0 {
+            return Err(FitError::BadMeasurement {
+                what: "mix",
+                index,
+                reason: format!("its fsyncs alone cost more than the {cost} s measured"),
+            });
+        }
+        rows.push((row, rest));
     }
     let fitted = non_negative_least_squares(&relative(&rows)).ok_or(FitError::Degenerate)?;
     let mut c = start;
@@ -1082,6 +1094,7 @@ mod tests {
             .collect();
         let start = Calibration {
             relocation_factor: truth.relocation_factor,
+            fsync_cpu_s: truth.fsync_cpu_s,
             get_s: 33e-6,
             ..Calibration::default()
         };
@@ -1093,12 +1106,12 @@ mod tests {
             (c.search_skip_s, truth.search_skip_s),
             (c.write_base_s, truth.write_base_s),
             (c.write_hop_s, truth.write_hop_s),
-            (c.fsync_cpu_s, truth.fsync_cpu_s),
         ] {
             assert!((got - want).abs() <= 1e-6 * want, "{c:?}");
         }
-        // No run has a get: its cost is the one given.
+        // No run has a get: its cost is the one given; so is the fsync's.
         assert_eq!(c.get_s, 33e-6);
+        assert_eq!(c.fsync_cpu_s, truth.fsync_cpu_s);
         assert_eq!(fit_mixes(&[], start), Err(FitError::NoMeasurements("mix")));
     }
 

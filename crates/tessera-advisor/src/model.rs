@@ -9,7 +9,7 @@ use tessera_geometry::Tessellation;
 use tessera_types::{AttrIndex, PrimitiveType, SpaceSchema};
 
 use crate::calibration::{Calibration, CalibrationError};
-use crate::closed_loop::{closed_loop, Durability, MixDemands};
+use crate::closed_loop::{closed_loop, ClosedLoop, Durability, MixDemands};
 use crate::configuration::Configuration;
 use crate::prediction::{ClassPrediction, ClassTerms, Prediction};
 use crate::workload::{Operation, PredicateKind, Workload};
@@ -224,11 +224,13 @@ impl<'a> Model<'a> {
                 throughput_ops_s: 1.0 / outcome.cost_s,
             });
         });
+        let closed_loop = self.closed_loop(totals.cost_s);
         Prediction {
             subspaces: configuration.names(self.schema),
-            throughput_ops_s: self.throughput(totals.cost_s),
+            throughput_ops_s: closed_loop.map_or(1.0 / totals.cost_s, |l| l.throughput_ops_s),
             capacity_ops_s: 1.0 / totals.cost_s,
             clients: self.workload.clients(),
+            closed_loop,
             classes,
         }
     }
@@ -239,9 +241,14 @@ impl<'a> Model<'a> {
     /// the round trip). Either way it falls as the cost grows, so both rank configurations
     /// alike.
     pub fn throughput(&self, cost_s: f64) -> f64 {
-        let Some(clients) = self.workload.clients() else {
-            return 1.0 / cost_s;
-        };
+        self.closed_loop(cost_s)
+            .map_or(1.0 / cost_s, |l| l.throughput_ops_s)
+    }
+
+    /// The closed loop of the workload's clients on a mix costing `cost_s` per operation, if
+    /// the workload names them.
+    fn closed_loop(&self, cost_s: f64) -> Option<ClosedLoop> {
+        let clients = self.workload.clients()?;
         let c = &self.calibration;
         let demands = MixDemands {
             server_s: cost_s,
@@ -253,7 +260,12 @@ impl<'a> Model<'a> {
             fsync_s: c.fsync_s,
             fsync_cpu_s: c.fsync_cpu_s,
         };
-        closed_loop(clients, c.server_cores, &demands, Some(durability)).throughput_ops_s
+        Some(closed_loop(
+            clients,
+            c.server_cores,
+            &demands,
+            Some(durability),
+        ))
     }
 
     /// How the key subspace serves each class.

@@ -16,6 +16,10 @@ pub struct Prediction {
     /// The closed-loop clients the throughput is for, if the workload names them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub clients: Option<u32>,
+    /// Their closed loop: writes per fsync, the servers' CPU per operation with the fsyncs'
+    /// share, how busy the servers are.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub closed_loop: Option<crate::closed_loop::ClosedLoop>,
     /// One entry per query class, in the workload's order.
     pub classes: Vec<ClassPrediction>,
 }
