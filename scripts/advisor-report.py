@@ -21,6 +21,11 @@ Definitions (also in docs/advisor.md):
   gain           advised median / baseline median - 1
   disturbed      a run during which other processes used more than `quiet_cores` (from the
                  CPU timeline bench-advisor.sh records in raw.json's "env")
+  micro          the step-by-step scenarios (mix S: a family's searches alone, M: its
+                 modifications alone), reported apart; the targets count the others only
+  CPU error      |predicted - measured| / measured of the servers' CPU per operation: the
+                 model's (its closed loop's, fsyncs included) against the run's CPU / operations;
+                 what is left of the throughput's error is the closed loop's (clients, fsyncs)
 
 Python 3 standard library only.
 """
@@ -108,9 +113,74 @@ def baselines_of(workload):
     return out
 
 
+MICRO_MIXES = ("S", "M")
+
+
+def is_micro(workload):
+    return workload.get("mix") in MICRO_MIXES
+
+
+def predicted_cpu_s(config):
+    """The model's servers' CPU per operation: the closed loop's (fsyncs' share included) when
+    the prediction has one, else the sum of each class's probability times its cost."""
+    if config.get("predicted_server_s"):
+        return config["predicted_server_s"]
+    return sum(c["probability"] * c["cost_s"] for c in config.get("predicted_classes", []))
+
+
+def measured_cpu_s(config):
+    """The servers' CPU per operation, the median over the runs that report it (None if none)."""
+    values = sorted(
+        r["work"]["cpu_s"] / r["operations"]
+        for r in config["runs"]
+        if r.get("work") and r.get("operations")
+    )
+    if not values:
+        return None
+    n = len(values)
+    return values[n // 2] if n % 2 else (values[n // 2 - 1] + values[n // 2]) / 2
+
+
+def cpu_errors(configs):
+    out = []
+    for c in configs:
+        measured, predicted = measured_cpu_s(c), predicted_cpu_s(c)
+        if measured and predicted:
+            out.append((predicted - measured) / measured)
+    return out
+
+
+def _mean(v):
+    return sum(v) / len(v) if v else None
+
+
+def summarize_micro(workload):
+    """A step-by-step scenario: how far the model is, in throughput and in CPU, and its bias."""
+    configs = workload["configurations"]
+    signed = [(c["predicted_ops_s"] - c["median_ops_s"]) / c["median_ops_s"] for c in configs]
+    cpu = cpu_errors(configs)
+    return {
+        "workload": workload["name"],
+        "configurations": len(configs),
+        "mean_error": _mean([abs(e) for e in signed]),
+        "bias": _mean(signed),
+        "cpu_error": _mean([abs(e) for e in cpu]),
+        "cpu_bias": _mean(cpu),
+        "tau_b": kendall_tau_b(
+            [c["predicted_ops_s"] for c in configs], [c["median_ops_s"] for c in configs]
+        ),
+    }
+
+
 def summarize_workload(workload):
     configs = workload["configurations"]
     errors = [relative_error(c["predicted_ops_s"], c["median_ops_s"]) for c in configs]
+    cpu = cpu_errors(configs)
+    before = [
+        relative_error(c["predicted_ops_s_before_refit"], c["median_ops_s"])
+        for c in configs
+        if c.get("predicted_ops_s_before_refit")
+    ]
     sampled = [c for c in configs if is_sampled(c)]
     advised = advised_of(workload)
     best = measured_best(workload)
@@ -127,6 +197,9 @@ def summarize_workload(workload):
         "sampled": len(sampled),
         "mean_error": sum(errors) / len(errors),
         "max_error": max(errors),
+        "bias": _mean([(c["predicted_ops_s"] - c["median_ops_s"]) / c["median_ops_s"] for c in configs]),
+        "cpu_error": _mean([abs(e) for e in cpu]),
+        "mean_error_before_refit": _mean(before),
         "tau_b": kendall_tau_b(
             [c["predicted_ops_s"] for c in sampled], [c["median_ops_s"] for c in sampled]
         ),
@@ -164,10 +237,12 @@ def disturbed(run, env):
 
 
 def summarize(report, env=None):
-    workloads = [summarize_workload(w) for w in report["workloads"]]
+    main = [w for w in report["workloads"] if not is_micro(w)]
+    micro = [summarize_micro(w) for w in report["workloads"] if is_micro(w)]
+    workloads = [summarize_workload(w) for w in main]
     errors = [
         relative_error(c["predicted_ops_s"], c["median_ops_s"])
-        for w in report["workloads"]
+        for w in main
         for c in w["configurations"]
     ]
     taus = [w["tau_b"] for w in workloads]
@@ -203,7 +278,24 @@ def summarize(report, env=None):
             "met": all(w["not_below_best_baseline"] for w in workloads),
         },
     }
-    return {"settings": settings_of(report), "overall": overall, "targets": targets, "workloads": workloads}
+    before = [
+        relative_error(c["predicted_ops_s_before_refit"], c["median_ops_s"])
+        for w in main
+        for c in w["configurations"]
+        if c.get("predicted_ops_s_before_refit")
+    ]
+    if before:
+        overall["mean_error_before_refit"] = _mean(before)
+    cpu = [e for w in main for e in cpu_errors(w["configurations"])]
+    if cpu:
+        overall["cpu_error"] = _mean([abs(e) for e in cpu])
+    return {
+        "settings": settings_of(report),
+        "overall": overall,
+        "targets": targets,
+        "micro": micro,
+        "workloads": workloads,
+    }
 
 
 def _stdev(v):
@@ -215,7 +307,7 @@ def _stdev(v):
 
 def settings_of(report):
     keys = ["hotels", "partitions", "threads", "duration_s", "warmup_s", "repetitions", "seed",
-            "sample_top", "sample_random", "calibration_source", "calibration"]
+            "sample_top", "sample_random", "calibration_source", "calibration", "refit"]
     return {k: report.get(k) for k in keys}
 
 
@@ -261,15 +353,33 @@ def markdown(report, summary, env=None):
     lines = [
         f"Settings: {s['hotels']} hotels, {s['partitions']} partitions, {s['threads']} clients, "
         f"{s['repetitions']} run(s) of {s['duration_s']:g} s after {s['warmup_s']:g} s of warm-up per "
-        f"configuration, seed {s['seed']}, calibration: {s['calibration_source']}.",
+        f"configuration, seed {s['seed']}, calibration: {s['calibration_source']}"
+        + (f", refitted on the micro-scenarios' {s['refit']['runs']} runs." if s.get("refit") else "."),
         "",
-        "| workload | configs | mean error | τ-b sampled | τ-b all | advised | predicted | measured | measured rank | measured best | best within spread | gain over best baseline |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    if summary.get("micro"):
+        lines += [
+            "Step by step (seed 000 §4.5): each family's searches alone (S) and modifications alone (M), "
+            "predicted against measured; signed errors show the bias.",
+            "",
+            "| scenario | configs | mean error | bias | CPU error | CPU bias | τ-b |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        for m in summary["micro"]:
+            lines.append(
+                f"| {m['workload']} | {m['configurations']} | {_pct(m['mean_error'])} | {_pct(m['bias'], True)} "
+                f"| {_pct(m['cpu_error'])} | {_pct(m['cpu_bias'], True)} | {_num(m['tau_b'])} |"
+            )
+        lines.append("")
+    lines += [
+        "| workload | configs | mean error | bias | CPU error | before refit | τ-b sampled | τ-b all | advised | predicted | measured | measured rank | measured best | best within spread | gain over best baseline |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for w in summary["workloads"]:
         gain = w["gain_over_best_baseline"]
         lines.append(
-            f"| {w['workload']} | {w['configurations']} | {_pct(w['mean_error'])} | {_num(w['tau_b'])} "
+            f"| {w['workload']} | {w['configurations']} | {_pct(w['mean_error'])} | {_pct(w['bias'], True)} "
+            f"| {_pct(w['cpu_error'])} | {_pct(w['mean_error_before_refit'])} | {_num(w['tau_b'])} "
             f"| {_num(w['tau_b_all'])} | {w['advised']} | {_ops(w['advised_predicted_ops_s'])} "
             f"| {_ops(w['advised_measured_ops_s'])} | {w['advised_measured_rank']} | {w['measured_best']} "
             f"| {'yes' if w['advised_best_within_spread'] else 'no'} "

@@ -15,7 +15,8 @@
 #   WARMUP=2          seconds of the workload's mix before each timed run
 #   RUNS=3            timed runs per configuration (each on a freshly loaded space)
 #   THREADS=16        closed-loop clients (tessera calibrate uses 16 too)
-#   WORKLOADS=        comma-separated subset of A-RH … C-WH (default: all nine)
+#   WORKLOADS=        comma-separated subset of A-S, A-M, B-S, B-M (step by step) and A-RH … C-WH
+#                     (default: all thirteen; the step-by-step scenarios calibrate the model)
 #   CALIBRATE=1       measure the constants first (0: the advisor's defaults)
 #   OUT_DIR=docs/advisor   where raw.json, calibration.json, summary.json, results.md and the SVGs go
 #   EVAL=1            run the evaluation (0: skip it, e.g. to run the shift alone)

@@ -120,6 +120,30 @@ class Summary(unittest.TestCase):
         s = report.summarize({"workloads": [good]})
         self.assertTrue(all(v["met"] for v in s["targets"].values()))
 
+    def test_micro_scenarios_are_reported_apart_with_their_cpu(self):
+        micro = workload("A-S", [
+            config([["city"]], 1100, [1000], advised=True, top_rank=1),
+            config([], 90, [100], baselines=["no-subspace"]),
+        ])
+        micro["mix"] = "S"
+        # The model's cost: 1 µs per operation; the runs measured 1.25 µs and 0.8 µs.
+        for c, cpu in zip(micro["configurations"], [1.25e-6, 0.8e-6]):
+            c["predicted_classes"] = [{"probability": 1.0, "cost_s": 1e-6}]
+            c["runs"][0].update({"operations": 1000, "work": {"cpu_s": cpu * 1000}})
+        s = report.summarize({"workloads": [micro, self.w]})
+        self.assertEqual([w["workload"] for w in s["workloads"]], ["A-RH"])
+        self.assertEqual(s["overall"]["configurations"], 4)
+        [m] = s["micro"]
+        self.assertAlmostEqual(m["mean_error"], 0.1)
+        self.assertAlmostEqual(m["bias"], 0.0)
+        self.assertAlmostEqual(m["cpu_error"], (0.2 + 0.25) / 2)
+        self.assertAlmostEqual(m["cpu_bias"], (-0.2 + 0.25) / 2)
+        settings = {"hotels": 20, "partitions": 64, "threads": 16, "duration_s": 1, "warmup_s": 0,
+                    "repetitions": 1, "seed": 1, "calibration_source": "default"}
+        text = report.markdown({"workloads": [micro, self.w], **settings}, report.summarize(
+            {"workloads": [micro, self.w], **settings}))
+        self.assertIn("| A-S | 2 | 10.0 % | +0.0 % | 22.5 % | +2.5 % |", text)
+
 
 class Disturbed(unittest.TestCase):
     def test_runs_overlapping_a_busy_sample(self):

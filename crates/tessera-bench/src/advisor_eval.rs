@@ -26,16 +26,17 @@ use rand::rngs::SmallRng;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use serde::Serialize;
+use tessera_advisor::fit::{fit_mixes, MixMeasurement};
 use tessera_advisor::{
     advise, parse_workload, Advice, AdvisorOptions, BaselineName, Calibration, ClassPrediction,
-    Prediction,
+    ClassTerms, Configuration, Model, Prediction,
 };
-use tessera_client::{Client, Predicate, Status, Value};
+use tessera_client::{process_cpu_seconds, Client, Predicate, Status, Value, WorkDone};
 
 use crate::driver::{run_closed_loop, task_rng, PhaseKind, TaskStats, Tickets};
 use crate::hotels::{
     base_schema, own_hotel, space_description, Attribute, Census, Generations, HotelClass,
-    HotelOperation, HotelWorkload, Hotels, SPACE_NAME,
+    HotelOperation, HotelWorkload, Hotels, Mix, SPACE_NAME,
 };
 use crate::report::{Deployment, PhaseReport};
 use crate::subspaces::mix;
@@ -52,8 +53,10 @@ pub const DURATION_S_DEFAULT: f64 = 10.0;
 /// `--seed`: data set, requests and sampling).
 #[derive(Clone, Debug, clap::Args)]
 pub struct AdvisorEvalArgs {
-    /// Workload advisor-eval: which of the nine hotel workloads (A-RH, A-BAL, A-WH, B-…,
-    /// C-…), comma-separated; all nine by default.
+    /// Workload advisor-eval: which hotel workloads, comma-separated: the nine (A-RH, A-BAL,
+    /// A-WH, B-…, C-…) and the step-by-step scenarios (A-S, A-M, B-S, B-M: a family's searches
+    /// or modifications alone), which are measured first and, with mixed workloads after them,
+    /// calibrate the model on their runs. All thirteen by default.
     #[arg(long, value_delimiter = ',')]
     pub eval_workloads: Vec<String>,
 
@@ -213,6 +216,9 @@ pub struct AdvisorSummary {
 pub struct EvalOptions {
     pub hotels: u64,
     pub partitions: u32,
+    /// The closed-loop clients every run has (`--threads`): the workload files say so, and
+    /// the model predicts what they get.
+    pub clients: u32,
     pub seed: u64,
     pub workloads: Vec<HotelWorkload>,
     pub calibration: Calibration,
@@ -220,23 +226,62 @@ pub struct EvalOptions {
     pub random: usize,
 }
 
+/// A workload's share of the sampling seed: FNV-1a of its name, so that a workload samples
+/// the same configurations whatever else is planned with it.
+fn name_seed(name: &str) -> u64 {
+    name.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
 /// The pure part: the census of the data set and every workload's plan.
 pub fn plan(options: &EvalOptions) -> Result<(Census, Vec<PlannedWorkload>), String> {
     let census = Hotels::new(options.hotels, options.seed).census();
     let schema = base_schema(options.partitions);
     let mut planned = Vec::new();
-    for (i, workload) in options.workloads.iter().enumerate() {
-        let text = workload.workload_file(&census);
+    for workload in &options.workloads {
+        let text = format!(
+            "{}{{\"clients\": {}}}\n",
+            workload.workload_file(&census),
+            options.clients
+        );
         let parsed = parse_workload(&text, &schema)
             .map_err(|e| format!("workload {}: {e}", workload.name()))?;
-        let advice = advise(&schema, &parsed, options.calibration, advisor_options())
-            .map_err(|e| format!("advising on workload {}: {e}", workload.name()))?;
-        let configurations = sample_configurations(
-            &advice,
-            options.top,
-            options.random,
-            options.seed ^ ((i as u64) << 40),
-        );
+        // A modify-only scenario is measured on the configurations its family's searches
+        // would get (its own advice is the key subspace alone, which tells nothing of chains):
+        // the same advice, sampled with the same seed.
+        let sampled_for = match workload.mix {
+            Mix::ModifyOnly => HotelWorkload::new(workload.family, Mix::SearchOnly),
+            _ => workload.clone(),
+        };
+        let seed = options.seed ^ name_seed(&sampled_for.name());
+        let advised_for = match workload.mix {
+            Mix::ModifyOnly => parse_workload(&sampled_for.workload_file(&census), &schema)
+                .map_err(|e| format!("workload {}: {e}", sampled_for.name()))?,
+            _ => parsed.clone(),
+        };
+        let advice = advise(
+            &schema,
+            &advised_for,
+            options.calibration,
+            advisor_options(),
+        )
+        .map_err(|e| format!("advising on workload {}: {e}", workload.name()))?;
+        let mut configurations = sample_configurations(&advice, options.top, options.random, seed);
+        if workload.mix == Mix::ModifyOnly {
+            let model = Model::new(&schema, &parsed, options.calibration)
+                .map_err(|e| format!("workload {}: {e}", workload.name()))?;
+            for sampled in &mut configurations {
+                let named = &sampled.prediction.subspaces;
+                let configuration = named
+                    .iter()
+                    .map(|names| schema.subspace_dimensions(names))
+                    .collect::<Result<Vec<_>, _>>()
+                    .and_then(|dims| Configuration::new(&schema, dims))
+                    .map_err(|e| format!("workload {}: {e}", workload.name()))?;
+                sampled.prediction = model.predict(&configuration);
+            }
+        }
         planned.push(PlannedWorkload {
             workload: workload.clone(),
             workload_file: text,
@@ -284,6 +329,9 @@ pub struct AdvisorEvalReport {
     pub calibration: Calibration,
     /// `default`, or the file the constants came from.
     pub calibration_source: String,
+    /// The constants fitted on the micro-scenarios' runs, which the mixed workloads were
+    /// planned and predicted with (`calibration` is then what they started from).
+    pub refit: Option<Refit>,
     pub data: Census,
     pub deployment: Option<Deployment>,
     pub workloads: Vec<EvalWorkload>,
@@ -308,6 +356,13 @@ pub struct EvalConfiguration {
     pub subspaces: Vec<Vec<String>>,
     pub labels: Labels,
     pub predicted_ops_s: f64,
+    /// With a refit: what the constants the evaluation started from predicted.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub predicted_ops_s_before_refit: Option<f64>,
+    /// The servers' CPU per operation the model predicts, the fsyncs' share at the closed
+    /// loop's group size included (what a run's `work` measures).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub predicted_server_s: Option<f64>,
     pub predicted_classes: Vec<ClassPrediction>,
     pub runs: Vec<EvalRun>,
     pub median_ops_s: f64,
@@ -331,6 +386,16 @@ pub struct EvalRun {
     pub load_ops_s: f64,
     /// Per class, in the workload's order.
     pub classes: Vec<ClassRun>,
+    /// What the servers did during the timed run (CPU, commits, fsyncs), every space's.
+    pub work: WorkDone,
+    /// CPU seconds this client process used during the timed run.
+    pub client_cpu_s: f64,
+}
+
+/// The servers' work so far, as the trace of the evaluation's space reports it.
+pub(crate) async fn work_now(client: &Client) -> Result<WorkDone, TargetError> {
+    let trace = client.trace(SPACE_NAME, 1).await.map_err(client_error)?;
+    Ok(WorkDone::of(&trace.work))
 }
 
 /// One class within a timed run.
@@ -599,8 +664,12 @@ pub(crate) async fn measure_once(
         let started_unix_s = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0.0, |d| d.as_secs_f64());
+        let work_before = work_now(&client).await?;
+        let client_cpu_before = process_cpu_seconds();
         let (report, tallies) =
             run_mix(&client, &shared, settings.threads, settings.duration, seed).await;
+        let client_cpu_s = process_cpu_seconds() - client_cpu_before;
+        let work = work_now(&client).await?.minus(&work_before);
         let classes = workload
             .classes
             .iter()
@@ -632,6 +701,8 @@ pub(crate) async fn measure_once(
                 errors: report.errors,
                 load_ops_s: load.overall_throughput,
                 classes,
+                work,
+                client_cpu_s,
             },
             deployment,
         ))
@@ -674,70 +745,39 @@ pub(crate) async fn measure(
     let hotels = Hotels::new(options.hotels, options.seed);
     let mut deployment = None;
     let mut workloads = Vec::new();
-    for (w, plan) in planned.into_iter().enumerate() {
-        let name = plan.workload.name();
-        let count = plan.configurations.len();
-        let mut runs: Vec<Vec<EvalRun>> = vec![Vec::new(); count];
-        for repetition in 0..settings.repetitions {
-            let round_seed = mix(options.seed ^ ((w as u64) << 32) ^ repetition as u64);
-            let mut order: Vec<usize> = (0..count).collect();
-            order.shuffle(&mut SmallRng::seed_from_u64(round_seed));
-            for (step, &i) in order.iter().enumerate() {
-                let sampled = &plan.configurations[i];
-                let (mut run, d) = measure_once(
-                    &settings,
-                    &hotels,
-                    &plan.workload,
-                    &sampled.prediction.subspaces,
-                    options.partitions,
-                    mix(round_seed ^ i as u64),
-                )
-                .await?;
-                run.repetition = repetition;
-                deployment.get_or_insert(d);
-                if settings.progress {
-                    eprintln!(
-                        "advisor-eval: {name} round {}/{} config {}/{count} {:?}: {:.0} ops/s measured, {:.0} predicted ({} errors)",
-                        repetition + 1,
-                        settings.repetitions,
-                        step + 1,
-                        sampled.prediction.subspaces,
-                        run.throughput_ops_s,
-                        sampled.prediction.throughput_ops_s,
-                        run.errors
-                    );
-                }
-                runs[i].push(run);
-            }
-        }
-        let configurations = plan
-            .configurations
-            .into_iter()
-            .zip(runs)
-            .map(|(sampled, runs)| {
-                let throughputs: Vec<f64> = runs.iter().map(|r| r.throughput_ops_s).collect();
-                EvalConfiguration {
-                    subspaces: sampled.prediction.subspaces.clone(),
-                    labels: sampled.labels,
-                    predicted_ops_s: sampled.prediction.throughput_ops_s,
-                    predicted_classes: sampled.prediction.classes,
-                    median_ops_s: median(&throughputs),
-                    min_ops_s: throughputs.iter().copied().fold(f64::INFINITY, f64::min),
-                    max_ops_s: throughputs.iter().copied().fold(0.0, f64::max),
-                    runs,
-                }
-            })
-            .collect();
-        workloads.push(EvalWorkload {
-            name,
-            family: plan.workload.family,
-            mix: plan.workload.mix,
-            search_share: plan.workload.search_share(),
-            classes: plan.workload.classes.clone(),
-            workload_file: plan.workload_file,
-            advisor: plan.advisor,
-            configurations,
+    // The micro-scenarios first: with mixed workloads after them, their runs calibrate the
+    // model (on mixes, seed 000 §4.5) before the mixed workloads are planned and predicted.
+    let (micro, mixed): (Vec<_>, Vec<_>) = planned
+        .into_iter()
+        .enumerate()
+        .partition(|(_, p)| Mix::MICRO.contains(&p.workload.mix));
+    for (w, plan) in micro {
+        workloads
+            .push(measure_workload(&settings, options, &hotels, w, plan, &mut deployment).await?);
+    }
+    let mut refit = None;
+    let mut mixed_options = options.clone();
+    if !workloads.is_empty() && !mixed.is_empty() {
+        let runs = mix_measurements(&workloads);
+        let calibration = fit_mixes(&runs, options.calibration).map_err(|e| {
+            TargetError::Unsupported(format!("fitting the micro-scenarios' runs: {e}"))
+        })?;
+        refit = Some(Refit {
+            calibration,
+            runs: runs.len(),
         });
+        mixed_options.calibration = calibration;
+        mixed_options.workloads = mixed.iter().map(|(_, p)| p.workload.clone()).collect();
+    }
+    let replanned = match refit {
+        Some(_) => plan(&mixed_options).map_err(TargetError::Unsupported)?.1,
+        None => mixed.iter().map(|(_, p)| p.clone()).collect(),
+    };
+    for ((w, _), plan) in mixed.into_iter().zip(replanned) {
+        let mut workload =
+            measure_workload(&settings, &mixed_options, &hotels, w, plan, &mut deployment).await?;
+        before_refit(&mut workload, options, refit.is_some())?;
+        workloads.push(workload);
     }
     Ok(AdvisorEvalReport {
         space: SPACE_NAME.to_owned(),
@@ -752,10 +792,157 @@ pub(crate) async fn measure(
         sample_random: options.random,
         calibration: options.calibration,
         calibration_source,
+        refit,
         data: census,
         deployment,
         workloads,
     })
+}
+
+/// The model calibrated on the micro-scenarios' runs.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct Refit {
+    pub calibration: Calibration,
+    /// Timed runs fitted.
+    pub runs: usize,
+}
+
+/// Every configuration of one workload, each measured `repetitions` times in shuffled rounds.
+async fn measure_workload(
+    settings: &Measure,
+    options: &EvalOptions,
+    hotels: &Hotels,
+    w: usize,
+    plan: PlannedWorkload,
+    deployment: &mut Option<Deployment>,
+) -> Result<EvalWorkload, TargetError> {
+    let name = plan.workload.name();
+    let count = plan.configurations.len();
+    let mut runs: Vec<Vec<EvalRun>> = vec![Vec::new(); count];
+    for repetition in 0..settings.repetitions {
+        let round_seed = mix(options.seed ^ ((w as u64) << 32) ^ repetition as u64);
+        let mut order: Vec<usize> = (0..count).collect();
+        order.shuffle(&mut SmallRng::seed_from_u64(round_seed));
+        for (step, &i) in order.iter().enumerate() {
+            let sampled = &plan.configurations[i];
+            let (mut run, d) = measure_once(
+                settings,
+                hotels,
+                &plan.workload,
+                &sampled.prediction.subspaces,
+                options.partitions,
+                mix(round_seed ^ i as u64),
+            )
+            .await?;
+            run.repetition = repetition;
+            deployment.get_or_insert(d);
+            if settings.progress {
+                eprintln!(
+                    "advisor-eval: {name} round {}/{} config {}/{count} {:?}: {:.0} ops/s measured, {:.0} predicted ({} errors)",
+                    repetition + 1,
+                    settings.repetitions,
+                    step + 1,
+                    sampled.prediction.subspaces,
+                    run.throughput_ops_s,
+                    sampled.prediction.throughput_ops_s,
+                    run.errors
+                );
+            }
+            runs[i].push(run);
+        }
+    }
+    let configurations = plan
+        .configurations
+        .into_iter()
+        .zip(runs)
+        .map(|(sampled, runs)| {
+            let throughputs: Vec<f64> = runs.iter().map(|r| r.throughput_ops_s).collect();
+            EvalConfiguration {
+                subspaces: sampled.prediction.subspaces.clone(),
+                labels: sampled.labels,
+                predicted_ops_s: sampled.prediction.throughput_ops_s,
+                predicted_ops_s_before_refit: None,
+                predicted_server_s: sampled.prediction.closed_loop.map(|l| l.server_s),
+                predicted_classes: sampled.prediction.classes,
+                median_ops_s: median(&throughputs),
+                min_ops_s: throughputs.iter().copied().fold(f64::INFINITY, f64::min),
+                max_ops_s: throughputs.iter().copied().fold(0.0, f64::max),
+                runs,
+            }
+        })
+        .collect();
+    Ok(EvalWorkload {
+        name,
+        family: plan.workload.family,
+        mix: plan.workload.mix,
+        search_share: plan.workload.search_share(),
+        classes: plan.workload.classes.clone(),
+        workload_file: plan.workload_file,
+        advisor: plan.advisor,
+        configurations,
+    })
+}
+
+/// Every timed run of `workloads` as a mix to fit: its classes' shares and terms under the
+/// configuration it ran, and the servers' CPU per operation it measured.
+pub fn mix_measurements(workloads: &[EvalWorkload]) -> Vec<MixMeasurement> {
+    let mut mixes = Vec::new();
+    for configuration in workloads.iter().flat_map(|w| &w.configurations) {
+        let classes: Vec<(f64, ClassTerms)> = configuration
+            .predicted_classes
+            .iter()
+            .map(|c| (c.probability, c.terms.clone()))
+            .collect();
+        for run in &configuration.runs {
+            let writes: u64 = run
+                .classes
+                .iter()
+                .filter(|c| c.operation.starts_with("update"))
+                .map(|c| c.count)
+                .sum();
+            if run.operations == 0 || run.work.cpu_s <= 0.0 {
+                continue;
+            }
+            mixes.push(MixMeasurement {
+                classes: classes.clone(),
+                fsyncs_per_write: if writes > 0 {
+                    run.work.fsyncs / writes as f64
+                } else {
+                    0.0
+                },
+                server_s: run.work.cpu_s / run.operations as f64,
+            });
+        }
+    }
+    mixes
+}
+
+/// Adds to each configuration of a workload planned with refitted constants what the
+/// constants the evaluation started from predicted for it.
+fn before_refit(
+    workload: &mut EvalWorkload,
+    options: &EvalOptions,
+    refitted: bool,
+) -> Result<(), TargetError> {
+    if !refitted {
+        return Ok(());
+    }
+    let schema = base_schema(options.partitions);
+    let parsed = parse_workload(&workload.workload_file, &schema)
+        .map_err(|e| TargetError::Unsupported(format!("workload {}: {e}", workload.name)))?;
+    let model = Model::new(&schema, &parsed, options.calibration)
+        .map_err(|e| TargetError::Unsupported(format!("workload {}: {e}", workload.name)))?;
+    for configuration in &mut workload.configurations {
+        let dims = configuration
+            .subspaces
+            .iter()
+            .map(|names| schema.subspace_dimensions(names))
+            .collect::<Result<Vec<_>, _>>()
+            .and_then(|dims| Configuration::new(&schema, dims))
+            .map_err(|e| TargetError::Unsupported(format!("workload {}: {e}", workload.name)))?;
+        configuration.predicted_ops_s_before_refit = Some(model.predict(&dims).throughput_ops_s);
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -766,6 +953,7 @@ mod tests {
         EvalOptions {
             hotels: 2_000,
             partitions: 64,
+            clients: 16,
             seed,
             workloads: HotelWorkload::all(),
             calibration: Calibration::default(),
@@ -841,6 +1029,44 @@ mod tests {
             );
             assert!(p.advisor.exhaustive);
         }
+    }
+
+    #[test]
+    fn a_modify_only_scenario_is_measured_on_its_familys_search_configurations() {
+        let mut o = options(3);
+        o.workloads = vec![
+            HotelWorkload::from_name("A-S").expect("exists"),
+            HotelWorkload::from_name("A-M").expect("exists"),
+        ];
+        let (_, planned) = plan(&o).expect("plans");
+        let sets = |p: &PlannedWorkload| -> Vec<Vec<Vec<String>>> {
+            p.configurations
+                .iter()
+                .map(|c| canonical(&c.prediction.subspaces))
+                .collect()
+        };
+        assert_eq!(sets(&planned[0]), sets(&planned[1]));
+        assert!(planned[1].configurations.len() > 3);
+        // Predicted for the modifications: every class an update, and the key subspace alone
+        // (the shortest chain) fastest.
+        let by_subspaces: Vec<(usize, f64)> = planned[1]
+            .configurations
+            .iter()
+            .map(|c| {
+                assert!(c
+                    .prediction
+                    .classes
+                    .iter()
+                    .all(|k| k.operation.starts_with("update")));
+                (c.prediction.subspaces.len(), c.prediction.throughput_ops_s)
+            })
+            .collect();
+        let fastest = by_subspaces
+            .iter()
+            .max_by(|a, b| a.1.total_cmp(&b.1))
+            .expect("configurations");
+        assert_eq!(fastest.0, 0, "{by_subspaces:?}");
+        assert!(planned[1].workload_file.contains("{\"clients\": 16}"));
     }
 
     #[test]

@@ -50,7 +50,8 @@ pub struct AdvisorShiftArgs {
     #[arg(long, default_value_t = 240.0)]
     pub shift_after_s: f64,
 
-    /// Workload advisor-shift: seconds of each reference run of the second workload.
+    /// Workload advisor-shift: seconds of each reference run of the second workload (the best
+    /// configuration's runs at least as long as the adapted space's after-phase).
     #[arg(long, default_value_t = 30.0)]
     pub shift_reference_s: f64,
 }
@@ -279,9 +280,15 @@ pub(crate) async fn measure(
     let during_ops_s = adapted_at.and_then(|a| median_between(&timeline, switched_s, a));
     let after_ops_s = adapted_at.and_then(|a| median_between(&timeline, a + 5.0, end_s));
 
-    let reference = |subspaces: Vec<Vec<String>>, salt: u64| {
+    // The best configuration's reference runs as long as the adapted space's after-phase, so
+    // that both include the same share of an LSM store's flushes and compactions (a short run
+    // on a freshly loaded space sees the top of their saw-tooth only).
+    let after_s = adapted_at.map_or(0.0, |a| end_s - (a + 5.0));
+    let reference = |subspaces: Vec<Vec<String>>, salt: u64, at_least: f64| {
         let settings = Measure {
-            duration: options.reference,
+            duration: options
+                .reference
+                .max(Duration::from_secs_f64(at_least.max(0.0))),
             ..settings.clone()
         };
         let hotels = hotels.clone();
@@ -299,8 +306,8 @@ pub(crate) async fn measure(
             .map(|(run, _)| run)
         }
     };
-    let reference_best = reference(advised_for_to.clone(), 0xBE57).await?;
-    let reference_start = reference(start.clone(), 0x57A7).await?;
+    let reference_best = reference(advised_for_to.clone(), 0xBE57, after_s).await?;
+    let reference_start = reference(start.clone(), 0x57A7, 0.0).await?;
     let after_vs_best = after_ops_s.map(|a| a / reference_best.throughput_ops_s);
     Ok(AdvisorShiftReport {
         hotels: options.hotels,

@@ -470,7 +470,9 @@ pub enum Family {
 }
 
 /// The share of searches (seed 000 §5.2: RH 90 %, BAL 50 %, WH 10 %; C has
-/// [`C_EXTRA_WRITES`] more writes).
+/// [`C_EXTRA_WRITES`] more writes). `S` and `M` are the step-by-step validation's
+/// micro-scenarios (seed 000 §4.5, tables 4.2–4.6): a family's searches alone and its
+/// modifications alone, at the family's relative weights.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub enum Mix {
     #[serde(rename = "RH")]
@@ -479,16 +481,25 @@ pub enum Mix {
     Balanced,
     #[serde(rename = "WH")]
     WriteHeavy,
+    #[serde(rename = "S")]
+    SearchOnly,
+    #[serde(rename = "M")]
+    ModifyOnly,
 }
 
 impl Mix {
+    /// The seed's three mixes.
     pub const ALL: [Mix; 3] = [Mix::ReadHeavy, Mix::Balanced, Mix::WriteHeavy];
+    /// The micro-scenarios.
+    pub const MICRO: [Mix; 2] = [Mix::SearchOnly, Mix::ModifyOnly];
 
     pub fn label(self) -> &'static str {
         match self {
             Mix::ReadHeavy => "RH",
             Mix::Balanced => "BAL",
             Mix::WriteHeavy => "WH",
+            Mix::SearchOnly => "S",
+            Mix::ModifyOnly => "M",
         }
     }
 
@@ -498,6 +509,8 @@ impl Mix {
             Mix::ReadHeavy => 0.9,
             Mix::Balanced => 0.5,
             Mix::WriteHeavy => 0.1,
+            Mix::SearchOnly => 1.0,
+            Mix::ModifyOnly => 0.0,
         }
     }
 }
@@ -553,7 +566,8 @@ pub fn search_classes() -> [Vec<Attribute>; 4] {
 impl HotelWorkload {
     pub fn new(family: Family, mix: Mix) -> HotelWorkload {
         use Attribute::*;
-        let extra_writes = if family == Family::C {
+        let micro = Mix::MICRO.contains(&mix);
+        let extra_writes = if family == Family::C && !micro {
             C_EXTRA_WRITES
         } else {
             0.0
@@ -589,6 +603,8 @@ impl HotelWorkload {
             probability: writes * w,
             operation: HotelOperation::Update(attrs),
         }));
+        // A micro-scenario has no class of the other kind.
+        classes.retain(|c| c.probability > 0.0);
         HotelWorkload {
             family,
             mix,
@@ -610,7 +626,7 @@ impl HotelWorkload {
     }
 
     /// The workload named `name` (any case), as [`HotelWorkload::name`] writes it: one of the
-    /// nine, or D-RH, D-BAL, D-WH.
+    /// nine, D-RH, D-BAL, D-WH, or a family's micro-scenario (A-S, B-M, ...).
     pub fn from_name(name: &str) -> Option<HotelWorkload> {
         let d = Mix::ALL
             .into_iter()
@@ -618,7 +634,21 @@ impl HotelWorkload {
         HotelWorkload::all()
             .into_iter()
             .chain(d)
+            .chain(HotelWorkload::micro())
             .find(|w| w.name().eq_ignore_ascii_case(name.trim()))
+    }
+
+    /// The step-by-step validation's micro-scenarios: A's and B's searches alone and
+    /// modifications alone (C's are A's; D's are the shift's).
+    pub fn micro() -> Vec<HotelWorkload> {
+        [Family::A, Family::B]
+            .into_iter()
+            .flat_map(|f| {
+                Mix::MICRO
+                    .into_iter()
+                    .map(move |m| HotelWorkload::new(f, m))
+            })
+            .collect()
     }
 
     /// The searches' share of the operations.
@@ -929,6 +959,45 @@ mod tests {
         );
         let c = HotelWorkload::new(Family::C, Mix::ReadHeavy);
         assert!((c.search_share() - 0.85).abs() < 1e-12);
+    }
+
+    #[test]
+    fn micro_scenarios_are_a_familys_searches_or_its_modifications_alone() {
+        let names: Vec<String> = HotelWorkload::micro().iter().map(|w| w.name()).collect();
+        assert_eq!(names, ["A-S", "A-M", "B-S", "B-M"]);
+        let a_s = HotelWorkload::from_name("a-s").expect("A-S exists");
+        let described: Vec<String> = a_s
+            .classes
+            .iter()
+            .map(|c| format!("{} {:.1}", c.operation.describe(), c.probability))
+            .collect();
+        assert_eq!(
+            described,
+            [
+                "search city 0.1",
+                "search city, address 0.2",
+                "search city, address, postcode 0.3",
+                "search city, address, postcode, tel 0.4"
+            ]
+        );
+        let b_m = HotelWorkload::from_name("B-M").expect("B-M exists");
+        let described: Vec<String> = b_m
+            .classes
+            .iter()
+            .map(|c| format!("{} {:.1}", c.operation.describe(), c.probability))
+            .collect();
+        assert_eq!(
+            described,
+            ["update price 0.8", "update address, postcode, tel 0.2"]
+        );
+        assert_eq!(b_m.search_share(), 0.0);
+        // C's micro-scenarios would be A's: not offered, nor D's.
+        assert!(HotelWorkload::from_name("C-S").is_none());
+        assert!(HotelWorkload::from_name("D-M").is_none());
+        for w in HotelWorkload::micro() {
+            let text = w.workload_file(&Hotels::new(2_000, 11).census());
+            assert!(parse_workload(&text, &base_schema(64)).is_ok(), "{text}");
+        }
     }
 
     #[test]

@@ -842,7 +842,10 @@ async fn run_advisor_eval(
 ) -> Result<Report, BenchError> {
     let eval = &args.eval;
     let workloads = if eval.eval_workloads.is_empty() {
-        hotels::HotelWorkload::all()
+        // The step-by-step scenarios, then the nine (seed 000 §4.5, then §5.2).
+        let mut all = hotels::HotelWorkload::micro();
+        all.extend(hotels::HotelWorkload::all());
+        all
     } else {
         eval.eval_workloads
             .iter()
@@ -851,7 +854,7 @@ async fn run_advisor_eval(
                     .filter(|w| w.family != hotels::Family::D)
                     .ok_or_else(|| {
                     BenchError::InvalidArgs(format!(
-                        "--eval-workloads: no workload {name:?} (A-RH, A-BAL, A-WH, B-RH, B-BAL, B-WH, C-RH, C-BAL, C-WH)"
+                        "--eval-workloads: no workload {name:?} (A-RH, A-BAL, A-WH, B-RH, B-BAL, B-WH, C-RH, C-BAL, C-WH; micro-scenarios A-S, A-M, B-S, B-M)"
                     ))
                 })
             })
@@ -867,6 +870,7 @@ async fn run_advisor_eval(
     let options = advisor_eval::EvalOptions {
         hotels: args.records,
         partitions: args.partitions,
+        clients: u32::try_from(args.threads).unwrap_or(u32::MAX),
         seed: args.seed,
         workloads,
         calibration,
