@@ -965,14 +965,16 @@ mod tests {
     fn micro_scenarios_are_a_familys_searches_or_its_modifications_alone() {
         let names: Vec<String> = HotelWorkload::micro().iter().map(|w| w.name()).collect();
         assert_eq!(names, ["A-S", "A-M", "B-S", "B-M"]);
-        let a_s = HotelWorkload::from_name("a-s").expect("A-S exists");
-        let described: Vec<String> = a_s
-            .classes
-            .iter()
-            .map(|c| format!("{} {:.1}", c.operation.describe(), c.probability))
-            .collect();
+        let described = |name: &str| -> Vec<String> {
+            HotelWorkload::from_name(name)
+                .expect("exists")
+                .classes
+                .iter()
+                .map(|c| format!("{} {:.1}", c.operation.describe(), c.probability))
+                .collect()
+        };
         assert_eq!(
-            described,
+            described("a-s"),
             [
                 "search city 0.1",
                 "search city, address 0.2",
@@ -980,16 +982,11 @@ mod tests {
                 "search city, address, postcode, tel 0.4"
             ]
         );
-        let b_m = HotelWorkload::from_name("B-M").expect("B-M exists");
-        let described: Vec<String> = b_m
-            .classes
-            .iter()
-            .map(|c| format!("{} {:.1}", c.operation.describe(), c.probability))
-            .collect();
         assert_eq!(
-            described,
+            described("B-M"),
             ["update price 0.8", "update address, postcode, tel 0.2"]
         );
+        let b_m = HotelWorkload::from_name("B-M").expect("B-M exists");
         assert_eq!(b_m.search_share(), 0.0);
         // C's micro-scenarios would be A's: not offered, nor D's.
         assert!(HotelWorkload::from_name("C-S").is_none());
