@@ -24,6 +24,7 @@
 #   SHIFT_FROM=A-RH SHIFT_TO=D-RH   run one workload, then the other
 #   SHIFT_BEFORE=60 SHIFT_AFTER=240 SHIFT_REFERENCE=30   seconds of each part
 #   ADAPT_PERIOD=10   the server's --adapt-period-s (three periods decide an adaptation)
+#   RECUT_PERIOD=0    the server's --recut-period-s (0: no automatic re-cut; see below)
 #   SERVER_CPU=0 CLIENT_CPU=1   taskset CPU lists (ignored without taskset)
 #   TESSERA_BIN=path  use this binary instead of building one
 #   QUIET_CORES=0.3   before calibrating and before the evaluation, wait until other processes
@@ -94,12 +95,18 @@ free_port() {
 }
 
 # Start the server; its stdout says when it is ready ("tessera dev: ready on ADDR, …").
+# RECUT_PERIOD (default 0: off): the re-cut driver looks at every subspace every 10 s by
+# default and re-cuts freshly loaded ones (calibrate's scratch spaces mid-calibration, a
+# configuration's hashed subspaces after its load), a build under the timed run or not as the
+# 10-s period falls: measurements then differ by the build. One standalone server gains nothing
+# from balanced regions.
 ADDR=""
 for attempt in 1 2 3 4 5; do
     port="$(free_port)"
     rm -rf "$WORK/data"
     "${pin_server[@]}" "$BIN" dev --data-dir "$WORK/data" --listen "127.0.0.1:$port" \
-        --adapt-period-s "$ADAPT_PERIOD" >"$WORK/server.out" 2>"$WORK/server.log" &
+        --adapt-period-s "$ADAPT_PERIOD" --recut-period-s "${RECUT_PERIOD:-0}" \
+        >"$WORK/server.out" 2>"$WORK/server.log" &
     SERVER_PID=$!
     for _ in $(seq 300); do
         grep -q "ready on 127.0.0.1:$port" "$WORK/server.out" 2>/dev/null && break
