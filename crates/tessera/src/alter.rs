@@ -391,7 +391,8 @@ pub async fn alter_space(
             if on {
                 println!(
                     "{space} adapts: Tessera changes its subspaces when another configuration \
-                     is predicted at least 20 % faster for its workload, several periods running \
+                     is predicted at least 20 % faster for its workload (and by more than the model's \
+                     measured error), several periods running \
                      (`tessera status` lists each change)"
                 );
             } else {

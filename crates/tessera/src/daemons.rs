@@ -62,7 +62,8 @@ pub struct CoordinationArgs {
     lease_ms: u64,
     /// Seconds of each observation of the spaces declared `adapt on`: every period, the
     /// workload each one served is scored by the advisor, and a space is re-subspaced once
-    /// another configuration is predicted at least 20 % faster three periods running.
+    /// another configuration is predicted at least 20 % faster, and by more than the model's
+    /// measured error, three periods running.
     #[arg(long, default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..=86400))]
     adapt_period_s: u64,
 }

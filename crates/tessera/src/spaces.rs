@@ -112,7 +112,8 @@ pub enum AlterChange {
     /// workload changes (as `adapt on` in a description). With it on, every period
     /// (`--adapt-period-s` of `tessera dev` / `tessera coordinator`, a minute by default) the
     /// workload the space served is scored by the advisor, and once another configuration is
-    /// predicted at least 20 % faster three periods running, the decision is logged
+    /// predicted at least 20 % faster (and by more than the model's measured error) three
+    /// periods running, the decision is logged
     /// (`tessera status` lists it) and its subspaces are added, built and the others dropped,
     /// as `tessera advise --apply` would.
     Adapt {
