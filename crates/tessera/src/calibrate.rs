@@ -195,11 +195,21 @@ async fn measure_and_fit(
 const PAD: &str =
     "calibration padding: about the bytes a typical record holds besides the attributes searched";
 
-/// Object k of `_s`: g10 = k mod 10, g100 = k mod 100, pad = [`PAD`].
+/// The middle of the `i`-th of `n` equal parts of the i64 axis: values spread so that the
+/// axis's equal slices, where a new space cuts it, already fit them. Values 0..n instead would
+/// all sit in one slice, and the re-cut driver of the database being calibrated would rebuild
+/// the subspace under the measurements.
+fn spread(i: i64, n: i64) -> i64 {
+    let part = (1i128 << 64) / i128::from(n);
+    (i128::from(i64::MIN) + part * i128::from(i) + part / 2) as i64
+}
+
+/// Object k of `_s`: g10 and g100 the (k mod 10)-th of 10 and (k mod 100)-th of 100 values
+/// spread over the axis ([`spread`]), pad = [`PAD`].
 fn object_s(k: i64) -> Vec<(&'static str, Value)> {
     vec![
-        ("g10", Value::Int(k % 10)),
-        ("g100", Value::Int(k % 100)),
+        ("g10", Value::Int(spread(k % 10, 10))),
+        ("g100", Value::Int(spread(k % 100, 100))),
         ("pad", Value::from(PAD)),
     ]
 }
@@ -339,9 +349,10 @@ async fn measure(client: &Arc<Client>, options: CalibrateOptions) -> Result<Meas
     for run in [&gets, &alone] {
         m.add_run(run.observed());
     }
-    // Searches in `_s`: 1 region reading 10 %, 1 region reading 1 %, `g100 = v and g10 = v`
+    // Searches in `_s` (the regions as `explain` gives them): g10 in {g10}, 1 region reading
+    // 10 %; g100 in {g100, g10}, 4 regions (g10 left open) reading 1 %; `g100 = v and g10 = v`
     // (which runs in {g10}: both subspaces cross one region, and the rule then takes fewer
-    // dimensions, so it reads 10 %), and all 16 regions (pad is no dimension). In `_m`: c
+    // dimensions, so it reads 10 %); and all 16 regions (pad is no dimension). In `_m`: c
     // fixed in {c, u} (4 regions, one of 2 dimensions open), w in {w, u, v} (two of 3 open),
     // w and u (one of 3 open, or c open in {c, u}: whichever the server picks), and a point.
     let (s, m_) = (SPACES[0].0, SPACES[1].0);
@@ -560,4 +571,19 @@ where
         work,
         client_cpu_s,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn spread_values_fall_in_equal_parts_of_the_axis() {
+        let values: Vec<i64> = (0..10).map(|i| super::spread(i, 10)).collect();
+        assert!(values.windows(2).all(|w| w[0] < w[1]));
+        let part = (1i128 << 64) / 10;
+        for (i, v) in values.iter().enumerate() {
+            let offset = i128::from(*v) - i128::from(i64::MIN);
+            assert_eq!(offset / part, i as i128, "{v}");
+        }
+        assert!(values[0] < 0 && values[9] > 0);
+    }
 }
