@@ -279,8 +279,16 @@ fn calibrate_then_advise_with_the_constants() {
             m["searches"].as_array().unwrap().len(),
             m["writes"].as_array().unwrap().len()
         ),
-        (1, 8, 3)
+        (1, 8, 4)
     );
+    // Besides: one client alone for the round trip, every write run's fsyncs, and what every
+    // run (2 of gets, 8 of searches, 4 of writes) tells of the client and the cores.
+    assert_eq!(m["round_trips_s"].as_array().unwrap().len(), 1);
+    assert_eq!(m["fsyncs"].as_array().unwrap().len(), 4);
+    assert_eq!(m["runs"].as_array().unwrap().len(), 14);
+    let c = &result["calibration"];
+    assert!(c["fsync_s"].as_f64().unwrap() > 0.0, "{c}");
+    assert!(c["server_cores"].as_f64().unwrap() >= 1.0, "{c}");
     // The searches' regions as explain counts them for 16 partitions: one slice of g10; one of
     // the 4 x 4 (g100, g10) fixing g100 alone; one fixing both (it runs in {g10}); every key
     // region; then c in the 4 x 4 {c, u}, w in the 3 x 3 x 2 {w, u, v} (6), w and u (2), and
