@@ -62,6 +62,19 @@ impl Configuration {
             .collect()
     }
 
+    /// The configuration whose subspaces have these attributes' names ([`Configuration::names`]
+    /// back), checked as [`Configuration::new`] checks.
+    pub fn of_names(
+        schema: &SpaceSchema,
+        names: &[Vec<String>],
+    ) -> Result<Configuration, SchemaError> {
+        let subspaces = names
+            .iter()
+            .map(|n| schema.subspace_dimensions(n))
+            .collect::<Result<Vec<_>, _>>()?;
+        Configuration::new(schema, subspaces)
+    }
+
     /// `base` with this configuration's subspaces instead of its own: the space to create (its
     /// `Display` is the space description).
     pub fn to_schema(&self, base: &SpaceSchema) -> Result<SpaceSchema, SchemaError> {
@@ -145,5 +158,21 @@ mod tests {
             vec![vec![AttrIndex(3), AttrIndex(1)], vec![AttrIndex(2)]]
         )
         .is_ok());
+    }
+
+    #[test]
+    fn names_read_back_into_the_same_configuration() {
+        let s = hotels();
+        let c = Configuration::new(
+            &s,
+            vec![vec![AttrIndex(3), AttrIndex(1)], vec![AttrIndex(2)]],
+        )
+        .expect("valid");
+        assert_eq!(Configuration::of_names(&s, &c.names(&s)), Ok(c));
+        assert_eq!(
+            Configuration::of_names(&s, &[vec!["id".into()]]),
+            Err(SchemaError::KeyInSubspace("id".into()))
+        );
+        assert!(Configuration::of_names(&s, &[vec!["town".into()]]).is_err());
     }
 }

@@ -90,12 +90,6 @@ pub struct Measurements {
     pub runs: Vec<RunMeasurement>,
 }
 
-impl Measurements {
-    pub fn add_run(&mut self, run: RunMeasurement) {
-        self.runs.push(run);
-    }
-}
-
 /// The search constants fitted.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SearchFit {

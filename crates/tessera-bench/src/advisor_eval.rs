@@ -272,12 +272,7 @@ pub fn plan(options: &EvalOptions) -> Result<(Census, Vec<PlannedWorkload>), Str
             let model = Model::new(&schema, &parsed, options.calibration)
                 .map_err(|e| format!("workload {}: {e}", workload.name()))?;
             for sampled in &mut configurations {
-                let named = &sampled.prediction.subspaces;
-                let configuration = named
-                    .iter()
-                    .map(|names| schema.subspace_dimensions(names))
-                    .collect::<Result<Vec<_>, _>>()
-                    .and_then(|dims| Configuration::new(&schema, dims))
+                let configuration = Configuration::of_names(&schema, &sampled.prediction.subspaces)
                     .map_err(|e| format!("workload {}: {e}", workload.name()))?;
                 sampled.prediction = model.predict(&configuration);
             }
@@ -933,14 +928,9 @@ fn before_refit(
     let model = Model::new(&schema, &parsed, options.calibration)
         .map_err(|e| TargetError::Unsupported(format!("workload {}: {e}", workload.name)))?;
     for configuration in &mut workload.configurations {
-        let dims = configuration
-            .subspaces
-            .iter()
-            .map(|names| schema.subspace_dimensions(names))
-            .collect::<Result<Vec<_>, _>>()
-            .and_then(|dims| Configuration::new(&schema, dims))
+        let planned = Configuration::of_names(&schema, &configuration.subspaces)
             .map_err(|e| TargetError::Unsupported(format!("workload {}: {e}", workload.name)))?;
-        configuration.predicted_ops_s_before_refit = Some(model.predict(&dims).throughput_ops_s);
+        configuration.predicted_ops_s_before_refit = Some(model.predict(&planned).throughput_ops_s);
     }
     Ok(())
 }

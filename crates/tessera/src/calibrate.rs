@@ -347,7 +347,7 @@ async fn measure(client: &Arc<Client>, options: CalibrateOptions) -> Result<Meas
     m.round_trips_s
         .push(alone.latency_s() - alone.server_s() - alone.client_s());
     for run in [&gets, &alone] {
-        m.add_run(run.observed());
+        m.runs.push(run.observed());
     }
     // Searches in `_s` (the regions as `explain` gives them): g10 in {g10}, 1 region reading
     // 10 %; g100 in {g100, g10}, 4 regions (g10 left open) reading 1 %; `g100 = v and g10 = v`
@@ -387,7 +387,7 @@ async fn measure(client: &Arc<Client>, options: CalibrateOptions) -> Result<Meas
             }
         })
         .await?;
-        m.add_run(run.observed());
+        m.runs.push(run.observed());
         m.searches.push(SearchMeasurement {
             regions,
             objects,
@@ -425,7 +425,7 @@ async fn measure(client: &Arc<Client>, options: CalibrateOptions) -> Result<Meas
         } else {
             (subspaces, 0)
         };
-        m.add_run(run.observed());
+        m.runs.push(run.observed());
         m.fsyncs.push(FsyncMeasurement {
             fsyncs: run.work.fsyncs,
             seconds: run.work.fsync_s,
