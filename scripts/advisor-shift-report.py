@@ -69,17 +69,20 @@ def markdown(shift):
         "",
         "Adaptations the server logged:",
         "",
-        "| epoch | from | to | predicted from | predicted to | periods running |",
-        "|---|---|---|---|---|---|",
+        "| epoch | term | step | from | to | predicted from | predicted to | periods running |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for r in shift["adaptations"]:
-        a = r["adaptation"]
+        step = r["step"]
+        a = step["adaptation"]
+        event = step["event"] if isinstance(step["event"], str) else "abandoned: " + step["event"]["Abandoned"]["why"]
         lines.append(
-            f"| {r['epoch']} | {sets(a['from'])} | {sets(a['to'])} | {_num(a['predicted_from_ops_s'])} | "
-            f"{_num(a['predicted_to_ops_s'])} | {a['observations']} × {a['period_s']} s |"
+            f"| {r['epoch']} | {step['term']} | {event.lower()} | {sets(a['from'])} | {sets(a['to'])} | "
+            f"{_num(a['predicted_from_ops_s'])} | {_num(a['predicted_to_ops_s'])} | "
+            f"{a['observations']} × {a['period_s']} s |"
         )
     if not shift["adaptations"]:
-        lines.append("| (none) | | | | | |")
+        lines.append("| (none) | | | | | | | |")
     after_vs_best = shift.get("after_vs_best")
     lines += [
         "",

@@ -14,14 +14,19 @@ def sample(t, workload, ops, subspaces, building=False):
     return {"t_s": t, "workload": workload, "ops_s": ops, "subspaces": subspaces, "building": building}
 
 
+ADAPTATION = {
+    "from": [["city", "address"]], "to": [["postcode"], ["tel"]],
+    "predicted_from_ops_s": 500, "predicted_to_ops_s": 16000, "observations": 3, "period_s": 1}
+
 SHIFT = {
     "hotels": 100, "partitions": 8, "threads": 2, "from": "A-RH", "to": "D-RH",
     "before_s": 3.0, "after_s": 5.0,
     "start": [["city", "address"]], "advised_for_to": [["postcode"], ["tel"]],
     "end": [["postcode"], ["tel"]],
-    "adaptations": [{"epoch": 4, "adaptation": {
-        "from": [["city", "address"]], "to": [["postcode"], ["tel"]],
-        "predicted_from_ops_s": 500, "predicted_to_ops_s": 16000, "observations": 3, "period_s": 1}}],
+    "adaptations": [
+        {"epoch": 4, "step": {"term": 2, "event": "Started", "adaptation": ADAPTATION}},
+        {"epoch": 7, "step": {"term": 2, "event": "Finished", "adaptation": ADAPTATION}},
+    ],
     "adapted_after_s": 3.0, "before_ops_s": 1000.0, "during_ops_s": 100.0, "after_ops_s": 950.0,
     "reference_best": {"throughput_ops_s": 1000.0}, "reference_start": {"throughput_ops_s": 90.0},
     "after_vs_best": 0.95, "hotels_checked": 100, "writes_lost": 0,
@@ -47,7 +52,12 @@ class ShiftReportTest(unittest.TestCase):
 
     def test_the_table_says_what_was_measured_and_whether_targets_were_met(self):
         md = report.markdown(SHIFT)
-        self.assertIn("| 4 | {city, address} | {postcode} {tel} | 500 | 16 000 | 3 × 1 s |", md)
+        self.assertIn("| 4 | 2 | started | {city, address} | {postcode} {tel} | 500 | 16 000 | 3 × 1 s |", md)
+        self.assertIn("| 7 | 2 | finished | {city, address} |", md)
+        abandoned = dict(SHIFT, adaptations=[
+            {"epoch": 9, "step": {"term": 3, "event": {"Abandoned": {"why": "the build failed"}},
+                                  "adaptation": ADAPTATION}}])
+        self.assertIn("| 9 | 3 | abandoned: the build failed | {city, address} |", report.markdown(abandoned))
         self.assertIn("| D-RH, after | 950 |", md)
         self.assertIn("0.95 of the reference (target ≥ 0.90: met)", md)
         self.assertIn("Writes lost: 0 of 100 hotels read back (target 0: met)", md)

@@ -5,8 +5,8 @@
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyList, PySet, PyString};
 use tessera_client::{
-    AdaptationRecord, Configuration, CoordinatorStatus, Explanation, Record, SpaceConfig,
-    SpaceSchema, SubspaceState, Value,
+    AdaptationEvent, AdaptationRecord, Configuration, CoordinatorStatus, Explanation, Record,
+    SpaceConfig, SpaceSchema, SubspaceState, Value,
 };
 use tessera_types::{DocValue, DOCUMENT_ATTRIBUTE};
 
@@ -194,9 +194,18 @@ fn adaptations_to_py(
 ) -> PyResult<Bound<'_, PyList>> {
     let list = PyList::empty(py);
     for r in records {
-        let a = &r.adaptation;
+        let a = &r.step.adaptation;
         let d = PyDict::new(py);
         d.set_item("epoch", r.epoch)?;
+        d.set_item("term", r.step.term)?;
+        let (event, why) = match &r.step.event {
+            AdaptationEvent::Started => ("started", None),
+            AdaptationEvent::Resumed => ("resumed", None),
+            AdaptationEvent::Finished => ("finished", None),
+            AdaptationEvent::Abandoned { why } => ("abandoned", Some(why.clone())),
+        };
+        d.set_item("event", event)?;
+        d.set_item("why", why)?;
         d.set_item("from", a.from.clone())?;
         d.set_item("to", a.to.clone())?;
         d.set_item("predicted_from_ops_s", a.predicted_from_ops_s)?;

@@ -122,10 +122,10 @@ pub use options::ClientOptions;
 pub use routing::{key_leaders, plan_search, search_contacts, Fanout, ReadFrom};
 pub use tessera_protocol::process_cpu_seconds;
 pub use tessera_protocol::{
-    Adaptation, AdaptationRecord, Build, Configuration, Constraint, CoordinatorStatus,
-    ExplainedPart, Explanation, KeyRegionLoad, ModelConstants, RegionCount, RequestShape,
-    ServerInfo, ServerState, ServerWork, ShapeCount, SortOrder, SpaceChange, SpaceConfig, SpaceMap,
-    SpaceStatistics, SpaceTrace, Status, WorkDone, WriteMode,
+    Adaptation, AdaptationEvent, AdaptationRecord, AdaptationStep, Build, Configuration,
+    Constraint, CoordinatorStatus, ExplainedPart, Explanation, KeyRegionLoad, ModelConstants,
+    RegionCount, RequestShape, ServerInfo, ServerState, ServerWork, ShapeCount, SortOrder,
+    SpaceChange, SpaceConfig, SpaceMap, SpaceStatistics, SpaceTrace, Status, WorkDone, WriteMode,
 };
 pub use tessera_types::{
     ByteString, DocValue, Document, FormulaSpec, Funcall, FuncallOp, NumOp, Predicate, PredicateOp,
@@ -382,9 +382,22 @@ impl Client {
     }
 
     pub async fn alter_space(&self, space: &str, change: SpaceChange) -> Result<(), ClientError> {
+        self.alter_space_fenced(space, change, None).await
+    }
+
+    /// [`Client::alter_space`] by the adaptation driver of the coordinators' leader in Raft term
+    /// `fence` (0 beside a standalone server): refused (`BADALTERATION`, "fenced: …") unless
+    /// the coordinators are still in that term when they apply it.
+    pub async fn alter_space_fenced(
+        &self,
+        space: &str,
+        change: SpaceChange,
+        fence: Option<u64>,
+    ) -> Result<(), ClientError> {
         self.change_spaces(Request::AlterSpace {
             space: space.to_owned(),
             change,
+            fence,
         })
         .await
     }

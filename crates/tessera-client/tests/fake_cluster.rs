@@ -181,7 +181,7 @@ fn coordinate(world: &Shared, request: Request) -> Answer {
                 Response::Done
             }
         }
-        Request::AlterSpace { space, change } => {
+        Request::AlterSpace { space, change, .. } => {
             let epoch = config.epoch.0 + 1;
             match config.spaces.iter_mut().find(|s| s.schema.name == space) {
                 None => error(Status::UnknownSpace, "no such space"),

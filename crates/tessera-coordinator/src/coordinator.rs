@@ -296,9 +296,19 @@ impl Coordinator {
     /// Whether this coordinator is the leader, as a function that outlives this handle's
     /// borrow (for tasks that should act on the leader only, like the adaptation driver).
     pub fn leads(&self) -> impl Fn() -> bool + Send + Sync + 'static {
+        let term = self.leader_term();
+        move || term().is_some()
+    }
+
+    /// The Raft term in which this coordinator leads, if it does, as a function like
+    /// [`Coordinator::leads`]: what the adaptation driver fences its changes with.
+    pub fn leader_term(&self) -> impl Fn() -> Option<u64> + Send + Sync + 'static {
         let metrics = self.shared.raft.metrics();
         let id = self.shared.id;
-        move || metrics.borrow().current_leader == Some(id)
+        move || {
+            let m = metrics.borrow();
+            (m.current_leader == Some(id)).then_some(m.current_term)
+        }
     }
 
     /// This coordinator's view of the group, as `CoordinatorStatus` answers it.

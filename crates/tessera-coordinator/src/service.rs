@@ -370,7 +370,11 @@ async fn handle(shared: &Arc<Shared>, request: Request, received: Instant) -> Re
             )
             .await
         }
-        Request::AlterSpace { space, change } => alter_space(shared, space, change).await,
+        Request::AlterSpace {
+            space,
+            change,
+            fence,
+        } => alter_space(shared, space, change, fence).await,
         Request::SetModel { constants } => write(shared, Command::SetModel { constants }).await,
         Request::RegisterServer {
             token,
@@ -457,7 +461,12 @@ async fn add_space(shared: &Arc<Shared>, description: &str) -> Response {
     }
 }
 
-async fn alter_space(shared: &Arc<Shared>, space: String, change: SpaceChange) -> Response {
+async fn alter_space(
+    shared: &Arc<Shared>,
+    space: String,
+    change: SpaceChange,
+    fence: Option<u64>,
+) -> Response {
     // Bounded like a description: a request this large names nothing a space has, and
     // would only burden the log.
     let bytes = space.len() + change.name_bytes();
@@ -492,6 +501,7 @@ async fn alter_space(shared: &Arc<Shared>, space: String, change: SpaceChange) -
         Command::AlterSpace {
             name: space,
             change,
+            fence,
         },
         &what,
         ("does not act on it yet", "do not act on it yet"),

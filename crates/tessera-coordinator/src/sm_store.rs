@@ -191,7 +191,8 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
             let outcome = match entry.payload {
                 EntryPayload::Blank => None,
                 EntryPayload::Normal(command) => {
-                    let result = applied.state.apply(command);
+                    let term = entry.log_id.leader_id.term;
+                    let result = applied.state.apply_in_term(command, term);
                     tracing::debug!(log_id = %entry.log_id, ?result, epoch = applied.state.epoch.0, "applied");
                     Some(result)
                 }

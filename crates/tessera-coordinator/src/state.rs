@@ -25,8 +25,8 @@ use std::collections::HashMap;
 use serde::{Deserialize, Serialize};
 use tessera_geometry::{assign_replicas, assign_subspace, tessellation_of, RegionIndex};
 use tessera_protocol::{
-    AlterError, BackfillRef, Configuration, ModelConstants, ServerInfo, ServerState, SpaceChange,
-    SpaceConfig, Transfer, TransferRef,
+    check_fence, AlterError, BackfillRef, Configuration, ModelConstants, ServerInfo, ServerState,
+    SpaceChange, SpaceConfig, Transfer, TransferRef,
 };
 use tessera_types::{
     Epoch, SchemaError, ServerId, SpaceKind, SpaceSchema, SubspaceId, SubspaceState,
@@ -159,9 +159,13 @@ pub enum Command {
     /// [`assign_subspace`]); a dropped one keeps its id with no region.
     // Declared last: postcard encodes a variant by its index, and logs and peers know the
     // others by theirs.
+    ///
+    /// `fence`: the term the adaptation driver decided the change in; it applies only in an
+    /// entry of that term ([`ClusterState::apply_in_term`]).
     AlterSpace {
         name: String,
         change: SpaceChange,
+        fence: Option<u64>,
     },
     /// `tessera calibrate`: the performance model's constants measured on this database,
     /// kept with the configuration. Refused if unusable (see `ModelConstants::is_usable`).
@@ -287,7 +291,23 @@ impl ClusterState {
     /// [`ClusterState::plan_transfers`] is set): what it changed may have left regions short of
     /// replicas, freed a transfer slot, brought a server to take a share, or made one leave. A
     /// command that changed nothing needs no planning: the state before it was planned already.
+    /// In term 0: a fenced change applies only if fenced by term 0 (a standalone's).
     pub fn apply(&mut self, command: Command) -> Result<CommandOutcome, CommandError> {
+        self.apply_in_term(command, 0)
+    }
+
+    /// [`ClusterState::apply`] for a log entry of Raft term `term`: a fenced change
+    /// (`Command::AlterSpace`'s `fence`) applies only in the term it names
+    /// (`tessera_protocol::check_fence`), so a leader deposed while it adapted a space changes
+    /// nothing once its successor leads.
+    pub fn apply_in_term(
+        &mut self,
+        command: Command,
+        term: u64,
+    ) -> Result<CommandOutcome, CommandError> {
+        if let Command::AlterSpace { change, fence, .. } = &command {
+            check_fence(*fence, term, change).map_err(CommandError::Alter)?;
+        }
         let before = self.epoch;
         let mut outcome = match command {
             Command::RegisterServer {
@@ -305,7 +325,7 @@ impl ClusterState {
                 backfilled,
             } => self.complete_transfers(id, incarnation, &done, &backfilled),
             Command::Decommission { id } => self.decommission(id),
-            Command::AlterSpace { name, change } => self.alter_space(&name, &change),
+            Command::AlterSpace { name, change, .. } => self.alter_space(&name, &change),
             Command::SetModel { constants } => self.set_model(constants),
         }?;
         if self.epoch != before {

@@ -26,6 +26,7 @@ fn alter(space: &str, change: SpaceChange) -> Request {
     Request::AlterSpace {
         space: space.into(),
         change,
+        fence: None,
     }
 }
 

@@ -537,6 +537,7 @@ fn shapes_that_would_pass_the_frame_limit_are_refused() {
         match st.apply(Command::AlterSpace {
             name: "docs".into(),
             change,
+            fence: None,
         }) {
             Ok(_) => added += 1,
             Err(e) => {
@@ -1240,6 +1241,7 @@ fn alter(name: &str, change: SpaceChange) -> Command {
     Command::AlterSpace {
         name: name.into(),
         change,
+        fence: None,
     }
 }
 
@@ -1290,21 +1292,49 @@ fn adaptation_is_switched_and_logged_through_the_log_and_survives_validation() {
         observations: 3,
         period_s: 60,
     };
+    let step = |term| {
+        SpaceChange::LogAdaptation(tessera_protocol::AdaptationStep {
+            term,
+            event: tessera_protocol::AdaptationEvent::Started,
+            adaptation: decision.clone(),
+        })
+    };
     let epoch = st.epoch.0;
-    let out = st
-        .apply(alter("s", SpaceChange::LogAdaptation(decision.clone())))
-        .unwrap();
+    let out = st.apply(alter("s", step(0))).unwrap();
     assert_eq!(out, CommandOutcome::SpaceAltered { subspace: None });
     assert_eq!(st.epoch.0, epoch + 1);
     assert_eq!(st.spaces[0].adaptations.len(), 1);
     assert_eq!(st.spaces[0].adaptations[0].epoch, epoch + 1);
+    // Fenced by the term the driver decided in: it applies in an entry of that term only.
+    let fenced = |change, term| Command::AlterSpace {
+        name: "s".into(),
+        change,
+        fence: Some(term),
+    };
+    let before = st.clone();
+    for (fence, entry_term) in [(3, 4), (5, 4)] {
+        assert_eq!(
+            st.apply_in_term(fenced(step(fence), fence), entry_term),
+            Err(CommandError::Alter(AlterError::Fenced {
+                decided: fence,
+                term: entry_term
+            }))
+        );
+        let add = SpaceChange::AddSubspace {
+            attributes: vec!["c".into()],
+        };
+        assert!(st.apply_in_term(fenced(add, fence), entry_term).is_err());
+        assert_eq!(st, before, "a fenced change changed nothing");
+    }
+    st.apply_in_term(fenced(step(4), 4), 4).unwrap();
+    assert_eq!(st.spaces[0].adaptations[1].step.term, 4);
     // Off: the space no longer takes adaptations, and nothing else changed.
     st.apply(alter("s", SpaceChange::SetAdapt { on: false }))
         .unwrap();
     assert!(!st.spaces[0].schema.adapt);
     let before = st.clone();
     assert_eq!(
-        st.apply(alter("s", SpaceChange::LogAdaptation(decision))),
+        st.apply(alter("s", step(0))),
         Err(CommandError::Alter(AlterError::NotAdaptive))
     );
     assert_eq!(st, before);
@@ -1966,8 +1996,9 @@ fn step() -> impl Strategy<Value = Step> {
         4 => (0u8..4, 0usize..ALTER_ATTRIBUTES.len()).prop_map(|(n, a)| Step::Apply(Command::AlterSpace {
             name: format!("s{n}"),
             change: SpaceChange::AddSubspace { attributes: ALTER_ATTRIBUTES[a].iter().map(|s| s.to_string()).collect() },
+            fence: None,
         })),
-        2 => (0u8..4, 0u16..6).prop_map(|(n, subspace)| Step::Apply(Command::AlterSpace { name: format!("s{n}"), change: SpaceChange::DropSubspace { subspace } })),
+        2 => (0u8..4, 0u16..6).prop_map(|(n, subspace)| Step::Apply(Command::AlterSpace { name: format!("s{n}"), change: SpaceChange::DropSubspace { subspace }, fence: None })),
         4 => (0usize..8, 1usize..4).prop_map(|(n, m)| Step::Backfill(n, m)),
     ]
 }
@@ -2624,7 +2655,7 @@ fn check_command(
                 other => prop_assert!(false, "{:?}", other),
             }
         }
-        (Command::AlterSpace { name, change }, result) => {
+        (Command::AlterSpace { name, change, .. }, result) => {
             check_alter(before, st, name, change, result)?;
         }
         (Command::SetModel { .. }, _) => {}
@@ -2979,7 +3010,11 @@ proptest! {
                 tessera_geometry::key_region(keys, &Value::Int(at)).0
             };
             let change = SpaceChange::SplitKeyRegion { region, at: Value::Int(at) };
-            let _ = st.apply(Command::AlterSpace { name: "t".into(), change });
+            let _ = st.apply(Command::AlterSpace {
+                name: "t".into(),
+                change,
+                fence: None,
+            });
             settle(&mut st)?;
         }
         check_settled(&st)?;

@@ -150,11 +150,66 @@ pub struct Adaptation {
     pub period_s: u32,
 }
 
-/// An [`Adaptation`] and the epoch that logged it.
+/// What happened to an [`Adaptation`]: the driver logs it when it starts the change, and again
+/// when it finishes or gives it up. A coordinator leader that finds the last one started (or
+/// resumed) and not finished (its driver died with its leadership) resumes it, or abandons it
+/// when the space's subspaces are no longer on the way from `from` to `to`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum AdaptationEvent {
+    Started,
+    Resumed,
+    Finished,
+    Abandoned { why: String },
+}
+
+/// One step of an adaptation, as the driver logs it (`SpaceChange::LogAdaptation`): the
+/// coordinators' Raft term it acts in (0 standalone), which fences the step
+/// ([`check_fence`]), what happened, and the adaptation it happened to.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AdaptationStep {
+    pub term: u64,
+    pub event: AdaptationEvent,
+    pub adaptation: Adaptation,
+}
+
+/// An [`AdaptationStep`] and the epoch that logged it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AdaptationRecord {
     pub epoch: u64,
-    pub adaptation: Adaptation,
+    pub step: AdaptationStep,
+}
+
+impl AdaptationRecord {
+    /// Started or resumed, and not (yet) finished or abandoned.
+    pub fn is_open(&self) -> bool {
+        matches!(
+            self.step.event,
+            AdaptationEvent::Started | AdaptationEvent::Resumed
+        )
+    }
+}
+
+/// Longest reason an abandoned adaptation keeps, in bytes.
+pub const ABANDON_WHY_MAX: usize = 200;
+
+/// Whether a change that the adaptation driver decided as the coordinators' leader in term
+/// `fence` may apply in a log entry of term `term`: only in that same term, so that a leader
+/// deposed while it adapted cannot change the space behind its successor's back. A step it
+/// logs must name that term too. A change with no fence (a user's) always may.
+pub fn check_fence(fence: Option<u64>, term: u64, change: &SpaceChange) -> Result<(), AlterError> {
+    let Some(decided) = fence else {
+        return Ok(());
+    };
+    if decided != term {
+        return Err(AlterError::Fenced { decided, term });
+    }
+    match change {
+        SpaceChange::LogAdaptation(step) if step.term != decided => Err(AlterError::Fenced {
+            decided: step.term,
+            term,
+        }),
+        _ => Ok(()),
+    }
 }
 
 /// A subspace added to a space that holds objects (`tessera alter-space … add-subspace`),
@@ -204,8 +259,9 @@ pub enum SpaceChange {
     /// Turns adaptation on or off (`adapt on` in a description): whether the coordinators
     /// re-subspace the space themselves as its workload changes.
     SetAdapt { on: bool },
-    /// Logs an adaptation the driver decided (the space must adapt); changes no subspace.
-    LogAdaptation(Adaptation),
+    /// Logs a step of an adaptation the driver decided (the space must adapt); changes no
+    /// subspace.
+    LogAdaptation(AdaptationStep),
     /// Registers a shape of document in a dynamic space's formula store. Registering a
     /// known shape changes nothing. Documents of it are stored once it is ready.
     AddShape(Shape),
@@ -249,7 +305,13 @@ impl SpaceChange {
                 attributes.iter().map(|a| a.len() + 1).sum()
             }
             SpaceChange::DropSubspace { .. } | SpaceChange::SetAdapt { .. } => 0,
-            SpaceChange::LogAdaptation(a) => names(&a.from) + names(&a.to),
+            SpaceChange::LogAdaptation(step) => {
+                let why = match &step.event {
+                    AdaptationEvent::Abandoned { why } => why.len(),
+                    _ => 0,
+                };
+                names(&step.adaptation.from) + names(&step.adaptation.to) + why
+            }
             SpaceChange::AddShape(shape) | SpaceChange::ShapeReady(shape) => {
                 shape
                     .properties
@@ -295,6 +357,10 @@ pub enum AlterError {
     NotAdaptive,
     #[error("an adaptation names {0} subspaces: at most {SUBSPACES_MAX}")]
     TooManySubspaces(usize),
+    #[error("fenced: the adaptation driver acted as the coordinators' leader in term {decided}, and they are in term {term} (their new leader decides again)")]
+    Fenced { decided: u64, term: u64 },
+    #[error("an abandoned adaptation's reason has {0} bytes: at most {ABANDON_WHY_MAX}")]
+    WhyTooLong(usize),
     #[error("the space is typed: shapes of documents belong to dynamic spaces")]
     NotDynamic,
     #[error("the space is dynamic: Tessera places its documents by their properties, and its subspaces change only by formulas and re-cuts")]
@@ -466,10 +532,16 @@ impl SpaceConfig {
                 schema.check_adapt(*on).map_err(AlterError::Schema)?;
                 Ok(None)
             }
-            SpaceChange::LogAdaptation(a) => {
+            SpaceChange::LogAdaptation(step) => {
                 if !schema.adapt {
                     return Err(AlterError::NotAdaptive);
                 }
+                if let AdaptationEvent::Abandoned { why } = &step.event {
+                    if why.len() > ABANDON_WHY_MAX {
+                        return Err(AlterError::WhyTooLong(why.len()));
+                    }
+                }
+                let a = &step.adaptation;
                 for sets in [&a.from, &a.to] {
                     if sets.len() >= SUBSPACES_MAX {
                         return Err(AlterError::TooManySubspaces(sets.len()));
@@ -621,13 +693,13 @@ impl SpaceConfig {
                 self.schema.adapt = *on;
                 return Ok(None);
             }
-            SpaceChange::LogAdaptation(adaptation) => {
+            SpaceChange::LogAdaptation(step) => {
                 if self.adaptations.len() >= ADAPTATIONS_KEPT {
                     self.adaptations.remove(0);
                 }
                 self.adaptations.push(AdaptationRecord {
                     epoch,
-                    adaptation: adaptation.clone(),
+                    step: step.clone(),
                 });
                 return Ok(None);
             }
@@ -1464,6 +1536,14 @@ mod tests {
         vec![vec![ServerId(1)]; t.regions_count() as usize]
     }
 
+    fn started(adaptation: Adaptation) -> SpaceChange {
+        SpaceChange::LogAdaptation(AdaptationStep {
+            term: 4,
+            event: AdaptationEvent::Started,
+            adaptation,
+        })
+    }
+
     fn adaptation(to: &[&[&str]]) -> Adaptation {
         Adaptation {
             from: vec![vec!["city".into()]],
@@ -1620,7 +1700,7 @@ mod tests {
     #[test]
     fn an_adaptation_is_logged_only_for_an_adaptive_space_naming_its_attributes() {
         let mut fixed = hotels("");
-        let log = SpaceChange::LogAdaptation(adaptation(&[&["city", "price"]]));
+        let log = started(adaptation(&[&["city", "price"]]));
         assert_eq!(
             fixed.alter(2, &log, one_server),
             Err(AlterError::NotAdaptive)
@@ -1635,7 +1715,7 @@ mod tests {
             adaptation(&[&["city"] as &[&str]; SUBSPACES_MAX]),
         ] {
             let before = space.clone();
-            let change = SpaceChange::LogAdaptation(bad.clone());
+            let change = started(bad.clone());
             assert!(space.alter(2, &change, one_server).is_err(), "{bad:?}");
             assert_eq!(space, before);
         }
@@ -1644,15 +1724,79 @@ mod tests {
             space.adaptations,
             vec![AdaptationRecord {
                 epoch: 2,
-                adaptation: adaptation(&[&["city", "price"]]),
+                step: AdaptationStep {
+                    term: 4,
+                    event: AdaptationEvent::Started,
+                    adaptation: adaptation(&[&["city", "price"]]),
+                },
             }]
         );
+        assert!(space.adaptations[0].is_open());
+        // A reason for giving up is bounded like a name.
+        let abandon = |why: String| {
+            SpaceChange::LogAdaptation(AdaptationStep {
+                term: 4,
+                event: AdaptationEvent::Abandoned { why },
+                adaptation: adaptation(&[&["city", "price"]]),
+            })
+        };
+        let long = "x".repeat(ABANDON_WHY_MAX + 1);
+        assert_eq!(
+            space.alter(3, &abandon(long), one_server),
+            Err(AlterError::WhyTooLong(ABANDON_WHY_MAX + 1))
+        );
+        space
+            .alter(3, &abandon("the build failed".into()), one_server)
+            .unwrap();
+        assert!(!space.adaptations[1].is_open());
         // The log keeps the last ADAPTATIONS_KEPT.
         for epoch in 3..3 + ADAPTATIONS_KEPT as u64 {
             space.alter(epoch, &log, one_server).unwrap();
         }
         assert_eq!(space.adaptations.len(), ADAPTATIONS_KEPT);
         assert_eq!(space.adaptations[0].epoch, 3);
+    }
+
+    /// A fenced change applies only in the term it was decided in, and a step it logs names
+    /// that term; a change without a fence (a user's) applies in any term.
+    #[test]
+    fn a_fenced_change_applies_in_its_own_term_only() {
+        let add = SpaceChange::AddSubspace {
+            attributes: vec!["city".into()],
+        };
+        let log = started(adaptation(&[&["city"]])); // term 4
+        for term in [0, 1, 4, 9] {
+            assert_eq!(check_fence(None, term, &add), Ok(()));
+            assert_eq!(check_fence(None, term, &log), Ok(()));
+        }
+        assert_eq!(check_fence(Some(4), 4, &add), Ok(()));
+        assert_eq!(check_fence(Some(4), 4, &log), Ok(()));
+        assert_eq!(
+            check_fence(Some(3), 4, &add),
+            Err(AlterError::Fenced {
+                decided: 3,
+                term: 4
+            })
+        );
+        assert_eq!(
+            check_fence(Some(5), 4, &add),
+            Err(AlterError::Fenced {
+                decided: 5,
+                term: 4
+            })
+        );
+        // Logged in term 4 with a fence of term 5: the step lies about its term.
+        assert_eq!(
+            check_fence(Some(5), 5, &log),
+            Err(AlterError::Fenced {
+                decided: 4,
+                term: 5
+            })
+        );
+        assert!(check_fence(Some(3), 4, &add)
+            .unwrap_err()
+            .to_string()
+            .starts_with("fenced: the adaptation driver acted as the coordinators' leader in term 3, and they are in term 4"));
     }
 
     /// A split of an ordered space's key region: refused with a reason where it cannot apply
@@ -1955,7 +2099,7 @@ mod tests {
         };
         assert_eq!(add.name_bytes(), 11);
         assert_eq!(SpaceChange::SetAdapt { on: true }.name_bytes(), 0);
-        let log = SpaceChange::LogAdaptation(adaptation(&[&["city", "price"]]));
+        let log = started(adaptation(&[&["city", "price"]]));
         assert_eq!(log.name_bytes(), 5 + 11);
     }
 

@@ -16,7 +16,7 @@ use tessera_types::{Epoch, Version};
 
 /// The protocol version this build speaks: every frame's first byte. A frame with another
 /// version is refused with [`Status::UnsupportedProtocol`](crate::Status::UnsupportedProtocol).
-pub const PROTOCOL_VERSION: u8 = 3;
+pub const PROTOCOL_VERSION: u8 = 4;
 
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]

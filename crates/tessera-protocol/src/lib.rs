@@ -34,9 +34,10 @@ pub mod trace;
 
 pub use auth::{Access, Admission, ClusterSecret, Gate, Policy, Role, Session, TokenTable};
 pub use config::{
-    Adaptation, AdaptationRecord, AlterError, BackfillRef, Build, Configuration,
-    ConfigurationError, Joined, ModelConstants, ServerInfo, ServerState, ShapeEntry, SpaceChange,
-    SpaceConfig, Transfer, TransferRef, ADAPTATIONS_KEPT,
+    check_fence, Adaptation, AdaptationEvent, AdaptationRecord, AdaptationStep, AlterError,
+    BackfillRef, Build, Configuration, ConfigurationError, Joined, ModelConstants, ServerInfo,
+    ServerState, ShapeEntry, SpaceChange, SpaceConfig, Transfer, TransferRef, ABANDON_WHY_MAX,
+    ADAPTATIONS_KEPT,
 };
 #[cfg(feature = "frame")]
 pub use frame::{

@@ -219,9 +219,13 @@ pub enum Request {
     /// in a cluster, to the server standalone. Answered by `Done` once the change is in the
     /// configuration every live server acts on; an added subspace is then being built
     /// (`SpaceConfig::build`, shown by `tessera status`), and serves searches once built.
+    ///
+    /// `fence`: the coordinators' Raft term in which the adaptation driver decided the change
+    /// (`config::check_fence`); `None` for a user's change.
     AlterSpace {
         space: String,
         change: SpaceChange,
+        fence: Option<u64>,
     },
     /// Keeps the performance model's constants with the configuration (`tessera calibrate`).
     /// To the coordinators in a cluster, to the server standalone. Answered by `Done`;

@@ -77,6 +77,7 @@ async fn register(
         let request = Request::AlterSpace {
             space: space.to_owned(),
             change,
+            fence: None,
         };
         loop {
             let last = match ask_coordinators(coordinators, request.clone()).await {

@@ -165,7 +165,11 @@ pub fn validate(frame: RequestFrame, view: &View) -> Result<Job, ErrorReply> {
         }
         Request::AddSpace { description } => add_space(&description),
         Request::RmSpace { name } => Ok(Job::Change(LocalChange::RmSpace(name))),
-        Request::AlterSpace { space, change } => alter_space(space, change),
+        Request::AlterSpace {
+            space,
+            change,
+            fence,
+        } => alter_space(space, change, fence),
         Request::SetModel { constants } => set_model(constants),
         Request::KeyRegionLoads { space: name } => Ok(Job::KeyRegionLoads {
             space: space(&name)?,
@@ -466,7 +470,9 @@ fn add_space(description: &str) -> Result<Job, ErrorReply> {
     Ok(Job::Change(LocalChange::AddSpace(schema)))
 }
 
-fn alter_space(name: String, change: SpaceChange) -> Result<Job, ErrorReply> {
+/// A standalone server is its own coordinator, forever in term 0: the adaptation driver beside
+/// it fences with 0 (`tessera_protocol::check_fence`).
+fn alter_space(name: String, change: SpaceChange, fence: Option<u64>) -> Result<Job, ErrorReply> {
     // Bounded as the coordinators bound it: an adaptation's names stay in the log.
     let bytes = name.len() + change.name_bytes();
     if bytes > DESCRIPTION_BYTES_MAX {
@@ -475,6 +481,8 @@ fn alter_space(name: String, change: SpaceChange) -> Result<Job, ErrorReply> {
             format!("alteration of {bytes} bytes is over the {DESCRIPTION_BYTES_MAX}-byte limit"),
         ));
     }
+    tessera_protocol::check_fence(fence, 0, &change)
+        .map_err(|e| ErrorReply::new(Status::BadAlteration, e.to_string()))?;
     Ok(Job::Change(LocalChange::AlterSpace { name, change }))
 }
 

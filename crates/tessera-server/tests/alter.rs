@@ -166,6 +166,7 @@ async fn alter(addr: SocketAddr, change: SpaceChange) -> Response {
         Request::AlterSpace {
             space: "t".into(),
             change,
+            fence: None,
         },
     )
     .await
@@ -679,6 +680,7 @@ async fn overlay_recut_scenario(client: &Client, admin: SocketAddr) {
         Request::AlterSpace {
             space: "bib".into(),
             change,
+            fence: None,
         },
     ));
     let new = SubspaceId(overlay + 1);

@@ -173,6 +173,7 @@ fn requests(config: &Configuration) -> Vec<(&'static str, Request, &'static str)
                 change: SpaceChange::AddSubspace {
                     attributes: vec!["rating".into()],
                 },
+                fence: None,
             },
             "admin",
         ),

@@ -14,8 +14,17 @@
 //!    spent: `ServerWork`) (`tessera_advisor::Adapter`: at least 20 % faster and more than the
 //!    model's error in the last three periods, three periods running, by default);
 //! 3. when it says so, log the decision in the configuration (`SpaceChange::LogAdaptation`,
-//!    shown by `tessera status`), then add the missing subspaces one build at a time and drop
-//!    the others (`alter::apply_with`), printing each change on stderr.
+//!    shown by `tessera status`) as started, then add the missing subspaces one build at a
+//!    time and drop the others (`alter::apply_with`), printing each change on stderr, and log
+//!    it finished (or abandoned, with the reason).
+//!
+//! Every change it makes, the log's included, is fenced by the coordinators' Raft term it
+//! leads in (`tessera_protocol::check_fence`; 0 beside a standalone server): once another
+//! coordinator leads, nothing the deposed driver still sends applies. The new leader's driver
+//! finds the adaptation logged started (or resumed) and not finished, and before it observes
+//! anything it resumes it — logged resumed, then finished — when the space's subspaces are
+//! still on the way from the old configuration to the new one, and abandons it otherwise (a
+//! user changed them meanwhile).
 //!
 //! A period in which the space is being altered (a build under way), a server restarted or
 //! left (totals went down), or too few requests arrived counts as no evidence, and the run of
@@ -26,9 +35,10 @@ use std::time::Duration;
 
 use tessera_advisor::{AdaptPolicy, Adapter, Calibration, Observation, Verdict};
 use tessera_client::{
-    Adaptation, AdaptationRecord, Client, ClientOptions, SpaceChange, SpaceConfig, SpaceTrace,
-    WorkDone,
+    Adaptation, AdaptationEvent, AdaptationRecord, AdaptationStep, Client, ClientOptions,
+    SpaceChange, SpaceConfig, SpaceTrace, WorkDone,
 };
+use tessera_protocol::ABANDON_WHY_MAX;
 
 use crate::failure::Failure;
 use crate::{advice, alter, json};
@@ -52,33 +62,38 @@ struct Watch {
     adapter: Adapter,
 }
 
-/// Runs the driver until the process stops. `leads` says whether this process should act
-/// (the coordinator leads the Raft group; always, standalone); `to` is where its client
-/// connects (this coordinator or server), and how (the daemon's cluster secret).
+/// Runs the driver until the process stops. `leader_term` says in which Raft term this
+/// process leads the coordinators, if it does (only then it acts; always in term 0 beside a
+/// standalone server); `to` is where its client connects (this coordinator or server), and
+/// how (the daemon's cluster secret).
 pub fn spawn(
     to: (String, ClientOptions),
     options: AdaptOptions,
-    leads: impl Fn() -> bool + Send + 'static,
+    leader_term: impl Fn() -> Option<u64> + Send + 'static,
 ) {
     tokio::spawn(async move {
-        run(to, options, leads).await;
+        run(to, options, leader_term).await;
     });
 }
 
-async fn run(to: (String, ClientOptions), options: AdaptOptions, leads: impl Fn() -> bool) {
+async fn run(
+    to: (String, ClientOptions),
+    options: AdaptOptions,
+    leader_term: impl Fn() -> Option<u64>,
+) {
     let mut ticks = crate::driver::ticks(options.period);
     let mut client = crate::driver::DriverClient::new("adaptation", to);
     let mut watches: HashMap<u64, Watch> = HashMap::new();
     loop {
         ticks.tick().await;
-        if !leads() {
+        let Some(term) = leader_term() else {
             watches.clear();
             continue;
-        }
+        };
         let Some(c) = client.get().await else {
             continue;
         };
-        if let Err(e) = observe_all(c, &options, &mut watches).await {
+        if let Err(e) = observe_all(c, &options, &mut watches, term).await {
             eprintln!("tessera adapt: {}", failure_text(&e));
         }
     }
@@ -90,11 +105,13 @@ fn failure_text(f: &Failure) -> &str {
     }
 }
 
-/// One period: every adaptive space observed, and adapted if the policy says so.
+/// One period: every adaptive space observed, and adapted if the policy says so; an
+/// adaptation left open by a driver that stopped is settled first.
 async fn observe_all(
     client: &Client,
     options: &AdaptOptions,
     watches: &mut HashMap<u64, Watch>,
+    term: u64,
 ) -> Result<(), Failure> {
     let config = client.refresh().await?;
     let calibration = config
@@ -113,15 +130,21 @@ async fn observe_all(
             total: None,
             adapter: Adapter::new(options.policy),
         });
-        let name = space.schema.name.clone();
+        if let Some(open) = space.adaptations.last().filter(|r| r.is_open()) {
+            // Its driver stopped before it finished (its coordinator lost the lead, or the
+            // change failed and the log of it did too): this driver settles it.
+            let adaptation = open.step.adaptation.clone();
+            settle(client, &space, adaptation, term).await;
+            (watch.total, watch.adapter) = (None, Adapter::new(options.policy));
+            continue;
+        }
         let Some(to) = observe(client, &space, watch, calibration, options).await? else {
             continue;
         };
         watch.adapter.reset();
-        adapt(client, &space, to).await;
+        adapt(client, &space, to, term).await;
         // The next period starts after the change.
         watch.total = None;
-        eprintln!("tessera adapt: space {name:?}: adapted");
     }
     Ok(())
 }
@@ -213,9 +236,8 @@ async fn observe(
     }))
 }
 
-/// Logs the adaptation in the configuration, then makes it. Failures are printed: the space
-/// is left as far as the change got, and observed again from the next period.
-async fn adapt(client: &Client, space: &SpaceConfig, adaptation: Adaptation) {
+/// Logs the adaptation started, then makes it ([`change`]).
+async fn adapt(client: &Client, space: &SpaceConfig, adaptation: Adaptation, term: u64) {
     let name = &space.schema.name;
     eprintln!(
         "tessera adapt: space {name:?}: {} predicted {} ops/s, {} predicted {} ops/s ({} periods running): adapting",
@@ -225,24 +247,114 @@ async fn adapt(client: &Client, space: &SpaceConfig, adaptation: Adaptation) {
         adaptation.predicted_to_ops_s,
         adaptation.observations,
     );
-    let to = adaptation.to.clone();
-    if let Err(e) = client
-        .alter_space(name, SpaceChange::LogAdaptation(adaptation))
-        .await
-    {
-        eprintln!("tessera adapt: space {name:?}: cannot log the adaptation: {e}");
-        return;
+    if log(client, name, term, AdaptationEvent::Started, &adaptation).await {
+        change(client, name, adaptation, term).await;
     }
+}
+
+/// Resumes an adaptation another driver left open, or abandons it ([`resumable`]).
+async fn settle(client: &Client, space: &SpaceConfig, adaptation: Adaptation, term: u64) {
+    let name = &space.schema.name;
+    match resumable(&adaptation, &space.written_attribute_sets()) {
+        Ok(()) => {
+            eprintln!(
+                "tessera adapt: space {name:?}: resuming {} -> {}",
+                sets_text(&adaptation.from),
+                sets_text(&adaptation.to)
+            );
+            if log(client, name, term, AdaptationEvent::Resumed, &adaptation).await {
+                change(client, name, adaptation, term).await;
+            }
+        }
+        Err(why) => {
+            eprintln!("tessera adapt: space {name:?}: abandoning an adaptation: {why}");
+            let abandoned = AdaptationEvent::Abandoned { why };
+            log(client, name, term, abandoned, &adaptation).await;
+        }
+    }
+}
+
+/// Whether an open adaptation can go on: every subspace the space has now is one it came
+/// from or one it goes to. Otherwise someone else changed the space meanwhile, and the reason
+/// says how.
+fn resumable(adaptation: &Adaptation, now: &[Vec<String>]) -> Result<(), String> {
+    let strangers: Vec<Vec<String>> = now
+        .iter()
+        .filter(|s| !adaptation.from.contains(s) && !adaptation.to.contains(s))
+        .cloned()
+        .collect();
+    if strangers.is_empty() {
+        return Ok(());
+    }
+    Err(format!(
+        "the space's subspaces changed since it started: {} is in neither {} nor {}",
+        sets_text(&strangers),
+        sets_text(&adaptation.from),
+        sets_text(&adaptation.to)
+    ))
+}
+
+/// Makes the change, then logs it finished, or abandoned with the reason. The space is left
+/// as far as the change got, and observed again from the next period.
+async fn change(client: &Client, name: &str, adaptation: Adaptation, term: u64) {
     let report = |step: &serde_json::Value| -> Result<(), Failure> {
         eprintln!("tessera adapt: {step}");
         Ok(())
     };
-    if let Err(e) = alter::apply_with(client, name, &to, Some(BUILD_WAIT), report).await {
-        eprintln!(
-            "tessera adapt: space {name:?}: the change stopped: {}",
-            failure_text(&e)
-        );
+    let done = alter::apply_with(
+        client,
+        name,
+        &adaptation.to,
+        Some(BUILD_WAIT),
+        Some(term),
+        report,
+    )
+    .await;
+    let event = match done {
+        Ok(()) => {
+            eprintln!("tessera adapt: space {name:?}: adapted");
+            AdaptationEvent::Finished
+        }
+        Err(e) => {
+            let why = failure_text(&e);
+            eprintln!("tessera adapt: space {name:?}: the change stopped: {why}");
+            AdaptationEvent::Abandoned {
+                why: bounded(why, ABANDON_WHY_MAX),
+            }
+        }
+    };
+    log(client, name, term, event, &adaptation).await;
+}
+
+/// Logs one step of an adaptation, fenced by `term`; false (and printed) if that failed.
+async fn log(
+    client: &Client,
+    name: &str,
+    term: u64,
+    event: AdaptationEvent,
+    adaptation: &Adaptation,
+) -> bool {
+    let step = AdaptationStep {
+        term,
+        event,
+        adaptation: adaptation.clone(),
+    };
+    let logged = client
+        .alter_space_fenced(name, SpaceChange::LogAdaptation(step), Some(term))
+        .await;
+    if let Err(e) = &logged {
+        eprintln!("tessera adapt: space {name:?}: cannot log the adaptation: {e}");
     }
+    logged.is_ok()
+}
+
+/// `text`'s first `max` bytes at most, cut at a character's boundary.
+fn bounded(text: &str, max: usize) -> String {
+    let mut end = text.len().min(max);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    text[..end].to_owned()
 }
 
 /// `{city, price} {stars}`, or `(no subspace)`.
@@ -256,13 +368,21 @@ pub fn sets_text(sets: &[Vec<String>]) -> String {
         .join(" ")
 }
 
-/// A logged adaptation as `tessera status` shows it: `adapted at epoch 9: {city} -> {city,
-/// price} (predicted 1200 -> 2300 ops/s, 3 periods of 60 s running)`.
+/// A logged step of an adaptation as `tessera status` shows it: `started at epoch 9 (term 2):
+/// {city} -> {city, price} (predicted 1200 -> 2300 ops/s, 3 periods of 60 s running)`, and
+/// for an abandoned one, why.
 pub fn record_text(record: &AdaptationRecord) -> String {
-    let a = &record.adaptation;
+    let a = &record.step.adaptation;
+    let (event, why) = match &record.step.event {
+        AdaptationEvent::Started => ("started", String::new()),
+        AdaptationEvent::Resumed => ("resumed", String::new()),
+        AdaptationEvent::Finished => ("finished", String::new()),
+        AdaptationEvent::Abandoned { why } => ("abandoned", format!(": {why}")),
+    };
     format!(
-        "adapted at epoch {}: {} -> {} (predicted {} -> {} ops/s, {} periods of {} s running)",
+        "{event} at epoch {} (term {}): {} -> {} (predicted {} -> {} ops/s, {} periods of {} s running){why}",
         record.epoch,
+        record.step.term,
         sets_text(&a.from),
         sets_text(&a.to),
         a.predicted_from_ops_s,
@@ -276,22 +396,75 @@ pub fn record_text(record: &AdaptationRecord) -> String {
 mod tests {
     use super::*;
 
+    fn adaptation(from: &[&[&str]], to: &[&[&str]]) -> Adaptation {
+        let sets = |sets: &[&[&str]]| -> Vec<Vec<String>> {
+            sets.iter()
+                .map(|s| s.iter().map(|a| a.to_string()).collect())
+                .collect()
+        };
+        Adaptation {
+            from: sets(from),
+            to: sets(to),
+            predicted_from_ops_s: 1200,
+            predicted_to_ops_s: 2300,
+            observations: 3,
+            period_s: 60,
+        }
+    }
+
     #[test]
-    fn a_logged_adaptation_reads_as_a_sentence() {
-        let record = AdaptationRecord {
+    fn a_logged_step_reads_as_a_sentence() {
+        let record = |event| AdaptationRecord {
             epoch: 9,
-            adaptation: Adaptation {
-                from: vec![],
-                to: vec![vec!["city".into(), "price".into()], vec!["stars".into()]],
-                predicted_from_ops_s: 1200,
-                predicted_to_ops_s: 2300,
-                observations: 3,
-                period_s: 60,
+            step: AdaptationStep {
+                term: 2,
+                event,
+                adaptation: adaptation(&[], &[&["city", "price"], &["stars"]]),
             },
         };
         assert_eq!(
-            record_text(&record),
-            "adapted at epoch 9: (no subspace) -> {city, price} {stars} (predicted 1200 -> 2300 ops/s, 3 periods of 60 s running)"
+            record_text(&record(AdaptationEvent::Started)),
+            "started at epoch 9 (term 2): (no subspace) -> {city, price} {stars} (predicted 1200 -> 2300 ops/s, 3 periods of 60 s running)"
         );
+        let why = "the build failed".to_owned();
+        assert!(record_text(&record(AdaptationEvent::Abandoned { why }))
+            .starts_with("abandoned at epoch 9 (term 2): (no subspace) -> "));
+        assert!(
+            record_text(&record(AdaptationEvent::Abandoned { why: "x".into() }))
+                .ends_with("running): x")
+        );
+    }
+
+    /// An open adaptation goes on while every subspace the space has is one it comes from or
+    /// goes to, whatever the order of the change's steps reached.
+    #[test]
+    fn an_open_adaptation_resumes_only_on_its_way() {
+        let a = adaptation(&[&["city"], &["tel"]], &[&["city", "price"], &["tel"]]);
+        let sets = |sets: &[&[&str]]| -> Vec<Vec<String>> {
+            sets.iter()
+                .map(|s| s.iter().map(|a| a.to_string()).collect())
+                .collect()
+        };
+        for on_the_way in [
+            sets(&[&["city"], &["tel"]]),
+            sets(&[&["city"], &["tel"], &["city", "price"]]),
+            sets(&[&["tel"], &["city", "price"]]),
+            sets(&[&["tel"]]),
+            vec![],
+        ] {
+            assert_eq!(resumable(&a, &on_the_way), Ok(()), "{on_the_way:?}");
+        }
+        let changed = sets(&[&["tel"], &["stars"]]);
+        assert_eq!(
+            resumable(&a, &changed),
+            Err("the space's subspaces changed since it started: {stars} is in neither {city} {tel} nor {city, price} {tel}".into())
+        );
+    }
+
+    #[test]
+    fn a_reason_is_cut_at_a_character() {
+        assert_eq!(bounded("abc", 5), "abc");
+        assert_eq!(bounded("abcdef", 3), "abc");
+        assert_eq!(bounded("aé", 2), "a"); // é is two bytes
     }
 }

@@ -176,6 +176,7 @@ async fn add(
     client: &Client,
     space: &str,
     attributes: &[String],
+    fence: Option<u64>,
 ) -> Result<(SubspaceId, SpaceConfig), Failure> {
     // Cut from the data it is built from, when the space holds some.
     let statistics = client.statistics(space).await?;
@@ -190,7 +191,7 @@ async fn add(
         },
     };
     client
-        .alter_space(space, change)
+        .alter_space_fenced(space, change, fence)
         .await
         .map_err(|e| refused(space, e))?;
     let mut config = space_config(client, space)?;
@@ -213,6 +214,7 @@ async fn drop_subspace(
     client: &Client,
     space: &str,
     id: u16,
+    fence: Option<u64>,
 ) -> Result<(Vec<String>, SpaceConfig), Failure> {
     // Named before it goes, for the message (an id the space does not have is refused).
     let attributes = client
@@ -221,7 +223,7 @@ async fn drop_subspace(
         .filter(|s| usize::from(id) < s.schema.subspaces.len())
         .map(|s| attribute_names(s, SubspaceId(id)));
     client
-        .alter_space(space, SpaceChange::DropSubspace { subspace: id })
+        .alter_space_fenced(space, SpaceChange::DropSubspace { subspace: id }, fence)
         .await
         .map_err(|e| refused(space, e))?;
     let config = space_config(client, space)?;
@@ -334,7 +336,7 @@ pub async fn alter_space(
                 .map(|a| a.trim().to_owned())
                 .filter(|a| !a.is_empty())
                 .collect();
-            let (id, mut config) = add(client, space, &attributes).await?;
+            let (id, mut config) = add(client, space, &attributes, None).await?;
             if wait {
                 if !json {
                     println!(
@@ -401,7 +403,7 @@ pub async fn alter_space(
             Ok(())
         }
         Alteration::Drop { subspace } => {
-            let (attributes, config) = drop_subspace(client, space, subspace).await?;
+            let (attributes, config) = drop_subspace(client, space, subspace, None).await?;
             let epoch = client.configuration().epoch;
             if json {
                 let mut value = subspace_json(&config, SubspaceId(subspace));
@@ -463,7 +465,7 @@ pub async fn apply(
     advised: &[Vec<String>],
     wait_timeout: Option<Duration>,
 ) -> Result<(), Failure> {
-    apply_with(client, space, advised, wait_timeout, print_line).await
+    apply_with(client, space, advised, wait_timeout, None, print_line).await
 }
 
 /// Makes the space's subspaces those of `advised`, one change at a time. A build under way
@@ -471,12 +473,14 @@ pub async fn apply(
 /// each missing subspace is added and waited for (one build at a time), and last the
 /// subspaces the advice does not have are dropped. Each change, and at the end the outcome,
 /// goes to `report` as a JSON value (`advise --apply` prints them; the adaptation driver logs
-/// them).
+/// them). `fence`: the adaptation driver's Raft term, which fences each change
+/// (`tessera_protocol::check_fence`); `None` for a user's.
 pub async fn apply_with(
     client: &Client,
     space: &str,
     advised: &[Vec<String>],
     wait_timeout: Option<Duration>,
+    fence: Option<u64>,
     mut report: impl FnMut(&serde_json::Value) -> Result<(), Failure>,
 ) -> Result<(), Failure> {
     let epoch = |client: &Client| client.configuration().epoch.0;
@@ -487,7 +491,7 @@ pub async fn apply_with(
     // A build under way first: only one at a time.
     if let Some(b) = &start.build {
         if to_drop.contains(&b.subspace) {
-            let (attributes, config) = drop_subspace(client, space, b.subspace.0).await?;
+            let (attributes, config) = drop_subspace(client, space, b.subspace.0, fence).await?;
             report(&action(
                 "drop-subspace",
                 &config,
@@ -503,7 +507,7 @@ pub async fn apply_with(
         }
     }
     for attributes in &to_add {
-        let (id, config) = add(client, space, attributes).await?;
+        let (id, config) = add(client, space, attributes, fence).await?;
         let names = attribute_names(&config, id);
         report(&action(
             "add-subspace",
@@ -521,7 +525,7 @@ pub async fn apply_with(
         if !current.schema.subspace(id).is_written() {
             continue; // the build dropped above
         }
-        let (attributes, config) = drop_subspace(client, space, id.0).await?;
+        let (attributes, config) = drop_subspace(client, space, id.0, fence).await?;
         report(&action(
             "drop-subspace",
             &config,

@@ -114,7 +114,7 @@ pub async fn coordinator(args: CoordinatorSetup, peers: &str) -> Result<(), Fail
     say_served(&format!("tessera coordinator {id}"), metrics, &daemons);
     // Every coordinator runs the adaptation driver; only the leader's acts.
     let me = (c.local_addr().to_string(), secured.drivers);
-    crate::adapt::spawn(me.clone(), adapt, c.leads());
+    crate::adapt::spawn(me.clone(), adapt, c.leader_term());
     crate::splits::spawn(me.clone(), splits, c.leads());
     crate::recut::spawn(me, recut, c.leads());
     ready(format!(
@@ -276,7 +276,7 @@ pub async fn dev(d: DevCluster) -> Result<(), Failure> {
             .map_err(|e| Failure::Error(format!("cannot start coordinator {id}: {e}")))?;
         daemons.add(Arc::new(c.metrics_publisher()));
         let me = (c.local_addr().to_string(), secured.drivers.clone());
-        crate::adapt::spawn(me.clone(), d.adapt, c.leads());
+        crate::adapt::spawn(me.clone(), d.adapt, c.leader_term());
         crate::splits::spawn(me.clone(), d.splits, c.leads());
         crate::recut::spawn(me, d.recut, c.leads());
         coordinators.push(c);

@@ -308,7 +308,7 @@ async fn standalone(
     http::say_served("tessera dev", metrics, &daemons);
     // The server is every region's only replica: its own drivers always act.
     let me = (server.local_addr().to_string(), secured.drivers);
-    adapt::spawn(me.clone(), adapt, || true);
+    adapt::spawn(me.clone(), adapt, || Some(0));
     recut::spawn(me, recut, || true);
     println!(
         "tessera dev: ready on {}, data in {}",

@@ -4,7 +4,9 @@
 //! while the clients go on), while the same space without `adapt on` under the same workload
 //! keeps its configuration. All along, every search checked equals brute-force filtering of
 //! what the clients wrote (a model kept by the test), and at the end every object reads back
-//! as last written: no write lost.
+//! as last written: no write lost. An adaptation left open in the log (as by a coordinator
+//! leader deposed in the middle of one) is resumed and finished first, and a change fenced by
+//! a term the coordinators are not in is refused.
 
 mod common;
 
@@ -16,7 +18,10 @@ use common::cluster::Cluster;
 use common::{Daemon, TESSERA};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use tessera_client::{Adaptation, Client, Predicate, SpaceChange, Status, SubspaceState, Value};
+use tessera_client::{
+    Adaptation, AdaptationEvent, AdaptationStep, Client, Predicate, SpaceChange, Status,
+    SubspaceState, Value,
+};
 
 const OBJECTS: usize = 1500;
 const CITIES: usize = 30;
@@ -127,16 +132,41 @@ async fn scenario(addr: &str, tolerate: u32) {
     load(&client, "fixed", &mut fixed).await;
 
     // A space that does not adapt cannot log an adaptation.
-    let bogus = SpaceChange::LogAdaptation(Adaptation {
-        from: vec![],
-        to: vec![vec!["city".into()]],
-        predicted_from_ops_s: 1,
-        predicted_to_ops_s: 2,
-        observations: 1,
-        period_s: 1,
-    });
-    let refused = client.alter_space("fixed", bogus).await.unwrap_err();
+    let started = |to: &str| {
+        SpaceChange::LogAdaptation(AdaptationStep {
+            term: 77,
+            event: AdaptationEvent::Started,
+            adaptation: Adaptation {
+                from: vec![],
+                to: vec![vec![to.into()]],
+                predicted_from_ops_s: 1,
+                predicted_to_ops_s: 2,
+                observations: 1,
+                period_s: 1,
+            },
+        })
+    };
+    let refused = client
+        .alter_space("fixed", started("city"))
+        .await
+        .unwrap_err();
     assert_eq!(refused.status(), Some(Status::BadAlteration), "{refused}");
+    // A change fenced by a term the coordinators are not in changes nothing.
+    let add_city = SpaceChange::AddSubspace {
+        attributes: vec!["city".into()],
+    };
+    let fenced = client
+        .alter_space_fenced("fixed", add_city, Some(77))
+        .await
+        .unwrap_err();
+    assert_eq!(fenced.status(), Some(Status::BadAlteration), "{fenced}");
+    assert!(fenced.to_string().contains("fenced"), "{fenced}");
+    // An adaptation to a subspace over tel, left open by a driver of term 77 that is gone: the
+    // driver resumes it before it observes anything.
+    client
+        .alter_space("adaptive", started("tel"))
+        .await
+        .unwrap();
 
     let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
     let mut rounds = 0;
@@ -156,7 +186,10 @@ async fn scenario(addr: &str, tolerate: u32) {
                 && s.dimensions.len() == 1
                 && space.schema.attribute(s.dimensions[0]).name == "city"
         });
-        if serving_city && space.build.is_none() {
+        // Done once the driver logged its adaptation finished (after the drops).
+        let finished =
+            space.adaptations.len() > 3 && space.adaptations.last().is_some_and(|r| !r.is_open());
+        if serving_city && space.build.is_none() && finished {
             break;
         }
         assert!(
@@ -169,9 +202,29 @@ async fn scenario(addr: &str, tolerate: u32) {
 
     let config = client.refresh().await.unwrap();
     let space = config.space("adaptive").unwrap();
-    assert_eq!(space.adaptations.len(), 1, "{:?}", space.adaptations);
-    let a = &space.adaptations[0].adaptation;
-    assert_eq!(a.from, Vec::<Vec<String>>::new());
+    // The open one resumed and finished by the driver, in its term; then its own, started
+    // and finished.
+    let steps: Vec<(&AdaptationEvent, u64)> = space
+        .adaptations
+        .iter()
+        .map(|r| (&r.step.event, r.step.term))
+        .collect();
+    let term = steps.last().expect("logged").1;
+    assert_ne!(term, 77);
+    assert_eq!(
+        steps,
+        [
+            (&AdaptationEvent::Started, 77),
+            (&AdaptationEvent::Resumed, term),
+            (&AdaptationEvent::Finished, term),
+            (&AdaptationEvent::Started, term),
+            (&AdaptationEvent::Finished, term),
+        ],
+        "{:?}",
+        space.adaptations
+    );
+    let a = &space.adaptations[3].step.adaptation;
+    assert_eq!(a.from, vec![vec!["tel".to_owned()]], "resumed first");
     assert!(a.to.contains(&vec!["city".to_owned()]), "{a:?}");
     assert_eq!(subspaces(&config, "adaptive"), a.to);
     assert!(
@@ -222,7 +275,8 @@ async fn scenario(addr: &str, tolerate: u32) {
         .output()
         .unwrap();
     let status = String::from_utf8_lossy(&status.stdout);
-    assert!(status.contains("adapted at epoch"), "{status}");
+    assert!(status.contains("resumed at epoch"), "{status}");
+    assert!(status.contains("finished at epoch"), "{status}");
     assert!(status.contains("-> {city}"), "{status}");
     let off = Command::new(TESSERA)
         .args([
