@@ -71,7 +71,17 @@ pub struct Calibration {
     /// CPU cores each server computes on (the most it was seen using at once).
     #[serde(default = "default_server_cores")]
     pub server_cores: f64,
+    /// μ: how much more the servers spend on a mix of reads and writes than on its operations
+    /// alone, as a fraction of the latter ([`Calibration::mix_scale`]). Measured, not
+    /// explained: the evaluation of 29 November found every mix 30 % above what the same
+    /// operations cost in runs of their kind alone, whatever its share of writes (10, 50 or
+    /// 95 %), and `tessera calibrate` measures it on a mix of its own.
+    #[serde(default)]
+    pub mix_interference: f64,
 }
+
+/// The share of writes (and of reads) from which a mix pays the whole interference.
+pub const MIX_FULL_SHARE: f64 = 0.05;
 
 fn default_fsync_s() -> f64 {
     Calibration::default().fsync_s
@@ -102,6 +112,7 @@ impl Default for Calibration {
             client_object_s: 0.0,
             round_trip_s: 0.0,
             server_cores: 1.0,
+            mix_interference: 0.0,
         }
     }
 }
@@ -135,6 +146,14 @@ impl Calibration {
         1.0 / (self.write_base_s + self.write_hop_s)
     }
 
+    /// What a mix with these shares of writes and of reads (searches and gets) costs the
+    /// servers, relative to its operations alone: 1 + μ once each share is at least
+    /// [`MIX_FULL_SHARE`], rising linearly in each below it, so 1 for writes or reads alone.
+    pub fn mix_scale(&self, writes: f64, reads: f64) -> f64 {
+        let part = |share: f64| (share / MIX_FULL_SHARE).clamp(0.0, 1.0);
+        1.0 + self.mix_interference * part(writes) * part(reads)
+    }
+
     /// Checks that every prediction made with these constants is positive and finite.
     pub fn check(&self) -> Result<(), CalibrationError> {
         let all = [
@@ -151,6 +170,7 @@ impl Calibration {
             ("client_s", self.client_s),
             ("client_object_s", self.client_object_s),
             ("round_trip_s", self.round_trip_s),
+            ("mix_interference", self.mix_interference),
         ];
         for (name, value) in all {
             if !value.is_finite() {
@@ -192,6 +212,23 @@ mod tests {
         let c = Calibration::default();
         assert_eq!(c.check(), Ok(()));
         assert!((c.write_throughput_max() - 8403.0).abs() < 1.0);
+    }
+
+    #[test]
+    fn a_mix_pays_its_interference_once_it_has_both_kinds() {
+        let c = Calibration {
+            mix_interference: 0.3,
+            ..Calibration::default()
+        };
+        let close = |a: f64, b: f64| (a - b).abs() < 1e-12;
+        assert!(close(c.mix_scale(0.0, 1.0), 1.0));
+        assert!(close(c.mix_scale(1.0, 0.0), 1.0));
+        for (writes, reads) in [(0.05, 0.95), (0.1, 0.9), (0.5, 0.5), (0.95, 0.05)] {
+            assert!(close(c.mix_scale(writes, reads), 1.3), "{writes}");
+        }
+        assert!(close(c.mix_scale(0.025, 0.975), 1.15));
+        assert!(close(c.mix_scale(0.99, 0.01), 1.0 + 0.3 * 0.2));
+        assert!(close(Calibration::default().mix_scale(0.5, 0.5), 1.0));
     }
 
     #[test]

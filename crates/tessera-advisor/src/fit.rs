@@ -20,8 +20,10 @@
 //! * The client and the network ([`fit_client`], the round trip) and the disk ([`fit_fsync`]),
 //!   for the closed loop's prediction (`crate::closed_loop`); the cores the servers were seen
 //!   busy on.
-//! * Mixes ([`fit_mixes`]): the same linear constants fitted on runs of whole mixes, which
-//!   show what single operations do not (writes and searches interfering).
+//! * The interference of reads and writes mixed ([`fit_interference`]): what runs of both
+//!   kinds cost beyond their operations at the constants fitted above, relative to them.
+//! * Mixes ([`fit_mixes`]): the same linear constants fitted on runs of whole mixes (the
+//!   evaluation's step-by-step scenarios), the interference divided out.
 
 use serde::{Deserialize, Serialize};
 
@@ -88,6 +90,9 @@ pub struct Measurements {
     pub round_trips_s: Vec<f64>,
     #[serde(default)]
     pub runs: Vec<RunMeasurement>,
+    /// Runs of reads and writes mixed, for their interference ([`fit_interference`]).
+    #[serde(default)]
+    pub mixes: Vec<MixMeasurement>,
 }
 
 /// The search constants fitted.
@@ -188,6 +193,9 @@ pub fn fit(measurements: &Measurements, start: Calibration) -> Result<Calibratio
     {
         // Pinned to one core, a saturated server shows about 0.95 of it.
         c.server_cores = busiest.max(1.0);
+    }
+    if let Some(mu) = fit_interference(&measurements.mixes, &c)? {
+        c.mix_interference = mu;
     }
     c.check()?;
     Ok(c)
@@ -436,24 +444,15 @@ const MIX_CONSTANTS: [fn(&mut Calibration) -> &mut f64; 8] = [
     |c| &mut c.get_s,
 ];
 
-/// Seed 000 §4.5's calibration on mixes: the constants whose Σ_i p_i · cost_i best predicts
-/// each run's measured CPU per operation, in relative terms, all ≥ 0. α and an fsync's CPU
-/// are kept from `start` (the fsync's share subtracted first): mixes of many clients group
-/// their writes about alike, so they cannot tell an fsync's CPU from a write's, which
-/// `tessera calibrate`'s writes by one client alone do. A constant no run depends on (no get
-/// among the classes, say) is kept from `start` too. Single-operation micro-workloads are mixes of one class; runs of real mixes add
-/// what those do not show (flushes and compactions after the writes, a search's cost over the
-/// tables the writes left, smaller groups per fsync).
-pub fn fit_mixes(mixes: &[MixMeasurement], start: Calibration) -> Result<Calibration, FitError> {
-    if mixes.is_empty() {
-        return Err(FitError::NoMeasurements("mix"));
-    }
-    let alpha = start.relocation_factor;
-    let mut rows = Vec::with_capacity(mixes.len());
-    for (index, m) in mixes.iter().enumerate() {
-        let cost = cost_of("mix", index, m.server_s)?;
+/// Index of the fsync's CPU in [`MIX_CONSTANTS`].
+const FSYNC_CPU: usize = 6;
+
+impl MixMeasurement {
+    /// What the mix's operations ask per operation of each of [`MIX_CONSTANTS`] (α given):
+    /// its cost alone is this row times those constants.
+    fn row(&self, alpha: f64) -> [f64; 8] {
         let mut row = [0.0; 8];
-        for (p, terms) in &m.classes {
+        for (p, terms) in &self.classes {
             let features: [f64; 8] = match terms {
                 ClassTerms::Search {
                     regions_contacted,
@@ -476,7 +475,7 @@ pub fn fit_mixes(mixes: &[MixMeasurement], start: Calibration) -> Result<Calibra
                 } => {
                     // K(1 + Σ w_i) with w_i = (1 − P) + 2αP: the chain with α for each move.
                     let weight = chain_length + subspaces_relocated * (2.0 * alpha - 2.0);
-                    [0.0, 0.0, 0.0, 0.0, 1.0, weight, m.fsyncs_per_write, 0.0]
+                    [0.0, 0.0, 0.0, 0.0, 1.0, weight, self.fsyncs_per_write, 0.0]
                 }
                 ClassTerms::Put { chain_length } => [
                     0.0,
@@ -485,7 +484,7 @@ pub fn fit_mixes(mixes: &[MixMeasurement], start: Calibration) -> Result<Calibra
                     0.0,
                     1.0,
                     *chain_length,
-                    m.fsyncs_per_write,
+                    self.fsyncs_per_write,
                     0.0,
                 ],
                 ClassTerms::Get => [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0],
@@ -494,9 +493,88 @@ pub fn fit_mixes(mixes: &[MixMeasurement], start: Calibration) -> Result<Calibra
                 *r += p * f;
             }
         }
+        row
+    }
+
+    /// The shares of writes and of reads in the mix.
+    fn shares(&self) -> (f64, f64) {
+        let writes: f64 = self
+            .classes
+            .iter()
+            .filter(|(_, t)| matches!(t, ClassTerms::Update { .. } | ClassTerms::Put { .. }))
+            .map(|(p, _)| p)
+            .sum();
+        let all: f64 = self.classes.iter().map(|(p, _)| p).sum();
+        (writes, all - writes)
+    }
+}
+
+/// The constants of [`MIX_CONSTANTS`] in `c`.
+fn mix_constants(c: &Calibration) -> [f64; 8] {
+    let mut c = *c;
+    MIX_CONSTANTS.map(|constant| *constant(&mut c))
+}
+
+/// μ, the interference of reads and writes mixed (`Calibration::mix_scale`): what each mix
+/// of both kinds cost beyond its operations alone at `c`'s constants (its fsyncs' CPU taken
+/// off first), relative to them, and averaged; never below 0. `None` without such a mix.
+pub fn fit_interference(
+    mixes: &[MixMeasurement],
+    c: &Calibration,
+) -> Result<Option<f64>, FitError> {
+    let constants = mix_constants(c);
+    let unit = Calibration {
+        mix_interference: 1.0,
+        ..*c
+    };
+    let mut excess = Vec::new();
+    for (index, m) in mixes.iter().enumerate() {
+        let cost = cost_of("mix", index, m.server_s)?;
+        let (writes, reads) = m.shares();
+        // How much of the whole interference this mix pays (1 from 5 % of each kind).
+        let part = unit.mix_scale(writes, reads) - 1.0;
+        if part <= 0.0 {
+            continue; // one kind alone: no interference to see
+        }
+        let row = m.row(c.relocation_factor);
+        let fsyncs = row[FSYNC_CPU] * constants[FSYNC_CPU];
+        let alone: f64 = row
+            .iter()
+            .zip(constants)
+            .enumerate()
+            .filter(|(k, _)| *k != FSYNC_CPU)
+            .map(|(_, (r, x))| r * x)
+            .sum();
+        if alone > 0.0 {
+            excess.push(((cost - fsyncs) / alone - 1.0) / part);
+        }
+    }
+    if excess.is_empty() {
+        return Ok(None);
+    }
+    Ok(Some(
+        (excess.iter().sum::<f64>() / excess.len() as f64).max(0.0),
+    ))
+}
+
+/// Seed 000 §4.5's calibration on mixes: the constants whose Σ_i p_i · cost_i best predicts
+/// each run's measured CPU per operation, in relative terms, all ≥ 0. α, an fsync's CPU and
+/// the interference μ are kept from `start` (the fsync's share subtracted first, the
+/// interference divided out): mixes of many clients group their writes about alike, so they
+/// cannot tell an fsync's CPU from a write's, which `tessera calibrate`'s writes by one client
+/// alone do. A constant no run depends on (no get among the classes, say) is kept from
+/// `start` too. Single-operation micro-workloads are mixes of one class.
+pub fn fit_mixes(mixes: &[MixMeasurement], start: Calibration) -> Result<Calibration, FitError> {
+    if mixes.is_empty() {
+        return Err(FitError::NoMeasurements("mix"));
+    }
+    let mut rows = Vec::with_capacity(mixes.len());
+    for (index, m) in mixes.iter().enumerate() {
+        let cost = cost_of("mix", index, m.server_s)?;
+        let mut row = m.row(start.relocation_factor);
         // The fsync's share is known: take it off, and fit the rest.
-        let rest = cost - row[6] * start.fsync_cpu_s;
-        row[6] = 0.0;
+        let rest = cost - row[FSYNC_CPU] * start.fsync_cpu_s;
+        row[FSYNC_CPU] = 0.0;
         if rest <= 0.0 {
             return Err(FitError::BadMeasurement {
                 what: "mix",
@@ -504,7 +582,8 @@ pub fn fit_mixes(mixes: &[MixMeasurement], start: Calibration) -> Result<Calibra
                 reason: format!("its fsyncs alone cost more than the {cost} s measured"),
             });
         }
-        rows.push((row, rest));
+        let (writes, reads) = m.shares();
+        rows.push((row, rest / start.mix_scale(writes, reads)));
     }
     let fitted = non_negative_least_squares(&relative(&rows)).ok_or(FitError::Degenerate)?;
     let mut c = start;
@@ -1042,6 +1121,66 @@ mod tests {
             .sum()
     }
 
+    /// What a mix measures when reads and writes interfere by μ: the cost of its operations
+    /// (fsyncs apart) times 1 + μ·min(1, w/0.05)·min(1, r/0.05), plus the fsyncs' CPU.
+    fn measured(c: &Calibration, classes: &[(f64, ClassTerms)], fsyncs_per_write: f64) -> f64 {
+        let writes: f64 = classes
+            .iter()
+            .filter(|(_, t)| !matches!(t, ClassTerms::Search { .. } | ClassTerms::Get))
+            .map(|(p, _)| p)
+            .sum();
+        let reads = 1.0 - writes;
+        let scale = 1.0 + c.mix_interference * (writes / 0.05).min(1.0) * (reads / 0.05).min(1.0);
+        let no_fsync = Calibration {
+            fsync_cpu_s: 0.0,
+            ..*c
+        };
+        mix_cost(&no_fsync, classes, 0.0) * scale + c.fsync_cpu_s * fsyncs_per_write * writes
+    }
+
+    #[test]
+    fn the_interference_of_mixes_is_what_they_cost_beyond_their_operations() {
+        let truth = Calibration {
+            fsync_cpu_s: 150e-6,
+            mix_interference: 0.3,
+            ..Calibration::default()
+        };
+        let update = || ClassTerms::Update {
+            chain_length: 3.0,
+            subspaces_relocated: 1.0,
+        };
+        let mix = |classes: Vec<(f64, ClassTerms)>| MixMeasurement {
+            server_s: measured(&truth, &classes, 0.4),
+            classes,
+            fsyncs_per_write: 0.4,
+        };
+        let both = [
+            mix(vec![(0.9, search_terms(4.0, 20.0, 0.0)), (0.1, update())]),
+            mix(vec![(0.5, search_terms(1.0, 2.0, 5.0)), (0.5, update())]),
+            mix(vec![(0.98, update()), (0.02, ClassTerms::Get)]),
+        ];
+        let alone = mix(vec![(1.0, update())]);
+        let fitted = fit_interference(&both, &truth).unwrap().expect("mixes");
+        assert!((fitted - 0.3).abs() < 1e-9, "{fitted}");
+        // A workload of one kind shows none; nothing to fit from it.
+        assert_eq!(fit_interference(&[alone], &truth), Ok(None));
+        assert_eq!(fit_interference(&[], &truth), Ok(None));
+        // Cheaper than its operations: no negative interference.
+        let mut cheap = both[1].clone();
+        cheap.server_s *= 0.5;
+        assert_eq!(fit_interference(&[cheap], &truth), Ok(Some(0.0)));
+        // fit() keeps it with the other constants.
+        let m = Measurements {
+            mixes: both.to_vec(),
+            ..Measurements::default()
+        };
+        let start = Calibration {
+            fsync_cpu_s: truth.fsync_cpu_s,
+            ..Calibration::default()
+        };
+        assert!((fit(&m, start).unwrap().mix_interference - 0.3).abs() < 1e-9);
+    }
+
     #[test]
     fn exact_mixes_give_their_constants_back_and_leave_the_rest() {
         let truth = Calibration {
@@ -1053,6 +1192,7 @@ mod tests {
             write_hop_s: 7e-6,
             fsync_cpu_s: 150e-6,
             relocation_factor: 1.3,
+            mix_interference: 0.25,
             ..Calibration::default()
         };
         let update = |l: f64, m: f64| ClassTerms::Update {
@@ -1083,12 +1223,14 @@ mod tests {
             .map(|(classes, f)| MixMeasurement {
                 classes: classes.clone(),
                 fsyncs_per_write: *f,
-                server_s: mix_cost(&truth, classes, *f),
+                server_s: measured(&truth, classes, *f),
             })
             .collect();
+        // α, the fsync's CPU and the interference come from calibrate.
         let start = Calibration {
             relocation_factor: truth.relocation_factor,
             fsync_cpu_s: truth.fsync_cpu_s,
+            mix_interference: truth.mix_interference,
             get_s: 33e-6,
             ..Calibration::default()
         };

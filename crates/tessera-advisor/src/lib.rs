@@ -90,7 +90,16 @@
 //! base + hop · K(1 + |S|).
 //! **Get**: one server, the point leader; cost g.
 //!
-//! **Mix** (eq. 4.6-4.7): the capacity, T = 1 / Σ_i p_i · cost_i = 1 / Σ_i (p_i / T_i).
+//! **Mix** (eq. 4.6-4.7): the capacity, T = 1 / (m · Σ_i p_i · cost_i) = 1 / (m · Σ_i (p_i / T_i)).
+//!
+//! m is the mix's interference, m = 1 + μ · min(1, w / 0.05) · min(1, r / 0.05), w and r the
+//! shares of writes and of reads (searches, gets) in the mix ([`Calibration::mix_scale`]):
+//! servers spend more on reads and writes together than on the same operations in runs of
+//! their kind alone. Measured, not derived: docs/advisor.md's check of 29 November found mixes
+//! with 10, 50 and 95 % of writes alike about 30 % dearer than the constants fitted on runs of
+//! searches alone and of modifications alone predict, and `tessera calibrate` measures μ on a
+//! mix of its own (1 for a workload of one kind: seed 000's calibration has no such term).
+//! It is the same for every configuration of a workload, so it changes no ranking.
 //!
 //! Every cost is seconds of the servers' CPU (`tessera calibrate` measures them so, from the
 //! servers' own account of their CPU, not from throughput). A workload that names its

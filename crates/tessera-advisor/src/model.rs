@@ -49,6 +49,9 @@ pub struct Model<'a> {
     /// of writes, and the client's CPU per operation (`crate::closed_loop`).
     writes: f64,
     client_s: f64,
+    /// What the mix of reads and writes costs the servers beyond its operations alone, as a
+    /// factor of every configuration's cost (`Calibration::mix_scale`).
+    mix_scale: f64,
 }
 
 /// Why a model cannot be built.
@@ -136,6 +139,7 @@ impl<'a> Model<'a> {
             },
             writes: 0.0,
             client_s: 0.0,
+            mix_scale: 1.0,
         };
         model.key = model.terms(&[AttrIndex::KEY], true);
         let (mut writes, mut returned) = (0.0, 0.0);
@@ -150,6 +154,8 @@ impl<'a> Model<'a> {
         }
         let c = &model.calibration;
         (model.writes, model.client_s) = (writes, c.client_s + c.client_object_s * returned);
+        let total: f64 = workload.classes().iter().map(|k| k.probability).sum();
+        model.mix_scale = c.mix_scale(writes, total - writes);
         Ok(model)
     }
 
@@ -544,6 +550,7 @@ impl<'a> Model<'a> {
             totals.cost_s += class.probability * outcome.cost_s;
             each(index, outcome);
         }
+        totals.cost_s *= self.mix_scale;
         totals
     }
 

@@ -1590,6 +1590,7 @@ fn model_constants_are_kept_with_the_configuration() {
         client_object_ns: 200,
         round_trip_ns: 40_000,
         server_cores_milli: 1_000,
+        mix_interference_milli: 300,
     };
     let before = st.epoch;
     assert_eq!(

@@ -1252,6 +1252,9 @@ pub struct ModelConstants {
     pub round_trip_ns: u64,
     /// Cores each server computes on, in thousandths.
     pub server_cores_milli: u64,
+    /// What reads and writes mixed cost beyond their operations alone, in thousandths of the
+    /// latter (μ).
+    pub mix_interference_milli: u64,
 }
 
 impl ModelConstants {

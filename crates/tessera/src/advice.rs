@@ -26,6 +26,7 @@ pub fn from_model(m: &ModelConstants) -> Calibration {
         client_object_s: s(m.client_object_ns),
         round_trip_s: s(m.round_trip_ns),
         server_cores: (m.server_cores_milli as f64 * 1e-3).max(1.0),
+        mix_interference: m.mix_interference_milli as f64 * 1e-3,
     }
 }
 

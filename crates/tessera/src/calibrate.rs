@@ -3,7 +3,8 @@
 //! micro-workloads (gets; searches that contact 1 to all regions and return a few to all
 //! objects; searches fixing some dimensions of two- and three-dimensional subspaces of hashed
 //! strings, whose walk skips entries outside the box; writes whose chains hold 0 or 2
-//! subspaces, moving the object or not), fits the
+//! subspaces, moving the object or not; and searches and writes mixed, half each, for their
+//! interference), fits the
 //! constants with `tessera_advisor::fit`, drops the spaces and prints the constants with what
 //! was measured, and keeps the constants with the configuration (`ModelConstants`), where
 //! `tessera advise` finds them. `tessera advise --calibration FILE` uses what `--save FILE`
@@ -16,9 +17,10 @@ use std::time::{Duration, Instant};
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 
-use tessera_advisor::fit::{FsyncMeasurement, RunMeasurement};
+use tessera_advisor::fit::{FsyncMeasurement, MixMeasurement, RunMeasurement};
 use tessera_advisor::{
-    fit, partial_match_entries, Calibration, Measurements, SearchMeasurement, WriteMeasurement,
+    fit, partial_match_entries, Calibration, ClassTerms, Measurements, SearchMeasurement,
+    WriteMeasurement,
 };
 use tessera_client::{process_cpu_seconds, Client, ModelConstants, Predicate, Value, WorkDone};
 
@@ -98,6 +100,7 @@ pub fn to_model(c: &Calibration) -> ModelConstants {
         client_object_ns: ns(c.client_object_s),
         round_trip_ns: ns(c.round_trip_s),
         server_cores_milli: (c.server_cores * 1e3).round().max(1e3) as u64,
+        mix_interference_milli: (c.mix_interference * 1e3).round().max(0.0) as u64,
     }
 }
 
@@ -438,7 +441,59 @@ async fn measure(client: &Arc<Client>, options: CalibrateOptions) -> Result<Meas
             fsyncs_per_write: run.work.fsyncs / run.operations.max(1) as f64,
         });
     }
+    let (mix, run) = measure_mix(client, options, fresh).await?;
+    m.mixes.push(mix);
+    m.runs.push(run);
     Ok(m)
+}
+
+/// Searches and writes mixed, half each, in `_s`: the search by g10 (one region, a tenth of
+/// the objects) and a write of `pad` (a chain of the key's and both subspaces' servers,
+/// moving nothing). Keys alternate in parity from one request of a worker to its next, so
+/// each worker alternates too.
+async fn measure_mix(
+    client: &Arc<Client>,
+    options: CalibrateOptions,
+    fresh: Arc<AtomicU64>,
+) -> Result<(MixMeasurement, RunMeasurement), Failure> {
+    let search = Arc::new(MicroSearch {
+        space: SPACES[0].0,
+        object: object_s,
+        fixes: &["g10"],
+    });
+    let (regions, objects, skipped) = planned(client, options, &search, 1).await?;
+    let run = closed_loop(client, options, options.concurrency, move |c, k| {
+        let (search, v) = (search.clone(), fresh.fetch_add(1, Ordering::Relaxed));
+        async move {
+            if k % 2 == 0 {
+                let found = c.search(search.space, search.predicates(k)).await?;
+                Ok(found.len() as u64)
+            } else {
+                c.put(SPACES[0].0, k, [("pad", format!("p{v}"))]).await?;
+                Ok(0)
+            }
+        }
+    })
+    .await?;
+    let searched = ClassTerms::Search {
+        subspace: vec!["g10".into()],
+        subspace_index: 1,
+        regions_contacted: regions,
+        objects_read: objects,
+        objects_matched: objects,
+        entries_skipped: skipped,
+    };
+    let written = ClassTerms::Update {
+        chain_length: 3.0,
+        subspaces_relocated: 0.0,
+    };
+    let writes = (run.operations as f64 / 2.0).max(1.0);
+    let mix = MixMeasurement {
+        classes: vec![(0.5, searched), (0.5, written)],
+        fsyncs_per_write: run.work.fsyncs / writes,
+        server_s: run.server_s(),
+    };
+    Ok((mix, run.observed()))
 }
 
 /// Puts objects 0..objects, `concurrency` at a time.

@@ -177,7 +177,7 @@ pub async fn status(args: StatusArgs, target: &Target) -> Result<(), Failure> {
     }
     match &config.model {
         Some(m) => println!(
-            "\nmodel constants (tessera calibrate; server CPU): write {} µs + {} µs a chain server, relocation factor {}, get {} µs, search {} µs + {} µs a region + {} µs an object + {} µs an entry skipped; fsync {} µs ({} µs of CPU); client {} µs + {} µs an object; round trip {} µs; {} server cores",
+            "\nmodel constants (tessera calibrate; server CPU): write {} µs + {} µs a chain server, relocation factor {}, get {} µs, search {} µs + {} µs a region + {} µs an object + {} µs an entry skipped; fsync {} µs ({} µs of CPU); client {} µs + {} µs an object; round trip {} µs; {} server cores; reads and writes mixed cost {:.0} % more",
             m.write_base_ns as f64 / 1e3,
             m.write_hop_ns as f64 / 1e3,
             m.relocation_factor_milli as f64 / 1e3,
@@ -192,6 +192,7 @@ pub async fn status(args: StatusArgs, target: &Target) -> Result<(), Failure> {
             m.client_object_ns as f64 / 1e3,
             m.round_trip_ns as f64 / 1e3,
             m.server_cores_milli as f64 / 1e3,
+            m.mix_interference_milli as f64 / 10.0,
         ),
         None => println!("\nmodel constants: the defaults (run tessera calibrate to measure them here)"),
     }

@@ -281,11 +281,21 @@ fn calibrate_then_advise_with_the_constants() {
         ),
         (1, 8, 4)
     );
-    // Besides: one client alone for the round trip, every write run's fsyncs, and what every
-    // run (2 of gets, 8 of searches, 4 of writes) tells of the client and the cores.
+    // Besides: one client alone for the round trip, every write run's fsyncs, searches and
+    // writes mixed half and half, and what every run (2 of gets, 8 of searches, 4 of writes,
+    // the mix) tells of the client and the cores.
     assert_eq!(m["round_trips_s"].as_array().unwrap().len(), 1);
     assert_eq!(m["fsyncs"].as_array().unwrap().len(), 4);
-    assert_eq!(m["runs"].as_array().unwrap().len(), 14);
+    let mixes = m["mixes"].as_array().unwrap();
+    assert_eq!(mixes.len(), 1);
+    let shares: Vec<f64> = mixes[0]["classes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c[0].as_f64().unwrap())
+        .collect();
+    assert_eq!(shares, [0.5, 0.5]);
+    assert_eq!(m["runs"].as_array().unwrap().len(), 15);
     let c = &result["calibration"];
     assert!(c["fsync_s"].as_f64().unwrap() > 0.0, "{c}");
     assert!(c["server_cores"].as_f64().unwrap() >= 1.0, "{c}");
