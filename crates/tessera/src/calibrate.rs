@@ -54,8 +54,10 @@ const SPACES: [(&str, &str); 4] = [
 // `tessera calibrate` (its help: `Command::Calibrate`).
 #[derive(clap::Args)]
 pub struct CalibrateArgs {
-    /// Objects loaded into each scratch space.
-    #[arg(long, default_value_t = 2000, value_parser = clap::value_parser!(i64).range(100..=10_000_000))]
+    /// Objects loaded into each scratch space. Costs per object read grow with the store (the
+    /// memtable, then tables and caches): the default is a store of some size that still
+    /// loads in seconds.
+    #[arg(long, default_value_t = 20_000, value_parser = clap::value_parser!(i64).range(100..=10_000_000))]
     objects: i64,
     /// Seconds each micro-workload runs.
     #[arg(long, default_value_t = 2.0)]

@@ -291,14 +291,15 @@ pub enum Command {
     /// Measure the performance model's constants on this database: creates four scratch
     /// spaces (tessera_calibrate_*; one copy of each region), loads them, runs short closed-loop
     /// gets, searches (contacting one to every region) and writes (through no or two subspaces,
-    /// moving the object or not; one client alone too), reads the servers' CPU and fsyncs
-    /// around each, fits the constants (CPU per operation; the fsync, the client and the round
+    /// moving the object or not; one client alone too), and searches and writes mixed, reads
+    /// the servers' CPU and fsyncs around each, fits the constants (CPU per operation; what a
+    /// mix of reads and writes costs beyond its operations; the fsync, the client and the round
     /// trip for closed-loop predictions) and drops the spaces. Prints the constants and the
     /// measurements as JSON, and keeps the constants with the configuration (standalone or
     /// cluster), where `tessera advise` and `tessera status` find them (`--no-store`: only print
     /// them); `--save FILE` also writes them for `tessera advise --calibration FILE`. Takes
-    /// about 14 × --seconds plus the loading (half a minute by default); measure on an
-    /// otherwise idle database.
+    /// about 15 × --seconds plus the loading (35 s by default); measure on an otherwise idle
+    /// database.
     Calibrate(calibrate::CalibrateArgs),
     /// Benchmark with the YCSB core workloads (against Tessera or, to compare, Redis).
     // Boxed: its options are most of the size of a `Command`.
