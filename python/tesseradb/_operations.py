@@ -326,11 +326,14 @@ subspaces to get there. True; ``UnknownSpaceError`` if there is no such space.""
         "(space,)",
         "list",
         doc="""
-The adaptations decided for ``space``, oldest first (the last 16 are kept), each
-``{"epoch", "from", "to", "predicted_from_ops_s", "predicted_to_ops_s",
-"observations", "period_s"}``: ``from`` and ``to`` are lists of subspaces, each a
-list of attribute names (the key subspace left out). ``UnknownSpaceError`` if there is
-no such space.""",
+The steps of the adaptations decided for ``space``, oldest first (the last 16 are
+kept), each ``{"epoch", "term", "event", "why", "from", "to", "predicted_from_ops_s",
+"predicted_to_ops_s", "observations", "period_s"}``: ``event`` is ``"started"``,
+``"resumed"`` (by a new coordinator leader), ``"finished"`` or ``"abandoned"`` (then
+``why`` says why; otherwise it is None), ``term`` the coordinators' Raft term the
+driver acted in (0 standalone); ``from`` and ``to`` are lists of subspaces, each a list
+of attribute names (the key subspace left out). ``UnknownSpaceError`` if there is no
+such space.""",
         forms=("admin",),
     ),
     Call(
