@@ -538,13 +538,7 @@ pub fn fit_interference(
         }
         let row = m.row(c.relocation_factor);
         let fsyncs = row[FSYNC_CPU] * constants[FSYNC_CPU];
-        let alone: f64 = row
-            .iter()
-            .zip(constants)
-            .enumerate()
-            .filter(|(k, _)| *k != FSYNC_CPU)
-            .map(|(_, (r, x))| r * x)
-            .sum();
+        let alone = row.iter().zip(constants).map(|(r, x)| r * x).sum::<f64>() - fsyncs;
         if alone > 0.0 {
             excess.push(((cost - fsyncs) / alone - 1.0) / part);
         }
