@@ -94,7 +94,7 @@ bench-transfers:
 # three mixes each; for each, the advisor's top 5 configurations, 5 random others and every
 # baseline, measured on a local `tessera dev` (fresh data directory and port, removed after)
 # with constants from `tessera calibrate` on it; raw JSON, tables and SVG plots into
-# docs/advisor/. About 2 h 30 min with the defaults; knobs in scripts/bench-advisor.sh.
+# docs/advisor/. About 2 h 10 min with the defaults; knobs in scripts/bench-advisor.sh.
 bench-advisor:
 	CARGO="$(CARGO)" PYTHON="$(PYTHON)" scripts/bench-advisor.sh
 
