@@ -341,6 +341,13 @@ impl Coordinator {
     }
 
     /// Stops accepting, closes every connection, stops Raft, and waits for every task.
+    /// Takes no server offline from now on, however long it is silent: for a stop of the
+    /// whole cluster (`tessera dev`), whose servers stop before their coordinators, so that
+    /// their silence in between moves no region. Leases are still granted.
+    pub fn stop_failure_detection(&self) {
+        self.shared.detector.stop_deciding();
+    }
+
     pub async fn shutdown(mut self) {
         self.stopped = true;
         tracing::info!(id = self.shared.id, "coordinator shutting down");

@@ -35,7 +35,16 @@ pub async fn serve_peer(
     shared: Arc<Shared>,
     from: ServerId,
 ) {
-    while let Some(frame) = frames.next().await {
+    loop {
+        // A stopping server's chain loop takes no more envelopes.
+        let next = tokio::select! {
+            biased;
+            () = shared.stopped() => return,
+            next = frames.next() => next,
+        };
+        let Some(frame) = next else {
+            return;
+        };
         let body = match frame {
             Ok(body) => body,
             Err(e) => {
