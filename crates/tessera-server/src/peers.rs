@@ -36,10 +36,11 @@ pub async fn serve_peer(
     from: ServerId,
 ) {
     loop {
-        // A stopping server's chain loop takes no more envelopes.
+        // A stopping server's loop takes envelopes (its chains' acknowledgements) until it
+        // has answered what it has; then the connection closes.
         let next = tokio::select! {
             biased;
-            () = shared.stopped() => return,
+            () = shared.chain.closed() => return,
             next = frames.next() => next,
         };
         let Some(frame) = next else {

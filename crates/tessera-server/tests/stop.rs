@@ -108,3 +108,57 @@ async fn a_stop_answers_every_write_it_has_read() {
     }
     s.shutdown().await;
 }
+
+/// A cluster server told to stop while writes it leads are in flight: it answers them once
+/// their chains have acknowledged them, and refuses what comes after (the client retries those
+/// at the key's next point leader, once the coordinators have taken the stopped one out).
+/// No write is left with an unknown outcome, and every one answered done is there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cluster_server_stops_after_its_chains_acknowledge() {
+    use common::cluster::{point_leader, Cluster};
+    let mut cluster = Cluster::start(3).await;
+    let client = cluster.client().await;
+    let config = cluster
+        .add_space(
+            &client,
+            "space t key k attributes int x subspace x create 8 partitions tolerate 1 failure",
+        )
+        .await;
+    let stopped = cluster.servers[0].id();
+    let keys: Vec<String> = (0..2000)
+        .map(|n| format!("k{n}"))
+        .filter(|k| point_leader(&config, "t", &Value::from(k.as_str())) == stopped)
+        .take(300)
+        .collect();
+    assert!(keys.len() >= 100, "{} keys led by {stopped}", keys.len());
+    let writes: Vec<_> = keys
+        .iter()
+        .enumerate()
+        .map(|(n, key)| {
+            let (client, key) = (client.clone(), key.clone());
+            tokio::spawn(async move {
+                let result = client.put("t", key.as_str(), [("x", n as i64)]).await;
+                (key, n as i64, result)
+            })
+        })
+        .collect();
+    while client.count("t", vec![]).await.unwrap_or(0) == 0 {
+        tokio::task::yield_now().await;
+    }
+    cluster.servers.remove(0).shutdown().await;
+    let mut applied = Vec::new();
+    for w in writes {
+        let (key, n, result) = w.await.expect("the task ends");
+        match outcome(result) {
+            Outcome::Applied => applied.push((key, n)),
+            Outcome::NotApplied => {}
+            Outcome::Unknown(e) => panic!("write of {key} was left with an unknown outcome: {e}"),
+        }
+    }
+    assert!(!applied.is_empty());
+    for (key, n) in applied {
+        let got = client.get("t", key.as_str()).await.expect("get");
+        let record = got.unwrap_or_else(|| panic!("{key} was answered done but is lost"));
+        assert_eq!(record.attributes["x"], Value::Int(n));
+    }
+}
