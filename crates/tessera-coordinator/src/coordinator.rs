@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use openraft::error::{InitializeError, RaftError};
 use openraft::{BasicNode, Config, SnapshotPolicy};
+use tessera_protocol::data_format::DataKind;
 use tessera_protocol::handshake::Dialer;
 use tessera_protocol::listener::{descriptor_limit, ConnectionLimits};
 use tessera_protocol::tls::MemberTls;
@@ -126,6 +127,9 @@ pub enum CoordinatorError {
     },
     #[error("raft: {0}")]
     Raft(String),
+    /// The data directory is of a format this build does not read (newer, or too old).
+    #[error("{0}")]
+    DataFormat(#[from] tessera_protocol::data_format::DataFormatError),
 }
 
 /// A running coordinator: Raft, the listener and every connection. Stop it with
@@ -169,6 +173,8 @@ impl Coordinator {
             path: raft_dir.clone(),
             source,
         };
+        // Every format this build reads is the current one: no migration step yet.
+        tessera_protocol::data_format::open(&options.data_dir, DataKind::Coordinator, &[])?;
         std::fs::create_dir_all(&raft_dir).map_err(data_err)?;
         check_node_id(&raft_dir, options.id).map_err(data_err)?;
         let log_store = LogStore::open(&raft_dir).map_err(data_err)?;

@@ -61,6 +61,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use tessera_protocol::data_format::DataKind;
 use tessera_protocol::handshake::Dialer;
 pub use tessera_protocol::tls::MemberTls;
 pub use tessera_protocol::Gate;
@@ -137,6 +138,8 @@ impl Server {
     /// Opens (or recovers) the data directory, binds the listener and starts serving.
     pub async fn start(options: ServerOptions) -> Result<Server, ServerError> {
         std::fs::create_dir_all(&options.data_dir).map_err(ServerError::Io)?;
+        // Every format this build reads is the current one: no migration step yet.
+        tessera_protocol::data_format::open(&options.data_dir, DataKind::Server, &[])?;
         let listener =
             TcpListener::bind(options.listen)
                 .await

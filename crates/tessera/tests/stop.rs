@@ -4,37 +4,20 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Child, Command, ExitStatus};
 use std::time::{Duration, Instant};
 
-use common::{tessera_with_input, TESSERA};
+use common::tessera_with_input;
 
 /// `tessera dev ARGS` with its warnings in `log`, after its ready line; returns it and its
 /// address.
 fn dev_logging_to(args: &[&str], data_dir: &Path, log: &Path) -> (Child, String) {
-    let mut child = Command::new(TESSERA)
-        .arg("dev")
-        .args(args)
-        .args(["--listen", "127.0.0.1:0", "--data-dir"])
-        .arg(data_dir)
-        .env("RUST_LOG", "warn,openraft=off")
-        .stdout(Stdio::piped())
-        .stderr(std::fs::File::create(log).expect("a log file"))
-        .spawn()
-        .expect("spawning tessera dev");
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().expect("piped"))
-        .read_line(&mut line)
-        .expect("the ready line");
-    let addr = line
-        .split("ready on ")
-        .nth(1)
-        .and_then(|rest| rest.split([',', ' ']).next())
-        .unwrap_or_else(|| panic!("no ready line: {line:?}"))
-        .to_owned();
-    (child, addr)
+    let mut all = vec!["dev"];
+    all.extend_from_slice(args);
+    all.extend_from_slice(&["--listen", "127.0.0.1:0", "--data-dir"]);
+    let log = std::fs::File::create(log).expect("a log file");
+    common::spawn_logging(&all, data_dir, "warn,openraft=off", log.into())
 }
 
 /// Sends SIGTERM and waits for the exit (a guard against a hang, not a timing: a minute).
