@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use openraft::error::{InitializeError, RaftError};
 use openraft::{BasicNode, Config, SnapshotPolicy};
+use tessera_protocol::data_format::DataKind;
 use tessera_protocol::handshake::Dialer;
 use tessera_protocol::listener::{descriptor_limit, ConnectionLimits};
 use tessera_protocol::tls::MemberTls;
@@ -126,6 +127,9 @@ pub enum CoordinatorError {
     },
     #[error("raft: {0}")]
     Raft(String),
+    /// The data directory is of a format this build does not read (newer, or too old).
+    #[error("{0}")]
+    DataFormat(#[from] tessera_protocol::data_format::DataFormatError),
 }
 
 /// A running coordinator: Raft, the listener and every connection. Stop it with
@@ -169,6 +173,8 @@ impl Coordinator {
             path: raft_dir.clone(),
             source,
         };
+        // Every format this build reads is the current one: no migration step yet.
+        tessera_protocol::data_format::open(&options.data_dir, DataKind::Coordinator, &[])?;
         std::fs::create_dir_all(&raft_dir).map_err(data_err)?;
         check_node_id(&raft_dir, options.id).map_err(data_err)?;
         let log_store = LogStore::open(&raft_dir).map_err(data_err)?;
@@ -341,6 +347,13 @@ impl Coordinator {
     }
 
     /// Stops accepting, closes every connection, stops Raft, and waits for every task.
+    /// Takes no server offline from now on, however long it is silent: for a stop of the
+    /// whole cluster (`tessera dev`), whose servers stop before their coordinators, so that
+    /// their silence in between moves no region. Leases are still granted.
+    pub fn stop_failure_detection(&self) {
+        self.shared.detector.stop_deciding();
+    }
+
     pub async fn shutdown(mut self) {
         self.stopped = true;
         tracing::info!(id = self.shared.id, "coordinator shutting down");

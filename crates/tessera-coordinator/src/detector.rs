@@ -134,6 +134,8 @@ pub(crate) struct Detector {
     /// its result.
     confirming: tokio::sync::Mutex<()>,
     last_confirmation: Mutex<Option<Confirmation>>,
+    /// Set by [`Detector::stop_deciding`]: silent servers are no longer taken offline.
+    stopped_deciding: std::sync::atomic::AtomicBool,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -163,7 +165,16 @@ impl Detector {
             }),
             confirming: tokio::sync::Mutex::new(()),
             last_confirmation: Mutex::new(None),
+            stopped_deciding: std::sync::atomic::AtomicBool::new(false),
         }
+    }
+
+    /// From now on, takes no server offline, whatever its silence: for a stop of the whole
+    /// cluster, whose servers go silent on purpose before their coordinators stop. Leases are
+    /// still granted.
+    pub(crate) fn stop_deciding(&self) {
+        self.stopped_deciding
+            .store(true, std::sync::atomic::Ordering::SeqCst);
     }
 
     fn patience(&self) -> Duration {
@@ -378,6 +389,12 @@ impl Detector {
                 patience_ms = self.patience().as_millis() as u64,
                 "coordinator leader: no server is taken offline before a lease and its margin have passed"
             );
+        }
+        if self
+            .stopped_deciding
+            .load(std::sync::atomic::Ordering::SeqCst)
+        {
+            return;
         }
         let state = self.state.borrow().clone();
         // Servers decommissioned since are forgotten.

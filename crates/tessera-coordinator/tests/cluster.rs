@@ -485,3 +485,32 @@ async fn bad_frames_are_answered_and_a_dropped_coordinator_stops() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
+
+/// A coordinator marks a new data directory with its format, opens it again, and refuses one
+/// of a newer format, writing nothing in it (`tessera_protocol::data_format`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_coordinator_refuses_a_newer_data_directory() {
+    use tessera_coordinator::{Coordinator, CoordinatorOptions};
+    use tessera_protocol::data_format::{self, DataKind, Found};
+    let (c, dir) = one_coordinator(|_| {}).await;
+    let data = dir.path().join("c1");
+    c.shutdown().await;
+    let current = DataKind::Coordinator.current();
+    assert_eq!(
+        data_format::read(&data, DataKind::Coordinator).unwrap(),
+        Found::Format(current)
+    );
+    data_format::write(&data, DataKind::Coordinator, current + 1).unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    let options = CoordinatorOptions::new(1, &data, address, vec![(1, address.to_string())]);
+    let refused = Coordinator::start_with_listener(options, listener)
+        .await
+        .err()
+        .expect("refused");
+    assert!(refused.to_string().contains("newer"), "{refused}");
+    assert_eq!(
+        data_format::read(&data, DataKind::Coordinator).unwrap(),
+        Found::Format(current + 1)
+    );
+}

@@ -19,6 +19,7 @@ pub mod auth;
 pub mod config;
 pub mod constants;
 pub mod credentials;
+pub mod data_format;
 #[cfg(feature = "frame")]
 pub mod frame;
 #[cfg(feature = "frame")]

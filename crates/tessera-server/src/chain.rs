@@ -79,6 +79,11 @@ const ROUNDS_PER_SYNC_MAX: u64 = 4;
 /// How often the state machine's clock ticks (it retransmits every 5 ticks).
 const TICK: Duration = Duration::from_millis(50);
 
+/// How long a stopping cluster server's loop goes on for the writes clients wait for: in a
+/// chain their acknowledgements come back from the peers, normally within milliseconds. Under
+/// the connections' drain (`connection::DRAIN_MAX`), so the answers still go out.
+const STOP_DRAIN_MAX: Duration = Duration::from_secs(3);
+
 /// Starts the chain loop on its own thread. `incarnation` grows with every start of the
 /// process; `previous` is the configuration persisted before this start, if the server acted
 /// on one (regions it held then and does not hold now are cleared). Completed state transfers
@@ -127,6 +132,7 @@ pub fn spawn(
         syncs_asked: 0,
         synced: 0,
         deferred: VecDeque::new(),
+        stopping: None,
     };
     std::thread::Builder::new()
         .name("tessera-chain".into())
@@ -243,6 +249,8 @@ struct ChainLoop {
     synced: u64,
     /// Rounds waiting for their fsync, in order.
     deferred: VecDeque<Deferred>,
+    /// Since when the server stops ([`ChainLoop::finished_stopping`]).
+    stopping: Option<std::time::Instant>,
 }
 
 struct StoreReader<'a>(&'a Store);
@@ -382,11 +390,26 @@ impl ChainLoop {
                 self.flush();
             }
             if stop || self.shared.is_shutting_down() {
+                self.stopping.get_or_insert_with(std::time::Instant::now);
+            }
+            if self.finished_stopping() {
                 self.flush_durable();
                 return;
             }
             self.ask_sync(rx.is_empty());
         }
+    }
+
+    /// Whether a stopping loop may return: the writes clients wait for are answered (a
+    /// standalone server answers them all in its last fsync; a cluster server waits for its
+    /// peers' acknowledgements, the ticks waking it meanwhile), or it has waited
+    /// [`STOP_DRAIN_MAX`]. Connections then close with what is still unanswered.
+    fn finished_stopping(&self) -> bool {
+        self.stopping.is_some_and(|since| {
+            self.view.mode == Mode::Standalone
+                || (self.waiting.is_empty() && self.held.is_empty())
+                || since.elapsed() >= STOP_DRAIN_MAX
+        })
     }
 
     /// Asks the fsync thread for the fsync the rounds written so far need, unless more inputs

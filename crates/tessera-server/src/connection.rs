@@ -49,7 +49,17 @@ pub const IN_FLIGHT_MAX: usize = 1024;
 /// threads, of which tokio has 512 by default).
 pub const SEARCHES_IN_FLIGHT_MAX: usize = 16;
 
-/// Accepts connections until aborted; aborting it aborts every connection it accepted (they
+/// How long a stopping server waits for its connections to write out the answers in flight
+/// (a search streaming a large result, a write waiting for its fsync) before it closes them.
+pub const DRAIN_MAX: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// How long a stopping server's connection waits for another request before it closes, once
+/// nothing is in flight on it.
+const STOPPING_QUIET: std::time::Duration = std::time::Duration::from_millis(20);
+
+/// Accepts connections until the server stops ([`Shared::stopped`]), then waits (at most
+/// [`DRAIN_MAX`]) for those it accepted to end by themselves: each refuses what it reads from
+/// then on and ends once its answers in flight are written and its client is quiet. Aborting it aborts every connection it accepted (they
 /// live in its `JoinSet`), so a stopped server lets go of its store. Past
 /// `limits.connections_max` open connections, a new one is told so and closed.
 pub async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, limits: ConnectionLimits) {
@@ -57,9 +67,24 @@ pub async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, limits: Con
     let mut listener = Listener::new(listener, &limits);
     loop {
         while connections.try_join_next().is_some() {}
-        let (tcp, peer, slot) = listener.accept().await;
+        let (tcp, peer, slot) = tokio::select! {
+            biased;
+            () = shared.stopped() => break,
+            accepted = listener.accept() => accepted,
+        };
         tracing::debug!(%peer, "connection");
         connections.spawn(serve(shared.clone(), tcp, (limits, slot)));
+    }
+    drop(listener); // new connections are refused from here on
+    let drained = tokio::time::timeout(DRAIN_MAX, async {
+        while connections.join_next().await.is_some() {}
+    })
+    .await;
+    if drained.is_err() {
+        tracing::warn!(
+            open = connections.len(),
+            "connections still answering {DRAIN_MAX:?} after the stop: closing them"
+        );
     }
 }
 
@@ -100,7 +125,29 @@ pub async fn serve(shared: Arc<Shared>, tcp: TcpStream, (limits, slot): (Connect
             break;
         }
         let idle = || permits.available_permits() == IN_FLIGHT_MAX;
-        let frame = match next_frame(&mut frames, &limits, idle).await {
+        let next = if shared.is_shutting_down() {
+            // Stopping: what the client sent is still read, and refused as retryable (`route`),
+            // so no request it sent is left unanswered; the connection closes once nothing is
+            // in flight and nothing more has come for a moment.
+            tokio::select! {
+                biased;
+                next = next_frame(&mut frames, &limits, idle) => next,
+                () = tokio::time::sleep(STOPPING_QUIET) => {
+                    if idle() {
+                        break;
+                    }
+                    continue;
+                }
+            }
+        } else {
+            tokio::select! {
+                biased;
+                // Around again, reading by the rules above.
+                () = shared.stopped() => continue,
+                next = next_frame(&mut frames, &limits, idle) => next,
+            }
+        };
+        let frame = match next {
             Ok(frame) => frame,
             Err(Stop::Closed | Stop::HalfSentFrame | Stop::Idle) => break,
         };

@@ -19,6 +19,9 @@ pub enum ServerError {
     },
     #[error("storage: {0}")]
     Storage(#[from] StorageError),
+    /// The data directory is of a format this build does not read (newer, or too old).
+    #[error("{0}")]
+    DataFormat(#[from] tessera_protocol::data_format::DataFormatError),
     #[error("configuration file {path} is corrupt: {reason}")]
     CorruptConfig { path: PathBuf, reason: String },
     /// Joining the cluster failed (no coordinator answered, a bad advertised address, ...).

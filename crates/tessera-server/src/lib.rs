@@ -61,6 +61,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use tessera_protocol::data_format::DataKind;
 use tessera_protocol::handshake::Dialer;
 pub use tessera_protocol::tls::MemberTls;
 pub use tessera_protocol::Gate;
@@ -137,6 +138,8 @@ impl Server {
     /// Opens (or recovers) the data directory, binds the listener and starts serving.
     pub async fn start(options: ServerOptions) -> Result<Server, ServerError> {
         std::fs::create_dir_all(&options.data_dir).map_err(ServerError::Io)?;
+        // Every format this build reads is the current one: no migration step yet.
+        tessera_protocol::data_format::open(&options.data_dir, DataKind::Server, &[])?;
         let listener =
             TcpListener::bind(options.listen)
                 .await
@@ -260,13 +263,16 @@ impl Server {
     }
 
     /// What sets this server's gauges (regions and stored entries per space and subspace, the
-    /// epoch) for a scrape of the metrics; it may outlive the server (it then sets the last
-    /// values again).
+    /// epoch) for a scrape of the metrics. It may outlive the server, and then sets nothing:
+    /// it holds the server's state weakly, so that a publisher left with the metrics endpoint
+    /// does not keep the store open after [`Server::shutdown`] (which waits for it to close).
     pub fn metrics_publisher(&self) -> impl Fn() + Send + Sync + 'static {
-        let shared = self.shared.clone();
+        let shared = Arc::downgrade(&self.shared);
         move || {
-            let view = shared.view();
-            shared.meter.publish(&view.config, &shared.store);
+            if let Some(shared) = shared.upgrade() {
+                let view = shared.view();
+                shared.meter.publish(&view.config, &shared.store);
+            }
         }
     }
 
@@ -292,21 +298,24 @@ impl Server {
         self.shared.store.inject_failure();
     }
 
-    /// Stops accepting connections and closes the open ones, lets the chain loop finish what
-    /// it has, and waits until the store is closed (so the data directory can be opened again).
+    /// Stops: refuses new requests and connections, lets the chain loop answer the writes it
+    /// has (their group commit included), waits until every connection has written out its
+    /// answers in flight and closed (at most 5 s: `connection::DRAIN_MAX`), then stops its tasks
+    /// and waits until the store is closed (so the data directory can be opened again). An idle
+    /// server stops within milliseconds.
     pub async fn shutdown(mut self) {
-        self.accept.abort();
-        for t in &self.tasks {
-            t.abort();
-        }
         self.shared.shutdown();
-        if let Some(keeper) = self.lease_keeper.take() {
-            let _ = tokio::task::spawn_blocking(move || keeper.stop()).await;
-        }
         if let Some(w) = self.chain.take() {
             let _ = tokio::task::spawn_blocking(move || w.join()).await;
         }
+        // The accept loop ends once its connections have (`connection::accept_loop`).
         let _ = (&mut self.accept).await;
+        for t in &self.tasks {
+            t.abort();
+        }
+        if let Some(keeper) = self.lease_keeper.take() {
+            let _ = tokio::task::spawn_blocking(move || keeper.stop()).await;
+        }
         for t in self.tasks.drain(..) {
             let _ = t.await;
         }

@@ -35,7 +35,17 @@ pub async fn serve_peer(
     shared: Arc<Shared>,
     from: ServerId,
 ) {
-    while let Some(frame) = frames.next().await {
+    loop {
+        // A stopping server's loop takes envelopes (its chains' acknowledgements) until it
+        // has answered what it has; then the connection closes.
+        let next = tokio::select! {
+            biased;
+            () = shared.chain.closed() => return,
+            next = frames.next() => next,
+        };
+        let Some(frame) = next else {
+            return;
+        };
         let body = match frame {
             Ok(body) => body,
             Err(e) => {

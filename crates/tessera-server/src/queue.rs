@@ -107,9 +107,14 @@ impl ChainSender {
         )
     }
 
-    /// Asks the loop to stop after the batch it is working on.
+    /// Asks the loop to stop once what it has is answered (`chain`'s `finished_stopping`).
     pub fn close(&self) {
         let _ = self.0.try_send(LoopInput::Stop);
+    }
+
+    /// Resolves once the loop has stopped (and takes no more input).
+    pub async fn closed(&self) {
+        self.0.closed().await;
     }
 }
 

@@ -21,6 +21,7 @@ use tessera_replication::ReadGates;
 use tessera_storage::{StorageError, Store};
 use tessera_types::{Epoch, ServerId, SpaceSchema, Value};
 use tokio::sync::oneshot;
+use tokio_util::sync::CancellationToken;
 
 use crate::errors::ServerError;
 use crate::lease::Lease;
@@ -46,7 +47,12 @@ pub struct Shared {
     installs: AtomicU64,
     /// The chain loop: the only way to write.
     pub chain: ChainSender,
+    /// Set by [`Shared::shutdown`]: read on every request (an atomic, where the token below
+    /// takes a lock).
     shutting_down: AtomicBool,
+    /// Cancelled by [`Shared::shutdown`]: what the accept loop and each connection's reader
+    /// wait on, to stop taking requests and let the answers in flight go out.
+    stopping: CancellationToken,
     storage_failed: Arc<AtomicBool>,
     /// This server's lease with the coordinators: while it has lapsed, the server answers no
     /// get, search or write (another server may lead its keys by now). Always valid standalone.
@@ -87,6 +93,7 @@ impl Shared {
             installs: AtomicU64::new(0),
             chain,
             shutting_down: AtomicBool::new(false),
+            stopping: CancellationToken::new(),
             storage_failed: Arc::new(AtomicBool::new(false)),
             lease,
             trace: Trace::default(),
@@ -187,13 +194,22 @@ impl Shared {
         Arc::clone(&view)
     }
 
+    /// Starts the stop: requests are refused from now on (`Unavailable`, which clients retry
+    /// elsewhere), the chain loop answers what it has and returns, and the connections stop
+    /// reading.
     pub fn shutdown(&self) {
         self.shutting_down.store(true, Ordering::SeqCst);
+        self.stopping.cancel();
         self.chain.close();
     }
 
     pub fn is_shutting_down(&self) -> bool {
         self.shutting_down.load(Ordering::SeqCst)
+    }
+
+    /// Resolves once [`Shared::shutdown`] was called.
+    pub async fn stopped(&self) {
+        self.stopping.cancelled().await;
     }
 
     /// Whether a write to storage failed: the server then refuses every write (fail-stop), and

@@ -19,7 +19,7 @@ Client commands exit 0 on success, 1 when the object is not found or a condition
 failed, and 2 on a usage or server error (the error goes to stderr).";
 
 #[derive(Parser)]
-#[command(name = "tessera", version, about = "Tessera: a searchable, strongly consistent key-value store", long_about = ABOUT)]
+#[command(name = "tessera", version, long_version = long_version(), about = "Tessera: a searchable, strongly consistent key-value store", long_about = ABOUT)]
 pub struct Cli {
     #[command(flatten)]
     pub target: Target,
@@ -34,6 +34,22 @@ pub struct Cli {
     pub log_format: LogFormat,
     #[command(subcommand)]
     pub command: Command,
+}
+
+/// `tessera --version`: the release, the protocol it speaks and the data formats it writes
+/// (docs/operations.md, "Upgrading one daemon at a time").
+fn long_version() -> &'static str {
+    use tessera_protocol::data_format::DataKind;
+    static TEXT: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    TEXT.get_or_init(|| {
+        format!(
+            "{} (protocol {}; data formats: server {}, coordinator {})",
+            env!("CARGO_PKG_VERSION"),
+            tessera_protocol::PROTOCOL_VERSION,
+            DataKind::Server.current(),
+            DataKind::Coordinator.current(),
+        )
+    })
 }
 
 #[derive(Clone, Copy, ValueEnum)]

@@ -315,11 +315,25 @@ pub async fn dev(d: DevCluster) -> Result<(), Failure> {
     ));
     wait_for_stop_signal().await;
     eprintln!("tessera dev: stopping");
-    for s in servers {
-        s.shutdown().await;
+    stop_as_one(servers, coordinators).await;
+    Ok(())
+}
+
+/// Stops a whole local cluster as one: the coordinators first stop taking silent servers
+/// offline (so the stop moves no region), the servers stop together (each answers what it has
+/// in flight), then the coordinators.
+async fn stop_as_one(servers: Vec<Server>, coordinators: Vec<Coordinator>) {
+    for c in &coordinators {
+        c.stop_failure_detection();
+    }
+    let stopping: Vec<_> = servers
+        .into_iter()
+        .map(|s| tokio::spawn(s.shutdown()))
+        .collect();
+    for s in stopping {
+        let _ = s.await;
     }
     for c in coordinators {
         c.shutdown().await;
     }
-    Ok(())
 }

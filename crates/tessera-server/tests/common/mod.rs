@@ -80,7 +80,7 @@ impl TestServer {
     }
 }
 
-async fn start_in(dir: &TempDir) -> Server {
+pub async fn start_in(dir: &TempDir) -> Server {
     Server::start(ServerOptions::new(
         dir.path(),
         "127.0.0.1:0".parse().unwrap(),

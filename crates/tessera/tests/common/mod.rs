@@ -113,16 +113,24 @@ impl Daemon {
 /// Runs `tessera ARGS DATA_DIR` and waits for its ready line ("...: ready on ADDR, ..." or
 /// "...: ready on ADDR (...)"); returns the process and ADDR.
 fn spawn_until_ready(args: &[&str], data_dir: &Path) -> (Child, String) {
+    // TESSERA_TEST_LOG sets the daemons' log filter when a test needs looking into.
+    let filter = std::env::var("TESSERA_TEST_LOG").unwrap_or_else(|_| "error,openraft=off".into());
+    spawn_logging(args, data_dir, &filter, Stdio::inherit())
+}
+
+/// [`spawn_until_ready`] with the log filter `filter` and its log lines to `stderr`.
+pub fn spawn_logging(
+    args: &[&str],
+    data_dir: &Path,
+    filter: &str,
+    stderr: Stdio,
+) -> (Child, String) {
     let mut child = Command::new(TESSERA)
         .args(args)
         .arg(data_dir)
-        // TESSERA_TEST_LOG sets the daemons' log filter when a test needs looking into.
-        .env(
-            "RUST_LOG",
-            std::env::var("TESSERA_TEST_LOG").unwrap_or_else(|_| "error,openraft=off".into()),
-        )
+        .env("RUST_LOG", filter)
         .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
+        .stderr(stderr)
         .spawn()
         .expect("spawning tessera");
     let mut line = String::new();
