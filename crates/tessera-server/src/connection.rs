@@ -59,7 +59,8 @@ const STOPPING_QUIET: std::time::Duration = std::time::Duration::from_millis(20)
 
 /// Accepts connections until the server stops ([`Shared::stopped`]), then waits (at most
 /// [`DRAIN_MAX`]) for those it accepted to end by themselves: each refuses what it reads from
-/// then on and ends once its answers in flight are written and its client is quiet. Aborting it aborts every connection it accepted (they
+/// then on and ends once its answers in flight are written and its client is quiet.
+/// Aborting it aborts every connection it accepted (they
 /// live in its `JoinSet`), so a stopped server lets go of its store. Past
 /// `limits.connections_max` open connections, a new one is told so and closed.
 pub async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, limits: ConnectionLimits) {
@@ -126,9 +127,9 @@ pub async fn serve(shared: Arc<Shared>, tcp: TcpStream, (limits, slot): (Connect
         }
         let idle = || permits.available_permits() == IN_FLIGHT_MAX;
         let next = if shared.is_shutting_down() {
-            // Stopping: what the client sent is still read, and refused as retryable (`route`),
-            // so no request it sent is left unanswered; the connection closes once nothing is
-            // in flight and nothing more has come for a moment.
+            // Stopping: what the client sent is still read, and refused as retryable (`route`);
+            // the connection closes once nothing is in flight and nothing more has come for a
+            // moment (a request still on the wire then gets no answer).
             tokio::select! {
                 biased;
                 next = next_frame(&mut frames, &limits, idle) => next,

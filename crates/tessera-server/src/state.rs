@@ -195,8 +195,8 @@ impl Shared {
     }
 
     /// Starts the stop: requests are refused from now on (`Unavailable`, which clients retry
-    /// elsewhere), the chain loop answers what it has and returns, and the connections stop
-    /// reading.
+    /// elsewhere), the chain loop answers what it has and returns, and the connections close
+    /// once quiet.
     pub fn shutdown(&self) {
         self.shutting_down.store(true, Ordering::SeqCst);
         self.stopping.cancel();
