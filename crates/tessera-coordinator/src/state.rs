@@ -656,6 +656,7 @@ impl ClusterState {
             shapes: Vec::new(),
             shape_entries: Vec::new(),
             formula_entries: Vec::new(),
+            resting: Vec::new(),
             property_index: Default::default(),
         };
         let mut next = self.configuration();

@@ -35,6 +35,15 @@ pub enum ServerState {
     // Declared after `Offline`: postcard encodes a variant by its index, and coordinator
     // snapshots and older peers know Available = 0, Offline = 1.
     Leaving,
+    /// Away for a while: it announced a planned stop (`tessera` servers do on SIGTERM), or its
+    /// lease lapsed less than the coordinators' grace period ago. It left every replica set
+    /// it could leave, like an Offline server, but the regions it left wait for it
+    /// ([`SpaceConfig::resting`]) instead of gaining a replica elsewhere, and its storage keeps
+    /// them. Registering again makes it Available, and it catches up region by region (state
+    /// transfers that write only what changed); past the grace period it becomes Offline and
+    /// its regions are re-replicated as for a failure.
+    // Declared last, for the reason above.
+    Resting,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -74,6 +83,9 @@ pub struct SpaceConfig {
     /// What the configuration knows of each of the schema's formulas (same length and order
     /// as `schema.formulas`): registered like shapes, and used by documents once ready.
     pub formula_entries: Vec<ShapeEntry>,
+    /// The places Resting servers left in this space's regions (see [`RestingPlace`]), in
+    /// (subspace, region, server) order. Declared after the fields of data format 1.
+    pub resting: Vec<RestingPlace>,
     /// The inverted index of `shapes` and the formulas ([`PropertyIndex`]), built by the first
     /// search planned on this configuration and kept with it. Derived, so never sent.
     #[serde(skip)]
@@ -401,6 +413,18 @@ pub struct Joined {
     pub since: u64,
 }
 
+/// A place a server left in a region's replica set when it began resting
+/// ([`ServerState::Resting`]): the region keeps it for that server, which keeps the region's
+/// data, instead of taking a replica elsewhere. Gone when the server is back in the region
+/// (its catch-up transfer started), the region has its K members again, or the server is
+/// Offline (its grace period over).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RestingPlace {
+    pub subspace: SubspaceId,
+    pub region: RegionIndex,
+    pub server: ServerId,
+}
+
 /// A region gaining a replica by state transfer (re-replication after a failure, a join
 /// taking its share, a decommission draining a server).
 ///
@@ -457,6 +481,7 @@ impl SpaceConfig {
             shapes: Vec::new(),
             shape_entries: Vec::new(),
             formula_entries: Vec::new(),
+            resting: Vec::new(),
             property_index: PropertyIndexCache::default(),
         }
     }
@@ -1073,6 +1098,20 @@ impl SpaceConfig {
             .is_some_and(|set| set.contains(&server))
     }
 
+    /// Whether `server` rests in `region` of `subspace`: it left the region's replica set when
+    /// it began resting, and the region waits for it (see [`RestingPlace`]).
+    pub fn rests_in(&self, subspace: SubspaceId, region: RegionIndex, server: ServerId) -> bool {
+        self.resting
+            .iter()
+            .any(|p| (p.subspace, p.region, p.server) == (subspace, region, server))
+    }
+
+    /// Whether `server`'s storage keeps `region` of `subspace`: it is in the replica set (a
+    /// member, or a transfer's target), or rests there and comes back to it.
+    pub fn keeps(&self, subspace: SubspaceId, region: RegionIndex, server: ServerId) -> bool {
+        self.holds(subspace, region, server) || self.rests_in(subspace, region, server)
+    }
+
     /// The transfer under way into `region` of `subspace`, if any.
     pub fn transfer_at(&self, subspace: SubspaceId, region: RegionIndex) -> Option<&Transfer> {
         self.transfers
@@ -1356,6 +1395,16 @@ impl Configuration {
                 }
             }
         }
+        if let Some(p) = space
+            .resting
+            .iter()
+            .find(|p| self.server(p.server).is_none())
+        {
+            return Err(format!(
+                "space {:?}: resting place {p:?} names an unknown server",
+                schema.name
+            ));
+        }
         Ok(())
     }
 
@@ -1507,6 +1556,18 @@ fn check_records(space: &SpaceConfig) -> Result<(), String> {
         if !member || !members.insert((j.subspace, j.region, j.server)) {
             return Err(format!(
                 "space {:?}: join record {j:?} names no member of its region",
+                schema.name
+            ));
+        }
+    }
+    let mut places = std::collections::BTreeSet::new();
+    for p in &space.resting {
+        let fits = space
+            .replica_set(p.subspace, p.region)
+            .is_some_and(|set| !set.contains(&p.server));
+        if !fits || !places.insert((p.subspace, p.region, p.server)) {
+            return Err(format!(
+                "space {:?}: resting place {p:?} names no region the server left",
                 schema.name
             ));
         }

@@ -30,19 +30,34 @@ pub struct DataFormat {
 
 /// A server's data directory (`configuration`, `token`, `store/`), oldest first. The last is
 /// the one this build writes; each earlier one is migrated from.
-pub const SERVER_FORMATS: &[DataFormat] = &[DataFormat {
-    number: 1,
-    what: "29 November 2026: store catalog format 5, log records format 1, subspace entries \
-           `version | postcard(Object)`, the configuration file postcard(Configuration) of \
-           protocol 4",
-}];
+pub const SERVER_FORMATS: &[DataFormat] = &[
+    DataFormat {
+        number: 1,
+        what: "29 November 2026: store catalog format 5, log records format 1, subspace \
+               entries `version | postcard(Object)`, the configuration file \
+               postcard(Configuration) of protocol 4",
+    },
+    DataFormat {
+        number: 2,
+        what: "30 November 2026: the configuration file tagged ([`tag`]) and its spaces with \
+               their resting places (`SpaceConfig::resting`); the store as in format 1",
+    },
+];
 
 /// A coordinator's data directory (`node-id`, `raft/`), oldest first, as [`SERVER_FORMATS`].
-pub const COORDINATOR_FORMATS: &[DataFormat] = &[DataFormat {
-    number: 1,
-    what: "29 November 2026: Raft log entries, vote and snapshot in postcard, commands and \
-           cluster state of protocol 4",
-}];
+pub const COORDINATOR_FORMATS: &[DataFormat] = &[
+    DataFormat {
+        number: 1,
+        what: "29 November 2026: Raft log entries, vote and snapshot in postcard, commands and \
+               cluster state of protocol 4",
+    },
+    DataFormat {
+        number: 2,
+        what: "30 November 2026: the snapshot's cluster state tagged ([`tag`]) and its spaces \
+               with their resting places (`SpaceConfig::resting`); log entries and vote as in \
+               format 1 (commands only gained variants, declared last)",
+    },
+];
 
 /// What kind of daemon a data directory belongs to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -318,9 +333,74 @@ fn migrate(
     Ok(())
 }
 
+/// The structures a data directory keeps whole in a file of their own (a server's
+/// configuration, a coordinator's cluster state), which say their format themselves since
+/// format 2: a header of [`TAG_BYTES`], `0x00 'T' <what> <format, 4 bytes big-endian>`, then
+/// the postcard body. Untagged bytes are format 1's. The header cannot begin a format-1
+/// encoding of either: its first byte would be epoch 0, which is only ever the empty state.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Tagged {
+    /// `tessera_protocol::Configuration`, as a server keeps it.
+    Configuration,
+    /// A coordinator's whole replicated state (its snapshots).
+    ClusterState,
+}
+
+impl Tagged {
+    fn byte(self) -> u8 {
+        match self {
+            Tagged::Configuration => b'C',
+            Tagged::ClusterState => b'S',
+        }
+    }
+}
+
+/// Bytes of a tag's header.
+pub const TAG_BYTES: usize = 7;
+
+/// `body` (postcard of `what` at data format `format`) with its header.
+pub fn tag(what: Tagged, format: u32, body: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(TAG_BYTES + body.len());
+    out.extend_from_slice(&[0x00, b'T', what.byte()]);
+    out.extend_from_slice(&format.to_be_bytes());
+    out.extend_from_slice(body);
+    out
+}
+
+/// The format and body of tagged bytes of `what`; `None` for untagged ones (format 1).
+pub fn untag(what: Tagged, bytes: &[u8]) -> Option<(u32, &[u8])> {
+    let (header, body) = bytes.split_at_checked(TAG_BYTES)?;
+    if header[..3] != [0x00, b'T', what.byte()] {
+        return None;
+    }
+    let format = u32::from_be_bytes(header[3..].try_into().expect("4 bytes"));
+    Some((format, body))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tags_round_trip_and_are_told_apart() {
+        for what in [Tagged::Configuration, Tagged::ClusterState] {
+            for (format, body) in [
+                (2, &b""[..]),
+                (7, &b"\x00T"[..]),
+                (u32::MAX, &[1u8; 40][..]),
+            ] {
+                let bytes = tag(what, format, body);
+                assert_eq!(untag(what, &bytes), Some((format, body)));
+            }
+        }
+        let state = tag(Tagged::ClusterState, 2, b"x");
+        assert_eq!(untag(Tagged::Configuration, &state), None);
+        // Format 1's encodings: a state or configuration of epoch 1, and the empty state.
+        for untagged in [&[1u8, 0, 0, 1, 0][..], &[0, 0, 0, 1, 0], &[0, b'T'], &[]] {
+            assert_eq!(untag(Tagged::ClusterState, untagged), None);
+            assert_eq!(untag(Tagged::Configuration, untagged), None);
+        }
+    }
 
     #[test]
     fn lines_round_trip_and_nothing_else_parses() {

@@ -20,6 +20,7 @@ pub mod config;
 pub mod constants;
 pub mod credentials;
 pub mod data_format;
+pub mod format1;
 #[cfg(feature = "frame")]
 pub mod frame;
 #[cfg(feature = "frame")]
@@ -36,9 +37,9 @@ pub mod trace;
 pub use auth::{Access, Admission, ClusterSecret, Gate, Policy, Role, Session, TokenTable};
 pub use config::{
     check_fence, Adaptation, AdaptationEvent, AdaptationRecord, AdaptationStep, AlterError,
-    BackfillRef, Build, Configuration, ConfigurationError, Joined, ModelConstants, ServerInfo,
-    ServerState, ShapeEntry, SpaceChange, SpaceConfig, Transfer, TransferRef, ABANDON_WHY_MAX,
-    ADAPTATIONS_KEPT,
+    BackfillRef, Build, Configuration, ConfigurationError, Joined, ModelConstants, RestingPlace,
+    ServerInfo, ServerState, ShapeEntry, SpaceChange, SpaceConfig, Transfer, TransferRef,
+    ABANDON_WHY_MAX, ADAPTATIONS_KEPT,
 };
 #[cfg(feature = "frame")]
 pub use frame::{
