@@ -173,8 +173,12 @@ impl Coordinator {
             path: raft_dir.clone(),
             source,
         };
-        // Every format this build reads is the current one: no migration step yet.
-        tessera_protocol::data_format::open(&options.data_dir, DataKind::Coordinator, &[])?;
+        // Format 1 (before 30 November 2026) is migrated: see `data_format::COORDINATOR_FORMATS`.
+        let steps = [tessera_protocol::data_format::Step {
+            from: 1,
+            run: &crate::sm_store::migrate_1_to_2,
+        }];
+        tessera_protocol::data_format::open(&options.data_dir, DataKind::Coordinator, &steps)?;
         std::fs::create_dir_all(&raft_dir).map_err(data_err)?;
         check_node_id(&raft_dir, options.id).map_err(data_err)?;
         let log_store = LogStore::open(&raft_dir).map_err(data_err)?;

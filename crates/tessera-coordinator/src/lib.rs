@@ -115,6 +115,7 @@
 
 mod coordinator;
 mod detector;
+mod format1;
 mod fsutil;
 mod log_store;
 mod peer;

@@ -1,8 +1,8 @@
 //! The Raft state machine around [`ClusterState`], and its snapshots.
 //!
 //! The state lives in memory; what makes it durable is the log plus the last snapshot. A
-//! snapshot (`<data>/raft/snapshot`: checksum, then postcard of its metadata and the postcard of
-//! the `ClusterState`) is written and fsynced when openraft builds one or installs one sent by
+//! snapshot (`<data>/raft/snapshot`: checksum, then postcard of its metadata and the
+//! `ClusterState` in postcard, tagged with the data format, [`encode_state`]) is written and fsynced when openraft builds one or installs one sent by
 //! the leader. On start, the state is the snapshot's, and openraft replays the log entries after
 //! it up to the last known commit index.
 //!
@@ -18,9 +18,11 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use openraft::storage::RaftStateMachine;
 use openraft::{AnyError, EntryPayload, RaftSnapshotBuilder, StorageIOError};
 use serde::{Deserialize, Serialize};
+use tessera_protocol::data_format::{self, DataKind, Tagged};
 use tessera_protocol::Configuration;
 use tokio::sync::watch;
 
+use crate::format1;
 use crate::fsutil::{blocking, invalid, read_checked, write_atomic};
 use crate::raft_types::{
     ApplyResult, Entry, LogId, Snapshot, SnapshotMeta, StorageError, StoredMembership, TypeConfig,
@@ -32,8 +34,76 @@ const SNAPSHOT: &str = "snapshot";
 #[derive(Clone, Serialize, Deserialize)]
 struct StoredSnapshot {
     meta: SnapshotMeta,
-    /// postcard of the [`ClusterState`].
+    /// The [`ClusterState`], by [`encode_state`]. Followers get these bytes as they are.
     data: Vec<u8>,
+}
+
+/// A cluster state as snapshots hold it: postcard, tagged with this build's data format.
+fn encode_state(state: &ClusterState) -> Result<Vec<u8>, postcard::Error> {
+    let body = postcard::to_allocvec(state)?;
+    Ok(data_format::tag(
+        Tagged::ClusterState,
+        DataKind::Coordinator.current(),
+        &body,
+    ))
+}
+
+/// A snapshot's cluster state (from this directory, or from the leader), which must be at this
+/// build's data format.
+fn decode_state(data: &[u8]) -> io::Result<ClusterState> {
+    let current = DataKind::Coordinator.current();
+    match data_format::untag(Tagged::ClusterState, data) {
+        Some((format, body)) if format == current => postcard::from_bytes(body).map_err(invalid),
+        Some((format, _)) => Err(invalid(format!(
+            "a cluster state of data format {format}; this build reads {current}"
+        ))),
+        None => Err(invalid(format!(
+            "an untagged cluster state (data format 1); this build reads {current}"
+        ))),
+    }
+}
+
+/// The migration of a coordinator's data directory from format 1 to 2: the snapshot's cluster
+/// state gains its tag and its spaces their (empty) resting places. Log entries and the vote
+/// are unchanged. Safe to run again after a crash: a tagged state is done already.
+pub(crate) fn migrate_1_to_2(data_dir: &Path) -> io::Result<()> {
+    let dir = data_dir.join("raft");
+    let Some(bytes) = read_checked(&dir.join(SNAPSHOT))? else {
+        return Ok(());
+    };
+    let mut snapshot: StoredSnapshot = postcard::from_bytes(&bytes).map_err(invalid)?;
+    if data_format::untag(Tagged::ClusterState, &snapshot.data).is_some() {
+        return Ok(());
+    }
+    let old: format1::ClusterState1 = postcard::from_bytes(&snapshot.data).map_err(invalid)?;
+    snapshot.data = encode_state(&ClusterState::from(old)).map_err(invalid)?;
+    let body = postcard::to_allocvec(&snapshot).map_err(invalid)?;
+    write_atomic(&dir, SNAPSHOT, &body, true)
+}
+
+/// A snapshot file holding `state` as format 1 wrote it, for the migration's tests.
+#[cfg(test)]
+pub(crate) fn write_format_1_snapshot(
+    data_dir: &Path,
+    state: &format1::ClusterState1,
+) -> io::Result<()> {
+    let dir = data_dir.join("raft");
+    std::fs::create_dir_all(&dir)?;
+    let snapshot = StoredSnapshot {
+        meta: SnapshotMeta::default(),
+        data: postcard::to_allocvec(state).map_err(invalid)?,
+    };
+    let body = postcard::to_allocvec(&snapshot).map_err(invalid)?;
+    write_atomic(&dir, SNAPSHOT, &body, true)
+}
+
+/// The cluster state of the snapshot in `data_dir`, for the migration's tests.
+#[cfg(test)]
+pub(crate) fn snapshot_state(data_dir: &Path) -> io::Result<ClusterState> {
+    let bytes = read_checked(&data_dir.join("raft").join(SNAPSHOT))?
+        .ok_or_else(|| invalid("no snapshot"))?;
+    let snapshot: StoredSnapshot = postcard::from_bytes(&bytes).map_err(invalid)?;
+    decode_state(&snapshot.data)
 }
 
 struct Applied {
@@ -86,7 +156,7 @@ impl StateMachineStore {
             Some(s) => Applied {
                 last_applied: s.meta.last_log_id,
                 membership: s.meta.last_membership.clone(),
-                state: postcard::from_bytes(&s.data).map_err(invalid)?,
+                state: decode_state(&s.data)?,
             },
             None => Applied {
                 last_applied: None,
@@ -143,7 +213,7 @@ impl RaftSnapshotBuilder<TypeConfig> for StateMachineStore {
     async fn build_snapshot(&mut self) -> Result<Snapshot, StorageError> {
         let (last_applied, membership, data) = {
             let applied = lock(&self.shared.applied);
-            let data = postcard::to_allocvec(&applied.state)
+            let data = encode_state(&applied.state)
                 .map_err(|e| StorageIOError::read_state_machine(AnyError::new(&e)))?;
             (applied.last_applied, applied.membership.clone(), data)
         };
@@ -231,7 +301,7 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
         snapshot: Box<Cursor<Vec<u8>>>,
     ) -> Result<(), StorageError> {
         let data = snapshot.into_inner();
-        let mut state: ClusterState = postcard::from_bytes(&data).map_err(|e| {
+        let mut state = decode_state(&data).map_err(|e| {
             StorageIOError::read_snapshot(Some(meta.signature()), AnyError::new(&e))
         })?;
         state.plan_transfers = self.shared.plan_transfers;

@@ -6,8 +6,10 @@
 //! left), so the configuration a server keeps and the cluster state a coordinator snapshots
 //! encode differently; and both files now start with a header saying their format
 //! ([`crate::data_format::tag`]).
+//!
+//! They encode too, for the tests that make format-1 files to migrate.
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use tessera_types::{Epoch, Shape, SpaceSchema};
 
 use crate::config::{
@@ -17,7 +19,7 @@ use crate::config::{
 use tessera_types::ServerId;
 
 /// [`SpaceConfig`] as format 1 encodes it: every field but `resting`, in the same order.
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct SpaceConfig1 {
     pub id: u64,
     pub schema: SpaceSchema,
@@ -52,7 +54,7 @@ impl From<SpaceConfig1> for SpaceConfig {
 }
 
 /// [`Configuration`] as format 1 encodes it (a server's `configuration` file).
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Configuration1 {
     pub epoch: Epoch,
     pub servers: Vec<ServerInfo>,

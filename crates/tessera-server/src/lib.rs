@@ -138,8 +138,12 @@ impl Server {
     /// Opens (or recovers) the data directory, binds the listener and starts serving.
     pub async fn start(options: ServerOptions) -> Result<Server, ServerError> {
         std::fs::create_dir_all(&options.data_dir).map_err(ServerError::Io)?;
-        // Every format this build reads is the current one: no migration step yet.
-        tessera_protocol::data_format::open(&options.data_dir, DataKind::Server, &[])?;
+        // Format 1 (before 30 November 2026) is migrated: see `data_format::SERVER_FORMATS`.
+        let steps = [tessera_protocol::data_format::Step {
+            from: 1,
+            run: &state::migrate_1_to_2,
+        }];
+        tessera_protocol::data_format::open(&options.data_dir, DataKind::Server, &steps)?;
         let listener =
             TcpListener::bind(options.listen)
                 .await

@@ -1,7 +1,7 @@
 //! The state every task shares, and the configuration persisted in the data directory.
 //!
-//! The configuration is persisted in `<data_dir>/configuration` (postcard, replaced
-//! atomically: write a temporary file, fsync, rename, fsync the directory). It is the source
+//! The configuration is persisted in `<data_dir>/configuration` (postcard with the data
+//! format's tag, `tessera_protocol::data_format::tag`; replaced atomically: write a temporary file, fsync, rename, fsync the directory). It is the source
 //! of truth for which spaces exist: on start, storage spaces it does not list (an add-space
 //! that crashed before it was acknowledged) are dropped, and spaces it lists that storage lacks
 //! are created.
@@ -12,6 +12,8 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
+use tessera_protocol::data_format::{self, DataKind, Tagged};
+use tessera_protocol::format1;
 use tessera_protocol::handshake::Dialer;
 use tessera_protocol::tls::ServerTls;
 
@@ -231,8 +233,11 @@ impl Shared {
     }
 }
 
+/// Persists `config` durably (a temporary file, fsynced, renamed), tagged with this build's
+/// data format (`tessera_protocol::data_format::tag`).
 pub fn save_config(dir: &Path, config: &Configuration) -> Result<(), ServerError> {
-    let bytes = postcard::to_allocvec(config).expect("a configuration always encodes");
+    let body = postcard::to_allocvec(config).expect("a configuration always encodes");
+    let bytes = data_format::tag(Tagged::Configuration, DataKind::Server.current(), &body);
     let tmp = dir.join(format!("{CONFIG_FILE}.tmp"));
     let mut f = std::fs::File::create(&tmp)?;
     f.write_all(&bytes)?;
@@ -243,21 +248,59 @@ pub fn save_config(dir: &Path, config: &Configuration) -> Result<(), ServerError
     Ok(())
 }
 
-/// The configuration persisted in `dir`, if any.
+/// The configuration persisted in `dir`, if any. The data directory is at this build's format
+/// (`data_format::open` migrated it), so the file is tagged with it.
 pub fn load_config(dir: &Path) -> Result<Option<Configuration>, ServerError> {
     let path = dir.join(CONFIG_FILE);
-    match std::fs::read(&path) {
-        Ok(bytes) => {
-            postcard::from_bytes(&bytes)
-                .map(Some)
-                .map_err(|e| ServerError::CorruptConfig {
-                    path,
-                    reason: e.to_string(),
-                })
-        }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(e.into()),
+    let bytes = match std::fs::read(&path) {
+        Ok(bytes) => bytes,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e.into()),
+    };
+    let corrupt = |reason: String| ServerError::CorruptConfig {
+        path: path.clone(),
+        reason,
+    };
+    let current = DataKind::Server.current();
+    match data_format::untag(Tagged::Configuration, &bytes) {
+        Some((format, body)) if format == current => postcard::from_bytes(body)
+            .map(Some)
+            .map_err(|e| corrupt(e.to_string())),
+        Some((format, _)) => Err(corrupt(format!(
+            "tagged data format {format}, but the directory is at format {current}"
+        ))),
+        None => Err(corrupt(format!(
+            "untagged (data format 1), but the directory is at format {current}"
+        ))),
     }
+}
+
+/// The migration of a server's data directory from format 1 to 2: the configuration file
+/// gains its tag and its spaces their (empty) resting places. The store is unchanged. Safe to
+/// run again after a crash: a tagged file is done already.
+pub fn migrate_1_to_2(dir: &Path) -> std::io::Result<()> {
+    let path = dir.join(CONFIG_FILE);
+    let bytes = match std::fs::read(&path) {
+        Ok(bytes) => bytes,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(e),
+    };
+    if data_format::untag(Tagged::Configuration, &bytes).is_some() {
+        return Ok(());
+    }
+    let old: format1::Configuration1 = postcard::from_bytes(&bytes).map_err(|e| {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!(
+                "{}: not a configuration of data format 1: {e}",
+                path.display()
+            ),
+        )
+    })?;
+    save_config(dir, &Configuration::from(old)).map_err(|e| match e {
+        ServerError::Io(e) => e,
+        other => std::io::Error::other(other.to_string()),
+    })
 }
 
 /// A cluster server's start: makes storage match the coordinators' `config` (dropping the
@@ -369,6 +412,43 @@ mod tests {
     use tessera_protocol::SpaceConfig;
     use tessera_storage::{ObjectWrite, StoreOptions};
     use tessera_types::{parse_space, KeySplit, Object, StoredObject, Value, Version};
+
+    /// A configuration file of data format 1 (untagged, spaces without resting places) is
+    /// rewritten once, tagged, and loads as the same configuration; running the step again (a
+    /// crash before FORMAT moved on) changes nothing.
+    #[test]
+    fn a_format_1_configuration_file_migrates_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let schema = parse_space("space h key id attributes string city subspace city").unwrap();
+        let space = SpaceConfig::owned_by(2, schema, &[ServerId(1), ServerId(2)]);
+        let old = format1::Configuration1 {
+            epoch: Epoch(9),
+            servers: vec![],
+            spaces: vec![format1::SpaceConfig1 {
+                id: space.id,
+                schema: space.schema.clone(),
+                replicas: space.replicas.clone(),
+                transfers: vec![],
+                joined: vec![],
+                build: None,
+                adaptations: vec![],
+                shapes: vec![],
+                shape_entries: vec![],
+                formula_entries: vec![],
+            }],
+            model: None,
+        };
+        let path = dir.path().join(CONFIG_FILE);
+        std::fs::write(&path, postcard::to_allocvec(&old).unwrap()).unwrap();
+        assert!(load_config(dir.path()).is_err(), "untagged at format 2");
+        migrate_1_to_2(dir.path()).unwrap();
+        let migrated = std::fs::read(&path).unwrap();
+        migrate_1_to_2(dir.path()).unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), migrated);
+        let loaded = load_config(dir.path()).unwrap().unwrap();
+        assert_eq!(loaded.epoch, Epoch(9));
+        assert_eq!(loaded.spaces, vec![space]);
+    }
 
     /// A standalone server stopped after storage took a split and before the configuration
     /// that split was persisted: at its start storage follows the persisted configuration

@@ -1,7 +1,8 @@
 //! Every data directory format a release ever wrote opens with this one: the fixtures of
 //! tests/fixtures/format-N/ (written once by `scripts/make-format-fixtures.py`, never again)
 //! are unpacked, served by `tessera dev` (standalone, and as the local cluster that wrote them),
-//! and must hold exactly the objects their objects.jsonl lists, then take writes.
+//! and must hold exactly the objects their objects.jsonl lists, then take writes; afterwards
+//! every data directory is at this build's format (migrated in place).
 
 mod common;
 
@@ -96,5 +97,43 @@ fn every_format_ever_written_opens_and_serves() {
         assert!(unpacked.success());
         serves(&dir.path().join("standalone"), &[], &expected);
         serves(&dir.path().join("cluster"), &["--servers", "3"], &expected);
+        let marked = migrated(dir.path());
+        assert!(marked >= 5, "{}: {marked} FORMAT files", format.display());
     }
+}
+
+/// Checks that every data directory under `root` is now at this build's format, and says how
+/// many there are.
+fn migrated(root: &Path) -> usize {
+    use tessera_protocol::data_format::{self, DataKind};
+    let mut found = 0;
+    for entry in walk(root) {
+        if entry
+            .file_name()
+            .is_some_and(|n| n == data_format::FORMAT_FILE)
+        {
+            let line = std::fs::read_to_string(&entry).unwrap();
+            let (kind, number) = data_format::parse_line(&line).expect("a FORMAT line");
+            let kind = match kind {
+                "server" => DataKind::Server,
+                _ => DataKind::Coordinator,
+            };
+            assert_eq!(number, kind.current(), "{}", entry.display());
+            found += 1;
+        }
+    }
+    found
+}
+
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            out.extend(walk(&path));
+        } else {
+            out.push(path);
+        }
+    }
+    out
 }
