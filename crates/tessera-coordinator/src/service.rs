@@ -593,7 +593,8 @@ fn outcome_response(result: ApplyResult) -> Response {
             | CommandOutcome::TransfersCompleted { .. }
             | CommandOutcome::Decommissioned { .. }
             | CommandOutcome::SpaceAltered { .. }
-            | CommandOutcome::ModelSet { .. },
+            | CommandOutcome::ModelSet { .. }
+            | CommandOutcome::Rested { .. },
         )) => Response::Done,
         Some(Err(e)) => {
             let status = match &e {
@@ -614,7 +615,8 @@ fn outcome_response(result: ApplyResult) -> Response {
                 // Not retryable: the same request would meet the same state.
                 CommandError::AlreadyLeaving(_)
                 | CommandError::OfflineHoldsRegions { .. }
-                | CommandError::TransfersOff { .. } => Status::CmpFail,
+                | CommandError::TransfersOff { .. }
+                | CommandError::CannotRest { .. } => Status::CmpFail,
                 CommandError::WouldUnderReplicate { .. } => Status::TooFewServers,
                 CommandError::UnusableModel(_) => Status::Malformed,
             };

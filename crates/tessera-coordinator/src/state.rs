@@ -25,8 +25,8 @@ use std::collections::HashMap;
 use serde::{Deserialize, Serialize};
 use tessera_geometry::{assign_replicas, assign_subspace, tessellation_of, RegionIndex};
 use tessera_protocol::{
-    check_fence, AlterError, BackfillRef, Configuration, ModelConstants, ServerInfo, ServerState,
-    SpaceChange, SpaceConfig, Transfer, TransferRef,
+    check_fence, AlterError, BackfillRef, Configuration, ModelConstants, RestingPlace, ServerInfo,
+    ServerState, SpaceChange, SpaceConfig, Transfer, TransferRef,
 };
 use tessera_types::{
     Epoch, SchemaError, ServerId, SpaceKind, SpaceSchema, SubspaceId, SubspaceState,
@@ -172,6 +172,19 @@ pub enum Command {
     SetModel {
         constants: ModelConstants,
     },
+    /// A server rests (`ServerState::Resting`): it announced a planned stop
+    /// (`Request::RestServer`), or the leader's detector found its lease lapsed and waits a
+    /// grace period for it. It leaves every replica set it can leave, as `MarkOffline` makes
+    /// it, but each region it leaves that is then short of K members keeps a place for it
+    /// (`SpaceConfig::resting`): planning gives that region to no other server, and once the
+    /// server is back (registered again) starts a transfer into it there, which copies only
+    /// what changed. Applies only to an Available server still at `incarnation`. The grace
+    /// period is the detector's: past it, it proposes `MarkOffline`, which drops the places.
+    // Declared last, like `AlterSpace`.
+    Rest {
+        id: ServerId,
+        incarnation: u64,
+    },
 }
 
 /// What a successful command did.
@@ -210,6 +223,11 @@ pub enum CommandOutcome {
     /// The model's constants are the configuration's (`changed` false: they were already).
     ModelSet {
         changed: bool,
+    },
+    /// The server rests; `places`: the regions that wait for it.
+    Rested {
+        id: ServerId,
+        places: u32,
     },
 }
 
@@ -262,6 +280,8 @@ pub enum CommandError {
     SubspaceNotServing { subspace: u16, state: SubspaceState },
     #[error("model constants {0:?} would make some prediction free or impossible: every cost but the search's per-object one must be above 0")]
     UnusableModel(ModelConstants),
+    #[error("server {id} is {state:?}: only an Available server can rest (a Leaving one is being drained; an Offline or Resting one is away already)")]
+    CannotRest { id: ServerId, state: ServerState },
 }
 
 impl ClusterState {
@@ -327,6 +347,7 @@ impl ClusterState {
             Command::Decommission { id } => self.decommission(id),
             Command::AlterSpace { name, change, .. } => self.alter_space(&name, &change),
             Command::SetModel { constants } => self.set_model(constants),
+            Command::Rest { id, incarnation } => self.rest(id, incarnation),
         }?;
         if self.epoch != before {
             self.plan();
@@ -372,8 +393,11 @@ impl ClusterState {
                 });
             }
             let restarted = incarnation > server.incarnation;
-            let offline = server.info.state == ServerState::Offline;
-            if !restarted && !offline && server.info.address == address {
+            let away = matches!(
+                server.info.state,
+                ServerState::Offline | ServerState::Resting
+            );
+            if !restarted && !away && server.info.address == address {
                 return Ok(CommandOutcome::Registered { id, changed: false });
             }
             if restarted {
@@ -384,8 +408,8 @@ impl ClusterState {
             let server = &mut self.servers[i];
             server.info.address = address;
             // A Leaving server that restarts goes on leaving (the operator's decision stands);
-            // an Offline one is back.
-            if server.info.state == ServerState::Offline {
+            // an Offline or Resting one is back (a Resting one to the places kept for it).
+            if away {
                 server.info.state = ServerState::Available;
             }
             server.incarnation = incarnation;
@@ -430,6 +454,7 @@ impl ClusterState {
         let leaving = server.info.state == ServerState::Leaving;
         server.info.state = ServerState::Offline;
         remove_from_replica_sets(&mut self.spaces, id);
+        forget_places(&mut self.spaces, id);
         if leaving && !holds_any(&self.spaces, id) {
             // Its decommission is done: it died holding nothing only it had.
             self.servers.retain(|s| s.info.id != id);
@@ -496,9 +521,10 @@ impl ClusterState {
         if state == ServerState::Leaving {
             return Err(CommandError::AlreadyLeaving(id));
         }
-        if state == ServerState::Offline {
-            // Taken offline, it left every set but those it alone holds: those it cannot
-            // hand over, the rest it has left already.
+        let away = matches!(state, ServerState::Offline | ServerState::Resting);
+        if away {
+            // Taken offline or resting, it left every set but those it alone holds: those it
+            // cannot hand over, the rest it has left already.
             let regions = self
                 .spaces
                 .iter()
@@ -541,7 +567,8 @@ impl ClusterState {
                 });
             }
         }
-        if state == ServerState::Offline {
+        if away {
+            forget_places(&mut self.spaces, id);
             self.servers.retain(|s| s.info.id != id);
             self.bump();
             return Ok(CommandOutcome::Decommissioned { id, removed: true });
@@ -570,6 +597,57 @@ impl ClusterState {
         }
         self.bump();
         Ok(CommandOutcome::Decommissioned { id, removed: false })
+    }
+
+    fn rest(&mut self, id: ServerId, incarnation: u64) -> Result<CommandOutcome, CommandError> {
+        let server = self
+            .servers
+            .iter_mut()
+            .find(|s| s.info.id == id)
+            .ok_or(CommandError::UnknownServer(id))?;
+        if server.incarnation != incarnation {
+            return Err(CommandError::StaleServer {
+                id,
+                incarnation,
+                current: server.incarnation,
+            });
+        }
+        if server.info.state != ServerState::Available {
+            return Err(CommandError::CannotRest {
+                id,
+                state: server.info.state,
+            });
+        }
+        server.info.state = ServerState::Resting;
+        let mut places = 0u32;
+        for space in &mut self.spaces {
+            let held: Vec<(SubspaceId, RegionIndex)> = space
+                .schema
+                .subspace_ids()
+                .flat_map(|subspace| {
+                    let sets = &space.replicas[subspace.get()];
+                    (0..sets.len() as u32)
+                        .map(move |r| (subspace, RegionIndex(r)))
+                        .filter(|(_, r)| sets[r.0 as usize].contains(&id))
+                })
+                .collect();
+            remove_from_replica_sets(std::slice::from_mut(space), id);
+            let k = space.schema.replicas() as usize;
+            for (subspace, region) in held {
+                let set = space.replicas_of(subspace, region);
+                if !set.contains(&id) && set.len() < k {
+                    space.resting.push(RestingPlace {
+                        subspace,
+                        region,
+                        server: id,
+                    });
+                    places += 1;
+                }
+            }
+            space.resting.sort_by_key(|p| (p.subspace, p.region, p.server));
+        }
+        self.bump();
+        Ok(CommandOutcome::Rested { id, places })
     }
 
     fn set_model(&mut self, constants: ModelConstants) -> Result<CommandOutcome, CommandError> {
@@ -766,12 +844,46 @@ impl ClusterState {
     /// no region any more. Public for the tests: planning a state planning left changes
     /// nothing.
     pub fn plan(&mut self) {
+        self.drop_stale_places();
         if self.plan_transfers {
+            let places = |st: &ClusterState| st.spaces.iter().map(|s| s.resting.len()).sum::<usize>();
+            let before = places(self);
             self.start_transfers();
+            // A server back to its last places frees its space for balance, which waits for
+            // them (see `start_transfers`): plan once more, as planning again would.
+            if places(self) != before {
+                self.start_transfers();
+            }
         }
         let spaces = &self.spaces;
         self.servers
             .retain(|s| s.info.state != ServerState::Leaving || holds_any(spaces, s.info.id));
+    }
+
+    /// Keeps only the places ([`RestingPlace`]) still waiting for a server: one that is
+    /// Resting or back (Available), in a region that still exists, is still short of K
+    /// members, and does not have it.
+    fn drop_stale_places(&mut self) {
+        let states: HashMap<ServerId, ServerState> = self
+            .servers
+            .iter()
+            .map(|s| (s.info.id, s.info.state))
+            .collect();
+        for space in &mut self.spaces {
+            let k = space.schema.replicas() as usize;
+            let places = std::mem::take(&mut space.resting);
+            space.resting = places
+                .into_iter()
+                .filter(|p| {
+                    matches!(
+                        states.get(&p.server),
+                        Some(ServerState::Resting | ServerState::Available)
+                    ) && space
+                        .replica_set(p.subspace, p.region)
+                        .is_some_and(|set| set.len() < k && !set.contains(&p.server))
+                })
+                .collect();
+        }
     }
 
     /// Starts the state transfers the configuration calls for, naming them by the current
@@ -779,10 +891,12 @@ impl ClusterState {
     ///
     /// Region by region, in (space, subspace, region) order, for regions with no transfer
     /// under way whose last member (the source) is alive (Available or Leaving):
-    /// 1. a region with fewer than K members gains one: `replaces: None`;
+    /// 1. a region with fewer than K members gains one: `replaces: None`; where a server rests
+    ///    ([`RestingPlace`]) it is that server, once it is back, and none other before;
     /// 2. a region with K members, one of them Leaving, gains one that replaces it;
     ///
-    /// then, within each subspace, balance over the n Available servers: with `ceil` and
+    /// then, within each subspace of a space where no server rests, balance over the n
+    /// Available servers: with `ceil` and
     /// `floor` of `regions * K / n`, a region moves (a transfer replacing the donor) from a
     /// server holding more than `ceil` to one holding fewer than `ceil`, or from one holding
     /// more than `floor` to one holding fewer than `floor`, for as long as such a pair and a
@@ -864,6 +978,23 @@ impl ClusterState {
                         Some(l) => Some(*l),
                         None => continue,
                     };
+                    // A place kept for a resting server: it is filled by that server once it
+                    // is back, and by no other meanwhile.
+                    let location = (SubspaceId(subspace as u16), RegionIndex(region as u32));
+                    match returning(space, location, &states) {
+                        Return::NoPlace => {}
+                        Return::Waiting => continue,
+                        Return::Back(to) => {
+                            if !load.target_full(to) {
+                                space.resting.retain(|p| {
+                                    (p.subspace, p.region, p.server) != (location.0, location.1, to)
+                                });
+                                load.start(space, id, subspace, region, to, None);
+                                *busy = true;
+                            }
+                            continue;
+                        }
+                    }
                     let target = available
                         .iter()
                         .filter(|s| !set.contains(s) && !load.target_full(**s))
@@ -873,9 +1004,11 @@ impl ClusterState {
                         *busy = true;
                     }
                 }
-                // Balance.
+                // Balance, once no server is away from this space or on its way back
+                // (balancing without it would move regions it comes back to; its
+                // leadership too).
                 let n = available.len();
-                if n == 0 {
+                if n == 0 || !space.resting.is_empty() {
                     continue;
                 }
                 let (ceil, floor) = ((regions * k).div_ceil(n) as u64, (regions * k / n) as u64);
@@ -1263,6 +1396,47 @@ pub fn remove_from_replica_sets(spaces: &mut [SpaceConfig], id: ServerId) -> boo
         space.forget_departed();
     }
     changed
+}
+
+/// What a region short of members waits for.
+enum Return {
+    /// No server rests in it: it gains a replica as any region does.
+    NoPlace,
+    /// A server rests in it and none is back yet.
+    Waiting,
+    /// This server is back to its place (the smallest id if several are).
+    Back(ServerId),
+}
+
+fn returning(
+    space: &SpaceConfig,
+    (subspace, region): (SubspaceId, RegionIndex),
+    states: &HashMap<ServerId, ServerState>,
+) -> Return {
+    let mut waiting = false;
+    for p in space
+        .resting
+        .iter()
+        .filter(|p| (p.subspace, p.region) == (subspace, region))
+    {
+        match states.get(&p.server) {
+            Some(ServerState::Available) => return Return::Back(p.server),
+            Some(ServerState::Resting) => waiting = true,
+            _ => {}
+        }
+    }
+    if waiting {
+        Return::Waiting
+    } else {
+        Return::NoPlace
+    }
+}
+
+/// Drops every place kept for `id` ([`RestingPlace`]): it is not coming back to them.
+fn forget_places(spaces: &mut [SpaceConfig], id: ServerId) {
+    for space in spaces {
+        space.resting.retain(|p| p.server != id);
+    }
 }
 
 /// Whether `id` is a member of any replica set.

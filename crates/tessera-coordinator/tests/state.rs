@@ -1883,6 +1883,8 @@ enum Step {
     Complete(usize),
     /// The n-th server is decommissioned.
     Decommission(usize),
+    /// The n-th server rests at its current incarnation.
+    Rest(usize),
     /// The n-th server (mod their number) reports, at its current incarnation, the key
     /// regions `r` with `r % m == n % m` of the n-th build under way (mod their number)
     /// backfilled, with one region repeated, one of a wrong `since` and one out of range.
@@ -1898,6 +1900,7 @@ impl Step {
             | Step::Restart(_)
             | Step::Complete(_)
             | Step::Decommission(_)
+            | Step::Rest(_)
             | Step::Backfill(..)
                 if st.servers.is_empty() =>
             {
@@ -1978,6 +1981,10 @@ impl Step {
             Step::Decommission(n) => Command::Decommission {
                 id: nth(*n).info.id,
             },
+            Step::Rest(n) => Command::Rest {
+                id: nth(*n).info.id,
+                incarnation: nth(*n).incarnation,
+            },
         }
     }
 }
@@ -1994,6 +2001,8 @@ fn step() -> impl Strategy<Value = Step> {
         2 => (0usize..8).prop_map(Step::Restart),
         5 => (0usize..8).prop_map(Step::Complete),
         1 => (0usize..8).prop_map(Step::Decommission),
+        3 => (0usize..8).prop_map(Step::Rest),
+        1 => (1u64..8, 0u64..3).prop_map(|(id, i)| Step::Apply(Command::Rest { id: ServerId(id), incarnation: i })),
         4 => (0u8..4, 0usize..ALTER_ATTRIBUTES.len()).prop_map(|(n, a)| Step::Apply(Command::AlterSpace {
             name: format!("s{n}"),
             change: SpaceChange::AddSubspace { attributes: ALTER_ATTRIBUTES[a].iter().map(|s| s.to_string()).collect() },
@@ -2074,11 +2083,11 @@ fn check_state(st: &ClusterState) -> Result<(), TestCaseError> {
         prop_assert_eq!(d.len(), set.len(), "members are distinct: {:?}", set);
         for id in set {
             prop_assert!(state(*id).is_some(), "{:?} is registered", id);
-            if state(*id) == Some(ServerState::Offline) {
+            if state(*id).is_some_and(away) {
                 prop_assert_eq!(
                     set,
                     &[*id][..],
-                    "offline {:?} is only in sets of its own",
+                    "offline or resting {:?} is only in sets of its own",
                     id
                 );
             }
@@ -2127,6 +2136,23 @@ fn check_state(st: &ClusterState) -> Result<(), TestCaseError> {
             sets(st).iter().any(|set| set.contains(&s.info.id)),
             "a Leaving server that holds nothing is gone"
         );
+    }
+    // Places wait in regions short of members, for a server resting or back.
+    for space in &st.spaces {
+        let k = space.schema.replicas() as usize;
+        for p in &space.resting {
+            let set = space.replicas_of(p.subspace, p.region);
+            prop_assert!(set.len() < k, "{:?} waits in a full region {:?}", p, set);
+            prop_assert!(
+                matches!(
+                    state(p.server),
+                    Some(ServerState::Resting | ServerState::Available)
+                ),
+                "{:?} waits for a server {:?}",
+                p,
+                state(p.server)
+            );
+        }
     }
     // Planned: planning again finds nothing to do.
     let mut again = st.clone();
@@ -2274,6 +2300,18 @@ fn check_removed(
     Ok(())
 }
 
+/// Whether a server in `state` is away: it left the replica sets it could leave.
+fn away(state: ServerState) -> bool {
+    matches!(state, ServerState::Offline | ServerState::Resting)
+}
+
+/// Whether some region keeps a place for `id`.
+fn places_of(st: &ClusterState, id: ServerId) -> bool {
+    st.spaces
+        .iter()
+        .any(|s| s.resting.iter().any(|p| p.server == id))
+}
+
 /// Completes every transfer under way, one report per target; returns how many there were.
 fn complete_all(st: &mut ClusterState) -> usize {
     let mut targets: Vec<ServerId> = st
@@ -2369,12 +2407,12 @@ fn check_settled(st: &ClusterState) -> Result<(), TestCaseError> {
     Ok(())
 }
 
-/// Brings every Offline server back (registering again at its incarnation).
+/// Brings every Offline or Resting server back (registering again at its incarnation).
 fn bring_back(st: &mut ClusterState) -> Result<(), TestCaseError> {
     let offline: Vec<RegisteredServer> = st
         .servers
         .iter()
-        .filter(|s| s.info.state == ServerState::Offline)
+        .filter(|s| away(s.info.state))
         .cloned()
         .collect();
     for s in offline {
@@ -2461,6 +2499,7 @@ fn check_command(
         }
         (Command::MarkOffline { id, .. }, Ok(outcome)) => {
             prop_assert_eq!(outcome, &CommandOutcome::MarkedOffline { id: *id });
+            prop_assert!(!places_of(st, *id), "no place waits for an Offline server");
             let was = before.server(*id).unwrap().info.state;
             prop_assert!(was != ServerState::Offline);
             match st.server(*id) {
@@ -2490,6 +2529,42 @@ fn check_command(
                 Some(s) => {
                     s.info.state == ServerState::Offline
                         && matches!(e, CommandError::AlreadyOffline(_))
+                }
+            };
+            prop_assert!(refused, "{:?} refused with {}", c, e);
+        }
+        (Command::Rest { id, .. }, Ok(CommandOutcome::Rested { id: rested, places })) => {
+            prop_assert_eq!(rested, id);
+            prop_assert_eq!(st.server(*id).unwrap().info.state, ServerState::Resting);
+            check_removed(before, st, *id)?;
+            // Every region it left that is short of K waits for it, and nothing else.
+            let mut expected = 0;
+            for (space, sub, region) in regions(before) {
+                let (b, a) = (space_by_id(before, space).unwrap(), space_by_id(st, space).unwrap());
+                let k = a.schema.replicas() as usize;
+                let left = b.holds(sub, region, *id) && !a.holds(sub, region, *id);
+                let short = a.replicas_of(sub, region).len() < k;
+                // A place kept from an earlier rest stays too (planning off, nothing filled it).
+                let kept = b.rests_in(sub, region, *id) && short;
+                prop_assert_eq!(a.rests_in(sub, region, *id), left && short || kept);
+                expected += usize::from(left && short);
+            }
+            prop_assert_eq!(*places as usize, expected);
+            for a in &st.servers {
+                if a.info.id != *id {
+                    prop_assert_eq!(Some(a), before.server(a.info.id), "others are untouched");
+                }
+            }
+        }
+        (Command::Rest { id, incarnation }, Err(e)) => {
+            let refused = match before.server(*id) {
+                None => matches!(e, CommandError::UnknownServer(_)),
+                Some(s) if s.incarnation != *incarnation => {
+                    matches!(e, CommandError::StaleServer { .. })
+                }
+                Some(s) => {
+                    s.info.state != ServerState::Available
+                        && matches!(e, CommandError::CannotRest { .. })
                 }
             };
             prop_assert!(refused, "{:?} refused with {}", c, e);
@@ -2680,7 +2755,7 @@ fn check_command(
                     prop_assert_eq!(server.unwrap().info.state, ServerState::Leaving)
                 }
                 Err(CommandError::OfflineHoldsRegions { .. }) => {
-                    prop_assert!(server.unwrap().info.state == ServerState::Offline && holds)
+                    prop_assert!(away(server.unwrap().info.state) && holds)
                 }
                 Err(CommandError::WouldUnderReplicate { .. }) => {
                     prop_assert!(
@@ -2698,9 +2773,8 @@ fn check_command(
                         before.plan_transfers || (!holds && *removed),
                         "nothing would move its regions"
                     );
-                    prop_assert!(
-                        was == ServerState::Offline && !holds || was == ServerState::Available
-                    );
+                    prop_assert!(away(was) && !holds || was == ServerState::Available);
+                    prop_assert!(!places_of(st, *id), "no place waits for a server leaving");
                     prop_assert_eq!(*removed, st.server(*id).is_none());
                     if !removed {
                         prop_assert_eq!(st.server(*id).unwrap().info.state, ServerState::Leaving);
@@ -3075,4 +3149,125 @@ fn made_by_splits(space: &SpaceConfig) -> Vec<bool> {
                     .any(|s| s.region as usize == r)
         })
         .collect()
+}
+
+/// Each region's members as a sorted list: who holds it, whatever the chain order.
+fn members(st: &ClusterState) -> Vec<Vec<ServerId>> {
+    sets(st)
+        .into_iter()
+        .map(|mut set| {
+            set.sort();
+            set
+        })
+        .collect()
+}
+
+/// Every transfer under way goes into `to`.
+fn transfers_only_into(st: &ClusterState, to: ServerId) -> bool {
+    st.spaces.iter().flat_map(|s| &s.transfers).all(|t| t.to == to)
+}
+
+/// A server that rests and comes back (restarted, a new incarnation) gets back exactly the
+/// regions it held, by transfers into it alone; no other server gains a region meanwhile.
+#[test]
+fn a_planned_restart_moves_no_region() {
+    let mut st = planning(with_servers(4));
+    st.apply(Command::AddSpace {
+        schema: schema("h", 2, 16, 1),
+    })
+    .unwrap();
+    settle(&mut st).unwrap();
+    let held = members(&st);
+    let id = ServerId(2);
+    let incarnation = st.server(id).unwrap().incarnation;
+    let out = st.apply(Command::Rest { id, incarnation }).unwrap();
+    let left = held.iter().filter(|set| set.contains(&id)).count() as u32;
+    assert_eq!(out, CommandOutcome::Rested { id, places: left });
+    assert_eq!(state_of(&st, id), ServerState::Resting);
+    assert!(st.spaces[0].transfers.is_empty(), "nothing moves while it rests");
+    assert!(!sets(&st).iter().any(|set| set.contains(&id)));
+    // Other commands plan meanwhile, and leave the places alone.
+    st.apply(Command::AddSpace {
+        schema: schema("g", 1, 4, 1),
+    })
+    .unwrap();
+    assert!(st.spaces.iter().all(|s| s.transfers.is_empty()));
+    assert_eq!(st.spaces[0].resting.len(), left as usize);
+    // Back, restarted.
+    let address = st.server(id).unwrap().info.address.clone();
+    st.apply(reg(1001, &address, incarnation + 1)).unwrap();
+    assert_eq!(state_of(&st, id), ServerState::Available);
+    let mut rounds = 0;
+    loop {
+        if !st.spaces[0].resting.is_empty() {
+            assert!(transfers_only_into(&st, id), "{:?}", st.spaces[0].transfers);
+        }
+        let done = refs_into(&st, id);
+        if done.is_empty() {
+            break;
+        }
+        let incarnation = incarnation + 1;
+        let backfilled = vec![];
+        st.apply(Command::CompleteTransfers {
+            id,
+            incarnation,
+            done,
+            backfilled,
+        })
+        .unwrap();
+        rounds += 1;
+    }
+    assert!(rounds >= 2, "at most {TRANSFERS_PER_SERVER_MAX} at a time");
+    for (before, now) in held.iter().zip(sets(&st)) {
+        assert_eq!(before.contains(&id), now.contains(&id), "{before:?} -> {now:?}");
+    }
+    // It comes back last in each chain, so it leads none of its key regions: leadership
+    // balancing then moves some (by transfers that copy them: not built to hand leadership
+    // back in place yet): a move, or a swap of regions, of the key subspace alone.
+    let space = &st.spaces[0];
+    for t in &space.transfers {
+        assert_eq!(t.subspace, SubspaceId::KEY);
+        assert!(t.replaces.is_some());
+    }
+}
+
+/// Past its grace period (the detector proposes `MarkOffline`), a resting server's places are
+/// dropped and its regions gain replicas elsewhere, as after a failure; a place also goes when
+/// the server is decommissioned, and a Resting server cannot rest again.
+#[test]
+fn a_rest_past_its_grace_is_a_failure() {
+    let mut st = planning(with_servers(4));
+    st.apply(Command::AddSpace {
+        schema: schema("h", 1, 8, 1),
+    })
+    .unwrap();
+    settle(&mut st).unwrap();
+    let id = ServerId(3);
+    let incarnation = st.server(id).unwrap().incarnation;
+    st.apply(Command::Rest { id, incarnation }).unwrap();
+    assert_eq!(
+        st.apply(Command::Rest { id, incarnation }),
+        Err(CommandError::CannotRest {
+            id,
+            state: ServerState::Resting
+        })
+    );
+    assert!(!st.spaces[0].resting.is_empty());
+    st.apply(Command::MarkOffline { id, incarnation }).unwrap();
+    assert!(st.spaces[0].resting.is_empty());
+    assert!(!st.spaces[0].transfers.is_empty(), "re-replication starts");
+    assert!(!transfers_only_into(&st, id));
+    settle(&mut st).unwrap();
+    assert!(!sets(&st).iter().any(|set| set.contains(&id)));
+
+    let other = ServerId(4);
+    let incarnation = st.server(other).unwrap().incarnation;
+    st.apply(Command::Rest {
+        id: other,
+        incarnation,
+    })
+    .unwrap();
+    st.apply(Command::Decommission { id: other }).unwrap();
+    assert!(st.server(other).is_none());
+    assert!(st.spaces[0].resting.is_empty());
 }
