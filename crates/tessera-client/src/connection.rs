@@ -99,6 +99,23 @@ impl Waiters {
         waiter
     }
 
+    /// Closes, answering every request in flight with `response` (see `read_frames`).
+    fn answer_all(&mut self, response: Response, epoch: Epoch) {
+        self.closed = true;
+        for (_, w) in self.by_id.drain() {
+            let answer = Ok((response.clone(), epoch));
+            match w {
+                Waiter::One(tx) => {
+                    let _ = tx.send(answer);
+                }
+                Waiter::Stream(tx) => {
+                    let _ = tx.send(answer);
+                }
+            }
+        }
+        self.idle_since = Some(Instant::now());
+    }
+
     fn fail_all(&mut self, make: impl Fn() -> ClientError) {
         self.closed = true;
         for (_, w) in self.by_id.drain() {
@@ -290,9 +307,15 @@ async fn read_frames(stream: tessera_protocol::tls::ReadHalf, waiters: Arc<Mutex
         };
         let mut w = waiters.lock().expect("waiters lock");
         if frame.id == 0 {
-            // About the connection, not one request: the server is closing it.
-            if let Response::Error(e) = frame.response {
-                w.fail_all(|| ClientError::from(e.clone()));
+            // About the connection, not one request: the server is closing it. A stopping
+            // server says `Unavailable` once it has answered everything it read: what is
+            // unanswered was not run, and gets that refusal as its answer (retried like any).
+            match frame.response {
+                Response::Error(e) if e.status == Status::Unavailable => {
+                    w.answer_all(Response::Error(e), frame.epoch)
+                }
+                Response::Error(e) => w.fail_all(|| ClientError::from(e.clone())),
+                _ => {}
             }
             continue;
         }

@@ -66,6 +66,26 @@ pub struct LeaseTuning {
     /// back), so that a server that dies before its first heartbeat is detected too. On by
     /// default: every server heartbeats from the moment it has registered.
     pub suspect_unheard: bool,
+    /// How long a server that announced a planned stop (`Request::RestServer`) rests before
+    /// the leader takes it offline, and its regions are re-replicated elsewhere, in
+    /// milliseconds.
+    pub rest_grace_ms: u64,
+    /// How long a server whose lease lapsed rests (its regions wait for it) before the leader
+    /// takes it offline, in milliseconds; 0 takes it offline at once.
+    pub down_grace_ms: u64,
+}
+
+impl LeaseTuning {
+    /// How long a server rests before it is taken offline: `planned` if known (the leader saw
+    /// the announcement or decided the rest itself), else the longer of the two graces (a
+    /// leader elected since cannot tell, and waits rather than moves data early).
+    fn grace(&self, planned: Option<bool>) -> Duration {
+        Duration::from_millis(match planned {
+            Some(true) => self.rest_grace_ms,
+            Some(false) => self.down_grace_ms,
+            None => self.rest_grace_ms.max(self.down_grace_ms),
+        })
+    }
 }
 
 impl Default for LeaseTuning {
@@ -74,9 +94,15 @@ impl Default for LeaseTuning {
             lease_ms: 1000,
             margin_ms: 500,
             suspect_unheard: true,
+            rest_grace_ms: 60_000,
+            down_grace_ms: 0,
         }
     }
 }
+
+/// How long a rest the detector decided or was told of waits for its command to apply before
+/// the detector forgets it (a proposal fails or is refused well within it).
+const REST_ON_ITS_WAY: Duration = Duration::from_secs(15);
 
 /// How often the leader's detector looks for silent servers.
 pub(crate) const TICK: Duration = Duration::from_millis(100);
@@ -113,6 +139,25 @@ struct Inner {
     tickets: u64,
     /// Servers whose removal was logged, so a decision retried is not logged again.
     announced: HashSet<(ServerId, u64)>,
+    /// Resting servers: since when this leader counts their rest, and whether it was planned
+    /// (unknown to a leader elected since).
+    resting: HashMap<ServerId, Resting>,
+}
+
+/// One resting server, as the detector counts its grace.
+struct Resting {
+    incarnation: u64,
+    since: Instant,
+    planned: Option<bool>,
+}
+
+/// What the detector proposes for a server it gives up on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Decision {
+    /// `Command::MarkOffline`: its regions are re-replicated.
+    Offline,
+    /// `Command::Rest`: its regions wait for it for the down grace.
+    Rest,
 }
 
 /// The outcome of the last leadership confirmation: when it started, and whether it held.
@@ -162,6 +207,7 @@ impl Detector {
                 removing: HashMap::new(),
                 tickets: 0,
                 announced: HashSet::new(),
+                resting: HashMap::new(),
             }),
             confirming: tokio::sync::Mutex::new(()),
             last_confirmation: Mutex::new(None),
@@ -175,6 +221,19 @@ impl Detector {
     pub(crate) fn stop_deciding(&self) {
         self.stopped_deciding
             .store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// `id` at `incarnation` announced a planned stop: its rest, once applied, lasts the
+    /// planned grace.
+    pub(crate) fn resting_on_purpose(&self, id: ServerId, incarnation: u64) {
+        lock(&self.inner).resting.insert(
+            id,
+            Resting {
+                incarnation,
+                since: Instant::now(),
+                planned: Some(true),
+            },
+        );
     }
 
     fn patience(&self) -> Duration {
@@ -301,28 +360,61 @@ impl Detector {
             .collect()
     }
 
-    /// Decides to take `id` offline unless that is under way; `cause` is logged once.
-    fn decide(self: &Arc<Self>, inner: &mut Inner, id: ServerId, incarnation: u64, cause: String) {
+    /// Decides to take `id` out of the chains (offline, or resting) unless that is under way;
+    /// `cause` is logged once.
+    fn decide(
+        self: &Arc<Self>,
+        inner: &mut Inner,
+        (id, incarnation): (ServerId, u64),
+        decision: Decision,
+        cause: String,
+    ) {
         if inner.removing.contains_key(&id) {
             return;
         }
         inner.tickets += 1;
         let ticket = inner.tickets;
         inner.removing.insert(id, ticket);
+        let (verb, command) = match decision {
+            Decision::Offline => (
+                "taking server {id} offline",
+                Command::MarkOffline { id, incarnation },
+            ),
+            Decision::Rest => {
+                let planned = Some(false);
+                let since = Instant::now();
+                inner.resting.insert(
+                    id,
+                    Resting {
+                        incarnation,
+                        since,
+                        planned,
+                    },
+                );
+                (
+                    "letting server {id} rest",
+                    Command::Rest { id, incarnation },
+                )
+            }
+        };
+        let verb = verb.replace("{id}", &id.to_string());
         if inner.announced.insert((id, incarnation)) {
-            tracing::warn!(server = %id, incarnation, "taking server {id} offline: {cause}");
+            tracing::warn!(server = %id, incarnation, "{verb}: {cause}");
         }
         let this = self.clone();
         self.tracker.spawn(async move {
-            let result = this.raft.client_write(Command::MarkOffline { id, incarnation }).await;
+            let result = this.raft.client_write(command).await;
             match result {
                 Ok(r) => match r.data.outcome {
                     Some(Ok(CommandOutcome::MarkedOffline { .. })) => {
                         tracing::info!(server = %id, epoch = r.data.epoch.0, "server {id} is offline")
                     }
-                    other => tracing::debug!(server = %id, ?other, "taking server {id} offline changed nothing"),
+                    Some(Ok(CommandOutcome::Rested { places, .. })) => {
+                        tracing::info!(server = %id, epoch = r.data.epoch.0, places, "server {id} rests: its regions wait for it")
+                    }
+                    other => tracing::debug!(server = %id, ?other, "{verb} changed nothing"),
                 },
-                Err(e) => tracing::debug!(server = %id, error = %e, "could not propose taking server {id} offline"),
+                Err(e) => tracing::debug!(server = %id, error = %e, "could not propose {verb}"),
             }
             // Settled: applied (its state now says Offline), refused, or not proposed (the
             // detector decides again next tick if it still leads).
@@ -348,12 +440,8 @@ impl Detector {
             return;
         }
         let mut inner = lock(&self.inner);
-        self.decide(
-            &mut inner,
-            id,
-            incarnation,
-            "it reported a storage failure".into(),
-        );
+        let cause = "it reported a storage failure".into();
+        self.decide(&mut inner, (id, incarnation), Decision::Offline, cause);
     }
 
     /// One look: follows leadership changes, then takes silent servers offline.
@@ -382,6 +470,9 @@ impl Detector {
             inner.leading = Some((term, now));
             for w in inner.servers.values_mut() {
                 w.since = w.since.max(now);
+            }
+            for r in inner.resting.values_mut() {
+                r.since = r.since.max(now);
             }
             inner.removing.clear();
             tracing::info!(
@@ -422,6 +513,9 @@ impl Detector {
             if !available {
                 watch.available = false;
                 inner.announced.retain(|(s, _)| *s != id);
+                if s.info.state == ServerState::Resting {
+                    self.watch_rest(inner, (id, incarnation), now);
+                }
                 continue;
             }
             if !watch.available {
@@ -447,8 +541,55 @@ impl Detector {
                 ),
                 None => format!("never heard from in {} ms as leader", silent.as_millis()),
             };
-            self.decide(inner, id, incarnation, cause);
+            let decision = if self.tuning.down_grace_ms > 0 {
+                Decision::Rest
+            } else {
+                Decision::Offline
+            };
+            self.decide(inner, (id, incarnation), decision, cause);
         }
+        // Rests of servers no longer resting (back, offline, gone) are forgotten; one just
+        // announced or decided is kept while its command is on its way.
+        inner.resting.retain(|id, r| {
+            let resting = state.server(*id).is_some_and(|s| {
+                s.info.state == ServerState::Resting && s.incarnation == r.incarnation
+            });
+            resting || now.saturating_duration_since(r.since) < REST_ON_ITS_WAY
+        });
+    }
+
+    /// Counts a Resting server's grace from when this leader first saw it rest (or, for a
+    /// rest it decided or was told of, from then), and takes it offline once the grace is
+    /// over: its regions are then re-replicated elsewhere.
+    fn watch_rest(
+        self: &Arc<Self>,
+        inner: &mut Inner,
+        (id, incarnation): (ServerId, u64),
+        now: Instant,
+    ) {
+        let rest = inner.resting.entry(id).or_insert(Resting {
+            incarnation,
+            since: now,
+            planned: None,
+        });
+        if rest.incarnation != incarnation {
+            *rest = Resting {
+                incarnation,
+                since: now,
+                planned: None,
+            };
+        }
+        let grace = self.tuning.grace(rest.planned);
+        let rested = now.saturating_duration_since(rest.since);
+        if rested <= grace {
+            return;
+        }
+        let cause = format!(
+            "it has rested for {} s, past its grace period of {} s",
+            rested.as_secs(),
+            grace.as_secs()
+        );
+        self.decide(inner, (id, incarnation), Decision::Offline, cause);
     }
 }
 

@@ -420,6 +420,11 @@ async fn handle(shared: &Arc<Shared>, request: Request, received: Instant) -> Re
         Request::Decommission { server } => {
             write(shared, Command::Decommission { id: server }).await
         }
+        Request::RestServer {
+            server,
+            token,
+            incarnation,
+        } => rest_server(shared, (server, token, incarnation)).await,
         _ => error(Status::Malformed, "that request is for a server"),
     }
 }
@@ -544,6 +549,31 @@ async fn transfers_done(
             done,
             backfilled,
         },
+    )
+    .await
+}
+
+/// A server stops for a planned restart: it rests ([`Command::Rest`]), and the answer waits
+/// until the other servers act on the configuration without it, so that it may stop then
+/// without a write being sent to it.
+async fn rest_server(
+    shared: &Arc<Shared>,
+    (server, token, incarnation): (ServerId, u128, u64),
+) -> Response {
+    if let Err(refused) = detector::identify(&shared.detector, server, token, incarnation) {
+        return refused;
+    }
+    shared.detector.resting_on_purpose(server, incarnation);
+    let what = format!("server {server} rests");
+    let lagging = ("still sends to it", "still send to it");
+    write_acknowledged(
+        shared,
+        Command::Rest {
+            id: server,
+            incarnation,
+        },
+        &what,
+        lagging,
     )
     .await
 }

@@ -644,7 +644,9 @@ impl ClusterState {
                     places += 1;
                 }
             }
-            space.resting.sort_by_key(|p| (p.subspace, p.region, p.server));
+            space
+                .resting
+                .sort_by_key(|p| (p.subspace, p.region, p.server));
         }
         self.bump();
         Ok(CommandOutcome::Rested { id, places })
@@ -846,7 +848,8 @@ impl ClusterState {
     pub fn plan(&mut self) {
         self.drop_stale_places();
         if self.plan_transfers {
-            let places = |st: &ClusterState| st.spaces.iter().map(|s| s.resting.len()).sum::<usize>();
+            let places =
+                |st: &ClusterState| st.spaces.iter().map(|s| s.resting.len()).sum::<usize>();
             let before = places(self);
             self.start_transfers();
             // A server back to its last places frees its space for balance, which waits for
@@ -904,8 +907,9 @@ impl ClusterState {
     /// with no transfer in the way, every server holds between `floor` and `ceil`. (A target
     /// counts as holding its region, the member it replaces does not.)
     ///
-    /// Last, in a space's key subspace once it is quiet (balanced, nothing moving, no server
-    /// leaving it), point leadership: see [`balance_leadership`].
+    /// Last, in the key subspace of a space whose key regions split, once it is quiet
+    /// (balanced, nothing moving, no server leaving it), point leadership: see
+    /// [`balance_leadership`].
     ///
     /// A target is an Available server not in the set: the one holding the fewest regions of
     /// the subspace, then the fewest over the cluster, then the smallest id; balance takes the
@@ -1056,7 +1060,12 @@ impl ClusterState {
                     busy[region] = true;
                 }
                 // Leadership moves only in a quiet key subspace: balanced, nothing moving, no
-                // server leaving it.
+                // server leaving it; and only in a space whose key regions split, which gave
+                // every new region the split one's leader. A move copies a region (see
+                // `LeadershipMove`) and ends its leader's writes in flight with an unknown
+                // outcome: the skew a failure or a rest leaves (a server back in its regions
+                // comes last in their chains) is not worth that.
+                let split = !space.schema.key_splits.is_empty();
                 let quiet = || {
                     !busy.contains(&true)
                         && available
@@ -1067,7 +1076,7 @@ impl ClusterState {
                             .flatten()
                             .all(|s| !leaving(s))
                 };
-                if subspace == SubspaceId::KEY.get() && k >= 2 && quiet() {
+                if subspace == SubspaceId::KEY.get() && k >= 2 && split && quiet() {
                     let bounds = (floor, ceil);
                     balance_leadership(space, id, &available, &alive, &mut busy, &mut load, bounds);
                 }

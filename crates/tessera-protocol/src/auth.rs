@@ -65,6 +65,7 @@ impl Request {
             Request::RegisterServer { .. }
             | Request::Heartbeat { .. }
             | Request::TransfersDone { .. }
+            | Request::RestServer { .. }
             | Request::PeerHello { .. } => Access::Cluster,
         }
     }

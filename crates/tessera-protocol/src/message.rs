@@ -279,6 +279,16 @@ pub enum Request {
     Statistics {
         space: String,
     },
+    /// To a coordinator, from a server that stops for a planned restart: take it out of the
+    /// chains, keeping its regions for it (`ServerState::Resting`), instead of re-replicating
+    /// them once its lease lapses. Answered by `Done` once every live server acts on the
+    /// configuration without it (or `Timeout` naming those that do not yet); refused like
+    /// `Heartbeat`, and with `CmpFail` for a server that is not Available.
+    RestServer {
+        server: ServerId,
+        token: u128,
+        incarnation: u64,
+    },
 }
 
 impl Request {
@@ -314,6 +324,7 @@ impl Request {
             Request::ClusterProof { .. } => "cluster_proof",
             Request::RegionCounts { .. } => "region_counts",
             Request::Statistics { .. } => "statistics",
+            Request::RestServer { .. } => "rest_server",
         }
     }
 }
@@ -327,6 +338,7 @@ impl Request {
             | Request::RegisterServer { .. }
             | Request::Heartbeat { .. }
             | Request::TransfersDone { .. }
+            | Request::RestServer { .. }
             | Request::Decommission { .. }
             | Request::WaitConfig { .. }
             | Request::CoordinatorStatus

@@ -83,6 +83,10 @@ const TICK: Duration = Duration::from_millis(50);
 /// chain their acknowledgements come back from the peers, normally within milliseconds. Under
 /// the connections' drain (`connection::DRAIN_MAX`), so the answers still go out.
 const STOP_DRAIN_MAX: Duration = Duration::from_secs(3);
+/// How long a drained stopping loop goes on as a hop of its peers' chains, at most, waiting
+/// to be released (`Shared::release`): the planned stop's announcement takes a Raft commit and
+/// the other servers' next heartbeats (`Server::stop`).
+const STOP_MAX: Duration = Duration::from_secs(10);
 
 /// Starts the chain loop on its own thread. `incarnation` grows with every start of the
 /// process; `previous` is the configuration persisted before this start, if the server acted
@@ -144,7 +148,9 @@ pub fn spawn(
 pub async fn tick(shared: Arc<Shared>) {
     let mut interval = tokio::time::interval(TICK);
     interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    while !shared.is_shutting_down() {
+    // Until the loop itself stops: a stopping loop waits on its clock too (for its peers'
+    // acknowledgements, and to be released).
+    loop {
         interval.tick().await;
         if !shared.chain.tick() {
             return;
@@ -403,13 +409,21 @@ impl ChainLoop {
     /// Whether a stopping loop may return: the writes clients wait for are answered (a
     /// standalone server answers them all in its last fsync; a cluster server waits for its
     /// peers' acknowledgements, the ticks waking it meanwhile), or it has waited
-    /// [`STOP_DRAIN_MAX`]. Connections then close with what is still unanswered.
+    /// [`STOP_DRAIN_MAX`]; and the server released it (`Shared::release`: until then it goes
+    /// on as a hop of its peers' chains), or it has waited [`STOP_MAX`]. Connections then
+    /// close with what is still unanswered.
     fn finished_stopping(&self) -> bool {
-        self.stopping.is_some_and(|since| {
-            self.view.mode == Mode::Standalone
-                || (self.waiting.is_empty() && self.held.is_empty())
-                || since.elapsed() >= STOP_DRAIN_MAX
-        })
+        let Some(since) = self.stopping else {
+            return false;
+        };
+        let answered =
+            self.view.mode == Mode::Standalone || (self.waiting.is_empty() && self.held.is_empty());
+        if answered {
+            self.shared.mark_drained();
+        }
+        let released = self.shared.is_released();
+        let waited = since.elapsed();
+        (released && (answered || waited >= STOP_DRAIN_MAX)) || waited >= STOP_MAX
     }
 
     /// Asks the fsync thread for the fsync the rounds written so far need, unless more inputs

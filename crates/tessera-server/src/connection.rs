@@ -105,6 +105,20 @@ impl Drop for Open {
     }
 }
 
+/// Tells the client that this stopping server closes the connection having answered every
+/// request it read: a frame about the connection (id 0) saying `Unavailable`. Whatever the
+/// client sent and has no answer for was not run (the server reads nothing more), so the
+/// client answers those requests with this refusal itself, and retries them elsewhere as it
+/// retries any `Unavailable`. Sent only once nothing is in flight here.
+fn say_goodbye(outbox: &Outbox, epoch: tessera_types::Epoch) {
+    let goodbye = ErrorReply::new(
+        Status::Unavailable,
+        "the server is stopping: the requests it did not answer on this connection were not \
+         run; send them again",
+    );
+    outbox.send_nowait(0, epoch, Response::Error(goodbye), None);
+}
+
 /// Serves one connection; `slot` is its place under the connection cap, let go once it proves
 /// the cluster secret.
 pub async fn serve(shared: Arc<Shared>, tcp: TcpStream, (limits, slot): (ConnectionLimits, Slot)) {
@@ -129,12 +143,14 @@ pub async fn serve(shared: Arc<Shared>, tcp: TcpStream, (limits, slot): (Connect
         let next = if shared.is_shutting_down() {
             // Stopping: what the client sent is still read, and refused as retryable (`route`);
             // the connection closes once nothing is in flight and nothing more has come for a
-            // moment (a request still on the wire then gets no answer).
+            // moment, with a goodbye that tells the client a request still on the wire was
+            // not run (`say_goodbye`).
             tokio::select! {
                 biased;
                 next = next_frame(&mut frames, &limits, idle) => next,
                 () = tokio::time::sleep(STOPPING_QUIET) => {
                     if idle() {
+                        say_goodbye(&outbox, shared.view().epoch());
                         break;
                     }
                     continue;

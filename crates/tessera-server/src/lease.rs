@@ -208,7 +208,8 @@ impl Link {
 /// server acts on (`epoch()`: the coordinators answer a space change once every server acts on
 /// it). Renews `lease` when a reply grants it (`leader: true`, `state` Available or Leaving —
 /// a server being decommissioned serves until its regions have moved — and `failed` unset).
-/// When the coordinators say the server is Offline and it has not failed, registers it again
+/// When the coordinators say the server is Offline (or Resting, unless `resting()`: it
+/// announced a planned stop) and it has not failed, registers it again
 /// (same token and incarnation) so it becomes Available; it then holds no regions until
 /// re-replication gives it some. When `failed` is set, ends the lease for good (the heartbeats then report the
 /// failure). When the coordinators know a newer incarnation of this server, ends the lease for
@@ -223,7 +224,7 @@ pub async fn keep_lease(
     lease: Arc<Lease>,
     failed: Arc<AtomicBool>,
     epoch: impl Fn() -> Epoch,
-    stop: impl Fn() -> bool,
+    (stop, resting): (impl Fn() -> bool, impl Fn() -> bool),
 ) {
     let mut links = Link::to_each(coordinators);
     let mut period = FIRST_PERIOD;
@@ -298,8 +299,14 @@ pub async fn keep_lease(
                 interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
                 interval.tick().await;
             }
-            if r.state == ServerState::Offline && !failed_now && !logged_stale {
-                tracing::warn!(server = %server, epoch = r.epoch.0, "the coordinators took this server offline; registering again");
+            let away = match r.state {
+                ServerState::Offline => true,
+                // A rest it did not announce: its lease lapsed (a pause, a cut network).
+                ServerState::Resting => !resting(),
+                _ => false,
+            };
+            if away && !failed_now && !logged_stale {
+                tracing::warn!(server = %server, epoch = r.epoch.0, state = ?r.state, "the coordinators took this server out of the chains; registering again");
                 register_again(
                     &mut links,
                     token,
@@ -529,7 +536,7 @@ mod tests {
                 lease,
                 failed,
                 || Epoch(3),
-                move || stop2.load(Ordering::SeqCst),
+                (move || stop2.load(Ordering::SeqCst), || false),
             ));
             (stop, task)
         };

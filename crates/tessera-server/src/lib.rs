@@ -122,9 +122,33 @@ impl ServerOptions {
     }
 }
 
+/// How a server leaves when it stops.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Departure {
+    /// A planned restart: a cluster server tells the coordinators it rests
+    /// (`Request::RestServer`), so its chains go on without it and its regions wait for it
+    /// rather than being copied elsewhere; it stops once the other servers act on that.
+    Rest,
+    /// The whole cluster stops (`tessera dev --servers N`): nothing to tell anyone.
+    Quiet,
+}
+
+/// How long a stopping server waits for the coordinators to take it out of the chains.
+const REST_ANNOUNCE_MAX: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Who a cluster server is to the coordinators, to announce its rest.
+struct Announcer {
+    coordinators: coordination::Coordinators,
+    me: tessera_types::ServerId,
+    token: u128,
+    incarnation: u64,
+}
+
 /// A bound, running server. Dropping it does not stop it: call [`Server::shutdown`].
 pub struct Server {
     local_addr: SocketAddr,
+    /// A cluster server's way to announce a planned stop.
+    announcer: Option<Announcer>,
     shared: Arc<state::Shared>,
     accept: tokio::task::JoinHandle<()>,
     chain: Option<std::thread::JoinHandle<()>>,
@@ -234,17 +258,25 @@ impl Server {
             runtime,
         );
         let mut tasks = vec![tokio::spawn(chain::tick(shared.clone()))];
-        let lease_keeper = match (&options.cluster, &coordinators, reported) {
+        let (lease_keeper, announcer) = match (&options.cluster, &coordinators, reported) {
             (Some(c), Some(coordinators), Some(reported)) => {
+                let token = coordination::load_or_make_token(&options.data_dir)?;
                 let member = Member {
                     me,
                     incarnation,
                     address: coordination::advertised(c, local_addr)?,
-                    token: coordination::load_or_make_token(&options.data_dir)?,
+                    token,
                 };
-                Some(follow_cluster(&shared, coordinators, member, reported, &mut tasks).await?)
+                let announcer = Announcer {
+                    coordinators: coordinators.clone(),
+                    me,
+                    token,
+                    incarnation,
+                };
+                let keeper = follow_cluster(&shared, coordinators, member, reported, &mut tasks);
+                (Some(keeper.await?), Some(announcer))
             }
-            _ => None,
+            _ => (None, None),
         };
         let limits = options
             .limits
@@ -253,6 +285,7 @@ impl Server {
         tracing::info!(%local_addr, data_dir = %options.data_dir.display(), "serving");
         Ok(Server {
             local_addr,
+            announcer,
             shared,
             accept,
             chain: Some(chain),
@@ -302,13 +335,32 @@ impl Server {
         self.shared.store.inject_failure();
     }
 
+    /// Stops for a planned restart: [`Server::stop`] with [`Departure::Rest`].
+    pub async fn shutdown(self) {
+        self.stop(Departure::Rest).await
+    }
+
     /// Stops: refuses new requests and connections, lets the chain loop answer the writes it
-    /// has (their group commit included), waits until every connection has written out its
-    /// answers in flight and closed (at most 5 s: `connection::DRAIN_MAX`), then stops its tasks
-    /// and waits until the store is closed (so the data directory can be opened again). An idle
-    /// server stops within milliseconds.
-    pub async fn shutdown(mut self) {
+    /// has (their group commit included); a cluster server leaving for a rest then tells the
+    /// coordinators and goes on as a hop of its peers' chains until they act on a
+    /// configuration without it (at most [`REST_ANNOUNCE_MAX`]). Then it waits until every
+    /// connection has written out its answers in flight and closed (at most 5 s:
+    /// `connection::DRAIN_MAX`), stops its tasks and waits until the store is closed (so the
+    /// data directory can be opened again). An idle server stops within milliseconds; a
+    /// cluster server announcing its rest within a heartbeat or two.
+    pub async fn stop(mut self, departure: Departure) {
+        let announcer = self
+            .announcer
+            .take()
+            .filter(|_| departure == Departure::Rest);
+        if announcer.is_some() {
+            self.shared.rest_on_purpose();
+        }
         self.shared.shutdown();
+        if let Some(announcer) = announcer {
+            self.announce_rest(announcer).await;
+        }
+        self.shared.release();
         if let Some(w) = self.chain.take() {
             let _ = tokio::task::spawn_blocking(move || w.join()).await;
         }
@@ -334,6 +386,40 @@ impl Server {
             tokio::time::sleep(std::time::Duration::from_millis(10)).await;
         }
         tracing::warn!("the store is still in use 5 s after shutdown");
+    }
+}
+
+impl Server {
+    /// Once the chain loop has answered its clients' writes, tells the coordinators this
+    /// server rests, and waits for their answer: given once the other servers act on the
+    /// configuration without it. Bounded by [`REST_ANNOUNCE_MAX`]; a refusal or no answer
+    /// leaves the rest to the failure detector (the lease lapses).
+    async fn announce_rest(&self, a: Announcer) {
+        let started = tokio::time::Instant::now();
+        while !self.shared.is_drained() && started.elapsed() < REST_ANNOUNCE_MAX {
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
+        let request = tessera_protocol::Request::RestServer {
+            server: a.me,
+            token: a.token,
+            incarnation: a.incarnation,
+        };
+        let left = REST_ANNOUNCE_MAX.saturating_sub(started.elapsed());
+        let asked = coordination::ask_coordinators(&a.coordinators, request);
+        match tokio::time::timeout(left, asked).await {
+            Ok(Ok(tessera_protocol::Response::Done)) => {
+                tracing::info!(server = %a.me, "resting: the coordinators keep its regions for it")
+            }
+            Ok(Ok(other)) => {
+                tracing::warn!(server = %a.me, ?other, "the coordinators did not take the rest; stopping anyway")
+            }
+            Ok(Err(e)) => {
+                tracing::warn!(server = %a.me, error = %e, "no coordinator took the rest; stopping anyway")
+            }
+            Err(_) => {
+                tracing::warn!(server = %a.me, "no answer to the rest in time; stopping anyway")
+            }
+        }
     }
 }
 
@@ -378,7 +464,9 @@ async fn follow_cluster(
         move |done| transfers::may_be_under_way(&viewing.view().config, me, done),
         move || stopping.is_shutting_down(),
     )));
-    let (viewing, stopping) = (shared.clone(), shared.clone());
+    let (viewing, released, resting) = (shared.clone(), shared.clone(), shared.clone());
+    // Heartbeats go on while a stopping server drains and announces its rest: until then it
+    // serves as a hop of its peers' chains, and must not look failed.
     let keeping = lease::keep_lease(
         coordinators.clone(),
         me,
@@ -388,7 +476,10 @@ async fn follow_cluster(
         shared.lease.clone(),
         shared.storage_failed_flag(),
         move || viewing.view().epoch(),
-        move || stopping.is_shutting_down(),
+        (
+            move || released.is_released(),
+            move || resting.rests_on_purpose(),
+        ),
     );
     let keeper = lease::LeaseKeeper::start(keeping).map_err(ServerError::Io)?;
     for _ in 0..100 {

@@ -55,6 +55,12 @@ pub struct Shared {
     /// Cancelled by [`Shared::shutdown`]: what the accept loop and each connection's reader
     /// wait on, to stop taking requests and let the answers in flight go out.
     stopping: CancellationToken,
+    /// The stages of a stop (see `Server::stop`): the chain loop answered what clients wait
+    /// for; it may return (until then it goes on as a hop of its peers' chains); this server
+    /// announced a planned stop, so the heartbeats do not register it again.
+    drained: AtomicBool,
+    released: AtomicBool,
+    resting: AtomicBool,
     storage_failed: Arc<AtomicBool>,
     /// This server's lease with the coordinators: while it has lapsed, the server answers no
     /// get, search or write (another server may lead its keys by now). Always valid standalone.
@@ -96,6 +102,9 @@ impl Shared {
             chain,
             shutting_down: AtomicBool::new(false),
             stopping: CancellationToken::new(),
+            drained: AtomicBool::new(false),
+            released: AtomicBool::new(false),
+            resting: AtomicBool::new(false),
             storage_failed: Arc::new(AtomicBool::new(false)),
             lease,
             trace: Trace::default(),
@@ -207,6 +216,36 @@ impl Shared {
 
     pub fn is_shutting_down(&self) -> bool {
         self.shutting_down.load(Ordering::SeqCst)
+    }
+
+    /// Set by a stopping chain loop once the writes clients wait for are answered.
+    pub fn mark_drained(&self) {
+        self.drained.store(true, Ordering::SeqCst);
+    }
+
+    pub fn is_drained(&self) -> bool {
+        self.drained.load(Ordering::SeqCst)
+    }
+
+    /// Lets a stopping chain loop return once drained: nothing is left for it to do as a hop
+    /// of other servers' chains (they act on a configuration without this server, or the
+    /// whole cluster stops).
+    pub fn release(&self) {
+        self.released.store(true, Ordering::SeqCst);
+    }
+
+    pub fn is_released(&self) -> bool {
+        self.released.load(Ordering::SeqCst)
+    }
+
+    /// This server announces a planned stop: heartbeats answered `Resting` are expected, and
+    /// do not make it register again.
+    pub fn rest_on_purpose(&self) {
+        self.resting.store(true, Ordering::SeqCst);
+    }
+
+    pub fn rests_on_purpose(&self) -> bool {
+        self.resting.load(Ordering::SeqCst)
     }
 
     /// Resolves once [`Shared::shutdown`] was called.

@@ -195,6 +195,7 @@ pub fn validate(frame: RequestFrame, view: &View) -> Result<Job, ErrorReply> {
         Request::RegisterServer { .. }
         | Request::Heartbeat { .. }
         | Request::TransfersDone { .. }
+        | Request::RestServer { .. }
         | Request::Decommission { .. }
         | Request::WaitConfig { .. }
         | Request::CoordinatorStatus => Err(ErrorReply::new(

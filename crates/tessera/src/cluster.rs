@@ -9,7 +9,8 @@ use std::sync::Arc;
 
 use tessera_coordinator::{Coordinator, CoordinatorOptions, LeaseTuning};
 use tessera_server::{
-    ClusterOptions, ConnectionLimits, Server, ServerOptions, TRANSFER_BYTES_PER_SECOND_DEFAULT,
+    ClusterOptions, ConnectionLimits, Departure, Server, ServerOptions,
+    TRANSFER_BYTES_PER_SECOND_DEFAULT,
 };
 use tessera_storage::FsyncPolicy;
 use tokio::net::TcpListener;
@@ -64,7 +65,7 @@ pub struct CoordinatorSetup {
     pub data_dir: PathBuf,
     pub listen: SocketAddr,
     pub default_tolerate: Option<u32>,
-    pub lease_ms: u64,
+    pub lease: LeaseTuning,
     pub adapt: AdaptOptions,
     pub splits: SplitOptions,
     pub recut: RecutOptions,
@@ -79,7 +80,7 @@ pub async fn coordinator(args: CoordinatorSetup, peers: &str) -> Result<(), Fail
         data_dir,
         listen,
         default_tolerate,
-        lease_ms,
+        lease,
         adapt,
         splits,
         recut,
@@ -101,7 +102,7 @@ pub async fn coordinator(args: CoordinatorSetup, peers: &str) -> Result<(), Fail
     let metrics = http.start(None, daemons.clone()).await?;
     let mut options = CoordinatorOptions::new(id, &data_dir, listen, peers.clone());
     options.default_tolerate = default_tolerate;
-    options.lease = lease_tuning(lease_ms);
+    options.lease = lease;
     options.gate = secured.gate;
     options.tls = secured.tls;
     options.limits = limits;
@@ -127,15 +128,6 @@ pub async fn coordinator(args: CoordinatorSetup, peers: &str) -> Result<(), Fail
     eprintln!("tessera coordinator {id}: stopping");
     c.shutdown().await;
     Ok(())
-}
-
-/// The lease the coordinators grant, with a margin of half a lease for clock drift.
-fn lease_tuning(lease_ms: u64) -> LeaseTuning {
-    LeaseTuning {
-        lease_ms,
-        margin_ms: lease_ms / 2,
-        ..LeaseTuning::default()
-    }
 }
 
 fn server_options(
@@ -212,7 +204,7 @@ pub struct DevCluster {
     pub servers: u32,
     pub replicas: u32,
     pub coordinators: u32,
-    pub lease_ms: u64,
+    pub lease: LeaseTuning,
     pub adapt: AdaptOptions,
     pub splits: SplitOptions,
     pub recut: RecutOptions,
@@ -267,7 +259,7 @@ pub async fn dev(d: DevCluster) -> Result<(), Failure> {
             peers.clone(),
         );
         options.default_tolerate = Some(d.replicas - 1);
-        options.lease = lease_tuning(d.lease_ms);
+        options.lease = d.lease.clone();
         options.gate = secured.gate.clone();
         options.tls = secured.tls.clone();
         options.limits = d.limits;
@@ -320,15 +312,15 @@ pub async fn dev(d: DevCluster) -> Result<(), Failure> {
 }
 
 /// Stops a whole local cluster as one: the coordinators first stop taking silent servers
-/// offline (so the stop moves no region), the servers stop together (each answers what it has
-/// in flight), then the coordinators.
+/// offline (so the stop moves no region), the servers stop together without announcing a
+/// rest (each answers what it has in flight), then the coordinators.
 async fn stop_as_one(servers: Vec<Server>, coordinators: Vec<Coordinator>) {
     for c in &coordinators {
         c.stop_failure_detection();
     }
     let stopping: Vec<_> = servers
         .into_iter()
-        .map(|s| tokio::spawn(s.shutdown()))
+        .map(|s| tokio::spawn(s.stop(Departure::Quiet)))
         .collect();
     for s in stopping {
         let _ = s.await;

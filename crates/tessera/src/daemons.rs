@@ -60,6 +60,17 @@ pub struct CoordinationArgs {
     /// a cluster the same value (`tessera dev`: with --servers above 1 only).
     #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..))]
     lease_ms: u64,
+    /// How long a server stopped for a planned restart (SIGTERM to `tessera server`) is waited
+    /// for, in milliseconds: out of the chains meanwhile, its regions keep its place and are
+    /// not copied elsewhere; back in time, it catches up on what it missed only. Past it, its
+    /// regions are re-replicated as after a failure.
+    #[arg(long, default_value_t = 60_000)]
+    rest_grace_ms: u64,
+    /// How long a server whose lease lapsed (crashed, hung, cut off) is waited for like a
+    /// planned restart, in milliseconds, before its regions are re-replicated; 0 (the
+    /// default) re-replicates at once.
+    #[arg(long, default_value_t = 0)]
+    down_grace_ms: u64,
     /// Seconds of each observation of the spaces declared `adapt on`: every period, the
     /// workload each one served is scored by the advisor, and a space is re-subspaced once
     /// another configuration is predicted at least 20 % faster, and by more than the model's
@@ -69,6 +80,18 @@ pub struct CoordinationArgs {
 }
 
 impl CoordinationArgs {
+    /// The leases and grace periods the coordinators grant, with a margin of half a lease for
+    /// clock drift.
+    fn lease_tuning(&self) -> tessera_coordinator::LeaseTuning {
+        tessera_coordinator::LeaseTuning {
+            lease_ms: self.lease_ms,
+            margin_ms: self.lease_ms / 2,
+            rest_grace_ms: self.rest_grace_ms,
+            down_grace_ms: self.down_grace_ms,
+            ..tessera_coordinator::LeaseTuning::default()
+        }
+    }
+
     /// The adaptation driver's options: the period given, the advisor's default policy.
     fn adapt_options(&self) -> adapt::AdaptOptions {
         adapt::AdaptOptions {
@@ -211,7 +234,7 @@ pub async fn dev(mut args: DevArgs, target: &Target) -> Result<(), Failure> {
         servers,
         replicas,
         coordinators,
-        lease_ms: coordination.lease_ms,
+        lease: coordination.lease_tuning(),
         adapt,
         splits: splits.options(),
         recut: recut.options(),
@@ -243,7 +266,7 @@ pub async fn coordinator(mut args: CoordinatorArgs, target: &Target) -> Result<(
         data_dir,
         listen,
         default_tolerate,
-        lease_ms: coordination.lease_ms,
+        lease: coordination.lease_tuning(),
         adapt: coordination.adapt_options(),
         splits: splits.options(),
         recut: recut.options(),

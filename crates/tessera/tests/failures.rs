@@ -6,7 +6,8 @@
 //! longer than its lease and
 //! then continued; a server cut off from peers, clients and coordinators by TCP proxies for
 //! longer than its lease, or three times briefly; `kill -9` of the coordinators' Raft leader;
-//! a sixth server joining; a server decommissioned. After each run:
+//! a sixth server joining; a server decommissioned; a server restarted on purpose (SIGTERM,
+//! then started again on its data directory). After each run:
 //! - the clients' history is linearizable (Porcupine, tools/lincheck);
 //! - every key's final value is the same read by key and found by search (so every
 //!   acknowledged write that the history keeps is on the servers that now hold its regions),
@@ -58,6 +59,10 @@ enum Fault {
     /// `decommission` of the server leading most key regions: its regions move away, then it
     /// leaves the configuration.
     DecommissionServer,
+    /// SIGTERM to the server leading most key regions, and a restart on its data directory a
+    /// second after it exited: it rests meanwhile (no region is copied elsewhere), then
+    /// catches up on its own regions.
+    PlannedRestart,
 }
 
 impl Fault {
@@ -204,6 +209,57 @@ async fn write_every_key(
     ops
 }
 
+/// What the configurations showed while a server restarted on purpose.
+#[derive(Debug, Default)]
+struct Moves {
+    /// Regions the restarted server came back to.
+    catch_up: usize,
+    /// Regions another server gained (a copy made elsewhere: re-replication, or leadership
+    /// balancing once the server is back and leads none of its key regions).
+    elsewhere: usize,
+    /// Whether the server was ever Offline.
+    offline: bool,
+}
+
+/// Watches the configuration every 50 ms, until every region is healed again after `victim`
+/// came back: which regions gained which servers (comparing each configuration seen with the
+/// one before, so a transfer too quick to be seen under way still counts).
+async fn watch_moves(admin: Client, victim: ServerId) -> Moves {
+    let mut moves = Moves::default();
+    let (mut rested, mut back) = (false, false);
+    let mut before: Option<Arc<Configuration>> = None;
+    loop {
+        let Ok(config) = admin.refresh().await else {
+            continue;
+        };
+        let state = config.server(victim).map(|s| s.state);
+        moves.offline |= state == Some(ServerState::Offline);
+        rested |= state == Some(ServerState::Resting);
+        back |= rested && state == Some(ServerState::Available);
+        if let Some(before) = &before {
+            for space in &config.spaces {
+                let Some(old) = before.spaces.iter().find(|s| s.id == space.id) else {
+                    continue;
+                };
+                let sets = space.replicas.iter().flatten();
+                for (now, then) in sets.zip(old.replicas.iter().flatten()) {
+                    for gained in now.iter().filter(|s| !then.contains(s)) {
+                        match *gained == victim {
+                            true => moves.catch_up += 1,
+                            false => moves.elsewhere += 1,
+                        }
+                    }
+                }
+            }
+        }
+        if back && healed(&config) {
+            return moves;
+        }
+        before = Some(config);
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 fn run(fault: Fault) {
     let checker = lincheck();
     let partitions = matches!(fault, Fault::PartitionServer | Fault::BriefPartitions);
@@ -257,6 +313,7 @@ fn run(fault: Fault) {
         tokio::time::sleep(FAULT_AT).await;
         let struck = Instant::now();
         let mut history = Vec::new();
+        let mut moves = None;
         match fault {
             Fault::KillServer => {
                 let mut daemon = cluster.servers[victim].take().expect("running");
@@ -308,6 +365,22 @@ fn run(fault: Fault) {
                     .id;
             }
             Fault::DecommissionServer => admin.decommission(victim_id).await.expect("decommission"),
+            Fault::PlannedRestart => {
+                let watching = tokio::spawn(watch_moves(admin.clone(), victim_id));
+                let mut daemon = cluster.servers[victim].take().expect("running");
+                signal(victim_pid, "TERM");
+                let exited = tokio::task::spawn_blocking(move || daemon.child.wait())
+                    .await
+                    .expect("waiting")
+                    .expect("reaped");
+                eprintln!("{fault:?}: the server exited {:?} after SIGTERM ({exited})", struck.elapsed());
+                let config = admin.refresh().await.expect("the configuration");
+                let state = config.server(victim_id).expect("listed").state;
+                assert_eq!(state, ServerState::Resting, "it rests, announced before it exited");
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                cluster.restart_server(victim);
+                moves = Some(watching);
+            }
         }
         if fault.fails_a_server() {
             // Taken out of every replica set, within a few leases.
@@ -370,6 +443,13 @@ fn run(fault: Fault) {
             struck.elapsed(),
             config.epoch
         );
+        if let Some(watching) = moves {
+            let seen = watching.await.expect("watching");
+            eprintln!("{fault:?}: {seen:?}");
+            assert!(!seen.offline, "a planned restart never takes the server offline");
+            assert_eq!(seen.elsewhere, 0, "no region was copied to another server");
+            assert!(seen.catch_up > 0, "it caught up on its regions");
+        }
         match fault {
             Fault::JoinServer => {
                 let held = config
@@ -394,6 +474,14 @@ fn run(fault: Fault) {
         final_documents_agree(&admin).await;
         history
     });
+    let unknown = history
+        .iter()
+        .filter(|o| o.op != "get" && o.ok.is_none())
+        .count();
+    eprintln!("{fault:?}: {unknown} writes of unknown outcome");
+    if fault == Fault::PlannedRestart {
+        assert_eq!(unknown, 0, "a planned restart fails no write");
+    }
     assert_did_work(&history, 100, 30);
     let document_writes = history
         .iter()
@@ -440,6 +528,11 @@ fn a_server_joins_under_load() {
 #[test]
 fn a_server_decommissioned_under_load() {
     run(Fault::DecommissionServer);
+}
+
+#[test]
+fn a_planned_restart_under_load() {
+    run(Fault::PlannedRestart);
 }
 
 /// `make bench-failover`: how long writes to the keys a server led fail after `kill -9` of that

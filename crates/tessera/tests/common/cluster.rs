@@ -143,6 +143,22 @@ impl Cluster {
         n
     }
 
+    /// Starts server `n` again on its data directory (no proxies: a cluster started without a
+    /// network), after it stopped.
+    pub fn restart_server(&mut self, n: usize) {
+        assert!(self.network.is_none(), "restarts are for clusters on loopback");
+        let data = self.dir.path().join(format!("s{}", n + 1));
+        let addresses = self.addresses();
+        let mut args = vec!["server".to_owned()];
+        args.extend(self.server_args.iter().cloned());
+        args.extend(
+            ["--listen", "127.0.0.1:0", "--coordinators", &addresses, "--data-dir"]
+                .map(String::from),
+        );
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        self.servers[n] = Some(Daemon::start(&args, &data));
+    }
+
     pub fn addresses(&self) -> String {
         self.coordinators
             .iter()
@@ -254,8 +270,14 @@ fn outcome(result: Result<(), ClientError>, negative: &[Status]) -> Option<bool>
     match result {
         Ok(()) => Some(true),
         Err(e) if e.status().is_some_and(|s| negative.contains(&s)) => Some(false),
-        Err(ClientError::Io(_) | ClientError::ConnectionClosed) => None,
-        Err(e) if e.status() == Some(Status::Timeout) => None,
+        Err(e @ (ClientError::Io(_) | ClientError::ConnectionClosed)) => {
+            eprintln!("a write of unknown outcome: {e}");
+            None
+        }
+        Err(e) if e.status() == Some(Status::Timeout) => {
+            eprintln!("a write of unknown outcome: {e}");
+            None
+        }
         Err(e) => panic!("unexpected error: {e}"),
     }
 }
