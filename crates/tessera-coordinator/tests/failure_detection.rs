@@ -67,12 +67,16 @@ async fn try_call(
 }
 
 fn heartbeat_request(id: ServerId, token: u128, incarnation: u64, failed: bool) -> Request {
+    heartbeat_at(id, token, incarnation, failed, Epoch(0))
+}
+
+fn heartbeat_at(id: ServerId, token: u128, incarnation: u64, failed: bool, epoch: Epoch) -> Request {
     Request::Heartbeat {
         server: id,
         token,
         incarnation,
         failed,
-        epoch: Epoch(0),
+        epoch,
     }
 }
 
@@ -93,6 +97,8 @@ async fn heartbeat(
 struct Heartbeats {
     stop: Arc<AtomicBool>,
     failed: Arc<AtomicBool>,
+    /// The epoch the heartbeats say the server acts on (0 until set).
+    epoch: Arc<AtomicU64>,
     granted: Arc<AtomicU64>,
     last_granted: Arc<std::sync::Mutex<Option<Instant>>>,
     task: tokio::task::JoinHandle<()>,
@@ -108,6 +114,8 @@ impl Heartbeats {
     ) -> Heartbeats {
         let stop = Arc::new(AtomicBool::new(false));
         let failed = Arc::new(AtomicBool::new(false));
+        let epoch = Arc::new(AtomicU64::new(0));
+        let epoch2 = epoch.clone();
         let granted = Arc::new(AtomicU64::new(0));
         let last_granted = Arc::new(std::sync::Mutex::new(None));
         let (stop2, failed2, granted2, last2) = (
@@ -123,9 +131,10 @@ impl Heartbeats {
             while !stop2.load(Ordering::SeqCst) {
                 interval.tick().await;
                 let failed = failed2.load(Ordering::SeqCst);
+                let epoch = Epoch(epoch2.load(Ordering::SeqCst));
                 let replies =
                     futures::future::join_all(connections.iter_mut().zip(&addrs).map(|(c, a)| {
-                        try_call(c, *a, heartbeat_request(id, token, incarnation, failed))
+                        try_call(c, *a, heartbeat_at(id, token, incarnation, failed, epoch))
                     }))
                     .await;
                 for r in replies {
@@ -144,6 +153,7 @@ impl Heartbeats {
         Heartbeats {
             stop,
             failed,
+            epoch,
             granted,
             last_granted,
             task,
@@ -657,6 +667,83 @@ async fn followers_grant_no_lease_and_unheard_servers_are_suspected_by_default()
             .heard_ms_ago,
         None
     );
+    for b in beats {
+        b.stop().await;
+    }
+    cluster.stop_all().await;
+}
+
+/// A server that announces a planned stop rests: out of every replica set it had company in,
+/// its regions wait for it (no transfer) for the rest grace, then it is taken offline and they
+/// are re-replicated. A server whose lease lapses rests for the down grace the same way.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn resting_servers_are_waited_for_their_grace_then_taken_offline() {
+    let tuning = LeaseTuning {
+        rest_grace_ms: 1500,
+        down_grace_ms: 800,
+        ..lease(300, 200)
+    };
+    let mut cluster = Cluster::start_planning(1, fast_tuning(), tuning, true).await;
+    cluster.leader().await;
+    let addr = cluster.addrs[0];
+    let servers = register_three(addr).await;
+    let every = Duration::from_millis(75);
+    let beats: Vec<Heartbeats> = servers
+        .iter()
+        .map(|&(id, token)| Heartbeats::start(cluster.addrs.clone(), id, token, 1, every))
+        .collect();
+    for b in &beats {
+        b.epoch.store(u64::MAX, Ordering::SeqCst);
+    }
+    let before = get_config(addr).await;
+
+    // A planned stop: answered once the others act on the configuration without it.
+    let (planned, token) = servers[0];
+    let r = call(
+        addr,
+        Request::RestServer {
+            server: planned,
+            token,
+            incarnation: 1,
+        },
+    )
+    .await;
+    assert_eq!(r.response, Response::Done);
+    let rested_at = Instant::now();
+    let mut beats = beats.into_iter();
+    beats.next().unwrap().stop().await;
+    let resting = get_config(addr).await;
+    assert_eq!(state_of(&resting, planned), ServerState::Resting);
+    assert_removed(&before, &resting, planned, false);
+    let places: usize = resting.spaces.iter().map(|s| s.resting.len()).sum();
+    assert!(places > 0);
+    // Its grace, then offline and re-replicated.
+    let offline = wait_config(addr, Duration::from_secs(5), |c| {
+        state_of(c, planned) == ServerState::Offline
+    })
+    .await;
+    let waited = rested_at.elapsed();
+    assert!(waited >= Duration::from_millis(1400), "offline after {waited:?}");
+    assert!(offline.spaces.iter().all(|s| s.resting.is_empty()));
+    assert!(offline.spaces.iter().any(|s| !s.transfers.is_empty()));
+
+    // A lapsed lease: resting after lease + margin, offline after the down grace more.
+    let (silent, _) = servers[1];
+    let b = beats.next().unwrap();
+    let silent_from = Instant::now();
+    b.stop().await;
+    wait_config(addr, Duration::from_secs(5), |c| {
+        state_of(c, silent) == ServerState::Resting
+    })
+    .await;
+    let rested = silent_from.elapsed();
+    wait_config(addr, Duration::from_secs(5), |c| {
+        state_of(c, silent) == ServerState::Offline
+    })
+    .await;
+    let offline = silent_from.elapsed();
+    assert!(rested >= Duration::from_millis(500) - every, "{rested:?}");
+    assert!(offline >= rested + Duration::from_millis(700), "{rested:?} then {offline:?}");
     for b in beats {
         b.stop().await;
     }

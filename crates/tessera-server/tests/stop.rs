@@ -51,10 +51,9 @@ fn outcome(result: Result<(), ClientError>) -> Outcome {
 }
 
 /// Writes pipelined on one connection while the server stops: those it read are answered
-/// (written, or refused as `Unavailable` because the server is stopping), and after a restart
-/// every write answered done is there and none refused is. A write still on its way when the
-/// connection closes gets no answer (its client cannot tell it was never read: that needs the
-/// server to say which requests it read last), so unknown outcomes are allowed here.
+/// (written, or refused as `Unavailable` because the server is stopping), one still on its way
+/// when the connection closes is refused by the server's goodbye (it was not read), so no
+/// outcome is unknown; after a restart every write answered done is there and none refused is.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stop_answers_every_write_it_has_read() {
     let mut s = TestServer::start().await;
@@ -88,7 +87,7 @@ async fn a_stop_answers_every_write_it_has_read() {
             Outcome::NotApplied => {
                 refused.insert(n);
             }
-            Outcome::Unknown(_) => {}
+            Outcome::Unknown(e) => panic!("write {n} has an unknown outcome: {e}"),
         }
     }
     assert!(!applied.is_empty(), "the stop came after some writes");
@@ -113,8 +112,8 @@ async fn a_stop_answers_every_write_it_has_read() {
 
 /// A cluster server told to stop while writes it leads are in flight: it answers them once
 /// their chains have acknowledged them, and refuses what comes after (the client retries those
-/// at the key's next point leader, once the coordinators have taken the stopped one out).
-/// Every write answered done is there (one on its way when a connection closes is left unknown).
+/// at the key's next point leader: the stopped one announced its rest, and the coordinators took
+/// it out of the chains). No outcome is unknown, and every write answered done is there.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cluster_server_stops_after_its_chains_acknowledge() {
     use common::cluster::{point_leader, Cluster};
@@ -153,7 +152,8 @@ async fn a_cluster_server_stops_after_its_chains_acknowledge() {
         let (key, n, result) = w.await.expect("the task ends");
         match outcome(result) {
             Outcome::Applied => applied.push((key, n)),
-            Outcome::NotApplied | Outcome::Unknown(_) => {}
+            Outcome::NotApplied => {}
+            Outcome::Unknown(e) => panic!("the write of {key} has an unknown outcome: {e}"),
         }
     }
     assert!(!applied.is_empty());

@@ -161,9 +161,14 @@ pub async fn status(args: StatusArgs, target: &Target) -> Result<(), Failure> {
             0 => String::new(),
             n => format!(", {} under way", count(n, "transfer")),
         };
+        // Regions a replica short while a server rests (`tessera_protocol::RestingPlace`).
+        let resting = match s.resting.len() {
+            0 => String::new(),
+            n => format!(", {} waiting for a resting server", count(n, "region")),
+        };
         let adapts = if s.schema.adapt { ", adapts" } else { "" };
         println!(
-            "  {:<16} {} replicas, {} subspaces, {regions} regions{transfers}{adapts}",
+            "  {:<16} {} replicas, {} subspaces, {regions} regions{transfers}{resting}{adapts}",
             s.schema.name,
             s.schema.tolerate + 1,
             alter::written_count(s)
