@@ -718,7 +718,7 @@ impl Cluster {
             .config
             .servers
             .iter()
-            .filter(|s| s.state != ServerState::Offline)
+            .filter(|s| !matches!(s.state, ServerState::Offline | ServerState::Resting))
             .filter_map(|s| routes.address(s.id).map(str::to_owned))
             .collect();
         let request = Request::Trace {
