@@ -70,7 +70,13 @@ fn heartbeat_request(id: ServerId, token: u128, incarnation: u64, failed: bool) 
     heartbeat_at(id, token, incarnation, failed, Epoch(0))
 }
 
-fn heartbeat_at(id: ServerId, token: u128, incarnation: u64, failed: bool, epoch: Epoch) -> Request {
+fn heartbeat_at(
+    id: ServerId,
+    token: u128,
+    incarnation: u64,
+    failed: bool,
+    epoch: Epoch,
+) -> Request {
     Request::Heartbeat {
         server: id,
         token,
@@ -723,7 +729,10 @@ async fn resting_servers_are_waited_for_their_grace_then_taken_offline() {
     })
     .await;
     let waited = rested_at.elapsed();
-    assert!(waited >= Duration::from_millis(1400), "offline after {waited:?}");
+    assert!(
+        waited >= Duration::from_millis(1400),
+        "offline after {waited:?}"
+    );
     assert!(offline.spaces.iter().all(|s| s.resting.is_empty()));
     assert!(offline.spaces.iter().any(|s| !s.transfers.is_empty()));
 
@@ -743,7 +752,10 @@ async fn resting_servers_are_waited_for_their_grace_then_taken_offline() {
     .await;
     let offline = silent_from.elapsed();
     assert!(rested >= Duration::from_millis(500) - every, "{rested:?}");
-    assert!(offline >= rested + Duration::from_millis(700), "{rested:?} then {offline:?}");
+    assert!(
+        offline >= rested + Duration::from_millis(700),
+        "{rested:?} then {offline:?}"
+    );
     for b in beats {
         b.stop().await;
     }

@@ -16,7 +16,9 @@ use tessera_types::{Epoch, Version};
 
 /// The protocol version this build speaks: every frame's first byte. A frame with another
 /// version is refused with [`Status::UnsupportedProtocol`](crate::Status::UnsupportedProtocol).
-pub const PROTOCOL_VERSION: u8 = 4;
+/// 5 (30 November 2026): resting servers (`ServerState::Resting`, `SpaceConfig::resting`,
+/// `Request::RestServer`) and the stopping server's goodbye.
+pub const PROTOCOL_VERSION: u8 = 5;
 
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]

@@ -37,6 +37,8 @@ const WORKERS: u64 = 6;
 /// Clients writing documents of a dynamic space beside them.
 const DOCUMENT_WORKERS: u64 = 2;
 const RUN_FOR: Duration = Duration::from_secs(8);
+/// A rolling restart of five servers takes longer: the clients work throughout.
+const RUN_FOR_ROLLING: Duration = Duration::from_secs(20);
 /// When the fault strikes, after the clients started.
 const FAULT_AT: Duration = Duration::from_secs(2);
 /// A short lease, so a failure is acted on quickly.
@@ -63,6 +65,8 @@ enum Fault {
     /// second after it exited: it rests meanwhile (no region is copied elsewhere), then
     /// catches up on its own regions.
     PlannedRestart,
+    /// The same for every server in turn, each once the one before is back in its regions.
+    RollingRestart,
 }
 
 impl Fault {
@@ -209,6 +213,35 @@ async fn write_every_key(
     ops
 }
 
+/// SIGTERM to server process `n` (id `id`): it exits within a second, resting. Returns the
+/// address it listened at.
+async fn stop_on_purpose(cluster: &mut Cluster, admin: &Client, n: usize, id: ServerId) -> String {
+    let mut daemon = cluster.servers[n].take().expect("running");
+    let listen = daemon.addr.clone();
+    let signalled = Instant::now();
+    signal(daemon.child.id(), "TERM");
+    let exited = tokio::task::spawn_blocking(move || daemon.child.wait())
+        .await
+        .expect("waiting")
+        .expect("reaped");
+    let took = signalled.elapsed();
+    eprintln!("server {id} exited {took:?} after SIGTERM ({exited})");
+    assert!(exited.success(), "{exited}");
+    assert!(
+        took < Duration::from_secs(1),
+        "server {id} took {took:?} to stop"
+    );
+    let config = admin.refresh().await.expect("the configuration");
+    let state = config.server(id).expect("listed").state;
+    assert_eq!(
+        state,
+        ServerState::Resting,
+        "it rests, announced before it exited"
+    );
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    listen
+}
+
 /// What the configurations showed while a server restarted on purpose.
 #[derive(Debug, Default)]
 struct Moves {
@@ -293,13 +326,17 @@ fn run(fault: Fault) {
             .expect("running")
             .child
             .id();
+        let run_for = match fault {
+            Fault::RollingRestart => RUN_FOR_ROLLING,
+            _ => RUN_FOR,
+        };
         let started = Instant::now();
         let mut tasks = spawn_workers(
             &cluster.addresses(),
             options.clone(),
             WORKERS,
             started,
-            RUN_FOR,
+            run_for,
         )
         .await;
         for id in WORKERS..WORKERS + DOCUMENT_WORKERS {
@@ -308,7 +345,7 @@ fn run(fault: Fault) {
                     .await
                     .expect("connecting"),
             );
-            tasks.push(tokio::spawn(document_worker(client, id, started, RUN_FOR)));
+            tasks.push(tokio::spawn(document_worker(client, id, started, run_for)));
         }
         tokio::time::sleep(FAULT_AT).await;
         let struck = Instant::now();
@@ -367,19 +404,28 @@ fn run(fault: Fault) {
             Fault::DecommissionServer => admin.decommission(victim_id).await.expect("decommission"),
             Fault::PlannedRestart => {
                 let watching = tokio::spawn(watch_moves(admin.clone(), victim_id));
-                let mut daemon = cluster.servers[victim].take().expect("running");
-                signal(victim_pid, "TERM");
-                let exited = tokio::task::spawn_blocking(move || daemon.child.wait())
-                    .await
-                    .expect("waiting")
-                    .expect("reaped");
-                eprintln!("{fault:?}: the server exited {:?} after SIGTERM ({exited})", struck.elapsed());
-                let config = admin.refresh().await.expect("the configuration");
-                let state = config.server(victim_id).expect("listed").state;
-                assert_eq!(state, ServerState::Resting, "it rests, announced before it exited");
-                tokio::time::sleep(Duration::from_secs(1)).await;
-                cluster.restart_server(victim);
+                let listen = stop_on_purpose(&mut cluster, &admin, victim, victim_id).await;
+                cluster.restart_server(victim, &listen);
                 moves = Some(watching);
+            }
+            Fault::RollingRestart => {
+                let config = admin.refresh().await.expect("the configuration");
+                let mut total = Moves::default();
+                for server in &config.servers {
+                    let n = cluster.server_at(&server.address).expect("a process");
+                    let watching = tokio::spawn(watch_moves(admin.clone(), server.id));
+                    let listen = stop_on_purpose(&mut cluster, &admin, n, server.id).await;
+                    cluster.restart_server(n, &listen);
+                    let seen = watching.await.expect("watching");
+                    total.catch_up += seen.catch_up;
+                    total.elsewhere += seen.elsewhere;
+                    total.offline |= seen.offline;
+                }
+                eprintln!(
+                    "{fault:?}: every server restarted {:?} after the first",
+                    struck.elapsed()
+                );
+                moves = Some(tokio::spawn(async move { total }));
             }
         }
         if fault.fails_a_server() {
@@ -446,7 +492,10 @@ fn run(fault: Fault) {
         if let Some(watching) = moves {
             let seen = watching.await.expect("watching");
             eprintln!("{fault:?}: {seen:?}");
-            assert!(!seen.offline, "a planned restart never takes the server offline");
+            assert!(
+                !seen.offline,
+                "a planned restart never takes the server offline"
+            );
             assert_eq!(seen.elsewhere, 0, "no region was copied to another server");
             assert!(seen.catch_up > 0, "it caught up on its regions");
         }
@@ -479,7 +528,7 @@ fn run(fault: Fault) {
         .filter(|o| o.op != "get" && o.ok.is_none())
         .count();
     eprintln!("{fault:?}: {unknown} writes of unknown outcome");
-    if fault == Fault::PlannedRestart {
+    if matches!(fault, Fault::PlannedRestart | Fault::RollingRestart) {
         assert_eq!(unknown, 0, "a planned restart fails no write");
     }
     assert_did_work(&history, 100, 30);
@@ -533,6 +582,11 @@ fn a_server_decommissioned_under_load() {
 #[test]
 fn a_planned_restart_under_load() {
     run(Fault::PlannedRestart);
+}
+
+#[test]
+fn a_rolling_restart_under_load() {
+    run(Fault::RollingRestart);
 }
 
 /// `make bench-failover`: how long writes to the keys a server led fail after `kill -9` of that

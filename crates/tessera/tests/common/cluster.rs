@@ -143,17 +143,27 @@ impl Cluster {
         n
     }
 
-    /// Starts server `n` again on its data directory (no proxies: a cluster started without a
-    /// network), after it stopped.
-    pub fn restart_server(&mut self, n: usize) {
-        assert!(self.network.is_none(), "restarts are for clusters on loopback");
+    /// Starts server `n` again on its data directory, listening at `listen` (its address
+    /// before, as a restart by systemd would), after it stopped. For a cluster started without
+    /// a network of proxies.
+    pub fn restart_server(&mut self, n: usize, listen: &str) {
+        assert!(
+            self.network.is_none(),
+            "restarts are for clusters on loopback"
+        );
         let data = self.dir.path().join(format!("s{}", n + 1));
         let addresses = self.addresses();
         let mut args = vec!["server".to_owned()];
         args.extend(self.server_args.iter().cloned());
         args.extend(
-            ["--listen", "127.0.0.1:0", "--coordinators", &addresses, "--data-dir"]
-                .map(String::from),
+            [
+                "--listen",
+                listen,
+                "--coordinators",
+                &addresses,
+                "--data-dir",
+            ]
+            .map(String::from),
         );
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         self.servers[n] = Some(Daemon::start(&args, &data));
