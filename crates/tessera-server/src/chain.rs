@@ -300,6 +300,19 @@ impl CommittedReader for StoreReader<'_> {
             next: chunk.next,
         })
     }
+
+    fn check_chunk(
+        &self,
+        space: &str,
+        subspace: SubspaceId,
+        region: tessera_geometry::RegionIndex,
+        range: (Option<&[u8]>, Option<&[u8]>),
+        entries: &[StoredObject],
+    ) -> Result<(), ErrorReply> {
+        self.0
+            .check_transfer_chunk(space, subspace, region, range, entries)
+            .map_err(storage_error)
+    }
 }
 
 impl ChainLoop {
@@ -992,6 +1005,24 @@ fn object_writes(w: StoreWrite, out: &mut Vec<ObjectWrite>) {
             space,
             subspace,
             region,
+        }),
+        // A transfer chunk, in the batch of its round: it sees the writes before it.
+        StoreWrite::ReplaceRange {
+            space,
+            subspace,
+            region,
+            after,
+            through,
+            entries,
+            keep,
+        } => out.push(ObjectWrite::ReplaceRange {
+            space,
+            subspace,
+            region,
+            after,
+            through,
+            entries,
+            keep,
         }),
     }
 }

@@ -214,7 +214,7 @@ pub enum ObjectWrite {
         remove: Option<Object>,
         insert: Option<StoredObject>,
     },
-    /// Remove every committed entry of `region` of `subspace`: the server no longer holds the
+    /// Remove every committed entry of `region` of `subspace`: the server no longer keeps the
     /// region. Entries written earlier in the same batch are not seen (clear before writing).
     ClearRegion {
         space: String,
@@ -877,6 +877,31 @@ impl Store {
             entries,
             next: None,
         })
+    }
+
+    /// Whether a state transfer's chunk fits `space` as an [`ObjectWrite::ReplaceRange`] of
+    /// `entries` over (`after`, `through`] of `region` of `subspace` (its range within the
+    /// region and in order, its entries fitting the schema and within the range): what a
+    /// server checks of a chunk a peer sends before it acts on it, since a write that does not
+    /// fit would fail the commit that holds it.
+    pub fn check_transfer_chunk(
+        &self,
+        space: &str,
+        subspace: SubspaceId,
+        region: RegionIndex,
+        (after, through): (Option<&[u8]>, Option<&[u8]>),
+        entries: &[StoredObject],
+    ) -> Result<(), StorageError> {
+        let space = self.space(space)?;
+        let chunk = replace::Chunk {
+            subspace,
+            region,
+            after,
+            through,
+            entries,
+            keep: &[],
+        };
+        replace::check(&space, &chunk)
     }
 
     /// Applies all `writes` atomically (one engine batch across keyspaces), durable per the fsync

@@ -80,6 +80,18 @@ pub(crate) fn replace_range<'a>(
     Ok(())
 }
 
+/// Whether `chunk` fits `space` as [`replace_range`] would write it: its range within its
+/// region and in order, every entry fitting the schema and within the range (the kept
+/// entries aside). What a server checks of a transfer chunk a peer sends, before acting on it.
+pub(crate) fn check(space: &Space, chunk: &Chunk<'_>) -> Result<(), StorageError> {
+    let (_, tessellation) = space.region(chunk.subspace, chunk.region)?;
+    let range = key_range(chunk)?;
+    for entry in chunk.entries {
+        place(space, chunk.subspace, tessellation, &range, entry)?;
+    }
+    Ok(())
+}
+
 /// The range of storage keys (`after`, `through`] of the chunk's region: `after` `None` from
 /// its first key, `through` `None` to its last. A bound outside the region, or a range that
 /// runs backwards, is refused.
@@ -123,15 +135,7 @@ fn wanted(
 ) -> Result<BTreeMap<Vec<u8>, Slice>, StorageError> {
     let mut wanted = BTreeMap::new();
     for entry in entries {
-        check_write(&space.schema, None, Some(entry))?;
-        let key = codec::entry_key(&space.schema, subspace, tessellation, &entry.object)
-            .filter(|key| range.contains(key))
-            .ok_or_else(|| {
-                StorageError::Invalid(format!(
-                    "transfer entry of key {} outside its chunk's range",
-                    entry.object.key()
-                ))
-            })?;
+        let key = place(space, subspace, tessellation, range, entry)?;
         let value = match entry.object.stub_in(&space.schema, subspace) {
             Some(stub) => codec::encode_value(&StoredObject {
                 version: entry.version,
@@ -147,6 +151,25 @@ fn wanted(
         }
     }
     Ok(wanted)
+}
+
+/// The storage key of a chunk's `entry`, which must fit the schema and lie in `range`.
+fn place(
+    space: &Space,
+    subspace: SubspaceId,
+    tessellation: &Tessellation,
+    range: &KeyRange,
+    entry: &StoredObject,
+) -> Result<Vec<u8>, StorageError> {
+    check_write(&space.schema, None, Some(entry))?;
+    codec::entry_key(&space.schema, subspace, tessellation, &entry.object)
+        .filter(|key| range.contains(key))
+        .ok_or_else(|| {
+            StorageError::Invalid(format!(
+                "transfer entry of key {} outside its chunk's range",
+                entry.object.key()
+            ))
+        })
 }
 
 /// The kept entries as (canonical key bytes, version); each key must have the space's key type.
