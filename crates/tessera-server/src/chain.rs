@@ -86,7 +86,8 @@ const STOP_DRAIN_MAX: Duration = Duration::from_secs(3);
 
 /// Starts the chain loop on its own thread. `incarnation` grows with every start of the
 /// process; `previous` is the configuration persisted before this start, if the server acted
-/// on one (regions it held then and does not hold now are cleared). Completed state transfers
+/// on one (regions it kept then and does not keep now are cleared; one it rests in, or is
+/// transferred into, keeps its data: `SpaceConfig::keeps`). Completed state transfers
 /// go to `reports`, shapes of documents to register to `registrar` (a cluster server's); the transfers this server is the source of are paced to
 /// `transfer_bytes_per_second`.
 pub fn spawn(

@@ -174,7 +174,8 @@ pub struct Replica {
 impl Replica {
     /// `incarnation` must grow with every start of the server's process (a start time will do).
     /// `previous` is the configuration the server acted on before it stopped, if any: regions
-    /// it held then and does not hold in `config` are cleared.
+    /// it kept then and does not keep in `config` are cleared (one it rests in, or a transfer
+    /// brings it back to, keeps what it holds: `SpaceConfig::keeps`).
     pub fn new(
         me: ServerId,
         incarnation: u64,

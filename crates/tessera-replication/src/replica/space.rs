@@ -88,6 +88,12 @@ impl SpaceRuntime {
         self.config().holds(subspace, region, me)
     }
 
+    /// Whether `me`'s storage keeps `location`: it holds it, or rests there and comes back to
+    /// it (`SpaceConfig::keeps`).
+    pub(super) fn keeps(&self, me: ServerId, (subspace, region): Location) -> bool {
+        self.config().keeps(subspace, region, me)
+    }
+
     /// Whether `subspace` is being built: it does not hold every object yet.
     pub(super) fn building(&self, subspace: SubspaceId) -> bool {
         self.config().schema.subspace(subspace).state == SubspaceState::Building

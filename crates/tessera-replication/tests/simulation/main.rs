@@ -81,6 +81,7 @@
 //! --test simulation` replays exactly that run (`TESSERA_SIM_TRACE=1` prints it).
 //! `TESSERA_SIM_SEEDS=<n>` runs more seeds (`make test-long` runs 10 000).
 
+mod catch_up;
 mod checker;
 mod clients;
 mod cluster;
