@@ -35,6 +35,8 @@ pub enum EnvelopeError {
     NotHeldHere { subspace: u16, region: u32 },
     #[error("a transfer entry with version 0, or outside region {region} of subspace {subspace}")]
     BadTransferEntry { subspace: u16, region: u32 },
+    #[error("a transfer chunk whose range does not end exactly when it is the last")]
+    BadTransferRange,
 }
 
 /// Checks an envelope as it comes off a peer's connection: its shape always, and when it was
@@ -96,6 +98,9 @@ pub fn check_shape(message: &PeerMessage) -> Result<(), EnvelopeError> {
             if c.entries.iter().any(|e| e.version == Version::NONE) {
                 return Err(EnvelopeError::VersionZero);
             }
+            if c.last != c.through.is_none() {
+                return Err(EnvelopeError::BadTransferRange);
+            }
             Ok(())
         }
     }
@@ -127,11 +132,21 @@ pub fn check_contents(message: &PeerMessage, config: &Configuration) -> Result<(
     }
 }
 
-/// A chunk's space exists and every entry fits its schema and lies in the chunk's region.
-/// Whether the chunk belongs to a transfer this server takes part in is the state machine's
-/// question: transfers end and restart, so a stale chunk is dropped, not blamed on the link.
+/// A chunk's space exists, every entry fits its schema and lies in the chunk's region, every
+/// key left out has the space's key type. Whether the chunk belongs to a transfer this server
+/// takes part in is the state machine's question: transfers end and restart, so a stale chunk
+/// is dropped, not blamed on the link. (Its range is storage's to check: `after` and
+/// `through` are storage positions.)
 fn check_chunk(c: &TransferChunk, config: &Configuration) -> Result<(), EnvelopeError> {
     let space = space(config, c.space)?;
+    if c.left_out
+        .iter()
+        .any(|k| k.primitive_type() != Some(space.schema.key_type()))
+    {
+        return Err(EnvelopeError::BadObject {
+            space: space.schema.name.clone(),
+        });
+    }
     let bad = EnvelopeError::BadTransferEntry {
         subspace: c.subspace.0,
         region: c.region.0,

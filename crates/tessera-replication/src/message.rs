@@ -66,6 +66,11 @@ pub struct ChainAck {
 /// from the transfer's source to its target, in the source's storage order. It travels on the
 /// same link as the chain updates the source passes to the target, so the target sees both in
 /// the order the source sent them: an entry is never older than an update sent before it.
+///
+/// A chunk covers a range of the region's storage keys, (`after`, `through`]: the target may
+/// hold stale entries there (it held the region before), and the chunk says what the range
+/// holds, but for the keys left out. The chunks of a transfer cover the region, each range
+/// starting where the one before ended.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct TransferChunk {
     pub space: u64,
@@ -75,8 +80,20 @@ pub struct TransferChunk {
     pub id: u64,
     pub subspace: SubspaceId,
     pub region: RegionIndex,
+    /// The storage position the source read after (the `through` of the chunk before),
+    /// `None` for the first chunk: from the region's start. Opaque here; storage's.
+    pub after: Option<Vec<u8>>,
+    /// The storage position of the last entry the source read, which ends the range
+    /// (inclusive), `None` for the last chunk: to the region's end.
+    pub through: Option<Vec<u8>>,
     pub entries: Vec<StoredObject>,
+    /// Every key with an update pending at the source's hop in the region when it read the
+    /// chunk, left out of `entries` (the update went to the target on the chain first): their
+    /// entries at the target are the chain's to write. All of them, not only those with an
+    /// entry in the range: an update that moves an object into the region has none there yet.
+    pub left_out: Vec<Value>,
     /// The region has no entries after these: once it is durable, the target has the region.
+    /// Exactly when `through` is `None`.
     pub last: bool,
 }
 

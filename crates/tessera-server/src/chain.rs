@@ -90,7 +90,8 @@ const STOP_MAX: Duration = Duration::from_secs(10);
 
 /// Starts the chain loop on its own thread. `incarnation` grows with every start of the
 /// process; `previous` is the configuration persisted before this start, if the server acted
-/// on one (regions it held then and does not hold now are cleared). Completed state transfers
+/// on one (regions it kept then and does not keep now are cleared; one it rests in, or is
+/// transferred into, keeps its data: `SpaceConfig::keeps`). Completed state transfers
 /// go to `reports`, shapes of documents to register to `registrar` (a cluster server's); the transfers this server is the source of are paced to
 /// `transfer_bytes_per_second`.
 pub fn spawn(
@@ -305,6 +306,19 @@ impl CommittedReader for StoreReader<'_> {
             entries: chunk.entries,
             next: chunk.next,
         })
+    }
+
+    fn check_chunk(
+        &self,
+        space: &str,
+        subspace: SubspaceId,
+        region: tessera_geometry::RegionIndex,
+        range: (Option<&[u8]>, Option<&[u8]>),
+        entries: &[StoredObject],
+    ) -> Result<(), ErrorReply> {
+        self.0
+            .check_transfer_chunk(space, subspace, region, range, entries)
+            .map_err(storage_error)
     }
 }
 
@@ -1006,6 +1020,24 @@ fn object_writes(w: StoreWrite, out: &mut Vec<ObjectWrite>) {
             space,
             subspace,
             region,
+        }),
+        // A transfer chunk, in the batch of its round: it sees the writes before it.
+        StoreWrite::ReplaceRange {
+            space,
+            subspace,
+            region,
+            after,
+            through,
+            entries,
+            keep,
+        } => out.push(ObjectWrite::ReplaceRange {
+            space,
+            subspace,
+            region,
+            after,
+            through,
+            entries,
+            keep,
         }),
     }
 }

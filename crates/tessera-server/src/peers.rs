@@ -16,7 +16,8 @@ use futures::{SinkExt, StreamExt};
 use tessera_protocol::frame::{decode, encode};
 use tessera_protocol::tls::ReadHalf;
 use tessera_protocol::{codec, decode_response, encode_request, Request, RequestFrame, Response};
-use tessera_replication::{check_envelope, Envelope};
+use tessera_replication::{check_envelope, Envelope, PeerMessage};
+use tessera_storage::StorageError;
 use tessera_types::{Epoch, ServerId};
 use tokio::sync::mpsc;
 use tokio_util::codec::{FramedRead, LengthDelimitedCodec};
@@ -64,6 +65,10 @@ pub async fn serve_peer(
             tracing::warn!(peer = %from, error = %e, "a bad envelope from a peer; closing its connection");
             return;
         }
+        if let Err(e) = check_chunk_range(&shared, &envelope) {
+            tracing::warn!(peer = %from, error = %e, "a transfer chunk that does not fit storage from a peer; closing its connection");
+            return;
+        }
         if envelope.from != from {
             tracing::warn!(peer = %from, claimed = %envelope.from, "an envelope naming another sender than the peer's hello; closing its connection");
             return;
@@ -72,6 +77,27 @@ pub async fn serve_peer(
             return;
         }
     }
+}
+
+/// A transfer chunk's range and entries as storage would write them: positions of its
+/// region, in order, the entries within them (`check_envelope` cannot tell: positions are
+/// storage's). Like `check_envelope`, only for a chunk built on the view's epoch, which
+/// storage follows; the state machine checks every chunk again before it writes one.
+fn check_chunk_range(shared: &Shared, envelope: &Envelope) -> Result<(), StorageError> {
+    let Some(PeerMessage::Transfer(c)) = &envelope.body else {
+        return Ok(());
+    };
+    let view = shared.view();
+    let Some(space) = view.config.spaces.iter().find(|s| s.id == c.space) else {
+        return Ok(());
+    };
+    if c.epoch != view.epoch() {
+        return Ok(());
+    }
+    let range = (c.after.as_deref(), c.through.as_deref());
+    shared
+        .store
+        .check_transfer_chunk(&space.schema.name, c.subspace, c.region, range, &c.entries)
 }
 
 /// Outgoing connections to peers, one task each.

@@ -344,10 +344,12 @@ pub fn migrate_1_to_2(dir: &Path) -> std::io::Result<()> {
 
 /// A cluster server's start: makes storage match the coordinators' `config` (dropping the
 /// spaces it no longer lists, or lists under another id: dropped and created again while
-/// this server was down). `saved` is the configuration persisted before. It does not persist
-/// `config`: the chain loop does, once the regions `saved` has and `config` has not are
-/// durably cleared (a crash in between would otherwise start again from `config` and never
-/// clear them).
+/// this server was down). `saved` is the configuration persisted before. Regions are the
+/// state machine's: it clears those `saved` keeps this server in and `config` does not
+/// (`SpaceConfig::keeps`: a region it rests in, or is being transferred back into, keeps its
+/// data, and the transfer writes only what changed). It does not persist `config`: the chain
+/// loop does, once those regions are durably cleared (a crash in between would otherwise
+/// start again from `config` and never clear them).
 pub fn reconcile(
     store: &Store,
     saved: Option<&Configuration>,

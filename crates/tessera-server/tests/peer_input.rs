@@ -18,9 +18,10 @@ use tessera_client::{Client, Predicate, Record, Value};
 use tessera_geometry::{key_region, RegionIndex};
 use tessera_protocol::frame::encode;
 use tessera_protocol::Configuration;
+use tessera_replication::message::TransferChunk;
 use tessera_replication::{ChainAck, ChainUpdate, Envelope, PeerMessage};
 use tessera_server::Server;
-use tessera_types::{Object, ServerId, SubspaceId, Version};
+use tessera_types::{Object, ServerId, StoredObject, SubspaceId, Version};
 
 const SPACE: &str =
     "space t key k attributes int x subspace x create 8 partitions tolerate 0 failures";
@@ -112,6 +113,33 @@ async fn a_bad_envelope_closes_its_connection_and_changes_nothing() {
     };
     let chain = |u: ChainUpdate| Some(PeerMessage::Chain(u));
     let theirs = key_led(&config, me, false);
+    // A transfer chunk of the key region of `mine`: its positions are storage keys of the
+    // region (`region (u32 BE) | key bytes`).
+    let region = key_region(tessellation, &mine);
+    let at = |region: RegionIndex, key: &[u8]| {
+        let mut position = region.0.to_be_bytes().to_vec();
+        position.extend_from_slice(key);
+        Some(position)
+    };
+    let chunk = TransferChunk {
+        space: space.id,
+        epoch: config.epoch,
+        id: config.epoch.0,
+        subspace: SubspaceId::KEY,
+        region,
+        after: at(region, b"a"),
+        through: at(region, b"b"),
+        entries: vec![],
+        left_out: vec![],
+        last: false,
+    };
+    let transfer = |c: TransferChunk| Some(PeerMessage::Transfer(c));
+    let other_region = RegionIndex((region.0 + 1) % 8);
+    // A key of the region past the chunk's range.
+    let past = (0..)
+        .map(|n| Value::from(format!("z{n}").as_str()))
+        .find(|k| key_region(tessellation, k) == region)
+        .expect("some key");
     let cases: Vec<(&str, Bytes)> = vec![
         (
             "sequence 0 with a body",
@@ -224,6 +252,65 @@ async fn a_bad_envelope_closes_its_connection_and_changes_nothing() {
                     subspace: SubspaceId::KEY,
                     region: key_region(tessellation, &mine),
                 })),
+            ),
+        ),
+        (
+            "a transfer chunk whose range runs backwards",
+            envelope(
+                other,
+                1,
+                transfer(TransferChunk {
+                    after: at(region, b"b"),
+                    through: at(region, b"a"),
+                    ..chunk.clone()
+                }),
+            ),
+        ),
+        (
+            "a transfer chunk whose range is another region's",
+            envelope(
+                other,
+                1,
+                transfer(TransferChunk {
+                    through: at(other_region, b"b"),
+                    ..chunk.clone()
+                }),
+            ),
+        ),
+        (
+            "a transfer chunk with an entry outside its range",
+            envelope(
+                other,
+                1,
+                transfer(TransferChunk {
+                    entries: vec![StoredObject {
+                        version: Version(1),
+                        object: object(&past, 1),
+                    }],
+                    ..chunk.clone()
+                }),
+            ),
+        ),
+        (
+            "a transfer chunk said to be the last that ends before the region does",
+            envelope(
+                other,
+                1,
+                transfer(TransferChunk {
+                    last: true,
+                    ..chunk.clone()
+                }),
+            ),
+        ),
+        (
+            "a transfer chunk leaving out a key of the wrong type",
+            envelope(
+                other,
+                1,
+                transfer(TransferChunk {
+                    left_out: vec![Value::Int(1)],
+                    ..chunk.clone()
+                }),
             ),
         ),
         (

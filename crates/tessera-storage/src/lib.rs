@@ -28,6 +28,9 @@
 //!
 //! [`Store::region_entries`] reads a region whole, in storage-key order, a chunk per call with
 //! the last storage key as the cursor: what a state transfer's source streams to a new replica.
+//! Its target writes each chunk with [`ObjectWrite::ReplaceRange`] over the same range of
+//! storage keys, which writes only the entries that differ from what the region holds there
+//! (a server back from a short stop still holds most of it).
 //!
 //! # Durability contract
 //!
@@ -75,6 +78,7 @@
 pub mod codec;
 pub mod encoded;
 mod error;
+mod replace;
 mod search;
 mod stats;
 mod versions;
@@ -210,12 +214,30 @@ pub enum ObjectWrite {
         remove: Option<Object>,
         insert: Option<StoredObject>,
     },
-    /// Remove every committed entry of `region` of `subspace`: the server no longer holds the
+    /// Remove every committed entry of `region` of `subspace`: the server no longer keeps the
     /// region. Entries written earlier in the same batch are not seen (clear before writing).
     ClearRegion {
         space: String,
         subspace: SubspaceId,
         region: RegionIndex,
+    },
+    /// A chunk of a state transfer into `region` of `subspace`, written over what the region
+    /// may hold already (a server back from a short stop): within the range of storage keys
+    /// (`after`, `through`] of the region (`after` `None`: from its first key; `through`
+    /// `None`: to its last), every entry that is not one of `entries` is removed, unless it is
+    /// exactly a `(key, version)` of `keep` (the chain wrote it here); each of `entries` is
+    /// written unless its place holds it already, byte for byte. Unchanged entries cost no
+    /// write. The region is read as the batch has left it so far (the writes before this one
+    /// count). `after` and `through` are storage keys of the region (a chunk's cursors,
+    /// [`RegionChunk::next`]), in that order; every entry must lie in the range.
+    ReplaceRange {
+        space: String,
+        subspace: SubspaceId,
+        region: RegionIndex,
+        after: Option<Vec<u8>>,
+        through: Option<Vec<u8>>,
+        entries: Vec<StoredObject>,
+        keep: Vec<(Value, Version)>,
     },
     /// Record under `id`, in the log, an [`ObjectWrite::Entry`] to commit later (an update
     /// pending at a chain's hop), with its version. Nothing else changes until it is committed
@@ -857,6 +879,31 @@ impl Store {
         })
     }
 
+    /// Whether a state transfer's chunk fits `space` as an [`ObjectWrite::ReplaceRange`] of
+    /// `entries` over (`after`, `through`] of `region` of `subspace` (its range within the
+    /// region and in order, its entries fitting the schema and within the range): what a
+    /// server checks of a chunk a peer sends before it acts on it, since a write that does not
+    /// fit would fail the commit that holds it.
+    pub fn check_transfer_chunk(
+        &self,
+        space: &str,
+        subspace: SubspaceId,
+        region: RegionIndex,
+        (after, through): (Option<&[u8]>, Option<&[u8]>),
+        entries: &[StoredObject],
+    ) -> Result<(), StorageError> {
+        let space = self.space(space)?;
+        let chunk = replace::Chunk {
+            subspace,
+            region,
+            after,
+            through,
+            entries,
+            keep: &[],
+        };
+        replace::check(&space, &chunk)
+    }
+
     /// Applies all `writes` atomically (one engine batch across keyspaces), durable per the fsync
     /// policy before it returns. Later writes of the same storage entry win, so a group commit
     /// may hold several successive writes of one key, each `old` being the previous `new`.
@@ -960,6 +1007,29 @@ impl Store {
                     }
                     continue;
                 }
+                ObjectWrite::ReplaceRange {
+                    space: name,
+                    subspace,
+                    region,
+                    after,
+                    through,
+                    entries,
+                    keep,
+                } => {
+                    let space = spaces
+                        .get(name.as_str())
+                        .ok_or_else(|| StorageError::UnknownSpace(name.clone()))?;
+                    let chunk = replace::Chunk {
+                        subspace: *subspace,
+                        region: *region,
+                        after: after.as_deref(),
+                        through: through.as_deref(),
+                        entries,
+                        keep,
+                    };
+                    replace::replace_range(&mut pending, name, space, &chunk)?;
+                    continue;
+                }
             };
             let space = checked_space(&spaces, name, old, new, only)?;
             // Encoded once: every subspace entry shares these bytes (a reference-counted slice).
@@ -1002,6 +1072,7 @@ impl Store {
         let written = (!kept.is_empty()).then(|| written_entries(&spaces, &pending, &kept));
         let mut batch = self.db.batch().durability(Some(mode));
         let mut touched: Vec<&Keyspace> = Vec::new();
+        let entries_written = pending.entries.len() as u64;
         for (keyspace, key, value) in pending.entries {
             if !touched.iter().any(|k| std::ptr::eq(*k, keyspace)) {
                 touched.push(keyspace);
@@ -1031,6 +1102,9 @@ impl Store {
         self.counters
             .object_writes
             .fetch_add(writes.len() as u64, Ordering::Relaxed);
+        self.counters
+            .entries_written
+            .fetch_add(entries_written, Ordering::Relaxed);
         Ok(())
     }
 
@@ -1151,6 +1225,7 @@ impl Store {
             searches: c.searches.load(Ordering::Relaxed),
             commits: c.commits.load(Ordering::Relaxed),
             object_writes: c.object_writes.load(Ordering::Relaxed),
+            entries_written: c.entries_written.load(Ordering::Relaxed),
             objects_count_estimate: spaces
                 .values()
                 .map(|s| {

@@ -18,6 +18,9 @@ pub struct StoreStats {
     /// Non-empty `commit` calls that succeeded, and the object writes they held.
     pub commits: u64,
     pub object_writes: u64,
+    /// Subspace entries those commits stored or removed (each entry once per commit): what a
+    /// commit cost the engine, whatever the object writes it was asked for.
+    pub entries_written: u64,
     /// Approximate number of stored objects, over all spaces.
     pub objects_count_estimate: u64,
     /// Bytes in the keyspaces' active memtables (fjall's estimate): the write buffers not yet
@@ -37,4 +40,5 @@ pub(crate) struct Counters {
     pub(crate) searches: AtomicU64,
     pub(crate) commits: AtomicU64,
     pub(crate) object_writes: AtomicU64,
+    pub(crate) entries_written: AtomicU64,
 }

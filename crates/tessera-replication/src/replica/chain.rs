@@ -332,24 +332,31 @@ impl Replica {
             .tombstones
             .get(&(u.space, u.key().clone(), location))
             .is_some_and(|&v| v >= u.version);
-        // A region this step clears (a transfer's target starting over): what storage shows
-        // of it now is about to go, so it shows nothing applied.
+        // A region this round clears (this server stopped keeping it): what storage shows of
+        // it now is about to go, so it shows nothing applied.
         let clearing = self.outputs.writes.iter().any(|w| {
             matches!(w, StoreWrite::ClearRegion { space, subspace, region }
                 if space == rt.name() && (*subspace, *region) == location)
         });
+        // A region a transfer is filling may still hold entries of an earlier membership of
+        // this server: only what the chain did here since the transfer started counts. (An
+        // update not among it is applied, even if an earlier copy of it committed here: the
+        // source sends a key's updates in order, and the chunk that could bring a newer entry
+        // comes after them.)
+        let touched = catching_up.then(|| self.touched(u.space, location, u.key()));
         let state = self.keys.get_mut(&key).expect("created above");
-        let applied_here = match state.applied.get(&location) {
-            Some(&applied) => applied >= u.version,
-            None if clearing => false,
+        let applied_here = match (touched, state.applied.get(&location)) {
+            (Some(touched), _) => touched.is_some_and(|v| v >= u.version),
+            (None, Some(&applied)) => applied >= u.version,
+            (None, None) if clearing => false,
             // The key left this region by a later update: this one is long committed here.
-            None if removed_since => true,
+            (None, None) if removed_since => true,
             // In a subspace being built, an update ordered before the subspace was added can
             // reach a region after a later one of its key did (it was not destructive there
             // when it was ordered, so nothing held the later one back: the backfill's rewrite,
             // say); storage then shows it superseded.
-            None if !u.resent && !rt.building(location.0) => false,
-            None => match rt.applied_in_store(location, &u, catching_up, store) {
+            (None, None) if !u.resent && !rt.building(location.0) => false,
+            (None, None) => match rt.applied_in_store(location, &u, store) {
                 Ok(applied) => applied,
                 Err(e) => {
                     tracing::error!(error = %e, "reading a committed entry; the update waits");
@@ -405,6 +412,9 @@ impl Replica {
             }
         }
         state.applied.insert(location, u.version);
+        if catching_up {
+            self.note_touched(u.space, location, u.key(), u.version);
+        }
         self.pass_on(&rt, location, &chain, hop, u, store);
         self.retry_delayed(&key, store);
     }

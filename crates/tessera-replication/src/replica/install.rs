@@ -1,5 +1,5 @@
-//! Installing a new configuration: spaces created and dropped, regions lost cleared, and the
-//! point leader's part of each key handed over to, or away from, this server.
+//! Installing a new configuration: spaces created and dropped, regions no longer kept cleared,
+//! and the point leader's part of each key handed over to, or away from, this server.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -14,9 +14,10 @@ use super::space::SpaceRuntime;
 use super::Replica;
 
 impl Replica {
-    /// Switches to `config`: spaces created and dropped, regions this server lost cleared
-    /// (with whatever was pending there), servers that left no longer sent to, and the keys
-    /// whose point leader this server stopped or started being handed over.
+    /// Switches to `config`: spaces created and dropped, regions this server no longer keeps
+    /// cleared, what was pending at regions it no longer holds dropped, servers that left no
+    /// longer sent to, and the keys whose point leader this server stopped or started being
+    /// handed over.
     pub(super) fn install(&mut self, config: Arc<Configuration>) {
         assert!(
             config.epoch > self.epoch() || self.config.epoch == Epoch(0),
@@ -30,7 +31,9 @@ impl Replica {
                 _ => (s.id, Arc::new(SpaceRuntime::new(s.clone()))),
             })
             .collect();
-        // Regions this server held in a space that goes on, and holds no more.
+        // Regions this server kept in a space that goes on, and keeps no more. A region it
+        // leaves but rests in keeps its data: the server comes back to it, and the transfer
+        // that brings it back writes only what changed meanwhile.
         for (id, before) in &self.spaces {
             let Some(now) = spaces.get(id) else { continue };
             // A dropped subspace's storage goes whole (the shell drops it), not region by region.
@@ -42,9 +45,9 @@ impl Replica {
                     .is_some_and(|s| s.is_written())
             };
             for subspace in before.config().schema.subspace_ids().filter(kept) {
-                for (r, set) in before.config().replicas[subspace.get()].iter().enumerate() {
+                for r in 0..before.config().replicas[subspace.get()].len() {
                     let location = (subspace, RegionIndex(r as u32));
-                    if set.contains(&self.me) && !now.holds(self.me, location) {
+                    if before.keeps(self.me, location) && !now.keeps(self.me, location) {
                         let (space, region) = (now.name().to_owned(), location.1);
                         self.outputs.writes.push(StoreWrite::ClearRegion {
                             space,
@@ -54,13 +57,13 @@ impl Replica {
                     }
                 }
             }
-            // Key regions split off since `before` that this server does not hold: storage
-            // moved into them the keys of a region it held then (and may have left since,
+            // Key regions split off since `before` that this server does not keep: storage
+            // moved into them the keys of a region it kept then (and may have left since,
             // in a configuration it skipped).
             let key_regions = |rt: &SpaceRuntime| rt.config().replicas[SubspaceId::KEY.get()].len();
             for r in key_regions(before)..key_regions(now) {
                 let region = RegionIndex(r as u32);
-                if !now.holds(self.me, (SubspaceId::KEY, region)) {
+                if !now.keeps(self.me, (SubspaceId::KEY, region)) {
                     self.outputs.writes.push(StoreWrite::ClearRegion {
                         space: now.name().to_owned(),
                         subspace: SubspaceId::KEY,

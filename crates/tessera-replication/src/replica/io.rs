@@ -72,11 +72,27 @@ pub enum StoreWrite {
     /// The update logged under this id is no longer pending here without having committed
     /// (this server stopped holding its region): its record goes.
     Unlog(LogId),
-    /// This server no longer holds `region` of `subspace`: every entry of it goes.
+    /// This server no longer keeps `region` of `subspace`: every entry of it goes.
     ClearRegion {
         space: String,
         subspace: SubspaceId,
         region: RegionIndex,
+    },
+    /// A chunk of a state transfer into `region` of `subspace`, which may hold stale entries
+    /// (this server held it before). Within the chunk's range of storage positions
+    /// (`after`, `through`] (`None`: from the region's start, to its end), every entry goes
+    /// that is not one of `entries` at the same place and version, unless it is exactly a
+    /// `(key, version)` of `keep` (the chain wrote it since the transfer started); each of
+    /// `entries` is written where its place holds something else. So only what differs is
+    /// written. Written with the round's other writes, in order: it sees those before it.
+    ReplaceRange {
+        space: String,
+        subspace: SubspaceId,
+        region: RegionIndex,
+        after: Option<Vec<u8>>,
+        through: Option<Vec<u8>>,
+        entries: Vec<StoredObject>,
+        keep: Vec<(Value, Version)>,
     },
 }
 
@@ -179,8 +195,8 @@ impl Outputs {
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct RegionChunk {
     pub entries: Vec<StoredObject>,
-    /// Where the next chunk starts (an opaque storage position), `None` when the region has
-    /// no more entries.
+    /// Where the next chunk starts (an opaque storage position: the last entry read's), `None`
+    /// when the region has no more entries.
     pub next: Option<Vec<u8>>,
 }
 
@@ -216,6 +232,19 @@ pub trait CommittedReader {
         after: Option<&[u8]>,
         max_bytes: usize,
     ) -> Result<RegionChunk, ErrorReply>;
+    /// Whether a transfer chunk over the positions (`after`, `through`] of `region` of
+    /// `subspace` (`range`), with `entries`, fits this store as a [`StoreWrite::ReplaceRange`]:
+    /// the positions are the region's, in order, and every entry lies between them. Positions
+    /// are storage's, opaque to the state machine, and come from a peer: a chunk that does not
+    /// fit is dropped, where its write would fail the commit of its round.
+    fn check_chunk(
+        &self,
+        space: &str,
+        subspace: SubspaceId,
+        region: RegionIndex,
+        range: (Option<&[u8]>, Option<&[u8]>),
+        entries: &[StoredObject],
+    ) -> Result<(), ErrorReply>;
 }
 
 /// The shell's handle on a client request, returned with its reply.

@@ -127,7 +127,7 @@ impl Replica {
         match m {
             PeerMessage::Chain(u) => self.on_chain(from, u, store),
             PeerMessage::Ack(a) => self.on_ack(from, a, store),
-            PeerMessage::Transfer(c) => self.on_transfer(from, c),
+            PeerMessage::Transfer(c) => self.on_transfer(from, c, store),
         }
     }
 }

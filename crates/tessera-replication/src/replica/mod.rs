@@ -44,7 +44,12 @@
 //!   when everything this machine produced is durable, and leaving out keys with an update
 //!   pending at the source's hop: that update, sent to the target on the chain, carries the
 //!   key's object. So no chunk carries an entry older than an update the target already
-//!   has. The target reports the transfer complete once the last chunk is durable.
+//!   has. The target may hold the region from an earlier membership (a server back from a
+//!   short stop keeps the regions it rests in): each chunk says which range of storage
+//!   positions it covers, and the target writes over that range only the entries that
+//!   differ, keeping those the chain wrote since the transfer started
+//!   ([`StoreWrite::ReplaceRange`]). The target reports the transfer complete once the last
+//!   chunk is durable and the updates the source left out have committed.
 
 mod backfill;
 mod chain;
@@ -169,7 +174,8 @@ pub struct Replica {
 impl Replica {
     /// `incarnation` must grow with every start of the server's process (a start time will do).
     /// `previous` is the configuration the server acted on before it stopped, if any: regions
-    /// it held then and does not hold in `config` are cleared.
+    /// it kept then and does not keep in `config` are cleared (one it rests in, or a transfer
+    /// brings it back to, keeps what it holds: `SpaceConfig::keeps`).
     pub fn new(
         me: ServerId,
         incarnation: u64,

@@ -88,6 +88,12 @@ impl SpaceRuntime {
         self.config().holds(subspace, region, me)
     }
 
+    /// Whether `me`'s storage keeps `location`: it holds it, or rests there and comes back to
+    /// it (`SpaceConfig::keeps`).
+    pub(super) fn keeps(&self, me: ServerId, (subspace, region): Location) -> bool {
+        self.config().keeps(subspace, region, me)
+    }
+
     /// Whether `subspace` is being built: it does not hold every object yet.
     pub(super) fn building(&self, subspace: SubspaceId) -> bool {
         self.config().schema.subspace(subspace).state == SubspaceState::Building
@@ -159,14 +165,13 @@ impl SpaceRuntime {
     /// the key's entry anywhere in the region does (a scan of the region: rare, and only on
     /// this path). For a hop that only removes (a destructive update, issued once every
     /// earlier update of the key had committed, so the entry it removes was there when it was
-    /// issued): that entry is gone, or was written again by a later update. Except while
-    /// the region is `catching_up` (a transfer is filling it): there an entry that is not
-    /// there may simply not have come yet, so only a later version shows the update applied.
+    /// issued): that entry is gone, or was written again by a later update. Not for a region
+    /// a transfer is filling, whose storage may hold entries of an earlier membership (the
+    /// replica asks what the chain did there instead).
     pub(super) fn applied_in_store(
         &self,
         location: Location,
         u: &ChainUpdate,
-        catching_up: bool,
         store: &impl CommittedReader,
     ) -> Result<bool, ErrorReply> {
         let (subspace, region) = location;
@@ -180,11 +185,9 @@ impl SpaceRuntime {
             .filter(|n| self.in_location(location, Some(n)))
         else {
             let old = old_here.expect("a hop holds the old object when it does not hold the new");
-            // In a region still catching up, an absent entry may not have come yet.
-            let gone_counts = !catching_up;
             return Ok(store
                 .entry_version(self.name(), subspace, old)?
-                .map_or(gone_counts, |v| v > u.version));
+                .is_none_or(|v| v > u.version));
         };
         if store
             .entry_version(self.name(), subspace, new)?

@@ -109,17 +109,37 @@ pub(super) struct Backfill {
     pub(super) reported: bool,
 }
 
+/// A transfer into this server: where it stands, and what the chain did at its region since
+/// it started.
+#[derive(Debug, Default)]
+pub(super) struct Incoming {
+    pub(super) stage: Stage,
+    /// Every key with an update applied at the region here since the transfer started, and
+    /// the last version applied. Until the transfer ends this, not storage, says what the
+    /// chain did here: storage may still hold entries from an earlier membership, and a
+    /// key's own state is forgotten once its updates commit. (As many keys as the chain
+    /// wrote in the region meanwhile.)
+    pub(super) touched: BTreeMap<Value, Version>,
+}
+
 /// Where a transfer into this server stands.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(super) enum Incoming {
-    /// Chunks are coming.
-    Receiving,
+pub(super) enum Stage {
+    /// Chunks are coming; the next one covers the storage positions after `resume` (`None`:
+    /// from the region's start).
+    Receiving { resume: Option<Vec<u8>> },
     /// The last chunk came. The source left out keys with an update pending at it, which it
     /// had sent here first; until those updates commit here, this region's committed state
     /// lacks those keys, so the transfer is not reported yet. Listed: (key, version).
     Settling(Vec<(Value, Version)>),
     /// Reported complete (the target is a full replica once the coordinators agree).
     Reported,
+}
+
+impl Default for Stage {
+    fn default() -> Stage {
+        Stage::Receiving { resume: None }
+    }
 }
 
 /// A transfer this server is the source of.

@@ -57,6 +57,16 @@ pub(crate) struct Node {
     pub(crate) installs: u64,
 }
 
+impl Node {
+    /// A crash: the fsyncs asked for die with the process, none is outstanding for the next
+    /// one (whose rounds would otherwise wait for them for ever, when it needs none of its
+    /// own: a restarted server that keeps every region it had writes nothing at first).
+    pub(crate) fn forget_syncs(&mut self) {
+        self.syncs.clear();
+        self.synced = self.syncs_asked;
+    }
+}
+
 /// Envelopes ordered by nothing but the queue's own keys.
 #[derive(Debug)]
 pub(crate) struct EnvelopeBox(pub(crate) Envelope);
@@ -122,6 +132,12 @@ pub(crate) struct Sim {
     pub(crate) reports: Vec<(u64, ServerId, TransferRef)>,
     /// Transfers started (re-replication, moves) and completed.
     pub(crate) transfers: [u64; 2],
+    /// Servers taken out that rest (`SpaceConfig::resting`): the regions they left wait for
+    /// them until this time, and they keep those regions' data.
+    pub(crate) resting: BTreeMap<ServerId, u64>,
+    /// Regions left to a resting server, and transfers that brought one back to such a
+    /// region (a catch-up over the data it kept).
+    pub(crate) catch_ups: [u64; 2],
     /// Backfill reports on their way to the coordinator: (arrives at, from, key region done).
     pub(crate) backfill_reports: Vec<(u64, ServerId, BackfillRef)>,
     /// Whether this run changes the space's subspaces (half the seeds).
@@ -238,6 +254,8 @@ impl Sim {
             ever_failed: BTreeSet::new(),
             reports: Vec::new(),
             transfers: [0; 2],
+            resting: BTreeMap::new(),
+            catch_ups: [0; 2],
             backfill_reports: Vec::new(),
             alters,
             alterations: [0; 3],
@@ -340,6 +358,7 @@ impl Sim {
         if installs {
             self.flush_durable(server);
             self.drop_dropped_subspaces(server);
+            self.check_keeps_only(server);
             return;
         }
         if self.rng.random_bool(0.3) {
@@ -372,6 +391,27 @@ impl Sim {
             node.geometry = geometry;
             // `Store::alter_space` is one fsynced batch: every batch before it is durable too.
             node.durable = node.store.clone();
+        }
+    }
+
+    /// Once a configuration is installed (and durable): `server`'s storage holds entries only
+    /// of the regions the configuration keeps it in (`SpaceConfig::keeps`), as it clears a
+    /// region when it stops keeping it, and only then.
+    pub(crate) fn check_keeps_only(&self, server: ServerId) {
+        let node = &self.nodes[&server];
+        let Some(space) = node.config.spaces.iter().find(|s| s.schema.name == "t") else {
+            return;
+        };
+        for (subspace, region, _, key) in node.store.entries.keys() {
+            let location = (
+                SubspaceId(*subspace),
+                tessera_geometry::RegionIndex(*region),
+            );
+            assert!(
+                space.keeps(location.0, location.1, server),
+                "t={} {server:?} holds {key} in region {region} of subspace {subspace}, which it does not keep",
+                self.now
+            );
         }
     }
 
@@ -492,11 +532,18 @@ impl Sim {
             } = w
             {
                 // At no moment is a key twice in one region of a server: a write that moves
-                // it within the region removes the old entry in the same batch.
+                // it within the region removes the old entry in the same batch. (But in a
+                // region a transfer is bringing the server back to: entries it kept from
+                // before stay until the chunk of their range comes.)
                 let (_, region, _, key) = node
                     .geometry
                     .entry(*subspace, &n.object)
                     .expect("a hop stores an object only where it is placed");
+                let filling = node.config.spaces.iter().any(|s| {
+                    s.schema.name == "t"
+                        && s.transfer_at(*subspace, tessera_geometry::RegionIndex(region))
+                            .is_some_and(|t| t.to == server)
+                });
                 let copies: Vec<_> = node
                     .store
                     .entries
@@ -504,7 +551,7 @@ impl Sim {
                     .filter(|((s, r, _, k), _)| (*s, *r) == (subspace.0, region) && *k == key)
                     .collect();
                 assert!(
-                    copies.len() == 1,
+                    copies.len() == 1 || filling,
                     "t={} {server:?}: after {w:?} the key is twice in region {region} of subspace {subspace:?}: {copies:?}",
                     self.now
                 );

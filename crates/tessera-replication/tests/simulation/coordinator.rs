@@ -8,7 +8,8 @@ use rand::rngs::StdRng;
 use rand::Rng;
 use tessera_geometry::RegionIndex;
 use tessera_protocol::{
-    Configuration, ServerInfo, ServerState, SpaceChange, SpaceConfig, Status, Transfer,
+    Configuration, RestingPlace, ServerInfo, ServerState, SpaceChange, SpaceConfig, Status,
+    Transfer,
 };
 use tessera_replication::Input;
 use tessera_types::{AxisCuts, Epoch, PrimitiveType, ServerId, SpaceSchema, SubspaceId, Value};
@@ -65,7 +66,14 @@ pub(crate) fn first_configuration(
     }
 }
 
-/// The coordinator's next configuration: `change` applied, epoch + 1.
+/// Most ticks the regions a resting server left wait for it after its removal (the
+/// coordinators' grace period, drawn for each server below this): a crashed server restarts
+/// within 200 ticks of its removal and a paused one wakes within 100, so many come back in
+/// time, some do not, and some come back to see the places they had not caught up yet go.
+const GRACE_TICKS_MAX: u64 = 300;
+
+/// The coordinator's next configuration: `change` applied, epoch + 1. Resting places that no
+/// longer fit go (their region dropped with its subspace, or the server back in its set).
 pub(crate) fn next_configuration(
     current: &Configuration,
     change: impl FnOnce(&mut Configuration),
@@ -73,7 +81,45 @@ pub(crate) fn next_configuration(
     let mut next = current.clone();
     next.epoch = Epoch(current.epoch.0 + 1);
     change(&mut next);
+    for space in &mut next.spaces {
+        let fits = |p: &RestingPlace| {
+            space
+                .replica_set(p.subspace, p.region)
+                .is_some_and(|set| !set.is_empty() && !set.contains(&p.server))
+        };
+        let resting: Vec<RestingPlace> = space.resting.iter().copied().filter(fits).collect();
+        space.resting = resting;
+    }
     next
+}
+
+/// The places `server` left in `after`'s replica sets that it held in `before`'s: it rests
+/// there (`SpaceConfig::resting`), and keeps their data.
+fn leave_resting_places(
+    before: &Configuration,
+    after: &mut Configuration,
+    server: ServerId,
+) -> u64 {
+    let mut left = 0;
+    for (was, space) in before.spaces.iter().zip(&mut after.spaces) {
+        for sub in space.schema.subspace_ids() {
+            for r in 0..space.replicas[sub.get()].len() {
+                let region = RegionIndex(r as u32);
+                if was.holds(sub, region, server) && !space.holds(sub, region, server) {
+                    space.resting.push(RestingPlace {
+                        subspace: sub,
+                        region,
+                        server,
+                    });
+                    left += 1;
+                }
+            }
+        }
+        space
+            .resting
+            .sort_by_key(|p| (p.subspace, p.region, p.server));
+    }
+    left
 }
 
 /// Takes `server` out of every replica set, keeping the order of the others, except where it
@@ -204,7 +250,7 @@ impl Sim {
                 self.faults[0] += 1;
                 let node = self.nodes.get_mut(&victim).expect("live");
                 node.replica = None;
-                node.syncs.clear();
+                node.forget_syncs();
                 // Its waiting gets die with it: their clients time out.
                 let waiting = node.gates.release_all();
                 for (event, _) in waiting {
@@ -324,7 +370,25 @@ impl Sim {
             self.removals.drain(..).partition(|(at, _)| *at <= now);
         self.removals = later;
         for (_, server) in due {
-            let next = next_configuration(self.config(), |c| remove_server(c, server));
+            // Half the servers taken out (with transfers on) rest: the regions they leave wait
+            // for them, and they keep those regions' data to catch up from.
+            let rests = self.transfers_on && self.rng.random_bool(0.5);
+            let mut left = 0;
+            let next = next_configuration(self.config(), |c| {
+                let before = c.clone();
+                remove_server(c, server);
+                if rests {
+                    left = leave_resting_places(&before, c, server);
+                }
+            });
+            if left > 0 {
+                self.catch_ups[0] += left;
+                let grace = self.rng.random_range(30..GRACE_TICKS_MAX);
+                self.resting.insert(server, now + grace);
+                if self.tracing {
+                    eprintln!("t={now} {server:?} rests in {left} regions");
+                }
+            }
             let epoch = next.epoch;
             self.publish(next);
             if self.nodes[&server].replica.is_none() && self.rng.random_bool(0.5) {
@@ -389,6 +453,7 @@ impl Sim {
             // The shell's first round (regions lost while it was down cleared) is durable
             // before it persists the configuration that lost them and serves.
             self.flush_durable(server);
+            self.check_keeps_only(server);
         }
         for server in waking {
             if self.tracing {
@@ -411,9 +476,79 @@ impl Sim {
         }
         if self.transfers_on {
             self.complete_transfers();
+            self.settle_resting();
             self.plan_transfers();
         }
         self.complete_backfills();
+    }
+
+    /// Resting servers: those whose grace period ended lose their places (their regions
+    /// gain replicas elsewhere, and they clear what they kept); a place in a region that has
+    /// its K members again goes; a server back (running, not failed) gets a transfer into
+    /// each region it rests in, a few at a time, from the region's last member (if usable):
+    /// a catch-up over the data it kept.
+    fn settle_resting(&mut self) {
+        let now = self.now;
+        let expired: Vec<ServerId> = self
+            .resting
+            .iter()
+            .filter(|(_, until)| **until <= now)
+            .map(|(s, _)| *s)
+            .collect();
+        self.resting.retain(|_, until| *until > now);
+        let usable = self.usable();
+        let (k, config) = (self.k, self.config().clone());
+        let mut starts = Vec::new();
+        let mut dropped = 0;
+        for (n, space) in config.spaces.iter().enumerate() {
+            for p in &space.resting {
+                let set = space.replicas_of(p.subspace, p.region);
+                let location = (p.subspace, p.region);
+                let source = *set.last().expect("never empty");
+                if expired.contains(&p.server) || set.len() >= k {
+                    dropped += 1;
+                } else if usable.contains(&p.server)
+                    && usable.contains(&source)
+                    && space.transfer_at(p.subspace, p.region).is_none()
+                    && !starts.iter().any(|(m, l, _)| (*m, *l) == (n, location))
+                    && starts.len() < 3
+                {
+                    starts.push((n, location, p.server));
+                }
+            }
+        }
+        if dropped == 0 && starts.is_empty() {
+            return;
+        }
+        self.catch_ups[1] += starts.len() as u64;
+        self.transfers[0] += starts.len() as u64;
+        if self.tracing {
+            eprintln!("t={now} resting: {expired:?} expired, catch-ups {starts:?}");
+        }
+        let next = next_configuration(&config, |c| {
+            for space in &mut c.spaces {
+                let keep = |p: &RestingPlace| {
+                    !expired.contains(&p.server)
+                        && space.replicas_of(p.subspace, p.region).len() < k
+                };
+                let resting: Vec<RestingPlace> =
+                    space.resting.iter().copied().filter(keep).collect();
+                space.resting = resting;
+            }
+            for (n, location, to) in starts {
+                start_transfer(c, n, location, to, None);
+            }
+        });
+        next.check().expect("a valid configuration");
+        self.publish(next);
+    }
+
+    /// Whether `region` of `subspace` of `space` waits for a resting server.
+    fn waits(space: &SpaceConfig, subspace: SubspaceId, region: RegionIndex) -> bool {
+        space
+            .resting
+            .iter()
+            .any(|p| (p.subspace, p.region) == (subspace, region))
     }
 
     /// `tessera alter-space t add-subspace c,a`: the new subspace's regions get K usable
@@ -630,12 +765,15 @@ impl Sim {
             .partition(|(at, _, _)| *at <= now);
         self.backfill_reports = later;
         for (_, _, done) in due {
-            let mut next = next_configuration(self.config(), |_| {});
-            let recorded: usize = next
-                .spaces
-                .iter_mut()
-                .map(|s| s.complete_backfills(&[done]))
-                .sum();
+            // In the change, so that resting places in a subspace a re-cut drops go with it.
+            let mut recorded = 0;
+            let next = next_configuration(self.config(), |c| {
+                recorded = c
+                    .spaces
+                    .iter_mut()
+                    .map(|s| s.complete_backfills(&[done]))
+                    .sum();
+            });
             if recorded == 0 {
                 continue;
             }
@@ -675,6 +813,7 @@ impl Sim {
                     let source = *set.last().expect("never empty");
                     if set.len() >= self.k
                         || space.transfer_at(sub, region).is_some()
+                        || Self::waits(space, sub, region)
                         || !usable.contains(&source)
                     {
                         continue;
@@ -713,6 +852,7 @@ impl Sim {
             .filter(|s| !set.contains(s))
             .collect();
         if space.transfer_at(sub, region).is_some()
+            || Self::waits(space, sub, region)
             || outside.is_empty()
             || !usable.contains(set.last().expect("never empty"))
         {

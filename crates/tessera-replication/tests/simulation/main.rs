@@ -28,7 +28,12 @@
 //! catches up from the member before it and joins for good when it reports the last chunk
 //! durable; now and then a region moves to another server (a join taking its share, or a
 //! decommission draining one: a transfer that replaces a member), and some runs start with a
-//! spare server that holds nothing. A fault is injected only while every region keeps a
+//! spare server that holds nothing. Half the servers it takes out rest instead (as a server
+//! stopped for a planned restart does, `SpaceConfig::resting`): the regions they leave wait for
+//! them for a grace period, they keep those regions' data (a restart keeps the disk, its log
+//! committed), and once back they catch up by transfers into the regions they rest in, which
+//! write over what they kept; past the grace period the places go, and so does the data. The
+//! convergence check below finds nothing stale left. A fault is injected only while every region keeps a
 //! complete replica that is not failed; a server that restarted or woke up after its removal
 //! counts as healthy again, so a run sees many faults, some in the middle of transfers.
 //!
@@ -81,6 +86,7 @@
 //! --test simulation` replays exactly that run (`TESSERA_SIM_TRACE=1` prints it).
 //! `TESSERA_SIM_SEEDS=<n>` runs more seeds (`make test-long` runs 10 000).
 
+mod catch_up;
 mod checker;
 mod clients;
 mod cluster;
@@ -165,7 +171,7 @@ const QUIESCE_LIMIT: u64 = 1_000_000;
 /// client, so a write that is never answered shows here).
 const ACTIVE_LIMIT: u64 = 200_000;
 
-fn run(seed: u64) -> (u64, [u64; 17]) {
+fn run(seed: u64) -> (u64, [u64; 19]) {
     let mut sim = Sim::new(seed);
     let mut keys: Vec<Value> = (0..sim.rng.random_range(2..6))
         .map(|i| Value::from(format!("key{i}")))
@@ -265,23 +271,22 @@ fn run(seed: u64) -> (u64, [u64; 17]) {
             for &s in &servers {
                 sim.flush_durable(s);
             }
-            let idle = sim.network.is_empty()
-                && sim.config_deliveries.is_empty()
-                && sim.reports.is_empty()
-                && sim.backfill_reports.is_empty()
-                && sim
-                    .config()
-                    .spaces
-                    .iter()
-                    .all(|s| s.transfers.is_empty() && s.build.is_none())
-                && sim.removals.is_empty()
-                && sim.wake_at.is_empty()
-                && sim.restart_at.is_empty()
-                && sim.nodes.values().all(|n| n.deferred.is_empty())
-                && sim
-                    .nodes
-                    .values()
-                    .all(|n| n.replica.as_ref().is_none_or(|r| r.backlog() == (0, 0)));
+            let idle =
+                sim.network.is_empty()
+                    && sim.config_deliveries.is_empty()
+                    && sim.reports.is_empty()
+                    && sim.backfill_reports.is_empty()
+                    && sim.config().spaces.iter().all(|s| {
+                        s.transfers.is_empty() && s.build.is_none() && s.resting.is_empty()
+                    })
+                    && sim.removals.is_empty()
+                    && sim.wake_at.is_empty()
+                    && sim.restart_at.is_empty()
+                    && sim.nodes.values().all(|n| n.deferred.is_empty())
+                    && sim
+                        .nodes
+                        .values()
+                        .all(|n| n.replica.as_ref().is_none_or(|r| r.backlog() == (0, 0)));
             ticks_idle = if idle { ticks_idle + 1 } else { 0 };
             if ticks_idle > 2 {
                 break;
@@ -482,11 +487,13 @@ fn run(seed: u64) -> (u64, [u64; 17]) {
     let [shapes, held] = sim.shapes;
     let [splits, moved] = sim.splits;
     let [elsewhere, waited] = sim.reads;
+    let [rested, caught_up] = sim.catch_ups;
     (
         sim.trace,
         [
             crashes, pauses, partitions, restarts, started, completed, added, built, dropped,
-            shapes, held, splits, moved, mid_commit, unsynced, elsewhere, waited,
+            shapes, held, splits, moved, mid_commit, unsynced, elsewhere, waited, rested,
+            caught_up,
         ],
     )
 }
@@ -504,7 +511,7 @@ fn seeds() -> Vec<u64> {
 
 #[test]
 fn chains_under_a_hostile_network_and_failures() {
-    let (mut seeds_run, mut faults) = (0, [0u64; 17]);
+    let (mut seeds_run, mut faults) = (0, [0u64; 19]);
     for seed in seeds() {
         let started = std::time::Instant::now();
         let outcome = std::panic::catch_unwind(|| run(seed));
@@ -520,9 +527,9 @@ fn chains_under_a_hostile_network_and_failures() {
             eprintln!("seed {seed} took {:?}", started.elapsed());
         }
     }
-    let [crashes, pauses, partitions, restarts, started, completed, added, built, dropped, shapes, held, splits, moved, mid_commit, unsynced, elsewhere, waited] =
+    let [crashes, pauses, partitions, restarts, started, completed, added, built, dropped, shapes, held, splits, moved, mid_commit, unsynced, elsewhere, waited, rested, caught_up] =
         faults;
-    eprintln!("{seeds_run} seeds passed: {crashes} crashes, {pauses} pauses past a lease, {partitions} partitions, {restarts} restarts, {mid_commit} crashes with rounds waiting for their fsync (forwards sent, acknowledgements and replies held), {unsynced} that lost batches written but not fsynced; {started} transfers started, {completed} completed; {added} subspaces added, {built} built, {dropped} dropped; {shapes} shapes of document registered, {held} writes held for theirs; {splits} key regions split, {moved} entries moved by splits; {elsewhere} gets at replicas that do not lead the key, {waited} gets that waited for versions pending there");
+    eprintln!("{seeds_run} seeds passed: {crashes} crashes, {pauses} pauses past a lease, {partitions} partitions, {restarts} restarts, {mid_commit} crashes with rounds waiting for their fsync (forwards sent, acknowledgements and replies held), {unsynced} that lost batches written but not fsynced; {started} transfers started, {completed} completed; {added} subspaces added, {built} built, {dropped} dropped; {shapes} shapes of document registered, {held} writes held for theirs; {splits} key regions split, {moved} entries moved by splits; {elsewhere} gets at replicas that do not lead the key, {waited} gets that waited for versions pending there; {rested} regions left to a resting server, {caught_up} transfers that brought one back over the data it kept");
     if seeds_run >= 100 {
         assert!(
             crashes > 0
@@ -535,6 +542,10 @@ fn chains_under_a_hostile_network_and_failures() {
         );
         if std::env::var("TESSERA_SIM_TRANSFERS").as_deref() != Ok("0") {
             assert!(completed > 0, "regions were re-replicated and moved");
+            assert!(
+                rested > 0 && caught_up > 0,
+                "servers rested in regions and caught up there"
+            );
         }
         assert!(
             built > 0 && dropped > 0,

@@ -4,7 +4,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use tessera_geometry::{point, RegionIndex, Tessellation};
-use tessera_protocol::ErrorReply;
+use tessera_protocol::{ErrorReply, Status};
 use tessera_replication::replica::RegionChunk;
 use tessera_replication::{CommittedReader, EntryWrite, LogId, StoreWrite};
 use tessera_types::{KeySplit, Object, SpaceSchema, StoredObject, SubspaceId, Value, Version};
@@ -167,6 +167,58 @@ impl CommittedReader for Reader<'_> {
             next,
         })
     }
+
+    fn check_chunk(
+        &self,
+        space: &str,
+        subspace: SubspaceId,
+        region: RegionIndex,
+        range: (Option<&[u8]>, Option<&[u8]>),
+        entries: &[StoredObject],
+    ) -> Result<(), ErrorReply> {
+        let (after, through) = Self::chunk_range(range)?;
+        if space != "t" {
+            return Ok(()); // the other spaces stay empty
+        }
+        let range = Range {
+            subspace: subspace.0,
+            region: region.0,
+            after,
+            through,
+        };
+        let fits = |e: &StoredObject| {
+            self.geometry
+                .entry(subspace, &e.object)
+                .is_some_and(|at| range.holds(&at))
+        };
+        match entries.iter().find(|e| !fits(e)) {
+            Some(e) => Err(ErrorReply::new(
+                Status::Malformed,
+                format!("{e:?} outside its chunk's range"),
+            )),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Reader<'_> {
+    /// A chunk's positions, decoded, when they are this model's, in order.
+    fn chunk_range(
+        range: (Option<&[u8]>, Option<&[u8]>),
+    ) -> Result<(Option<Place>, Option<Place>), ErrorReply> {
+        let decode = |bytes: &[u8]| {
+            postcard::from_bytes::<Place>(bytes)
+                .map_err(|e| ErrorReply::new(Status::Malformed, format!("a position: {e}")))
+        };
+        let after = range.0.map(decode).transpose()?;
+        let through = range.1.map(decode).transpose()?;
+        if let (Some(a), Some(t)) = (&after, &through) {
+            if a >= t {
+                return Err(ErrorReply::new(Status::Malformed, "a range backwards"));
+            }
+        }
+        Ok((after, through))
+    }
 }
 
 /// Applies a write of space `t`; the other spaces (configuration changes only) get no writes
@@ -209,8 +261,87 @@ pub(crate) fn apply(store: &mut ModelStore, geometry: &Geometry, w: &StoreWrite)
             }
             return;
         }
+        StoreWrite::ReplaceRange {
+            space,
+            subspace,
+            region,
+            after,
+            through,
+            entries,
+            keep,
+        } => {
+            if space == "t" {
+                let range = Range {
+                    subspace: subspace.0,
+                    region: region.0,
+                    after: after.as_deref().map(cursor),
+                    through: through.as_deref().map(cursor),
+                };
+                replace_range(store, geometry, &range, entries, keep);
+            }
+            return;
+        }
     };
     apply_entry(store, geometry, entry);
+}
+
+/// A place in a region as this model's cursors name it: (point, key).
+type Place = (Vec<u64>, Value);
+
+/// A cursor [`Reader::region_entries`] made.
+fn cursor(bytes: &[u8]) -> Place {
+    postcard::from_bytes(bytes).expect("a cursor this model made")
+}
+
+/// The places (`after`, `through`] of a region of a subspace (`None`: from its start, to its
+/// end).
+struct Range {
+    subspace: u16,
+    region: u32,
+    after: Option<Place>,
+    through: Option<Place>,
+}
+
+impl Range {
+    fn holds(&self, (s, r, p, k): &(u16, u32, Vec<u64>, Value)) -> bool {
+        let place = (p.clone(), k.clone());
+        (*s, *r) == (self.subspace, self.region)
+            && self.after.as_ref().is_none_or(|a| place > *a)
+            && self.through.as_ref().is_none_or(|t| place <= *t)
+    }
+}
+
+/// What `Store::commit` does with `ObjectWrite::ReplaceRange`, as its documentation says:
+/// within the range, the entries become exactly the chunk's, plus those stored that are
+/// exactly a kept (key, version).
+fn replace_range(
+    store: &mut ModelStore,
+    geometry: &Geometry,
+    range: &Range,
+    entries: &[StoredObject],
+    keep: &[(Value, Version)],
+) {
+    let chunk: BTreeMap<(u16, u32, Vec<u64>, Value), &StoredObject> = entries
+        .iter()
+        .map(|e| {
+            let at = geometry
+                .entry(SubspaceId(range.subspace), &e.object)
+                .expect("a transfer entry is placed");
+            assert!(
+                range.holds(&at),
+                "a transfer entry outside its chunk's range: {e:?}"
+            );
+            (at, e)
+        })
+        .collect();
+    store.entries.retain(|at, o| {
+        !range.holds(at)
+            || chunk.get(at).is_some_and(|e| **e == *o)
+            || (!chunk.contains_key(at) && keep.contains(&(at.3.clone(), o.version)))
+    });
+    for (at, e) in chunk {
+        store.entries.insert(at, e.clone());
+    }
 }
 
 /// What `Store::open` does with the log after a crash: commits every record, in version order,
