@@ -207,8 +207,8 @@ impl Server {
                 let me = coordination::register(coordinators, token, address.clone(), incarnation)
                     .await?;
                 let config = coordination::first_configuration(coordinators, me).await?;
-                // What this server acted on before it stopped: regions it held then and does
-                // not hold now are cleared by the state machine.
+                // What this server acted on before it stopped: regions it kept then and does
+                // not keep now (neither holds nor rests in) are cleared by the state machine.
                 let previous = state::load_config(&options.data_dir)?;
                 state::reconcile(&store, previous.as_ref(), &config)?;
                 (me, Mode::Cluster, config, previous)
