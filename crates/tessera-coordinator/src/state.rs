@@ -436,18 +436,7 @@ impl ClusterState {
         id: ServerId,
         incarnation: u64,
     ) -> Result<CommandOutcome, CommandError> {
-        let server = self
-            .servers
-            .iter_mut()
-            .find(|s| s.info.id == id)
-            .ok_or(CommandError::UnknownServer(id))?;
-        if server.incarnation != incarnation {
-            return Err(CommandError::StaleServer {
-                id,
-                incarnation,
-                current: server.incarnation,
-            });
-        }
+        let server = self.server_at(id, incarnation)?;
         if server.info.state == ServerState::Offline {
             return Err(CommandError::AlreadyOffline(id));
         }
@@ -599,7 +588,13 @@ impl ClusterState {
         Ok(CommandOutcome::Decommissioned { id, removed: false })
     }
 
-    fn rest(&mut self, id: ServerId, incarnation: u64) -> Result<CommandOutcome, CommandError> {
+    /// The registered server `id`, if it is still at `incarnation` (a decision about an
+    /// earlier process must not act on a restarted one).
+    fn server_at(
+        &mut self,
+        id: ServerId,
+        incarnation: u64,
+    ) -> Result<&mut RegisteredServer, CommandError> {
         let server = self
             .servers
             .iter_mut()
@@ -612,6 +607,11 @@ impl ClusterState {
                 current: server.incarnation,
             });
         }
+        Ok(server)
+    }
+
+    fn rest(&mut self, id: ServerId, incarnation: u64) -> Result<CommandOutcome, CommandError> {
+        let server = self.server_at(id, incarnation)?;
         if server.info.state != ServerState::Available {
             return Err(CommandError::CannotRest {
                 id,
