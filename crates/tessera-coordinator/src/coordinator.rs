@@ -173,7 +173,7 @@ impl Coordinator {
             path: raft_dir.clone(),
             source,
         };
-        // Format 1 (before 30 November 2026) is migrated: see `data_format::COORDINATOR_FORMATS`.
+        // Format 1 (the releases of protocol 4) is migrated: see `data_format::COORDINATOR_FORMATS`.
         let steps = [tessera_protocol::data_format::Step {
             from: 1,
             run: &crate::sm_store::migrate_1_to_2,

@@ -39,8 +39,9 @@ pub const SERVER_FORMATS: &[DataFormat] = &[
     },
     DataFormat {
         number: 2,
-        what: "30 November 2026: the configuration file tagged ([`tag`]) and its spaces with \
-               their resting places (`SpaceConfig::resting`); the store as in format 1",
+        what: "29 November 2026, protocol 5: the configuration file tagged ([`tag`]) and its \
+               spaces with their resting places (`SpaceConfig::resting`); the store as in \
+               format 1",
     },
 ];
 
@@ -53,9 +54,9 @@ pub const COORDINATOR_FORMATS: &[DataFormat] = &[
     },
     DataFormat {
         number: 2,
-        what: "30 November 2026: the snapshot's cluster state tagged ([`tag`]) and its spaces \
-               with their resting places (`SpaceConfig::resting`); log entries and vote as in \
-               format 1 (commands only gained variants, declared last)",
+        what: "29 November 2026, protocol 5: the snapshot's cluster state tagged ([`tag`]) and \
+               its spaces with their resting places (`SpaceConfig::resting`); log entries and \
+               vote as in format 1 (commands only gained variants, declared last)",
     },
 ];
 

@@ -16,7 +16,7 @@ use tessera_types::{Epoch, Version};
 
 /// The protocol version this build speaks: every frame's first byte. A frame with another
 /// version is refused with [`Status::UnsupportedProtocol`](crate::Status::UnsupportedProtocol).
-/// 5 (30 November 2026): resting servers (`ServerState::Resting`, `SpaceConfig::resting`,
+/// 5 (29 November 2026): resting servers (`ServerState::Resting`, `SpaceConfig::resting`,
 /// `Request::RestServer`) and the stopping server's goodbye.
 pub const PROTOCOL_VERSION: u8 = 5;
 

@@ -162,7 +162,7 @@ impl Server {
     /// Opens (or recovers) the data directory, binds the listener and starts serving.
     pub async fn start(options: ServerOptions) -> Result<Server, ServerError> {
         std::fs::create_dir_all(&options.data_dir).map_err(ServerError::Io)?;
-        // Format 1 (before 30 November 2026) is migrated: see `data_format::SERVER_FORMATS`.
+        // Format 1 (the releases of protocol 4) is migrated: see `data_format::SERVER_FORMATS`.
         let steps = [tessera_protocol::data_format::Step {
             from: 1,
             run: &state::migrate_1_to_2,
