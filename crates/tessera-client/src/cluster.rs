@@ -43,6 +43,9 @@ pub(crate) const RETRY_BUDGET: Duration = Duration::from_secs(10);
 /// Longest one attempt of a read waits for its server before another is tried: a server that
 /// stopped (SIGSTOP, a partition) must not take a read's whole deadline.
 const READ_ATTEMPT_MAX: Duration = Duration::from_secs(2);
+/// How long a write waits for its server before the client asks the coordinators whether they
+/// took that server out of the chains (and again as often while it waits).
+const WRITE_SUSPECT_AFTER: Duration = Duration::from_secs(1);
 const BACKOFF_FIRST: Duration = Duration::from_millis(10);
 const BACKOFF_MAX: Duration = Duration::from_millis(500);
 /// How long one `WaitConfig` asks a coordinator to wait for a newer configuration.
@@ -634,7 +637,9 @@ impl Cluster {
     ///
     /// A read waits at most [`READ_ATTEMPT_MAX`] for its server, then is tried again (on a
     /// newer configuration if there is one); a write, which cannot be sent twice, waits until
-    /// the deadline and then fails with `Timeout`: it may or may not have been applied.
+    /// the deadline, or until the coordinators take its server out of the chains
+    /// ([`Cluster::watched`]), and then fails with `Timeout`: it may or may not have been
+    /// applied.
     async fn send(
         self: &Arc<Self>,
         address: &str,
@@ -657,20 +662,17 @@ impl Cluster {
         } else {
             self.read_patience(deadline)
         };
-        let Ok(answer) = tokio::time::timeout(wait, connection.try_call(request, epoch)).await
-        else {
-            let status = Status::Timeout;
-            return if write {
-                let message =
-                    format!("server {address} did not answer within {:?}: the write may or may not have been applied", self.timeout);
-                Attempt::Fail(ClientError::Server { status, message })
-            } else {
-                let message = format!("server {address} did not answer within {wait:?}");
-                Attempt::Retry {
-                    error: ClientError::Server { status, message },
-                    server_epoch: None,
-                }
-            };
+        let call = connection.try_call(request, epoch);
+        // A standalone server is never taken out of anything: nothing to watch for.
+        let answer = if write && self.standalone.is_none() {
+            self.watched(address, epoch, call, wait).await
+        } else {
+            tokio::time::timeout(wait, call).await.map_err(|_| None)
+        };
+        let answer = match answer {
+            Ok(answer) => answer,
+            Err(Some(gone)) => return Attempt::Fail(gone),
+            Err(None) => return self.no_answer(address, write, wait),
         };
         match answer {
             Ok((Response::Error(e), server)) if e.status.is_retryable() => Attempt::Retry {
@@ -692,6 +694,60 @@ impl Cluster {
                 server_epoch: None,
             },
             Err(e) => Attempt::Fail(e.into_error()),
+        }
+    }
+
+    /// A write's `call` to `address`, sent in `epoch`, awaited for at most `wait`; meanwhile,
+    /// every [`WRITE_SUSPECT_AFTER`], the configuration is fetched: once the coordinators have
+    /// taken that server out of the chains (it failed, hung or was cut off), the write is given
+    /// up on at once, its outcome unknown, rather than at the deadline. `Err(None)`: no answer
+    /// within `wait`.
+    async fn watched<T>(
+        &self,
+        address: &str,
+        epoch: Epoch,
+        call: impl Future<Output = T>,
+        wait: Duration,
+    ) -> Result<T, Option<ClientError>> {
+        let until = Instant::now() + wait;
+        tokio::pin!(call);
+        loop {
+            let next = (Instant::now() + WRITE_SUSPECT_AFTER).min(until);
+            if let Ok(answer) = tokio::time::timeout_at(next, &mut call).await {
+                return Ok(answer);
+            }
+            if Instant::now() >= until {
+                return Err(None);
+            }
+            let Ok(routes) = self.refresh(None, &mut Backoff::new()).await else {
+                continue;
+            };
+            if let Some(why) = routing::taken_out(&routes.config, address, epoch) {
+                let message = format!(
+                    "{why} while a write to it was in flight: it may or may not have been applied"
+                );
+                return Err(Some(ClientError::Server {
+                    status: Status::Timeout,
+                    message,
+                }));
+            }
+        }
+    }
+
+    /// What a request to `address` that got no answer within `wait` comes to: a write's
+    /// outcome is unknown; a read is tried again.
+    fn no_answer(&self, address: &str, write: bool, wait: Duration) -> Attempt<Response> {
+        let status = Status::Timeout;
+        if write {
+            let message =
+                format!("server {address} did not answer within {:?}: the write may or may not have been applied", self.timeout);
+            Attempt::Fail(ClientError::Server { status, message })
+        } else {
+            let message = format!("server {address} did not answer within {wait:?}");
+            Attempt::Retry {
+                error: ClientError::Server { status, message },
+                server_epoch: None,
+            }
         }
     }
 

@@ -20,7 +20,7 @@ use std::sync::Arc;
 use tessera_geometry::{cover_regions, RegionIndex};
 use tessera_protocol::{
     funcall_status, predicate_status, sort_status, Configuration, ErrorReply, Explanation,
-    RegionsOf, SearchAnswer, SpaceConfig, SpaceMap, Status,
+    RegionsOf, SearchAnswer, ServerState, SpaceConfig, SpaceMap, Status,
 };
 use tessera_types::constants::KEY_BYTES_MAX;
 use tessera_types::{
@@ -76,6 +76,30 @@ pub(crate) fn refused(status: Status, message: impl Into<String>) -> ClientError
 
 pub(crate) fn unknown_space(name: &str) -> ClientError {
     refused(Status::UnknownSpace, format!("no space named {name:?}"))
+}
+
+/// Why the server at `address`, to which a request went in epoch `sent`, no longer serves in
+/// `config`: the coordinators took it out of the chains since (Offline or Resting, or gone
+/// from the configuration). `None` while it serves, or when `config` is not newer than `sent`.
+pub(crate) fn taken_out(
+    config: &Configuration,
+    address: &str,
+    sent: tessera_types::Epoch,
+) -> Option<String> {
+    if config.epoch <= sent {
+        return None;
+    }
+    let epoch = config.epoch.0;
+    match config.servers.iter().find(|s| s.address == address) {
+        None => Some(format!(
+            "the server at {address} left the configuration (epoch {epoch})"
+        )),
+        Some(s) if matches!(s.state, ServerState::Offline | ServerState::Resting) => Some(format!(
+            "the coordinators took server {} out of the chains (epoch {epoch})",
+            s.id
+        )),
+        Some(_) => None,
+    }
 }
 
 /// The key converted to the space's key type (routing hashes the converted key, as the
@@ -583,6 +607,44 @@ mod tests {
         assert!(routes.space("nope").is_none());
         assert_eq!(routes.address(ServerId(2)), Some("h:2"));
         assert_eq!(routes.address(ServerId(9)), None);
+    }
+
+    #[test]
+    fn a_server_is_taken_out_once_a_newer_configuration_says_so() {
+        let config = |epoch: u64, states: &[ServerState]| Configuration {
+            model: None,
+            epoch: Epoch(epoch),
+            servers: states
+                .iter()
+                .enumerate()
+                .map(|(i, state)| ServerInfo {
+                    id: ServerId(i as u64 + 1),
+                    address: format!("h:{}", i + 1),
+                    state: *state,
+                })
+                .collect(),
+            spaces: vec![],
+        };
+        use ServerState::*;
+        let live = config(5, &[Available, Leaving]);
+        assert_eq!(taken_out(&live, "h:1", Epoch(4)), None);
+        assert_eq!(
+            taken_out(&live, "h:2", Epoch(4)),
+            None,
+            "a Leaving server serves"
+        );
+        let out = config(5, &[Offline, Resting]);
+        assert!(taken_out(&out, "h:1", Epoch(4)).is_some());
+        assert!(taken_out(&out, "h:2", Epoch(4)).is_some());
+        assert_eq!(
+            taken_out(&out, "h:1", Epoch(5)),
+            None,
+            "not newer than the request"
+        );
+        assert!(
+            taken_out(&out, "h:9", Epoch(4)).is_some(),
+            "gone from the configuration"
+        );
     }
 
     #[test]
