@@ -798,6 +798,17 @@ impl SpaceConfig {
                     .map(|j| Joined { region: new, ..*j })
                     .collect();
                 self.joined.extend(joined);
+                // A server resting in the split region comes back to both halves (its storage
+                // keeps the keys that move to the new one).
+                let places: Vec<RestingPlace> = self
+                    .resting
+                    .iter()
+                    .filter(|p| p.subspace == SubspaceId::KEY && p.region.0 == *region)
+                    .map(|p| RestingPlace { region: new, ..*p })
+                    .collect();
+                self.resting.extend(places);
+                self.resting
+                    .sort_by_key(|p| (p.subspace, p.region, p.server));
                 self.schema.key_splits.push(KeySplit {
                     region: *region,
                     at: at.clone(),
@@ -1880,6 +1891,12 @@ mod tests {
             server: ServerId(2),
             since: 3,
         });
+        // Server 3 rests in region 1: it comes back to both halves.
+        space.resting.push(RestingPlace {
+            subspace: SubspaceId::KEY,
+            region: RegionIndex(1),
+            server: ServerId(3),
+        });
         let before = space.clone();
         let refused = |space: &mut SpaceConfig, change: SpaceChange| {
             let e = space.alter(9, &change, |_| vec![]).unwrap_err();
@@ -1929,6 +1946,8 @@ mod tests {
             server: ServerId(2),
             since: 3,
         }));
+        assert!(space.rests_in(SubspaceId::KEY, RegionIndex(1), ServerId(3)));
+        assert!(space.rests_in(SubspaceId::KEY, RegionIndex(2), ServerId(3)));
         let keys = &space.tessellations()[0];
         let region = |k: i64| tessera_geometry::key_region(keys, &Value::Int(k)).0;
         assert_eq!(
