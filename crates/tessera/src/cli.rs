@@ -82,6 +82,11 @@ pub enum Command {
     Coordinator(daemons::CoordinatorArgs),
     /// Run one storage server of a cluster: it registers with the coordinators (and keeps
     /// its identity in --data-dir across restarts), then serves the regions they give it.
+    ///
+    /// SIGTERM or Ctrl-C is a planned stop: it answers the writes it has, tells the
+    /// coordinators it rests (its regions wait for it, a replica short, for the coordinators'
+    /// --rest-grace-ms instead of being copied elsewhere) and exits; started again on the same
+    /// --data-dir, it catches up on what it missed (docs/operations.md, "Restarting a server").
     Server(daemons::ServerArgs),
     /// Copy a space out: its description and every object, while traffic goes on.
     ///
