@@ -4,30 +4,10 @@
 
 mod common;
 
-use common::{all_regions, people, person, put};
-use tessera_geometry::{interleave, key_region, point, RegionIndex, Tessellation};
-use tessera_storage::{
-    FsyncPolicy, ObjectWrite, RegionChunk, StorageError, Store, StoreOptions, StoredObject,
-};
+use common::{all_regions, open, people, person, put, tessellation};
+use tessera_geometry::{interleave, key_region, point, RegionIndex};
+use tessera_storage::{ObjectWrite, RegionChunk, StorageError, Store, StoredObject};
 use tessera_types::{Object, SpaceSchema, SubspaceId, Value, Version};
-
-fn open(dir: &std::path::Path) -> Store {
-    Store::open(
-        dir,
-        StoreOptions {
-            fsync: FsyncPolicy::Never,
-            cache_bytes: 4 << 20,
-        },
-    )
-    .unwrap()
-}
-
-fn tessellation(schema: &SpaceSchema, subspace: usize) -> Tessellation {
-    Tessellation::new(
-        schema.subspaces[subspace].dimensions.len(),
-        schema.partitions,
-    )
-}
 
 fn key_of(object: &Object) -> &str {
     match object.key() {

@@ -9,33 +9,13 @@ mod common;
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use common::{all_regions, people, person, put};
+use common::{all_regions, open, people, person, put, tessellation};
 use proptest::prelude::*;
-use tessera_geometry::{interleave, point, RegionIndex, Tessellation};
-use tessera_storage::{
-    FsyncPolicy, ObjectWrite, RegionChunk, StorageError, Store, StoreOptions, StoredObject,
-};
+use tessera_geometry::{interleave, point, RegionIndex};
+use tessera_storage::{ObjectWrite, RegionChunk, StorageError, Store, StoredObject};
 use tessera_types::{Object, SpaceSchema, SubspaceId, Value, Version};
 
 const SPACE: &str = "people";
-
-fn open(dir: &std::path::Path) -> Store {
-    Store::open(
-        dir,
-        StoreOptions {
-            fsync: FsyncPolicy::Never,
-            cache_bytes: 4 << 20,
-        },
-    )
-    .unwrap()
-}
-
-fn tessellation(schema: &SpaceSchema, subspace: usize) -> Tessellation {
-    Tessellation::new(
-        schema.subspaces[subspace].dimensions.len(),
-        schema.partitions,
-    )
-}
 
 /// An object's region in `subspace` and its storage key there, from the documented layout:
 /// `region (u32 BE) | key bytes` in the key subspace, `region | Z-value of the point | key

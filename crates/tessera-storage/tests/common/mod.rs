@@ -2,7 +2,7 @@
 #![allow(dead_code)]
 
 use tessera_geometry::Tessellation;
-use tessera_storage::{ObjectWrite, StoredObject};
+use tessera_storage::{FsyncPolicy, ObjectWrite, Store, StoreOptions, StoredObject};
 use tessera_types::{Attribute, AttributeType, Object, SpaceSchema, Value, Version};
 
 /// `space people key string id attributes int a, int b, string s subspace a, b subspace s`.
@@ -46,11 +46,27 @@ pub fn put(space: &str, old: Option<Object>, version: u64, new: Object) -> Objec
 }
 
 pub fn all_regions(schema: &SpaceSchema, subspace: usize) -> Vec<tessera_geometry::RegionIndex> {
-    let t = Tessellation::new(
-        schema.subspaces[subspace].dimensions.len(),
-        schema.partitions,
-    );
-    (0..t.regions_count())
+    (0..tessellation(schema, subspace).regions_count())
         .map(tessera_geometry::RegionIndex)
         .collect()
+}
+
+/// The tessellation of `subspace` of `schema` (its default, equal cuts).
+pub fn tessellation(schema: &SpaceSchema, subspace: usize) -> Tessellation {
+    Tessellation::new(
+        schema.subspaces[subspace].dimensions.len(),
+        schema.partitions,
+    )
+}
+
+/// A store in `dir` that never fsyncs (the tests do not crash it), with a small cache.
+pub fn open(dir: &std::path::Path) -> Store {
+    Store::open(
+        dir,
+        StoreOptions {
+            fsync: FsyncPolicy::Never,
+            cache_bytes: 4 << 20,
+        },
+    )
+    .unwrap()
 }
