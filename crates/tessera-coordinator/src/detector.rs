@@ -151,6 +151,17 @@ struct Resting {
     planned: Option<bool>,
 }
 
+impl Resting {
+    /// A rest of `incarnation` counted from now.
+    fn from_now(incarnation: u64, planned: Option<bool>) -> Resting {
+        Resting {
+            incarnation,
+            since: Instant::now(),
+            planned,
+        }
+    }
+}
+
 /// What the detector proposes for a server it gives up on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Decision {
@@ -226,14 +237,8 @@ impl Detector {
     /// `id` at `incarnation` announced a planned stop: its rest, once applied, lasts the
     /// planned grace.
     pub(crate) fn resting_on_purpose(&self, id: ServerId, incarnation: u64) {
-        lock(&self.inner).resting.insert(
-            id,
-            Resting {
-                incarnation,
-                since: Instant::now(),
-                planned: Some(true),
-            },
-        );
+        let rest = Resting::from_now(incarnation, Some(true));
+        lock(&self.inner).resting.insert(id, rest);
     }
 
     fn patience(&self) -> Duration {
@@ -377,27 +382,18 @@ impl Detector {
         inner.removing.insert(id, ticket);
         let (verb, command) = match decision {
             Decision::Offline => (
-                "taking server {id} offline",
+                format!("taking server {id} offline"),
                 Command::MarkOffline { id, incarnation },
             ),
             Decision::Rest => {
-                let planned = Some(false);
-                let since = Instant::now();
-                inner.resting.insert(
-                    id,
-                    Resting {
-                        incarnation,
-                        since,
-                        planned,
-                    },
-                );
+                let rest = Resting::from_now(incarnation, Some(false));
+                inner.resting.insert(id, rest);
                 (
-                    "letting server {id} rest",
+                    format!("letting server {id} rest"),
                     Command::Rest { id, incarnation },
                 )
             }
         };
-        let verb = verb.replace("{id}", &id.to_string());
         if inner.announced.insert((id, incarnation)) {
             tracing::warn!(server = %id, incarnation, "{verb}: {cause}");
         }
@@ -567,17 +563,13 @@ impl Detector {
         (id, incarnation): (ServerId, u64),
         now: Instant,
     ) {
-        let rest = inner.resting.entry(id).or_insert(Resting {
-            incarnation,
-            since: now,
-            planned: None,
-        });
+        // First seen now (a rest decided by an earlier leader), or of an earlier process.
+        let rest = inner
+            .resting
+            .entry(id)
+            .or_insert_with(|| Resting::from_now(incarnation, None));
         if rest.incarnation != incarnation {
-            *rest = Resting {
-                incarnation,
-                since: now,
-                planned: None,
-            };
+            *rest = Resting::from_now(incarnation, None);
         }
         let grace = self.tuning.grace(rest.planned);
         let rested = now.saturating_duration_since(rest.since);
