@@ -136,12 +136,10 @@ pub enum Departure {
 /// How long a stopping server waits for the coordinators to take it out of the chains.
 const REST_ANNOUNCE_MAX: std::time::Duration = std::time::Duration::from_secs(5);
 
-/// Who a cluster server is to the coordinators, to announce its rest.
+/// A cluster server's coordinators and who it is to them, to announce its rest.
 struct Announcer {
     coordinators: coordination::Coordinators,
-    me: tessera_types::ServerId,
-    token: u128,
-    incarnation: u64,
+    member: Member,
 }
 
 /// A bound, running server. Dropping it does not stop it: call [`Server::shutdown`].
@@ -260,18 +258,15 @@ impl Server {
         let mut tasks = vec![tokio::spawn(chain::tick(shared.clone()))];
         let (lease_keeper, announcer) = match (&options.cluster, &coordinators, reported) {
             (Some(c), Some(coordinators), Some(reported)) => {
-                let token = coordination::load_or_make_token(&options.data_dir)?;
                 let member = Member {
                     me,
                     incarnation,
                     address: coordination::advertised(c, local_addr)?,
-                    token,
+                    token: coordination::load_or_make_token(&options.data_dir)?,
                 };
                 let announcer = Announcer {
                     coordinators: coordinators.clone(),
-                    me,
-                    token,
-                    incarnation,
+                    member: member.clone(),
                 };
                 let keeper = follow_cluster(&shared, coordinators, member, reported, &mut tasks);
                 (Some(keeper.await?), Some(announcer))
@@ -395,35 +390,41 @@ impl Server {
     /// configuration without it. Bounded by [`REST_ANNOUNCE_MAX`]; a refusal or no answer
     /// leaves the rest to the failure detector (the lease lapses).
     async fn announce_rest(&self, a: Announcer) {
+        let Announcer {
+            coordinators,
+            member,
+        } = a;
         let started = tokio::time::Instant::now();
         while !self.shared.is_drained() && started.elapsed() < REST_ANNOUNCE_MAX {
             tokio::time::sleep(std::time::Duration::from_millis(5)).await;
         }
         let request = tessera_protocol::Request::RestServer {
-            server: a.me,
-            token: a.token,
-            incarnation: a.incarnation,
+            server: member.me,
+            token: member.token,
+            incarnation: member.incarnation,
         };
         let left = REST_ANNOUNCE_MAX.saturating_sub(started.elapsed());
-        let asked = coordination::ask_coordinators(&a.coordinators, request);
+        let asked = coordination::ask_coordinators(&coordinators, request);
+        let me = member.me;
         match tokio::time::timeout(left, asked).await {
             Ok(Ok(tessera_protocol::Response::Done)) => {
-                tracing::info!(server = %a.me, "resting: the coordinators keep its regions for it")
+                tracing::info!(server = %me, "resting: the coordinators keep its regions for it")
             }
             Ok(Ok(other)) => {
-                tracing::warn!(server = %a.me, ?other, "the coordinators did not take the rest; stopping anyway")
+                tracing::warn!(server = %me, ?other, "the coordinators did not take the rest; stopping anyway")
             }
             Ok(Err(e)) => {
-                tracing::warn!(server = %a.me, error = %e, "no coordinator took the rest; stopping anyway")
+                tracing::warn!(server = %me, error = %e, "no coordinator took the rest; stopping anyway")
             }
             Err(_) => {
-                tracing::warn!(server = %a.me, "no answer to the rest in time; stopping anyway")
+                tracing::warn!(server = %me, "no answer to the rest in time; stopping anyway")
             }
         }
     }
 }
 
 /// Who this server is to the coordinators.
+#[derive(Clone)]
 struct Member {
     me: tessera_types::ServerId,
     incarnation: u64,

@@ -1,10 +1,10 @@
 //! The state every task shares, and the configuration persisted in the data directory.
 //!
 //! The configuration is persisted in `<data_dir>/configuration` (postcard with the data
-//! format's tag, `tessera_protocol::data_format::tag`; replaced atomically: write a temporary file, fsync, rename, fsync the directory). It is the source
-//! of truth for which spaces exist: on start, storage spaces it does not list (an add-space
-//! that crashed before it was acknowledged) are dropped, and spaces it lists that storage lacks
-//! are created.
+//! format's tag, `tessera_protocol::data_format::tag`; replaced atomically: write a temporary
+//! file, fsync, rename, fsync the directory). It is the source of truth for which spaces exist:
+//! on start, storage spaces it does not list (an add-space that crashed before it was
+//! acknowledged) are dropped, and spaces it lists that storage lacks are created.
 
 use std::io::Write;
 use std::net::SocketAddr;
