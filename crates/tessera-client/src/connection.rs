@@ -57,13 +57,14 @@ impl From<CallError> for ClientError {
 }
 
 impl Waiter {
-    fn fail(self, error: ClientError) {
+    /// Hands `answer` to whoever waits (nobody, if the caller stopped waiting).
+    fn deliver(self, answer: Result<(Response, Epoch), ClientError>) {
         match self {
             Waiter::One(tx) => {
-                let _ = tx.send(Err(error));
+                let _ = tx.send(answer);
             }
             Waiter::Stream(tx) => {
-                let _ = tx.send(Err(error));
+                let _ = tx.send(answer);
             }
         }
     }
@@ -101,25 +102,19 @@ impl Waiters {
 
     /// Closes, answering every request in flight with `response` (see `read_frames`).
     fn answer_all(&mut self, response: Response, epoch: Epoch) {
-        self.closed = true;
-        for (_, w) in self.by_id.drain() {
-            let answer = Ok((response.clone(), epoch));
-            match w {
-                Waiter::One(tx) => {
-                    let _ = tx.send(answer);
-                }
-                Waiter::Stream(tx) => {
-                    let _ = tx.send(answer);
-                }
-            }
-        }
+        self.close_with(|| Ok((response.clone(), epoch)));
         self.idle_since = Some(Instant::now());
     }
 
     fn fail_all(&mut self, make: impl Fn() -> ClientError) {
+        self.close_with(|| Err(make()));
+    }
+
+    /// Closes, handing every request in flight what `answer` makes.
+    fn close_with(&mut self, answer: impl Fn() -> Result<(Response, Epoch), ClientError>) {
         self.closed = true;
         for (_, w) in self.by_id.drain() {
-            w.fail(make());
+            w.deliver(answer());
         }
     }
 }
@@ -328,14 +323,9 @@ async fn read_frames(stream: tessera_protocol::tls::ReadHalf, waiters: Arc<Mutex
         }
         let waiter = w.remove(frame.id);
         drop(w);
-        match waiter {
-            Some(Waiter::One(tx)) => {
-                let _ = tx.send(Ok((frame.response, frame.epoch)));
-            }
-            Some(Waiter::Stream(tx)) => {
-                let _ = tx.send(Ok((frame.response, frame.epoch)));
-            }
-            None => {} // the caller stopped waiting
+        // None: the caller stopped waiting.
+        if let Some(waiter) = waiter {
+            waiter.deliver(Ok((frame.response, frame.epoch)));
         }
     }
     waiters
