@@ -622,13 +622,14 @@ impl ClusterState {
         let mut places = 0u32;
         for space in &mut self.spaces {
             let held: Vec<(SubspaceId, RegionIndex)> = space
-                .schema
-                .subspace_ids()
-                .flat_map(|subspace| {
-                    let sets = &space.replicas[subspace.get()];
-                    (0..sets.len() as u32)
-                        .map(move |r| (subspace, RegionIndex(r)))
-                        .filter(|(_, r)| sets[r.0 as usize].contains(&id))
+                .replicas
+                .iter()
+                .enumerate()
+                .flat_map(|(subspace, sets)| {
+                    let subspace = SubspaceId(subspace as u16);
+                    (0..sets.len())
+                        .filter(|&r| sets[r].contains(&id))
+                        .map(move |r| (subspace, RegionIndex(r as u32)))
                 })
                 .collect();
             remove_from_replica_sets(std::slice::from_mut(space), id);
